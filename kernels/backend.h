@@ -1,0 +1,231 @@
+/* backend.h — the compute backend interface of deqbench.
+ *
+ * A backend is a table of function pointers plus a context (ggml style). One
+ * instance per device. Compiled-in backends are registered at build time
+ * (cuda only when the toolkit was found), the one that runs is chosen at run
+ * time by name: "cpu" (float32, OpenBLAS), "cpu64" (float64, the same C code
+ * compiled for double: the reference that finite-difference tests use) and
+ * "cuda" (float32, cuBLAS).
+ *
+ * Conventions for every op below:
+ *   - Buffers are device pointers returned by backend_alloc(); their element
+ *     type is the backend's (be->elem bytes: 4 for float, 8 for double).
+ *     Token ids are int32 on every backend.
+ *   - Tensors are row-major and contiguous. Letters: N rows, C columns,
+ *     B batch, T sequence, H heads, V vocabulary.
+ *   - "overwritten" outputs are written; "+=" outputs are accumulated into,
+ *     because every application of a weight-tied block adds into the same
+ *     parameter gradient (llm.c's rule, written down here once).
+ *   - Ops are asynchronous on devices that are; host-returning ops (dot,
+ *     norm, xent_forward) synchronise.
+ *   - No op allocates memory: scratch buffers are passed in, so a training
+ *     step runs entirely on memory allocated before the timed loop.
+ */
+#ifndef DQ_BACKEND_H
+#define DQ_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Memory categories, ../shared/DESIGN.md §Backend. The paper reported memory
+ * without word embeddings: depth + solver is the comparable figure. */
+enum mem_category {
+	MEM_PARAMS,
+	MEM_GRADS,
+	MEM_OPTIMIZER,
+	MEM_HEAD,  /* embeddings' activations, injection, logits, their grads */
+	MEM_DEPTH, /* method-owned activations: tapes, checkpoints */
+	MEM_SOLVER,    /* Broyden / Anderson history */
+	MEM_WORKSPACE, /* scratch */
+	MEM_NCAT
+};
+
+/* Name of a category as used in records ("params", ..., "workspace"). */
+const char *mem_category_name(enum mem_category c);
+
+/* Activation functions for act_forward / act_backward. */
+enum act_kind {
+	ACT_RELU,
+	ACT_GELU, /* exact: 0.5 x (1 + erf(x / sqrt 2)), PyTorch nn.GELU() */
+	ACT_TANH,
+	ACT_SIGMOID,
+};
+
+/* Facts about the device a backend runs on. */
+struct backend_info {
+	char name[128];		/* e.g. "cpu (OpenBLAS 0.3.21)" or GPU name */
+	size_t total_mem_bytes; /* device memory; host RAM for cpu */
+	int compute_major, compute_minor; /* CUDA compute capability, else 0 */
+	int sm_count;			  /* CUDA multiprocessors, else 0 */
+	int driver_version, runtime_version; /* CUDA, else 0 */
+};
+
+/* Number of timer slots a backend keeps (timer_mark / timer_elapsed_ms). */
+#define BACKEND_TIMER_SLOTS 16
+
+struct backend_ops {
+	const char *name;
+
+	/* ---- memory, untracked (backend_alloc/free add the accounting) ----
+	 */
+	void *(*raw_alloc)(void *ctx, size_t bytes); /* NULL on failure */
+	void (*raw_free)(void *ctx, void *p);
+	void (*destroy)(void *ctx);
+	void (*info)(void *ctx, struct backend_info *out);
+
+	/* ---- synchronisation and timing ---- */
+	void (*sync)(void *ctx);
+	/* Record "now" in slot (0 <= slot < BACKEND_TIMER_SLOTS): a CUDA event
+	 * on the GPU, a monotonic clock read on the CPU. */
+	void (*timer_mark)(void *ctx, int slot);
+	/* Milliseconds from mark `from` to mark `to`; waits for both. */
+	double (*timer_elapsed_ms)(void *ctx, int from, int to);
+
+	/* ---- transfers; n in elements of the backend's type ---- */
+	void (*upload)(void *ctx, void *dst, const double *src, size_t n);
+	void (*download)(void *ctx, double *dst, const void *src, size_t n);
+	/* Untyped byte copies host<->device (int32 tokens, raw float32). */
+	void (*upload_bytes)(void *ctx, void *dst, const void *src,
+			     size_t bytes);
+	void (*download_bytes)(void *ctx, void *dst, const void *src,
+			       size_t bytes);
+	void (*copy)(void *ctx, void *dst, const void *src, size_t n);
+	void (*fill)(void *ctx, void *dst, double value, size_t n);
+
+	/* ---- dense algebra ---- */
+	/* C(M,N) = alpha op(A)(M,K) op(B)(K,N) + beta C, row-major, op =
+	 * transpose when ta/tb != 0 (A then stored (K,M), B stored (N,K)).
+	 * lda/ldb/ldc are row strides in elements. */
+	void (*gemm)(void *ctx, int ta, int tb, int M, int N, int K,
+		     double alpha, const void *A, int lda, const void *B,
+		     int ldb, double beta, void *C, int ldc);
+	/* y(N,C) += b(C) broadcast over rows. */
+	void (*bias_forward)(void *ctx, void *y, const void *b, int N, int C);
+	/* db(C) += sum over rows of dy(N,C). */
+	void (*bias_backward)(void *ctx, void *db, const void *dy, int N,
+			      int C);
+	/* y(n) = act(x(n)); y may alias x. */
+	void (*act_forward)(void *ctx, enum act_kind act, void *y,
+			    const void *x, size_t n);
+	/* dx(n) = dy * act'(.) (overwritten; may alias dy). Uses y for RELU,
+	 * TANH and SIGMOID (x may be NULL), x for GELU (y may be NULL). */
+	void (*act_backward)(void *ctx, enum act_kind act, void *dx,
+			     const void *dy, const void *x, const void *y,
+			     size_t n);
+	/* dst(n) = a(n) * b(n) elementwise product. */
+	void (*mul)(void *ctx, void *dst, const void *a, const void *b,
+		    size_t n);
+
+	/* ---- LayerNorm over the last dim, eps 1e-5, biased variance ----
+	 * y(N,C) = (x - mean) * rstd * w + b; mean(N), rstd(N) saved. */
+	void (*layernorm_forward)(void *ctx, void *y, void *mean, void *rstd,
+				  const void *x, const void *w, const void *b,
+				  int N, int C);
+	/* dx(N,C) overwritten, dw(C) +=, db(C) +=. */
+	void (*layernorm_backward)(void *ctx, void *dx, void *dw, void *db,
+				   const void *dy, const void *x,
+				   const void *mean, const void *rstd,
+				   const void *w, int N, int C);
+
+	/* ---- causal multi-head self-attention (Vaswani et al. 2017) ----
+	 * qkv(B,T,3C) holds q | k | v, each (B,T,C) with heads contiguous
+	 * (head h = columns h*C/H .. (h+1)*C/H). att(B,H,T,T) receives the
+	 * softmax probabilities of q kᵀ / sqrt(C/H) with the causal mask
+	 * (entries above the diagonal are 0). out(B,T,C) = att v per head. */
+	void (*attention_forward)(void *ctx, void *out, void *att,
+				  const void *qkv, int B, int T, int C, int H);
+	/* dqkv(B,T,3C) overwritten. scratch: B*H*T*T elements. */
+	void (*attention_backward)(void *ctx, void *dqkv, void *scratch,
+				   const void *dout, const void *qkv,
+				   const void *att, int B, int T, int C, int H);
+
+	/* ---- embeddings ----
+	 * out(B,T,C) = wte[tok[b,t]] + wpe[t]; tok int32 (B,T); wte (V,C);
+	 * wpe (Tmax,C) with T <= Tmax. Token ids must be in [0, V). */
+	void (*embed_forward)(void *ctx, void *out, const int32_t *tok,
+			      const void *wte, const void *wpe, int B, int T,
+			      int C);
+	/* dwte += scatter of dout by tok; dwpe[t] += sum_b dout[b,t].
+	 * Deterministic (no atomics on the CPU). */
+	void (*embed_backward)(void *ctx, void *dwte, void *dwpe,
+			       const void *dout, const int32_t *tok, int B,
+			       int T, int C, int V);
+
+	/* ---- softmax cross-entropy ----
+	 * probs(N,V) = softmax(logits) (may alias logits); returns the mean
+	 * over the N rows of -log probs[n, targets[n]] in nats. */
+	double (*xent_forward)(void *ctx, void *probs, const void *logits,
+			       const int32_t *targets, int N, int V);
+	/* dlogits(N,V) = scale * (probs - onehot(targets)) (overwritten; may
+	 * alias probs). scale is 1/N for the mean loss. */
+	void (*xent_backward)(void *ctx, void *dlogits, const void *probs,
+			      const int32_t *targets, int N, int V,
+			      double scale);
+
+	/* ---- Adam (Kingma & Ba 2015), bias-corrected, decoupled weight decay
+	 * (AdamW) when wd > 0; t is the 1-based step. */
+	void (*adam)(void *ctx, void *p, const void *g, void *m, void *v,
+		     size_t n, double lr, double beta1, double beta2,
+		     double eps, double wd, int t);
+
+	/* ---- vector ops for solvers; reductions accumulate in double ---- */
+	double (*dot)(void *ctx, const void *x, const void *y, size_t n);
+	double (*norm)(void *ctx, const void *x, size_t n); /* l2; nan/inf
+							       propagate */
+	void (*axpy)(void *ctx, void *y, double a, const void *x, size_t n);
+	void (*scale)(void *ctx, void *x, double a, size_t n);
+};
+
+/* Per-category live and peak bytes. peak_depth_solver is the high-water mark
+ * of (depth + solver) live bytes together, the paper-comparable figure; it
+ * is not the sum of the two separate peaks. */
+struct backend_mem_stats {
+	size_t live[MEM_NCAT];
+	size_t peak[MEM_NCAT];
+	size_t live_total, peak_total;
+	size_t peak_depth_solver;
+	size_t n_allocs; /* live allocations */
+};
+
+struct backend_alloc_entry; /* private: pointer -> (bytes, category) */
+
+struct backend {
+	const struct backend_ops *ops;
+	void *ctx;
+	size_t elem; /* bytes per element: 4 (float) or 8 (double) */
+	struct backend_mem_stats mem;
+	struct backend_alloc_entry *table; /* open addressing, power of 2 */
+	size_t table_cap;
+	size_t table_used; /* live entries + tombstones */
+};
+
+/* Names of the backends compiled into this binary, NULL-terminated. */
+extern const char *const backend_names[];
+
+/* Create backend `name` ("cpu", "cpu64", "cuda"). threads <= 0 keeps the
+ * library default (OpenMP / OpenBLAS). Returns 0, or -1 with a one-line
+ * message in err: unknown name (lists the compiled ones), or "no CUDA device
+ * was found". */
+int backend_create(struct backend **out, const char *name, int threads,
+		   char *err, size_t errlen);
+/* Frees the backend; live tracked allocations are released first. */
+void backend_destroy(struct backend *be);
+
+/* Tracked allocation of n elements of the backend's type (or bytes), tagged
+ * with a category. Returns NULL when the device is out of memory. Zero-sized
+ * requests return a valid unique pointer. */
+void *backend_alloc(struct backend *be, size_t n, enum mem_category cat);
+void *backend_alloc_bytes(struct backend *be, size_t bytes,
+			  enum mem_category cat);
+/* Frees a pointer from backend_alloc*(); NULL is ignored. */
+void backend_free(struct backend *be, void *p);
+/* Sets every peak to the current live value. */
+void backend_mem_reset_peak(struct backend *be);
+
+/* Pointer to element i of buffer p (element type of the backend). */
+static inline void *dq_at(const struct backend *be, const void *p, size_t i)
+{
+	return (char *)p + i * be->elem;
+}
+
+#endif

@@ -1,0 +1,104 @@
+/* method.h — how the depth of a weight-tied model is computed and
+ * differentiated: plain unrolling, gradient checkpointing every k layers,
+ * or a deep equilibrium solve with implicit differentiation
+ * (../shared/DESIGN.md §Methods). Methods call only the model's
+ * forward/vjp and the backend's vector ops.
+ *
+ * All method-owned buffers come from the tracked allocator: tapes and
+ * checkpoints under MEM_DEPTH, solver history under MEM_SOLVER; all of them
+ * are allocated by method_create, never inside forward/backward.
+ */
+#ifndef DQ_METHOD_H
+#define DQ_METHOD_H
+
+#include <stddef.h>
+
+#include "../models/model.h"
+
+enum method_kind { METHOD_UNROLL, METHOD_CHECKPOINT, METHOD_DEQ };
+enum solver_kind { SOLVER_BROYDEN, SOLVER_ANDERSON, SOLVER_FIXED_POINT };
+enum stop_mode { STOP_ABS, STOP_REL };
+enum b_mode { BMODE_IFT, BMODE_JFB };
+
+/* torchdeq's names where they exist. Defaults: method_config_defaults(). */
+struct method_config {
+	enum method_kind method;
+	int layers; /* L for unroll / checkpoint */
+	int k;	    /* checkpoint interval; 0 = auto: round(sqrt(L)) */
+
+	enum solver_kind f_solver;
+	double f_tol;
+	int f_max_iter;
+	enum stop_mode f_stop_mode;
+	int f_history; /* Broyden rank-1 updates kept; 0 = f_max_iter */
+
+	enum b_mode b_mode;
+	enum solver_kind b_solver;
+	double b_tol;
+	int b_max_iter;
+	enum stop_mode b_stop_mode;
+	int b_history; /* 0 = b_max_iter */
+
+	int anderson_m;		/* history, default 5 */
+	double anderson_lambda; /* regularisation, default 1e-4 */
+	double anderson_beta;	/* mixing, default 1 */
+};
+
+void method_config_defaults(struct method_config *c);
+/* Checks ranges; -1 with a one-line message naming the key and the allowed
+ * values (k < 1 or k > layers, tol <= 0, max_iter < 1, history < 1...). */
+int method_config_validate(const struct method_config *c, char *err,
+			   size_t errlen);
+
+/* Parsers for enum keys; -1 when unknown. */
+int method_kind_parse(const char *s);
+int solver_kind_parse(const char *s);
+int stop_mode_parse(const char *s);
+int b_mode_parse(const char *s);
+const char *method_kind_name(enum method_kind k);
+const char *solver_kind_name(enum solver_kind k);
+const char *stop_mode_name(enum stop_mode s);
+const char *b_mode_name(enum b_mode b);
+
+/* Result of one solve (forward or backward). */
+struct solve_stats {
+	int iters;	 /* f (or VJP) evaluations the solver made */
+	double residual; /* final ‖f(z)−z‖ (abs) or relative, per stop mode */
+	double abs_residual, rel_residual;
+	int converged; /* residual <= tol */
+	int nonfinite; /* a non-finite residual ended the solve */
+};
+
+/* Per-step statistics of a method; reset by every forward. */
+struct method_stats {
+	long forward_evals;	/* block applications (model_block_forward) */
+	long vjp_evals;		/* block VJPs (model_block_vjp) */
+	struct solve_stats fwd; /* deq only */
+	struct solve_stats bwd; /* deq ift only */
+	int has_fwd_solve, has_bwd_solve;
+	/* Optional residual trace of the last solves (deq): residual after
+	 * each iteration, up to METHOD_TRACE_MAX entries. */
+	int fwd_trace_len, bwd_trace_len;
+	double fwd_trace[256], bwd_trace[256];
+};
+#define METHOD_TRACE_MAX 256
+
+struct method;
+
+/* Creates a method for model m: validates cfg and allocates every buffer
+ * (depth, solver) the method needs. -1 with a one-line message on error. */
+int method_create(struct method **out, struct model *m,
+		  const struct method_config *cfg, char *err, size_t errlen);
+void method_destroy(struct method *me);
+
+/* z = depth(u): (B,T,d) output from u (B,T,U). train != 0 keeps what
+ * backward needs. z must be n_state elements and is owned by the caller. */
+void method_forward(struct method *me, const void *u, void *z, int train);
+/* Given gz = dL/dz (n_state), adds dL/du into gu (n_u, +=) and the
+ * parameter gradients into the model's grads (+=). Needs a train forward. */
+void method_backward(struct method *me, const void *gz, void *gu);
+
+const struct method_stats *method_get_stats(const struct method *me);
+const struct method_config *method_get_config(const struct method *me);
+
+#endif

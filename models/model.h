@@ -1,0 +1,139 @@
+/* model.h — weight-tied models: the block f(z; u) that every method applies,
+ * plus the LM head around it (token + position embeddings, input injection,
+ * output projection, mean next-token cross-entropy). ../shared/DESIGN.md
+ * §Model is the exact spec.
+ *
+ * Letters: B batch, T sequence, d model width (d_model), H heads, dh = d/H,
+ * F feed-forward width (d_ff), V vocabulary, U injection width (3d for the
+ * transformer, d for tanh_cell).
+ *
+ * Buffers are backend buffers (see kernels/backend.h): z and its gradients
+ * are (B,T,d) = model->n_state elements; u and its gradient (B,T,U) =
+ * model->n_u elements. Every buffer a step needs is allocated by
+ * model_create (params, grads, head, workspace); only tapes are allocated by
+ * the methods (category depth), sized by model_tape_elems().
+ *
+ * Gradient rule: model_block_vjp and the head/inject backward ADD (+=) into
+ * the parameter gradients, because every application of the tied block adds
+ * into the same gradient. model_zero_grads clears them once per step.
+ */
+#ifndef DQ_MODEL_H
+#define DQ_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../kernels/backend.h"
+
+enum model_kind { MODEL_TRANSFORMER, MODEL_TANH_CELL, MODEL_TRELLISNET };
+
+/* Parses "transformer", "tanh_cell", "trellisnet"; -1 when unknown. */
+int model_kind_parse(const char *s);
+const char *model_kind_name(enum model_kind k);
+
+struct model_config {
+	enum model_kind kind;
+	int d_model;	/* d */
+	int n_heads;	/* H (transformer); d % H == 0 */
+	int d_ff;	/* F (transformer) */
+	int seq_len;	/* T; also the size of the position table */
+	int batch_size; /* B */
+	int vocab_size; /* V */
+	uint64_t seed;	/* parameter init */
+};
+
+/* One named parameter tensor inside the single parameter allocation.
+ * Layouts follow PyTorch nn.Linear: weight [out, in], y = x Wᵀ + b. */
+#define MODEL_MAX_PARAMS 32
+struct model_param {
+	const char *name; /* e.g. "block.attn.qkv.weight" */
+	int ndim;	  /* 1 or 2 */
+	int64_t shape[2];
+	size_t offset; /* elements from the start of params / grads */
+	size_t numel;
+};
+
+struct model_ops; /* per-kind implementation (private) */
+
+struct model {
+	struct backend *be;
+	struct model_config cfg;
+	const struct model_ops *ops;
+	int B, T, d, U;
+	size_t n_state; /* B*T*d */
+	size_t n_u;	/* B*T*U */
+
+	/* parameters: one allocation each for values and gradients */
+	struct model_param params[MODEL_MAX_PARAMS];
+	int n_params;
+	size_t n_param_elems;
+	void *param_buf; /* MEM_PARAMS */
+	void *grad_buf;	 /* MEM_GRADS */
+
+	/* head buffers (MEM_HEAD), owned by the model */
+	int32_t *tokens;  /* (B,T) inputs, device */
+	int32_t *targets; /* (B,T) next tokens, device */
+	void *x;	  /* (B,T,d) embed + pos */
+	void *u;	  /* (B,T,U) injection */
+	void *gu;	  /* (B,T,U) dL/du accumulated by block vjps */
+	void *logits;	  /* (B,T,V) logits, then probs, then dlogits */
+	void *gz;	  /* (B,T,d) dL/dz from the head */
+
+	void *priv; /* per-kind workspace (MEM_WORKSPACE) */
+};
+
+/* Creates a model on backend be: validates cfg, allocates params, grads,
+ * head buffers and workspace, and initialises parameters deterministically
+ * from cfg->seed (identical values on every backend).
+ * Errors (-1, one line in err, nothing left allocated): d, H, F, T, B, V not
+ * positive; d not divisible by H; out of device memory. */
+int model_create(struct model **out, struct backend *be,
+		 const struct model_config *cfg, char *err, size_t errlen);
+void model_destroy(struct model *m);
+
+/* Elements (of the backend type) one block application's tape needs; the
+ * tape holds everything model_block_vjp reads, z_in included. */
+size_t model_tape_elems(const struct model *m);
+
+/* z_out = f(z_in; u). tape: NULL (no tape; uses model workspace) or a buffer
+ * of model_tape_elems() elements that receives what the vjp needs.
+ * z_out must not alias z_in. Counts as one layer evaluation. */
+void model_block_forward(struct model *m, void *z_out, const void *z_in,
+			 const void *u, void *tape);
+
+/* Vector-Jacobian product of one block application recorded in tape:
+ *   gz_in  = gz_out · ∂f/∂z        (overwritten; must not alias gz_out)
+ *   gu    += gz_out · ∂f/∂u        (skipped when gu is NULL)
+ *   grads += gz_out · ∂f/∂θ        (only when param_grads != 0)
+ * The IFT backward solve calls it with gu = NULL, param_grads = 0. */
+void model_block_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
+		     const void *tape, int param_grads);
+
+/* Loads a batch: tokens_host is int32 (B, T+1) row-major; inputs are
+ * columns 0..T-1, targets columns 1..T. Returns -1 with err when a token id
+ * is outside [0, V). */
+int model_set_batch(struct model *m, const int32_t *tokens_host, char *err,
+		    size_t errlen);
+
+/* m->x = embed[tok] + pos; m->u = x injectᵀ + inject.bias. */
+void model_inject_forward(struct model *m);
+/* logits = z headᵀ + head.bias; returns the mean next-token cross-entropy
+ * in nats over B*T positions. Leaves probabilities for model_head_backward. */
+double model_head_forward(struct model *m, const void *z);
+/* m->gz = dL/dz (overwritten); head grads +=. Needs model_head_forward
+ * first. */
+void model_head_backward(struct model *m);
+/* inject, embed and pos grads += from m->gu (dL/du). */
+void model_inject_backward(struct model *m);
+
+/* Zeroes all parameter gradients and m->gu. */
+void model_zero_grads(struct model *m);
+
+/* Parameter by name, NULL when absent. */
+const struct model_param *model_param_find(const struct model *m,
+					   const char *name);
+
+/* Forward FLOPs of one block application (multiply-add = 2), for GFLOP/s. */
+double model_block_flops(const struct model *m);
+
+#endif

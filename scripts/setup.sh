@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# setup.sh — installs what deqbench needs on Debian 12 (as root; uses sudo
+# otherwise) and configures + builds it in build/.
+#   scripts/setup.sh [extra meson options...]
+# Idempotent: installs only missing packages, reconfigures only when needed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pkgs=(gcc g++ meson ninja-build pkg-config libjansson-dev libhwloc-dev
+      libopenblas-dev libcriterion-dev npm python3-matplotlib git)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing+=("$p")
+done
+# npm may come from another install (e.g. NodeSource); accept it.
+if command -v npm >/dev/null 2>&1; then
+	missing=("${missing[@]/npm/}")
+fi
+missing=($(printf '%s\n' "${missing[@]}" | grep -v '^$' || true))
+if ((${#missing[@]})); then
+	echo "setup: installing ${missing[*]}" >&2
+	SUDO=""
+	[ "$(id -u)" -eq 0 ] || SUDO=sudo
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+		--no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# CUDA is built when the toolkit is present (auto); CI has nvcc but no GPU,
+# which is fine: the CUDA tests skip with a message.
+export PATH="$PATH:/usr/local/cuda/bin"
+builddir="${DQ_BUILDDIR:-build}"
+if [ ! -f "$builddir/build.ninja" ]; then
+	meson setup "$builddir" "$@" >/dev/null
+elif (($#)); then
+	meson configure "$builddir" "$@" >/dev/null
+fi
+ninja -C "$builddir" >/dev/null
+echo "setup: built $builddir/bench/deqbench" >&2

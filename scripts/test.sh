@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# test.sh — sets up (scripts/setup.sh) and runs every test: the CPU suite in
+# the release build, then again under AddressSanitizer + UBSan. The cuda suite
+# runs too and skips, with a message, where no GPU is found.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+meson test -C build --print-errorlogs --num-processes 2
+echo "== AddressSanitizer/UBSan build =="
+DQ_BUILDDIR=build-asan scripts/setup.sh -Dcuda=disabled \
+	-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
+meson test -C build-asan --suite cpu --print-errorlogs --num-processes 2 \
+	--timeout-multiplier 3
