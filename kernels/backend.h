@@ -60,6 +60,15 @@ struct backend_info {
 	int driver_version, runtime_version; /* CUDA, else 0 */
 };
 
+/* Device memory-pool figures (CUDA: the stream-ordered pool of
+ * cudaMallocAsync, cudaMemPoolAttr{Used,Reserved}Mem{Current,High}, plus
+ * cudaMemGetInfo). Bytes. */
+struct backend_pool_stats {
+	size_t used_bytes, used_high_bytes;	    /* held by live allocations */
+	size_t reserved_bytes, reserved_high_bytes; /* taken from the driver */
+	size_t free_bytes, total_bytes;		    /* cudaMemGetInfo */
+};
+
 /* Number of timer slots a backend keeps (timer_mark / timer_elapsed_ms). */
 #define BACKEND_TIMER_SLOTS 16
 
@@ -174,6 +183,16 @@ struct backend_ops {
 							       propagate */
 	void (*axpy)(void *ctx, void *y, double a, const void *x, size_t n);
 	void (*scale)(void *ctx, void *x, double a, size_t n);
+
+	/* ---- optional members: NULL where the backend has no such thing ----
+	 */
+	/* Pool high-water marks and device free/total (cuda; NULL on cpu). */
+	void (*pool_stats)(void *ctx, struct backend_pool_stats *out);
+	/* Resets the pool's high-water marks to the current use (cuda). */
+	void (*pool_reset_peak)(void *ctx);
+	/* Allows (1) or forbids (0, the default) TF32 tensor-core math in
+	 * GEMMs (cuda; NULL on cpu, which is always exact FP32/FP64). */
+	void (*set_tf32)(void *ctx, int allow);
 };
 
 /* Per-category live and peak bytes. peak_depth_solver is the high-water mark

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(gcc g++ meson ninja-build pkg-config libjansson-dev libhwloc-dev
-      libopenblas-dev libcriterion-dev npm python3-matplotlib git)
+      libopenblas-openmp-dev libcriterion-dev npm python3-matplotlib git)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -1,0 +1,710 @@
+/* cpu_backend.c — the CPU backend: OpenBLAS for GEMM, plain C + OpenMP for
+ * everything else.
+ *
+ * Compiled twice (kernels/meson.build): -DDQ_REAL=float -DDQ_SFX=f gives
+ * dq_cpu_ops_f ("cpu"), -DDQ_REAL=double -DDQ_SFX=d gives dq_cpu_ops_d
+ * ("cpu64", the reference for finite-difference tests). Every non-static
+ * symbol carries the suffix.
+ *
+ * Determinism: every parallel loop writes disjoint outputs, and every
+ * reduction runs in a fixed order that does not depend on the thread count
+ * (column reductions loop over rows sequentially inside a parallel loop over
+ * columns; long sums use fixed-size blocks combined sequentially). So two
+ * runs, with any OMP_NUM_THREADS, give bitwise-equal results (OpenBLAS GEMM
+ * aside, which is deterministic for a fixed thread count).
+ *
+ * Letters: N rows, C columns, B batch, T sequence, H heads, dh = C/H head
+ * width, V vocabulary.
+ */
+#ifndef DQ_REAL
+#error "compile with -DDQ_REAL=float|double -DDQ_SFX=f|d"
+#endif
+
+#include <cblas.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../backend.h"
+#include "../elementwise.h"
+#include "cpu_ctx.h"
+
+typedef DQ_REAL real;
+
+/* Per-element math of elementwise.h for this instantiation's type. */
+#define gelu	  DQ_FN(dq_gelu_)
+#define gelu_grad DQ_FN(dq_gelu_grad_)
+#define relu	  DQ_FN(dq_relu_)
+#define relu_grad DQ_FN(dq_relu_grad_from_y_)
+#define sigm	  DQ_FN(dq_sigmoid_)
+#define sigm_grad DQ_FN(dq_sigmoid_grad_from_y_)
+#define tanh_grad DQ_FN(dq_tanh_grad_from_y_)
+#define adam_step DQ_FN(dq_adam_)
+
+/* Pick the BLAS routine and the type name from the suffix. */
+#define DQ_GEMM_f     cblas_sgemm
+#define DQ_GEMM_d     cblas_dgemm
+#define DQ_GEMM	      DQ_CAT(DQ_GEMM_, DQ_SFX)
+#define DQ_TYPENAME_f "float32"
+#define DQ_TYPENAME_d "float64"
+#define DQ_TYPENAME   DQ_CAT(DQ_TYPENAME_, DQ_SFX)
+#define DQ_BACKNAME_f "cpu"
+#define DQ_BACKNAME_d "cpu64"
+#define DQ_BACKNAME   DQ_CAT(DQ_BACKNAME_, DQ_SFX)
+
+/* Elementwise loops shorter than this run on one thread: forking costs
+ * a few microseconds, more than the work below ~32k elements. */
+#define PAR_MIN_N 32768
+/* Block length of the fixed-order reductions (dot, norm). */
+#define RED_BLOCK 4096
+#define RED_GROUP 256
+/* Rows per group in xent_forward (per-row losses kept on the stack). */
+#define XENT_GROUP 256
+
+static inline long long min_ll(long long a, long long b)
+{
+	return a < b ? a : b;
+}
+
+/* ---------------------------------------------------------------- memory */
+
+static void *cpu_raw_alloc(void *ctx, size_t bytes)
+{
+	(void)ctx;
+	if (bytes > SIZE_MAX - 63)
+		return NULL;
+	/* aligned_alloc wants a size that is a multiple of the alignment. */
+	return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+}
+
+static void cpu_raw_free(void *ctx, void *p)
+{
+	(void)ctx;
+	free(p);
+}
+
+static void cpu_destroy(void *ctx)
+{
+	free(ctx);
+}
+
+static void cpu_info(void *ctx, struct backend_info *out)
+{
+	(void)ctx;
+	char ver[32] = "?";
+	const char *cfg = openblas_get_config();
+	memset(out, 0, sizeof(*out));
+	/* openblas_get_config(): "OpenBLAS 0.3.21 DYNAMIC_ARCH ..." */
+	if (cfg)
+		sscanf(cfg, "%*s %31s", ver);
+	snprintf(out->name, sizeof(out->name), "cpu %s (OpenBLAS %s)",
+		 DQ_TYPENAME, ver);
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	if (pages > 0 && psz > 0)
+		out->total_mem_bytes = (size_t)pages * (size_t)psz;
+}
+
+/* ------------------------------------------------------ sync and timing */
+
+static void cpu_sync(void *ctx)
+{
+	(void)ctx; /* every op has returned when its call returns */
+}
+
+static void cpu_timer_mark(void *ctx, int slot)
+{
+	struct dq_cpu_ctx *c = ctx;
+	if (slot >= 0 && slot < BACKEND_TIMER_SLOTS)
+		clock_gettime(CLOCK_MONOTONIC, &c->marks[slot]);
+}
+
+static double cpu_timer_elapsed_ms(void *ctx, int from, int to)
+{
+	struct dq_cpu_ctx *c = ctx;
+	if (from < 0 || from >= BACKEND_TIMER_SLOTS || to < 0 ||
+	    to >= BACKEND_TIMER_SLOTS)
+		return NAN;
+	const struct timespec *a = &c->marks[from], *b = &c->marks[to];
+	return (double)(b->tv_sec - a->tv_sec) * 1e3 +
+	       (double)(b->tv_nsec - a->tv_nsec) * 1e-6;
+}
+
+/* ------------------------------------------------------------- transfers */
+
+static void cpu_upload(void *ctx, void *dst, const double *src, size_t n)
+{
+	(void)ctx;
+	real *d = dst;
+	for (size_t i = 0; i < n; i++)
+		d[i] = (real)src[i];
+}
+
+static void cpu_download(void *ctx, double *dst, const void *src, size_t n)
+{
+	(void)ctx;
+	const real *s = src;
+	for (size_t i = 0; i < n; i++)
+		dst[i] = (double)s[i];
+}
+
+static void cpu_bytes(void *ctx, void *dst, const void *src, size_t bytes)
+{
+	(void)ctx;
+	if (bytes)
+		memmove(dst, src, bytes);
+}
+
+static void cpu_copy(void *ctx, void *dst, const void *src, size_t n)
+{
+	(void)ctx;
+	if (n)
+		memmove(dst, src, n * sizeof(real));
+}
+
+static void cpu_fill(void *ctx, void *dst, double value, size_t n)
+{
+	(void)ctx;
+	real *d = dst, v = (real)value;
+	long long nn = (long long)n;
+#pragma omp parallel for if (nn >= PAR_MIN_N)
+	for (long long i = 0; i < nn; i++)
+		d[i] = v;
+}
+
+/* ---------------------------------------------------------- dense algebra */
+
+static void cpu_gemm(void *ctx, int ta, int tb, int M, int N, int K,
+		     double alpha, const void *A, int lda, const void *B,
+		     int ldb, double beta, void *C, int ldc)
+{
+	(void)ctx;
+	if (M <= 0 || N <= 0)
+		return;
+	DQ_GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+		tb ? CblasTrans : CblasNoTrans, M, N, K, (real)alpha,
+		(const real *)A, lda, (const real *)B, ldb, (real)beta,
+		(real *)C, ldc);
+}
+
+static void cpu_bias_forward(void *ctx, void *y_, const void *b_, int N, int C)
+{
+	(void)ctx;
+	real *y = y_;
+	const real *b = b_;
+#pragma omp parallel for if ((long long)N * C >= PAR_MIN_N)
+	for (int n = 0; n < N; n++) {
+		real *yn = y + (size_t)n * C;
+		for (int c = 0; c < C; c++)
+			yn[c] += b[c];
+	}
+}
+
+/* Column sums of dy(N,C) in double, rows in order: parallel over blocks of
+ * COL_BLOCK contiguous columns, so each thread streams whole cache lines
+ * and the sums do not depend on the thread count. */
+#define COL_BLOCK 64
+static void col_sums(double *acc, const real *dy, int N, int C, int c0, int c1)
+{
+	for (int c = c0; c < c1; c++)
+		acc[c - c0] = 0;
+	for (int n = 0; n < N; n++) {
+		const real *r = dy + (size_t)n * C;
+		for (int c = c0; c < c1; c++)
+			acc[c - c0] += r[c];
+	}
+}
+
+static void cpu_bias_backward(void *ctx, void *db_, const void *dy_, int N,
+			      int C)
+{
+	(void)ctx;
+	real *db = db_;
+	const real *dy = dy_;
+	int nblk = (C + COL_BLOCK - 1) / COL_BLOCK;
+#pragma omp parallel for if ((long long)N * C >= PAR_MIN_N)
+	for (int blk = 0; blk < nblk; blk++) {
+		double acc[COL_BLOCK];
+		int c0 = blk * COL_BLOCK;
+		int c1 = (int)min_ll(C, (long long)c0 + COL_BLOCK);
+		col_sums(acc, dy, N, C, c0, c1);
+		for (int c = c0; c < c1; c++)
+			db[c] += (real)acc[c - c0];
+	}
+}
+
+static void cpu_act_forward(void *ctx, enum act_kind act, void *y_,
+			    const void *x_, size_t n)
+{
+	(void)ctx;
+	real *y = y_;
+	const real *x = x_;
+	long long nn = (long long)n;
+	switch (act) {
+	case ACT_RELU:
+#pragma omp parallel for if (nn >= PAR_MIN_N)
+		for (long long i = 0; i < nn; i++)
+			y[i] = relu(x[i]);
+		break;
+	case ACT_GELU:
+#pragma omp parallel for if (nn >= PAR_MIN_N)
+		for (long long i = 0; i < nn; i++)
+			y[i] = gelu(x[i]);
+		break;
+	case ACT_TANH:
+#pragma omp parallel for if (nn >= PAR_MIN_N)
+		for (long long i = 0; i < nn; i++)
+			y[i] = (real)tanh(x[i]);
+		break;
+	case ACT_SIGMOID:
+#pragma omp parallel for if (nn >= PAR_MIN_N)
+		for (long long i = 0; i < nn; i++)
+			y[i] = sigm(x[i]);
+		break;
+	}
+}
+
+static void cpu_act_backward(void *ctx, enum act_kind act, void *dx_,
+			     const void *dy_, const void *x_, const void *y_,
+			     size_t n)
+{
+	(void)ctx;
+	real *dx = dx_;
+	const real *dy = dy_, *x = x_, *y = y_;
+	long long nn = (long long)n;
+	switch (act) {
+	case ACT_RELU:
+#pragma omp parallel for if (nn >= PAR_MIN_N)
+		for (long long i = 0; i < nn; i++)
+			dx[i] = dy[i] * relu_grad(y[i]);
+		break;
+	case ACT_GELU:
+#pragma omp parallel for if (nn >= PAR_MIN_N)
+		for (long long i = 0; i < nn; i++)
+			dx[i] = dy[i] * gelu_grad(x[i]);
+		break;
+	case ACT_TANH:
+#pragma omp parallel for if (nn >= PAR_MIN_N)
+		for (long long i = 0; i < nn; i++)
+			dx[i] = dy[i] * tanh_grad(y[i]);
+		break;
+	case ACT_SIGMOID:
+#pragma omp parallel for if (nn >= PAR_MIN_N)
+		for (long long i = 0; i < nn; i++)
+			dx[i] = dy[i] * sigm_grad(y[i]);
+		break;
+	}
+}
+
+static void cpu_mul(void *ctx, void *dst_, const void *a_, const void *b_,
+		    size_t n)
+{
+	(void)ctx;
+	real *dst = dst_;
+	const real *a = a_, *b = b_;
+	long long nn = (long long)n;
+#pragma omp parallel for if (nn >= PAR_MIN_N)
+	for (long long i = 0; i < nn; i++)
+		dst[i] = a[i] * b[i];
+}
+
+/* -------------------------------------------------------------- layernorm */
+
+/* Two-pass mean and biased variance per row, in double. */
+static void cpu_layernorm_forward(void *ctx, void *y_, void *mean_, void *rstd_,
+				  const void *x_, const void *w_,
+				  const void *b_, int N, int C)
+{
+	(void)ctx;
+	real *y = y_, *mean = mean_, *rstd = rstd_;
+	const real *x = x_, *w = w_, *b = b_;
+#pragma omp parallel for if ((long long)N * C >= 4096)
+	for (int n = 0; n < N; n++) {
+		const real *xn = x + (size_t)n * C;
+		real *yn = y + (size_t)n * C;
+		double m = 0, v = 0;
+		for (int c = 0; c < C; c++)
+			m += xn[c];
+		m /= C;
+		for (int c = 0; c < C; c++) {
+			double d = xn[c] - m;
+			v += d * d;
+		}
+		v /= C;
+		double s = 1.0 / sqrt(v + DQ_LN_EPS);
+		for (int c = 0; c < C; c++)
+			yn[c] = (real)((xn[c] - m) * s * w[c] + b[c]);
+		mean[n] = (real)m;
+		rstd[n] = (real)s;
+	}
+}
+
+/* dw, db first (parallel over blocks of contiguous columns, rows in order,
+ * as col_sums), then dx row by row; each row reads its dy entirely before
+ * writing dx, so dx may alias dy. */
+static void cpu_layernorm_backward(void *ctx, void *dx_, void *dw_, void *db_,
+				   const void *dy_, const void *x_,
+				   const void *mean_, const void *rstd_,
+				   const void *w_, int N, int C)
+{
+	(void)ctx;
+	real *dx = dx_, *dw = dw_, *db = db_;
+	const real *dy = dy_, *x = x_, *mean = mean_, *rstd = rstd_, *w = w_;
+	int par = (long long)N * C >= 4096;
+	int nblk = (C + COL_BLOCK - 1) / COL_BLOCK;
+#pragma omp parallel for if (par)
+	for (int blk = 0; blk < nblk; blk++) {
+		double sw[COL_BLOCK], sb[COL_BLOCK];
+		int c0 = blk * COL_BLOCK;
+		int c1 = (int)min_ll(C, (long long)c0 + COL_BLOCK);
+		for (int c = c0; c < c1; c++)
+			sw[c - c0] = sb[c - c0] = 0;
+		for (int n = 0; n < N; n++) {
+			const real *g = dy + (size_t)n * C;
+			const real *xn = x + (size_t)n * C;
+			double m = mean[n], r = rstd[n];
+			for (int c = c0; c < c1; c++) {
+				sw[c - c0] += (double)g[c] * ((xn[c] - m) * r);
+				sb[c - c0] += g[c];
+			}
+		}
+		for (int c = c0; c < c1; c++) {
+			dw[c] += (real)sw[c - c0];
+			db[c] += (real)sb[c - c0];
+		}
+	}
+#pragma omp parallel for if (par)
+	for (int n = 0; n < N; n++) {
+		const real *dyn = dy + (size_t)n * C, *xn = x + (size_t)n * C;
+		real *dxn = dx + (size_t)n * C;
+		double m = mean[n], s = rstd[n];
+		double dn_mean = 0, dnx_mean = 0;
+		for (int c = 0; c < C; c++) {
+			double dn = (double)dyn[c] * w[c];
+			dn_mean += dn;
+			dnx_mean += dn * (xn[c] - m) * s;
+		}
+		dn_mean /= C;
+		dnx_mean /= C;
+		for (int c = 0; c < C; c++) {
+			double dn = (double)dyn[c] * w[c];
+			double xh = (xn[c] - m) * s;
+			dxn[c] = (real)((dn - dn_mean - xh * dnx_mean) * s);
+		}
+	}
+}
+
+/* -------------------------------------------------------------- attention */
+
+/* Per (b, h), with Q, K, V the head's (T, dh) slices of qkv (row stride
+ * 3C) and scale = 1/√dh:
+ *   forward   S = scale Q Kᵀ (GEMM), att = causal softmax of S per row
+ *             (max-subtracted, sums in double, zeros above the diagonal),
+ *             out = att V (GEMM; the zeros cost T²dh/2 wasted MACs, which
+ *             a GEMM still does faster than a triangular loop).
+ *   backward  datt = dout Vᵀ, dV = attᵀ dout,
+ *             dS[t,s] = att[t,s] (datt[t,s] − Σ_u att[t,u] datt[t,u]),
+ *             dQ = scale dS K, dK = scale dSᵀ Q.
+ * O(B H T² dh) in GEMMs. One (b, h) per iteration of the parallel loop;
+ * each writes only its own rows of att / scratch and its own columns of
+ * out / dqkv, and each GEMM runs on one thread inside it (OpenBLAS's
+ * OpenMP build does not nest), so results do not depend on the thread
+ * count. */
+static void cpu_attention_forward(void *ctx, void *out_, void *att_,
+				  const void *qkv_, int B, int T, int C, int H)
+{
+	(void)ctx;
+	real *out = out_, *att = att_;
+	const real *qkv = qkv_;
+	int dh = C / H, ld = 3 * C;
+	double scale = 1.0 / sqrt((double)dh);
+#pragma omp parallel for if (B * H > 1)
+	for (int bh = 0; bh < B * H; bh++) {
+		int b = bh / H, h = bh % H;
+		const real *Q = qkv + (size_t)b * T * ld + (size_t)h * dh;
+		const real *K = Q + C, *V = Q + 2 * (size_t)C;
+		real *A = att + (size_t)bh * T * T;
+		real *O = out + (size_t)b * T * C + (size_t)h * dh;
+		DQ_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh,
+			(real)scale, Q, ld, K, ld, (real)0, A, T);
+		for (int t = 0; t < T; t++) {
+			real *row = A + (size_t)t * T;
+			double mx = -INFINITY, sum = 0;
+			for (int s = 0; s <= t; s++)
+				mx = row[s] > mx ? row[s] : mx;
+			for (int s = 0; s <= t; s++) {
+				double e = exp((double)row[s] - mx);
+				row[s] = (real)e;
+				sum += e;
+			}
+			double inv = 1.0 / sum;
+			for (int s = 0; s <= t; s++)
+				row[s] = (real)(row[s] * inv);
+			for (int s = t + 1; s < T; s++)
+				row[s] = 0;
+		}
+		DQ_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T,
+			(real)1, A, T, V, ld, (real)0, O, C);
+	}
+}
+
+static void cpu_attention_backward(void *ctx, void *dqkv_, void *scratch_,
+				   const void *dout_, const void *qkv_,
+				   const void *att_, int B, int T, int C, int H)
+{
+	(void)ctx;
+	real *dqkv = dqkv_, *scratch = scratch_;
+	const real *dout = dout_, *qkv = qkv_, *att = att_;
+	int dh = C / H, ld = 3 * C;
+	double scale = 1.0 / sqrt((double)dh);
+#pragma omp parallel for if (B * H > 1)
+	for (int bh = 0; bh < B * H; bh++) {
+		int b = bh / H, h = bh % H;
+		size_t off = (size_t)b * T * ld + (size_t)h * dh;
+		const real *Q = qkv + off, *K = Q + C, *V = Q + 2 * (size_t)C;
+		real *dQ = dqkv + off, *dK = dQ + C, *dV = dQ + 2 * (size_t)C;
+		const real *A = att + (size_t)bh * T * T;
+		const real *dO = dout + (size_t)b * T * C + (size_t)h * dh;
+		real *D = scratch + (size_t)bh * T * T;
+		DQ_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh,
+			(real)1, dO, C, V, ld, (real)0, D, T);
+		DQ_GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T,
+			(real)1, A, T, dO, C, (real)0, dV, ld);
+		for (int t = 0; t < T; t++) {
+			const real *arow = A + (size_t)t * T;
+			real *drow = D + (size_t)t * T;
+			double dsum = 0;
+			for (int s = 0; s <= t; s++)
+				dsum += (double)arow[s] * drow[s];
+			for (int s = 0; s <= t; s++)
+				drow[s] = (real)((double)arow[s] *
+						 ((double)drow[s] - dsum));
+			for (int s = t + 1; s < T; s++)
+				drow[s] = 0;
+		}
+		DQ_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T,
+			(real)scale, D, T, K, ld, (real)0, dQ, ld);
+		DQ_GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T,
+			(real)scale, D, T, Q, ld, (real)0, dK, ld);
+	}
+}
+
+/* ------------------------------------------------------------- embeddings */
+
+static void cpu_embed_forward(void *ctx, void *out_, const int32_t *tok,
+			      const void *wte_, const void *wpe_, int B, int T,
+			      int C)
+{
+	(void)ctx;
+	real *out = out_;
+	const real *wte = wte_, *wpe = wpe_;
+#pragma omp parallel for if ((long long)B * T * C >= PAR_MIN_N)
+	for (int bt = 0; bt < B * T; bt++) {
+		int t = bt % T;
+		const real *e = wte + (size_t)tok[bt] * C;
+		const real *p = wpe + (size_t)t * C;
+		real *o = out + (size_t)bt * C;
+		for (int c = 0; c < C; c++)
+			o[c] = e[c] + p[c];
+	}
+}
+
+/* Parallel over blocks of columns; inside a block the (b, t) positions are
+ * visited in order, so repeated tokens add in a fixed order. */
+static void cpu_embed_backward(void *ctx, void *dwte_, void *dwpe_,
+			       const void *dout_, const int32_t *tok, int B,
+			       int T, int C, int V)
+{
+	(void)ctx;
+	(void)V;
+	real *dwte = dwte_, *dwpe = dwpe_;
+	const real *dout = dout_;
+	enum { CB = 16 };
+	int nblk = (C + CB - 1) / CB;
+#pragma omp parallel for if ((long long)B * T * C >= PAR_MIN_N)
+	for (int blk = 0; blk < nblk; blk++) {
+		int c0 = blk * CB, c1 = (int)min_ll(C, (long long)c0 + CB);
+		for (int bt = 0; bt < B * T; bt++) {
+			const real *g = dout + (size_t)bt * C;
+			real *e = dwte + (size_t)tok[bt] * C;
+			real *p = dwpe + (size_t)(bt % T) * C;
+			for (int c = c0; c < c1; c++) {
+				e[c] += g[c];
+				p[c] += g[c];
+			}
+		}
+	}
+}
+
+/* ---------------------------------------------------- softmax cross-entropy */
+
+/* loss_n = logsumexp(logits_n) - logits_n[target], in double, read before
+ * probs (which may alias logits) is written. Rows go in groups whose losses
+ * are summed in row order: the mean does not depend on the thread count. */
+static double cpu_xent_forward(void *ctx, void *probs_, const void *logits_,
+			       const int32_t *targets, int N, int V)
+{
+	(void)ctx;
+	real *probs = probs_;
+	const real *logits = logits_;
+	double total = 0;
+	for (int n0 = 0; n0 < N; n0 += XENT_GROUP) {
+		int n1 = (int)min_ll(N, (long long)n0 + XENT_GROUP);
+		double loss[XENT_GROUP];
+#pragma omp parallel for if ((long long)(n1 - n0) * V >= PAR_MIN_N)
+		for (int n = n0; n < n1; n++) {
+			const real *l = logits + (size_t)n * V;
+			real *p = probs + (size_t)n * V;
+			double mx = -INFINITY;
+			for (int j = 0; j < V; j++)
+				if (l[j] > mx)
+					mx = l[j];
+			double sum = 0;
+			for (int j = 0; j < V; j++)
+				sum += exp((double)l[j] - mx);
+			double lt = l[targets[n]];
+			double inv = 1.0 / sum;
+			for (int j = 0; j < V; j++)
+				p[j] = (real)(exp((double)l[j] - mx) * inv);
+			loss[n - n0] = log(sum) + mx - lt;
+		}
+		for (int n = n0; n < n1; n++)
+			total += loss[n - n0];
+	}
+	return N > 0 ? total / N : 0.0;
+}
+
+static void cpu_xent_backward(void *ctx, void *dlogits_, const void *probs_,
+			      const int32_t *targets, int N, int V,
+			      double scale)
+{
+	(void)ctx;
+	real *dl = dlogits_;
+	const real *p = probs_;
+	real s = (real)scale;
+#pragma omp parallel for if ((long long)N * V >= PAR_MIN_N)
+	for (int n = 0; n < N; n++) {
+		const real *pn = p + (size_t)n * V;
+		real *dn = dl + (size_t)n * V;
+		for (int j = 0; j < V; j++)
+			dn[j] = s * pn[j];
+		dn[targets[n]] -= s;
+	}
+}
+
+/* ------------------------------------------------------------------- adam */
+
+static void cpu_adam(void *ctx, void *p_, const void *g_, void *m_, void *v_,
+		     size_t n, double lr, double beta1, double beta2,
+		     double eps, double wd, int t)
+{
+	(void)ctx;
+	real *p = p_, *m = m_, *v = v_;
+	const real *g = g_;
+	real bc1 = (real)(1.0 - pow(beta1, t)),
+	     bc2 = (real)(1.0 - pow(beta2, t));
+	long long nn = (long long)n;
+#pragma omp parallel for if (nn >= PAR_MIN_N)
+	for (long long i = 0; i < nn; i++)
+		adam_step(&p[i], g[i], &m[i], &v[i], (real)lr, (real)beta1,
+			  (real)beta2, (real)eps, (real)wd, bc1, bc2);
+}
+
+/* ------------------------------------------------------ solver vector ops */
+
+/* Σ x[i] y[i] in double over fixed blocks of RED_BLOCK, block sums added in
+ * order: the same bits for any thread count. */
+static double block_dot(const real *x, const real *y, size_t n)
+{
+	size_t nb = (n + RED_BLOCK - 1) / RED_BLOCK;
+	double acc = 0;
+	for (size_t g0 = 0; g0 < nb; g0 += RED_GROUP) {
+		int gn = (int)min_ll(RED_GROUP, (long long)(nb - g0));
+		double part[RED_GROUP];
+#pragma omp parallel for if (gn > 1)
+		for (int k = 0; k < gn; k++) {
+			size_t i0 = (g0 + (size_t)k) * RED_BLOCK;
+			size_t i1 = i0 + RED_BLOCK < n ? i0 + RED_BLOCK : n;
+			double s = 0;
+			for (size_t i = i0; i < i1; i++)
+				s += (double)x[i] * y[i];
+			part[k] = s;
+		}
+		for (int k = 0; k < gn; k++)
+			acc += part[k];
+	}
+	return acc;
+}
+
+static double cpu_dot(void *ctx, const void *x, const void *y, size_t n)
+{
+	(void)ctx;
+	return block_dot(x, y, n);
+}
+
+/* nan/inf propagate through the sum of squares. */
+static double cpu_norm(void *ctx, const void *x, size_t n)
+{
+	(void)ctx;
+	return sqrt(block_dot(x, x, n));
+}
+
+static void cpu_axpy(void *ctx, void *y_, double a, const void *x_, size_t n)
+{
+	(void)ctx;
+	real *y = y_, ra = (real)a;
+	const real *x = x_;
+	long long nn = (long long)n;
+#pragma omp parallel for if (nn >= PAR_MIN_N)
+	for (long long i = 0; i < nn; i++)
+		y[i] += ra * x[i];
+}
+
+static void cpu_scale(void *ctx, void *x_, double a, size_t n)
+{
+	(void)ctx;
+	real *x = x_, ra = (real)a;
+	long long nn = (long long)n;
+#pragma omp parallel for if (nn >= PAR_MIN_N)
+	for (long long i = 0; i < nn; i++)
+		x[i] *= ra;
+}
+
+const struct backend_ops DQ_FN(dq_cpu_ops_) = {
+    .name = DQ_BACKNAME,
+    .raw_alloc = cpu_raw_alloc,
+    .raw_free = cpu_raw_free,
+    .destroy = cpu_destroy,
+    .info = cpu_info,
+    .sync = cpu_sync,
+    .timer_mark = cpu_timer_mark,
+    .timer_elapsed_ms = cpu_timer_elapsed_ms,
+    .upload = cpu_upload,
+    .download = cpu_download,
+    .upload_bytes = cpu_bytes,
+    .download_bytes = cpu_bytes,
+    .copy = cpu_copy,
+    .fill = cpu_fill,
+    .gemm = cpu_gemm,
+    .bias_forward = cpu_bias_forward,
+    .bias_backward = cpu_bias_backward,
+    .act_forward = cpu_act_forward,
+    .act_backward = cpu_act_backward,
+    .mul = cpu_mul,
+    .layernorm_forward = cpu_layernorm_forward,
+    .layernorm_backward = cpu_layernorm_backward,
+    .attention_forward = cpu_attention_forward,
+    .attention_backward = cpu_attention_backward,
+    .embed_forward = cpu_embed_forward,
+    .embed_backward = cpu_embed_backward,
+    .xent_forward = cpu_xent_forward,
+    .xent_backward = cpu_xent_backward,
+    .adam = cpu_adam,
+    .dot = cpu_dot,
+    .norm = cpu_norm,
+    .axpy = cpu_axpy,
+    .scale = cpu_scale,
+};
