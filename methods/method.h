@@ -69,6 +69,8 @@ struct solve_stats {
 	int nonfinite; /* a non-finite residual ended the solve */
 };
 
+#define METHOD_TRACE_MAX 256
+
 /* Per-step statistics of a method; reset by every forward. */
 struct method_stats {
 	long forward_evals;	/* block applications (model_block_forward) */
@@ -76,14 +78,25 @@ struct method_stats {
 	struct solve_stats fwd; /* deq only */
 	struct solve_stats bwd; /* deq ift only */
 	int has_fwd_solve, has_bwd_solve;
+	/* Values read back to the host by the solvers (norms, dots,
+	 * coefficient downloads): each is a device synchronisation on a GPU.
+	 * Forward and backward together. */
+	long host_reads;
 	/* Optional residual trace of the last solves (deq): residual after
 	 * each iteration, up to METHOD_TRACE_MAX entries. */
 	int fwd_trace_len, bwd_trace_len;
-	double fwd_trace[256], bwd_trace[256];
+	double fwd_trace[METHOD_TRACE_MAX], bwd_trace[METHOD_TRACE_MAX];
 };
-#define METHOD_TRACE_MAX 256
 
 struct method;
+
+/* Bytes method cfg allocates for model m, per category (MEM_DEPTH: tapes,
+ * checkpoints and state vectors; MEM_SOLVER: solver history and vectors),
+ * computed without allocating: the formulas in each method's file header.
+ * -1 with a message when cfg is invalid. */
+int method_memory(const struct model *m, const struct method_config *cfg,
+		  size_t *depth_bytes, size_t *solver_bytes, char *err,
+		  size_t errlen);
 
 /* Creates a method for model m: validates cfg and allocates every buffer
  * (depth, solver) the method needs. -1 with a one-line message on error. */
@@ -99,6 +112,9 @@ void method_forward(struct method *me, const void *u, void *z, int train);
 void method_backward(struct method *me, const void *gz, void *gu);
 
 const struct method_stats *method_get_stats(const struct method *me);
+/* deq: the fixed point z* of the last forward (n_state elements; valid
+ * until the next forward or backward). NULL for unroll and checkpoint. */
+const void *method_fixed_point(const struct method *me);
 const struct method_config *method_get_config(const struct method *me);
 
 #endif

@@ -1,0 +1,320 @@
+/* method.c — what every method shares: config defaults, parsing and
+ * validation, the resolved parameters, the depth and solver allocations
+ * (method_impl.h), dispatch and statistics. */
+#include "method.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "method_impl.h"
+
+/* ------------------------------------------------------------- names */
+
+static const char *const method_names[] = {"unroll", "checkpoint", "deq"};
+static const char *const solver_names[] = {"broyden", "anderson",
+					   "fixed_point"};
+static const char *const stop_names[] = {"abs", "rel"};
+static const char *const bmode_names[] = {"ift", "jfb"};
+
+#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static int parse_in(const char *s, const char *const *names, int n)
+{
+	for (int i = 0; s && i < n; i++)
+		if (strcmp(s, names[i]) == 0)
+			return i;
+	return -1;
+}
+
+int method_kind_parse(const char *s)
+{
+	return parse_in(s, method_names, NELEM(method_names));
+}
+
+int solver_kind_parse(const char *s)
+{
+	return parse_in(s, solver_names, NELEM(solver_names));
+}
+
+int stop_mode_parse(const char *s)
+{
+	return parse_in(s, stop_names, NELEM(stop_names));
+}
+
+int b_mode_parse(const char *s)
+{
+	return parse_in(s, bmode_names, NELEM(bmode_names));
+}
+
+#define NAME_OF(arr, v)                                                        \
+	(((int)(v) >= 0 && (int)(v) < NELEM(arr)) ? arr[(int)(v)] : "?")
+
+const char *method_kind_name(enum method_kind k)
+{
+	return NAME_OF(method_names, k);
+}
+
+const char *solver_kind_name(enum solver_kind k)
+{
+	return NAME_OF(solver_names, k);
+}
+
+const char *stop_mode_name(enum stop_mode s)
+{
+	return NAME_OF(stop_names, s);
+}
+
+const char *b_mode_name(enum b_mode b)
+{
+	return NAME_OF(bmode_names, b);
+}
+
+/* ------------------------------------------------------------- config */
+
+/* Defaults: the DEQ-Transformer's training thresholds (Bai et al. 2019:
+ * 30 forward Broyden iterations, 40 backward), full Broyden history as in
+ * the paper, relative residual 1e-3 (scale-free, so one ε means the same
+ * at every width), torchdeq's Anderson settings (m 5, λ 1e-4, β 1). */
+void method_config_defaults(struct method_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->method = METHOD_UNROLL;
+	c->layers = 12;
+	c->k = 0;
+	c->f_solver = SOLVER_BROYDEN;
+	c->f_tol = 1e-3;
+	c->f_max_iter = 30;
+	c->f_stop_mode = STOP_REL;
+	c->f_history = 0;
+	c->b_mode = BMODE_IFT;
+	c->b_solver = SOLVER_BROYDEN;
+	c->b_tol = 1e-3;
+	c->b_max_iter = 40;
+	c->b_stop_mode = STOP_REL;
+	c->b_history = 0;
+	c->anderson_m = 5;
+	c->anderson_lambda = 1e-4;
+	c->anderson_beta = 1.0;
+}
+
+#define FAIL(...)                                                              \
+	do {                                                                   \
+		snprintf(err, errlen, __VA_ARGS__);                            \
+		return -1;                                                     \
+	} while (0)
+
+int method_config_validate(const struct method_config *c, char *err,
+			   size_t errlen)
+{
+	if ((int)c->method < 0 || (int)c->method >= NELEM(method_names))
+		FAIL("method=%d is unknown; use unroll, checkpoint or deq",
+		     (int)c->method);
+	if (c->method != METHOD_DEQ && c->layers < 1)
+		FAIL("layers=%d must be >= 1", c->layers);
+	if (c->method == METHOD_CHECKPOINT && (c->k < 0 || c->k > c->layers))
+		FAIL("k=%d must be in 1..layers=%d, or auto (round(sqrt("
+		     "layers)))",
+		     c->k, c->layers);
+	if (c->method != METHOD_DEQ)
+		return 0;
+	if ((int)c->f_solver < 0 || (int)c->f_solver >= NELEM(solver_names))
+		FAIL("f_solver=%d is unknown; use broyden, anderson or "
+		     "fixed_point",
+		     (int)c->f_solver);
+	if ((int)c->b_solver < 0 || (int)c->b_solver >= NELEM(solver_names))
+		FAIL("b_solver=%d is unknown; use broyden, anderson or "
+		     "fixed_point",
+		     (int)c->b_solver);
+	if ((int)c->f_stop_mode < 0 || (int)c->f_stop_mode > 1)
+		FAIL("f_stop_mode=%d is unknown; use abs or rel",
+		     (int)c->f_stop_mode);
+	if ((int)c->b_stop_mode < 0 || (int)c->b_stop_mode > 1)
+		FAIL("b_stop_mode=%d is unknown; use abs or rel",
+		     (int)c->b_stop_mode);
+	if ((int)c->b_mode < 0 || (int)c->b_mode > 1)
+		FAIL("b_mode=%d is unknown; use ift or jfb", (int)c->b_mode);
+	if (!(c->f_tol > 0) || !isfinite(c->f_tol))
+		FAIL("f_tol=%g must be a finite number > 0 (e.g. 1e-3)",
+		     c->f_tol);
+	if (!(c->b_tol > 0) || !isfinite(c->b_tol))
+		FAIL("b_tol=%g must be a finite number > 0 (e.g. 1e-3)",
+		     c->b_tol);
+	if (c->f_max_iter < 1)
+		FAIL("f_max_iter=%d must be >= 1", c->f_max_iter);
+	if (c->b_max_iter < 1)
+		FAIL("b_max_iter=%d must be >= 1", c->b_max_iter);
+	if (c->f_history < 0)
+		FAIL("f_history=%d must be >= 1 (or 0 for f_max_iter)",
+		     c->f_history);
+	if (c->b_history < 0)
+		FAIL("b_history=%d must be >= 1 (or 0 for b_max_iter)",
+		     c->b_history);
+	if (c->anderson_m < 1 || c->anderson_m > 1000)
+		FAIL("anderson_m=%d must be in 1..1000", c->anderson_m);
+	if (!(c->anderson_lambda >= 0) || !isfinite(c->anderson_lambda))
+		FAIL("anderson_lambda=%g must be a finite number >= 0",
+		     c->anderson_lambda);
+	if (!(c->anderson_beta > 0) || !isfinite(c->anderson_beta))
+		FAIL("anderson_beta=%g must be a finite number > 0",
+		     c->anderson_beta);
+	return 0;
+}
+
+/* k = 0 → round(sqrt(L)); histories 0 → max_iter. */
+static void resolve(struct method_config *c)
+{
+	if (c->method == METHOD_CHECKPOINT && c->k == 0) {
+		c->k = (int)lround(sqrt((double)c->layers));
+		if (c->k < 1)
+			c->k = 1;
+	}
+	if (c->f_history == 0)
+		c->f_history = c->f_max_iter;
+	if (c->b_history == 0)
+		c->b_history = c->b_max_iter;
+}
+
+static const struct method_ops *ops_of(enum method_kind k)
+{
+	switch (k) {
+	case METHOD_UNROLL:
+		return &method_unroll_ops;
+	case METHOD_CHECKPOINT:
+		return &method_checkpoint_ops;
+	case METHOD_DEQ:
+		return &method_deq_ops;
+	}
+	return NULL;
+}
+
+static size_t solver_need(const struct method_layout *l, size_t n)
+{
+	size_t e = 0;
+	for (int i = 0; i < l->n_solve; i++) {
+		size_t x = solver_elems(&l->solve[i], n);
+		e = x > e ? x : e;
+	}
+	return e;
+}
+
+int method_memory(const struct model *m, const struct method_config *cfg,
+		  size_t *depth_bytes, size_t *solver_bytes, char *err,
+		  size_t errlen)
+{
+	struct method_config c = *cfg;
+	struct method_layout l;
+	if (method_config_validate(&c, err, errlen) != 0)
+		return -1;
+	resolve(&c);
+	memset(&l, 0, sizeof(l));
+	ops_of(c.method)->layout(m, &c, &l);
+	size_t e = m->be->elem, n = m->n_state;
+	*depth_bytes = e * ((size_t)l.n_tapes * model_tape_elems(m) +
+			    (size_t)(l.n_ckpts + l.n_vecs) * n);
+	*solver_bytes = e * solver_need(&l, n);
+	return 0;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+int method_create(struct method **out, struct model *m,
+		  const struct method_config *cfg, char *err, size_t errlen)
+{
+	struct method *me;
+	*out = NULL;
+	if (method_config_validate(cfg, err, errlen) != 0)
+		return -1;
+	me = calloc(1, sizeof(*me));
+	if (!me) {
+		snprintf(err, errlen, "out of host memory creating the method");
+		return -1;
+	}
+	me->m = m;
+	me->cfg = *cfg;
+	resolve(&me->cfg);
+	me->ops = ops_of(me->cfg.method);
+	me->ops->layout(m, &me->cfg, &me->lay);
+	me->tape_elems = model_tape_elems(m);
+
+	struct backend *be = m->be;
+	me->tapes = backend_alloc(be, (size_t)me->lay.n_tapes * me->tape_elems,
+				  MEM_DEPTH);
+	me->states = backend_alloc(
+	    be, (size_t)(me->lay.n_ckpts + me->lay.n_vecs) * m->n_state,
+	    MEM_DEPTH);
+	if (!me->tapes || !me->states) {
+		snprintf(err, errlen,
+			 "out of device memory for method=%s's depth buffers "
+			 "(%d tapes of %zu elements, %d states); lower layers, "
+			 "batch_size or seq_len",
+			 method_kind_name(me->cfg.method), me->lay.n_tapes,
+			 me->tape_elems, me->lay.n_ckpts + me->lay.n_vecs);
+		method_destroy(me);
+		return -1;
+	}
+	if (me->lay.n_solve > 0 &&
+	    solver_create(&me->solver, be, m->n_state, me->lay.solve,
+			  me->lay.n_solve, err, errlen) != 0) {
+		method_destroy(me);
+		return -1;
+	}
+	*out = me;
+	return 0;
+}
+
+void method_destroy(struct method *me)
+{
+	if (!me)
+		return;
+	backend_free(me->m->be, me->tapes);
+	backend_free(me->m->be, me->states);
+	solver_destroy(me->solver);
+	free(me);
+}
+
+void method_forward(struct method *me, const void *u, void *z, int train)
+{
+	memset(&me->st, 0, sizeof(me->st));
+	me->have_train = train != 0;
+	me->u = u; /* backward recomputation reads it; the caller keeps it */
+	me->ops->forward(me, u, z, train);
+}
+
+void method_backward(struct method *me, const void *gz, void *gu)
+{
+	if (!me->have_train) {
+		fprintf(stderr, "deqbench: method_backward without a training "
+				"forward\n");
+		abort();
+	}
+	me->ops->backward(me, gz, gu);
+	me->have_train = 0;
+}
+
+const struct method_stats *method_get_stats(const struct method *me)
+{
+	return &me->st;
+}
+
+const void *method_fixed_point(const struct method *me)
+{
+	return me->zstar;
+}
+
+const struct method_config *method_get_config(const struct method *me)
+{
+	return &me->cfg;
+}
+
+void method_run_plain(struct method *me, const void *u, const void *z_in,
+		      void *z, int n_layers, void *a, void *b)
+{
+	const void *in = z_in;
+	for (int i = 0; i < n_layers; i++) {
+		void *out = i == n_layers - 1 ? z : (in == a ? b : a);
+		method_f(me, out, in, u, NULL);
+		in = out;
+	}
+}

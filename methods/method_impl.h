@@ -1,0 +1,91 @@
+/* method_impl.h — private to methods/: the state behind struct method and
+ * the table each method file fills.
+ *
+ * Every method's depth memory has the same shape, so method.c allocates it
+ * from the numbers a method's `layout` returns:
+ *   depth = n_tapes · tape + (n_ckpts + n_vecs) · n_state   elements,
+ * tapes in one MEM_DEPTH allocation, checkpoints then state vectors in a
+ * second; solver memory (MEM_SOLVER) comes from solvers.h.
+ */
+#ifndef DQ_METHOD_IMPL_H
+#define DQ_METHOD_IMPL_H
+
+#include "method.h"
+#include "solvers.h"
+
+struct method_layout {
+	int n_tapes; /* block tapes kept at once */
+	int n_ckpts; /* saved states */
+	int n_vecs;  /* work vectors of n_state (ping-pong z and ḡ) */
+	int n_solve; /* solver parameter sets (deq: 1 or 2), in solve[] */
+	struct solver_params solve[2];
+};
+
+struct method_ops {
+	/* Layout for the resolved cfg (k and histories filled in). */
+	void (*layout)(const struct model *m, const struct method_config *c,
+		       struct method_layout *out);
+	void (*forward)(struct method *me, const void *u, void *z, int train);
+	void (*backward)(struct method *me, const void *gz, void *gu);
+};
+
+extern const struct method_ops method_unroll_ops;
+extern const struct method_ops method_checkpoint_ops;
+extern const struct method_ops method_deq_ops;
+
+struct method {
+	struct model *m;
+	struct method_config cfg; /* resolved: k, f_history, b_history */
+	const struct method_ops *ops;
+	struct method_layout lay;
+	struct method_stats st;
+	int have_train; /* a train forward awaits its backward */
+
+	size_t tape_elems; /* model_tape_elems(m) */
+	void *tapes;	   /* (n_tapes, tape_elems), MEM_DEPTH */
+	void *states;	   /* (n_ckpts + n_vecs, n_state), MEM_DEPTH */
+	struct solver *solver;
+
+	const void *u;	   /* injection of the current forward (deq map) */
+	const void *gz;	   /* dL/dz of the current backward (deq map) */
+	const void *zstar; /* deq: the last forward's fixed point */
+};
+
+/* Tape i, checkpoint i, work vector i. */
+static inline void *method_tape(const struct method *me, int i)
+{
+	return dq_at(me->m->be, me->tapes, (size_t)i * me->tape_elems);
+}
+
+static inline void *method_ckpt(const struct method *me, int i)
+{
+	return dq_at(me->m->be, me->states, (size_t)i * me->m->n_state);
+}
+
+static inline void *method_vec(const struct method *me, int i)
+{
+	return method_ckpt(me, me->lay.n_ckpts + i);
+}
+
+/* Counted block application and VJP (method_stats). */
+static inline void method_f(struct method *me, void *z_out, const void *z_in,
+			    const void *u, void *tape)
+{
+	model_block_forward(me->m, z_out, z_in, u, tape);
+	me->st.forward_evals++;
+}
+
+static inline void method_vjp(struct method *me, void *gz_in, void *gu,
+			      const void *gz_out, const void *tape, int pg)
+{
+	model_block_vjp(me->m, gz_in, gu, gz_out, tape, pg);
+	me->st.vjp_evals++;
+}
+
+/* Applies n_layers ≥ 1 block layers without tapes from z_in, the last
+ * output into z, the others alternating between work vectors a and b (z_in
+ * may be a or b, z neither). Shared by unroll and checkpoint. */
+void method_run_plain(struct method *me, const void *u, const void *z_in,
+		      void *z, int n_layers, void *a, void *b);
+
+#endif

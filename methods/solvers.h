@@ -1,0 +1,90 @@
+/* solvers.h — private to methods/: fixed-point solvers for x = F(x) on
+ * backend vectors of n elements, shared by the DEQ forward solve
+ * (F(z) = f(z; u), Bai, Kolter, Koltun 2019 §3.1.2) and the IFT backward
+ * solve (F(y) = y J_f(z*) + ḡ, §3.1.3).
+ *
+ * Every solve starts from x₀ = 0, counts every evaluation of F (the first,
+ * at x₀, included) against max_iter, checks the residual after each
+ * evaluation, and returns the iterate of lowest residual:
+ *   abs: r(x) = ‖F(x) − x‖₂            rel: r(x) = ‖F(x) − x‖₂ / ‖F(x)‖₂
+ * with norms over the whole vector (the whole batch, as in the paper). It
+ * stops when r ≤ tol, after max_iter evaluations, or at the first
+ * non-finite residual (reported in solve_stats.nonfinite; the returned
+ * iterate is then the best finite one, or x₀ when there is none).
+ *
+ * Solvers:
+ *   fixed_point  x ← F(x).
+ *   broyden      good Broyden on g(x) = F(x) − x with an inverse-Jacobian
+ *                estimate B = −I + Σᵢ uᵢ vᵢᵀ (Bai et al. 2019 §3.1.3;
+ *                Broyden 1965): Δx = −B g, x ← x + Δx (unit step, no line
+ *                search), then the rank-1 update
+ *                  v = Bᵀ Δx,  u = (Δx − B Δg) / (vᵀ Δg).
+ *                At most `history` pairs are kept; when full, the oldest
+ *                pair is dropped before the new one is formed (limited
+ *                memory Broyden; torchdeq's LBFGS_thres keeps it in the
+ *                sum, a minor difference). An update whose denominator is
+ *                0 or not finite is skipped.
+ *   anderson     Anderson acceleration, type II (Anderson 1965; Walker &
+ *                Ni 2011) over the last m iterates: with G = [F(xᵢ) − xᵢ],
+ *                α = argmin ‖G α‖² + λ‖α‖² s.t. Σα = 1 (solved as the
+ *                bordered (m+1)² system on the host, in double), then
+ *                x ← Σ αᵢ xᵢ + β Σ αᵢ Gᵢ.
+ *
+ * Memory (elements of the backend type; all MEM_SOLVER, allocated once by
+ * solver_create and shared by every solve of the method):
+ *   fixed_point  3 n                          (x, F(x), best)
+ *   broyden      6 n + 2 h n + h              (x, g, F(x), Δx, Δg, best;
+ *                                               U, Vᵀ; coefficients)
+ *   anderson     3 n + 2 m n + m              (x_next, F(x), best; X, G;
+ *                                               Gram row)
+ * Host reads (values brought back from the device, each a synchronisation
+ * on a GPU) are counted: one per norm or dot, one per coefficient download.
+ */
+#ifndef DQ_SOLVERS_H
+#define DQ_SOLVERS_H
+
+#include <stddef.h>
+
+#include "method.h"
+
+/* out = F(in); out never aliases in. */
+struct fp_map {
+	void (*apply)(void *ctx, void *out, const void *in);
+	void *ctx;
+};
+
+struct solver_params {
+	enum solver_kind kind;
+	double tol;   /* > 0 */
+	int max_iter; /* >= 1: evaluations of F, x₀'s included */
+	enum stop_mode stop;
+	int history;	/* broyden: pairs kept, >= 1 */
+	int anderson_m; /* >= 1 */
+	double lambda;	/* anderson regularisation, >= 0 */
+	double beta;	/* anderson mixing, > 0 */
+};
+
+struct solver;
+
+/* Elements one solve with p needs on vectors of n elements (formulas
+ * above). */
+size_t solver_elems(const struct solver_params *p, size_t n);
+
+/* Allocates (MEM_SOLVER) a solver able to run every parameter set in
+ * p[0..np) on vectors of n elements: the buffer is the largest of their
+ * needs. Returns 0, or -1 with one line in err when out of memory. */
+int solver_create(struct solver **out, struct backend *be, size_t n,
+		  const struct solver_params *p, int np, char *err,
+		  size_t errlen);
+void solver_destroy(struct solver *s);
+
+/* Solves x = F(x) from x₀ = 0 with p (which must fit what the solver was
+ * created for). Fills st; appends the residual after each evaluation to
+ * trace[*trace_len...] up to METHOD_TRACE_MAX (trace may be NULL); adds the
+ * host reads made to *host_reads. Returns the lowest-residual iterate,
+ * which lives in the solver's memory until the next solve. */
+const void *solver_solve(struct solver *s, const struct solver_params *p,
+			 const struct fp_map *F, struct solve_stats *st,
+			 double *trace, int *trace_len, long *host_reads);
+
+#endif

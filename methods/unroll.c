@@ -1,0 +1,56 @@
+/* unroll.c — plain backpropagation through L applications of the tied
+ * block (../shared/DESIGN.md §Methods):
+ *   z₀ = 0,  z_{i+1} = f(z_i; u) for i < L,  z = z_L;
+ *   backward: ḡ_L = ∂L/∂z, ḡ_i = ḡ_{i+1} ∂f/∂z(z_i) from tape i, every VJP
+ *   adding into ∂L/∂θ and ∂L/∂u.
+ *
+ * Depth memory (elements): L · tape + 2 · n_state — every tape is kept, plus
+ * two work vectors that carry z between layers in the forward pass and ḡ in
+ * the backward pass. Linear in L. Evaluations per training step: L forward,
+ * L VJPs.
+ */
+#include "method_impl.h"
+
+static void unroll_layout(const struct model *m, const struct method_config *c,
+			  struct method_layout *l)
+{
+	(void)m;
+	l->n_tapes = c->layers;
+	l->n_vecs = 2;
+}
+
+static void unroll_forward(struct method *me, const void *u, void *z, int train)
+{
+	const struct backend_ops *o = me->m->be->ops;
+	void *a = method_vec(me, 0), *b = method_vec(me, 1);
+	const int L = me->cfg.layers;
+
+	o->fill(me->m->be->ctx, a, 0.0, me->m->n_state);
+	if (!train) {
+		method_run_plain(me, u, a, z, L, a, b);
+		return;
+	}
+	const void *in = a;
+	for (int i = 0; i < L; i++) {
+		void *out = i == L - 1 ? z : (in == a ? b : a);
+		method_f(me, out, in, u, method_tape(me, i));
+		in = out;
+	}
+}
+
+static void unroll_backward(struct method *me, const void *gz, void *gu)
+{
+	void *a = method_vec(me, 0), *b = method_vec(me, 1);
+	const void *g = gz;
+	for (int i = me->cfg.layers - 1; i >= 0; i--) {
+		void *out = g == a ? b : a;
+		method_vjp(me, out, gu, g, method_tape(me, i), 1);
+		g = out;
+	}
+}
+
+const struct method_ops method_unroll_ops = {
+    .layout = unroll_layout,
+    .forward = unroll_forward,
+    .backward = unroll_backward,
+};

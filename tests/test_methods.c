@@ -1,0 +1,1144 @@
+/*
+ * test_methods.c — methods/ (unroll, checkpoint, deq and its solvers) on the
+ * CPU backends, through the same step every training run takes:
+ *   inject → method forward → head (mean cross-entropy) → head backward →
+ *   method backward → inject backward.
+ *
+ *   1. checkpoint equals unroll bitwise on "cpu" (same block calls on the
+ *      same values in the same order), for L not divisible by k too;
+ *   2. every method's whole-loss gradient against central finite
+ *      differences on "cpu64" (sampled coordinates of every tensor);
+ *   3. memory, exactly, from the allocator counters: unroll's depth peak is
+ *      L·tape + 2n (linear in L), checkpoint's (⌈L/k⌉−1)·n + k·tape + 4n,
+ *      deq's tape + n whatever f_max_iter and the iterations taken, its
+ *      solver peak (6 + 2h) n + h for Broyden with history h (affine in h,
+ *      slope 2n); nothing is allocated during a step;
+ *   4. deq on tanh_cell (‖W‖₂ = 0.45) and on the transformer block (in a
+ *      contractive regime, see make_contractive_transformer): the forward
+ *      solve reaches f_tol and the IFT gradient matches unrolling to
+ *      convergence; Broyden, Anderson and fixed-point iteration reach the
+ *      same z*; iteration caps are exact; a non-contractive map (‖W‖₂ = 3)
+ *      is reported as not converged; a non-finite one as non-finite; jfb
+ *      equals its formula (one VJP at z*) bitwise;
+ *   5. bad configs give a message naming the key.
+ *
+ * Tolerances are justified where they are used.
+ */
+#include "methods/method.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- helpers */
+
+static uint64_t rng_state = 7;
+
+static double rnd_u01(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return ((double)(z >> 11) + 0.5) * 0x1.0p-53;
+}
+
+static struct backend *make_be(const char *name)
+{
+	struct backend *be = NULL;
+	char err[256] = "";
+	cr_assert_eq(backend_create(&be, name, 1, err, sizeof(err)), 0,
+		     "backend_create(%s): %s", name, err);
+	return be;
+}
+
+struct shape {
+	int B, T, d, H, F, V;
+};
+static const struct shape odd = {3, 5, 12, 3, 20, 17};
+static const struct shape pow2 = {2, 8, 16, 4, 32, 32};
+
+static struct model *make_model(struct backend *be, enum model_kind kind,
+				struct shape s)
+{
+	struct model_config c = {
+	    .kind = kind,
+	    .d_model = s.d,
+	    .n_heads = s.H,
+	    .d_ff = s.F,
+	    .seq_len = s.T,
+	    .batch_size = s.B,
+	    .vocab_size = s.V,
+	    .seed = 11,
+	};
+	struct model *m = NULL;
+	char err[256] = "";
+	cr_assert_eq(model_create(&m, be, &c, err, sizeof(err)), 0,
+		     "model_create: %s", err);
+	return m;
+}
+
+static struct method *make_method(struct model *m, struct method_config c)
+{
+	struct method *me = NULL;
+	char err[256] = "";
+	cr_assert_eq(method_create(&me, m, &c, err, sizeof(err)), 0,
+		     "method_create: %s", err);
+	return me;
+}
+
+static struct method_config cfg_of(enum method_kind k, int L, int kk)
+{
+	struct method_config c;
+	method_config_defaults(&c);
+	c.method = k;
+	c.layers = L;
+	c.k = kk;
+	return c;
+}
+
+/* Random tokens (B, T+1) loaded into m. */
+static void set_tokens(struct model *m, uint64_t seed)
+{
+	int n = m->B * (m->T + 1);
+	int32_t *t = malloc(sizeof(int32_t) * (size_t)n);
+	char err[256];
+	uint64_t save = rng_state;
+	rng_state = seed;
+	for (int i = 0; i < n; i++)
+		t[i] = (int32_t)(rnd_u01() * m->cfg.vocab_size);
+	rng_state = save;
+	cr_assert_eq(model_set_batch(m, t, err, sizeof(err)), 0, "%s", err);
+	free(t);
+}
+
+/* One training step's loss and gradients (left in m->grad_buf). z is a
+ * caller buffer of n_state elements. */
+static double step(struct model *m, struct method *me, void *z)
+{
+	model_zero_grads(m);
+	model_inject_forward(m);
+	method_forward(me, m->u, z, 1);
+	double loss = model_head_forward(m, z);
+	model_head_backward(m);
+	method_backward(me, m->gz, m->gu);
+	model_inject_backward(m);
+	return loss;
+}
+
+static double loss_only(struct model *m, struct method *me, void *z)
+{
+	model_inject_forward(m);
+	method_forward(me, m->u, z, 0);
+	return model_head_forward(m, z);
+}
+
+static double *download(struct backend *be, const void *p, size_t n)
+{
+	double *h = malloc(sizeof(double) * (n ? n : 1));
+	cr_assert_not_null(h);
+	be->ops->download(be->ctx, h, p, n);
+	return h;
+}
+
+static void *dev_state(struct model *m)
+{
+	void *z = backend_alloc(m->be, m->n_state, MEM_HEAD);
+	cr_assert_not_null(z);
+	return z;
+}
+
+/* Scales parameter `name` so that its spectral norm is `target` (power
+ * iteration on WᵀW in double, 200 rounds: for these d ≤ 16 matrices the
+ * gap makes it exact to ~1e-12). */
+static void set_spectral_norm(struct model *m, const char *name, double target)
+{
+	const struct model_param *p = model_param_find(m, name);
+	cr_assert_not_null(p);
+	size_t r = (size_t)p->shape[0], c = (size_t)p->shape[1];
+	double *w = malloc(sizeof(double) * r * c),
+	       *v = malloc(sizeof(double) * c), *t = malloc(sizeof(double) * r);
+	void *dp = dq_at(m->be, m->param_buf, p->offset);
+	m->be->ops->download(m->be->ctx, w, dp, r * c);
+	for (size_t j = 0; j < c; j++)
+		v[j] = 1.0 + 0.01 * (double)j;
+	double sigma = 0;
+	for (int it = 0; it < 200; it++) {
+		double nt = 0, nv = 0;
+		for (size_t i = 0; i < r; i++) {
+			t[i] = 0;
+			for (size_t j = 0; j < c; j++)
+				t[i] += w[i * c + j] * v[j];
+			nt += t[i] * t[i];
+		}
+		for (size_t j = 0; j < c; j++) {
+			v[j] = 0;
+			for (size_t i = 0; i < r; i++)
+				v[j] += w[i * c + j] * t[i];
+			nv += v[j] * v[j];
+		}
+		nv = sqrt(nv);
+		for (size_t j = 0; j < c; j++)
+			v[j] /= nv;
+		sigma = sqrt(nt) / 1.0;
+		(void)sigma;
+	}
+	/* σ = ‖W v‖ for the top right singular vector v (unit norm) */
+	double nt = 0;
+	for (size_t i = 0; i < r; i++) {
+		double s = 0;
+		for (size_t j = 0; j < c; j++)
+			s += w[i * c + j] * v[j];
+		nt += s * s;
+	}
+	sigma = sqrt(nt);
+	for (size_t k = 0; k < r * c; k++)
+		w[k] *= target / sigma;
+	m->be->ops->upload(m->be->ctx, dp, w, r * c);
+	free(w);
+	free(v);
+	free(t);
+}
+
+/* Multiplies parameter `name` by s. */
+static void scale_param(struct model *m, const char *name, double s)
+{
+	const struct model_param *p = model_param_find(m, name);
+	cr_assert_not_null(p);
+	m->be->ops->scale(m->be->ctx, dq_at(m->be, m->param_buf, p->offset), s,
+			  p->numel);
+}
+
+/* The transformer block at init is not a contraction: post-LN makes f
+ * nearly scale-free in z, and with N(0, 0.02) weights the residual path
+ * z → LN1(z + …) dominates. A strong input injection makes the attention
+ * output and the LayerNorm inputs depend mostly on u, the regime a trained
+ * DEQ-Transformer reaches. Measured on the odd shape (fixed-point
+ * iteration's residual ratio per step, cpu64): strong = inject.weight
+ * × 300, embed.weight × 30, ln2.weight × 0.3 gives ρ ≈ 0.38 (z* to 1e-12 in
+ * ~30 plain iterations, ~15 Broyden); weak = × 60, × 10, × 0.5 gives
+ * ρ ≈ 0.975 (nothing converges within 31 iterations, nothing diverges). */
+static void make_contractive_transformer(struct model *m, int strong)
+{
+	scale_param(m, "inject.weight", strong ? 300.0 : 60.0);
+	scale_param(m, "embed.weight", strong ? 30.0 : 10.0);
+	scale_param(m, "block.ln2.weight", strong ? 0.3 : 0.5);
+}
+
+/* max |a−b| / (max |b|) over n elements. */
+static double rel_max_err(const double *a, const double *b, size_t n)
+{
+	double e = 0, s = 0;
+	for (size_t i = 0; i < n; i++) {
+		e = fmax(e, fabs(a[i] - b[i]));
+		s = fmax(s, fabs(b[i]));
+	}
+	return s > 0 ? e / s : e;
+}
+
+/* ------------------------------------------- 1. checkpoint == unroll */
+
+/* Loss, z, dL/du and every gradient of unroll and checkpoint(k) compared
+ * bit for bit on "cpu" (float32: any reordering would show). */
+static void check_ckpt_equals_unroll(enum model_kind kind, struct shape s,
+				     int L, int k)
+{
+	struct backend *be = make_be("cpu");
+	struct model *m = make_model(be, kind, s);
+	void *z = dev_state(m);
+	set_tokens(m, 3);
+	size_t np = m->n_param_elems, nu = m->n_u, n = m->n_state;
+
+	struct method *un = make_method(m, cfg_of(METHOD_UNROLL, L, 0));
+	double l1 = step(m, un, z);
+	double *g1 = download(be, m->grad_buf, np),
+	       *u1 = download(be, m->gu, nu), *z1 = download(be, z, n);
+	long fe1 = method_get_stats(un)->forward_evals;
+	method_destroy(un);
+
+	struct method *ck = make_method(m, cfg_of(METHOD_CHECKPOINT, L, k));
+	double l2 = step(m, ck, z);
+	double *g2 = download(be, m->grad_buf, np),
+	       *u2 = download(be, m->gu, nu), *z2 = download(be, z, n);
+	const struct method_stats *st = method_get_stats(ck);
+	int kk = method_get_config(ck)->k;
+	int last = L - ((L + kk - 1) / kk - 1) * kk;
+
+	cr_assert_eq(memcmp(&l1, &l2, sizeof(double)), 0,
+		     "L=%d k=%d: loss %.17g vs %.17g", L, k, l1, l2);
+	cr_assert_eq(memcmp(z1, z2, n * sizeof(double)), 0, "z differs");
+	cr_assert_eq(memcmp(u1, u2, nu * sizeof(double)), 0, "dL/du differs");
+	for (int i = 0; i < m->n_params; i++) {
+		const struct model_param *p = &m->params[i];
+		cr_assert_eq(memcmp(g1 + p->offset, g2 + p->offset,
+				    p->numel * sizeof(double)),
+			     0, "L=%d k=%d: grad %s differs", L, k, p->name);
+	}
+	/* one extra forward per layer outside the last segment */
+	cr_assert_eq(fe1, L);
+	cr_assert_eq(st->forward_evals, L + (L - last), "forward evals %ld",
+		     st->forward_evals);
+	cr_assert_eq(st->vjp_evals, L);
+	method_destroy(ck);
+	free(g1), free(g2), free(u1), free(u2), free(z1), free(z2);
+	model_destroy(m);
+	backend_destroy(be);
+}
+
+Test(checkpoint, equals_unroll_transformer)
+{
+	check_ckpt_equals_unroll(MODEL_TRANSFORMER, odd, 7, 3);
+	check_ckpt_equals_unroll(MODEL_TRANSFORMER, pow2, 8, 2);
+	check_ckpt_equals_unroll(MODEL_TRANSFORMER, odd, 5, 5);
+	check_ckpt_equals_unroll(MODEL_TRANSFORMER, odd, 6, 1);
+}
+
+Test(checkpoint, equals_unroll_tanh_cell)
+{
+	check_ckpt_equals_unroll(MODEL_TANH_CELL, odd, 10, 0); /* auto: 3 */
+	check_ckpt_equals_unroll(MODEL_TANH_CELL, pow2, 9, 4);
+	check_ckpt_equals_unroll(MODEL_TANH_CELL, odd, 1, 1);
+}
+
+Test(checkpoint, k_auto_is_round_sqrt)
+{
+	struct backend *be = make_be("cpu");
+	struct model *m = make_model(be, MODEL_TANH_CELL, odd);
+	int Ls[] = {1, 2, 3, 7, 12, 13, 70};
+	int ks[] = {1, 1, 2, 3, 3, 4, 8};
+	for (int i = 0; i < 7; i++) {
+		struct method *me =
+		    make_method(m, cfg_of(METHOD_CHECKPOINT, Ls[i], 0));
+		cr_assert_eq(method_get_config(me)->k, ks[i], "L=%d: k=%d",
+			     Ls[i], method_get_config(me)->k);
+		method_destroy(me);
+	}
+	model_destroy(m);
+	backend_destroy(be);
+}
+
+/* ------------------------------------- 2. gradients vs finite differences */
+
+/* Central difference of the loss in parameter element j, step h. */
+static double fd_at(struct model *m, struct method *me, void *z, size_t j,
+		    double keep, double h)
+{
+	struct backend *be = m->be;
+	void *pj = dq_at(be, m->param_buf, j);
+	double v = keep + h;
+	be->ops->upload(be->ctx, pj, &v, 1);
+	double lp = loss_only(m, me, z);
+	v = keep - h;
+	be->ops->upload(be->ctx, pj, &v, 1);
+	double lm = loss_only(m, me, z);
+	be->ops->upload(be->ctx, pj, &keep, 1);
+	return (lp - lm) / (2 * h);
+}
+
+/* Central differences of the whole loss on cpu64 at 6 sampled coordinates
+ * of every parameter tensor, h = 1e-6 (O(1) values). The transformer is
+ * checked with the strong injection of make_contractive_transformer: at
+ * plain init its first layer takes LayerNorm of a residual of ~1e-4
+ * (z₀ = 0 plus products of 0.02-scale weights), so the loss has
+ * gradients of ~200 and curvature that makes any quotient inaccurate
+ * (measured: 0.5% off at h = 1e-6) — a property of that point, not of
+ * the code. Error budget: truncation h² L'''/6 below 1e-9, rounding
+ * ε|L|/h ~ 3e-10. A ReLU pre-activation within h of 0 mixes two slopes;
+ * such a coordinate is re-checked at h/16 and h/256 (a kink that close is
+ * 16× less likely, a wrong formula does not improve).
+ * For deq the loss is computed through solves stopped at tol: the solved
+ * z* moves with θ smoothly only up to the solver error, ≤ tol/(1−ρ) with
+ * contraction ρ ≤ 0.45 here, so with f_tol = 1e-13 the quotient carries
+ * at most 2·1e-13/(0.55 h) ~ 4e-7 of solver noise (absolute). The IFT
+ * gradient has b_tol = 1e-13 too. Tolerance: 1e-6 relative to the
+ * tensor's largest gradient plus atol (1e-9 unrolled, 1e-6 deq); a wrong
+ * term is O(1) off. */
+static void check_fd(enum model_kind kind, struct shape s,
+		     struct method_config c)
+{
+	const double atol = c.method == METHOD_DEQ ? 1e-6 : 1e-9;
+	struct backend *be = make_be("cpu64");
+	struct model *m = make_model(be, kind, s);
+	if (kind == MODEL_TANH_CELL)
+		set_spectral_norm(m, "cell.weight", 0.45);
+	else
+		make_contractive_transformer(m, 1);
+	void *z = dev_state(m);
+	set_tokens(m, 5);
+	struct method *me = make_method(m, c);
+	step(m, me, z);
+	size_t np = m->n_param_elems;
+	double *g = download(be, m->grad_buf, np);
+	double *p = download(be, m->param_buf, np);
+	uint64_t save = rng_state;
+	rng_state = 99;
+	for (int i = 0; i < m->n_params; i++) {
+		const struct model_param *pp = &m->params[i];
+		double gmax = 0;
+		for (size_t j = 0; j < pp->numel; j++)
+			gmax = fmax(gmax, fabs(g[pp->offset + j]));
+		double tol = 1e-6 * gmax + atol;
+		for (int t = 0; t < 6; t++) {
+			size_t j = pp->offset +
+				   (size_t)(rnd_u01() * (double)pp->numel);
+			double h = 1e-6, fd = fd_at(m, me, z, j, p[j], h);
+			for (int r = 0; r < 2 && fabs(fd - g[j]) > tol; r++) {
+				h /= 16;
+				fd = fd_at(m, me, z, j, p[j], h);
+			}
+			cr_assert(fabs(fd - g[j]) <= tol,
+				  "%s %s[%zu]: analytic %.12g fd %.12g",
+				  method_kind_name(c.method), pp->name,
+				  j - pp->offset, g[j], fd);
+		}
+	}
+	rng_state = save;
+	free(g);
+	free(p);
+	method_destroy(me);
+	model_destroy(m);
+	backend_destroy(be);
+}
+
+static struct method_config deq_tight(enum solver_kind fs, enum solver_kind bs)
+{
+	struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
+	c.f_solver = fs;
+	c.b_solver = bs;
+	c.f_tol = c.b_tol = 1e-13;
+	c.f_stop_mode = c.b_stop_mode = STOP_ABS;
+	c.f_max_iter = c.b_max_iter = 200;
+	c.anderson_lambda = 0; /* absolute λ: see check_deq_vs_unroll */
+	return c;
+}
+
+Test(gradients, unroll_checkpoint_fd)
+{
+	check_fd(MODEL_TRANSFORMER, odd, cfg_of(METHOD_UNROLL, 3, 0));
+	check_fd(MODEL_TRANSFORMER, pow2, cfg_of(METHOD_CHECKPOINT, 5, 2));
+	check_fd(MODEL_TANH_CELL, odd, cfg_of(METHOD_UNROLL, 4, 0));
+	check_fd(MODEL_TANH_CELL, pow2, cfg_of(METHOD_CHECKPOINT, 7, 3));
+}
+
+Test(gradients, deq_ift_fd, .timeout = 120)
+{
+	check_fd(MODEL_TANH_CELL, odd,
+		 deq_tight(SOLVER_BROYDEN, SOLVER_BROYDEN));
+	check_fd(MODEL_TANH_CELL, pow2,
+		 deq_tight(SOLVER_ANDERSON, SOLVER_FIXED_POINT));
+}
+
+/* --------------------------------------------------------- 3. memory */
+
+struct mem_seen {
+	size_t depth_after_create, solver_after_create;
+	size_t depth_peak, solver_peak, ds_peak;
+	size_t allocs_before, allocs_after;
+};
+
+/* Creates the method, resets the peaks, runs one training step and reads
+ * the counters. */
+static struct mem_seen measure(struct model *m, struct method_config c,
+			       struct method_stats *st_out)
+{
+	struct backend *be = m->be;
+	struct mem_seen r;
+	void *z = dev_state(m);
+	struct method *me = make_method(m, c);
+	r.depth_after_create = be->mem.live[MEM_DEPTH];
+	r.solver_after_create = be->mem.live[MEM_SOLVER];
+	backend_mem_reset_peak(be);
+	r.allocs_before = be->mem.n_allocs;
+	step(m, me, z);
+	r.allocs_after = be->mem.n_allocs;
+	r.depth_peak = be->mem.peak[MEM_DEPTH];
+	r.solver_peak = be->mem.peak[MEM_SOLVER];
+	r.ds_peak = be->mem.peak_depth_solver;
+	if (st_out)
+		*st_out = *method_get_stats(me);
+
+	size_t db, sb;
+	char err[256];
+	cr_assert_eq(method_memory(m, &c, &db, &sb, err, sizeof(err)), 0);
+	cr_assert_eq(db, r.depth_after_create, "method_memory depth %zu vs %zu",
+		     db, r.depth_after_create);
+	cr_assert_eq(sb, r.solver_after_create);
+	method_destroy(me);
+	backend_free(be, z);
+	cr_assert_eq(be->mem.live[MEM_DEPTH], 0);
+	cr_assert_eq(be->mem.live[MEM_SOLVER], 0);
+	return r;
+}
+
+Test(memory, unroll_linear_in_L)
+{
+	struct backend *be = make_be("cpu");
+	struct model *m = make_model(be, MODEL_TRANSFORMER, odd);
+	set_tokens(m, 1);
+	size_t e = be->elem, tape = model_tape_elems(m), n = m->n_state;
+	int Ls[] = {1, 2, 5, 9, 16};
+	for (int i = 0; i < 5; i++) {
+		struct mem_seen r =
+		    measure(m, cfg_of(METHOD_UNROLL, Ls[i], 0), NULL);
+		size_t want = e * ((size_t)Ls[i] * tape + 2 * n);
+		cr_assert_eq(r.depth_peak, want, "L=%d: %zu vs %zu", Ls[i],
+			     r.depth_peak, want);
+		cr_assert_eq(r.solver_peak, 0);
+		cr_assert_eq(r.allocs_before, r.allocs_after,
+			     "a step allocated");
+	}
+	model_destroy(m);
+	backend_destroy(be);
+}
+
+Test(memory, checkpoint_formula)
+{
+	struct backend *be = make_be("cpu");
+	struct model *m = make_model(be, MODEL_TRANSFORMER, pow2);
+	set_tokens(m, 1);
+	size_t e = be->elem, tape = model_tape_elems(m), n = m->n_state;
+	int cases[][2] = {{1, 1},  {6, 2},  {7, 3},   {9, 3},
+			  {10, 4}, {16, 4}, {13, 13}, {12, 1}};
+	for (int i = 0; i < 8; i++) {
+		int L = cases[i][0], k = cases[i][1];
+		struct mem_seen r =
+		    measure(m, cfg_of(METHOD_CHECKPOINT, L, k), NULL);
+		size_t S = (size_t)(L + k - 1) / (size_t)k;
+		size_t want = e * ((S - 1) * n + (size_t)k * tape + 4 * n);
+		cr_assert_eq(r.depth_peak, want, "L=%d k=%d: %zu vs %zu", L, k,
+			     r.depth_peak, want);
+		cr_assert_eq(r.allocs_before, r.allocs_after);
+	}
+	/* √L growth: at L = 64, k = 8 keeps 7 checkpoints and 8 tapes, far
+	 * below unroll's 64 tapes */
+	struct mem_seen ck = measure(m, cfg_of(METHOD_CHECKPOINT, 64, 0), NULL);
+	struct mem_seen un = measure(m, cfg_of(METHOD_UNROLL, 64, 0), NULL);
+	cr_assert_eq(ck.depth_peak, e * (7 * n + 8 * tape + 4 * n));
+	cr_assert_lt(ck.depth_peak * 4, un.depth_peak);
+	model_destroy(m);
+	backend_destroy(be);
+}
+
+Test(memory, deq_depth_flat_solver_affine_in_history)
+{
+	struct backend *be = make_be("cpu");
+	struct model *m = make_model(be, MODEL_TANH_CELL, odd);
+	set_tokens(m, 1);
+	size_t e = be->elem, tape = model_tape_elems(m), n = m->n_state;
+	size_t depth0 = 0;
+	int caps[] = {1, 5, 50};
+	for (int i = 0; i < 3; i++) {
+		struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
+		c.f_max_iter = caps[i];
+		c.b_max_iter = 7;
+		c.f_history = 4;
+		c.b_history = 4;
+		c.f_tol = 1e-30; /* run to the cap */
+		struct method_stats st;
+		struct mem_seen r = measure(m, c, &st);
+		cr_assert_eq(st.fwd.iters, caps[i]);
+		cr_assert_eq(r.depth_peak, e * (tape + n), "depth %zu",
+			     r.depth_peak);
+		if (i == 0)
+			depth0 = r.depth_peak;
+		cr_assert_eq(r.depth_peak, depth0);
+		/* same history: same solver memory whatever the cap */
+		cr_assert_eq(r.solver_peak, e * (6 * n + 2 * 4 * n + 4));
+		cr_assert_eq(r.ds_peak, r.depth_peak + r.solver_peak);
+		cr_assert_eq(r.allocs_before, r.allocs_after);
+	}
+	/* Broyden history h: (6 + 2h) n + h; the default history is the
+	 * larger max_iter (forward and backward share one buffer) */
+	int hs[] = {1, 2, 8, 30};
+	for (int i = 0; i < 4; i++) {
+		struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
+		c.f_history = c.b_history = hs[i];
+		struct mem_seen r = measure(m, c, NULL);
+		size_t h = (size_t)hs[i];
+		cr_assert_eq(r.solver_peak, e * ((6 + 2 * h) * n + h),
+			     "h=%zu: %zu", h, r.solver_peak);
+	}
+	struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
+	c.f_max_iter = 12;
+	c.b_max_iter = 20; /* histories default to the caps: 20 wins */
+	cr_assert_eq(measure(m, c, NULL).solver_peak,
+		     e * ((6 + 2 * 20) * n + 20));
+	/* Anderson m: (3 + 2m) n + m; fixed point: 4n */
+	c.f_solver = c.b_solver = SOLVER_ANDERSON;
+	c.anderson_m = 6;
+	cr_assert_eq(measure(m, c, NULL).solver_peak, e * ((3 + 12) * n + 6));
+	c.f_solver = c.b_solver = SOLVER_FIXED_POINT;
+	cr_assert_eq(measure(m, c, NULL).solver_peak, e * 4 * n);
+	/* jfb needs no backward solver */
+	c.f_solver = SOLVER_BROYDEN;
+	c.b_mode = BMODE_JFB;
+	c.f_history = 3;
+	cr_assert_eq(measure(m, c, NULL).solver_peak, e * ((6 + 6) * n + 3));
+	model_destroy(m);
+	backend_destroy(be);
+}
+
+Test(memory, depth_solver_ordering)
+{
+	struct backend *be = make_be("cpu");
+	struct model *m = make_model(be, MODEL_TRANSFORMER, pow2);
+	set_tokens(m, 1);
+	struct method_config d = cfg_of(METHOD_DEQ, 0, 0);
+	d.f_history = d.b_history = 8;
+	size_t un = measure(m, cfg_of(METHOD_UNROLL, 32, 0), NULL).ds_peak;
+	size_t ck = measure(m, cfg_of(METHOD_CHECKPOINT, 32, 0), NULL).ds_peak;
+	size_t dq = measure(m, d, NULL).ds_peak;
+	cr_assert(un > ck && ck > dq, "unroll %zu checkpoint %zu deq %zu", un,
+		  ck, dq);
+	model_destroy(m);
+	backend_destroy(be);
+}
+
+/* ------------------------------------------------------------- 4. deq */
+
+/* Unrolled to convergence vs deq/ift on cpu64: both gradients of the
+ * same loss. Unrolling L layers from 0 differs from the fixed point by
+ * ρ^L; with ρ ≤ 0.5 and L = 200 that is 1e-60, and its gradient (a sum
+ * of ḡ Jⁱ ∂f/∂θ) by the same order; the deq side is exact up to the
+ * solver tolerances 1e-12 (abs, residual norms of O(1..10) vectors):
+ * errors ≲ tol/(1−ρ) ≈ 2e-12 absolute, against gradients of O(1e-3..1).
+ * Tolerance 1e-7 relative to each tensor's largest entry (a missing or
+ * doubled term is O(1) off). */
+static void check_deq_vs_unroll(enum model_kind kind, struct shape s,
+				enum solver_kind fs, enum solver_kind bs,
+				int L_unroll)
+{
+	struct backend *be = make_be("cpu64");
+	struct model *m = make_model(be, kind, s);
+	if (kind == MODEL_TANH_CELL)
+		set_spectral_norm(m, "cell.weight", 0.45);
+	else
+		make_contractive_transformer(m, 1);
+	void *z = dev_state(m);
+	set_tokens(m, 9);
+	size_t np = m->n_param_elems, nu = m->n_u, n = m->n_state;
+
+	struct method *un = make_method(m, cfg_of(METHOD_UNROLL, L_unroll, 0));
+	double l1 = step(m, un, z);
+	double *g1 = download(be, m->grad_buf, np),
+	       *u1 = download(be, m->gu, nu), *z1 = download(be, z, n);
+	method_destroy(un);
+
+	struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
+	c.f_solver = fs;
+	c.b_solver = bs;
+	c.f_tol = c.b_tol = 1e-12;
+	c.f_stop_mode = c.b_stop_mode = STOP_ABS;
+	c.f_max_iter = c.b_max_iter = 150;
+	/* λ is absolute (torchdeq's convention): once ‖G‖² ≪ λ the mixing
+	 * degenerates to averaging and stalls near ‖G‖ ~ √λ, so tight
+	 * tolerances need λ = 0 */
+	c.anderson_lambda = 0;
+	struct method *dq = make_method(m, c);
+	double l2 = step(m, dq, z);
+	const struct method_stats *st = method_get_stats(dq);
+	cr_assert(st->fwd.converged && st->fwd.residual <= 1e-12,
+		  "%s forward: %d iters, residual %g", solver_kind_name(fs),
+		  st->fwd.iters, st->fwd.residual);
+	cr_assert(st->bwd.converged && st->bwd.residual <= 1e-12,
+		  "%s backward: %d iters, residual %g", solver_kind_name(bs),
+		  st->bwd.iters, st->bwd.residual);
+	cr_assert_eq(st->forward_evals, st->fwd.iters + 1);
+	cr_assert_eq(st->vjp_evals, st->bwd.iters + 1);
+	double *g2 = download(be, m->grad_buf, np),
+	       *u2 = download(be, m->gu, nu), *z2 = download(be, z, n);
+
+	cr_assert(fabs(l1 - l2) <= 1e-10 * fabs(l1), "loss %.15g vs %.15g", l1,
+		  l2);
+	cr_assert_leq(rel_max_err(z2, z1, n), 1e-10);
+	cr_assert_leq(rel_max_err(u2, u1, nu), 1e-7, "dL/du: %g",
+		      rel_max_err(u2, u1, nu));
+	for (int i = 0; i < m->n_params; i++) {
+		const struct model_param *p = &m->params[i];
+		double e =
+		    rel_max_err(g2 + p->offset, g1 + p->offset, p->numel);
+		cr_assert_leq(e, 1e-7, "%s/%s: grad %s rel err %g",
+			      solver_kind_name(fs), solver_kind_name(bs),
+			      p->name, e);
+	}
+	free(g1), free(g2), free(u1), free(u2), free(z1), free(z2);
+	method_destroy(dq);
+	model_destroy(m);
+	backend_destroy(be);
+}
+
+Test(deq, ift_matches_unroll_tanh_cell, .timeout = 120)
+{
+	check_deq_vs_unroll(MODEL_TANH_CELL, odd, SOLVER_BROYDEN,
+			    SOLVER_BROYDEN, 200);
+	check_deq_vs_unroll(MODEL_TANH_CELL, pow2, SOLVER_ANDERSON,
+			    SOLVER_ANDERSON, 200);
+	check_deq_vs_unroll(MODEL_TANH_CELL, odd, SOLVER_FIXED_POINT,
+			    SOLVER_BROYDEN, 200);
+}
+
+Test(deq, ift_matches_unroll_transformer, .timeout = 300)
+{
+	check_deq_vs_unroll(MODEL_TRANSFORMER, odd, SOLVER_BROYDEN,
+			    SOLVER_BROYDEN, 200);
+	check_deq_vs_unroll(MODEL_TRANSFORMER, pow2, SOLVER_ANDERSON,
+			    SOLVER_FIXED_POINT, 200);
+}
+
+/* The three solvers find the same z* (the unique fixed point of a
+ * contraction): ‖z*_a − z*_b‖ ≤ (tol_a + tol_b)/(1−ρ) ≈ 4e-12 at tol
+ * 1e-12; asserted at 1e-10 of max|z*|. Broyden needs far fewer
+ * evaluations than plain iteration on the transformer (asserted loosely:
+ * fewer). */
+Test(deq, solvers_agree_on_fixed_point, .timeout = 120)
+{
+	enum model_kind kinds[] = {MODEL_TANH_CELL, MODEL_TRANSFORMER};
+	for (int q = 0; q < 2; q++) {
+		struct backend *be = make_be("cpu64");
+		struct model *m = make_model(be, kinds[q], odd);
+		if (kinds[q] == MODEL_TANH_CELL)
+			set_spectral_norm(m, "cell.weight", 0.45);
+		else
+			make_contractive_transformer(m, 1);
+		void *z = dev_state(m);
+		set_tokens(m, 4);
+		double *zs[3];
+		int iters[3];
+		for (int k = 0; k < 3; k++) {
+			struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
+			c.f_solver = (enum solver_kind)k;
+			c.f_tol = 1e-12;
+			c.f_stop_mode = STOP_ABS;
+			c.f_max_iter = 300;
+			c.anderson_lambda = 0;
+			struct method *me = make_method(m, c);
+			model_inject_forward(m);
+			method_forward(me, m->u, z, 0);
+			const struct method_stats *st = method_get_stats(me);
+			cr_assert(st->fwd.converged, "%s: residual %g",
+				  solver_kind_name(c.f_solver),
+				  st->fwd.residual);
+			iters[k] = st->fwd.iters;
+			zs[k] =
+			    download(be, method_fixed_point(me), m->n_state);
+			method_destroy(me);
+		}
+		cr_assert_leq(rel_max_err(zs[0], zs[2], m->n_state), 1e-10);
+		cr_assert_leq(rel_max_err(zs[1], zs[2], m->n_state), 1e-10);
+		cr_assert_lt(iters[SOLVER_BROYDEN], iters[SOLVER_FIXED_POINT],
+			     "broyden %d, fixed point %d",
+			     iters[SOLVER_BROYDEN], iters[SOLVER_FIXED_POINT]);
+		for (int k = 0; k < 3; k++)
+			free(zs[k]);
+		model_destroy(m);
+		backend_destroy(be);
+	}
+}
+
+/* Caps: with an unreachable tolerance every solver makes exactly
+ * max_iter evaluations, forward and backward, and the method counts one
+ * more of each (the taped application, the parameter VJP). */
+Test(deq, caps_exact)
+{
+	/* cpu64 and a weak contraction: no solver gets near an exactly
+	 * representable fixed point (residual 0) within 31 evaluations, and
+	 * the backward iteration does not diverge */
+	struct backend *be = make_be("cpu64");
+	struct model *m = make_model(be, MODEL_TRANSFORMER, odd);
+	make_contractive_transformer(m, 0);
+	void *z = dev_state(m);
+	set_tokens(m, 2);
+	int caps[] = {1, 2, 3, 7, 31};
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < 5; i++) {
+			struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
+			c.f_solver = c.b_solver = (enum solver_kind)k;
+			c.f_tol = c.b_tol = 1e-30;
+			c.f_max_iter = caps[i];
+			c.b_max_iter = caps[4 - i];
+			c.f_history = 2; /* wraps the Broyden ring */
+			c.anderson_m = 3;
+			struct method *me = make_method(m, c);
+			step(m, me, z);
+			const struct method_stats *st = method_get_stats(me);
+			cr_assert_eq(st->fwd.iters, caps[i]);
+			cr_assert_eq(st->bwd.iters, caps[4 - i],
+				     "%s f%d b%d: bwd %d (res %g nonfinite %d)",
+				     solver_kind_name(c.f_solver), caps[i],
+				     caps[4 - i], st->bwd.iters,
+				     st->bwd.residual, st->bwd.nonfinite);
+			cr_assert_eq(st->forward_evals, caps[i] + 1);
+			cr_assert_eq(st->vjp_evals, caps[4 - i] + 1);
+			cr_assert(!st->fwd.converged && !st->fwd.nonfinite);
+			cr_assert(isfinite(st->fwd.residual));
+			cr_assert_eq(st->fwd_trace_len, caps[i]);
+			cr_assert_eq(st->bwd_trace_len, caps[4 - i]);
+			/* the reported residual is the lowest seen */
+			for (int t = 0; t < st->fwd_trace_len; t++)
+				cr_assert_geq(st->fwd_trace[t],
+					      st->fwd.residual);
+			method_destroy(me);
+		}
+	model_destroy(m);
+	backend_destroy(be);
+}
+
+/* W = −3 I (‖W‖₂ = 3): f(z) = tanh(u − 3z) has a unique fixed point, where
+ * |f'| = 3 (1 − z*²) > 1 for these small u, so fixed-point iteration falls
+ * into a 2-cycle and must report not converged after exactly f_max_iter
+ * evaluations; its backward iteration y ← y J + ḡ diverges and must end
+ * as not converged or non-finite, with finite loss and no crash. Broyden
+ * and Anderson may find the (repelling) fixed point — a correct result —
+ * so for them the test checks that what they report is true, by
+ * recomputing ‖f(z*) − z*‖. */
+Test(deq, non_contractive_reported)
+{
+	struct backend *be = make_be("cpu64");
+	struct model *m = make_model(be, MODEL_TANH_CELL, pow2);
+	const struct model_param *p = model_param_find(m, "cell.weight");
+	size_t d = (size_t)m->d, n = m->n_state;
+	double *w = calloc(d * d, sizeof(double));
+	for (size_t i = 0; i < d; i++)
+		w[i * d + i] = -3.0;
+	be->ops->upload(be->ctx, dq_at(be, m->param_buf, p->offset), w, d * d);
+	free(w);
+	void *z = dev_state(m), *fz = dev_state(m);
+	set_tokens(m, 2);
+	for (int k = 0; k < 3; k++) {
+		struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
+		c.f_solver = c.b_solver = (enum solver_kind)k;
+		c.f_tol = c.b_tol = 1e-6;
+		c.f_max_iter = c.b_max_iter = 40;
+		struct method *me = make_method(m, c);
+		double loss = step(m, me, z);
+		const struct method_stats *st = method_get_stats(me);
+		cr_assert(isfinite(loss));
+		cr_assert(!st->fwd.nonfinite);
+		if (c.f_solver == SOLVER_FIXED_POINT) {
+			cr_assert(!st->fwd.converged, "fixed point converged");
+			cr_assert_eq(st->fwd.iters, 40);
+			cr_assert_gt(st->fwd.residual, 1e-2);
+			cr_assert(!st->bwd.converged);
+		}
+		/* the claim, checked: r = ‖f(z*) − z*‖ / ‖f(z*)‖ */
+		method_forward(me, m->u, z, 0);
+		st = method_get_stats(me);
+		const void *zs = method_fixed_point(me);
+		model_block_forward(m, fz, zs, m->u, NULL);
+		be->ops->axpy(be->ctx, fz, -1.0, zs, n);
+		double r = be->ops->norm(be->ctx, fz, n);
+		model_block_forward(m, fz, zs, m->u, NULL);
+		r /= be->ops->norm(be->ctx, fz, n);
+		cr_assert(fabs(r - st->fwd.residual) <= 1e-12 * (1 + r),
+			  "%s: reported %g, true %g", solver_kind_name(k),
+			  st->fwd.residual, r);
+		cr_assert_eq(st->fwd.converged, r <= 1e-6);
+		method_destroy(me);
+	}
+	model_destroy(m);
+	backend_destroy(be);
+}
+
+/* A map that produces inf: the first residual is not finite, the solve
+ * stops after that one evaluation and says so; the returned iterate is
+ * z₀ = 0 (finite). */
+Test(deq, nonfinite_ends_solve)
+{
+	struct backend *be = make_be("cpu");
+	struct model *m = make_model(be, MODEL_TANH_CELL, odd);
+	const struct model_param *p = model_param_find(m, "inject.bias");
+	double inf = INFINITY;
+	be->ops->upload(be->ctx, dq_at(be, m->param_buf, p->offset), &inf, 1);
+	/* tanh(inf) = 1 is finite: poison the weight instead */
+	p = model_param_find(m, "cell.weight");
+	double nan = NAN;
+	be->ops->upload(be->ctx, dq_at(be, m->param_buf, p->offset), &nan, 1);
+	void *z = dev_state(m);
+	set_tokens(m, 2);
+	for (int k = 0; k < 3; k++) {
+		struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
+		c.f_solver = (enum solver_kind)k;
+		struct method *me = make_method(m, c);
+		model_inject_forward(m);
+		method_forward(me, m->u, z, 0);
+		const struct method_stats *st = method_get_stats(me);
+		cr_assert(st->fwd.nonfinite && !st->fwd.converged);
+		cr_assert_eq(st->fwd.iters, 1);
+		double *zs = download(be, method_fixed_point(me), m->n_state);
+		for (size_t i = 0; i < m->n_state; i++)
+			cr_assert_eq(zs[i], 0.0);
+		free(zs);
+		method_destroy(me);
+	}
+	model_destroy(m);
+	backend_destroy(be);
+}
+
+/* jfb: the gradient is one VJP of f at z* with ḡ = ∂L/∂z — recomputed
+ * here by hand from method_fixed_point and compared bit for bit. */
+Test(deq, jfb_is_one_vjp_at_fixed_point)
+{
+	struct backend *be = make_be("cpu");
+	struct model *m = make_model(be, MODEL_TRANSFORMER, odd);
+	make_contractive_transformer(m, 1);
+	void *z = dev_state(m), *z2 = dev_state(m), *gin = dev_state(m);
+	void *tape = backend_alloc(be, model_tape_elems(m), MEM_DEPTH);
+	set_tokens(m, 6);
+	size_t np = m->n_param_elems, nu = m->n_u;
+	struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
+	c.b_mode = BMODE_JFB;
+	struct method *me = make_method(m, c);
+	step(m, me, z);
+	cr_assert_eq(method_get_stats(me)->vjp_evals, 1);
+	cr_assert(!method_get_stats(me)->has_bwd_solve);
+	double *g1 = download(be, m->grad_buf, np),
+	       *u1 = download(be, m->gu, nu);
+
+	/* by hand: z2 = f(z*) with a tape, ḡ from the head, one VJP */
+	model_zero_grads(m);
+	model_inject_forward(m);
+	model_block_forward(m, z2, method_fixed_point(me), m->u, tape);
+	model_head_forward(m, z2);
+	model_head_backward(m);
+	model_block_vjp(m, gin, m->gu, m->gz, tape, 1);
+	model_inject_backward(m);
+	double *g2 = download(be, m->grad_buf, np),
+	       *u2 = download(be, m->gu, nu);
+	cr_assert_eq(memcmp(g1, g2, np * sizeof(double)), 0);
+	cr_assert_eq(memcmp(u1, u2, nu * sizeof(double)), 0);
+	free(g1), free(g2), free(u1), free(u2);
+	method_destroy(me);
+	model_destroy(m);
+	backend_destroy(be);
+}
+
+/* A step run twice gives the same bits (solvers included). */
+Test(deq, deterministic)
+{
+	struct backend *be = make_be("cpu");
+	struct model *m = make_model(be, MODEL_TRANSFORMER, pow2);
+	void *z = dev_state(m);
+	set_tokens(m, 8);
+	double l[2], *g[2];
+	for (int r = 0; r < 2; r++) {
+		struct method *me = make_method(m, cfg_of(METHOD_DEQ, 0, 0));
+		l[r] = step(m, me, z);
+		g[r] = download(be, m->grad_buf, m->n_param_elems);
+		method_destroy(me);
+	}
+	cr_assert_eq(memcmp(&l[0], &l[1], sizeof(double)), 0);
+	cr_assert_eq(memcmp(g[0], g[1], m->n_param_elems * sizeof(double)), 0);
+	free(g[0]);
+	free(g[1]);
+	model_destroy(m);
+	backend_destroy(be);
+}
+
+/* ------------------------------------------------------ 5. bad configs */
+
+/* Case i of bad_values_name_the_key: breaks one key of c, returns its
+ * name (NULL past the last case). */
+static const char *break_key(int i, struct method_config *c)
+{
+	c->method = METHOD_DEQ;
+	switch (i) {
+	case 0:
+		c->method = (enum method_kind)7;
+		return "method";
+	case 1:
+		c->method = METHOD_UNROLL;
+		c->layers = 0;
+		return "layers";
+	case 2:
+		c->method = METHOD_CHECKPOINT;
+		c->layers = 4;
+		c->k = 5;
+		return "k";
+	case 3:
+		c->method = METHOD_CHECKPOINT;
+		c->k = -1;
+		return "k";
+	case 4:
+		c->f_solver = (enum solver_kind)9;
+		return "f_solver";
+	case 5:
+		c->b_solver = (enum solver_kind) - 1;
+		return "b_solver";
+	case 6:
+		c->f_tol = 0;
+		return "f_tol";
+	case 7:
+		c->b_tol = -1e-3;
+		return "b_tol";
+	case 8:
+		c->f_max_iter = 0;
+		return "f_max_iter";
+	case 9:
+		c->b_max_iter = -2;
+		return "b_max_iter";
+	case 10:
+		c->f_history = -1;
+		return "f_history";
+	case 11:
+		c->b_history = -1;
+		return "b_history";
+	case 12:
+		c->anderson_m = 0;
+		return "anderson_m";
+	case 13:
+		c->anderson_beta = 0;
+		return "anderson_beta";
+	case 14:
+		c->f_stop_mode = (enum stop_mode)3;
+		return "f_stop_mode";
+	case 15:
+		c->f_tol = NAN;
+		return "f_tol";
+	}
+	return NULL;
+}
+
+Test(config, bad_values_name_the_key)
+{
+	for (int i = 0;; i++) {
+		struct method_config c;
+		char err[256] = "";
+		method_config_defaults(&c);
+		const char *key = break_key(i, &c);
+		if (!key)
+			break;
+		cr_assert_eq(method_config_validate(&c, err, sizeof(err)), -1,
+			     "case %d (%s) accepted", i, key);
+		size_t kl = strlen(key);
+		cr_assert(strncmp(err, key, kl) == 0 && err[kl] == '=',
+			  "case %d: message '%s' does not start with %s=", i,
+			  err, key);
+	}
+	struct method_config c;
+	method_config_defaults(&c);
+	char err[256];
+	cr_assert_eq(method_config_validate(&c, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(method_kind_parse("deq"), METHOD_DEQ);
+	cr_assert_eq(method_kind_parse("Deq"), -1);
+	cr_assert_eq(solver_kind_parse("anderson"), SOLVER_ANDERSON);
+	cr_assert_eq(solver_kind_parse("newton"), -1);
+	cr_assert_str_eq(solver_kind_name(SOLVER_FIXED_POINT), "fixed_point");
+	cr_assert_str_eq(b_mode_name(BMODE_JFB), "jfb");
+}
+
+/* ------------------------------------------- solvers on linear maps */
+
+#include "methods/solvers.h"
+
+struct linear_map {
+	struct backend *be;
+	void *A, *b; /* (n, n), (n) */
+	int n;
+};
+
+/* out = A in + b */
+static void linear_apply(void *ctx, void *out, const void *in)
+{
+	struct linear_map *L = ctx;
+	const struct backend_ops *o = L->be->ops;
+	o->copy(L->be->ctx, out, L->b, (size_t)L->n);
+	o->gemm(L->be->ctx, 0, 1, 1, L->n, L->n, 1.0, in, L->n, L->A, L->n, 1.0,
+		out, L->n);
+}
+
+/* On a linear map F(x) = A x + b in n dimensions, good Broyden with full
+ * history terminates in at most 2n steps (Gay 1979, "Some convergence
+ * properties of Broyden's method"), and Anderson keeping m = n + 1 iterates
+ * with λ = 0 is GMRES on (I − A) x = b (Walker & Ni 2011, Theorem 2.2), exact
+ * after at most n + 1 iterates — in exact arithmetic; in double the residual
+ * then sits at ~1e-13 of ‖b‖. A's spectral radius is 1.5 here (fixed-point
+ * iteration diverges), which both methods do not care about. Any slip in
+ * the rank-1 update or the mixing weights loses finite termination (seen
+ * here: a Broyden update 10% off took 21 evaluations, an Anderson Gram
+ * matrix 1% off took 29). */
+Test(solvers, linear_finite_termination)
+{
+	struct backend *be = make_be("cpu64");
+	const int n = 8;
+	double A[64], b[8];
+	uint64_t save = rng_state;
+	rng_state = 1234;
+	for (int i = 0; i < n * n; i++)
+		A[i] = (rnd_u01() - 0.5) * 0.9;
+	for (int i = 0; i < n; i++) {
+		A[i * n + i] += 0.2 * i; /* eigenvalues spread to ~1.5 */
+		b[i] = rnd_u01() - 0.5;
+	}
+	rng_state = save;
+	struct linear_map L = {be, backend_alloc(be, 64, MEM_WORKSPACE),
+			       backend_alloc(be, 8, MEM_WORKSPACE), n};
+	be->ops->upload(be->ctx, L.A, A, 64);
+	be->ops->upload(be->ctx, L.b, b, 8);
+	struct fp_map F = {linear_apply, &L};
+	struct solver_params p[2] = {
+	    {.kind = SOLVER_BROYDEN,
+	     .tol = 1e-10,
+	     .max_iter = 100,
+	     .stop = STOP_ABS,
+	     .history = 100,
+	     .anderson_m = 1},
+	    {.kind = SOLVER_ANDERSON,
+	     .tol = 1e-10,
+	     .max_iter = 100,
+	     .stop = STOP_ABS,
+	     .history = 1,
+	     .anderson_m = n + 1,
+	     .lambda = 0,
+	     .beta = 1},
+	};
+	int bound[2] = {2 * n + 1, n + 2};
+	struct solver *s;
+	char err[256];
+	cr_assert_eq(solver_create(&s, be, (size_t)n, p, 2, err, sizeof(err)),
+		     0, "%s", err);
+	for (int k = 0; k < 2; k++) {
+		struct solve_stats st;
+		double tr[METHOD_TRACE_MAX];
+		int tl = 0;
+		long reads = 0;
+		const void *x =
+		    solver_solve(s, &p[k], &F, &st, tr, &tl, &reads);
+		cr_assert(st.converged, "%s: %d iters, residual %g",
+			  solver_kind_name(p[k].kind), st.iters, st.residual);
+		cr_assert_leq(st.iters, bound[k], "%s took %d evaluations",
+			      solver_kind_name(p[k].kind), st.iters);
+		/* the returned x really solves x = A x + b */
+		double xs[8], r = 0;
+		be->ops->download(be->ctx, xs, x, 8);
+		for (int i = 0; i < n; i++) {
+			double v = b[i] - xs[i];
+			for (int j = 0; j < n; j++)
+				v += A[i * n + j] * xs[j];
+			r += v * v;
+		}
+		cr_assert_leq(sqrt(r), 1e-10);
+		cr_assert_gt(reads, 0);
+	}
+	/* fixed-point iteration diverges here: reported, not converged */
+	struct solver_params fp = {.kind = SOLVER_FIXED_POINT,
+				   .tol = 1e-10,
+				   .max_iter = 100,
+				   .stop = STOP_REL};
+	struct solver *s2;
+	cr_assert_eq(
+	    solver_create(&s2, be, (size_t)n, &fp, 1, err, sizeof(err)), 0);
+	struct solve_stats st;
+	int tl = 0;
+	long reads = 0;
+	solver_solve(s2, &fp, &F, &st, NULL, &tl, &reads);
+	cr_assert(!st.converged);
+	solver_destroy(s2);
+	solver_destroy(s);
+	backend_free(be, L.A);
+	backend_free(be, L.b);
+	backend_destroy(be);
+}
