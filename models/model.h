@@ -3,13 +3,18 @@
  * output projection, mean next-token cross-entropy). ../shared/DESIGN.md
  * §Model is the exact spec.
  *
- * Letters: B batch, T sequence, d model width (d_model), H heads, dh = d/H,
- * F feed-forward width (d_ff), V vocabulary, U injection width (3d for the
- * transformer, d for tanh_cell).
+ * Letters: B batch, T sequence, d state width, H heads, dh = d/H, F
+ * feed-forward width (d_ff), V vocabulary, U injection width (3d for the
+ * transformer, d for tanh_cell, 4h for trellisnet), E embedding width = the
+ * width the head reads. d = E = d_model for the transformer and tanh_cell;
+ * trellisnet has hidden width h = d_model, state z = [h; c], d = 2h, E = h.
  *
  * Buffers are backend buffers (see kernels/backend.h): z and its gradients
  * are (B,T,d) = model->n_state elements; u and its gradient (B,T,U) =
- * model->n_u elements. Every buffer a step needs is allocated by
+ * model->n_u elements. The head reads the first B*T*E elements of z as a
+ * (B,T,E) matrix (all of z when E = d; trellisnet stores z planar, h part
+ * (B,T,h) then c part (B,T,h), and u gate-major (4,B,T,h): see
+ * models/trellisnet.c). Every buffer a step needs is allocated by
  * model_create (params, grads, head, workspace); only tapes are allocated by
  * the methods (category depth), sized by model_tape_elems().
  *
@@ -47,8 +52,8 @@ struct model_config {
 #define MODEL_MAX_PARAMS 32
 struct model_param {
 	const char *name; /* e.g. "block.attn.qkv.weight" */
-	int ndim;	  /* 1 or 2 */
-	int64_t shape[2];
+	int ndim;	  /* 1, 2 or 3 (a Conv1d weight [out, in, kernel]) */
+	int64_t shape[3];
 	size_t offset; /* elements from the start of params / grads */
 	size_t numel;
 };
@@ -60,6 +65,7 @@ struct model {
 	struct model_config cfg;
 	const struct model_ops *ops;
 	int B, T, d, U;
+	int E;		/* embedding width = head input width (<= d) */
 	size_t n_state; /* B*T*d */
 	size_t n_u;	/* B*T*U */
 
@@ -73,20 +79,21 @@ struct model {
 	/* head buffers (MEM_HEAD), owned by the model */
 	int32_t *tokens;  /* (B,T) inputs, device */
 	int32_t *targets; /* (B,T) next tokens, device */
-	void *x;	  /* (B,T,d) embed + pos */
+	void *x;	  /* (B,T,E) embed + pos */
 	void *u;	  /* (B,T,U) injection */
 	void *gu;	  /* (B,T,U) dL/du accumulated by block vjps */
 	void *logits;	  /* (B,T,V) logits, then probs, then dlogits */
 	void *gz;	  /* (B,T,d) dL/dz from the head */
 
-	void *priv; /* per-kind workspace (MEM_WORKSPACE) */
+	void *priv; /* private state (model_impl.h), incl. workspace */
 };
 
 /* Creates a model on backend be: validates cfg, allocates params, grads,
  * head buffers and workspace, and initialises parameters deterministically
  * from cfg->seed (identical values on every backend).
  * Errors (-1, one line in err, nothing left allocated): d, H, F, T, B, V not
- * positive; d not divisible by H; out of device memory. */
+ * positive; d not divisible by H; trellisnet with 4 d_model² > INT_MAX;
+ * out of device memory. */
 int model_create(struct model **out, struct backend *be,
 		 const struct model_config *cfg, char *err, size_t errlen);
 void model_destroy(struct model *m);
@@ -115,13 +122,16 @@ void model_block_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
 int model_set_batch(struct model *m, const int32_t *tokens_host, char *err,
 		    size_t errlen);
 
-/* m->x = embed[tok] + pos; m->u = x injectᵀ + inject.bias. */
+/* m->x = embed[tok] + pos; m->u = x injectᵀ + inject.bias (trellisnet: a
+ * kernel-2 causal convolution of x, models/trellisnet.c). */
 void model_inject_forward(struct model *m);
-/* logits = z headᵀ + head.bias; returns the mean next-token cross-entropy
- * in nats over B*T positions. Leaves probabilities for model_head_backward. */
+/* logits = z[:, :E] headᵀ + head.bias, z[:, :E] the first B*T*E elements
+ * of z; returns the mean next-token cross-entropy in nats over B*T
+ * positions. Leaves probabilities for model_head_backward. */
 double model_head_forward(struct model *m, const void *z);
-/* m->gz = dL/dz (overwritten); head grads +=. Needs model_head_forward
- * first. */
+/* m->gz = dL/dz (n_state, overwritten; 0 past the first B*T*E elements);
+ * head grads +=. Needs model_head_forward
+ * first, and reads the z given to it: keep z unchanged in between. */
 void model_head_backward(struct model *m);
 /* inject, embed and pos grads += from m->gu (dL/du). */
 void model_inject_backward(struct model *m);

@@ -1,0 +1,504 @@
+/* model.c — the parts every model kind shares: config validation, the
+ * parameter table and its seeded initialisation, the head (embeddings,
+ * injection, LM projection, cross-entropy) and dispatch to the per-kind
+ * block (transformer.c, tanh_cell.c, trellisnet.c). ../shared/DESIGN.md
+ * §Model.
+ *
+ * Letters: B batch, T sequence, N = B*T positions, d state width, E
+ * embedding width = head input width (d, or h = d/2 for trellisnet), U
+ * injection width, V vocabulary.
+ *
+ * Gradient rule: every backward here ADDs (+=) into the parameter
+ * gradients; model_zero_grads clears them (and m->gu) once per step.
+ */
+#include "model.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_impl.h"
+
+static const char *const kind_names[] = {"transformer", "tanh_cell",
+					 "trellisnet"};
+
+int model_kind_parse(const char *s)
+{
+	for (int i = 0; i < 3; i++)
+		if (s && strcmp(s, kind_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+const char *model_kind_name(enum model_kind k)
+{
+	return ((int)k >= 0 && (int)k < 3) ? kind_names[k] : "?";
+}
+
+/* ------------------------------------------------------------ parameters */
+
+enum init_kind { INIT_NORMAL, INIT_ZERO, INIT_ONE };
+
+/* Table entry plus how to initialise it. */
+struct param_spec {
+	const char *name;
+	int64_t rows, cols; /* cols = 0: a vector of `rows` */
+	enum init_kind init;
+	double std;   /* INIT_NORMAL */
+	int64_t kern; /* > 0: a Conv1d weight [rows, cols, kern] */
+};
+
+/* Appends the table of cfg's kind to specs; returns the count. Names and
+ * shapes exactly as ../shared/DESIGN.md lists them (PyTorch nn.Linear
+ * layout, weight [out, in]; nn.Conv1d [out, in, kernel] for trellisnet).
+ * Init: linear and conv weights and embeddings N(0, 0.02), biases 0,
+ * LayerNorm weight 1 / bias 0 (GPT-2's init); tanh_cell's cell.weight N(0,
+ * (0.25/sqrt d)²), whose spectral norm is about 0.25 * 2 = 0.5 for a square
+ * Gaussian matrix (Marchenko-Pastur edge 2 sigma sqrt d), so the cell is a
+ * contraction; trellisnet.c explains why N(0, 0.02) conv weights make its
+ * layer a contraction too. E is the embedding width. */
+static int param_specs(const struct model_config *c, int U, int E,
+		       struct param_spec *s)
+{
+	int64_t d = c->d_model, T = c->seq_len, V = c->vocab_size;
+	int n = 0;
+	const double w = 0.02;
+	int64_t kin = c->kind == MODEL_TRELLISNET ? 2 : 0;
+	s[n++] = (struct param_spec){"embed.weight", V, E, INIT_NORMAL, w, 0};
+	s[n++] =
+	    (struct param_spec){"pos_embed.weight", T, E, INIT_NORMAL, w, 0};
+	s[n++] =
+	    (struct param_spec){"inject.weight", U, E, INIT_NORMAL, w, kin};
+	s[n++] = (struct param_spec){"inject.bias", U, 0, INIT_ZERO, 0, 0};
+	if (c->kind == MODEL_TRELLISNET) {
+		s[n++] = (struct param_spec){"block.conv.weight", 4 * d, d,
+					     INIT_NORMAL,	  w,	 2};
+		s[n++] = (struct param_spec){"block.conv.bias", 4 * d, 0,
+					     INIT_ZERO,		0,     0};
+	} else if (c->kind == MODEL_TRANSFORMER) {
+		int64_t F = c->d_ff;
+		s[n++] = (struct param_spec){
+		    "block.attn.qkv.weight", 3 * d, d, INIT_NORMAL, w, 0};
+		s[n++] = (struct param_spec){
+		    "block.attn.qkv.bias", 3 * d, 0, INIT_ZERO, 0, 0};
+		s[n++] = (struct param_spec){
+		    "block.attn.out.weight", d, d, INIT_NORMAL, w, 0};
+		s[n++] = (struct param_spec){
+		    "block.attn.out.bias", d, 0, INIT_ZERO, 0, 0};
+		s[n++] = (struct param_spec){"block.ln1.weight", d, 0,
+					     INIT_ONE,		 0, 0};
+		s[n++] = (struct param_spec){"block.ln1.bias", d, 0,
+					     INIT_ZERO,	       0, 0};
+		s[n++] = (struct param_spec){"block.ff1.weight", F, d,
+					     INIT_NORMAL,	 w, 0};
+		s[n++] = (struct param_spec){"block.ff1.bias", F, 0,
+					     INIT_ZERO,	       0, 0};
+		s[n++] = (struct param_spec){"block.ff2.weight", d, F,
+					     INIT_NORMAL,	 w, 0};
+		s[n++] = (struct param_spec){"block.ff2.bias", d, 0,
+					     INIT_ZERO,	       0, 0};
+		s[n++] = (struct param_spec){"block.ln2.weight", d, 0,
+					     INIT_ONE,		 0, 0};
+		s[n++] = (struct param_spec){"block.ln2.bias", d, 0,
+					     INIT_ZERO,	       0, 0};
+	} else {
+		s[n++] = (struct param_spec){
+		    "cell.weight",	    d, d, INIT_NORMAL,
+		    0.25 / sqrt((double)d), 0};
+	}
+	s[n++] = (struct param_spec){"head.weight", V, E, INIT_NORMAL, w, 0};
+	s[n++] = (struct param_spec){"head.bias", V, 0, INIT_ZERO, 0, 0};
+	return n;
+}
+
+/* splitmix64 (Steele, Lea, Flood 2014): a tiny seedable generator whose
+ * output is the same on every platform. */
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* uniform in (0, 1]: 53 random bits, never 0 (log below). */
+static double uniform01(uint64_t *s)
+{
+	return ((double)(splitmix64(s) >> 11) + 1.0) * 0x1.0p-53;
+}
+
+/* Fills host values of every parameter; each tensor draws from its own
+ * stream seeded by (seed, index), so one tensor's shape does not shift
+ * another's values. Box-Muller, both outputs used. */
+static void init_values(const struct model *m, const struct param_spec *s,
+			double *v)
+{
+	for (int i = 0; i < m->n_params; i++) {
+		const struct model_param *p = &m->params[i];
+		double *x = v + p->offset;
+		uint64_t st = m->cfg.seed ^ (0xd1b54a32d192ed03ull * (i + 1));
+		if (s[i].init != INIT_NORMAL) {
+			double c = s[i].init == INIT_ONE ? 1.0 : 0.0;
+			for (size_t k = 0; k < p->numel; k++)
+				x[k] = c;
+			continue;
+		}
+		for (size_t k = 0; k < p->numel; k += 2) {
+			double r = sqrt(-2.0 * log(uniform01(&st)));
+			double th = 2.0 * M_PI * uniform01(&st);
+			x[k] = s[i].std * r * cos(th);
+			if (k + 1 < p->numel)
+				x[k + 1] = s[i].std * r * sin(th);
+		}
+	}
+}
+
+/* --------------------------------------------------------------- create */
+
+static int check_dims(const struct model_config *c, char *err, size_t errlen)
+{
+	struct {
+		const char *key;
+		int v;
+		int needed;
+	} dims[] = {
+	    {"d_model", c->d_model, 1},
+	    {"n_heads", c->n_heads, c->kind == MODEL_TRANSFORMER},
+	    {"d_ff", c->d_ff, c->kind == MODEL_TRANSFORMER},
+	    {"seq_len", c->seq_len, 1},
+	    {"batch_size", c->batch_size, 1},
+	    {"vocab_size", c->vocab_size, 1},
+	};
+	for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++) {
+		if (dims[i].needed && dims[i].v <= 0) {
+			snprintf(err, errlen, "%s=%d must be positive",
+				 dims[i].key, dims[i].v);
+			return -1;
+		}
+	}
+	if (c->kind == MODEL_TRANSFORMER && c->d_model % c->n_heads != 0) {
+		snprintf(err, errlen,
+			 "d_model=%d is not divisible by n_heads=%d",
+			 c->d_model, c->n_heads);
+		return -1;
+	}
+	/* The ops take int row/column counts: N*max(V,3d,F) and B*H*T*T must
+	 * fit (the products themselves are formed in size_t inside). */
+	long long N = (long long)c->batch_size * c->seq_len;
+	long long wide = c->vocab_size;
+	if (3LL * c->d_model > wide)
+		wide = 3LL * c->d_model;
+	if (c->kind == MODEL_TRELLISNET && 4LL * c->d_model > wide)
+		wide = 4LL * c->d_model;
+	if (c->kind == MODEL_TRANSFORMER && c->d_ff > wide)
+		wide = c->d_ff;
+	double big = (double)N * (double)wide;
+	if (c->kind == MODEL_TRANSFORMER)
+		big += (double)N * c->n_heads * c->seq_len;
+	/* trellisnet transposes its conv weights with one gemm whose N is
+	 * 4 d_model² (trellisnet.c) */
+	if (c->kind == MODEL_TRELLISNET &&
+	    4LL * c->d_model * c->d_model > INT_MAX) {
+		snprintf(err, errlen,
+			 "d_model=%d is too large for model=trellisnet "
+			 "(4*d_model^2 must be at most %d)",
+			 c->d_model, INT_MAX);
+		return -1;
+	}
+	if (N > INT_MAX || big > 1e15) {
+		snprintf(err, errlen,
+			 "batch_size=%d seq_len=%d: the activations are too "
+			 "large",
+			 c->batch_size, c->seq_len);
+		return -1;
+	}
+	return 0;
+}
+
+int model_create(struct model **out, struct backend *be,
+		 const struct model_config *cfg, char *err, size_t errlen)
+{
+	struct param_spec specs[MODEL_MAX_PARAMS];
+	struct model *m = NULL;
+	struct model_priv *pv = NULL;
+	double *host = NULL;
+
+	*out = NULL;
+	if (cfg->kind != MODEL_TRANSFORMER && cfg->kind != MODEL_TANH_CELL &&
+	    cfg->kind != MODEL_TRELLISNET) {
+		snprintf(err, errlen, "model: unknown kind %d", (int)cfg->kind);
+		return -1;
+	}
+	if (check_dims(cfg, err, errlen) != 0)
+		return -1;
+
+	m = calloc(1, sizeof(*m));
+	pv = calloc(1, sizeof(*pv));
+	if (!m || !pv)
+		goto oom_host;
+	m->be = be;
+	m->cfg = *cfg;
+	m->priv = pv;
+	m->B = cfg->batch_size;
+	m->T = cfg->seq_len;
+	m->d = cfg->d_model;
+	m->E = cfg->d_model;
+	switch (cfg->kind) {
+	case MODEL_TRANSFORMER:
+		m->ops = &model_transformer_ops;
+		m->U = 3 * m->d;
+		break;
+	case MODEL_TANH_CELL:
+		m->ops = &model_tanh_cell_ops;
+		m->U = m->d;
+		break;
+	case MODEL_TRELLISNET: /* z = [h; c], u = the four gates */
+		m->ops = &model_trellisnet_ops;
+		m->d = 2 * cfg->d_model;
+		m->U = 4 * cfg->d_model;
+		break;
+	}
+	size_t N = (size_t)m->B * m->T;
+	m->n_state = N * m->d;
+	m->n_u = N * m->U;
+
+	m->n_params = param_specs(cfg, m->U, m->E, specs);
+	size_t off = 0;
+	for (int i = 0; i < m->n_params; i++) {
+		struct model_param *p = &m->params[i];
+		p->name = specs[i].name;
+		p->ndim = specs[i].kern ? 3 : specs[i].cols ? 2 : 1;
+		p->shape[0] = specs[i].rows;
+		p->shape[1] = specs[i].cols;
+		p->shape[2] = specs[i].kern;
+		p->numel = (size_t)specs[i].rows *
+			   (size_t)(specs[i].cols ? specs[i].cols : 1) *
+			   (size_t)(specs[i].kern ? specs[i].kern : 1);
+		p->offset = off;
+		off += p->numel;
+	}
+	m->n_param_elems = off;
+
+	pv->ws_elems = m->ops->workspace_elems(m);
+	pv->staging = malloc(2 * N * sizeof(int32_t));
+	host = malloc(sizeof(double) * (off ? off : 1));
+	if (!pv->staging || !host)
+		goto oom_host;
+
+	size_t V = (size_t)cfg->vocab_size;
+	m->param_buf = backend_alloc(be, off, MEM_PARAMS);
+	m->grad_buf = backend_alloc(be, off, MEM_GRADS);
+	m->tokens = backend_alloc_bytes(be, N * sizeof(int32_t), MEM_HEAD);
+	m->targets = backend_alloc_bytes(be, N * sizeof(int32_t), MEM_HEAD);
+	m->x = backend_alloc(be, N * (size_t)m->E, MEM_HEAD);
+	m->u = backend_alloc(be, m->n_u, MEM_HEAD);
+	m->gu = backend_alloc(be, m->n_u, MEM_HEAD);
+	m->logits = backend_alloc(be, N * V, MEM_HEAD);
+	m->gz = backend_alloc(be, m->n_state, MEM_HEAD);
+	pv->ws = backend_alloc(be, pv->ws_elems, MEM_WORKSPACE);
+	if (!m->param_buf || !m->grad_buf || !m->tokens || !m->targets ||
+	    !m->x || !m->u || !m->gu || !m->logits || !m->gz || !pv->ws) {
+		snprintf(err, errlen,
+			 "out of device memory creating model=%s (d_model=%d "
+			 "batch_size=%d seq_len=%d vocab_size=%d)",
+			 model_kind_name(cfg->kind), cfg->d_model, m->B, m->T,
+			 cfg->vocab_size);
+		goto fail;
+	}
+
+	init_values(m, specs, host);
+	be->ops->upload(be->ctx, m->param_buf, host, off);
+	free(host);
+	/* Tokens 0 until the first batch, so a forward before
+	 * model_set_batch reads valid ids. */
+	memset(pv->staging, 0, 2 * N * sizeof(int32_t));
+	be->ops->upload_bytes(be->ctx, m->tokens, pv->staging,
+			      N * sizeof(int32_t));
+	be->ops->upload_bytes(be->ctx, m->targets, pv->staging,
+			      N * sizeof(int32_t));
+	model_zero_grads(m);
+	*out = m;
+	return 0;
+
+oom_host:
+	snprintf(err, errlen, "out of host memory creating the model");
+fail:
+	free(host);
+	model_destroy(m);
+	return -1;
+}
+
+void model_destroy(struct model *m)
+{
+	if (!m)
+		return;
+	struct backend *be = m->be;
+	struct model_priv *pv = m->priv;
+	if (be) {
+		backend_free(be, m->param_buf);
+		backend_free(be, m->grad_buf);
+		backend_free(be, m->tokens);
+		backend_free(be, m->targets);
+		backend_free(be, m->x);
+		backend_free(be, m->u);
+		backend_free(be, m->gu);
+		backend_free(be, m->logits);
+		backend_free(be, m->gz);
+		if (pv)
+			backend_free(be, pv->ws);
+	}
+	if (pv)
+		free(pv->staging);
+	free(pv);
+	free(m);
+}
+
+/* ------------------------------------------------------------- the block */
+
+size_t model_tape_elems(const struct model *m)
+{
+	return m->ops->tape_elems(m);
+}
+
+void model_block_forward(struct model *m, void *z_out, const void *z_in,
+			 const void *u, void *tape)
+{
+	m->ops->forward(m, z_out, z_in, u, tape);
+}
+
+void model_block_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
+		     const void *tape, int param_grads)
+{
+	m->ops->vjp(m, gz_in, gu, gz_out, tape, param_grads);
+}
+
+double model_block_flops(const struct model *m)
+{
+	return m->ops->flops(m);
+}
+
+/* ------------------------------------------------------------------ head */
+
+int model_set_batch(struct model *m, const int32_t *tokens_host, char *err,
+		    size_t errlen)
+{
+	struct model_priv *pv = m->priv;
+	int B = m->B, T = m->T, V = m->cfg.vocab_size;
+	size_t N = (size_t)B * T;
+	int32_t *in = pv->staging, *tg = pv->staging + N;
+	for (int b = 0; b < B; b++) {
+		const int32_t *row = tokens_host + (size_t)b * (T + 1);
+		for (int t = 0; t <= T; t++) {
+			if (row[t] < 0 || row[t] >= V) {
+				snprintf(err, errlen,
+					 "token id %d at batch row %d, "
+					 "position %d is outside [0, "
+					 "vocab_size=%d)",
+					 (int)row[t], b, t, V);
+				return -1;
+			}
+		}
+		memcpy(in + (size_t)b * T, row, (size_t)T * sizeof(int32_t));
+		memcpy(tg + (size_t)b * T, row + 1,
+		       (size_t)T * sizeof(int32_t));
+	}
+	const struct backend_ops *o = m->be->ops;
+	o->upload_bytes(m->be->ctx, m->tokens, in, N * sizeof(int32_t));
+	o->upload_bytes(m->be->ctx, m->targets, tg, N * sizeof(int32_t));
+	return 0;
+}
+
+void model_inject_forward(struct model *m)
+{
+	if (m->ops->inject_forward) {
+		m->ops->inject_forward(m);
+		return;
+	}
+	const struct backend_ops *o = m->be->ops;
+	void *c = m->be->ctx, *P = m->param_buf;
+	int N = m->B * m->T, E = m->E, U = m->U;
+	/* x (N,E) = embed[tok] + pos; u (N,U) = x Winjᵀ + b */
+	o->embed_forward(c, m->x, m->tokens, model_p(m, P, P_EMBED_W),
+			 model_p(m, P, P_POS_W), m->B, m->T, E);
+	o->gemm(c, 0, 1, N, U, E, 1.0, m->x, E, model_p(m, P, P_INJ_W), E, 0.0,
+		m->u, U);
+	o->bias_forward(c, m->u, model_p(m, P, P_INJ_B), N, U);
+}
+
+double model_head_forward(struct model *m, const void *z)
+{
+	const struct backend_ops *o = m->be->ops;
+	void *c = m->be->ctx, *P = m->param_buf;
+	int N = m->B * m->T, E = m->E, V = m->cfg.vocab_size;
+	int hw = m->n_params - 2, hb = m->n_params - 1;
+	((struct model_priv *)m->priv)->head_z = z;
+	/* logits (N,V) = z[:, :E] Whᵀ + b, then probabilities in place;
+	 * z[:, :E] is the (N,E) matrix at the start of z */
+	o->gemm(c, 0, 1, N, V, E, 1.0, z, E, model_p(m, P, hw), E, 0.0,
+		m->logits, V);
+	o->bias_forward(c, m->logits, model_p(m, P, hb), N, V);
+	return o->xent_forward(c, m->logits, m->logits, m->targets, N, V);
+}
+
+/* Reads the z given to the last model_head_forward: the caller keeps it
+ * unchanged in between. */
+void model_head_backward(struct model *m)
+{
+	const struct backend_ops *o = m->be->ops;
+	void *c = m->be->ctx, *P = m->param_buf, *G = m->grad_buf;
+	int N = m->B * m->T, E = m->E, V = m->cfg.vocab_size;
+	int hw = m->n_params - 2, hb = m->n_params - 1;
+	const void *z = ((struct model_priv *)m->priv)->head_z;
+	/* dlogits (N,V) = (probs - onehot) / N, in place */
+	o->xent_backward(c, m->logits, m->logits, m->targets, N, V,
+			 1.0 / (double)N);
+	/* gz[:, :E] (N,E) = dlogits Wh; dWh (V,E) += dlogitsᵀ z[:, :E];
+	 * dbh += Σ rows */
+	o->gemm(c, 0, 0, N, E, V, 1.0, m->logits, V, model_p(m, P, hw), E, 0.0,
+		m->gz, E);
+	o->gemm(c, 1, 0, V, E, N, 1.0, m->logits, V, z, E, 1.0,
+		model_p(m, G, hw), E);
+	o->bias_backward(c, model_p(m, G, hb), m->logits, N, V);
+	/* the rest of the state (trellisnet's c) does not reach the head */
+	size_t ne = (size_t)N * E;
+	if (m->n_state > ne)
+		o->fill(c, dq_at(m->be, m->gz, ne), 0.0, m->n_state - ne);
+}
+
+void model_inject_backward(struct model *m)
+{
+	if (m->ops->inject_backward) {
+		m->ops->inject_backward(m);
+		return;
+	}
+	const struct backend_ops *o = m->be->ops;
+	void *c = m->be->ctx, *P = m->param_buf, *G = m->grad_buf;
+	int N = m->B * m->T, E = m->E, U = m->U;
+	void *dx = model_ws(m); /* (N,E), workspace is >= n_state */
+	/* dWinj (U,E) += guᵀ x; dbinj += Σ rows gu; dx (N,E) = gu Winj */
+	o->gemm(c, 1, 0, U, E, N, 1.0, m->gu, U, m->x, E, 1.0,
+		model_p(m, G, P_INJ_W), E);
+	o->bias_backward(c, model_p(m, G, P_INJ_B), m->gu, N, U);
+	o->gemm(c, 0, 0, N, E, U, 1.0, m->gu, U, model_p(m, P, P_INJ_W), E, 0.0,
+		dx, E);
+	o->embed_backward(c, model_p(m, G, P_EMBED_W), model_p(m, G, P_POS_W),
+			  dx, m->tokens, m->B, m->T, E, m->cfg.vocab_size);
+}
+
+void model_zero_grads(struct model *m)
+{
+	const struct backend_ops *o = m->be->ops;
+	o->fill(m->be->ctx, m->grad_buf, 0.0, m->n_param_elems);
+	o->fill(m->be->ctx, m->gu, 0.0, m->n_u);
+}
+
+const struct model_param *model_param_find(const struct model *m,
+					   const char *name)
+{
+	for (int i = 0; i < m->n_params; i++)
+		if (strcmp(m->params[i].name, name) == 0)
+			return &m->params[i];
+	return NULL;
+}

@@ -1,0 +1,67 @@
+/* tanh_cell.c — the small contraction f(z; u) = tanh(z Wᵀ + u), W =
+ * cell.weight [d,d], U = d (../shared/DESIGN.md §Model). A contraction when
+ * ‖W‖₂ < 1 (tanh is 1-Lipschitz); the init gives ‖W‖₂ ≈ 0.5.
+ *
+ * Tape: z (N,d) for dW, y = f (N,d) for tanh' = 1 - y²; size 2 N d.
+ * Workspace: g = dpre (N,d) in the vjp; size N d.
+ */
+#include "model_impl.h"
+
+static size_t tc_tape_elems(const struct model *m)
+{
+	return 2 * m->n_state;
+}
+
+static size_t tc_workspace_elems(const struct model *m)
+{
+	return m->n_state;
+}
+
+/* Needs no workspace: the pre-activation is formed in z_out. */
+static void tc_forward(struct model *m, void *z_out, const void *z_in,
+		       const void *u, void *tape)
+{
+	const struct backend_ops *o = m->be->ops;
+	void *c = m->be->ctx;
+	int N = m->B * m->T, d = m->d;
+	o->copy(c, z_out, u, m->n_state);
+	o->gemm(c, 0, 1, N, d, d, 1.0, z_in, d,
+		model_p(m, m->param_buf, CP_CELL_W), d, 1.0, z_out, d);
+	o->act_forward(c, ACT_TANH, z_out, z_out, m->n_state);
+	if (tape) {
+		o->copy(c, tape, z_in, m->n_state);
+		o->copy(c, dq_at(m->be, tape, m->n_state), z_out, m->n_state);
+	}
+}
+
+static void tc_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
+		   const void *tape, int pg)
+{
+	const struct backend_ops *o = m->be->ops;
+	void *c = m->be->ctx, *g = model_ws(m);
+	int N = m->B * m->T, d = m->d;
+	const void *z = tape, *y = dq_at(m->be, tape, m->n_state);
+	/* g = gz_out (1 - y²); gz_in = g W; dW += gᵀ z; gu += g */
+	o->act_backward(c, ACT_TANH, g, gz_out, NULL, y, m->n_state);
+	o->gemm(c, 0, 0, N, d, d, 1.0, g, d,
+		model_p(m, m->param_buf, CP_CELL_W), d, 0.0, gz_in, d);
+	if (pg)
+		o->gemm(c, 1, 0, d, d, N, 1.0, g, d, z, d, 1.0,
+			model_p(m, m->grad_buf, CP_CELL_W), d);
+	if (gu)
+		o->axpy(c, gu, 1.0, g, m->n_state);
+}
+
+/* 2 N d² (the one GEMM; tanh not counted). */
+static double tc_flops(const struct model *m)
+{
+	return 2.0 * (double)m->B * m->T * (double)m->d * m->d;
+}
+
+const struct model_ops model_tanh_cell_ops = {
+    .tape_elems = tc_tape_elems,
+    .workspace_elems = tc_workspace_elems,
+    .forward = tc_forward,
+    .vjp = tc_vjp,
+    .flops = tc_flops,
+};
