@@ -1,0 +1,415 @@
+/* trellisnet.c — the weight-tied TrellisNet layer with the LSTM-style gated
+ * activation (Bai, Kolter, Koltun, "Trellis Networks for Sequence
+ * Modeling", ICLR 2019) in the form the DEQ paper uses ("Deep Equilibrium
+ * Models", NeurIPS 2019; DEQ-TrellisNet, TrellisNetLSTMLayer in
+ * locuslab/deq), with the input injected by a kernel-2 causal convolution:
+ *
+ *   x     = embed.weight[tok] + pos_embed.weight[t]                (N,E)
+ *   u     = inject(x) = Conv1d_k2(x) + inject.bias, once per step (4,N,h)
+ *   f([h; c]; u):
+ *     pre = u + Conv1d_k2(h) + block.conv.bias                     (4,N,h)
+ *     i, o, g, f = σ(pre_i), σ(pre_o), tanh(pre_g), σ(pre_f)
+ *     c'[t] = f[t] ⊙ c[t-1] + i[t] ⊙ g[t]      (c[-1] = 0)
+ *     h'[t] = o[t] ⊙ tanh(c'[t])
+ *   Conv1d_k2(y)[t] = W[:,:,0] y[t-1] + W[:,:,1] y[t]   (y[-1] = 0)
+ *
+ * Positions t restart at 0 in every batch row. As in the reference, the
+ * cell state of the previous position (c[t-1] of the layer input) enters
+ * c', so the time recurrence is carried across layers: one layer moves
+ * information exactly one position forward (L layers see t-L..t). The head
+ * reads all of h (the reference's nout = h, nhid = 0).
+ *
+ * Letters: B batch, T sequence, N = B*T, h hidden width (d_model), E = h
+ * embedding width, d = 2h state width, U = 4h injection width.
+ *
+ * Parameters (PyTorch names and layouts; nn.Conv1d weight [out, in, kernel]
+ * with kernel index 0 at t-1 and 1 at t, i.e. Conv1d on the sequence left-
+ * padded by one zero; output channel q = j h + r for gate j in the order i,
+ * o, g, f, the reference's chunk(4) order):
+ *   embed.weight [V,E]   pos_embed.weight [T,E]   (the reference has no
+ *                        positions; kept for the shared head, harmless)
+ *   inject.weight [4h,E,2]   inject.bias [4h]     (DEQ-TrellisNet's
+ *                        inject_conv)
+ *   block.conv.weight [4h,h,2]   block.conv.bias [4h]  (its full_conv;
+ *                        weight normalisation and dropout are not used)
+ *   head.weight [V,h]    head.bias [V]
+ * Init N(0, 0.02) for weights, 0 for biases (model.c; the reference draws
+ * N(0, 0.01) under weight normalisation). At z = 0 with small u every gate
+ * is about 1/2 and g about 0, so the Jacobian of f in the (h, c) state is
+ * block lower-triangular in time with diagonal blocks [[~W_g1/4, 0],
+ * [~W_g1/2, 0]] (W_g1 the g rows of tap 1; c enters only through c[t-1]):
+ * its spectral radius is about ρ(W_g1)/4 ≈ 0.02 sqrt(h)/4 (circular law),
+ * below 1 for h < 40000, so fixed-point iteration converges at init
+ * without rescaling the weights.
+ *
+ * Layouts. Every backend element-wise op is contiguous, so the state and
+ * the injection are stored in blocks rather than interleaved per position:
+ *   z = [h (N,h) | c (N,h)]  (n_state = 2 N h; the head reads the first N h
+ *                             elements as (N,h), model.c);
+ *   u = [u_i | u_o | u_g | u_f], each (N,h)  (n_u = 4 N h, gate-major).
+ * The methods treat z and u as flat vectors. The Conv1d weights are
+ * transposed per call into kernel-major Wk (2,4h,h) (one gemm against the
+ * 2x2 identity, exact: 1 w + 0 w' = w for finite weights), so each gate and
+ * tap is a contiguous (h,h) block W_{j,k} and the layer is eight (N,h,h)
+ * GEMMs. Tap 0 reads the input shifted one position down inside each batch
+ * row: a copy of N-1 rows, then the B rows at t = 0 zeroed by one strided
+ * gemm of zeros (ldc = T h).
+ *
+ * Tape layout (elements of the backend type, in this order):
+ *   z      (2,N,h)  z_in: h for dW, c for df and the c-gradient
+ *   gates  (4,N,h)  i, o, g, f after their activations (σ', tanh' from y)
+ *   tc     (N,h)    tanh(c')
+ * size = 7 N h = 7 B T h (3.5 n_state). c' and h' are not kept: the vjp
+ * reads neither.
+ *
+ * Workspace: tape-sized region (a no-tape forward writes its tape there; z
+ * is read in place), then S (N,h), then Wk (8 h²), then 4 + max(B,h)
+ * constants (2x2 identity, zeros):
+ *   8 N h + 8 h² + 4 + max(B, h).
+ * The vjp uses dpre (4,N,h), dc (N,h), S (N,h) from offset 0 (6 N h); the
+ * injection backward S, dx (N,E) from offset 0. Wk and the constants sit
+ * at the same offset in all three.
+ *
+ * Gradient rule: the vjp and the injection backward ADD (+=) into the
+ * parameter gradients and into gu.
+ */
+#include "model_impl.h"
+
+/* Buffers one call works on, carved from the workspace. */
+struct tn_ws {
+	void *S;     /* (N,h) shifted copies and partial sums */
+	void *wk;    /* (2,4h,h) kernel-major weights or their gradient */
+	void *ident; /* 2x2 identity */
+	void *zeros; /* max(B,h) zeros */
+};
+
+struct tn_tape {
+	void *z, *c, *gates, *tc;
+};
+
+static size_t tn_h(const struct model *m)
+{
+	return (size_t)m->E;
+}
+
+static size_t tn_n(const struct model *m)
+{
+	return (size_t)m->B * m->T;
+}
+
+static size_t tn_zeros(const struct model *m)
+{
+	return (size_t)(m->B > m->E ? m->B : m->E);
+}
+
+static size_t tn_tape_elems(const struct model *m)
+{
+	return 7 * tn_n(m) * tn_h(m);
+}
+
+static size_t tn_workspace_elems(const struct model *m)
+{
+	size_t h = tn_h(m);
+	return 8 * tn_n(m) * h + 8 * h * h + 4 + tn_zeros(m);
+}
+
+static void tape_layout(const struct model *m, void *base, struct tn_tape *t)
+{
+	size_t nh = tn_n(m) * tn_h(m);
+	t->z = base;
+	t->c = dq_at(m->be, base, nh);
+	t->gates = dq_at(m->be, base, 2 * nh);
+	t->tc = dq_at(m->be, base, 6 * nh);
+}
+
+/* S at offset s_off; Wk and the constants after 8 N h. Fills the
+ * constants: one zero fill and the identity's two ones. */
+static void ws_layout(struct model *m, size_t s_off, struct tn_ws *w)
+{
+	const struct backend_ops *o = m->be->ops;
+	void *c = m->be->ctx, *ws = model_ws(m);
+	size_t h = tn_h(m), off = 8 * tn_n(m) * h;
+	w->S = dq_at(m->be, ws, s_off);
+	w->wk = dq_at(m->be, ws, off);
+	w->ident = dq_at(m->be, ws, off + 8 * h * h);
+	w->zeros = dq_at(m->be, w->ident, 4);
+	o->fill(c, w->ident, 0.0, 4 + tn_zeros(m));
+	o->fill(c, w->ident, 1.0, 1);
+	o->fill(c, dq_at(m->be, w->ident, 3), 1.0, 1);
+}
+
+/* Wk (2, 4h, in) = W [4h, in, 2] with the last axis moved first: viewing W
+ * as (4h in, 2), Wk = I · Wᵀ. */
+static void conv_weight_kmajor(struct model *m, const struct tn_ws *w, void *wk,
+			       const void *W, int in)
+{
+	int n = 4 * m->E * in;
+	m->be->ops->gemm(m->be->ctx, 0, 1, 2, n, 2, 1.0, w->ident, 2, W, 2, 0.0,
+			 wk, n);
+}
+
+/* G [4h, in, 2] += the kernel-major gradient dWk (2, 4h, in): viewing G as
+ * (4h in, 2), G += dWkᵀ · I. */
+static void conv_grad_add(struct model *m, const struct tn_ws *w, void *G,
+			  const void *dwk, int in)
+{
+	int n = 4 * m->E * in;
+	m->be->ops->gemm(m->be->ctx, 1, 0, n, 2, 2, 1.0, dwk, n, w->ident, 2,
+			 1.0, G, 2);
+}
+
+/* Rows t = t0 of every batch row of y (N, C) set to 0: one (B, C) gemm of
+ * zeros with row stride T C. C <= max(B, h) zeros are needed. */
+static void zero_rows_at(struct model *m, const struct tn_ws *w, void *y,
+			 int t0, int C)
+{
+	int T = m->T;
+	m->be->ops->gemm(m->be->ctx, 0, 0, m->B, C, 1, 1.0, w->zeros, 1,
+			 w->zeros, C, 0.0, dq_at(m->be, y, (size_t)t0 * C),
+			 T * C);
+}
+
+/* dst[b,t] = src[b,t-1], dst[b,0] = 0; (N, C) each, no aliasing. */
+static void shift_down(struct model *m, const struct tn_ws *w, void *dst,
+		       const void *src, int C)
+{
+	size_t N = tn_n(m);
+	m->be->ops->copy(m->be->ctx, dq_at(m->be, dst, (size_t)C), src,
+			 (N - 1) * (size_t)C);
+	zero_rows_at(m, w, dst, 0, C);
+}
+
+/* dst[b,t] += S[b,t+1] for t < T-1 (the adjoint of shift_down, added).
+ * Zeroes the rows t = 0 of S first. */
+static void shift_up_add(struct model *m, const struct tn_ws *w, void *dst,
+			 void *S, int C)
+{
+	size_t N = tn_n(m);
+	zero_rows_at(m, w, S, 0, C);
+	m->be->ops->axpy(m->be->ctx, dst, 1.0, dq_at(m->be, S, (size_t)C),
+			 (N - 1) * (size_t)C);
+}
+
+/* y_j (N,h) = x_prev W_{j,0}ᵀ + x W_{j,1}ᵀ + beta y_j for the four gates j;
+ * x, x_prev (N, in); wk (2, 4h, in); y gate-major (4, N, h). */
+static void conv_forward(struct model *m, void *y, const void *x_prev,
+			 const void *x, const void *wk, int in, double beta)
+{
+	const struct backend_ops *o = m->be->ops;
+	void *c = m->be->ctx;
+	int N = m->B * m->T, h = m->E;
+	size_t nh = tn_n(m) * tn_h(m), hin = (size_t)h * in;
+	for (int j = 0; j < 4; j++) {
+		void *yj = dq_at(m->be, y, j * nh);
+		const void *w0 = dq_at(m->be, wk, j * hin);
+		const void *w1 = dq_at(m->be, wk, (4 + j) * hin);
+		o->gemm(c, 0, 1, N, h, in, 1.0, x_prev, in, w0, in, beta, yj,
+			h);
+		o->gemm(c, 0, 1, N, h, in, 1.0, x, in, w1, in, 1.0, yj, h);
+	}
+}
+
+/* Input gradients of conv_forward: gx = Σ_j dy_j W_{j,1} and gS = Σ_j dy_j
+ * W_{j,0} (the gradient of x_prev, not yet shifted), (N, in) each,
+ * overwritten. */
+static void conv_backward_input(struct model *m, void *gx, void *gS,
+				const void *dy, const void *wk, int in)
+{
+	const struct backend_ops *o = m->be->ops;
+	void *c = m->be->ctx;
+	int N = m->B * m->T, h = m->E;
+	size_t nh = tn_n(m) * tn_h(m), hin = (size_t)h * in;
+	for (int j = 0; j < 4; j++) {
+		const void *dyj = dq_at(m->be, dy, j * nh);
+		double beta = j ? 1.0 : 0.0;
+		o->gemm(c, 0, 0, N, in, h, 1.0, dyj, h,
+			dq_at(m->be, wk, (4 + j) * hin), in, beta, gx, in);
+		o->gemm(c, 0, 0, N, in, h, 1.0, dyj, h,
+			dq_at(m->be, wk, j * hin), in, beta, gS, in);
+	}
+}
+
+/* Kernel-major weight gradient dwk (2, 4h, in) = (dy_jᵀ x_prev, dy_jᵀ x),
+ * overwritten. */
+static void conv_backward_weight(struct model *m, void *dwk, const void *dy,
+				 const void *x_prev, const void *x, int in)
+{
+	const struct backend_ops *o = m->be->ops;
+	void *c = m->be->ctx;
+	int N = m->B * m->T, h = m->E;
+	size_t nh = tn_n(m) * tn_h(m), hin = (size_t)h * in;
+	for (int j = 0; j < 4; j++) {
+		const void *dyj = dq_at(m->be, dy, j * nh);
+		o->gemm(c, 1, 0, h, in, N, 1.0, dyj, h, x_prev, in, 0.0,
+			dq_at(m->be, dwk, j * hin), in);
+		o->gemm(c, 1, 0, h, in, N, 1.0, dyj, h, x, in, 0.0,
+			dq_at(m->be, dwk, (4 + j) * hin), in);
+	}
+}
+
+/* Per-gate bias: y_j (N,h) += b[j h .. (j+1) h). */
+static void gate_bias_forward(struct model *m, void *y, const void *b)
+{
+	int N = m->B * m->T, h = m->E;
+	size_t nh = tn_n(m) * tn_h(m);
+	for (int j = 0; j < 4; j++)
+		m->be->ops->bias_forward(m->be->ctx, dq_at(m->be, y, j * nh),
+					 dq_at(m->be, b, (size_t)j * h), N, h);
+}
+
+static void gate_bias_backward(struct model *m, void *db, const void *dy)
+{
+	int N = m->B * m->T, h = m->E;
+	size_t nh = tn_n(m) * tn_h(m);
+	for (int j = 0; j < 4; j++)
+		m->be->ops->bias_backward(m->be->ctx,
+					  dq_at(m->be, db, (size_t)j * h),
+					  dq_at(m->be, dy, j * nh), N, h);
+}
+
+static void tn_forward(struct model *m, void *z_out, const void *z_in,
+		       const void *u, void *tape)
+{
+	const struct backend_ops *o = m->be->ops;
+	void *c = m->be->ctx, *P = m->param_buf;
+	int h = m->E;
+	size_t nh = tn_n(m) * tn_h(m);
+	struct tn_tape t;
+	struct tn_ws w;
+	tape_layout(m, tape ? tape : model_ws(m), &t);
+	ws_layout(m, 7 * nh, &w);
+	const void *H = z_in, *C = dq_at(m->be, z_in, nh);
+	void *h_out = z_out, *c_out = dq_at(m->be, z_out, nh);
+	if (tape)
+		o->copy(c, t.z, z_in, m->n_state);
+	void *gi = t.gates, *go = dq_at(m->be, t.gates, nh);
+	void *gg = dq_at(m->be, t.gates, 2 * nh);
+	void *gf = dq_at(m->be, t.gates, 3 * nh);
+
+	/* pre = u + Conv1d_k2(h) + b, in the gates buffer */
+	conv_weight_kmajor(m, &w, w.wk, model_p(m, P, NP_CONV_W), h);
+	o->copy(c, t.gates, u, m->n_u);
+	shift_down(m, &w, w.S, H, h);
+	conv_forward(m, t.gates, w.S, H, w.wk, h, 1.0);
+	gate_bias_forward(m, t.gates, model_p(m, P, NP_CONV_B));
+	/* i, o (adjacent) σ; g tanh; f σ */
+	o->act_forward(c, ACT_SIGMOID, gi, gi, 2 * nh);
+	o->act_forward(c, ACT_TANH, gg, gg, nh);
+	o->act_forward(c, ACT_SIGMOID, gf, gf, nh);
+	/* c' = f ⊙ c[t-1] + i ⊙ g ; h' = o ⊙ tanh(c') */
+	shift_down(m, &w, w.S, C, h);
+	o->mul(c, c_out, gf, w.S, nh);
+	o->mul(c, w.S, gi, gg, nh);
+	o->axpy(c, c_out, 1.0, w.S, nh);
+	o->act_forward(c, ACT_TANH, t.tc, c_out, nh);
+	o->mul(c, h_out, go, t.tc, nh);
+}
+
+/* Reverse of tn_forward. With param_grads == 0 the two weight-gradient
+ * passes (8 GEMMs, half of the vjp's) and the bias sums are skipped. */
+static void tn_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
+		   const void *tape_, int pg)
+{
+	const struct backend_ops *o = m->be->ops;
+	void *c = m->be->ctx, *P = m->param_buf, *G = m->grad_buf;
+	int h = m->E;
+	size_t nh = tn_n(m) * tn_h(m);
+	struct tn_tape t;
+	struct tn_ws w;
+	tape_layout(m, (void *)tape_, &t);
+	ws_layout(m, 5 * nh, &w);
+	void *dpre = model_ws(m), *dc = dq_at(m->be, dpre, 4 * nh);
+	void *di = dpre, *d_o = dq_at(m->be, dpre, nh);
+	void *dg = dq_at(m->be, dpre, 2 * nh), *df = dq_at(m->be, dpre, 3 * nh);
+	const void *ai = t.gates, *ao = dq_at(m->be, t.gates, nh);
+	const void *ag = dq_at(m->be, t.gates, 2 * nh);
+	const void *af = dq_at(m->be, t.gates, 3 * nh);
+	const void *gh = gz_out, *gc = dq_at(m->be, gz_out, nh);
+	void *gH = gz_in, *gC = dq_at(m->be, gz_in, nh);
+
+	/* h' = o ⊙ tc: do = gh ⊙ tc σ'; dc = gh ⊙ o tanh' + gc */
+	o->mul(c, d_o, gh, t.tc, nh);
+	o->act_backward(c, ACT_SIGMOID, d_o, d_o, NULL, ao, nh);
+	o->mul(c, dc, gh, ao, nh);
+	o->act_backward(c, ACT_TANH, dc, dc, NULL, t.tc, nh);
+	o->axpy(c, dc, 1.0, gc, nh);
+	/* c' = f ⊙ c[t-1] + i ⊙ g */
+	o->mul(c, di, dc, ag, nh);
+	o->act_backward(c, ACT_SIGMOID, di, di, NULL, ai, nh);
+	o->mul(c, dg, dc, ai, nh);
+	o->act_backward(c, ACT_TANH, dg, dg, NULL, ag, nh);
+	shift_down(m, &w, w.S, t.c, h);
+	o->mul(c, df, dc, w.S, nh);
+	o->act_backward(c, ACT_SIGMOID, df, df, NULL, af, nh);
+	/* gC[t-1] = dc[t] ⊙ f[t]; gC at t = T-1 is 0 */
+	o->mul(c, w.S, dc, af, nh);
+	o->fill(c, gC, 0.0, nh);
+	shift_up_add(m, &w, gC, w.S, h);
+	/* gH = Σ_j dpre_j W_{j,1} + shifted-up Σ_j dpre_j W_{j,0} */
+	conv_weight_kmajor(m, &w, w.wk, model_p(m, P, NP_CONV_W), h);
+	conv_backward_input(m, gH, w.S, dpre, w.wk, h);
+	shift_up_add(m, &w, gH, w.S, h);
+	/* u enters pre additively */
+	if (gu)
+		o->axpy(c, gu, 1.0, dpre, m->n_u);
+	if (pg) {
+		shift_down(m, &w, w.S, t.z, h);
+		conv_backward_weight(m, w.wk, dpre, w.S, t.z, h);
+		conv_grad_add(m, &w, model_p(m, G, NP_CONV_W), w.wk, h);
+		gate_bias_backward(m, model_p(m, G, NP_CONV_B), dpre);
+	}
+}
+
+/* x = embed + pos (N,E); u = Conv1d_k2(x) + inject.bias, gate-major. */
+static void tn_inject_forward(struct model *m)
+{
+	const struct backend_ops *o = m->be->ops;
+	void *c = m->be->ctx, *P = m->param_buf;
+	int E = m->E;
+	struct tn_ws w;
+	ws_layout(m, 0, &w);
+	o->embed_forward(c, m->x, m->tokens, model_p(m, P, P_EMBED_W),
+			 model_p(m, P, P_POS_W), m->B, m->T, E);
+	conv_weight_kmajor(m, &w, w.wk, model_p(m, P, P_INJ_W), E);
+	shift_down(m, &w, w.S, m->x, E);
+	conv_forward(m, m->u, w.S, m->x, w.wk, E, 0.0);
+	gate_bias_forward(m, m->u, model_p(m, P, P_INJ_B));
+}
+
+/* From m->gu: inject.weight, inject.bias, embed and pos grads +=. */
+static void tn_inject_backward(struct model *m)
+{
+	const struct backend_ops *o = m->be->ops;
+	void *c = m->be->ctx, *P = m->param_buf, *G = m->grad_buf;
+	int E = m->E;
+	struct tn_ws w;
+	ws_layout(m, 0, &w);
+	void *dx = dq_at(m->be, w.S, tn_n(m) * (size_t)E);
+	shift_down(m, &w, w.S, m->x, E);
+	conv_backward_weight(m, w.wk, m->gu, w.S, m->x, E);
+	conv_grad_add(m, &w, model_p(m, G, P_INJ_W), w.wk, E);
+	gate_bias_backward(m, model_p(m, G, P_INJ_B), m->gu);
+	conv_weight_kmajor(m, &w, w.wk, model_p(m, P, P_INJ_W), E);
+	conv_backward_input(m, dx, w.S, m->gu, w.wk, E);
+	shift_up_add(m, &w, dx, w.S, E);
+	o->embed_backward(c, model_p(m, G, P_EMBED_W), model_p(m, G, P_POS_W),
+			  dx, m->tokens, m->B, m->T, E, m->cfg.vocab_size);
+}
+
+/* 2 per multiply-add: the eight (N,h,h) GEMMs, 2 N (4h)(2h) = 16 N h².
+ * The gates, the weight transposition and the shifts are not counted. */
+static double tn_flops(const struct model *m)
+{
+	double N = (double)tn_n(m), h = (double)tn_h(m);
+	return 16.0 * N * h * h;
+}
+
+const struct model_ops model_trellisnet_ops = {
+    .tape_elems = tn_tape_elems,
+    .workspace_elems = tn_workspace_elems,
+    .forward = tn_forward,
+    .vjp = tn_vjp,
+    .flops = tn_flops,
+    .inject_forward = tn_inject_forward,
+    .inject_backward = tn_inject_backward,
+};
