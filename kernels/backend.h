@@ -64,7 +64,7 @@ struct backend_info {
  * cudaMallocAsync, cudaMemPoolAttr{Used,Reserved}Mem{Current,High}, plus
  * cudaMemGetInfo). Bytes. */
 struct backend_pool_stats {
-	size_t used_bytes, used_high_bytes;	    /* held by live allocations */
+	size_t used_bytes, used_high_bytes; /* held by live allocations */
 	size_t reserved_bytes, reserved_high_bytes; /* taken from the driver */
 	size_t free_bytes, total_bytes;		    /* cudaMemGetInfo */
 };

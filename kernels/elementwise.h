@@ -18,8 +18,8 @@
 #include <math.h>
 
 #define DQ_CAT2(a, b) a##b
-#define DQ_CAT(a, b) DQ_CAT2(a, b)
-#define DQ_FN(name) DQ_CAT(name, DQ_SFX)
+#define DQ_CAT(a, b)  DQ_CAT2(a, b)
+#define DQ_FN(name)   DQ_CAT(name, DQ_SFX)
 
 /* LayerNorm epsilon of ../shared/DESIGN.md (PyTorch's default). */
 #ifndef DQ_LN_EPS
@@ -38,8 +38,8 @@ DQ_HD DQ_REAL DQ_FN(dq_gelu_grad_)(DQ_REAL x)
 {
 	DQ_REAL cdf = (DQ_REAL)0.5 *
 		      ((DQ_REAL)1 + erf(x * (DQ_REAL)0.70710678118654752440));
-	DQ_REAL pdf = (DQ_REAL)0.39894228040143267794 *
-		      exp((DQ_REAL)-0.5 * x * x);
+	DQ_REAL pdf =
+	    (DQ_REAL)0.39894228040143267794 * exp((DQ_REAL)-0.5 * x * x);
 	return cdf + x * pdf;
 }
 

@@ -1,0 +1,312 @@
+/* cuda_attention.cu — causal multi-head self-attention on the GPU (Vaswani
+ * et al. 2017), the contract of kernels/backend.h:
+ *
+ *   qkv (B,T,3C) = q | k | v, head h in columns h dh .. (h+1) dh - 1 of each
+ *   att (B,H,T,T) = softmax(q kᵀ / sqrt(dh) + causal mask), 0 above the
+ *                   diagonal (written in full by the forward)
+ *   out (B,T,C)   = att v per head;  dh = C / H
+ *
+ * Backward (per b, h), with G the scaled softmax gradient kept in the
+ * caller's scratch (B,H,T,T):
+ *   datt = dout vᵀ;  G[t,s] = att[t,s] (datt[t,s] - Σ_u att[t,u] datt[t,u])
+ *   / sqrt(dh) for s <= t, else 0;  dq = G k;  dk = Gᵀ q;  dv = attᵀ dout.
+ *
+ * Kernels: every block is 256 threads = 8 warps and works on 32×32 tiles in
+ * shared memory (rows padded to 33 floats: the column reads are free of
+ * bank conflicts); thread (tx = lane, ty = warp) owns output rows ty, ty+8,
+ * ty+16, ty+24 of a tile at column tx. Head-dimension chunks of 32 make any
+ * dh work; shared memory is 8.4 KiB (forward, dq) or 16.9 KiB (dk, dv).
+ *   attention_forward_kernel  grid (B*H, ceil(T/32)): one block per 32
+ *     query rows of one head: (1) scaled scores q kᵀ for s <= t into att,
+ *     (2) a warp per row turns its scores into probabilities in place and
+ *     writes the zeros above the diagonal, (3) out = att v. The att rows
+ *     belong to this block alone, so barriers order the phases.
+ *   attention_backward_q_kernel  same grid: (1) datt = dout vᵀ into scratch,
+ *     (2) G in place, (3) dq = G k.
+ *   attention_backward_kv_kernel  grid (B*H, ceil(T/32)) over key tiles:
+ *     dk = Gᵀ q and dv = attᵀ dout over the query rows t >= the tile's
+ *     first key. Runs after the dq kernel (stream order): it reads G.
+ * No atomics: each output element is written by one thread, so results are
+ * deterministic; dqkv is overwritten in full (q columns by the first
+ * backward kernel, k and v columns by the second).
+ *
+ * Cost: O(B H T² dh) like the CPU backend, tiled so that each q/k/v/att
+ * element is read from global memory once per 32×32 tile. Tiles above the
+ * diagonal are skipped (the loops stop at the tile's last row); the
+ * diagonal tile computes masked entries and drops them. Softmax uses expf
+ * in float (the CPU backend uses double): probabilities differ by float
+ * rounding only.
+ */
+#include "cuda_common.cuh"
+
+#define AT_TILE	   32
+#define AT_THREADS 256 /* 8 warps; rows ty + 8 j, j < 4, per thread */
+
+/* Scores tile: acc[j] = Σ_i a[r0 + ty + 8j][i] b[c0 + tx][i] over i < dh,
+ * a and b row-major with row strides lda, ldb; rows >= na / nb read as 0. */
+__device__ __forceinline__ void tile_abt(float acc[4], float (*sa)[33],
+					 float (*sb)[33], const float *a,
+					 size_t lda, int r0, int na,
+					 const float *b, size_t ldb, int c0,
+					 int nb, int dh)
+{
+	const int tid = threadIdx.x, tx = tid & 31, ty = tid >> 5;
+	for (int i0 = 0; i0 < dh; i0 += AT_TILE) {
+		__syncthreads(); /* previous readers of sa, sb are done */
+		for (int e = tid; e < AT_TILE * AT_TILE; e += AT_THREADS) {
+			int r = e >> 5, col = e & 31, i = i0 + col;
+			sa[r][col] = (r0 + r < na && i < dh)
+					 ? a[(size_t)(r0 + r) * lda + i]
+					 : 0.0f;
+			sb[r][col] = (c0 + r < nb && i < dh)
+					 ? b[(size_t)(c0 + r) * ldb + i]
+					 : 0.0f;
+		}
+		__syncthreads();
+		for (int kk = 0; kk < AT_TILE; kk++) {
+			float bv = sb[tx][kk];
+			for (int j = 0; j < 4; j++)
+				acc[j] += sa[ty + 8 * j][kk] * bv;
+		}
+	}
+}
+
+/* o[t][i] = Σ_{s <= t} P[t][s] m[s][i] for the 32 rows t0.. of one head,
+ * P (T,T) row-major (entries above the diagonal ignored), m with row stride
+ * ldm, o with row stride ldo; rows t >= T are skipped. Overwrites o. */
+__device__ __forceinline__ void tile_pm(float (*sa)[33], float (*sb)[33],
+					const float *P, int T, int t0,
+					const float *m, size_t ldm, float *o,
+					size_t ldo, int dh)
+{
+	const int tid = threadIdx.x, tx = tid & 31, ty = tid >> 5;
+	const int t_last = min(T, t0 + AT_TILE) - 1;
+	for (int i0 = 0; i0 < dh; i0 += AT_TILE) {
+		float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+		for (int s0 = 0; s0 <= t_last; s0 += AT_TILE) {
+			__syncthreads();
+			for (int e = tid; e < AT_TILE * AT_TILE;
+			     e += AT_THREADS) {
+				int r = e >> 5, col = e & 31;
+				int t = t0 + r, s = s0 + col;
+				sa[r][col] = (t < T && s <= t)
+						 ? P[(size_t)t * T + s]
+						 : 0.0f;
+				int sr = s0 + r, i = i0 + col;
+				sb[r][col] = (sr < T && i < dh)
+						 ? m[(size_t)sr * ldm + i]
+						 : 0.0f;
+			}
+			__syncthreads();
+			for (int kk = 0; kk < AT_TILE; kk++) {
+				float mv = sb[kk][tx];
+				for (int j = 0; j < 4; j++)
+					acc[j] += sa[ty + 8 * j][kk] * mv;
+			}
+		}
+		for (int j = 0; j < 4; j++) {
+			int t = t0 + ty + 8 * j, i = i0 + tx;
+			if (t < T && i < dh)
+				o[(size_t)t * ldo + i] = acc[j];
+		}
+	}
+}
+
+__global__ void __launch_bounds__(AT_THREADS)
+    attention_forward_kernel(float *out, float *att, const float *qkv, int T,
+			     int C, int H, float scale)
+{
+	__shared__ float sa[AT_TILE][33];
+	__shared__ float sb[AT_TILE][33];
+	const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+	const int bh = blockIdx.x, b = bh / H, h = bh % H, dh = C / H;
+	const int t0 = blockIdx.y * AT_TILE;
+	const int t_last = min(T, t0 + AT_TILE) - 1;
+	const size_t C3 = 3 * (size_t)C;
+	const float *q = qkv + (size_t)b * T * C3 + (size_t)h * dh;
+	const float *k = q + C, *v = q + 2 * (size_t)C;
+	float *A = att + (size_t)bh * T * T;
+	float *o = out + (size_t)b * T * C + (size_t)h * dh;
+
+	/* (1) scaled scores for s <= t */
+	for (int s0 = 0; s0 <= t_last; s0 += AT_TILE) {
+		float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+		tile_abt(acc, sa, sb, q, C3, t0, T, k, C3, s0, T, dh);
+		for (int j = 0; j < 4; j++) {
+			int t = t0 + ty + 8 * j, s = s0 + tx;
+			if (t < T && s <= t)
+				A[(size_t)t * T + s] = acc[j] * scale;
+		}
+	}
+	__syncthreads();
+	/* (2) softmax of each row in place; zeros above the diagonal. The
+	 * row index is the same for the whole warp. */
+	for (int j = 0; j < 4; j++) {
+		int t = t0 + ty + 8 * j;
+		if (t >= T)
+			break;
+		float *row = A + (size_t)t * T;
+		float mx = -INFINITY, sum = 0.0f;
+		for (int s = tx; s <= t; s += 32)
+			mx = fmaxf(mx, row[s]);
+		mx = dq_warp_max_f(mx);
+		for (int s = tx; s <= t; s += 32)
+			sum += expf(row[s] - mx);
+		sum = dq_warp_sum_f(sum);
+		float inv = 1.0f / sum;
+		for (int s = tx; s < T; s += 32)
+			row[s] = s <= t ? expf(row[s] - mx) * inv : 0.0f;
+	}
+	/* (3) out = att v (tile_pm starts with a barrier) */
+	tile_pm(sa, sb, A, T, t0, v, C3, o, (size_t)C, dh);
+}
+
+__global__ void __launch_bounds__(AT_THREADS)
+    attention_backward_q_kernel(float *dqkv, float *G, const float *dout,
+				const float *qkv, const float *att, int T,
+				int C, int H, float scale)
+{
+	__shared__ float sa[AT_TILE][33];
+	__shared__ float sb[AT_TILE][33];
+	const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+	const int bh = blockIdx.x, b = bh / H, h = bh % H, dh = C / H;
+	const int t0 = blockIdx.y * AT_TILE;
+	const int t_last = min(T, t0 + AT_TILE) - 1;
+	const size_t C3 = 3 * (size_t)C;
+	const size_t off = (size_t)b * T * C3 + (size_t)h * dh;
+	const float *k = qkv + off + C, *v = qkv + off + 2 * (size_t)C;
+	float *dq = dqkv + off;
+	const float *go = dout + (size_t)b * T * C + (size_t)h * dh;
+	const float *A = att + (size_t)bh * T * T;
+	float *Gm = G + (size_t)bh * T * T;
+
+	/* (1) datt = dout vᵀ for s <= t */
+	for (int s0 = 0; s0 <= t_last; s0 += AT_TILE) {
+		float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+		tile_abt(acc, sa, sb, go, (size_t)C, t0, T, v, C3, s0, T, dh);
+		for (int j = 0; j < 4; j++) {
+			int t = t0 + ty + 8 * j, s = s0 + tx;
+			if (t < T && s <= t)
+				Gm[(size_t)t * T + s] = acc[j];
+		}
+	}
+	__syncthreads();
+	/* (2) G = att (datt - Σ att datt) scale; 0 above the diagonal */
+	for (int j = 0; j < 4; j++) {
+		int t = t0 + ty + 8 * j;
+		if (t >= T)
+			break;
+		const float *arow = A + (size_t)t * T;
+		float *grow = Gm + (size_t)t * T;
+		double ds = 0.0;
+		for (int s = tx; s <= t; s += 32)
+			ds += (double)arow[s] * grow[s];
+		ds = dq_warp_sum_d(ds);
+		for (int s = tx; s < T; s += 32)
+			grow[s] = s <= t
+				      ? (float)((double)arow[s] *
+						((double)grow[s] - ds) * scale)
+				      : 0.0f;
+	}
+	/* (3) dq = G k */
+	tile_pm(sa, sb, Gm, T, t0, k, C3, dq, C3, dh);
+}
+
+__global__ void __launch_bounds__(AT_THREADS)
+    attention_backward_kv_kernel(float *dqkv, const float *G, const float *dout,
+				 const float *qkv, const float *att, int T,
+				 int C, int H)
+{
+	__shared__ float sg[AT_TILE][33]; /* G[t][s]   (query t, key s) */
+	__shared__ float sp[AT_TILE][33]; /* att[t][s] */
+	__shared__ float sq[AT_TILE][33]; /* q[t][i] */
+	__shared__ float so[AT_TILE][33]; /* dout[t][i] */
+	const int tid = threadIdx.x, tx = tid & 31, ty = tid >> 5;
+	const int bh = blockIdx.x, b = bh / H, h = bh % H, dh = C / H;
+	const int s0 = blockIdx.y * AT_TILE;
+	const size_t C3 = 3 * (size_t)C;
+	const size_t off = (size_t)b * T * C3 + (size_t)h * dh;
+	const float *q = qkv + off;
+	float *dk = dqkv + off + C, *dv = dqkv + off + 2 * (size_t)C;
+	const float *go = dout + (size_t)b * T * C + (size_t)h * dh;
+	const float *A = att + (size_t)bh * T * T;
+	const float *Gm = G + (size_t)bh * T * T;
+
+	for (int i0 = 0; i0 < dh; i0 += AT_TILE) {
+		float ak[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+		float av[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+		/* only query rows t >= s0 see keys of this tile */
+		for (int u0 = s0; u0 < T; u0 += AT_TILE) {
+			__syncthreads();
+			for (int e = tid; e < AT_TILE * AT_TILE;
+			     e += AT_THREADS) {
+				int r = e >> 5, col = e & 31;
+				int t = u0 + r, s = s0 + col, i = i0 + col;
+				int in = t < T && s <= t;
+				sg[r][col] = in ? Gm[(size_t)t * T + s] : 0.0f;
+				sp[r][col] = in ? A[(size_t)t * T + s] : 0.0f;
+				sq[r][col] = (t < T && i < dh)
+						 ? q[(size_t)t * C3 + i]
+						 : 0.0f;
+				so[r][col] = (t < T && i < dh)
+						 ? go[(size_t)t * C + i]
+						 : 0.0f;
+			}
+			__syncthreads();
+			for (int kk = 0; kk < AT_TILE; kk++) {
+				float qv = sq[kk][tx], ov = so[kk][tx];
+				for (int j = 0; j < 4; j++) {
+					int sl = ty + 8 * j;
+					ak[j] += sg[kk][sl] * qv;
+					av[j] += sp[kk][sl] * ov;
+				}
+			}
+		}
+		for (int j = 0; j < 4; j++) {
+			int s = s0 + ty + 8 * j, i = i0 + tx;
+			if (s < T && i < dh) {
+				dk[(size_t)s * C3 + i] = ak[j];
+				dv[(size_t)s * C3 + i] = av[j];
+			}
+		}
+	}
+}
+
+/* Grid of both kernels: x = (b, h) pairs, y = 32-row tiles. */
+static dim3 attention_grid(int B, int T, int H)
+{
+	return dim3((unsigned int)(B * H),
+		    (unsigned int)((T + AT_TILE - 1) / AT_TILE), 1);
+}
+
+void cu_attention_forward(void *ctx, void *out, void *att, const void *qkv,
+			  int B, int T, int C, int H)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (B <= 0 || T <= 0 || C <= 0 || H <= 0)
+		return;
+	float scale = (float)(1.0 / sqrt((double)(C / H)));
+	attention_forward_kernel<<<attention_grid(B, T, H), AT_THREADS, 0,
+				   c->stream>>>(
+	    (float *)out, (float *)att, (const float *)qkv, T, C, H, scale);
+	cuda_check_launch();
+}
+
+void cu_attention_backward(void *ctx, void *dqkv, void *scratch,
+			   const void *dout, const void *qkv, const void *att,
+			   int B, int T, int C, int H)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (B <= 0 || T <= 0 || C <= 0 || H <= 0)
+		return;
+	float scale = (float)(1.0 / sqrt((double)(C / H)));
+	dim3 grid = attention_grid(B, T, H);
+	attention_backward_q_kernel<<<grid, AT_THREADS, 0, c->stream>>>(
+	    (float *)dqkv, (float *)scratch, (const float *)dout,
+	    (const float *)qkv, (const float *)att, T, C, H, scale);
+	cuda_check_launch();
+	attention_backward_kv_kernel<<<grid, AT_THREADS, 0, c->stream>>>(
+	    (float *)dqkv, (const float *)scratch, (const float *)dout,
+	    (const float *)qkv, (const float *)att, T, C, H);
+	cuda_check_launch();
+}

@@ -1,0 +1,232 @@
+/* cuda_common.cuh — private to kernels/cuda/: the CUDA backend's context,
+ * the check macros, launch helpers, warp/block reductions and the op entry
+ * points that cuda_init.cu puts into the ops table.
+ *
+ * Structure (ggml / llm.c): every op is kernel (`<op>_kernel`, __global__)
+ * → launcher (grid/block sizes, one launch, error check) → op entry
+ * (`cu_<op>`, the struct backend_ops signature). Files:
+ *   cuda_init.cu       init/destroy, info, memory (pool), sync, events,
+ *                      transfers, pool stats, TF32, the ops table
+ *   cuda_ops.cu        GEMM (cuBLAS), bias, activations, LayerNorm,
+ *                      embeddings, cross-entropy, Adam, solver vector ops
+ *   cuda_attention.cu  causal multi-head attention forward/backward
+ *
+ * Everything runs on one non-blocking stream per backend (ctx->stream);
+ * cuBLAS is bound to it. Element type float32; token ids int32.
+ */
+#ifndef DQ_CUDA_COMMON_CUH
+#define DQ_CUDA_COMMON_CUH
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+extern "C" {
+#include "../backend.h"
+}
+
+/* The per-element formulas shared with the CPU backend, float instance
+ * (dq_gelu_f, dq_adam_f, ...), __host__ __device__ under nvcc. */
+#define DQ_REAL float
+#define DQ_SFX	f
+#include "../elementwise.h"
+
+/* Threads per block of the 1-D (grid-stride) and warp-per-row kernels. */
+#define DQ_CU_THREADS 256
+/* Doubles in the device reduction scratch (ctx->red): partial sums of
+ * column reductions, dot/norm and per-row cross-entropy losses. 8 MiB. */
+#define DQ_CU_RED_CAP ((size_t)1 << 20)
+/* "Last block done" counters (ctx->tickets), one per column group of 32. */
+#define DQ_CU_TICKETS 65536
+/* Floats in the host staging buffer of upload/download (4 MiB, pinned). */
+#define DQ_CU_STAGING ((size_t)1 << 20)
+/* cuBLAS workspace, NVIDIA's recommendation for Hopper (32 MiB). */
+#define DQ_CU_CUBLAS_WS ((size_t)32 << 20)
+
+struct dq_cuda_ctx {
+	int device;
+	int sm_count;
+	cudaStream_t stream; /* every op, copy and event goes here */
+	cublasHandle_t cublas;
+	cudaMemPool_t pool; /* the device's default pool, shared in-process */
+	cudaEvent_t ev[BACKEND_TIMER_SLOTS];
+	int n_ev;	       /* events created (for cleanup) */
+	void *cublas_ws;       /* DQ_CU_CUBLAS_WS bytes, cudaMalloc */
+	double *red;	       /* DQ_CU_RED_CAP doubles, cudaMalloc */
+	unsigned int *tickets; /* DQ_CU_TICKETS, zero between launches */
+	double *dres;	       /* device result slot of dot/norm/xent */
+	double *hres;	       /* pinned host copy of *dres */
+	float *staging;	       /* DQ_CU_STAGING floats */
+	int staging_pinned;    /* cudaHostAlloc (1) or malloc (0) */
+	struct backend_info info;
+};
+
+/* ---- error checks: print the failing call, file and line, then abort
+ * (ops return void; a failed launch leaves nothing sensible to return, and
+ * the suite runner turns a crashed child into an error record). */
+
+static inline void dq_cuda_check_(cudaError_t e, const char *call,
+				  const char *file, int line)
+{
+	if (e == cudaSuccess)
+		return;
+	fprintf(stderr, "deqbench: CUDA error %s (%s) in %s at %s:%d\n",
+		cudaGetErrorName(e), cudaGetErrorString(e), call, file, line);
+	abort();
+}
+
+static inline void dq_cublas_check_(cublasStatus_t s, const char *call,
+				    const char *file, int line)
+{
+	if (s == CUBLAS_STATUS_SUCCESS)
+		return;
+	fprintf(stderr, "deqbench: cuBLAS error %d (%s) in %s at %s:%d\n",
+		(int)s, cublasGetStatusString(s), call, file, line);
+	abort();
+}
+
+#define cuda_check(call)   dq_cuda_check_((call), #call, __FILE__, __LINE__)
+#define cublas_check(call) dq_cublas_check_((call), #call, __FILE__, __LINE__)
+/* After every <<<>>>: launch-configuration errors surface here, errors of
+ * the running kernel at the next synchronising call. */
+#define cuda_check_launch()                                                    \
+	dq_cuda_check_(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+
+static inline struct dq_cuda_ctx *dq_cu(void *ctx)
+{
+	return (struct dq_cuda_ctx *)ctx;
+}
+
+/* Blocks for a grid-stride loop over n elements: enough to fill the device
+ * a couple of times over, never more than the loop needs. n > 0. */
+static inline unsigned int dq_grid_1d(const struct dq_cuda_ctx *c, size_t n,
+				      int threads)
+{
+	size_t b = (n + (size_t)threads - 1) / (size_t)threads;
+	size_t cap = (size_t)c->sm_count * 16;
+	if (b > cap)
+		b = cap;
+	return (unsigned int)(b ? b : 1);
+}
+
+/* Grid-stride loop over [0, n) with a size_t index (n may exceed 2^31). */
+#define DQ_GRID_STRIDE(i, n)                                                   \
+	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;         \
+	     i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+/* ---- warp and block reductions. Fixed shuffle trees: the result depends
+ * only on the inputs and the block shape, so reductions are deterministic
+ * run to run. All 32 lanes of the warp must call them. */
+
+__device__ __forceinline__ float dq_warp_max_f(float v)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+	return v;
+}
+
+__device__ __forceinline__ float dq_warp_sum_f(float v)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+
+__device__ __forceinline__ double dq_warp_sum_d(double v)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+
+/* Sum over a 1-D block (blockDim.x a multiple of 32, <= 1024), returned to
+ * every thread. sh: 32 doubles of shared memory; may be reused by the next
+ * call (the leading barrier protects it). Every thread must call it. */
+__device__ __forceinline__ double dq_block_sum_d(double v, double *sh)
+{
+	const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+	const int nw = blockDim.x >> 5;
+	v = dq_warp_sum_d(v);
+	__syncthreads();
+	if (lane == 0)
+		sh[w] = v;
+	__syncthreads();
+	if (w == 0) {
+		v = lane < nw ? sh[lane] : 0.0;
+		v = dq_warp_sum_d(v);
+		if (lane == 0)
+			sh[0] = v;
+	}
+	__syncthreads();
+	return sh[0];
+}
+
+/* Max over a 1-D block, as dq_block_sum_d. NaN inputs are dropped by fmaxf;
+ * callers that need NaN to propagate (softmax) get it through the sum. */
+__device__ __forceinline__ float dq_block_max_f(float v, float *sh)
+{
+	const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+	const int nw = blockDim.x >> 5;
+	v = dq_warp_max_f(v);
+	__syncthreads();
+	if (lane == 0)
+		sh[w] = v;
+	__syncthreads();
+	if (w == 0) {
+		v = lane < nw ? sh[lane] : -INFINITY;
+		v = dq_warp_max_f(v);
+		if (lane == 0)
+			sh[0] = v;
+	}
+	__syncthreads();
+	return sh[0];
+}
+
+/* ---- op entries (struct backend_ops signatures), by file ---- */
+
+/* cuda_ops.cu */
+void cu_fill(void *ctx, void *dst, double value, size_t n);
+void cu_gemm(void *ctx, int ta, int tb, int M, int N, int K, double alpha,
+	     const void *A, int lda, const void *B, int ldb, double beta,
+	     void *C, int ldc);
+void cu_bias_forward(void *ctx, void *y, const void *b, int N, int C);
+void cu_bias_backward(void *ctx, void *db, const void *dy, int N, int C);
+void cu_act_forward(void *ctx, enum act_kind act, void *y, const void *x,
+		    size_t n);
+void cu_act_backward(void *ctx, enum act_kind act, void *dx, const void *dy,
+		     const void *x, const void *y, size_t n);
+void cu_mul(void *ctx, void *dst, const void *a, const void *b, size_t n);
+void cu_layernorm_forward(void *ctx, void *y, void *mean, void *rstd,
+			  const void *x, const void *w, const void *b, int N,
+			  int C);
+void cu_layernorm_backward(void *ctx, void *dx, void *dw, void *db,
+			   const void *dy, const void *x, const void *mean,
+			   const void *rstd, const void *w, int N, int C);
+void cu_embed_forward(void *ctx, void *out, const int32_t *tok, const void *wte,
+		      const void *wpe, int B, int T, int C);
+void cu_embed_backward(void *ctx, void *dwte, void *dwpe, const void *dout,
+		       const int32_t *tok, int B, int T, int C, int V);
+double cu_xent_forward(void *ctx, void *probs, const void *logits,
+		       const int32_t *targets, int N, int V);
+void cu_xent_backward(void *ctx, void *dlogits, const void *probs,
+		      const int32_t *targets, int N, int V, double scale);
+void cu_adam(void *ctx, void *p, const void *g, void *m, void *v, size_t n,
+	     double lr, double beta1, double beta2, double eps, double wd,
+	     int t);
+double cu_dot(void *ctx, const void *x, const void *y, size_t n);
+double cu_norm(void *ctx, const void *x, size_t n);
+void cu_axpy(void *ctx, void *y, double a, const void *x, size_t n);
+void cu_scale(void *ctx, void *x, double a, size_t n);
+
+/* cuda_attention.cu */
+void cu_attention_forward(void *ctx, void *out, void *att, const void *qkv,
+			  int B, int T, int C, int H);
+void cu_attention_backward(void *ctx, void *dqkv, void *scratch,
+			   const void *dout, const void *qkv, const void *att,
+			   int B, int T, int C, int H);
+
+#endif

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# gpu-check.sh — everything a machine with an NVIDIA GPU should run, in one
+# command, with every log in one directory:
+#   1. setup: installs missing Debian packages (scripts/setup.sh; nothing
+#      when all are there) and builds build-gpu/ with -Dcuda=enabled;
+#   2. the cuda test suite (meson test --suite cuda): every op against the
+#      CPU backends, pool/timer/info checks, methods cuda vs cpu;
+#   3. deqbench env (device facts as JSON);
+#   4. bench-block device=cuda: a transformer block's forward+vjp GFLOP/s
+#      next to cuBLAS SGEMM's on the same GEMM shapes, at the issue's shape
+#      (d=128 H=4 F=512 T=64 B=16) and three larger ones;
+#   5. the default suite (unroll, checkpoint, deq) with device=cuda on the
+#      synthetic corpus, records in <dir>/<gpu-name>.jsonl, then the report.
+#
+#   scripts/gpu-check.sh [LOG_DIR]        (default results/gpu)
+# Environment: DQ_BUILDDIR (default build-gpu), DQ_GPU_STEPS (override the
+# suite's steps, e.g. 20 for a quick look; warmup_steps becomes steps/5), CUDA toolkit in /usr/local/cuda.
+# Every step runs even when an earlier one fails; the exit status is 1 when
+# any step failed (the summary at the end says which).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+logdir="${1:-results/gpu}"
+builddir="${DQ_BUILDDIR:-build-gpu}"
+mkdir -p "$logdir"
+export PATH="$PATH:/usr/local/cuda/bin"
+failed=()
+
+# step NAME LOGFILE CMD...: runs CMD, output to the terminal and LOGFILE.
+step() {
+	local name="$1" log="$2"
+	shift 2
+	echo "== $name (log: $log)" >&2
+	if ! "$@" 2>&1 | tee "$log"; then
+		failed+=("$name")
+		echo "== $name FAILED" >&2
+		return 1
+	fi
+}
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+	echo "gpu-check: nvidia-smi finds no GPU; the cuda tests will skip" >&2
+fi
+nvidia-smi >"$logdir/nvidia-smi.txt" 2>&1 || true
+gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null |
+	head -n 1)"
+gpu_tag="$(printf '%s' "${gpu_name:-unknown-gpu}" | tr '[:upper:]' '[:lower:]' |
+	sed -e 's/[^a-z0-9]\{1,\}/-/g' -e 's/^-//' -e 's/-$//')"
+
+step setup "$logdir/setup.log" env DQ_BUILDDIR="$builddir" \
+	scripts/setup.sh -Dcuda=enabled || {
+	echo "gpu-check: the build failed; nothing else can run" >&2
+	exit 1
+}
+if ! grep -q "DQ_CUDA_BUILD 1" "$builddir/dq_build.h" 2>/dev/null; then
+	echo "gpu-check: $builddir was configured without CUDA" >&2
+	failed+=("cuda-build")
+fi
+
+step "cuda tests" "$logdir/test-cuda.log" \
+	meson test -C "$builddir" --suite cuda --print-errorlogs
+cp "$builddir/meson-logs/testlog.txt" "$logdir/testlog-cuda.txt" 2>/dev/null
+
+step env "$logdir/env.json" "$builddir/bench/deqbench" env
+
+# d_model n_heads d_ff seq_len batch_size
+shapes=(
+	"128 4 512 64 16"
+	"256 4 1024 128 16"
+	"512 8 2048 256 16"
+	"1024 16 4096 512 8"
+)
+for s in "${shapes[@]}"; do
+	read -r d h f t b <<<"$s"
+	step "bench-block d=$d" "$logdir/bench-block-d$d.log" \
+		"$builddir/bench/deqbench" bench-block device=cuda d_model="$d" \
+		n_heads="$h" d_ff="$f" seq_len="$t" batch_size="$b" iters=50 \
+		warmup=5
+done
+
+out="$logdir/$gpu_tag.jsonl"
+extra=()
+if [ -n "${DQ_GPU_STEPS:-}" ]; then
+	extra+=("steps=$DQ_GPU_STEPS" "warmup_steps=$((DQ_GPU_STEPS / 5))")
+fi
+step "default suite" "$logdir/suite.log" \
+	"$builddir/bench/deqbench" suite bench/suites/default.json \
+	device=cuda corpus=synthetic out="$out" "${extra[@]}"
+step report "$logdir/report.txt" "$builddir/bench/deqbench" report "$out"
+
+if ((${#failed[@]})); then
+	echo "gpu-check: FAILED: ${failed[*]} (logs in $logdir)" >&2
+	exit 1
+fi
+echo "gpu-check: all steps passed (logs in $logdir; records in $out)" >&2
