@@ -1,0 +1,346 @@
+/* bench_block.c — `deqbench bench-block`: the block's achieved GFLOP/s next
+ * to the backend GEMM's GFLOP/s on the same shapes.
+ *
+ * What is counted (model_block_flops, models/transformer.c): forward FLOPs
+ * F_fwd = 2N(4d² + 2dF) + 4BT²d (GEMMs plus q kᵀ and att v over the full
+ * T×T, multiply-add = 2). Forward + vjp with parameter gradients is counted
+ * as 3 F_fwd, the usual convention: the backward of every matmul is two
+ * matmuls of the same size (input and weight gradients). Bias, LayerNorm,
+ * softmax, relu and copies are not counted but are timed.
+ *
+ * The GEMM reference runs the block's twelve GEMMs (N = B*T rows):
+ *   forward  z Wqkvᵀ (N,3d,d)  a Woᵀ (N,d,d)  h W1ᵀ (N,F,d)  p W2ᵀ (N,d,F)
+ *   dX       dqkv Wqkv (N,d,3d)  dr1 Wo (N,d,d)  dp W1 (N,d,F)  dr2 W2 (N,F,d)
+ *   dW       dqkvᵀ z (3d,d,N)  dr1ᵀ a (d,d,N)  dpᵀ h (F,d,N)  dr2ᵀ p (d,F,N)
+ * each timed alone (median), and reports Σ flops / Σ median time: the rate
+ * the block would reach if it were only these GEMMs. ratio = block rate /
+ * GEMM rate; below 1 by the cost of attention (not a BLAS call on the CPU)
+ * and the element-wise ops.
+ *
+ * model=trellisnet (models/trellisnet.c, h = d_model): F_fwd = 16 N h², the
+ * layer's eight (N,h,h) GEMMs (4 gates x 2 taps); its vjp has eight of
+ * each of dX = dpre_j W_jk (N,h,h) and dW = dpre_jᵀ x (h,h,N). The
+ * reference times those three shapes once and counts each 8 times (the
+ * 24 GEMMs' time if each ran as fast as timed). The gates, shifts and
+ * weight transposition are timed with the block, not counted.
+ */
+#include "bench_block.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../models/model.h"
+
+struct bb_cfg {
+	int d, H, F, T, B, threads, iters, warmup;
+	long long seed;
+	const char *device;
+	const char *model; /* transformer (default) or trellisnet */
+};
+
+static int parse_int(const char *key, const char *val, int min, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(val, &end, 10);
+	if (errno || end == val || *end || v < min || v > INT_MAX) {
+		fprintf(stderr,
+			"deqbench bench-block: %s=%s: expected an integer >= "
+			"%d\n",
+			key, val, min);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct bb_cfg *c)
+{
+	*c = (struct bb_cfg){.d = 128,
+			     .H = 4,
+			     .F = 512,
+			     .T = 64,
+			     .B = 16,
+			     .iters = 20,
+			     .warmup = 3,
+			     .seed = 1,
+			     .device = "cpu",
+			     .model = "transformer"};
+	struct {
+		const char *key;
+		int *dst;
+		int min;
+	} ints[] = {
+	    {"d_model", &c->d, 1},    {"n_heads", &c->H, 1},
+	    {"d_ff", &c->F, 1},	      {"seq_len", &c->T, 1},
+	    {"batch_size", &c->B, 1}, {"threads", &c->threads, 0},
+	    {"iters", &c->iters, 1},  {"warmup", &c->warmup, 0},
+	};
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *eq = strchr(a, '=');
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			printf("usage: deqbench bench-block [d_model=128] "
+			       "[n_heads=4] [d_ff=512] [seq_len=64] "
+			       "[batch_size=16] [device=cpu] [threads=0] "
+			       "[iters=20] [warmup=3] [seed=1] "
+			       "[model=transformer|trellisnet]\n");
+			return 1;
+		}
+		if (!eq) {
+			fprintf(stderr,
+				"deqbench bench-block: '%s' is not "
+				"key=value\n",
+				a);
+			return -1;
+		}
+		size_t kl = (size_t)(eq - a);
+		const char *val = eq + 1;
+		int found = 0;
+		for (size_t k = 0; k < sizeof(ints) / sizeof(ints[0]); k++) {
+			if (strlen(ints[k].key) == kl &&
+			    !strncmp(a, ints[k].key, kl)) {
+				if (parse_int(ints[k].key, val, ints[k].min,
+					      ints[k].dst))
+					return -1;
+				found = 1;
+			}
+		}
+		if (kl == 6 && !strncmp(a, "device", 6)) {
+			c->device = val;
+			found = 1;
+		} else if (kl == 5 && !strncmp(a, "model", 5)) {
+			if (model_kind_parse(val) != MODEL_TRANSFORMER &&
+			    model_kind_parse(val) != MODEL_TRELLISNET) {
+				fprintf(stderr,
+					"deqbench bench-block: model=%s: "
+					"expected transformer or trellisnet\n",
+					val);
+				return -1;
+			}
+			c->model = val;
+			found = 1;
+		} else if (kl == 4 && !strncmp(a, "seed", 4)) {
+			int s;
+			if (parse_int("seed", val, 0, &s))
+				return -1;
+			c->seed = s;
+			found = 1;
+		}
+		if (!found) {
+			fprintf(stderr,
+				"deqbench bench-block: unknown key '%.*s'; use "
+				"d_model n_heads d_ff seq_len batch_size "
+				"device threads iters warmup seed model\n",
+				(int)kl, a);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct gemm_shape {
+	const char *what;
+	int ta, tb, M, N, K;
+};
+
+/* Median milliseconds of one gemm call of shape s (operands of the right
+ * sizes from A, Bm, C; contents irrelevant to the rate). */
+static double time_gemm(struct backend *be, const struct gemm_shape *s, void *A,
+			void *Bm, void *C, int warmup, int iters, double *ms)
+{
+	const struct backend_ops *o = be->ops;
+	int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
+	for (int i = 0; i < warmup + iters; i++) {
+		o->timer_mark(be->ctx, 0);
+		o->gemm(be->ctx, s->ta, s->tb, s->M, s->N, s->K, 1.0, A, lda,
+			Bm, ldb, 1.0, C, s->N);
+		o->timer_mark(be->ctx, 1);
+		if (i >= warmup)
+			ms[i - warmup] = o->timer_elapsed_ms(be->ctx, 0, 1);
+	}
+	return median(ms, iters);
+}
+
+int bench_block_main(int argc, char **argv)
+{
+	struct bb_cfg c;
+	struct backend *be = NULL;
+	struct model *m = NULL;
+	void *z = NULL, *zo = NULL, *g = NULL, *gi = NULL, *tape = NULL;
+	void *A = NULL, *Bm = NULL, *C = NULL;
+	double *ms = NULL, *host = NULL;
+	char err[256] = "";
+	int rc = 1;
+
+	int pa = parse_args(argc, argv, &c);
+	if (pa != 0)
+		return pa > 0 ? 0 : 2;
+	if (backend_create(&be, c.device, c.threads, err, sizeof(err)) != 0) {
+		fprintf(stderr, "deqbench bench-block: %s\n", err);
+		return 2;
+	}
+	struct model_config mc = {
+	    .kind = (enum model_kind)model_kind_parse(c.model),
+	    .d_model = c.d,
+	    .n_heads = c.H,
+	    .d_ff = c.F,
+	    .seq_len = c.T,
+	    .batch_size = c.B,
+	    .vocab_size = 16, /* the head is not timed */
+	    .seed = (uint64_t)c.seed,
+	};
+	if (model_create(&m, be, &mc, err, sizeof(err)) != 0) {
+		fprintf(stderr, "deqbench bench-block: %s\n", err);
+		backend_destroy(be);
+		return 2;
+	}
+	const struct backend_ops *o = be->ops;
+	size_t nd = m->n_state, N = (size_t)c.B * c.T;
+	size_t d = (size_t)c.d, F = (size_t)c.F;
+	size_t w = F > 3 * d ? F : 3 * d;
+	/* GEMM operands below are at most max(N w, w d) elements */
+	size_t big = N * w > w * d ? N * w : w * d;
+	z = backend_alloc(be, nd, MEM_DEPTH);
+	zo = backend_alloc(be, nd, MEM_DEPTH);
+	g = backend_alloc(be, nd, MEM_DEPTH);
+	gi = backend_alloc(be, nd, MEM_DEPTH);
+	tape = backend_alloc(be, model_tape_elems(m), MEM_DEPTH);
+	A = backend_alloc(be, big, MEM_WORKSPACE);
+	Bm = backend_alloc(be, big, MEM_WORKSPACE);
+	C = backend_alloc(be, big, MEM_WORKSPACE);
+	ms = malloc(sizeof(double) * (size_t)c.iters);
+	host = malloc(sizeof(double) * (nd > big ? nd : big));
+	if (!z || !zo || !g || !gi || !tape || !A || !Bm || !C || !ms ||
+	    !host) {
+		fprintf(stderr, "deqbench bench-block: out of memory\n");
+		goto done;
+	}
+	/* deterministic O(1) inputs: z, gz_out and u from a cheap LCG */
+	uint64_t s = 12345;
+	for (size_t i = 0; i < (nd > big ? nd : big); i++) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		host[i] = (double)(s >> 11) * 0x1.0p-53 - 0.5;
+	}
+	o->upload(be->ctx, z, host, nd);
+	o->upload(be->ctx, g, host + 1, nd); /* big > nd */
+	o->upload(be->ctx, A, host, big);
+	o->upload(be->ctx, Bm, host, big);
+	o->fill(be->ctx, C, 0.0, big);
+	model_inject_forward(m); /* u from token 0 rows: any values do */
+
+	/* block: forward with tape + vjp with parameter gradients, as a
+	 * method's backward does it */
+	double fwd_ms, bwd_ms;
+	double *fm = malloc(sizeof(double) * (size_t)c.iters);
+	double *bm = malloc(sizeof(double) * (size_t)c.iters);
+	if (!fm || !bm) {
+		free(fm);
+		free(bm);
+		fprintf(stderr, "deqbench bench-block: out of memory\n");
+		goto done;
+	}
+	for (int i = 0; i < c.warmup + c.iters; i++) {
+		o->timer_mark(be->ctx, 0);
+		model_block_forward(m, zo, z, m->u, tape);
+		o->timer_mark(be->ctx, 1);
+		model_block_vjp(m, gi, m->gu, g, tape, 1);
+		o->timer_mark(be->ctx, 2);
+		if (i >= c.warmup) {
+			fm[i - c.warmup] = o->timer_elapsed_ms(be->ctx, 0, 1);
+			bm[i - c.warmup] = o->timer_elapsed_ms(be->ctx, 1, 2);
+			ms[i - c.warmup] = o->timer_elapsed_ms(be->ctx, 0, 2);
+		}
+	}
+	fwd_ms = median(fm, c.iters);
+	bwd_ms = median(bm, c.iters);
+	double blk_ms = median(ms, c.iters);
+	free(fm);
+	free(bm);
+	double flops = model_block_flops(m);
+	double blk_gfs = 3.0 * flops / (blk_ms * 1e6);
+
+	int n = (int)N, D = c.d, FF = c.F;
+	const struct gemm_shape shapes[] = {
+	    {"fwd  qkv  z Wqkv^T", 0, 1, n, 3 * D, D},
+	    {"fwd  out  a Wo^T", 0, 1, n, D, D},
+	    {"fwd  ff1  h W1^T", 0, 1, n, FF, D},
+	    {"fwd  ff2  p W2^T", 0, 1, n, D, FF},
+	    {"dX   qkv  dqkv Wqkv", 0, 0, n, D, 3 * D},
+	    {"dX   out  dr1 Wo", 0, 0, n, D, D},
+	    {"dX   ff1  dp W1", 0, 0, n, D, FF},
+	    {"dX   ff2  dr2 W2", 0, 0, n, FF, D},
+	    {"dW   qkv  dqkv^T z", 1, 0, 3 * D, D, n},
+	    {"dW   out  dr1^T a", 1, 0, D, D, n},
+	    {"dW   ff1  dp^T h", 1, 0, FF, D, n},
+	    {"dW   ff2  dr2^T p", 1, 0, D, FF, n},
+	};
+	/* trellisnet: its three GEMM shapes (see the header) */
+	const struct gemm_shape tn_shapes[] = {
+	    {"fwd  conv x W_jk^T", 0, 1, n, D, D},
+	    {"dX   conv dpre_j W_jk", 0, 0, n, D, D},
+	    {"dW   conv dpre_j^T x", 1, 0, D, D, n},
+	};
+	int tn = mc.kind == MODEL_TRELLISNET, mult = tn ? 8 : 1;
+	const struct gemm_shape *shp = tn ? tn_shapes : shapes;
+	size_t nshp = tn ? sizeof(tn_shapes) / sizeof(tn_shapes[0])
+			 : sizeof(shapes) / sizeof(shapes[0]);
+	struct backend_info info;
+	o->info(be->ctx, &info);
+	printf("bench-block: model=%s device=%s (%s) B=%d T=%d d_model=%d "
+	       "n_heads=%d d_ff=%d iters=%d warmup=%d\n",
+	       c.model, c.device, info.name, c.B, c.T, c.d, c.H, c.F, c.iters,
+	       c.warmup);
+	printf("%-22s %6s %6s %6s %10s %10s\n", "gemm", "M", "N", "K", "ms",
+	       "GFLOP/s");
+	double gflop_sum = 0, gms_sum = 0;
+	for (size_t k = 0; k < nshp; k++) {
+		const struct gemm_shape *sh = &shp[k];
+		double t = time_gemm(be, sh, A, Bm, C, c.warmup, c.iters, ms);
+		double f = 2.0 * sh->M * (double)sh->N * sh->K;
+		gflop_sum += f * mult;
+		gms_sum += t * mult;
+		printf("%-22s %6d %6d %6d %10.4f %10.2f\n", sh->what, sh->M,
+		       sh->N, sh->K, t, f / (t * 1e6));
+	}
+	double gemm_gfs = gflop_sum / (gms_sum * 1e6);
+	printf("block forward   %10.4f ms (median)\n", fwd_ms);
+	printf("block vjp       %10.4f ms (median, parameter gradients on)\n",
+	       bwd_ms);
+	printf("block fwd+vjp   %10.4f ms  %.4g GFLOP counted (3 x %.4g "
+	       "forward)  %.2f GFLOP/s\n",
+	       blk_ms, 3.0 * flops * 1e-9, flops * 1e-9, blk_gfs);
+	printf("gemm, same shapes %8.4f ms for %.4g GFLOP  %.2f GFLOP/s\n",
+	       gms_sum, gflop_sum * 1e-9, gemm_gfs);
+	printf("ratio block/gemm %.3f  (gemm share of block time %.0f%%)\n",
+	       blk_gfs / gemm_gfs, 100.0 * gms_sum / blk_ms);
+	rc = 0;
+done:
+	free(ms);
+	free(host);
+	backend_free(be, z);
+	backend_free(be, zo);
+	backend_free(be, g);
+	backend_free(be, gi);
+	backend_free(be, tape);
+	backend_free(be, A);
+	backend_free(be, Bm);
+	backend_free(be, C);
+	model_destroy(m);
+	backend_destroy(be);
+	return rc;
+}

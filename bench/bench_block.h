@@ -1,0 +1,14 @@
+/* bench_block.h — `deqbench bench-block [key=value ...]`: times forward +
+ * vjp of one transformer (or, with model=trellisnet, TrellisNet) block
+ * application and the backend GEMM on the block's own GEMM shapes, in one
+ * run, and prints both rates and their ratio (how close the block gets to
+ * the GEMM roofline of this device). */
+#ifndef DQ_BENCH_BLOCK_H
+#define DQ_BENCH_BLOCK_H
+
+/* argv[0] is the command name ("bench-block"); keys d_model n_heads d_ff
+ * seq_len batch_size device threads iters warmup seed model. Returns 0, or
+ * 2 on bad input / 1 on a run-time failure with one line on stderr. */
+int bench_block_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,696 @@
+/* config.c — the key table behind struct bench_config: one descriptor per
+ * key (type, field offset, range, default, meaning) drives parsing, range
+ * checks, JSON output and --help, so adding a key is one table row. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum key_type { KT_INT, KT_LONG, KT_U64, KT_DOUBLE, KT_BOOL, KT_STR, KT_ENUM };
+
+struct key_desc {
+	const char *name;
+	const char *group;
+	enum key_type type;
+	size_t offset;
+	double min, max;	       /* numeric range, inclusive */
+	int (*parse)(const char *);    /* KT_ENUM */
+	const char *(*enum_name)(int); /* KT_ENUM */
+	const char *choices;	       /* allowed values, for messages */
+	size_t size;		       /* KT_STR buffer size */
+	const char *help;
+};
+
+static const char *model_name_i(int k)
+{
+	return model_kind_name((enum model_kind)k);
+}
+static const char *method_name_i(int k)
+{
+	return method_kind_name((enum method_kind)k);
+}
+static const char *solver_name_i(int k)
+{
+	return solver_kind_name((enum solver_kind)k);
+}
+static const char *stop_name_i(int k)
+{
+	return stop_mode_name((enum stop_mode)k);
+}
+static const char *bmode_name_i(int k)
+{
+	return b_mode_name((enum b_mode)k);
+}
+
+#define OFF(f) offsetof(struct bench_config, f)
+#define INT(n, g, f, lo, hi, h)                                                \
+	{                                                                      \
+		n, g, KT_INT, OFF(f), lo, hi, NULL, NULL, NULL, 0, h           \
+	}
+#define DBL(n, g, f, lo, hi, h)                                                \
+	{                                                                      \
+		n, g, KT_DOUBLE, OFF(f), lo, hi, NULL, NULL, NULL, 0, h        \
+	}
+#define ENUM(n, g, f, p, nm, ch, h)                                            \
+	{                                                                      \
+		n, g, KT_ENUM, OFF(f), 0, 0, p, nm, ch, 0, h                   \
+	}
+#define STR(n, g, f, ch, h)                                                    \
+	{                                                                      \
+		n, g, KT_STR, OFF(f), 0, 0, NULL, NULL, ch,                    \
+		    sizeof(((struct bench_config *)0)->f), h                   \
+	}
+#define BOOL(n, g, f, h)                                                       \
+	{                                                                      \
+		n, g, KT_BOOL, OFF(f), 0, 1, NULL, NULL, NULL, 0, h            \
+	}
+
+static const struct key_desc keys[] = {
+    ENUM("model", "model", model.kind, model_kind_parse, model_name_i,
+	 "transformer, tanh_cell, trellisnet", "weight-tied block"),
+    INT("d_model", "model", model.d_model, 1, 65536, "model width d"),
+    INT("n_heads", "model", model.n_heads, 1, 4096,
+	"attention heads H (d_model % n_heads == 0)"),
+    INT("d_ff", "model", model.d_ff, 1, 1 << 20, "feed-forward width F"),
+    INT("seq_len", "model", model.seq_len, 1, 1 << 20, "sequence length T"),
+    INT("batch_size", "model", model.batch_size, 1, 1 << 20, "batch B"),
+    INT("vocab_size", "model", model.vocab_size, 0, 1 << 26,
+	"vocabulary V; 0 = the corpus's (synthetic: 256); for a file "
+	"corpus 0 or at least its vocabulary"),
+    {"seed", "model", KT_U64, OFF(model.seed), 0, 0, NULL, NULL, NULL, 0,
+     "seed of parameter init and synthetic tokens (batches are in "
+     "corpus order)"},
+
+    ENUM("method", "method", method.method, method_kind_parse, method_name_i,
+	 "unroll, checkpoint, deq", "how depth is trained"),
+    INT("layers", "method", method.layers, 1, 100000,
+	"L for unroll / checkpoint"),
+    INT("k", "method", method.k, 0, 100000,
+	"checkpoint interval; 0 = round(sqrt(layers))"),
+
+    ENUM("f_solver", "deq", method.f_solver, solver_kind_parse, solver_name_i,
+	 "broyden, anderson, fixed_point", "forward solver"),
+    DBL("f_tol", "deq", method.f_tol, 0, 1e30, "forward stop tolerance"),
+    INT("f_max_iter", "deq", method.f_max_iter, 1, 100000,
+	"forward iteration cap"),
+    ENUM("f_stop_mode", "deq", method.f_stop_mode, stop_mode_parse, stop_name_i,
+	 "abs, rel", "forward residual: absolute or relative"),
+    INT("f_history", "deq", method.f_history, 0, 100000,
+	"Broyden updates kept; 0 = f_max_iter"),
+    ENUM("b_mode", "deq", method.b_mode, b_mode_parse, bmode_name_i, "ift, jfb",
+	 "backward: implicit (ift) or Jacobian-free (jfb)"),
+    ENUM("b_solver", "deq", method.b_solver, solver_kind_parse, solver_name_i,
+	 "broyden, anderson, fixed_point", "backward solver"),
+    DBL("b_tol", "deq", method.b_tol, 0, 1e30, "backward stop tolerance"),
+    INT("b_max_iter", "deq", method.b_max_iter, 1, 100000,
+	"backward iteration cap"),
+    ENUM("b_stop_mode", "deq", method.b_stop_mode, stop_mode_parse, stop_name_i,
+	 "abs, rel", "backward residual: absolute or relative"),
+    INT("b_history", "deq", method.b_history, 0, 100000,
+	"Broyden updates kept; 0 = b_max_iter"),
+    INT("anderson_m", "deq", method.anderson_m, 1, 1000, "Anderson history"),
+    DBL("anderson_lambda", "deq", method.anderson_lambda, 0, 1e30,
+	"Anderson regularisation"),
+    DBL("anderson_beta", "deq", method.anderson_beta, 0, 1e30,
+	"Anderson mixing"),
+
+    STR("corpus", "data", corpus,
+	"brown, wikitext103, wikitext2, ptb, text, synthetic",
+	"training corpus (synthetic = seeded random tokens)"),
+    STR("data_dir", "data", data_dir, NULL, "directory holding corpora"),
+
+    INT("steps", "training", steps, 1, 1e9, "optimizer steps"),
+    INT("warmup_steps", "training", warmup_steps, 0, 1e9,
+	"first steps excluded from timing"),
+    DBL("lr", "training", lr, 0, 1e3, "peak learning rate (Adam)"),
+    INT("lr_warmup", "training", lr_warmup, 0, 1e9,
+	"linear lr warmup steps, then cosine decay to 0"),
+    DBL("clip", "training", clip, 0, 1e30, "grad-norm clip; 0 = off"),
+    {"eval_tokens", "training", KT_LONG, OFF(eval_tokens), 0, 1e15, NULL, NULL,
+     NULL, 0, "tokens evaluated per split (valid, test); 0 = none"},
+
+    STR("device", "device", device, "cpu, cpu64, cuda", "backend"),
+    INT("threads", "device", threads, 0, 4096,
+	"CPU threads; 0 = library default"),
+    BOOL("tf32", "device", tf32,
+	 "allow TF32 GEMMs (device=cuda only; an error elsewhere)"),
+
+    STR("out", "output", out, NULL, "JSONL file records are appended to"),
+    BOOL("trace", "output", trace, "per-step traces in the record"),
+};
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+static const char *const corpus_names[] = {
+    "brown", "wikitext103", "wikitext2", "ptb", "text", "synthetic", NULL,
+};
+
+void config_defaults(struct bench_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->model.kind = MODEL_TRANSFORMER;
+	c->model.d_model = 64;
+	c->model.n_heads = 2;
+	c->model.d_ff = 256;
+	c->model.seq_len = 32;
+	c->model.batch_size = 16;
+	c->model.vocab_size = 0;
+	c->model.seed = 1;
+	method_config_defaults(&c->method);
+	c->method.method = METHOD_UNROLL;
+	c->method.layers = 12;
+	snprintf(c->corpus, sizeof(c->corpus), "brown");
+	snprintf(c->data_dir, sizeof(c->data_dir), "data");
+	c->steps = 200;
+	c->warmup_steps = 10;
+	c->lr = 1e-3;
+	c->lr_warmup = 20;
+	c->clip = 1.0;
+	c->eval_tokens = 16384;
+	snprintf(c->device, sizeof(c->device), "cpu");
+	c->threads = 0;
+	c->tf32 = 0;
+	snprintf(c->out, sizeof(c->out), "results/runs.jsonl");
+	c->trace = 0;
+}
+
+static const struct key_desc *key_find(const char *name)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (strcmp(keys[i].name, name) == 0)
+			return &keys[i];
+	return NULL;
+}
+
+int config_key_known(const char *key)
+{
+	return key_find(key) != NULL;
+}
+
+int config_key_is_method(const char *key)
+{
+	const struct key_desc *d = key_find(key);
+	if (!d)
+		return 0;
+	return strcmp(key, "method") == 0 || strcmp(key, "k") == 0 ||
+	       strcmp(d->group, "deq") == 0;
+}
+
+/* Levenshtein distance, O(|a| |b|); key names are short. */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t row[64];
+	if (lb >= 63)
+		lb = 63;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+			size_t best = diag + cost;
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+const char *config_closest_key(const char *s)
+{
+	const char *best = keys[0].name;
+	size_t bd = (size_t)-1;
+	for (size_t i = 0; i < NKEYS; i++) {
+		size_t d = edit_distance(s, keys[i].name);
+		if (d < bd) {
+			bd = d;
+			best = keys[i].name;
+		}
+	}
+	return best;
+}
+
+static const char *type_word(const struct key_desc *d)
+{
+	switch (d->type) {
+	case KT_INT:
+	case KT_LONG:
+	case KT_U64:
+		return "an integer";
+	case KT_DOUBLE:
+		return "a number";
+	case KT_BOOL:
+		return "true or false";
+	default:
+		return "a string";
+	}
+}
+
+static int range_error(const struct key_desc *d, const char *value, char *err,
+		       size_t errlen)
+{
+	if (d->type == KT_DOUBLE && d->min == 0 &&
+	    (strcmp(d->name, "lr") == 0 || strstr(d->name, "_tol")))
+		snprintf(err, errlen, "%s=%s is out of range; use a value > 0",
+			 d->name, value);
+	else
+		snprintf(err, errlen,
+			 "%s=%s is out of range; use a value in [%.10g, %.10g]",
+			 d->name, value, d->min, d->max);
+	return -1;
+}
+
+int config_set(struct bench_config *c, const char *key, const char *value,
+	       char *err, size_t errlen)
+{
+	const struct key_desc *d = key_find(key);
+	char *end = NULL;
+	void *field;
+
+	if (!d) {
+		snprintf(err, errlen,
+			 "unknown key '%s'; did you mean '%s'? "
+			 "(deqbench run --help lists the keys)",
+			 key, config_closest_key(key));
+		return -1;
+	}
+	field = (char *)c + d->offset;
+	errno = 0;
+	switch (d->type) {
+	case KT_INT:
+	case KT_LONG: {
+		long long v = strtoll(value, &end, 10);
+		if (!*value || *end || errno) {
+			snprintf(err, errlen, "%s=%s: expected %s, e.g. %s=%s",
+				 key, value, type_word(d), key,
+				 strcmp(key, "layers") == 0 ? "12" : "1");
+			return -1;
+		}
+		if ((double)v < d->min || (double)v > d->max)
+			return range_error(d, value, err, errlen);
+		if (d->type == KT_INT)
+			*(int *)field = (int)v;
+		else
+			*(long *)field = (long)v;
+		return 0;
+	}
+	case KT_U64: {
+		unsigned long long v;
+		if (*value == '-') {
+			snprintf(err, errlen,
+				 "%s=%s is out of range; use an integer >= 0",
+				 key, value);
+			return -1;
+		}
+		v = strtoull(value, &end, 10);
+		if (!*value || *end || errno) {
+			snprintf(err, errlen, "%s=%s: expected %s, e.g. %s=1",
+				 key, value, type_word(d), key);
+			return -1;
+		}
+		if (v > INT64_MAX) {
+			/* records hold JSON integers: int64 */
+			snprintf(err, errlen,
+				 "%s=%s is out of range; use an integer in "
+				 "[0, 9223372036854775807]",
+				 key, value);
+			return -1;
+		}
+		*(uint64_t *)field = (uint64_t)v;
+		return 0;
+	}
+	case KT_DOUBLE: {
+		double v = strtod(value, &end);
+		if (!*value || *end || errno || !isfinite(v)) {
+			snprintf(err, errlen,
+				 "%s=%s: expected %s, e.g. %s=0.001", key,
+				 value, type_word(d), key);
+			return -1;
+		}
+		if (v < d->min || v > d->max)
+			return range_error(d, value, err, errlen);
+		/* tolerances and the learning rate must be positive */
+		if (v == 0 && d->min == 0 &&
+		    (strcmp(key, "lr") == 0 || strstr(key, "_tol")))
+			return range_error(d, value, err, errlen);
+		*(double *)field = v;
+		return 0;
+	}
+	case KT_BOOL:
+		if (!strcasecmp(value, "true") || !strcmp(value, "1") ||
+		    !strcasecmp(value, "yes") || !strcasecmp(value, "on"))
+			*(int *)field = 1;
+		else if (!strcasecmp(value, "false") || !strcmp(value, "0") ||
+			 !strcasecmp(value, "no") || !strcasecmp(value, "off"))
+			*(int *)field = 0;
+		else {
+			snprintf(err, errlen, "%s=%s: expected true or false",
+				 key, value);
+			return -1;
+		}
+		return 0;
+	case KT_ENUM: {
+		int v = d->parse(value);
+		if (v < 0) {
+			snprintf(err, errlen,
+				 "%s=%s is not a known value; use one of: %s",
+				 key, value, d->choices);
+			return -1;
+		}
+		*(int *)field = v;
+		return 0;
+	}
+	case KT_STR:
+		if (strcmp(key, "corpus") == 0) {
+			int ok = 0;
+			for (int i = 0; corpus_names[i]; i++)
+				ok |= strcmp(corpus_names[i], value) == 0;
+			if (!ok) {
+				snprintf(err, errlen,
+					 "%s=%s is not a known corpus; use "
+					 "one of: %s",
+					 key, value, d->choices);
+				return -1;
+			}
+		}
+		if (strcmp(key, "device") == 0) {
+			int ok = strcmp(value, "cuda") == 0;
+			for (int i = 0; backend_names[i]; i++)
+				ok |= strcmp(backend_names[i], value) == 0;
+			if (!ok) {
+				snprintf(err, errlen,
+					 "%s=%s is not a known device; use "
+					 "one of: %s",
+					 key, value, d->choices);
+				return -1;
+			}
+		}
+		if (!*value) {
+			snprintf(err, errlen, "%s is empty; give a value", key);
+			return -1;
+		}
+		if (strlen(value) >= d->size) {
+			snprintf(err, errlen,
+				 "%s: value is longer than %zu characters", key,
+				 d->size - 1);
+			return -1;
+		}
+		memcpy(field, value, strlen(value) + 1);
+		return 0;
+	}
+	return -1;
+}
+
+int config_set_json(struct bench_config *c, const char *key,
+		    const json_t *value, char *err, size_t errlen)
+{
+	const struct key_desc *d = key_find(key);
+	char buf[CONFIG_PATH + 64];
+
+	if (!d)
+		return config_set(c, key, "", err, errlen);
+	switch (json_typeof(value)) {
+	case JSON_STRING:
+		if (d->type != KT_STR && d->type != KT_ENUM) {
+			snprintf(err, errlen,
+				 "%s=\"%s\": expected %s, not a string", key,
+				 json_string_value(value), type_word(d));
+			return -1;
+		}
+		return config_set(c, key, json_string_value(value), err,
+				  errlen);
+	case JSON_INTEGER:
+		snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT,
+			 json_integer_value(value));
+		break;
+	case JSON_REAL:
+		snprintf(buf, sizeof(buf), "%.17g", json_real_value(value));
+		break;
+	case JSON_TRUE:
+	case JSON_FALSE:
+		if (d->type != KT_BOOL) {
+			snprintf(err, errlen, "%s=%s: expected %s", key,
+				 json_is_true(value) ? "true" : "false",
+				 type_word(d));
+			return -1;
+		}
+		return config_set(c, key,
+				  json_is_true(value) ? "true" : "false", err,
+				  errlen);
+	default:
+		snprintf(err, errlen,
+			 "%s: expected %s, not an object, array or null", key,
+			 type_word(d));
+		return -1;
+	}
+	if (d->type == KT_STR || d->type == KT_ENUM || d->type == KT_BOOL) {
+		if (d->type == KT_BOOL &&
+		    (!strcmp(buf, "0") || !strcmp(buf, "1")))
+			return config_set(c, key, buf, err, errlen);
+		snprintf(err, errlen, "%s=%s: expected %s%s%s", key, buf,
+			 type_word(d), d->choices ? ": " : "",
+			 d->choices ? d->choices : "");
+		return -1;
+	}
+	return config_set(c, key, buf, err, errlen);
+}
+
+int config_set_arg(struct bench_config *c, const char *arg, char *err,
+		   size_t errlen)
+{
+	const char *eq = strchr(arg, '=');
+	char key[128];
+	size_t n;
+
+	if (!eq || eq == arg) {
+		snprintf(err, errlen,
+			 "argument '%s' is not key=value; write e.g. "
+			 "layers=12 (deqbench run --help lists the keys)",
+			 arg);
+		return -1;
+	}
+	n = (size_t)(eq - arg);
+	if (n >= sizeof(key))
+		n = sizeof(key) - 1;
+	memcpy(key, arg, n);
+	key[n] = 0;
+	return config_set(c, key, eq + 1, err, errlen);
+}
+
+int config_apply_object(struct bench_config *c, const json_t *obj,
+			const char *source, char *err, size_t errlen)
+{
+	const char *key;
+	json_t *v;
+	char e[512];
+
+	if (!json_is_object(obj)) {
+		snprintf(err, errlen,
+			 "%s: expected a JSON object of key: value pairs",
+			 source);
+		return -1;
+	}
+	json_object_foreach((json_t *)obj, key, v)
+	{
+		if (config_set_json(c, key, v, e, sizeof(e)) != 0) {
+			snprintf(err, errlen, "%s: %s", source, e);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int config_load_file(struct bench_config *c, const char *path, char *err,
+		     size_t errlen)
+{
+	json_error_t je;
+	json_t *root = json_load_file(path, 0, &je);
+	int rc;
+
+	if (!root) {
+		if (je.line <= 0)
+			snprintf(err, errlen,
+				 "%s: cannot read the config file (%s); "
+				 "check the path",
+				 path, je.text);
+		else
+			snprintf(err, errlen,
+				 "%s:%d:%d: malformed JSON: %s; fix the file",
+				 path, je.line, je.column, je.text);
+		return -1;
+	}
+	rc = config_apply_object(c, root, path, err, errlen);
+	json_decref(root);
+	return rc;
+}
+
+int config_validate(const struct bench_config *c, char *err, size_t errlen)
+{
+	const struct model_config *m = &c->model;
+
+	if (m->kind == MODEL_TRANSFORMER && m->d_model % m->n_heads != 0) {
+		snprintf(err, errlen,
+			 "d_model=%d is not divisible by n_heads=%d; choose "
+			 "n_heads dividing d_model",
+			 m->d_model, m->n_heads);
+		return -1;
+	}
+	if (c->warmup_steps >= c->steps) {
+		snprintf(err, errlen,
+			 "warmup_steps=%d must be smaller than steps=%d; "
+			 "lower warmup_steps or raise steps",
+			 c->warmup_steps, c->steps);
+		return -1;
+	}
+	if (c->method.method == METHOD_CHECKPOINT &&
+	    c->method.k > c->method.layers) {
+		snprintf(err, errlen,
+			 "k=%d is larger than layers=%d; use 1 <= k <= layers "
+			 "(0 = round(sqrt(layers)))",
+			 c->method.k, c->method.layers);
+		return -1;
+	}
+	if (method_config_validate(&c->method, err, errlen) != 0)
+		return -1;
+	/* TF32 exists only on the GPU; asking for it elsewhere is a mistake
+	 * worth stopping for, not a silent no-op that would mislabel records */
+	if (c->tf32 && strcmp(c->device, "cuda") != 0) {
+		snprintf(err, errlen,
+			 "tf32=true needs device=cuda (device=%s always "
+			 "computes in full precision); drop tf32 or use "
+			 "device=cuda",
+			 c->device);
+		return -1;
+	}
+	if (strcmp(c->device, "cuda") == 0) {
+		int ok = 0;
+		for (int i = 0; backend_names[i]; i++)
+			ok |= strcmp(backend_names[i], "cuda") == 0;
+		if (!ok) {
+			snprintf(err, errlen,
+				 "device=cuda: this build has no CUDA "
+				 "backend; use device=cpu or reconfigure with "
+				 "-Dcuda=enabled where the CUDA toolkit is");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static json_t *key_json(const struct bench_config *c, const struct key_desc *d)
+{
+	const void *field = (const char *)c + d->offset;
+	switch (d->type) {
+	case KT_INT:
+		return json_integer(*(const int *)field);
+	case KT_LONG:
+		return json_integer(*(const long *)field);
+	case KT_U64:
+		return json_integer((json_int_t) * (const uint64_t *)field);
+	case KT_DOUBLE:
+		return json_real(*(const double *)field);
+	case KT_BOOL:
+		return json_boolean(*(const int *)field);
+	case KT_ENUM: {
+		const char *s = d->enum_name(*(const int *)field);
+		return json_string(s ? s : "?");
+	}
+	case KT_STR:
+		return json_string((const char *)field);
+	}
+	return json_null();
+}
+
+json_t *config_key_json(const struct bench_config *c, const char *key)
+{
+	const struct key_desc *d = key_find(key);
+	return d ? key_json(c, d) : NULL;
+}
+
+json_t *config_to_json(const struct bench_config *c)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; i < NKEYS; i++)
+		json_object_set_new(o, keys[i].name, key_json(c, &keys[i]));
+	return o;
+}
+
+/* Allowed values of a key, for --help and the README table. */
+static void key_allowed(const struct key_desc *d, char *buf, size_t n)
+{
+	switch (d->type) {
+	case KT_INT:
+	case KT_LONG:
+		snprintf(buf, n, "integer %.0f..%.0f", d->min, d->max);
+		break;
+	case KT_U64:
+		snprintf(buf, n, "integer 0..2^63-1");
+		break;
+	case KT_DOUBLE:
+		if (d->min == 0 &&
+		    (strcmp(d->name, "lr") == 0 || strstr(d->name, "_tol")))
+			snprintf(buf, n, "number > 0%s",
+				 d->max < 1e29 ? ", <= 1000" : "");
+		else
+			snprintf(buf, n, "number >= %g", d->min);
+		break;
+	case KT_BOOL:
+		snprintf(buf, n, "true, false");
+		break;
+	default:
+		snprintf(buf, n, "%s", d->choices ? d->choices : "a path");
+	}
+}
+
+void config_print_help(FILE *f)
+{
+	struct bench_config c;
+	config_defaults(&c);
+	fprintf(f,
+		"usage: deqbench run [FILE.json] [key=value ...]\n"
+		"  FILE.json is a flat JSON object of the keys below; "
+		"key=value arguments override it.\n\n"
+		"  %-16s %-9s %-21s %-34s %s\n",
+		"key", "group", "default", "allowed", "meaning");
+	for (size_t i = 0; i < NKEYS; i++) {
+		json_t *v = key_json(&c, &keys[i]);
+		char *s =
+		    json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
+		char allowed[160];
+		key_allowed(&keys[i], allowed, sizeof(allowed));
+		fprintf(f, "  %-16s %-9s %-21s %-34s %s\n", keys[i].name,
+			keys[i].group, s ? s : "?", allowed, keys[i].help);
+		free(s);
+		json_decref(v);
+	}
+}
+
+void config_print_markdown(FILE *f)
+{
+	struct bench_config c;
+	config_defaults(&c);
+	fprintf(f, "| key | group | default | allowed | meaning |\n"
+		   "|---|---|---|---|---|\n");
+	for (size_t i = 0; i < NKEYS; i++) {
+		json_t *v = key_json(&c, &keys[i]);
+		char *s =
+		    json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
+		char allowed[160];
+		key_allowed(&keys[i], allowed, sizeof(allowed));
+		fprintf(f, "| `%s` | %s | `%s` | %s | %s |\n", keys[i].name,
+			keys[i].group, s ? s : "?", allowed, keys[i].help);
+		free(s);
+		json_decref(v);
+	}
+}

@@ -1,0 +1,96 @@
+/* config.h — the flat run configuration of deqbench (../shared/DESIGN.md
+ * §Config and records). Every key is one field here; the same names appear
+ * on the command line (key=value), in config files (a flat JSON object) and
+ * in each record's "config" object.
+ *
+ * Errors are one line, name the source (file or "command line"), the key and
+ * the value, and say how to fix it; the CLI turns them into exit status 2.
+ */
+#ifndef DQ_BENCH_CONFIG_H
+#define DQ_BENCH_CONFIG_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "../methods/method.h"
+#include "../models/model.h"
+
+#define CONFIG_STR  256
+#define CONFIG_PATH 1024
+
+struct bench_config {
+	/* model: kind, d_model, n_heads, d_ff, seq_len, batch_size,
+	 * vocab_size (0 = from the corpus; synthetic uses 256), seed */
+	struct model_config model;
+	/* method, layers, k and the deq solver keys */
+	struct method_config method;
+
+	char corpus[CONFIG_STR];    /* brown, wikitext103, ..., synthetic */
+	char data_dir[CONFIG_PATH]; /* where corpora live */
+
+	int steps;	  /* optimizer steps */
+	int warmup_steps; /* first steps excluded from timing statistics */
+	double lr;	  /* peak learning rate (Adam) */
+	int lr_warmup;	  /* linear warmup steps, then cosine decay to 0 */
+	double clip;	  /* global grad-norm clip; 0 = off */
+	long eval_tokens; /* per split (valid, test); 0 = skip evaluation */
+
+	char device[CONFIG_STR]; /* cpu, cpu64, cuda */
+	int threads;		 /* 0 = library default */
+	int tf32;		 /* allow TF32 GEMMs on cuda */
+
+	char out[CONFIG_PATH]; /* JSONL file records are appended to */
+	int trace;	       /* per-step traces in the record */
+};
+
+/* Fills every key with its default (see `deqbench run --help`). */
+void config_defaults(struct bench_config *c);
+
+/* Sets one key from its textual value ("layers", "12"). Returns 0, or -1
+ * with a one-line message in err naming the key and value (unknown key with
+ * the closest known name, wrong type, value out of range, unknown choice). */
+int config_set(struct bench_config *c, const char *key, const char *value,
+	       char *err, size_t errlen);
+/* Same for a JSON value (number, string or boolean). */
+int config_set_json(struct bench_config *c, const char *key,
+		    const json_t *value, char *err, size_t errlen);
+/* Parses "key=value". */
+int config_set_arg(struct bench_config *c, const char *arg, char *err,
+		   size_t errlen);
+/* Applies every member of a flat JSON object; `source` (a file name) starts
+ * each message. */
+int config_apply_object(struct bench_config *c, const json_t *obj,
+			const char *source, char *err, size_t errlen);
+/* Loads a flat JSON config file over c. Messages include jansson's
+ * line:column for malformed files. */
+int config_load_file(struct bench_config *c, const char *path, char *err,
+		     size_t errlen);
+
+/* Cross-key checks (d_model % n_heads, warmup_steps < steps, method ranges,
+ * device compiled in). 0 or -1 with one line. */
+int config_validate(const struct bench_config *c, char *err, size_t errlen);
+
+/* Every key with its typed value, in table order (new reference). */
+json_t *config_to_json(const struct bench_config *c);
+/* One key's canonical JSON value (new reference), NULL when unknown. */
+json_t *config_key_json(const struct bench_config *c, const char *key);
+/* 1 when `key` is a config key. */
+int config_key_known(const char *key);
+/* 1 for keys that choose or tune the method (method, k, solver keys): the
+ * keys that differ between the rows of one summary group. */
+int config_key_is_method(const char *key);
+
+/* Prints the key table (key, group, default, allowed values, meaning). */
+void config_print_help(FILE *f);
+/* The same table in markdown, as README.md carries it (`deqbench run
+ * --help-markdown`; tests/test_bench.c checks the README against it). */
+void config_print_markdown(FILE *f);
+
+/* Closest known key name to s (edit distance), for "did you mean". */
+const char *config_closest_key(const char *s);
+
+/* Effective vocabulary for synthetic corpora when vocab_size is 0. */
+#define CONFIG_SYNTHETIC_VOCAB 256
+
+#endif

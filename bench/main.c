@@ -1,0 +1,607 @@
+/* main.c — the deqbench command line.
+ *
+ *   deqbench run [FILE.json] [key=value ...]
+ *   deqbench suite FILE.json [--dry-run] [--shard I/N] [key=value ...]
+ *   deqbench report FILE.jsonl ...
+ *   deqbench env
+ *   deqbench params init [FILE.json] [key=value ...] out=P.safetensors
+ *   deqbench grad [FILE.json] [key=value ...] params=P.safetensors
+ *                 tokens=TOK.safetensors out=G.safetensors
+ *   deqbench bench-block [...]
+ *
+ * Exit status: 0 success; 1 a run failed at run time (its record says why);
+ * 2 bad input (one line on stderr naming the file, key or value and the
+ * fix; nothing is written).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_block.h"
+#include "config.h"
+#include "data.h"
+#include "dq_build.h"
+#include "env.h"
+#include "record.h"
+#include "runner.h"
+#include "suite.h"
+
+#define EXIT_BAD_INPUT 2
+
+static int bad_input(const char *msg)
+{
+	fprintf(stderr, "deqbench: %s\n", msg);
+	return EXIT_BAD_INPUT;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: deqbench COMMAND ...\n"
+		"  run [FILE.json] [key=value ...]     train once, append a "
+		"record\n"
+		"  suite FILE.json [--dry-run] [--shard I/N] [key=value ...]\n"
+		"  report FILE.jsonl ...               summary table of "
+		"records\n"
+		"  env                                 host and device facts "
+		"(JSON)\n"
+		"  params init [key=value ...] out=P.safetensors\n"
+		"  grad [key=value ...] params=P.safetensors "
+		"tokens=T.safetensors out=G.safetensors\n"
+		"  bench-block [...]                   time one block "
+		"forward/vjp\n"
+		"  --version\n"
+		"`deqbench run --help` lists the config keys and defaults.\n");
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* [FILE.json] key=value... into cfg. extra: keys handled by the caller
+ * (e.g. "params"), returned through extra_val. */
+static int parse_config_args(struct bench_config *cfg, int argc, char **argv,
+			     const char *const *extra, const char **extra_val,
+			     char *err, size_t errlen)
+{
+	/* room for the "command line: " prefix in err */
+	char e[1000];
+	int i = 0;
+
+	config_defaults(cfg);
+	if (argc > 0 && !strchr(argv[0], '=')) {
+		if (!ends_with(argv[0], ".json")) {
+			snprintf(err, errlen,
+				 "argument '%s' is neither a FILE.json nor "
+				 "key=value; see deqbench run --help",
+				 argv[0]);
+			return -1;
+		}
+		if (config_load_file(cfg, argv[0], err, errlen) != 0)
+			return -1;
+		i = 1;
+	}
+	for (; i < argc; i++) {
+		int handled = 0;
+		for (int x = 0; extra && extra[x]; x++) {
+			size_t n = strlen(extra[x]);
+			if (!strncmp(argv[i], extra[x], n) &&
+			    argv[i][n] == '=') {
+				extra_val[x] = argv[i] + n + 1;
+				handled = 1;
+			}
+		}
+		if (handled)
+			continue;
+		if (!strchr(argv[i], '=') && ends_with(argv[i], ".json")) {
+			snprintf(err, errlen,
+				 "%s: a config file must come first, before "
+				 "key=value arguments",
+				 argv[i]);
+			return -1;
+		}
+		if (config_set_arg(cfg, argv[i], e, sizeof(e)) != 0) {
+			snprintf(err, errlen, "command line: %s", e);
+			return -1;
+		}
+	}
+	if (config_validate(cfg, e, sizeof(e)) != 0) {
+		snprintf(err, errlen, "%s", e);
+		return -1;
+	}
+	return 0;
+}
+
+static int has_help(int argc, char **argv)
+{
+	for (int i = 0; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return 1;
+	return 0;
+}
+
+/* Dotted-path number of a record, NAN when absent or null. */
+static double rec_num(const json_t *r, const char *path)
+{
+	char buf[128], *save = NULL, *tok;
+	const json_t *cur = r;
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (tok = strtok_r(buf, ".", &save); tok && cur;
+	     tok = strtok_r(NULL, ".", &save))
+		cur = json_object_get(cur, tok);
+	return json_is_number(cur) ? json_number_value(cur) : NAN;
+}
+
+/* One line after `deqbench run`: what ran and its headline figures. */
+static void print_run_line(const json_t *rec)
+{
+	const json_t *cfg = json_object_get(rec, "config");
+	const char *st = json_string_value(json_object_get(rec, "status"));
+	const char *meth = json_string_value(json_object_get(cfg, "method"));
+	char depth[96];
+	if (meth && !strcmp(meth, "deq"))
+		snprintf(depth, sizeof(depth), "%s/%s",
+			 json_string_value(json_object_get(cfg, "f_solver")),
+			 json_string_value(json_object_get(cfg, "b_mode")));
+	else if (meth && !strcmp(meth, "checkpoint"))
+		snprintf(depth, sizeof(depth), "L=%.0f k=%.0f",
+			 rec_num(cfg, "layers"),
+			 rec_num(json_object_get(rec, "method"), "k"));
+	else
+		snprintf(depth, sizeof(depth), "L=%.0f",
+			 rec_num(cfg, "layers"));
+	printf("%s: %s %s %s on %s, %.0f steps: step %.3g ms (median), "
+	       "%.0f tokens/s, depth+solver peak %.3g MiB, total peak %.3g "
+	       "MiB, valid ppl %.5g (%.0f tokens), test ppl %.5g (%.0f "
+	       "tokens)\n",
+	       st ? st : "?", json_string_value(json_object_get(cfg, "model")),
+	       meth ? meth : "?", depth,
+	       json_string_value(json_object_get(cfg, "corpus")),
+	       rec_num(cfg, "steps"), rec_num(rec, "timing.step_ms.median"),
+	       rec_num(rec, "timing.tokens_per_s"),
+	       rec_num(rec, "memory.peak_depth_solver_bytes") / 1048576.0,
+	       rec_num(rec, "memory.peak_total_bytes") / 1048576.0,
+	       rec_num(rec, "quality.valid_ppl"),
+	       rec_num(rec, "quality.valid_eval_tokens"),
+	       rec_num(rec, "quality.test_ppl"),
+	       rec_num(rec, "quality.test_eval_tokens"));
+}
+
+static void print_summary(const json_t *records)
+{
+	fflush(stderr);
+	printf("\n");
+	record_summary(stdout, records);
+	fflush(stdout);
+}
+
+/* ---- run ---- */
+
+static int cmd_run(int argc, char **argv)
+{
+	struct bench_config cfg;
+	char err[1024];
+	json_t *rec, *all;
+	enum run_status st;
+	const char *msg;
+	const json_t *timing;
+
+	if (argc == 1 && !strcmp(argv[0], "--help-markdown")) {
+		config_print_markdown(stdout);
+		return 0;
+	}
+	if (has_help(argc, argv)) {
+		config_print_help(stdout);
+		return 0;
+	}
+	if (parse_config_args(&cfg, argc, argv, NULL, NULL, err, sizeof(err)))
+		return bad_input(err);
+	/* cheap checks first, so bad input leaves no empty results file */
+	if (corpus_check(cfg.corpus, cfg.data_dir, err, sizeof(err)) != 0 ||
+	    record_check_out(cfg.out, err, sizeof(err)) != 0)
+		return bad_input(err);
+	st = runner_run(&cfg, NULL, &rec);
+	msg = json_string_value(json_object_get(rec, "message"));
+	timing = json_object_get(rec, "timing");
+	if (st == RUN_ERROR && json_is_null(timing)) {
+		/* failed in setup (missing corpus, bad sizes): bad input, no
+		 * record */
+		snprintf(err, sizeof(err), "%s", msg ? msg : "setup failed");
+		json_decref(rec);
+		return bad_input(err);
+	}
+	if (record_append(cfg.out, rec, err, sizeof(err)) != 0) {
+		json_decref(rec);
+		return bad_input(err);
+	}
+	if (st != RUN_OK)
+		fprintf(stderr, "deqbench: run %s: %s\n",
+			st == RUN_DIVERGED ? "diverged" : "failed", msg);
+	all = json_array();
+	json_array_append(all, rec);
+	print_summary(all);
+	printf("\n");
+	print_run_line(rec);
+	printf("record appended to %s\n", cfg.out);
+	json_decref(rec);
+	json_decref(all);
+	return st == RUN_ERROR ? 1 : 0;
+}
+
+/* ---- suite ---- */
+
+/* Runs one suite entry in a child process: a crash or an abort inside one
+ * run becomes that run's error record and the suite goes on; each record's
+ * max RSS is its own run's. The parent never starts OpenMP or BLAS threads,
+ * so fork() is safe. */
+static json_t *run_isolated(const struct suite *s, const struct suite_run *r)
+{
+	int fds[2];
+	pid_t pid;
+	struct run_meta meta = {s->name, r->index, r->combo, r->repeat, 0};
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int wst = 0;
+	json_t *rec = NULL;
+	char err[1024];
+
+	fflush(NULL);
+	if (pipe(fds) != 0 || (pid = fork()) < 0) {
+		json_t *x;
+		runner_run(&r->cfg, &meta, &x);
+		if (record_append(r->cfg.out, x, err, sizeof(err)) != 0)
+			fprintf(stderr, "deqbench: %s\n", err);
+		return x;
+	}
+	if (pid == 0) {
+		json_t *x;
+		char *s2;
+		size_t n, off = 0;
+		close(fds[0]);
+		runner_run(&r->cfg, &meta, &x);
+		if (record_append(r->cfg.out, x, err, sizeof(err)) != 0)
+			fprintf(stderr, "deqbench: %s\n", err);
+		s2 = json_dumps(x, JSON_COMPACT | JSON_REAL_PRECISION(10));
+		n = s2 ? strlen(s2) : 0;
+		while (off < n) {
+			ssize_t w = write(fds[1], s2 + off, n - off);
+			if (w <= 0)
+				break;
+			off += (size_t)w;
+		}
+		fflush(NULL);
+		_exit(0);
+	}
+	close(fds[1]);
+	for (;;) {
+		ssize_t got;
+		if (cap - len < 65536) {
+			char *nb = realloc(buf, cap + 65536 + 1);
+			if (!nb)
+				break;
+			buf = nb;
+			cap += 65536;
+		}
+		got = read(fds[0], buf + len, cap - len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		len += (size_t)got;
+	}
+	close(fds[0]);
+	while (waitpid(pid, &wst, 0) < 0 && errno == EINTR)
+		;
+	if (buf && len) {
+		buf[len] = 0;
+		rec = json_loads(buf, 0, NULL);
+	}
+	free(buf);
+	if (!rec) {
+		/* the child died before reporting: record why */
+		rec = record_new();
+		json_object_set_new(rec, "config", config_to_json(&r->cfg));
+		json_object_set_new(
+		    rec, "message",
+		    WIFSIGNALED(wst)
+			? json_sprintf("run crashed with signal %d (%s)",
+				       WTERMSIG(wst), strsignal(WTERMSIG(wst)))
+			: json_sprintf("run exited with status %d before "
+				       "writing its record",
+				       WEXITSTATUS(wst)));
+		{
+			json_t *su = json_object();
+			json_object_set_new(su, "name", json_string(s->name));
+			json_object_set_new(su, "index",
+					    json_integer(r->index));
+			json_object_set_new(su, "combo",
+					    json_integer(r->combo));
+			json_object_set_new(su, "repeat",
+					    json_integer(r->repeat));
+			json_object_set_new(rec, "suite", su);
+		}
+		json_object_set_new(rec, "build", env_build_json());
+		json_object_set_new(rec, "host", env_host_json());
+		{
+			char ts[32];
+			time_t t = time(NULL);
+			struct tm tm;
+			gmtime_r(&t, &tm);
+			strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+			json_object_set_new(rec, "finished_at",
+					    json_string(ts));
+		}
+		if (record_append(r->cfg.out, rec, err, sizeof(err)) != 0)
+			fprintf(stderr, "deqbench: %s\n", err);
+	}
+	return rec;
+}
+
+static int cmd_suite(int argc, char **argv)
+{
+	const char *path = NULL;
+	int dry = 0, si = 0, sn = 1, n_over = 0, any_error = 0;
+	char **over = calloc((size_t)argc + 1, sizeof(*over));
+	char err[1024];
+	struct suite s;
+	json_t *records;
+
+	if (!over)
+		return bad_input("out of host memory");
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--dry-run"))
+			dry = 1;
+		else if (!strcmp(argv[i], "--shard") ||
+			 !strncmp(argv[i], "--shard=", 8)) {
+			const char *v = argv[i][7] == '=' ? argv[i] + 8
+					: i + 1 < argc	  ? argv[++i]
+							  : "";
+			if (suite_shard_parse(v, &si, &sn, err, sizeof(err))) {
+				free(over);
+				return bad_input(err);
+			}
+		} else if (!strcmp(argv[i], "--help") ||
+			   !strcmp(argv[i], "-h")) {
+			printf("usage: deqbench suite FILE.json [--dry-run] "
+			       "[--shard I/N] [key=value ...]\n");
+			free(over);
+			return 0;
+		} else if (argv[i][0] == '-') {
+			snprintf(err, sizeof(err),
+				 "unknown flag '%s'; suite takes --dry-run and "
+				 "--shard I/N",
+				 argv[i]);
+			free(over);
+			return bad_input(err);
+		} else if (strchr(argv[i], '='))
+			over[n_over++] = argv[i];
+		else if (!path)
+			path = argv[i];
+		else {
+			snprintf(err, sizeof(err),
+				 "unexpected argument '%s'; usage: deqbench "
+				 "suite FILE.json [--dry-run] [--shard I/N] "
+				 "[key=value ...]",
+				 argv[i]);
+			free(over);
+			return bad_input(err);
+		}
+	}
+	if (!path) {
+		free(over);
+		return bad_input("suite: give a suite file, e.g. deqbench "
+				 "suite bench/suites/default.json");
+	}
+	if (suite_load(&s, path, n_over, over, err, sizeof(err)) != 0) {
+		free(over);
+		return bad_input(err);
+	}
+	free(over);
+	if (dry) {
+		suite_print_runs(&s, si, sn, stdout);
+		suite_free(&s);
+		return 0;
+	}
+	/* Up-front checks: every corpus there (loading it also builds its
+	 * cache once, before the runs fork), then every output writable. */
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < s.n_runs; i++) {
+			const struct bench_config *c = &s.runs[i].cfg;
+			int V, rc = 0;
+			if (!suite_in_shard(i, si, sn))
+				continue;
+			if (pass == 1)
+				rc = record_check_out(c->out, err, sizeof(err));
+			else if (i == 0 ||
+				 strcmp(c->corpus, s.runs[i - 1].cfg.corpus) ||
+				 strcmp(c->data_dir,
+					s.runs[i - 1].cfg.data_dir) ||
+				 c->model.vocab_size !=
+				     s.runs[i - 1].cfg.model.vocab_size)
+				rc = runner_resolve_vocab(c, &V, err,
+							  sizeof(err));
+			if (rc != 0) {
+				suite_free(&s);
+				return bad_input(err);
+			}
+		}
+	}
+	records = json_array();
+	for (int i = 0; i < s.n_runs; i++) {
+		json_t *rec;
+		if (!suite_in_shard(i, si, sn))
+			continue;
+		rec = run_isolated(&s, &s.runs[i]);
+		if (strcmp(json_string_value(json_object_get(rec, "status")),
+			   "ok")) {
+			fprintf(
+			    stderr, "deqbench: run %d %s: %s\n", i,
+			    json_string_value(json_object_get(rec, "status")),
+			    json_string_value(json_object_get(rec, "message")));
+			any_error |= !strcmp(
+			    json_string_value(json_object_get(rec, "status")),
+			    "error");
+		}
+		json_array_append_new(records, rec);
+	}
+	print_summary(records);
+	printf("\nrecords appended to %s\n", s.runs[0].cfg.out);
+	json_decref(records);
+	suite_free(&s);
+	return any_error ? 1 : 0;
+}
+
+/* ---- report ---- */
+
+static int cmd_report(int argc, char **argv)
+{
+	json_t *all = json_array();
+	char err[1024];
+	if (argc == 0) {
+		json_decref(all);
+		return bad_input("report: give one or more FILE.jsonl, e.g. "
+				 "deqbench report results/runs.jsonl");
+	}
+	for (int i = 0; i < argc; i++) {
+		if (record_read_jsonl(argv[i], all, err, sizeof(err)) != 0) {
+			json_decref(all);
+			return bad_input(err);
+		}
+	}
+	record_summary(stdout, all);
+	json_decref(all);
+	return 0;
+}
+
+/* ---- env ---- */
+
+static int cmd_env(void)
+{
+	json_t *o = json_object(), *devs = json_array();
+	char *s;
+	json_object_set_new(o, "host", env_host_json());
+	for (int i = 0; backend_names[i]; i++) {
+		struct backend *be;
+		char err[512];
+		if (backend_create(&be, backend_names[i], 0, err,
+				   sizeof(err)) == 0) {
+			json_array_append_new(
+			    devs, env_device_json(be, backend_names[i], 0));
+			backend_destroy(be);
+		} else {
+			json_t *d = json_object();
+			json_object_set_new(d, "device",
+					    json_string(backend_names[i]));
+			json_object_set_new(d, "error", json_string(err));
+			json_array_append_new(devs, d);
+		}
+	}
+	json_object_set_new(o, "devices", devs);
+	json_object_set_new(o, "build", env_build_json());
+	s = json_dumps(o, JSON_INDENT(2));
+	printf("%s\n", s);
+	free(s);
+	json_decref(o);
+	return 0;
+}
+
+/* ---- params / grad ---- */
+
+static int cmd_params(int argc, char **argv)
+{
+	static const char *const extra[] = {"out", NULL};
+	const char *val[1] = {NULL};
+	struct bench_config cfg;
+	char err[1024];
+
+	if (argc < 1 || strcmp(argv[0], "init") || has_help(argc, argv)) {
+		fprintf(argc && has_help(argc, argv) ? stdout : stderr,
+			"usage: deqbench params init [FILE.json] "
+			"[key=value ...] out=P.safetensors\n");
+		return has_help(argc, argv) ? 0 : EXIT_BAD_INPUT;
+	}
+	if (parse_config_args(&cfg, argc - 1, argv + 1, extra, val, err,
+			      sizeof(err)))
+		return bad_input(err);
+	if (!val[0])
+		return bad_input("params init: give out=P.safetensors");
+	if (runner_params_init(&cfg, val[0], err, sizeof(err)) != 0)
+		return bad_input(err);
+	return 0;
+}
+
+static int cmd_grad(int argc, char **argv)
+{
+	static const char *const extra[] = {"params", "tokens", "out", NULL};
+	const char *val[3] = {NULL, NULL, NULL};
+	struct bench_config cfg;
+	char err[1024];
+
+	if (has_help(argc, argv)) {
+		printf("usage: deqbench grad [FILE.json] [key=value ...] "
+		       "params=P.safetensors tokens=T.safetensors "
+		       "out=G.safetensors\n");
+		return 0;
+	}
+	if (parse_config_args(&cfg, argc, argv, extra, val, err, sizeof(err)))
+		return bad_input(err);
+	for (int i = 0; i < 3; i++)
+		if (!val[i]) {
+			snprintf(err, sizeof(err),
+				 "grad: give %s=FILE.safetensors (params=, "
+				 "tokens= and out= are required)",
+				 extra[i]);
+			return bad_input(err);
+		}
+	if (runner_grad(&cfg, val[0], val[1], val[2], err, sizeof(err)) != 0)
+		return bad_input(err);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : "";
+
+	if (!strcmp(cmd, "run"))
+		return cmd_run(argc - 2, argv + 2);
+	if (!strcmp(cmd, "suite"))
+		return cmd_suite(argc - 2, argv + 2);
+	if (!strcmp(cmd, "report"))
+		return cmd_report(argc - 2, argv + 2);
+	if (!strcmp(cmd, "env"))
+		return cmd_env();
+	if (!strcmp(cmd, "params"))
+		return cmd_params(argc - 2, argv + 2);
+	if (!strcmp(cmd, "grad"))
+		return cmd_grad(argc - 2, argv + 2);
+	if (!strcmp(cmd, "bench-block"))
+		return bench_block_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "--version")) {
+		printf("deqbench %s (%s, %s)\n", DQ_VERSION, DQ_GIT_COMMIT,
+		       DQ_BUILDTYPE);
+		return 0;
+	}
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") ||
+	    !strcmp(cmd, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!*cmd) {
+		usage(stderr);
+		return EXIT_BAD_INPUT;
+	}
+	fprintf(stderr,
+		"deqbench: unknown command '%s'; use run, suite, report, env, "
+		"params, grad or bench-block (deqbench --help)\n",
+		cmd);
+	return EXIT_BAD_INPUT;
+}

@@ -1,0 +1,89 @@
+/* runner.h — one training run end to end: corpus (data.h: loaded or read
+ * from its cache; vocabulary from the corpus unless synthetic), backend,
+ * model, method and Adam state allocated up front, then `steps` timed
+ * optimizer steps on batches of the DEQ / Transformer-XL ordered iterator,
+ * then evaluation on valid and test, producing one record (record.h,
+ * results/SCHEMA.md).
+ *
+ * Step: zero grads, load batch, inject, method forward (train) → z, head
+ * forward → loss, head backward, method backward, inject backward, clip the
+ * global grad norm to `clip`, Adam (β 0.9, 0.999, ε 1e-8, no weight decay)
+ * with linear warmup over lr_warmup steps then cosine decay towards 0.
+ * Forward time = up to the loss; backward time = the rest (optimizer
+ * included). The first warmup_steps steps are excluded from timing stats.
+ * Perplexity = exp(mean per-token loss) over whole eval batches.
+ * On the CPU with threads=1 two runs of one config give the same record
+ * apart from times.
+ */
+#ifndef DQ_BENCH_RUNNER_H
+#define DQ_BENCH_RUNNER_H
+
+#include <jansson.h>
+
+#include "config.h"
+
+/* Where a run sits in a suite (suite NULL for `deqbench run`). */
+struct run_meta {
+	const char *suite;
+	int index, combo, repeat;
+	int quiet; /* no progress output */
+};
+
+enum run_status { RUN_OK = 0, RUN_DIVERGED = 1, RUN_ERROR = 2 };
+
+/* Runs cfg and stores a new record in *record (always, errors included:
+ * status "error" with the message). Returns the status. */
+enum run_status runner_run(const struct bench_config *cfg,
+			   const struct run_meta *meta, json_t **record);
+
+/* Backend, model, method and the state buffer z of one run; what both the
+ * training loop and `deqbench grad` build. */
+struct run_ctx {
+	struct backend *be;
+	struct model *m;
+	struct method *me;
+	void *z; /* (B,T,d) depth output, MEM_HEAD */
+};
+
+/* Creates the backend (cfg->device, cfg->threads; TF32 set from cfg->tf32
+ * where the backend has the switch, an error where it has not and tf32 is
+ * on), the model (vocabulary V) and the method. -1 with one line on error
+ * (nothing left allocated). */
+int runner_ctx_create(struct run_ctx *rc, const struct bench_config *cfg, int V,
+		      char *err, size_t errlen);
+void runner_ctx_destroy(struct run_ctx *rc);
+
+/* One forward + backward on host tokens (B, T+1) int32: zeroes the grads,
+ * then leaves dL/dθ in m->grad_buf. Returns the loss (nats) in *loss; -1
+ * with err for bad token ids. The same path every training step takes. */
+int runner_grad_step(struct run_ctx *rc, const int32_t *tokens_host,
+		     double *loss, char *err, size_t errlen);
+
+/* Loads float32 parameters from a safetensors file into the model: every
+ * parameter must be present with the model's shape (1-D to 3-D). -1 with
+ * one line naming the file and tensor. */
+int runner_load_params(struct run_ctx *rc, const char *path, char *err,
+		       size_t errlen);
+
+/* Vocabulary size the run will use: for corpus=synthetic vocab_size, or 256
+ * when 0; for a file corpus the corpus's (loads it, building its cache),
+ * or vocab_size when that is at least the corpus's (smaller: -1 with one
+ * line). -1 with the corpus's message when it is missing. */
+int runner_resolve_vocab(const struct bench_config *cfg, int *V, char *err,
+			 size_t errlen);
+
+/* `deqbench params init`: writes the seeded initial parameters of cfg's
+ * model to a float32 safetensors file with DESIGN.md names (metadata
+ * "config" holds the model keys), via PATH.tmp and rename. */
+int runner_params_init(const struct bench_config *cfg, const char *out_path,
+		       char *err, size_t errlen);
+
+/* `deqbench grad`: loads parameters (float32, names and shapes as the model
+ * of cfg) and tokens ("tokens", int32 [B, T+1]; B and T are taken from it),
+ * computes loss and gradients with cfg's method, writes "loss" (float32 [1])
+ * and "grad.<name>" for every parameter. Bad input → -1 with one line. */
+int runner_grad(const struct bench_config *cfg, const char *params_path,
+		const char *tokens_path, const char *out_path, char *err,
+		size_t errlen);
+
+#endif

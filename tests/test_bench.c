@@ -1,0 +1,1524 @@
+/* test_bench.c — the bench layer: config parsing, suite expansion and
+ * sharding, record fields, and the deqbench binary end to end (DQ_DEQBENCH
+ * gives its path): a tiny synthetic run, bad input (exit 2, one line,
+ * results untouched), params/grad against the in-process gradient.
+ *
+ * Safetensors files are written and read here by hand (8-byte little-endian
+ * header length, JSON header, raw data), independently of bench/safetensors,
+ * so the CLI is checked against the format rather than against itself. */
+#include <criterion/criterion.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "data.h"
+#include "env.h"
+#include "record.h"
+#include "runner.h"
+#include "suite.h"
+
+extern char **environ;
+
+static char tmpdir[256];
+
+static void make_tmpdir(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/dqbench_test.XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void tpath(char *buf, size_t n, const char *name)
+{
+	snprintf(buf, n, "%s/%s", tmpdir, name);
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f, "cannot write %s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = 0;
+	fclose(f);
+	if (len)
+		*len = (size_t)n;
+	return buf;
+}
+
+/* ---------------------------------------------------------------- config */
+
+Test(config, defaults_are_valid)
+{
+	struct bench_config c;
+	char err[512];
+	config_defaults(&c);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(c.out, "results/runs.jsonl");
+}
+
+Test(config, types_parse)
+{
+	struct bench_config c;
+	char err[512];
+	config_defaults(&c);
+	cr_assert_eq(config_set(&c, "layers", "24", err, sizeof(err)), 0);
+	cr_assert_eq(c.method.layers, 24);
+	cr_assert_eq(config_set(&c, "lr", "3e-4", err, sizeof(err)), 0);
+	cr_assert_float_eq(c.lr, 3e-4, 1e-18);
+	cr_assert_eq(config_set(&c, "trace", "true", err, sizeof(err)), 0);
+	cr_assert_eq(c.trace, 1);
+	cr_assert_eq(config_set(&c, "method", "deq", err, sizeof(err)), 0);
+	cr_assert_eq(c.method.method, METHOD_DEQ);
+	cr_assert_eq(config_set(&c, "f_solver", "anderson", err, sizeof(err)),
+		     0);
+	cr_assert_eq(c.method.f_solver, SOLVER_ANDERSON);
+	cr_assert_eq(
+	    config_set(&c, "seed", "9223372036854775807", err, sizeof(err)), 0);
+	cr_assert_eq(c.model.seed, (uint64_t)INT64_MAX);
+	cr_assert_eq(
+	    config_set(&c, "seed", "18446744073709551615", err, sizeof(err)),
+	    -1);
+	cr_assert_eq(config_set(&c, "eval_tokens", "100000", err, sizeof(err)),
+		     0);
+	cr_assert_eq(c.eval_tokens, 100000);
+	cr_assert_eq(config_set(&c, "corpus", "synthetic", err, sizeof(err)),
+		     0);
+	cr_assert_str_eq(c.corpus, "synthetic");
+}
+
+Test(config, wrong_type_names_key)
+{
+	struct bench_config c;
+	char err[512];
+	config_defaults(&c);
+	cr_assert_eq(config_set(&c, "layers", "abc", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "layers") && strstr(err, "abc") &&
+		      strstr(err, "integer"),
+		  "%s", err);
+	cr_assert_eq(c.method.layers, 12, "a failed set leaves the value");
+	cr_assert_eq(config_set(&c, "lr", "fast", err, sizeof(err)), -1);
+	cr_assert_eq(config_set(&c, "trace", "maybe", err, sizeof(err)), -1);
+	cr_assert_eq(config_set(&c, "layers", "12.5", err, sizeof(err)), -1);
+	cr_assert_eq(config_set(&c, "method", "magic", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "unroll, checkpoint, deq"), "%s", err);
+	cr_assert_eq(config_set(&c, "corpus", "enwik", err, sizeof(err)), -1);
+	cr_assert_null(strchr(err, '\n'));
+}
+
+Test(config, unknown_key_suggests)
+{
+	struct bench_config c;
+	char err[512];
+	config_defaults(&c);
+	cr_assert_eq(config_set(&c, "lyers", "3", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "'lyers'") && strstr(err, "'layers'"), "%s", err);
+	cr_assert_str_eq(config_closest_key("f_tool"), "f_tol");
+	cr_assert_str_eq(config_closest_key("batchsize"), "batch_size");
+	cr_assert_eq(config_set_arg(&c, "noequals", err, sizeof(err)), -1);
+}
+
+Test(config, ranges)
+{
+	struct bench_config c;
+	char err[512];
+	config_defaults(&c);
+	cr_assert_eq(config_set(&c, "layers", "0", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "out of range"), "%s", err);
+	cr_assert_eq(config_set(&c, "steps", "-5", err, sizeof(err)), -1);
+	cr_assert_eq(config_set(&c, "lr", "0", err, sizeof(err)), -1);
+	cr_assert_eq(config_set(&c, "f_tol", "-1e-3", err, sizeof(err)), -1);
+	cr_assert_eq(config_set(&c, "seed", "-1", err, sizeof(err)), -1);
+	cr_assert_eq(config_set(&c, "clip", "0", err, sizeof(err)), 0);
+	/* cross-key checks */
+	config_defaults(&c);
+	c.model.d_model = 65;
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "n_heads"), "%s", err);
+	config_defaults(&c);
+	c.warmup_steps = c.steps;
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	config_defaults(&c);
+	c.method.method = METHOD_CHECKPOINT;
+	c.method.k = 13;
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+}
+
+Test(config, file_and_overrides)
+{
+	struct bench_config c;
+	char err[512], p[512];
+	make_tmpdir();
+	tpath(p, sizeof(p), "c.json");
+	write_text(p,
+		   "{\"layers\": 6, \"lr\": 0.01, \"method\": \"checkpoint\","
+		   " \"trace\": true, \"corpus\": \"synthetic\"}");
+	config_defaults(&c);
+	cr_assert_eq(config_load_file(&c, p, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.method.layers, 6);
+	cr_assert_float_eq(c.lr, 0.01, 1e-15);
+	cr_assert_eq(c.method.method, METHOD_CHECKPOINT);
+	cr_assert_eq(c.trace, 1);
+	cr_assert_eq(config_set_arg(&c, "layers=9", err, sizeof(err)), 0);
+	cr_assert_eq(c.method.layers, 9);
+
+	/* JSON type errors and malformed files */
+	write_text(p, "{\"layers\": \"abc\"}");
+	config_defaults(&c);
+	cr_assert_eq(config_load_file(&c, p, err, sizeof(err)), -1);
+	cr_assert(strstr(err, p) && strstr(err, "layers"), "%s", err);
+	write_text(p, "{\"layers\": true}");
+	cr_assert_eq(config_load_file(&c, p, err, sizeof(err)), -1);
+	write_text(p, "{\"layers\": 12,\n \"lr\": }\n");
+	cr_assert_eq(config_load_file(&c, p, err, sizeof(err)), -1);
+	cr_assert(strstr(err, ":2:"), "line number in: %s", err);
+	tpath(p, sizeof(p), "missing.json");
+	cr_assert_eq(config_load_file(&c, p, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "missing.json"), "%s", err);
+}
+
+Test(config, json_roundtrip_has_every_key)
+{
+	struct bench_config c, d;
+	char err[512];
+	json_t *o;
+	const char *key;
+	json_t *v;
+	config_defaults(&c);
+	config_set(&c, "method", "deq", err, sizeof(err));
+	config_set(&c, "anderson_beta", "0.5", err, sizeof(err));
+	o = config_to_json(&c);
+	cr_assert_geq(json_object_size(o), 38);
+	config_defaults(&d);
+	cr_assert_eq(config_apply_object(&d, o, "x", err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(memcmp(&c, &d, sizeof(c)), 0);
+	json_object_foreach(o, key, v) cr_assert(config_key_known(key));
+	json_decref(o);
+}
+
+/* ----------------------------------------------------------------- suite */
+
+static int expand(struct suite *s, const char *text, int n_over,
+		  char *const *over, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *root = json_loads(text, 0, &je);
+	int rc;
+	cr_assert_not_null(root, "%s", je.text);
+	rc = suite_expand(s, root, "t.json", n_over, over, err, errlen);
+	json_decref(root);
+	return rc;
+}
+
+Test(suite, product_order_and_base)
+{
+	struct suite s;
+	char err[512];
+	cr_assert_eq(
+	    expand(&s,
+		   "{\"name\":\"t\",\"base\":{\"steps\":7,\"warmup_steps\":1},"
+		   "\"axes\":{\"method\":[\"unroll\",\"checkpoint\","
+		   "\"deq\"],\"layers\":[4,8]}}",
+		   0, NULL, err, sizeof(err)),
+	    0, "%s", err);
+	cr_assert_eq(s.n_runs, 6);
+	cr_assert_str_eq(s.name, "t");
+	/* first axis slowest */
+	cr_assert_eq(s.runs[0].cfg.method.method, METHOD_UNROLL);
+	cr_assert_eq(s.runs[0].cfg.method.layers, 4);
+	cr_assert_eq(s.runs[1].cfg.method.layers, 8);
+	cr_assert_eq(s.runs[2].cfg.method.method, METHOD_CHECKPOINT);
+	cr_assert_eq(s.runs[5].cfg.method.method, METHOD_DEQ);
+	for (int i = 0; i < 6; i++) {
+		cr_assert_eq(s.runs[i].cfg.steps, 7);
+		cr_assert_eq(s.runs[i].index, i);
+	}
+	suite_free(&s);
+}
+
+Test(suite, exclusions_repeats_groups_overrides)
+{
+	struct suite s;
+	char err[512];
+	char *over[] = {"steps=5", "warmup_steps=2"};
+	cr_assert_eq(expand(&s,
+			    "{\"axes\":{\"variant\":[{\"method\":\"unroll\"},"
+			    "{\"method\":\"checkpoint\",\"k\":2},"
+			    "{\"method\":\"deq\",\"f_solver\":\"anderson\"}],"
+			    "\"layers\":[4,8]},"
+			    "\"exclude\":[{\"method\":\"deq\",\"layers\":8},"
+			    "{\"k\":2,\"layers\":4.0}],\"repeats\":3}",
+			    2, over, err, sizeof(err)),
+		     0, "%s", err);
+	/* 6 combos - (deq,8) - (checkpoint k=2, 4) = 4 combos, x3 */
+	cr_assert_eq(s.n_runs, 12, "%d", s.n_runs);
+	cr_assert_eq(s.runs[0].repeat, 0);
+	cr_assert_eq(s.runs[2].repeat, 2);
+	cr_assert_eq(s.runs[0].combo, s.runs[2].combo);
+	cr_assert_eq(s.runs[6].cfg.method.method, METHOD_CHECKPOINT);
+	cr_assert_eq(s.runs[6].cfg.method.k, 2);
+	cr_assert_eq(s.runs[6].cfg.method.layers, 8);
+	cr_assert_eq(s.runs[9].cfg.method.method, METHOD_DEQ);
+	cr_assert_eq(s.runs[9].cfg.method.f_solver, SOLVER_ANDERSON);
+	cr_assert_eq(s.runs[9].cfg.method.layers, 4);
+	for (int i = 0; i < s.n_runs; i++)
+		cr_assert_eq(s.runs[i].cfg.steps, 5);
+	suite_free(&s);
+}
+
+Test(suite, bad_suites)
+{
+	struct suite s;
+	char err[512];
+	cr_assert_eq(expand(&s, "{\"axes\":{\"lyers\":[1,2]}}", 0, NULL, err,
+			    sizeof(err)),
+		     -1);
+	cr_assert(strstr(err, "layers"), "%s", err);
+	cr_assert_eq(expand(&s, "{\"axes\":{\"layers\":[1,\"x\"]}}", 0, NULL,
+			    err, sizeof(err)),
+		     -1);
+	cr_assert_eq(
+	    expand(&s, "{\"axes\":{\"layers\":[]}}", 0, NULL, err, sizeof(err)),
+	    -1);
+	cr_assert_eq(expand(&s, "{\"axes\":{\"layers\":[1]},\"repeats\":0}", 0,
+			    NULL, err, sizeof(err)),
+		     -1);
+	cr_assert_eq(expand(&s,
+			    "{\"axes\":{\"layers\":[1]},\"exclude\":["
+			    "{\"layers\":1}]}",
+			    0, NULL, err, sizeof(err)),
+		     -1);
+	cr_assert(strstr(err, "excluded"), "%s", err);
+	cr_assert_eq(expand(&s, "{\"bases\":{}}", 0, NULL, err, sizeof(err)),
+		     -1);
+}
+
+Test(suite, shards_partition_runs)
+{
+	struct suite s;
+	char err[512];
+	int si, sn;
+	cr_assert_eq(expand(&s,
+			    "{\"axes\":{\"method\":[\"unroll\",\"checkpoint\","
+			    "\"deq\"],\"layers\":[2,3,4,5,6,7,8]}}",
+			    0, NULL, err, sizeof(err)),
+		     0);
+	cr_assert_eq(s.n_runs, 21);
+	for (int n = 1; n <= 5; n++) {
+		int count[21] = {0};
+		for (int i = 0; i < n; i++)
+			for (int r = 0; r < s.n_runs; r++)
+				count[r] += suite_in_shard(r, i, n);
+		for (int r = 0; r < s.n_runs; r++)
+			cr_assert_eq(count[r], 1, "run %d in %d shards of %d",
+				     r, count[r], n);
+	}
+	cr_assert_eq(suite_shard_parse("1/3", &si, &sn, err, sizeof(err)), 0);
+	cr_assert(si == 1 && sn == 3);
+	cr_assert_eq(suite_shard_parse("3/3", &si, &sn, err, sizeof(err)), -1);
+	cr_assert_eq(suite_shard_parse("x", &si, &sn, err, sizeof(err)), -1);
+	cr_assert_eq(suite_shard_parse("0/0", &si, &sn, err, sizeof(err)), -1);
+	suite_free(&s);
+}
+
+/* -------------------------------------------------------------- records */
+
+static void tiny_config(struct bench_config *c, const char *method)
+{
+	char err[512];
+	const char *kv[] = {"corpus=synthetic", "d_model=16",  "n_heads=2",
+			    "d_ff=32",		"seq_len=8",   "batch_size=4",
+			    "vocab_size=50",	"layers=4",    "steps=6",
+			    "warmup_steps=2",	"lr_warmup=2", "eval_tokens=64",
+			    "threads=1",	"trace=true",  NULL};
+	config_defaults(c);
+	for (int i = 0; kv[i]; i++)
+		cr_assert_eq(config_set_arg(c, kv[i], err, sizeof(err)), 0,
+			     "%s", err);
+	cr_assert_eq(config_set(c, "method", method, err, sizeof(err)), 0);
+	cr_assert_eq(config_validate(c, err, sizeof(err)), 0, "%s", err);
+}
+
+static const json_t *at(const json_t *o, const char *path)
+{
+	char buf[256], *save = NULL, *tok;
+	const json_t *cur = o;
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (tok = strtok_r(buf, ".", &save); tok;
+	     tok = strtok_r(NULL, ".", &save)) {
+		cur = json_object_get(cur, tok);
+		cr_assert_not_null(cur, "record lacks %s", path);
+	}
+	return cur;
+}
+
+#define NUM(r, p) cr_assert(json_is_number(at(r, p)), "%s not a number", p)
+#define STR(r, p) cr_assert(json_is_string(at(r, p)), "%s not a string", p)
+#define OBJ(r, p) cr_assert(json_is_object(at(r, p)), "%s not an object", p)
+
+/* ---- results/SCHEMA.md as a checker ----
+ * Sections are "## `name`" headings (or "## Top level"); each table row
+ * "| `a`, `b.c` | type \\| null | meaning |" documents paths under the
+ * section with a type from a small vocabulary. A record must have every
+ * documented path whose parent is non-null, with a documented type, and
+ * every key of a documented object that has documented children (and of
+ * every section object) must be documented. */
+
+struct schema_field {
+	char path[128];
+	char types[64]; /* "int|null" */
+};
+
+struct schema {
+	struct schema_field f[400];
+	int n;
+};
+
+static int schema_type_known(const char *t)
+{
+	static const char *const known[] = {"int",   "number", "string",
+					    "bool",  "object", "array",
+					    "stats", "null",   NULL};
+	for (int i = 0; known[i]; i++)
+		if (!strcmp(t, known[i]))
+			return 1;
+	return 0;
+}
+
+static void schema_load(struct schema *sc)
+{
+	const char *root = getenv("DQ_SOURCE_ROOT");
+	char path[1024], prefix[64] = "", *line = NULL;
+	int in_section = 0;
+	size_t cap = 0;
+	FILE *f;
+	cr_assert_not_null(root, "DQ_SOURCE_ROOT must give the source tree");
+	snprintf(path, sizeof(path), "%s/results/SCHEMA.md", root);
+	f = fopen(path, "r");
+	cr_assert_not_null(f, "cannot read %s", path);
+	sc->n = 0;
+	while (getline(&line, &cap, f) > 0) {
+		char *cells[4], *p, *q, types[64] = "";
+		int nc = 0;
+		if (!strncmp(line, "## ", 3)) {
+			char *a = strchr(line, '`'),
+			     *b = a ? strchr(a + 1, '`') : NULL;
+			in_section = 1;
+			if (a && b) {
+				*b = 0;
+				snprintf(prefix, sizeof(prefix), "%s.", a + 1);
+			} else if (strstr(line, "Top level")) {
+				prefix[0] = 0;
+			} else {
+				in_section = 0;
+			}
+			continue;
+		}
+		if (!in_section || strncmp(line, "| `", 3))
+			continue;
+		/* split on '|' not preceded by a backslash */
+		p = line + 1;
+		while (nc < 4 && (q = strchr(p, '|'))) {
+			while (q && q[-1] == '\\')
+				q = strchr(q + 1, '|');
+			if (!q)
+				break;
+			*q = 0;
+			cells[nc++] = p;
+			p = q + 1;
+		}
+		cr_assert_geq(nc, 2, "SCHEMA.md: bad row %s", line);
+		/* type cell: alternatives separated by "\|" */
+		for (char *t = strtok(cells[1], " \\|"); t;
+		     t = strtok(NULL, " \\|")) {
+			cr_assert(schema_type_known(t),
+				  "SCHEMA.md: unknown type '%s' in section "
+				  "'%s'",
+				  t, prefix);
+			strcat(types, t);
+			strcat(types, "|");
+		}
+		/* field cell: `a`, `b` */
+		for (char *a = strchr(cells[0], '`'); a;
+		     a = strchr(a + 1, '`')) {
+			char *b = strchr(a + 1, '`');
+			struct schema_field *sf;
+			cr_assert_not_null(b);
+			*b = 0;
+			cr_assert_lt(sc->n, 400);
+			sf = &sc->f[sc->n++];
+			snprintf(sf->path, sizeof(sf->path), "%s%s", prefix,
+				 a + 1);
+			snprintf(sf->types, sizeof(sf->types), "%s", types);
+			a = b;
+		}
+	}
+	free(line);
+	fclose(f);
+	cr_assert_gt(sc->n, 50, "SCHEMA.md: only %d fields parsed", sc->n);
+}
+
+/* Value at a dotted path; *parent_null set when an ancestor is null. */
+static const json_t *schema_get(const json_t *r, const char *path,
+				int *parent_null)
+{
+	char buf[128], *save = NULL, *tok, *next;
+	const json_t *cur = r;
+	snprintf(buf, sizeof(buf), "%s", path);
+	*parent_null = 0;
+	tok = strtok_r(buf, ".", &save);
+	while (tok) {
+		next = strtok_r(NULL, ".", &save);
+		cur = json_object_get(cur, tok);
+		if (next && json_is_null(cur)) {
+			*parent_null = 1;
+			return NULL;
+		}
+		tok = next;
+	}
+	return cur;
+}
+
+static int schema_type_ok(const json_t *v, const char *types)
+{
+	char buf[64], *save = NULL;
+	snprintf(buf, sizeof(buf), "%s", types);
+	for (char *t = strtok_r(buf, "|", &save); t;
+	     t = strtok_r(NULL, "|", &save)) {
+		if ((!strcmp(t, "int") && json_is_integer(v)) ||
+		    (!strcmp(t, "number") && json_is_number(v)) ||
+		    (!strcmp(t, "string") && json_is_string(v)) ||
+		    (!strcmp(t, "bool") && json_is_boolean(v)) ||
+		    (!strcmp(t, "object") && json_is_object(v)) ||
+		    (!strcmp(t, "array") && json_is_array(v)) ||
+		    (!strcmp(t, "null") && json_is_null(v)))
+			return 1;
+		if (!strcmp(t, "stats") && json_is_object(v)) {
+			static const char *const k[] = {
+			    "median", "mean", "p10", "p90", "min", "max", NULL};
+			int ok = json_object_size(v) == 6;
+			for (int i = 0; ok && k[i]; i++) {
+				json_t *x = json_object_get(v, k[i]);
+				ok =
+				    x && (json_is_number(x) || json_is_null(x));
+			}
+			if (ok)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+static int schema_documented(const struct schema *sc, const char *path)
+{
+	for (int i = 0; i < sc->n; i++)
+		if (!strcmp(sc->f[i].path, path))
+			return 1;
+	return 0;
+}
+
+/* Checks r against results/SCHEMA.md, both ways. */
+static void check_schema(const json_t *r)
+{
+	static struct schema sc;
+	const char *key;
+	json_t *v;
+	if (!sc.n)
+		schema_load(&sc);
+	for (int i = 0; i < sc.n; i++) {
+		int pn;
+		const json_t *x = schema_get(r, sc.f[i].path, &pn);
+		if (pn)
+			continue;
+		cr_assert_not_null(x, "record lacks %s (SCHEMA.md lists it)",
+				   sc.f[i].path);
+		cr_assert(schema_type_ok(x, sc.f[i].types),
+			  "%s has JSON type %d, SCHEMA.md says %s",
+			  sc.f[i].path, (int)json_typeof(x), sc.f[i].types);
+	}
+	/* every key of the record and of every documented object with
+	 * documented children is documented */
+	json_object_foreach((json_t *)r, key, v)
+	    cr_assert(schema_documented(&sc, key),
+		      "record key %s is not in SCHEMA.md", key);
+	for (int i = 0; i < sc.n; i++) {
+		char pre[140];
+		int pn, has_children = 0;
+		const json_t *x = schema_get(r, sc.f[i].path, &pn);
+		if (!json_is_object(x))
+			continue;
+		snprintf(pre, sizeof(pre), "%s.", sc.f[i].path);
+		for (int j = 0; j < sc.n; j++)
+			has_children |=
+			    !strncmp(sc.f[j].path, pre, strlen(pre));
+		if (!has_children)
+			continue;
+		json_object_foreach((json_t *)x, key, v)
+		{
+			char full[200];
+			snprintf(full, sizeof(full), "%s%s", pre, key);
+			cr_assert(schema_documented(&sc, full),
+				  "record field %s is not in SCHEMA.md", full);
+		}
+	}
+}
+
+static void check_record(const json_t *r, int deq)
+{
+	static const char *const cats[] = {"params",	"depth", "solver",
+					   "optimizer", "grads", "head",
+					   "workspace", NULL};
+	static const char *const st[] = {"median", "mean", "p10", "p90",
+					 "min",	   "max",  NULL};
+	cr_assert_eq(json_integer_value(at(r, "schema")), 1);
+	cr_assert_str_eq(json_string_value(at(r, "status")), "ok", "%s",
+			 json_string_value(at(r, "message")));
+	check_schema(r);
+	cr_assert_str_eq(json_string_value(at(r, "data.corpus")), "synthetic");
+	cr_assert_eq(json_integer_value(at(r, "data.vocab_size")), 50);
+	cr_assert_eq(json_integer_value(at(r, "model.vocab_size")), 50);
+	cr_assert_eq(json_integer_value(at(r, "data.train_tokens")),
+		     DATA_SYNTH_TRAIN);
+	cr_assert(json_is_null(at(r, "memory.pool")), "no pool on the CPU");
+	cr_assert(json_is_null(at(r, "device.tf32")));
+	cr_assert(json_is_null(at(r, "device.local_cpus")));
+	/* unroll and checkpoint read nothing back; deq reads residuals */
+	if (deq)
+		cr_assert_gt(
+		    json_number_value(at(r, "solver.host_reads_per_step")), 0);
+	else
+		cr_assert_eq(
+		    json_number_value(at(r, "solver.host_reads_per_step")), 0);
+	STR(r, "started_at");
+	STR(r, "finished_at");
+	OBJ(r, "config");
+	cr_assert_geq(json_object_size(at(r, "config")), 38);
+	STR(r, "method.method");
+	NUM(r, "method.k");
+	NUM(r, "model.n_params");
+	NUM(r, "model.vocab_size");
+	cr_assert(json_is_array(at(r, "model.params")));
+	OBJ(r, "data");
+	NUM(r, "timing.steps_timed");
+	cr_assert_eq(json_integer_value(at(r, "timing.steps_timed")), 4);
+	for (int i = 0; st[i]; i++) {
+		char p[128];
+		snprintf(p, sizeof(p), "timing.step_ms.%s", st[i]);
+		NUM(r, p);
+		cr_assert_gt(json_number_value(at(r, p)), 0);
+	}
+	NUM(r, "timing.forward_ms.median");
+	NUM(r, "timing.backward_ms.median");
+	NUM(r, "timing.tokens_per_s");
+	NUM(r, "timing.train_s");
+	NUM(r, "timing.setup_s");
+	NUM(r, "timing.eval_s");
+	for (int i = 0; cats[i]; i++) {
+		char p[128];
+		snprintf(p, sizeof(p), "memory.peak_bytes.%s", cats[i]);
+		NUM(r, p);
+		snprintf(p, sizeof(p), "memory.setup_live_bytes.%s", cats[i]);
+		NUM(r, p);
+	}
+	NUM(r, "memory.peak_depth_solver_bytes");
+	cr_assert_gt(json_integer_value(at(r, "memory.peak_total_bytes")), 0);
+	NUM(r, "memory.setup_live_total_bytes");
+	cr_assert_gt(json_integer_value(at(r, "memory.max_rss_bytes")), 0);
+	OBJ(r, "solver");
+	if (deq) {
+		NUM(r, "solver.forward.iters_mean");
+		NUM(r, "solver.forward.iters_max");
+		NUM(r, "solver.forward.residual_mean");
+		NUM(r, "solver.forward.residual_max");
+		NUM(r, "solver.forward.converged_fraction");
+	} else {
+		cr_assert(json_is_null(at(r, "solver.forward")));
+	}
+	NUM(r, "evals.forward_evals_per_step");
+	NUM(r, "evals.forward_evals_total");
+	NUM(r, "evals.vjp_evals_per_step");
+	NUM(r, "evals.vjp_evals_total");
+	cr_assert_gt(json_number_value(at(r, "evals.forward_evals_per_step")),
+		     0);
+	NUM(r, "quality.train_loss_final");
+	NUM(r, "quality.train_loss_first");
+	NUM(r, "quality.valid_ppl");
+	NUM(r, "quality.test_ppl");
+	NUM(r, "quality.valid_loss");
+	cr_assert_eq(json_integer_value(at(r, "quality.valid_eval_tokens")),
+		     64);
+	cr_assert_eq(json_integer_value(at(r, "quality.tokens_trained")),
+		     6 * 4 * 8);
+	/* exp of a mean loss; a untrained model on 50 tokens is near 50 */
+	cr_assert(json_number_value(at(r, "quality.valid_ppl")) > 1 &&
+		  json_number_value(at(r, "quality.valid_ppl")) < 500);
+	STR(r, "host.hostname");
+	NUM(r, "host.cores");
+	NUM(r, "host.pus");
+	OBJ(r, "host.os");
+	STR(r, "device.name");
+	STR(r, "build.version");
+	STR(r, "build.git_commit");
+	STR(r, "build.compiler");
+	STR(r, "build.blas");
+	STR(r, "build.flags");
+	cr_assert(json_is_array(at(r, "trace.loss")));
+	cr_assert_eq(json_array_size(at(r, "trace.loss")), 6);
+	cr_assert(json_is_array(at(r, "trace.step_ms")));
+	cr_assert(json_is_array(at(r, "trace.fwd_iters")));
+	cr_assert(json_is_array(at(r, "trace.last_fwd_residual_trace")));
+}
+
+Test(record, fields_present_and_typed, .timeout = 120)
+{
+	const char *methods[] = {"unroll", "checkpoint", "deq"};
+	for (int i = 0; i < 3; i++) {
+		struct bench_config c;
+		json_t *r = NULL;
+		struct run_meta meta = {NULL, 0, 0, 0, 1};
+		tiny_config(&c, methods[i]);
+		cr_assert_eq(runner_run(&c, &meta, &r), RUN_OK, "%s: %s",
+			     methods[i],
+			     json_string_value(json_object_get(r, "message")));
+		check_record(r, i == 2);
+		json_decref(r);
+	}
+}
+
+/* Drops what legitimately differs between two runs of one config:
+ * wall-clock times, dates, RSS, and whether the corpus came from cache. */
+static void drop_volatile(json_t *r)
+{
+	json_t *tr = json_object_get(r, "trace");
+	json_object_del(r, "timing");
+	json_object_del(r, "started_at");
+	json_object_del(r, "finished_at");
+	json_object_del(json_object_get(r, "memory"), "max_rss_bytes");
+	json_object_del(json_object_get(r, "data"), "from_cache");
+	json_object_del(tr, "step_ms");
+	json_object_del(tr, "forward_ms");
+	json_object_del(tr, "backward_ms");
+}
+
+Test(record, deterministic_on_cpu, .timeout = 120)
+{
+	const char *methods[] = {"checkpoint", "deq"};
+	for (int i = 0; i < 2; i++) {
+		struct bench_config c;
+		json_t *a, *b;
+		char *sa, *sb;
+		struct run_meta meta = {NULL, 0, 0, 0, 1};
+		tiny_config(&c, methods[i]);
+		cr_assert_eq(runner_run(&c, &meta, &a), RUN_OK);
+		cr_assert_eq(runner_run(&c, &meta, &b), RUN_OK);
+		drop_volatile(a);
+		drop_volatile(b);
+		/* same seed, one thread: every loss, norm, residual, count
+		 * and perplexity is bit-identical */
+		sa = json_dumps(a, JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+		sb = json_dumps(b, JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+		cr_assert_str_eq(sa, sb, "%s: records differ", methods[i]);
+		free(sa);
+		free(sb);
+		json_decref(a);
+		json_decref(b);
+	}
+}
+
+/* Linear warmup over lr_warmup steps, then cosine decay: with lr=1e-3,
+ * lr_warmup=2, steps=6 the rates are 0.5, 1, then (1+cos(pi p))/2 for
+ * p = 0, 1/4, 2/4, 3/4 (x 1e-3). */
+Test(record, lr_schedule, .timeout = 60)
+{
+	struct bench_config c;
+	json_t *r;
+	struct run_meta meta = {NULL, 0, 0, 0, 1};
+	const double want[6] = {0.5, 1,
+				1,   0.5 * (1 + cos(M_PI / 4)),
+				0.5, 0.5 * (1 + cos(3 * M_PI / 4))};
+	tiny_config(&c, "unroll");
+	cr_assert_eq(c.lr_warmup, 2);
+	c.lr = 1e-3;
+	cr_assert_eq(runner_run(&c, &meta, &r), RUN_OK);
+	for (int i = 0; i < 6; i++)
+		cr_assert_float_eq(
+		    json_number_value(json_array_get(at(r, "trace.lr"), i)),
+		    1e-3 * want[i], 1e-15, "step %d", i + 1);
+	json_decref(r);
+}
+
+/* A run that fails in setup still gives a record of the documented shape. */
+Test(record, error_record_matches_schema, .timeout = 60)
+{
+	struct bench_config c;
+	json_t *r;
+	char err[512];
+	struct run_meta meta = {NULL, 0, 0, 0, 1};
+	make_tmpdir();
+	tiny_config(&c, "unroll");
+	cr_assert_eq(config_set(&c, "corpus", "text", err, sizeof(err)), 0);
+	cr_assert_eq(config_set(&c, "data_dir", tmpdir, err, sizeof(err)), 0);
+	cr_assert_eq(runner_run(&c, &meta, &r), RUN_ERROR);
+	cr_assert_str_eq(json_string_value(at(r, "status")), "error");
+	cr_assert(strstr(json_string_value(at(r, "message")), "train.txt"),
+		  "%s", json_string_value(at(r, "message")));
+	cr_assert(json_is_null(at(r, "timing")));
+	check_schema(r);
+	json_decref(r);
+}
+
+/* Word-level text in a temp dir: 3 files, vocabulary from the train split. */
+static void write_text_corpus(const char *dir)
+{
+	static const char *const words[] = {
+	    "the", "cat", "sat", "on",	  "a",	   "mat", "and",
+	    "dog", "ran", "to",	 "house", "green", "big", "red"};
+	const char *names[] = {"train.txt", "valid.txt", "test.txt"};
+	const int lines[] = {300, 40, 40};
+	unsigned x = 12345;
+	for (int k = 0; k < 3; k++) {
+		char p[600];
+		FILE *f;
+		snprintf(p, sizeof(p), "%s/%s", dir, names[k]);
+		f = fopen(p, "w");
+		cr_assert_not_null(f);
+		for (int l = 0; l < lines[k]; l++) {
+			for (int w = 0; w < 8; w++) {
+				x = x * 1103515245u + 12345u;
+				fprintf(f, "%s%s", w ? " " : "",
+					words[(x >> 16) % 14]);
+			}
+			/* one word only the test split has: <unk> there */
+			fprintf(f, "%s\n", k == 2 && l == 0 ? " zebra" : "");
+		}
+		fclose(f);
+	}
+}
+
+Test(data_path, vocab_from_corpus_or_key, .timeout = 60)
+{
+	struct bench_config c;
+	char err[512];
+	int V;
+	make_tmpdir();
+	write_text_corpus(tmpdir);
+	tiny_config(&c, "unroll");
+	config_set(&c, "corpus", "text", err, sizeof(err));
+	config_set(&c, "data_dir", tmpdir, err, sizeof(err));
+	c.model.vocab_size = 0;
+	cr_assert_eq(runner_resolve_vocab(&c, &V, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(V, 16, "<eos>, <unk> and 14 training words");
+	c.model.vocab_size = 20; /* larger: allowed, rows never seen */
+	cr_assert_eq(runner_resolve_vocab(&c, &V, err, sizeof(err)), 0);
+	cr_assert_eq(V, 20);
+	c.model.vocab_size = 10; /* smaller than the corpus: refused */
+	cr_assert_eq(runner_resolve_vocab(&c, &V, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "vocab_size=10") && strstr(err, "16"), "%s", err);
+	config_set(&c, "corpus", "synthetic", err, sizeof(err));
+	c.model.vocab_size = 0;
+	cr_assert_eq(runner_resolve_vocab(&c, &V, err, sizeof(err)), 0);
+	cr_assert_eq(V, CONFIG_SYNTHETIC_VOCAB);
+}
+
+/* README.md carries the key table; it must be what --help-markdown prints
+ * (regenerate with: deqbench run --help-markdown). */
+Test(config, readme_table_current)
+{
+	const char *root = getenv("DQ_SOURCE_ROOT");
+	char path[1024], *want = NULL, *readme;
+	size_t wlen = 0;
+	FILE *mf = open_memstream(&want, &wlen);
+	cr_assert_not_null(root, "DQ_SOURCE_ROOT must give the source tree");
+	config_print_markdown(mf);
+	fclose(mf);
+	snprintf(path, sizeof(path), "%s/README.md", root);
+	readme = read_all(path, NULL);
+	cr_assert_not_null(readme, "cannot read %s", path);
+	cr_assert(strstr(readme, want),
+		  "README.md's key table is stale; replace it with the output "
+		  "of deqbench run --help-markdown:\n%s",
+		  want);
+	free(want);
+	free(readme);
+}
+
+Test(config, tf32_only_on_cuda)
+{
+	struct bench_config c;
+	char err[512];
+	config_defaults(&c);
+	cr_assert_eq(config_set(&c, "tf32", "true", err, sizeof(err)), 0);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "tf32") && strstr(err, "device=cuda"), "%s", err);
+}
+
+Test(env, pci_local_cpus)
+{
+	json_t *o = env_pci_local_cpus_json("ffff:ff:1f.7");
+	cr_assert(json_is_null(json_object_get(o, "local_cpus")));
+	cr_assert(json_is_string(json_object_get(o, "note")));
+	json_decref(o);
+	/* any PCI device of this machine: a cpulist from hwloc or sysfs */
+	{
+		FILE *p =
+		    popen("ls /sys/bus/pci/devices 2>/dev/null | head -1", "r");
+		char id[64] = "";
+		if (p) {
+			if (!fgets(id, sizeof(id), p))
+				id[0] = 0;
+			pclose(p);
+		}
+		id[strcspn(id, "\n")] = 0;
+		if (!id[0]) {
+			cr_log_info("no PCI devices visible; skipped");
+			return;
+		}
+		o = env_pci_local_cpus_json(id);
+		cr_assert(json_is_string(json_object_get(o, "local_cpus")),
+			  "%s: %s", id,
+			  json_string_value(json_object_get(o, "note")));
+		cr_assert(isdigit((unsigned char)json_string_value(
+		    json_object_get(o, "local_cpus"))[0]));
+		json_decref(o);
+	}
+}
+
+Test(record, stats_and_append)
+{
+	double x[] = {5, 1, 4, 2, 3};
+	json_t *s = record_stats_json(x, 5), *r, *arr = json_array();
+	char p[512], err[512];
+	cr_assert_float_eq(json_real_value(json_object_get(s, "median")), 3,
+			   1e-12);
+	cr_assert_float_eq(json_real_value(json_object_get(s, "p10")), 1.4,
+			   1e-12);
+	cr_assert_float_eq(json_real_value(json_object_get(s, "p90")), 4.6,
+			   1e-12);
+	cr_assert_float_eq(json_real_value(json_object_get(s, "mean")), 3,
+			   1e-12);
+	json_decref(s);
+	make_tmpdir();
+	tpath(p, sizeof(p), "a/b/r.jsonl");
+	cr_assert_eq(record_check_out(p, err, sizeof(err)), 0, "%s", err);
+	r = record_new();
+	cr_assert_eq(record_append(p, r, err, sizeof(err)), 0);
+	cr_assert_eq(record_append(p, r, err, sizeof(err)), 0);
+	cr_assert_eq(record_read_jsonl(p, arr, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(json_array_size(arr), 2);
+	cr_assert(json_equal(json_array_get(arr, 0), r));
+	cr_assert_eq(
+	    record_check_out("/proc/nonexistent/x.jsonl", err, sizeof(err)),
+	    -1);
+	json_decref(r);
+	json_decref(arr);
+}
+
+/* ------------------------------------------------------------ end to end */
+
+static const char *deqbench(void)
+{
+	const char *p = getenv("DQ_DEQBENCH");
+	cr_assert_not_null(p, "DQ_DEQBENCH must give the deqbench binary");
+	return p;
+}
+
+/* Runs deqbench with args (NULL-terminated); stdout/stderr go to files in
+ * tmpdir. Returns the exit status. */
+static int run_cli(const char *const *args, char *err_text, size_t errlen)
+{
+	char *argv[64];
+	char out_p[512], err_p[512];
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int st, n = 0;
+	char *e;
+
+	argv[n++] = (char *)deqbench();
+	for (int i = 0; args[i]; i++)
+		argv[n++] = (char *)args[i];
+	argv[n] = NULL;
+	tpath(out_p, sizeof(out_p), "stdout.txt");
+	tpath(err_p, sizeof(err_p), "stderr.txt");
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, out_p,
+					 O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	posix_spawn_file_actions_addopen(&fa, 2, err_p,
+					 O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0);
+	posix_spawn_file_actions_destroy(&fa);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	e = read_all(err_p, NULL);
+	if (err_text)
+		snprintf(err_text, errlen, "%s", e ? e : "");
+	free(e);
+	cr_assert(WIFEXITED(st), "deqbench died");
+	return WEXITSTATUS(st);
+}
+
+#define TINY                                                                   \
+	"corpus=synthetic", "d_model=16", "n_heads=2", "d_ff=32", "seq_len=8", \
+	    "batch_size=4", "layers=3", "steps=4", "warmup_steps=1",           \
+	    "eval_tokens=32", "threads=1"
+
+Test(cli, tiny_run_appends_one_line, .timeout = 120)
+{
+	char out[512], arg[600], err[4096];
+	char *text;
+	size_t len;
+	json_t *arr = json_array();
+	make_tmpdir();
+	tpath(out, sizeof(out), "res/runs.jsonl");
+	snprintf(arg, sizeof(arg), "out=%s", out);
+	{
+		const char *a[] = {"run", TINY, "method=deq", arg, NULL};
+		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
+	}
+	{
+		const char *a[] = {"run", TINY, "method=unroll", arg, NULL};
+		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
+	}
+	text = read_all(out, &len);
+	cr_assert_not_null(text);
+	cr_assert_eq(text[len - 1], '\n');
+	cr_assert_eq(record_read_jsonl(out, arr, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(json_array_size(arr), 2);
+	cr_assert_str_eq(json_string_value(
+			     json_object_get(json_array_get(arr, 0), "status")),
+			 "ok");
+	{
+		const char *a[] = {"report", out, NULL};
+		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
+	}
+	free(text);
+	json_decref(arr);
+}
+
+/* The real data path end to end: corpus=text from a temp dir, the
+ * vocabulary taken from the corpus, perplexity over real valid/test
+ * tokens, and the one-line summary on stdout. */
+Test(cli, text_corpus_run, .timeout = 120)
+{
+	char out[512], a1[600], a2[600], err[4096], so[600];
+	json_t *arr = json_array(), *r;
+	char *text;
+	make_tmpdir();
+	write_text_corpus(tmpdir);
+	tpath(out, sizeof(out), "runs.jsonl");
+	snprintf(a1, sizeof(a1), "out=%s", out);
+	snprintf(a2, sizeof(a2), "data_dir=%s", tmpdir);
+	{
+		const char *a[] = {"run",
+				   "corpus=text",
+				   a2,
+				   "d_model=16",
+				   "n_heads=2",
+				   "d_ff=32",
+				   "seq_len=8",
+				   "batch_size=4",
+				   "layers=2",
+				   "steps=5",
+				   "warmup_steps=1",
+				   "eval_tokens=1000000",
+				   "threads=1",
+				   a1,
+				   NULL};
+		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
+	}
+	cr_assert_eq(record_read_jsonl(out, arr, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(json_array_size(arr), 1);
+	r = json_array_get(arr, 0);
+	check_schema(r);
+	cr_assert_str_eq(json_string_value(at(r, "status")), "ok");
+	cr_assert_str_eq(json_string_value(at(r, "data.corpus")), "text");
+	cr_assert_eq(json_integer_value(at(r, "data.vocab_size")), 16);
+	cr_assert_eq(json_integer_value(at(r, "model.vocab_size")), 16);
+	cr_assert_eq(json_integer_value(at(r, "data.train_tokens")), 300 * 9);
+	cr_assert_eq(json_integer_value(at(r, "data.valid_tokens")), 40 * 9);
+	/* valid: 4 streams of 90 tokens, (90 - 1) / 8 = 11 windows of 8
+	 * targets each: 4 * 8 * 11 tokens however large eval_tokens is */
+	cr_assert_eq(json_integer_value(at(r, "quality.valid_eval_tokens")),
+		     352);
+	cr_assert_eq(json_integer_value(at(r, "quality.test_eval_tokens")),
+		     352);
+	/* 16 words: an untrained model is near uniform (ppl ~ 16); exp of a
+	 * mean loss cannot be below 1 */
+	cr_assert(json_number_value(at(r, "quality.valid_ppl")) > 1 &&
+		      json_number_value(at(r, "quality.valid_ppl")) < 64,
+		  "%g", json_number_value(at(r, "quality.valid_ppl")));
+	cr_assert_float_eq(json_number_value(at(r, "quality.valid_ppl")),
+			   exp(json_number_value(at(r, "quality.valid_loss"))),
+			   1e-9 *
+			       json_number_value(at(r, "quality.valid_ppl")));
+	tpath(so, sizeof(so), "stdout.txt");
+	text = read_all(so, NULL);
+	cr_assert(strstr(text, "ok: transformer unroll") &&
+		      strstr(text, "valid ppl") && strstr(text, "| group |"),
+		  "stdout: %s", text);
+	free(text);
+	json_decref(arr);
+}
+
+Test(cli, suite_dry_run_and_shards, .timeout = 120)
+{
+	char suite_p[512], out[512], arg[600], err[4096];
+	json_t *arr = json_array();
+	make_tmpdir();
+	tpath(suite_p, sizeof(suite_p), "s.json");
+	tpath(out, sizeof(out), "s.jsonl");
+	write_text(suite_p,
+		   "{\"name\":\"t\",\"base\":{\"corpus\":\"synthetic\","
+		   "\"d_model\":16,\"n_heads\":2,\"d_ff\":32,\"seq_len\":8,"
+		   "\"batch_size\":4,\"steps\":3,\"warmup_steps\":1,"
+		   "\"eval_tokens\":32,\"threads\":1},"
+		   "\"axes\":{\"method\":[\"unroll\",\"checkpoint\",\"deq\"],"
+		   "\"layers\":[2,4]},\"exclude\":[{\"method\":\"deq\","
+		   "\"layers\":4}]}");
+	snprintf(arg, sizeof(arg), "out=%s", out);
+	{
+		const char *a[] = {"suite", suite_p, "--dry-run", arg, NULL};
+		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
+	}
+	{
+		const char *a[] = {"suite", suite_p, "--shard",
+				   "0/2",   arg,     NULL};
+		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
+	}
+	{
+		const char *a[] = {"suite", suite_p, "--shard",
+				   "1/2",   arg,     NULL};
+		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
+	}
+	cr_assert_eq(record_read_jsonl(out, arr, err, sizeof(err)), 0);
+	cr_assert_eq(json_array_size(arr), 5);
+	{
+		int seen[5] = {0};
+		size_t i;
+		json_t *r;
+		json_array_foreach(arr, i, r)
+		{
+			int idx = (int)json_integer_value(json_object_get(
+			    json_object_get(r, "suite"), "index"));
+			cr_assert(idx >= 0 && idx < 5);
+			seen[idx]++;
+		}
+		for (int k = 0; k < 5; k++)
+			cr_assert_eq(seen[k], 1, "run %d ran %d times", k,
+				     seen[k]);
+	}
+	json_decref(arr);
+}
+
+/* Every bad input: exit 2, one line on stderr, results file untouched. */
+static void expect_bad(const char *const *args, const char *results,
+		       const char *must_contain)
+{
+	char err[4096];
+	size_t n0, n1;
+	char *before = read_all(results, &n0), *after;
+	int rc = run_cli(args, err, sizeof(err));
+	char *nl = strchr(err, '\n');
+	cr_assert_eq(rc, 2, "%s %s: exit %d, stderr: %s", args[0], args[1], rc,
+		     err);
+	cr_assert(nl && nl[1] == 0, "one line expected, got: %s", err);
+	if (must_contain)
+		cr_assert(strstr(err, must_contain), "'%s' not in: %s",
+			  must_contain, err);
+	after = read_all(results, &n1);
+	cr_assert_eq(n0, n1);
+	cr_assert_eq(memcmp(before, after, n0), 0, "results file changed");
+	free(before);
+	free(after);
+}
+
+Test(cli, bad_input_exits_2, .timeout = 120)
+{
+	char res[512], arg[600], cfgp[512], badjson[512], suitep[512];
+	make_tmpdir();
+	tpath(res, sizeof(res), "keep.jsonl");
+	write_text(res, "{\"schema\":1,\"status\":\"ok\"}\n");
+	snprintf(arg, sizeof(arg), "out=%s", res);
+	tpath(cfgp, sizeof(cfgp), "bad.json");
+	write_text(cfgp, "{\"layers\": 4,\n  \"steps\": ,}\n");
+	tpath(badjson, sizeof(badjson), "badtype.json");
+	write_text(badjson, "{\"layers\": \"abc\"}\n");
+	tpath(suitep, sizeof(suitep), "badsuite.json");
+	write_text(suitep, "{\"axes\": {\"method\": [\"unroll\", \"dq\"]}}");
+	{
+		const char *a[] = {"run", TINY, "layers=abc", arg, NULL};
+		expect_bad(a, res, "layers");
+	}
+	{
+		const char *a[] = {"run", TINY, "lyers=3", arg, NULL};
+		expect_bad(a, res, "layers");
+	}
+	{
+		const char *a[] = {"run", TINY, "layers=0", arg, NULL};
+		expect_bad(a, res, "layers");
+	}
+	{
+		const char *a[] = {"run", cfgp, arg, NULL};
+		expect_bad(a, res, ":2:");
+	}
+	{
+		const char *a[] = {"run", badjson, arg, NULL};
+		expect_bad(a, res, "badtype.json");
+	}
+	{
+		const char *a[] = {"run", "/nonexistent/cfg.json", arg, NULL};
+		expect_bad(a, res, "cfg.json");
+	}
+	{
+		const char *a[] = {"suite", suitep, arg, NULL};
+		expect_bad(a, res, "dq");
+	}
+	{
+		const char *a[] = {
+		    "run", TINY, "corpus=brown", "data_dir=/nonexistent/data",
+		    arg,   NULL};
+		expect_bad(a, res, "scripts/fetch-brown.sh");
+	}
+	{
+		const char *a[] = {"run",	 TINY,
+				   "corpus=ptb", "data_dir=/nonexistent/data",
+				   arg,		 NULL};
+		expect_bad(a, res, "ptb.train.txt");
+	}
+	{
+		const char *a[] = {"run", TINY, "tf32=true", arg, NULL};
+		expect_bad(a, res, "tf32");
+	}
+	{
+		const char *a[] = {"suite", suitep, "--shard",
+				   "2/2",   arg,    NULL};
+		expect_bad(a, res, "2/2");
+	}
+	{
+		const char *a[] = {"suite", suitep, "--bogus", arg, NULL};
+		expect_bad(a, res, "--bogus");
+	}
+	{
+		const char *a[] = {"run", TINY, "--bogus", arg, NULL};
+		expect_bad(a, res, "--bogus");
+	}
+	{
+		const char *a[] = {"frobnicate", NULL};
+		expect_bad(a, res, "frobnicate");
+	}
+	{
+		const char *a[] = {"run", TINY, "out=/proc/deqbench/x.jsonl",
+				   NULL};
+		expect_bad(a, res, "out=");
+	}
+}
+
+/* ------------------------------------------------------ params and grad */
+
+/* Minimal safetensors writer: tensors given as (name, dtype, ndim, shape,
+ * data, bytes). */
+struct st_tensor {
+	const char *name, *dtype;
+	int ndim;
+	int64_t shape[3];
+	const void *data;
+	size_t bytes;
+};
+
+static void st_write(const char *path, const struct st_tensor *t, int n)
+{
+	json_t *h = json_object();
+	size_t off = 0;
+	char *hs;
+	uint64_t hl;
+	FILE *f;
+	for (int i = 0; i < n; i++) {
+		json_t *e = json_object(), *sh = json_array();
+		for (int k = 0; k < t[i].ndim; k++)
+			json_array_append_new(sh, json_integer(t[i].shape[k]));
+		json_object_set_new(e, "dtype", json_string(t[i].dtype));
+		json_object_set_new(e, "shape", sh);
+		json_object_set_new(e, "data_offsets",
+				    json_pack("[I,I]", (json_int_t)off,
+					      (json_int_t)(off + t[i].bytes)));
+		json_object_set_new(h, t[i].name, e);
+		off += t[i].bytes;
+	}
+	hs = json_dumps(h, JSON_COMPACT);
+	hl = strlen(hs);
+	f = fopen(path, "wb");
+	cr_assert_not_null(f);
+	fwrite(&hl, 8, 1, f); /* little-endian hosts only (x86, arm) */
+	fwrite(hs, 1, hl, f);
+	for (int i = 0; i < n; i++)
+		fwrite(t[i].data, 1, t[i].bytes, f);
+	fclose(f);
+	free(hs);
+	json_decref(h);
+}
+
+/* Reads a safetensors file: header (new ref) and the data section. */
+static json_t *st_read(const char *path, char **data)
+{
+	size_t len;
+	char *buf = read_all(path, &len);
+	uint64_t hl;
+	json_t *h;
+	cr_assert_not_null(buf, "cannot read %s", path);
+	cr_assert_geq(len, 8);
+	memcpy(&hl, buf, 8);
+	cr_assert_leq(8 + hl, len);
+	h = json_loadb(buf + 8, hl, 0, NULL);
+	cr_assert_not_null(h, "bad header in %s", path);
+	*data = malloc(len - 8 - hl + 1);
+	memcpy(*data, buf + 8 + hl, len - 8 - hl);
+	free(buf);
+	return h;
+}
+
+static const float *st_get(json_t *h, const char *data, const char *name,
+			   size_t *numel)
+{
+	json_t *e = json_object_get(h, name);
+	cr_assert_not_null(e, "tensor %s missing", name);
+	cr_assert_str_eq(json_string_value(json_object_get(e, "dtype")), "F32");
+	*numel = (size_t)(json_integer_value(json_array_get(
+			      json_object_get(e, "data_offsets"), 1)) -
+			  json_integer_value(json_array_get(
+			      json_object_get(e, "data_offsets"), 0))) /
+		 4;
+	return (const float *)(data +
+			       json_integer_value(json_array_get(
+				   json_object_get(e, "data_offsets"), 0)));
+}
+
+#define GRAD_CFG                                                               \
+	"corpus=synthetic", "d_model=16", "n_heads=2", "d_ff=24", "seq_len=6", \
+	    "vocab_size=40", "layers=3", "threads=1"
+
+static void write_tokens(const char *path, int B, int T, int V)
+{
+	int32_t *tok = malloc(sizeof(int32_t) * (size_t)B * (T + 1));
+	struct st_tensor t = {"tokens", "I32",
+			      2,	{B, T + 1},
+			      tok,	sizeof(int32_t) * (size_t)B * (T + 1)};
+	for (int i = 0; i < B * (T + 1); i++)
+		tok[i] = (i * 7 + 3) % V;
+	st_write(path, &t, 1);
+	free(tok);
+}
+
+/* Grad via the CLI (params init, grad: files through safetensors) equals
+ * the gradient computed in process for every model kind this build has
+ * (a kind whose model_create fails, e.g. not yet implemented, is skipped
+ * with a message) and a method with and without a solver. */
+Test(cli, grad_matches_in_process, .timeout = 300)
+{
+	const char *models[] = {"transformer", "tanh_cell", "trellisnet"};
+	const char *methods[] = {"checkpoint", "deq"};
+	char pp[512], tp[512], gp[512], a1[600], a2[600], a3[600], err[4096];
+	make_tmpdir();
+	tpath(pp, sizeof(pp), "p.safetensors");
+	tpath(tp, sizeof(tp), "t.safetensors");
+	tpath(gp, sizeof(gp), "g.safetensors");
+	write_tokens(tp, 3, 6, 40);
+	for (int ki = 0; ki < 3; ki++) {
+		char karg[64];
+		struct bench_config c;
+		struct run_ctx rc;
+		char e2[512];
+		const char *gcfg[] = {GRAD_CFG, NULL};
+		snprintf(karg, sizeof(karg), "model=%s", models[ki]);
+		config_defaults(&c);
+		for (int i = 0; gcfg[i]; i++)
+			config_set_arg(&c, gcfg[i], e2, sizeof(e2));
+		if (config_set_arg(&c, karg, e2, sizeof(e2)) != 0 ||
+		    runner_ctx_create(&rc, &c, 40, e2, sizeof(e2)) != 0) {
+			cr_log_info("model=%s skipped: %s", models[ki], e2);
+			continue;
+		}
+		runner_ctx_destroy(&rc);
+		snprintf(a1, sizeof(a1), "out=%s", pp);
+		{
+			const char *a[] = {"params", "init", GRAD_CFG, karg,
+					   "seed=7", a1,     NULL};
+			cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s",
+				     err);
+		}
+		snprintf(a1, sizeof(a1), "params=%s", pp);
+		snprintf(a2, sizeof(a2), "tokens=%s", tp);
+		snprintf(a3, sizeof(a3), "out=%s", gp);
+		for (int mi = 0; mi < 2; mi++) {
+			char marg[64];
+			char *data;
+			json_t *h;
+			double loss, *g;
+			int32_t tok[3 * 7];
+			size_t n;
+			const float *fl;
+			snprintf(marg, sizeof(marg), "method=%s", methods[mi]);
+			{
+				const char *a[] = {"grad", GRAD_CFG, karg,
+						   marg,   a1,	     a2,
+						   a3,	   NULL};
+				cr_assert_eq(run_cli(a, err, sizeof(err)), 0,
+					     "%s %s: %s", karg, marg, err);
+			}
+			/* in process: same config, B and T from the tokens */
+			config_defaults(&c);
+			for (int i = 0; gcfg[i]; i++)
+				config_set_arg(&c, gcfg[i], e2, sizeof(e2));
+			config_set_arg(&c, karg, e2, sizeof(e2));
+			config_set_arg(&c, marg, e2, sizeof(e2));
+			c.model.batch_size = 3;
+			cr_assert_eq(
+			    runner_ctx_create(&rc, &c, 40, e2, sizeof(e2)), 0,
+			    "%s", e2);
+			cr_assert_eq(
+			    runner_load_params(&rc, pp, e2, sizeof(e2)), 0,
+			    "%s", e2);
+			for (int i = 0; i < 3 * 7; i++)
+				tok[i] = (i * 7 + 3) % 40;
+			cr_assert_eq(
+			    runner_grad_step(&rc, tok, &loss, e2, sizeof(e2)),
+			    0);
+			g = malloc(sizeof(double) * rc.m->n_param_elems);
+			rc.be->ops->download(rc.be->ctx, g, rc.m->grad_buf,
+					     rc.m->n_param_elems);
+			h = st_read(gp, &data);
+			fl = st_get(h, data, "loss", &n);
+			cr_assert_eq(n, 1);
+			cr_assert_float_eq(fl[0], (float)loss,
+					   1e-6 * fabs(loss));
+			for (int p = 0; p < rc.m->n_params; p++) {
+				char name[160];
+				const struct model_param *mp = &rc.m->params[p];
+				json_t *sh;
+				double gmax = 0;
+				snprintf(name, sizeof(name), "grad.%s",
+					 mp->name);
+				fl = st_get(h, data, name, &n);
+				cr_assert_eq(n, mp->numel, "%s", name);
+				/* shapes as the model's, 3-D ones included */
+				sh = json_object_get(json_object_get(h, name),
+						     "shape");
+				cr_assert_eq((int)json_array_size(sh), mp->ndim,
+					     "%s", name);
+				for (int k = 0; k < mp->ndim; k++)
+					cr_assert_eq(json_integer_value(
+							 json_array_get(sh, k)),
+						     mp->shape[k], "%s", name);
+				for (size_t i = 0; i < n; i++)
+					gmax =
+					    fmax(gmax, fabs(g[mp->offset + i]));
+				/* same code path, same seed, one thread:
+				 * equal up to float32 rounding of the file */
+				for (size_t i = 0; i < n; i++)
+					cr_assert_float_eq(
+					    fl[i], (float)g[mp->offset + i],
+					    1e-6 * gmax + 1e-30, "%s[%zu]",
+					    name, i);
+			}
+			free(g);
+			free(data);
+			json_decref(h);
+			runner_ctx_destroy(&rc);
+		}
+	}
+}
+
+Test(cli, safetensors_bad_input_exits_2, .timeout = 120)
+{
+	char pp[512], tp[512], gp[512], res[512], a1[600], a2[600], a3[600];
+	char err[4096], *data;
+	json_t *h, *h2;
+	struct st_tensor t[MODEL_MAX_PARAMS];
+	int n = 0;
+	const char *key;
+	json_t *e;
+	make_tmpdir();
+	tpath(pp, sizeof(pp), "p.safetensors");
+	tpath(tp, sizeof(tp), "t.safetensors");
+	tpath(gp, sizeof(gp), "g.safetensors");
+	tpath(res, sizeof(res), "p.safetensors");
+	snprintf(a1, sizeof(a1), "out=%s", pp);
+	{
+		const char *a[] = {"params", "init", GRAD_CFG, a1, NULL};
+		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
+	}
+	write_tokens(tp, 2, 6, 40);
+	/* drop one tensor: block.ff1.bias */
+	h = st_read(pp, &data);
+	h2 = json_object();
+	json_object_foreach(h, key, e)
+	{
+		json_t *off = json_object_get(e, "data_offsets");
+		if (!strcmp(key, "__metadata__") ||
+		    !strcmp(key, "block.ff1.bias"))
+			continue;
+		t[n].name = key;
+		t[n].dtype = json_string_value(json_object_get(e, "dtype"));
+		t[n].ndim = (int)json_array_size(json_object_get(e, "shape"));
+		for (int k = 0; k < t[n].ndim; k++)
+			t[n].shape[k] = json_integer_value(
+			    json_array_get(json_object_get(e, "shape"), k));
+		t[n].data = data + json_integer_value(json_array_get(off, 0));
+		t[n].bytes =
+		    (size_t)(json_integer_value(json_array_get(off, 1)) -
+			     json_integer_value(json_array_get(off, 0)));
+		n++;
+	}
+	tpath(pp, sizeof(pp), "missing.safetensors");
+	st_write(pp, t, n);
+	snprintf(a1, sizeof(a1), "params=%s", pp);
+	snprintf(a2, sizeof(a2), "tokens=%s", tp);
+	snprintf(a3, sizeof(a3), "out=%s", gp);
+	{
+		const char *a[] = {"grad", GRAD_CFG, a1, a2, a3, NULL};
+		expect_bad(a, res, "block.ff1.bias");
+	}
+	/* wrong model size: the shapes do not match d_model=32 */
+	tpath(pp, sizeof(pp), "p.safetensors");
+	snprintf(a1, sizeof(a1), "params=%s", pp);
+	{
+		const char *a[] = {"grad", GRAD_CFG, "d_model=32", a1,
+				   a2,	   a3,	     NULL};
+		expect_bad(a, res, "shape");
+	}
+	/* tokens with the wrong dtype */
+	{
+		float f[14] = {0};
+		struct st_tensor tt = {"tokens", "F32", 2,
+				       {2, 7},	 f,	sizeof(f)};
+		st_write(tp, &tt, 1);
+		const char *a[] = {"grad", GRAD_CFG, a1, a2, a3, NULL};
+		expect_bad(a, res, "tokens");
+	}
+	free(data);
+	json_decref(h);
+	json_decref(h2);
+}
