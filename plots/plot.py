@@ -1,0 +1,469 @@
+#!/usr/bin/python3
+"""plot.py — draws the reviewer-question figures from deqbench records.
+
+usage: /usr/bin/python3 plots/plot.py [--out-dir DIR] FILE.jsonl ...
+       (or plots/plot.sh FILE.jsonl ...)
+
+Run it with Debian's /usr/bin/python3: matplotlib comes from the
+python3-matplotlib package that scripts/setup.sh installs, and a python3
+earlier on PATH (pyenv, a venv) usually lacks it.
+
+For each records file (results/SCHEMA.md) it draws every figure the records
+support, as PNG and SVG beside the file (or in --out-dir), named
+<file stem>.<figure>.{png,svg}:
+
+  memory-vs-depth  peak depth+solver and total memory against depth, log-log,
+                   one line per method (depth = L for unroll and checkpoint,
+                   f_max_iter for deq); needs two depths of one method
+  time-ratio       median step time relative to the unroll row of the same
+                   group (config apart from the method keys, as deqbench
+                   report groups); needs an unroll row and another method
+  memory-ratio     depth+solver and total peak relative to unroll, same groups
+  eps-sweep        deq tolerance ε = f_tol against time per step, valid
+                   perplexity and solver iterations, and time against
+                   perplexity with the Pareto front (lower time and lower
+                   perplexity) marked; needs two f_tol values
+  residuals        residual after each solver iteration of the last training
+                   step, forward and backward (trace.last_fwd_residual_trace,
+                   trace.last_bwd_residual_trace; records run with trace=true)
+
+Records with status other than "ok" are skipped with a note; unknown fields
+are ignored. Repeats (equal config) are combined by the median. Output names
+and SVG ids are deterministic, so rerunning on the same records rewrites the
+same files. Exit status: 0, or 2 for a missing or malformed file.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+
+import records as R
+
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:  # pragma: no cover - depends on the interpreter
+    sys.stderr.write(
+        "plot.py: matplotlib not found: run it with Debian's /usr/bin/python3 "
+        "(package python3-matplotlib, installed by scripts/setup.sh)\n")
+    sys.exit(3)
+
+# Deterministic SVG: fixed id salt, no creation date in either format.
+matplotlib.rcParams["svg.hashsalt"] = "deqbench"
+matplotlib.rcParams["font.size"] = 8
+METADATA = {"svg": {"Date": None}, "png": {"Software": None}}
+
+# Keys variant() already shows; other method keys that vary inside a group
+# are appended to the series label.
+SHOWN_KEYS = {"method", "k", "f_solver", "b_solver", "f_history", "b_history",
+              "anderson_m", "b_mode"}
+
+
+def save(fig, prefix, name, written):
+    for ext in ("png", "svg"):
+        path = f"{prefix}.{name}.{ext}"
+        fig.savefig(path, dpi=150, bbox_inches="tight", metadata=METADATA[ext])
+        written.append(path)
+    plt.close(fig)
+
+
+def title(fig, what, recs):
+    fig.suptitle(f"{what}\n{R.describe(recs)}", fontsize=9)
+
+
+# ---- grouping ----
+
+
+class Run:
+    """One configuration: its repeats' records and medians of what the
+    figures need."""
+
+    def __init__(self, recs):
+        self.recs = recs
+        self.rec = recs[0]
+        med = lambda p: R.median([R.num(r, p) for r in recs])
+        self.step_ms = med("timing.step_ms.median")
+        self.step_p10 = med("timing.step_ms.p10")
+        self.step_p90 = med("timing.step_ms.p90")
+        self.ds = med("memory.peak_depth_solver_bytes")
+        self.tot = med("memory.peak_total_bytes")
+        self.ppl = med("quality.valid_ppl")
+        self.fit = med("solver.forward.iters_mean")
+        self.bit = med("solver.backward.iters_mean")
+        self.group = R.group_key(self.rec)
+        self.series = None  # set by label_series
+
+
+def runs_of(recs):
+    """Records combined into runs (repeats together), in file order."""
+    by, order = {}, []
+    for r in recs:
+        k = R.run_key(r)
+        if k not in by:
+            by[k] = []
+            order.append(k)
+        by[k].append(r)
+    return [Run(by[k]) for k in order]
+
+
+def label_series(runs):
+    """Series label of each run: its method variant plus the method keys
+    that differ between runs of one group and of one method but that
+    variant() does not show (f_tol, f_max_iter, ...)."""
+    extra = set()
+    for i, a in enumerate(runs):
+        for b in runs[i + 1:]:
+            if a.group != b.group or R.method(a.rec) != R.method(b.rec):
+                continue
+            ca, cb = a.rec["config"], b.rec["config"]
+            for k in R.METHOD_KEYS - SHOWN_KEYS:
+                if ca.get(k) != cb.get(k):
+                    extra.add(k)
+    for run in runs:
+        s = R.variant(run.rec)
+        if R.method(run.rec) == "deq":
+            for k in sorted(extra):
+                v = run.rec["config"].get(k)
+                s += f" {k}={R.fmt_g(v) if isinstance(v, float) else v}"
+        run.series = s
+    # checkpoint k=0 resolved to one interval in every run: say which
+    for s in series_order(runs):
+        ks = {R.cfg(r.rec, "k") for r in runs if r.series == s}
+        if s.endswith("k=round(√L)") and len(ks) == 1:
+            for r in runs:
+                if r.series == s:
+                    r.series = f"{s}={next(iter(ks))}"
+
+
+def group_labels(runs):
+    """Text of each group: the non-method keys that differ between groups
+    ("layers=16"), or "all runs" when there is one group."""
+    groups = list(dict.fromkeys(r.group for r in runs))
+    if len(groups) == 1:
+        return groups, {groups[0]: "all runs"}
+    cfgs = {g: json.loads(g) for g in groups}
+    keys = [k for k in cfgs[groups[0]]
+            if any(cfgs[g].get(k) != cfgs[groups[0]].get(k) for g in groups)]
+    # deq rows of the depth suite carry layers = their iteration cap
+    return groups, {g: " ".join(f"{k}={cfgs[g].get(k)}" for k in keys) for g in groups}
+
+
+def series_order(runs):
+    return list(dict.fromkeys(r.series for r in runs))
+
+
+def colours(names):
+    cmap = plt.get_cmap("tab10")
+    return {n: cmap(i % 10) for i, n in enumerate(names)}
+
+
+# ---- figures ----
+
+
+def fig_memory_vs_depth(runs, recs, prefix, written):
+    series = series_order(runs)
+
+    def points(s, attr):
+        return sorted((R.depth_of(r.rec), getattr(r, attr)) for r in runs
+                      if r.series == s and R.depth_of(r.rec) and getattr(r, attr))
+
+    if not any(len(points(s, "tot")) >= 2 for s in series):
+        return False
+    col = colours(series)
+    fig, axes = plt.subplots(1, 2, layout="constrained", figsize=(11, 4.2))
+    for ax, attr, what in ((axes[0], "ds", "depth + solver peak (the paper's figure: "
+                                           "without embeddings)"),
+                           (axes[1], "tot", "total peak (all tracked device memory)")):
+        for s in series:
+            p = points(s, attr)
+            if p:
+                ax.plot([d for d, _ in p], [v / R.MIB for _, v in p], marker="o", ms=3,
+                        color=col[s], label=s)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("depth: layers L (unroll, checkpoint) / iteration cap "
+                      "f_max_iter (deq)")
+        ax.set_ylabel("peak memory (MiB = 2²⁰ bytes)")
+        ax.set_title(what)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=7)
+    title(fig, "Peak training memory against depth (tracked allocator, exact)", recs)
+    save(fig, prefix, "memory-vs-depth", written)
+    return True
+
+
+def ratio_table(runs):
+    """(groups, labels, {(group, series): run}, {group: unroll run}) for the
+    groups that have an unroll run and another method."""
+    groups, labels = group_labels(runs)
+    base = {}
+    for g in groups:
+        u = [r for r in runs if r.group == g and R.method(r.rec) == "unroll"]
+        if u and any(r.group == g and R.method(r.rec) != "unroll" for r in runs):
+            base[g] = u[0]
+    groups = [g for g in groups if g in base]
+    cell = {(r.group, r.series): r for r in runs if r.group in base}
+    return groups, labels, cell, base
+
+
+def bars(ax, groups, labels, cell, series, value, err=None, text=None):
+    """Grouped bars: x = groups, one colour per series; value(g, run) is the
+    bar height, err(g, run) its (low, high) ends, text(g, run, height) the
+    annotation above it."""
+    col = colours(series)
+    present = [s for s in series if any((g, s) in cell for g in groups)]
+    w = 0.8 / max(1, len(present))
+    for i, s in enumerate(present):
+        xs, ys, lo, hi, notes = [], [], [], [], []
+        for j, g in enumerate(groups):
+            r = cell.get((g, s))
+            v = value(g, r) if r else None
+            if v is None:
+                continue
+            xs.append(j + (i - (len(present) - 1) / 2) * w)
+            ys.append(v)
+            notes.append(text(g, r, v) if text else f"{v:.3g}×")
+            if err:
+                a, b = err(g, r)
+                lo.append(v - a if a is not None else 0)
+                hi.append(b - v if b is not None else 0)
+        if not xs:
+            continue
+        ax.bar(xs, ys, w, color=col[s], label=s,
+               yerr=[lo, hi] if err else None, capsize=2, ecolor="0.3")
+        for x, y, t in zip(xs, ys, notes):
+            ax.annotate(t, (x, y), textcoords="offset points",
+                        xytext=(0, 2), ha="center", fontsize=6)
+    ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([labels[g] for g in groups], rotation=20 if len(groups) > 4 else 0)
+    ax.grid(True, axis="y", alpha=0.3)
+
+
+def fig_time_ratio(runs, recs, prefix, written):
+    groups, labels, cell, base = ratio_table(runs)
+    if not groups:
+        return False
+    series = series_order(runs)
+    fig, ax = plt.subplots(layout="constrained",
+                           figsize=(min(14, max(6, 0.6 * len(groups) * len(series))), 4))
+
+    def value(g, r):
+        b = base[g].step_ms
+        return r.step_ms / b if r.step_ms and b else None
+
+    def err(g, r):
+        b = base[g].step_ms
+        return (r.step_p10 / b if r.step_p10 else None, r.step_p90 / b if r.step_p90 else None)
+
+    bars(ax, groups, labels, cell, series, value, err,
+         lambda g, r, v: f"{v:.2f}×\n{r.step_ms:.3g} ms")
+    ax.set_ylabel("median step time / unroll's (×; bars p10–p90 of steps)")
+    ax.set_xlabel("group (config apart from the method keys)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+    n_timed = R.median([R.num(r, "timing.steps_timed") for r in recs])
+    title(fig, f"Training step time relative to unrolled backprop "
+               f"(median of {n_timed:.0f} timed steps)" if n_timed else
+               "Training step time relative to unrolled backprop", recs)
+    save(fig, prefix, "time-ratio", written)
+    return True
+
+
+def fig_memory_ratio(runs, recs, prefix, written):
+    groups, labels, cell, base = ratio_table(runs)
+    if not groups:
+        return False
+    series = series_order(runs)
+    fig, axes = plt.subplots(1, 2, layout="constrained",
+                             figsize=(min(16, max(10, 1.1 * len(groups) * len(series))), 4))
+    for ax, attr, what in ((axes[0], "ds", "depth + solver peak"),
+                           (axes[1], "tot", "total peak")):
+        def value(g, r, attr=attr):
+            b = getattr(base[g], attr)
+            v = getattr(r, attr)
+            return v / b if v is not None and b else None
+
+        bars(ax, groups, labels, cell, series, value,
+             text=lambda g, r, v, attr=attr: f"{v:.3g}×\n{getattr(r, attr) / R.MIB:.3g} MiB")
+        ax.set_ylabel(f"{what} / unroll's (×)")
+        ax.set_xlabel("group (config apart from the method keys)")
+        ax.set_title(what)
+    axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+    title(fig, "Peak training memory relative to unrolled backprop", recs)
+    save(fig, prefix, "memory-ratio", written)
+    return True
+
+
+def pareto(points):
+    """Indices of the points no other point beats in both coordinates
+    (lower is better in each; a tie in both keeps both)."""
+    keep = []
+    for i, (x, y) in enumerate(points):
+        if not any((a <= x and b <= y) and (a < x or b < y) for a, b in points):
+            keep.append(i)
+    return keep
+
+
+def fig_eps(runs, recs, prefix, written):
+    deq = [r for r in runs if R.method(r.rec) == "deq"]
+    if len({R.cfg(r.rec, "f_tol") for r in deq}) < 2:
+        return False
+    groups, glabel = group_labels(deq)
+    key = lambda r: (R.variant(r.rec, with_cap=True)
+                     + ("" if len(groups) == 1 else f" ({glabel[r.group]})"))
+    series = list(dict.fromkeys(key(r) for r in deq))
+    col = colours(series)
+    marks = "osD^v<>"
+    pts = [(r.step_ms, r.ppl) for r in deq]
+    ok = [i for i, p in enumerate(pts) if None not in p]
+    front = {ok[i] for i in pareto([pts[i] for i in ok])}
+
+    fig, axes = plt.subplots(2, 2, layout="constrained", figsize=(11, 8))
+    (a_time, a_ppl), (a_it, a_par) = axes
+    for si, s in enumerate(series):
+        rs = sorted((r for r in deq if key(r) == s), key=lambda r: R.cfg(r.rec, "f_tol"))
+        eps = [R.cfg(r.rec, "f_tol") for r in rs]
+        m = marks[si % len(marks)]
+        for ax, ys in ((a_time, [r.step_ms for r in rs]), (a_ppl, [r.ppl for r in rs])):
+            ax.plot(eps, ys, marker=m, ms=4, color=col[s], label=s)
+        a_it.plot(eps, [r.fit for r in rs], marker=m, ms=4, color=col[s], label=f"{s}: forward")
+        a_it.plot(eps, [r.bit for r in rs], marker=m, ms=4, color=col[s], ls="--",
+                  label=f"{s}: backward")
+        a_par.scatter([r.step_ms for r in rs], [r.ppl for r in rs], marker=m, s=18,
+                      color=col[s], label=s)
+        for r in rs:
+            if r.step_ms and r.ppl:
+                a_par.annotate(f"ε={R.fmt_g(R.cfg(r.rec, 'f_tol'))}", (r.step_ms, r.ppl),
+                               textcoords="offset points", xytext=(3, 2), fontsize=5)
+    fr = sorted((pts[i] for i in front), key=lambda p: p[0])
+    if fr:
+        for ax, idx in ((a_time, 0), (a_ppl, 1)):
+            ax.scatter([R.cfg(deq[i].rec, "f_tol") for i in front],
+                       [pts[i][idx] for i in front], s=80, facecolors="none",
+                       edgecolors="k", lw=1.0, label="Pareto front (time, ppl)")
+        a_par.plot([p[0] for p in fr], [p[1] for p in fr], color="k", lw=1.0,
+                   drawstyle="steps-post", label="Pareto front")
+        a_par.scatter([p[0] for p in fr], [p[1] for p in fr], s=80, facecolors="none",
+                      edgecolors="k", lw=1.0)
+    for ax in (a_time, a_ppl, a_it):
+        ax.set_xscale("log")
+        ax.set_xlabel("tolerance ε = f_tol (relative residual ‖f(z)−z‖/‖f(z)‖)")
+        ax.grid(True, which="both", alpha=0.3)
+    a_time.set_ylabel("time per training step (ms, median)")
+    a_time.set_title("ε against time per step")
+    a_ppl.set_ylabel("valid perplexity (exp of nats per token)")
+    a_ppl.set_title("ε against valid perplexity")
+    a_it.set_ylabel("solver iterations per step (mean)")
+    a_it.set_title("ε against iterations (solid forward, dashed backward)")
+    a_par.set_xlabel("time per training step (ms, median)")
+    a_par.set_ylabel("valid perplexity (exp of nats per token)")
+    a_par.set_title("time against perplexity; Pareto front: black")
+    a_par.grid(True, alpha=0.3)
+    a_time.legend(fontsize=6)
+    a_it.legend(fontsize=5, ncol=2)
+    a_par.legend(fontsize=6)
+    title(fig, "DEQ solver tolerance sweep", recs)
+    save(fig, prefix, "eps-sweep", written)
+    return True
+
+
+def trace_of(rec, name):
+    t = R.get(rec, "trace." + name)
+    if not isinstance(t, list):
+        return []
+    return [x if isinstance(x, (int, float)) and math.isfinite(x) and x > 0 else math.nan
+            for x in t]
+
+
+def fig_residuals(runs, recs, prefix, written):
+    deq = [r for r in runs if R.method(r.rec) == "deq"
+           and (trace_of(r.rec, "last_fwd_residual_trace")
+                or trace_of(r.rec, "last_bwd_residual_trace"))]
+    if not deq:
+        return False
+    styles = ["-", "--", ":", "-."]
+    kinds = list(dict.fromkeys(R.variant(r.rec, with_cap=True) for r in deq))
+    tols = sorted({R.cfg(r.rec, "f_tol") for r in deq})
+    cmap = plt.get_cmap("viridis")
+    fig, axes = plt.subplots(1, 2, layout="constrained", figsize=(12, 4.5))
+    for ax, name, stop, what in (
+            (axes[0], "last_fwd_residual_trace", "f_stop_mode", "forward solve z* = f(z*; u)"),
+            (axes[1], "last_bwd_residual_trace", "b_stop_mode", "backward solve y = y J + ḡ")):
+        modes = set()
+        for r in deq:
+            t = trace_of(r.rec, name)
+            if not t:
+                continue
+            modes.add(R.cfg(r.rec, stop))
+            tol = R.cfg(r.rec, "f_tol")
+            c = cmap(tols.index(tol) / max(1, len(tols) - 1)) if len(tols) > 1 else "C0"
+            kind = R.variant(r.rec, with_cap=True)
+            ax.semilogy(range(1, len(t) + 1), t, color=c,
+                        ls=styles[kinds.index(kind) % len(styles)], lw=1.0,
+                        label=f"{kind} ε={R.fmt_g(tol)}")
+        if len(tols) == 1:
+            ax.axhline(tols[0], color="0.4", lw=0.8, ls="--")
+        mode = modes.pop() if len(modes) == 1 else None
+        ax.set_ylabel({"rel": "relative residual ‖F(x)−x‖ / ‖F(x)‖",
+                       "abs": "absolute residual ‖F(x)−x‖"}.get(
+                           mode, "residual (each run's stop mode)"))
+        ax.set_xlabel("solver iteration (evaluations of F, the first at x₀ = 0)")
+        ax.set_title(what)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=6)
+    title(fig, "Residual after each solver iteration, last training step", recs)
+    save(fig, prefix, "residuals", written)
+    return True
+
+
+FIGURES = (fig_memory_vs_depth, fig_time_ratio, fig_memory_ratio, fig_eps, fig_residuals)
+
+
+def plot_file(path, out_dir):
+    """Draws every figure the records of one file support; returns the
+    paths written."""
+    ok, skipped = R.load([path], note=lambda s: print(s, file=sys.stderr))
+    recs = [r for _, _, r in ok]
+    written = []
+    if not recs:
+        print(f"note: {path}: no records with status ok; nothing drawn", file=sys.stderr)
+        return written
+    prefix = R.stem(path)
+    if out_dir:
+        prefix = os.path.join(out_dir, os.path.basename(prefix))
+    runs = runs_of(recs)
+    label_series(runs)
+    drawn = [f.__name__[4:] for f in FIGURES if f(runs, recs, prefix, written)]
+    if not drawn:
+        print(f"note: {path}: {len(recs)} records support none of the figures "
+              "(see plot.py's header for what each needs)", file=sys.stderr)
+    return written
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(
+        prog="/usr/bin/python3 plots/plot.py",
+        description="Draws memory, time, tolerance and residual figures from deqbench "
+                    "records (results/SCHEMA.md), as PNG and SVG beside each file. "
+                    "Run with Debian's /usr/bin/python3 (python3-matplotlib).")
+    ap.add_argument("files", nargs="+", metavar="FILE.jsonl")
+    ap.add_argument("--out-dir", help="write the figures here instead of beside each file")
+    a = ap.parse_args(argv)
+    if a.out_dir:
+        os.makedirs(a.out_dir, exist_ok=True)
+    try:
+        for path in a.files:
+            for w in plot_file(path, a.out_dir):
+                print(w)
+    except (OSError, ValueError) as e:
+        print(f"plot.py: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,211 @@
+"""records.py — reading deqbench run records (results/SCHEMA.md) for the
+plotting and table scripts in plots/.
+
+Standard library only, so plots/table.py runs on any python3; plots/plot.py
+adds matplotlib. Readers ignore fields they do not know (SCHEMA.md), so
+everything here goes through get(), which turns a missing key or a null into
+None.
+"""
+
+import json
+import math
+import os
+import statistics
+
+MIB = 1048576.0  # bytes per MiB: the memory axes are in MiB (2^20 bytes)
+
+
+def get(obj, path, default=None):
+    """Value at a dotted path ("timing.step_ms.median"); default when a key
+    is missing, a section is null or the value is null."""
+    cur = obj
+    for key in path.split("."):
+        if not isinstance(cur, dict) or cur.get(key) is None:
+            return default
+        cur = cur[key]
+    return cur
+
+
+def num(obj, path):
+    """Finite number at a dotted path, or None."""
+    x = get(obj, path)
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    return float(x) if math.isfinite(x) else None
+
+
+def load(paths, note=print):
+    """Reads JSONL files. Returns (ok, skipped): lists of (path, line, record)
+    with status "ok", and the others. A malformed line raises ValueError
+    naming path:line (a half-written line is a bug: records are appended with
+    one write each). Each skipped record gets one note line."""
+    ok, skipped = [], []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{path}:{lineno}: malformed record: {e}") from e
+                if not isinstance(rec, dict):
+                    raise ValueError(f"{path}:{lineno}: a record must be a JSON object")
+                if rec.get("status") == "ok":
+                    ok.append((path, lineno, rec))
+                else:
+                    skipped.append((path, lineno, rec))
+                    note(
+                        f"note: {path}:{lineno}: skipped, status "
+                        f"{rec.get('status')!r}: {rec.get('message') or 'no message'}"
+                    )
+    return ok, skipped
+
+
+def cfg(rec, key, default=None):
+    """Config key of a record; the method's resolved value where the method
+    section has it (k=0 becomes round(sqrt(L)), f_history=0 becomes
+    f_max_iter)."""
+    v = get(rec, "method." + key)
+    if v is None:
+        v = get(rec, "config." + key, default)
+    return v
+
+
+def method(rec):
+    return get(rec, "config.method", "?")
+
+
+def depth_of(rec):
+    """The depth axis of the depth plots: L for unroll and checkpoint, the
+    forward iteration cap f_max_iter for deq (the number of block
+    applications the solve may make)."""
+    if method(rec) == "deq":
+        return cfg(rec, "f_max_iter")
+    return cfg(rec, "layers")
+
+
+# Method keys (config_key_is_method in bench/config.c: method, k and the deq
+# group) and output-only keys: what is left identifies the experiment a row
+# belongs to, as deqbench report groups rows.
+METHOD_KEYS = {
+    "method", "k", "f_solver", "f_tol", "f_max_iter", "f_stop_mode",
+    "f_history", "b_mode", "b_solver", "b_tol", "b_max_iter", "b_stop_mode",
+    "b_history", "anderson_m", "anderson_lambda", "anderson_beta",
+}
+OUTPUT_KEYS = {"out", "trace", "data_dir"}
+
+
+def group_key(rec):
+    """Config apart from method and output keys (JSON text, sorted): rows
+    with equal keys are compared with the unroll row among them."""
+    c = {k: v for k, v in get(rec, "config", {}).items()
+         if k not in METHOD_KEYS and k not in OUTPUT_KEYS}
+    return json.dumps(c, sort_keys=True)
+
+
+def run_key(rec):
+    """Whole config apart from output keys: records with equal keys are
+    repeats of one configuration."""
+    c = {k: v for k, v in get(rec, "config", {}).items() if k not in OUTPUT_KEYS}
+    return json.dumps(c, sort_keys=True)
+
+
+def variant(rec, with_tol=False, with_cap=False):
+    """Short label of the method as configured, without the depth: what
+    one line of a depth plot or one bar colour stands for."""
+    m = method(rec)
+    if m == "unroll":
+        return "unroll"
+    if m == "checkpoint":
+        k = get(rec, "config.k", 0)
+        return "checkpoint k=round(√L)" if k == 0 else f"checkpoint k={k}"
+    if m != "deq":
+        return m
+    fs, bs = cfg(rec, "f_solver", "?"), cfg(rec, "b_solver", "?")
+    s = "deq " + (fs if fs == bs else f"{fs}/{bs}")
+    if get(rec, "config.b_mode") == "jfb":
+        s += " jfb"
+    if "broyden" in (fs, bs):
+        fh = get(rec, "config.f_history", 0)
+        s += " full history" if fh == 0 else f" history={fh}"
+    if "anderson" in (fs, bs):
+        s += f" m={cfg(rec, 'anderson_m')}"
+    if with_cap:
+        s += f" f_max_iter={cfg(rec, 'f_max_iter')}"
+    if with_tol:
+        s += f" ε={fmt_g(cfg(rec, 'f_tol'))}"
+    return s
+
+
+def fmt_g(x):
+    return "?" if x is None else f"{x:g}"
+
+
+def label(rec):
+    """Method with its depth, as deqbench report prints it."""
+    m = method(rec)
+    if m == "unroll":
+        return f"unroll L={cfg(rec, 'layers')}"
+    if m == "checkpoint":
+        return f"checkpoint L={cfg(rec, 'layers')} k={cfg(rec, 'k')}"
+    return variant(rec, with_tol=True, with_cap=True)
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def device_text(rec):
+    """The device a record ran on: the GPU's name, or the CPU model and
+    threads for device=cpu."""
+    dev = get(rec, "config.device", "?")
+    if dev == "cuda":
+        return f"cuda {get(rec, 'device.name', '?')}"
+    threads = get(rec, "config.threads", 0) or get(rec, "host.online_cpus", "?")
+    return (f"{dev} {get(rec, 'host.cpu_model', '?')} "
+            f"({threads} thread{'' if threads == 1 else 's'})")
+
+
+def describe(recs):
+    """One line saying what was run, from the keys all records share: suite,
+    model, width, depth, device, corpus, batch, steps. Keys that differ are
+    left out (they are on an axis of the figure)."""
+    if not recs:
+        return ""
+
+    def common(f):
+        vals = {json.dumps(f(r), sort_keys=True) for r in recs}
+        return f(recs[0]) if len(vals) == 1 else None
+
+    parts = []
+    suite = common(lambda r: get(r, "suite.name"))
+    if suite:
+        parts.append(suite + ":")
+    model = common(lambda r: get(r, "config.model"))
+    if model:
+        parts.append(model)
+    for key, name in (("d_model", "d_model"), ("layers", "L")):
+        v = common(lambda r, key=key: get(r, "config." + key))
+        if v is not None and (key != "layers" or any(method(r) != "deq" for r in recs)):
+            parts.append(f"{name}={v}")
+    bt = common(lambda r: (get(r, "config.batch_size"), get(r, "config.seq_len")))
+    if bt:
+        parts.append(f"B×T={bt[0]}×{bt[1]}")
+    corpus = common(lambda r: get(r, "config.corpus"))
+    if corpus:
+        parts.append(f"corpus={corpus}")
+    steps = common(lambda r: get(r, "config.steps"))
+    if steps is not None:
+        parts.append(f"{steps} steps")
+    dev = common(device_text)
+    parts.append("· " + (dev if dev else "several devices"))
+    return " ".join(parts)
+
+
+def stem(path):
+    """Output name prefix of a records file: results/x.jsonl -> results/x."""
+    base, ext = os.path.splitext(path)
+    return base if ext == ".jsonl" else path

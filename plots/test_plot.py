@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""test_plot.py — meson test 'plots': plots/plot.py and plots/table.py on
+records that deqbench itself writes.
+
+usage: /usr/bin/python3 plots/test_plot.py DEQBENCH SOURCE_ROOT
+
+Runs a tiny real suite (12 runs of a 2-head d_model=8 transformer on
+synthetic tokens: unroll and checkpoint at L = 2 and 4, deq with Broyden and
+Anderson at caps 2 and 4 and tolerances 0.1 and 1e-3, trace=true), adds one
+copy of a record marked status "error" (what a failed run leaves), then
+checks that plot.py draws all five figures as PNG and SVG, notes the skipped
+record, rewrites byte-identical files on a second run, and fails with exit
+status 2 on a missing file; that table.py prints one row per non-unroll run;
+and that the reviewer-question suites in bench/suites expand to the expected
+number of runs (--dry-run). Exits 77 (meson's skip) when matplotlib is
+missing from this interpreter.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+try:
+    import matplotlib  # noqa: F401  (only checking it is there)
+except ImportError:
+    print("skip: matplotlib missing; install python3-matplotlib (scripts/setup.sh)")
+    sys.exit(77)
+
+FIGURES = ["memory-vs-depth", "time-ratio", "memory-ratio", "eps-sweep", "residuals"]
+
+# The reviewer-question suites and the runs each expands to.
+SUITES = {"gc-vs-deq.json": 3, "gc-vs-deq-trellisnet.json": 4, "depth.json": 81,
+          "eps-sweep.json": 20}
+
+TINY = {
+    "name": "plots-test",
+    "base": {"model": "transformer", "d_model": 8, "n_heads": 2, "d_ff": 16,
+             "seq_len": 8, "batch_size": 2, "corpus": "synthetic", "steps": 3,
+             "warmup_steps": 1, "lr_warmup": 1, "eval_tokens": 64, "threads": 1,
+             "trace": True},
+    "axes": {
+        "method": ["unroll", {"method": "checkpoint", "k": 0},
+                   {"method": "deq", "f_solver": "broyden", "b_solver": "broyden"},
+                   {"method": "deq", "f_solver": "anderson", "b_solver": "anderson"}],
+        "depth": [{"layers": 2, "f_max_iter": 2, "b_max_iter": 2},
+                  {"layers": 4, "f_max_iter": 4, "b_max_iter": 4}],
+        "eps": [{"f_tol": 0.1, "b_tol": 0.1}, {"f_tol": 0.001, "b_tol": 0.001}],
+    },
+    # unroll and checkpoint ignore the tolerance: one run per depth
+    "exclude": [{"method": "unroll", "f_tol": 0.1}, {"method": "checkpoint", "f_tol": 0.1}],
+}
+N_RUNS = 12
+
+
+def fail(msg):
+    print(f"FAIL: {msg}")
+    sys.exit(1)
+
+
+def run(cmd, env=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    return p.returncode, p.stdout, p.stderr
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    deqbench, root = sys.argv[1], sys.argv[2]
+    plot = os.path.join(root, "plots", "plot.py")
+    table = os.path.join(root, "plots", "table.py")
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")  # nothing into plots/
+    py = sys.executable
+
+    for name, n in SUITES.items():
+        rc, out, err = run([deqbench, "suite", os.path.join(root, "bench", "suites", name),
+                            "--dry-run"])
+        if rc != 0:
+            fail(f"{name} --dry-run exited {rc}: {err}")
+        if f"{n} of {n} runs" not in out:
+            fail(f"{name}: expected {n} runs, dry run says: {out.strip().splitlines()[-1]}")
+
+    tmp = tempfile.mkdtemp(prefix="deqbench-plots-")
+    try:
+        suite = os.path.join(tmp, "tiny.json")
+        recs = os.path.join(tmp, "res", "tiny.jsonl")
+        with open(suite, "w") as f:
+            json.dump(TINY, f)
+        rc, out, err = run([deqbench, "suite", suite, f"out={recs}"])
+        if rc != 0:
+            fail(f"deqbench suite exited {rc}: {err[-2000:]}")
+        with open(recs) as f:
+            lines = [json.loads(l) for l in f if l.strip()]
+        if len(lines) != N_RUNS or any(r["status"] != "ok" for r in lines):
+            fail(f"expected {N_RUNS} ok records, got {[r['status'] for r in lines]}")
+        bad = dict(lines[0], status="error", message="marked failed by test_plot.py")
+        with open(recs, "a") as f:
+            f.write(json.dumps(bad) + "\n")
+
+        rc, out, err = run([py, plot, recs], env)
+        if rc != 0:
+            fail(f"plot.py exited {rc}: {err}")
+        if "skipped" not in err or "marked failed by test_plot.py" not in err:
+            fail(f"plot.py did not note the skipped record: {err!r}")
+        stem = recs[: -len(".jsonl")]
+        want = [f"{stem}.{fig}.{ext}" for fig in FIGURES for ext in ("png", "svg")]
+        listed = out.split()
+        for path in want:
+            if path not in listed:
+                fail(f"plot.py did not list {path}; it listed {listed}")
+            if not os.path.isfile(path) or os.path.getsize(path) < 1000:
+                fail(f"{path} missing or nearly empty")
+            with open(path, "rb") as f:
+                head = f.read(8)
+            if path.endswith(".png") and head != b"\x89PNG\r\n\x1a\n":
+                fail(f"{path} is not a PNG")
+            if path.endswith(".svg"):
+                ET.parse(path)  # raises on malformed XML
+        first = {p: open(p, "rb").read() for p in want}
+        rc, _, err = run([py, plot, recs], env)
+        if rc != 0:
+            fail(f"second plot.py run exited {rc}: {err}")
+        for p in want:
+            if open(p, "rb").read() != first[p]:
+                fail(f"{p} differs between two runs on the same records")
+
+        rc, _, err = run([py, plot, os.path.join(tmp, "missing.jsonl")], env)
+        if rc != 2:
+            fail(f"plot.py on a missing file exited {rc}, want 2")
+
+        # one row per run that is not unroll: 2 checkpoint + 8 deq
+        rc, out, err = run([py, table, recs], env)
+        rows = [l for l in out.splitlines() if l.startswith("| transformer")]
+        if rc != 0 or len(rows) != 10:
+            fail(f"table.py: exit {rc}, {len(rows)} rows, want 10:\n{out}{err}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"ok: {len(FIGURES)} figures in PNG and SVG, deterministic; table; "
+          f"{len(SUITES)} suites expand")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
