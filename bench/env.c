@@ -270,5 +270,8 @@ json_t *env_build_json(void)
 	json_object_set_new(o, "blas", json_string(DQ_BLAS));
 	json_object_set_new(o, "sanitize", json_string(DQ_SANITIZE));
 	json_object_set_new(o, "cuda_build", json_boolean(DQ_CUDA_BUILD));
+	const char *wp = getenv("OMP_WAIT_POLICY");
+	json_object_set_new(o, "omp_wait_policy",
+			    wp ? json_string(wp) : json_null());
 	return o;
 }

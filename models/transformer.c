@@ -1,10 +1,11 @@
 /* transformer.c — the post-LN DEQ-Transformer block (Bai, Kolter, Koltun
  * 2019, with learned absolute positions), ../shared/DESIGN.md §Model:
  *
- *   qkv = z Wqkvᵀ + bqkv + u                 (N,3d)  q | k | v, heads
- * contiguous a   = causal MHA(qkv)                     (N,d)   att (B,H,T,T) r1
- * = z + a Woᵀ + bo ;   h = LN1(r1)      (N,d) p   = relu(h W1ᵀ + b1) (N,F) r2
- * = h + p W2ᵀ + b2 ;   f = LN2(r2)      (N,d)
+ *   qkv = z Wqkvᵀ + bqkv + u                 (N,3d)  q | k | v, heads contiguous
+ *   a   = causal MHA(qkv)                     (N,d)   att (B,H,T,T)
+ *   r1  = z + a Woᵀ + bo ;   h = LN1(r1)      (N,d)
+ *   p   = relu(h W1ᵀ + b1)                    (N,F)
+ *   r2  = h + p W2ᵀ + b2 ;   f = LN2(r2)      (N,d)
  *
  * Letters: B batch, T sequence, N = B*T, d width, H heads, F feed-forward
  * width. Weights are PyTorch nn.Linear layouts ([out, in]).
