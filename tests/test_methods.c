@@ -26,6 +26,8 @@
  */
 #include "methods/method.h"
 
+#define DQ_TEST_SEED 7
+#include "test_util.h"
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
@@ -34,26 +36,6 @@
 #include <string.h>
 
 /* ------------------------------------------------------------- helpers */
-
-static uint64_t rng_state = 7;
-
-static double rnd_u01(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
-	return ((double)(z >> 11) + 0.5) * 0x1.0p-53;
-}
-
-static struct backend *make_be(const char *name)
-{
-	struct backend *be = NULL;
-	char err[256] = "";
-	cr_assert_eq(backend_create(&be, name, 1, err, sizeof(err)), 0,
-		     "backend_create(%s): %s", name, err);
-	return be;
-}
 
 struct shape {
 	int B, T, d, H, F, V;

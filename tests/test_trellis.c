@@ -32,6 +32,7 @@
  */
 #include "methods/method.h"
 
+#include "test_util.h"
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
@@ -43,37 +44,6 @@
 #define FD_TOL 1e-6
 
 /* ------------------------------------------------------------- helpers */
-
-static uint64_t rng_state = 1;
-
-static double rnd_u01(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
-	return ((double)(z >> 11) + 0.5) * 0x1.0p-53;
-}
-
-static double rnd_normal(void)
-{
-	return sqrt(-2.0 * log(rnd_u01())) * cos(2.0 * M_PI * rnd_u01());
-}
-
-static void rnd_fill(double *x, size_t n, double std)
-{
-	for (size_t i = 0; i < n; i++)
-		x[i] = std * rnd_normal();
-}
-
-static struct backend *make_be(const char *name)
-{
-	struct backend *be = NULL;
-	char err[256] = "";
-	cr_assert_eq(backend_create(&be, name, 1, err, sizeof(err)), 0,
-		     "backend_create(%s): %s", name, err);
-	return be;
-}
 
 struct shape {
 	int B, T, h, V;
@@ -97,44 +67,6 @@ static struct model *make_model(struct backend *be, struct shape s,
 	cr_assert_eq(model_create(&m, be, &c, err, sizeof(err)), 0,
 		     "model_create: %s", err);
 	return m;
-}
-
-static double *host(size_t n)
-{
-	double *p = calloc(n ? n : 1, sizeof(double));
-	cr_assert_not_null(p);
-	return p;
-}
-
-static void *dev(struct backend *be, size_t n)
-{
-	void *p = backend_alloc(be, n, MEM_DEPTH);
-	cr_assert_not_null(p);
-	return p;
-}
-
-static void up(struct backend *be, void *d, const double *h, size_t n)
-{
-	be->ops->upload(be->ctx, d, h, n);
-}
-
-static void down(struct backend *be, double *h, const void *d, size_t n)
-{
-	be->ops->download(be->ctx, h, d, n);
-}
-
-static double hdot(const double *a, const double *b, size_t n)
-{
-	double s = 0;
-	for (size_t i = 0; i < n; i++)
-		s += a[i] * b[i];
-	return s;
-}
-
-static void assert_finite(const double *x, size_t n, const char *what)
-{
-	for (size_t i = 0; i < n; i++)
-		cr_assert(isfinite(x[i]), "%s[%zu] = %g", what, i, x[i]);
 }
 
 /* Random parameters of O(1) effect, so every gate matters: weights N(0,

@@ -1,0 +1,96 @@
+/* test_util.h — helpers shared by the Criterion tests: a seeded
+ * splitmix64 generator (uniform and normal draws), backend creation, and
+ * host/device buffers in double precision (upload/download convert to the
+ * backend's element type). Header-only, static inline, so each test
+ * executable takes only what it uses. */
+#ifndef DQ_TEST_UTIL_H
+#define DQ_TEST_UTIL_H
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "kernels/backend.h"
+
+/* A test file may pick another starting state by defining DQ_TEST_SEED
+ * before including this header. */
+#ifndef DQ_TEST_SEED
+#define DQ_TEST_SEED 1
+#endif
+static uint64_t rng_state = DQ_TEST_SEED;
+
+/* Uniform in (0, 1), from splitmix64 (Steele et al. 2014). */
+static inline double rnd_u01(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return ((double)(z >> 11) + 0.5) * 0x1.0p-53;
+}
+
+/* Standard normal (Box–Muller). */
+static inline double rnd_normal(void)
+{
+	return sqrt(-2.0 * log(rnd_u01())) * cos(2.0 * M_PI * rnd_u01());
+}
+
+/* x[0..n) ~ N(0, std²). */
+static inline void rnd_fill(double *x, size_t n, double std)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = std * rnd_normal();
+}
+
+/* Backend by name ("cpu", "cpu64", "cuda"); fails the test on error. */
+static inline struct backend *make_be(const char *name)
+{
+	struct backend *be = NULL;
+	char err[256] = "";
+	cr_assert_eq(backend_create(&be, name, 1, err, sizeof(err)), 0,
+		     "backend_create(%s): %s", name, err);
+	return be;
+}
+
+/* n zeroed doubles on the host. */
+static inline double *host(size_t n)
+{
+	double *p = calloc(n ? n : 1, sizeof(double));
+	cr_assert_not_null(p);
+	return p;
+}
+
+/* n elements of the backend's type, tagged MEM_DEPTH. */
+static inline void *dev(struct backend *be, size_t n)
+{
+	void *p = backend_alloc(be, n, MEM_DEPTH);
+	cr_assert_not_null(p);
+	return p;
+}
+
+static inline void up(struct backend *be, void *d, const double *h, size_t n)
+{
+	be->ops->upload(be->ctx, d, h, n);
+}
+
+static inline void down(struct backend *be, double *h, const void *d, size_t n)
+{
+	be->ops->download(be->ctx, h, d, n);
+}
+
+static inline double hdot(const double *a, const double *b, size_t n)
+{
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += a[i] * b[i];
+	return s;
+}
+
+static inline void assert_finite(const double *x, size_t n, const char *what)
+{
+	for (size_t i = 0; i < n; i++)
+		cr_assert(isfinite(x[i]), "%s[%zu] = %g", what, i, x[i]);
+}
+
+#endif
