@@ -208,15 +208,17 @@ static json_t *mem_json(const size_t *v)
 	return o;
 }
 
-/* Mean and max of iterations and final residuals over n steps, and the
- * fraction of steps that converged. Non-finite residuals are left out of
- * the residual figures (the run is then "diverged" anyway). */
-static json_t *solve_json(const double *it, const double *res, const int *conv,
+/* Mean and max of iterations and final residuals over n steps, the
+ * fraction of steps that converged and the number of steps whose solve a
+ * non-finite residual ended. flags[i]: bit 0 converged, bit 1 ended at a
+ * non-finite residual (the method then went on from the best finite
+ * iterate). Non-finite residuals are left out of the residual figures. */
+static json_t *solve_json(const double *it, const double *res, const int *flags,
 			  int n)
 {
 	json_t *o = json_object();
 	double isum = 0, imax = 0, rsum = 0, rmax = 0;
-	int nc = 0, nf = 0;
+	int nc = 0, nf = 0, nnf = 0;
 	for (int i = 0; i < n; i++) {
 		isum += it[i];
 		imax = it[i] > imax ? it[i] : imax;
@@ -225,7 +227,8 @@ static json_t *solve_json(const double *it, const double *res, const int *conv,
 			rmax = res[i] > rmax ? res[i] : rmax;
 			nf++;
 		}
-		nc += conv[i];
+		nc += flags[i] & 1;
+		nnf += (flags[i] >> 1) & 1;
 	}
 	json_object_set_new(o, "steps", json_integer(n));
 	json_object_set_new(o, "iters_mean",
@@ -237,6 +240,7 @@ static json_t *solve_json(const double *it, const double *res, const int *conv,
 			    nf ? json_real(rmax) : json_null());
 	json_object_set_new(o, "converged_fraction",
 			    n ? json_real((double)nc / n) : json_null());
+	json_object_set_new(o, "nonfinite_steps", json_integer(nnf));
 	return o;
 }
 
@@ -334,7 +338,7 @@ static json_t *data_json(const struct corpus *c, const struct batcher *train,
 struct step_log {
 	double *loss, *ms, *fwd_ms, *bwd_ms, *gnorm, *lr;
 	double *f_it, *f_res, *b_it, *b_res, *f_ev, *v_ev, *reads;
-	int *f_conv, *b_conv;
+	int *f_flags, *b_flags; /* solve_json flags */
 };
 
 #define LOG_DOUBLES(l)                                                         \
@@ -351,9 +355,9 @@ static int log_alloc(struct step_log *l, int n)
 	for (size_t i = 0; i < sizeof(d) / sizeof(*d); i++)
 		if (!(*d[i] = calloc((size_t)n, sizeof(double))))
 			return -1;
-	l->f_conv = calloc((size_t)n, sizeof(int));
-	l->b_conv = calloc((size_t)n, sizeof(int));
-	return l->f_conv && l->b_conv ? 0 : -1;
+	l->f_flags = calloc((size_t)n, sizeof(int));
+	l->b_flags = calloc((size_t)n, sizeof(int));
+	return l->f_flags && l->b_flags ? 0 : -1;
 }
 
 static void log_free(struct step_log *l)
@@ -361,8 +365,8 @@ static void log_free(struct step_log *l)
 	double **d[] = LOG_DOUBLES(l);
 	for (size_t i = 0; i < sizeof(d) / sizeof(*d); i++)
 		free(*d[i]);
-	free(l->f_conv);
-	free(l->b_conv);
+	free(l->f_flags);
+	free(l->b_flags);
 }
 
 static double mean_of(const double *x, int n)
@@ -592,10 +596,12 @@ enum run_status runner_run(const struct bench_config *cfg,
 			log.reads[i] = (double)st->host_reads;
 			log.f_it[i] = st->fwd.iters;
 			log.f_res[i] = st->fwd.residual;
-			log.f_conv[i] = st->fwd.converged;
+			log.f_flags[i] = st->fwd.converged | st->fwd.nonfinite
+								 << 1;
 			log.b_it[i] = st->bwd.iters;
 			log.b_res[i] = st->bwd.residual;
-			log.b_conv[i] = st->bwd.converged;
+			log.b_flags[i] = st->bwd.converged | st->bwd.nonfinite
+								 << 1;
 			if (pool.on && measured) {
 				struct backend_pool_stats ps;
 				memset(&ps, 0, sizeof(ps));
@@ -708,12 +714,12 @@ enum run_status runner_run(const struct bench_config *cfg,
 		json_object_set_new(
 		    sv, "forward",
 		    st->has_fwd_solve
-			? solve_json(log.f_it, log.f_res, log.f_conv, ok_steps)
+			? solve_json(log.f_it, log.f_res, log.f_flags, ok_steps)
 			: json_null());
 		json_object_set_new(
 		    sv, "backward",
 		    st->has_bwd_solve
-			? solve_json(log.b_it, log.b_res, log.b_conv, ok_steps)
+			? solve_json(log.b_it, log.b_res, log.b_flags, ok_steps)
 			: json_null());
 		json_object_set_new(sv, "host_reads_per_step",
 				    num_or_null(mean_of(log.reads, ok_steps)));
