@@ -15,6 +15,7 @@
 #endif
 
 #include "dq_build.h"
+#include "dq_git.h"
 
 #ifndef DQ_CFLAGS
 #define DQ_CFLAGS "unknown"

@@ -28,6 +28,7 @@
 #include "config.h"
 #include "data.h"
 #include "dq_build.h"
+#include "dq_git.h"
 #include "env.h"
 #include "record.h"
 #include "runner.h"
