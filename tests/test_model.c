@@ -27,7 +27,6 @@
  */
 #include "models/model.h"
 
-#include "test_util.h"
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
@@ -37,6 +36,8 @@
 
 #define FD_H   1e-6
 #define FD_TOL 1e-6
+
+#include "test_fd.h"
 
 /* ------------------------------------------------------------- helpers */
 
@@ -94,132 +95,6 @@ static void random_params(const struct model *m, double *theta)
 /* State of one FD experiment. Host copies are the truth; every objective
  * evaluation uploads them. lm = 0: φ = <R, f(z; u)>; lm = 1: φ = the LM
  * loss through `layers` block applications from z = 0. */
-struct fx {
-	struct backend *be;
-	struct model *m;
-	int lm, layers;
-	double *z, *u, *R, *theta, *out;
-	void *dz, *du, *dout, *dtmp;
-};
-
-static void fx_init(struct fx *f, struct backend *be, struct model *m, int lm,
-		    int layers)
-{
-	memset(f, 0, sizeof(*f));
-	f->be = be;
-	f->m = m;
-	f->lm = lm;
-	f->layers = layers;
-	f->z = host(m->n_state);
-	f->u = host(m->n_u);
-	f->R = host(m->n_state);
-	f->out = host(m->n_state);
-	f->theta = host(m->n_param_elems);
-	f->dz = dev(be, m->n_state);
-	f->du = dev(be, m->n_u);
-	f->dout = dev(be, m->n_state);
-	f->dtmp = dev(be, m->n_state);
-	rnd_fill(f->z, m->n_state, 1.0);
-	rnd_fill(f->u, m->n_u, 1.0);
-	rnd_fill(f->R, m->n_state, 1.0);
-	random_params(m, f->theta);
-	up(be, m->param_buf, f->theta, m->n_param_elems);
-	up(be, f->dz, f->z, m->n_state);
-	up(be, f->du, f->u, m->n_u);
-}
-
-static void fx_free(struct fx *f)
-{
-	free(f->z);
-	free(f->u);
-	free(f->R);
-	free(f->out);
-	free(f->theta);
-	backend_free(f->be, f->dz);
-	backend_free(f->be, f->du);
-	backend_free(f->be, f->dout);
-	backend_free(f->be, f->dtmp);
-}
-
-/* Loss of the LM: inject, z0 = 0, `layers` applications, head. */
-static double lm_loss(struct fx *f)
-{
-	struct model *m = f->m;
-	model_inject_forward(m);
-	f->be->ops->fill(f->be->ctx, f->dz, 0.0, m->n_state);
-	void *a = f->dz, *b = f->dout;
-	for (int l = 0; l < f->layers; l++) {
-		model_block_forward(m, b, a, m->u, NULL);
-		void *t = a;
-		a = b;
-		b = t;
-	}
-	return model_head_forward(m, a);
-}
-
-static double fx_eval(struct fx *f)
-{
-	struct model *m = f->m;
-	up(f->be, m->param_buf, f->theta, m->n_param_elems);
-	if (f->lm)
-		return lm_loss(f);
-	up(f->be, f->dz, f->z, m->n_state);
-	up(f->be, f->du, f->u, m->n_u);
-	model_block_forward(m, f->dout, f->dz, f->du, NULL);
-	down(f->be, f->out, f->dout, m->n_state);
-	return hdot(f->R, f->out, m->n_state);
-}
-
-static double fd_at(struct fx *f, double *x, size_t i, double h)
-{
-	double x0 = x[i];
-	x[i] = x0 + h;
-	double fp = fx_eval(f);
-	x[i] = x0 - h;
-	double fm = fx_eval(f);
-	x[i] = x0;
-	return (fp - fm) / (2 * h);
-}
-
-/* Checks analytic gradient an[0..n) of φ w.r.t. host array x[0..n) at the
- * coordinates idx (NULL: all); see the header for the tolerance. */
-static void fd_check(struct fx *f, const char *what, double *x,
-		     const double *an, size_t n, const size_t *idx, size_t nidx)
-{
-	size_t cnt = idx ? nidx : n;
-	double amax = 0, num = 0, den = 0;
-	for (size_t k = 0; k < cnt; k++) {
-		double a = fabs(an[idx ? idx[k] : k]);
-		amax = a > amax ? a : amax;
-	}
-	double tol = FD_TOL * (1.0 + amax);
-	int retried = 0;
-	for (size_t k = 0; k < cnt; k++) {
-		size_t i = idx ? idx[k] : k;
-		double fd = fd_at(f, x, i, FD_H);
-		for (double h = FD_H / 16; fabs(fd - an[i]) > tol && h > 1e-9;
-		     h /= 16) {
-			fd = fd_at(f, x, i, h);
-			retried++;
-		}
-		cr_assert(fabs(fd - an[i]) <= tol,
-			  "%s[%zu]: analytic %.12g, finite difference %.12g "
-			  "(tol %.3g)",
-			  what, i, an[i], fd, tol);
-		num += (fd - an[i]) * (fd - an[i]);
-		den += an[i] * an[i];
-	}
-	cr_assert(den > 0,
-		  "%s: gradient identically 0 on the checked "
-		  "coordinates",
-		  what);
-	cr_assert(sqrt(num / den) <= FD_TOL, "%s: relative error %.3g", what,
-		  sqrt(num / den));
-	cr_assert(retried <= (int)(cnt / 20) + 2,
-		  "%s: %d coordinates needed a smaller h", what, retried);
-	/* fx_eval left the device params / inputs at the unperturbed values */
-}
-
 /* ---------------------------------------------------- block vjp vs FD */
 
 static int is_block_param(const char *name)
@@ -234,7 +109,7 @@ static void check_block(enum model_kind kind, struct shape s)
 	struct model *m = make_model(be, kind, s, 7);
 	struct fx f;
 	rng_state = 1000 + (uint64_t)s.d;
-	fx_init(&f, be, m, 0, 1);
+	fx_init(&f, be, m, 0, 1, random_params);
 
 	size_t nd = m->n_state, nu = m->n_u, np = m->n_param_elems;
 	void *tape = dev(be, model_tape_elems(m));
@@ -311,7 +186,7 @@ static void check_flags(enum model_kind kind)
 	struct model *m = make_model(be, kind, odd, 3);
 	struct fx f;
 	rng_state = 77;
-	fx_init(&f, be, m, 0, 1);
+	fx_init(&f, be, m, 0, 1, random_params);
 	size_t nd = m->n_state, nu = m->n_u, np = m->n_param_elems;
 	void *tape = dev(be, model_tape_elems(m));
 	void *gz_in = dev(be, nd), *gz_out = dev(be, nd);
@@ -432,7 +307,7 @@ static void check_lm(enum model_kind kind, struct shape s, int layers)
 	struct fx f;
 	char err[256];
 	rng_state = 4242 + (uint64_t)s.V + (uint64_t)layers;
-	fx_init(&f, be, m, 1, layers);
+	fx_init(&f, be, m, 1, layers, random_params);
 	int32_t *tok = random_tokens(m);
 	cr_assert_eq(model_set_batch(m, tok, err, sizeof(err)), 0, "%s", err);
 

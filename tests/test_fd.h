@@ -1,0 +1,148 @@
+/* test_fd.h — the finite-difference harness shared by the model tests
+ * (test_model.c, test_trellis.c): a fixture holding double-precision host
+ * copies of a block's input z, injection u, a random cotangent R and the
+ * parameters θ, the scalar objective
+ *   φ = R · f(z; u; θ)                          (lm = 0: one block)
+ *   φ = LM loss after `layers` applications     (lm = 1, from z₀ = 0)
+ * evaluated on the backend, central differences of φ, and fd_check, which
+ * compares an analytic gradient with them. The including file defines
+ * FD_H (step) and FD_TOL (tolerance) and justifies them. */
+#ifndef DQ_TEST_FD_H
+#define DQ_TEST_FD_H
+
+#include <string.h>
+
+#include "models/model.h"
+#include "test_util.h"
+
+struct fx {
+	struct backend *be;
+	struct model *m;
+	int lm, layers;
+	double *z, *u, *R, *theta, *out;
+	void *dz, *du, *dout, *dtmp;
+};
+
+/* Fills z, u, R with N(0, 1) draws and θ with init_params (the including
+ * test's choice of O(1) parameters) and uploads θ, z and u. */
+static inline void fx_init(struct fx *f, struct backend *be, struct model *m,
+			   int lm, int layers,
+			   void (*init_params)(const struct model *, double *))
+{
+	memset(f, 0, sizeof(*f));
+	f->be = be;
+	f->m = m;
+	f->lm = lm;
+	f->layers = layers;
+	f->z = host(m->n_state);
+	f->u = host(m->n_u);
+	f->R = host(m->n_state);
+	f->out = host(m->n_state);
+	f->theta = host(m->n_param_elems);
+	f->dz = dev(be, m->n_state);
+	f->du = dev(be, m->n_u);
+	f->dout = dev(be, m->n_state);
+	f->dtmp = dev(be, m->n_state);
+	rnd_fill(f->z, m->n_state, 1.0);
+	rnd_fill(f->u, m->n_u, 1.0);
+	rnd_fill(f->R, m->n_state, 1.0);
+	init_params(m, f->theta);
+	up(be, m->param_buf, f->theta, m->n_param_elems);
+	up(be, f->dz, f->z, m->n_state);
+	up(be, f->du, f->u, m->n_u);
+}
+
+static inline void fx_free(struct fx *f)
+{
+	free(f->z);
+	free(f->u);
+	free(f->R);
+	free(f->out);
+	free(f->theta);
+	backend_free(f->be, f->dz);
+	backend_free(f->be, f->du);
+	backend_free(f->be, f->dout);
+	backend_free(f->be, f->dtmp);
+}
+
+/* Loss of the LM: inject, z0 = 0, `layers` applications, head. */
+static inline double lm_loss(struct fx *f)
+{
+	struct model *m = f->m;
+	model_inject_forward(m);
+	f->be->ops->fill(f->be->ctx, f->dz, 0.0, m->n_state);
+	void *a = f->dz, *b = f->dout;
+	for (int l = 0; l < f->layers; l++) {
+		model_block_forward(m, b, a, m->u, NULL);
+		void *t = a;
+		a = b;
+		b = t;
+	}
+	return model_head_forward(m, a);
+}
+
+static inline double fx_eval(struct fx *f)
+{
+	struct model *m = f->m;
+	up(f->be, m->param_buf, f->theta, m->n_param_elems);
+	if (f->lm)
+		return lm_loss(f);
+	up(f->be, f->dz, f->z, m->n_state);
+	up(f->be, f->du, f->u, m->n_u);
+	model_block_forward(m, f->dout, f->dz, f->du, NULL);
+	down(f->be, f->out, f->dout, m->n_state);
+	return hdot(f->R, f->out, m->n_state);
+}
+
+static inline double fd_at(struct fx *f, double *x, size_t i, double h)
+{
+	double x0 = x[i];
+	x[i] = x0 + h;
+	double fp = fx_eval(f);
+	x[i] = x0 - h;
+	double fm = fx_eval(f);
+	x[i] = x0;
+	return (fp - fm) / (2 * h);
+}
+
+/* Checks analytic gradient an[0..n) of φ w.r.t. host array x[0..n) at the
+ * coordinates idx (NULL: all); see the header for the tolerance. */
+static inline void fd_check(struct fx *f, const char *what, double *x,
+			    const double *an, size_t n, const size_t *idx,
+			    size_t nidx)
+{
+	size_t cnt = idx ? nidx : n;
+	double amax = 0, num = 0, den = 0;
+	for (size_t k = 0; k < cnt; k++) {
+		double a = fabs(an[idx ? idx[k] : k]);
+		amax = a > amax ? a : amax;
+	}
+	double tol = FD_TOL * (1.0 + amax);
+	int retried = 0;
+	for (size_t k = 0; k < cnt; k++) {
+		size_t i = idx ? idx[k] : k;
+		double fd = fd_at(f, x, i, FD_H);
+		for (double h = FD_H / 16; fabs(fd - an[i]) > tol && h > 1e-9;
+		     h /= 16) {
+			fd = fd_at(f, x, i, h);
+			retried++;
+		}
+		cr_assert(fabs(fd - an[i]) <= tol,
+			  "%s[%zu]: analytic %.12g, finite difference %.12g "
+			  "(tol %.3g)",
+			  what, i, an[i], fd, tol);
+		num += (fd - an[i]) * (fd - an[i]);
+		den += an[i] * an[i];
+	}
+	cr_assert(den > 0,
+		  "%s: gradient identically 0 on the checked "
+		  "coordinates",
+		  what);
+	cr_assert(sqrt(num / den) <= FD_TOL, "%s: relative error %.3g", what,
+		  sqrt(num / den));
+	cr_assert(retried <= (int)(cnt / 20) + 2,
+		  "%s: %d coordinates needed a smaller h", what, retried);
+	/* fx_eval left the device params / inputs at the unperturbed values */
+}
+
+#endif
