@@ -44,7 +44,7 @@
  * ~1e-5/(1-ρ) relative and so may the gradients: NMSE ≲ 1e-8 typically;
  * 1e-5 still catches any wrong op (O(1)).
  */
-#include "backend.h"
+#include "test_ops_util.h"
 #include "config.h"
 #include "runner.h"
 
@@ -62,33 +62,6 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static uint64_t rng_state;
-
-static double urand(void) /* splitmix64 -> [-1, 1) */
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	z ^= z >> 31;
-	return (double)(z >> 11) * 0x1.0p-52 - 1.0;
-}
-
-static double *rnd(size_t n, double scale)
-{
-	double *p = malloc((n ? n : 1) * sizeof(double));
-	cr_assert_not_null(p);
-	for (size_t i = 0; i < n; i++)
-		p[i] = scale * urand();
-	return p;
-}
-
-static double *zeros(size_t n)
-{
-	double *p = calloc(n ? n : 1, sizeof(double));
-	cr_assert_not_null(p);
-	return p;
-}
-
 /* "cuda", or skip the test where there is no GPU or no CUDA build. */
 static struct backend *cuda_or_skip(void)
 {
@@ -101,72 +74,6 @@ static struct backend *cuda_or_skip(void)
 		cr_skip_test("%s", err);
 	cr_assert_fail("backend_create(cuda): %s", err);
 	return NULL;
-}
-
-static struct backend *make(const char *name)
-{
-	struct backend *be = NULL;
-	char err[256] = "";
-	cr_assert_eq(backend_create(&be, name, 0, err, sizeof(err)), 0,
-		     "%s: %s", name, err);
-	return be;
-}
-
-/* Device buffers of one run, freed together. */
-struct pool {
-	struct backend *be;
-	void *p[24];
-	int n;
-};
-
-static void *dev_new(struct pool *pl, size_t n, double fill)
-{
-	cr_assert_lt(pl->n, 24);
-	void *p = backend_alloc(pl->be, n, MEM_WORKSPACE);
-	cr_assert_not_null(p);
-	pl->be->ops->fill(pl->be->ctx, p, fill, n);
-	return pl->p[pl->n++] = p;
-}
-
-static void *dev_up(struct pool *pl, const double *h, size_t n)
-{
-	void *p = dev_new(pl, n, 0);
-	pl->be->ops->upload(pl->be->ctx, p, h, n);
-	return p;
-}
-
-static int32_t *dev_ints(struct pool *pl, const int32_t *h, size_t n)
-{
-	cr_assert_lt(pl->n, 24);
-	void *p =
-	    backend_alloc_bytes(pl->be, n * sizeof(int32_t), MEM_WORKSPACE);
-	cr_assert_not_null(p);
-	pl->be->ops->upload_bytes(pl->be->ctx, p, h, n * sizeof(int32_t));
-	return pl->p[pl->n++] = p;
-}
-
-static void pool_free(struct pool *pl)
-{
-	for (int i = 0; i < pl->n; i++)
-		backend_free(pl->be, pl->p[i]);
-	cr_assert_eq(pl->be->mem.n_allocs, 0);
-	pl->n = 0;
-}
-
-static double nmse(const double *a, const double *ref, size_t n)
-{
-	double e = 0, r = 0;
-	for (size_t i = 0; i < n; i++) {
-		e += (a[i] - ref[i]) * (a[i] - ref[i]);
-		r += ref[i] * ref[i];
-	}
-	return e / (r > 1e-300 ? r : 1e-300);
-}
-
-static void assert_finite(const double *a, size_t n, const char *what)
-{
-	for (size_t i = 0; i < n; i++)
-		cr_assert(isfinite(a[i]), "%s[%zu] = %g", what, i, a[i]);
 }
 
 /* ---- ops on three backends ------------------------------------------------
@@ -220,7 +127,7 @@ typedef void (*op_run)(struct pool *pl, const struct shape *s, struct outs *o);
 static void compare_op(const char *op, op_run run, uint64_t seed)
 {
 	struct backend *cu = cuda_or_skip();
-	struct backend *c32 = make("cpu"), *c64 = make("cpu64");
+	struct backend *c32 = make("cpu", 0), *c64 = make("cpu64", 0);
 	for (int si = 0; si < NSHAPES; si++) {
 		const struct shape *s = &SHAPES[si];
 		struct outs a = {0}, b = {0}, r = {0};
@@ -266,12 +173,12 @@ static void run_gemm(struct pool *pl, const struct shape *s, struct outs *o)
 	int M = s->B * s->T, N = s->F, K = s->C;
 	size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
 	double *A = rnd(na, 1), *B = rnd(nb, 1), *C = rnd(nc, 1);
-	void *dA = dev_up(pl, A, na), *dB = dev_up(pl, B, nb);
+	void *dA = pool_up(pl, A, na), *dB = pool_up(pl, B, nb);
 	for (int v = 0; v < 8; v++) {
 		int ta = v & 1, tb = (v >> 1) & 1;
 		double al = v < 4 ? 1.0 : 0.7, be = v < 4 ? 0.0 : -0.4;
 		/* beta = 0: C starts as NaN garbage that must not be read */
-		void *dC = v < 4 ? dev_new(pl, nc, NAN) : dev_up(pl, C, nc);
+		void *dC = v < 4 ? pool_new(pl, nc, NAN) : pool_up(pl, C, nc);
 		op->gemm(pl->be->ctx, ta, tb, M, N, K, al, dA, ta ? M : K, dB,
 			 tb ? K : N, be, dC, N);
 		outs_add(o, pl, names[v], dC, nc);
@@ -294,8 +201,8 @@ static void run_bias(struct pool *pl, const struct shape *s, struct outs *o)
 	int N = s->B * s->T, C = s->V;
 	size_t n = (size_t)N * C;
 	double *x = rnd(n, 1), *b = rnd((size_t)C, 1), *dy = rnd(n, 1);
-	void *dx = dev_up(pl, x, n), *db = dev_up(pl, b, (size_t)C);
-	void *ddy = dev_up(pl, dy, n), *dgb = dev_new(pl, (size_t)C, 0.25);
+	void *dx = pool_up(pl, x, n), *db = pool_up(pl, b, (size_t)C);
+	void *ddy = pool_up(pl, dy, n), *dgb = pool_new(pl, (size_t)C, 0.25);
 	op->bias_forward(pl->be->ctx, dx, db, N, C);
 	op->bias_backward(pl->be->ctx, dgb, ddy, N, C);
 	outs_add(o, pl, "y", dx, n);
@@ -319,8 +226,8 @@ static void run_act(struct pool *pl, const struct shape *s, struct outs *o)
 	size_t n = (size_t)s->B * s->T * s->F;
 	double *x = rnd(n, 3), *g = rnd(n, 1), *w = rnd(n, 1);
 	for (int a = ACT_RELU; a <= ACT_SIGMOID; a++) {
-		void *dx = dev_up(pl, x, n), *y = dev_up(pl, x, n);
-		void *dg = dev_up(pl, g, n);
+		void *dx = pool_up(pl, x, n), *y = pool_up(pl, x, n);
+		void *dg = pool_up(pl, g, n);
 		op->act_forward(pl->be->ctx, (enum act_kind)a, y, y, n);
 		outs_add(o, pl, fn[a], y, n);
 		int uses_x = a == ACT_GELU;
@@ -328,8 +235,8 @@ static void run_act(struct pool *pl, const struct shape *s, struct outs *o)
 				 uses_x ? dx : NULL, uses_x ? NULL : y, n);
 		outs_add(o, pl, bn[a], dg, n);
 	}
-	void *da = dev_up(pl, x, n), *dw = dev_up(pl, w, n);
-	void *dm = dev_new(pl, n, NAN);
+	void *da = pool_up(pl, x, n), *dw = pool_up(pl, w, n);
+	void *dm = pool_new(pl, n, NAN);
 	op->mul(pl->be->ctx, dm, da, dw, n);
 	outs_add(o, pl, "mul", dm, n);
 	pool_free(pl);
@@ -355,16 +262,16 @@ static void run_layernorm(struct pool *pl, const struct shape *s,
 	double *dy = rnd(n, 1);
 	for (size_t i = 0; i < n; i++) /* row offsets: mean far from 0 */
 		x[i] += 0.3 * (double)(i / (size_t)C);
-	void *dx_in = dev_up(pl, x, n), *dw_ = dev_up(pl, w, (size_t)C);
-	void *db_ = dev_up(pl, b, (size_t)C), *y = dev_new(pl, n, NAN);
-	void *mr = dev_new(pl, 2 * (size_t)N, NAN);
+	void *dx_in = pool_up(pl, x, n), *dw_ = pool_up(pl, w, (size_t)C);
+	void *db_ = pool_up(pl, b, (size_t)C), *y = pool_new(pl, n, NAN);
+	void *mr = pool_new(pl, 2 * (size_t)N, NAN);
 	void *rs = dq_at(pl->be, mr, (size_t)N);
 	op->layernorm_forward(c, y, mr, rs, dx_in, dw_, db_, N, C);
 	outs_add(o, pl, "y", y, n);
 	outs_add(o, pl, "mean|rstd", mr, 2 * (size_t)N);
-	void *ddy = dev_up(pl, dy, n), *gx = dev_new(pl, n, 123.0);
-	void *gw = dev_new(pl, (size_t)C, 0.5),
-	     *gb = dev_new(pl, (size_t)C, 0.5);
+	void *ddy = pool_up(pl, dy, n), *gx = pool_new(pl, n, 123.0);
+	void *gw = pool_new(pl, (size_t)C, 0.5),
+	     *gb = pool_new(pl, (size_t)C, 0.5);
 	op->layernorm_backward(c, gx, gw, gb, ddy, dx_in, mr, rs, dw_, N, C);
 	outs_add(o, pl, "dx", gx, n);
 	outs_add(o, pl, "dw", gw, (size_t)C);
@@ -391,13 +298,13 @@ static void run_attention(struct pool *pl, const struct shape *s,
 	size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C,
 	       natt = (size_t)B * H * T * T;
 	double *qkv = rnd(nqkv, 2.0), *dout = rnd(nout, 1.0);
-	void *dq = dev_up(pl, qkv, nqkv), *out = dev_new(pl, nout, NAN);
-	void *att = dev_new(pl, natt, -1.0);
+	void *dq = pool_up(pl, qkv, nqkv), *out = pool_new(pl, nout, NAN);
+	void *att = pool_new(pl, natt, -1.0);
 	op->attention_forward(pl->be->ctx, out, att, dq, B, T, C, H);
 	outs_add(o, pl, "out", out, nout);
 	outs_add(o, pl, "att", att, natt);
-	void *dd = dev_up(pl, dout, nout), *dqkv = dev_new(pl, nqkv, 77.0);
-	void *scr = dev_new(pl, natt, 55.0);
+	void *dd = pool_up(pl, dout, nout), *dqkv = pool_new(pl, nqkv, 77.0);
+	void *scr = pool_new(pl, natt, 55.0);
 	op->attention_backward(pl->be->ctx, dqkv, scr, dd, dq, att, B, T, C, H);
 	outs_add(o, pl, "dqkv", dqkv, nqkv);
 	pool_free(pl);
@@ -418,9 +325,9 @@ Test(cuda_ops, attention_mask)
 	struct pool pl = {be, {0}, 0};
 	rng_state = 650;
 	double *qkv = rnd(nqkv, 3.0), *att = zeros(natt);
-	void *dq = dev_up(&pl, qkv, nqkv);
-	void *out = dev_new(&pl, (size_t)B * T * C, 0);
-	void *da = dev_new(&pl, natt, -1.0);
+	void *dq = pool_up(&pl, qkv, nqkv);
+	void *out = pool_new(&pl, (size_t)B * T * C, 0);
+	void *da = pool_new(&pl, natt, -1.0);
 	be->ops->attention_forward(be->ctx, out, da, dq, B, T, C, H);
 	be->ops->download(be->ctx, att, da, natt);
 	for (int bh = 0; bh < B * H; bh++)
@@ -458,13 +365,13 @@ static void run_embed(struct pool *pl, const struct shape *s, struct outs *o)
 		tok[i] = (int32_t)((urand() + 1) * 0.25 * V) % V;
 	tok[0] = tok[BT - 1] = V / 2 - 1;
 	double *wte = rnd(nte, 1), *wpe = rnd(npe, 1), *g = rnd(nout, 1);
-	void *dte = dev_up(pl, wte, nte), *dpe = dev_up(pl, wpe, npe);
-	int32_t *dt = dev_ints(pl, tok, (size_t)BT);
-	void *out = dev_new(pl, nout, NAN);
+	void *dte = pool_up(pl, wte, nte), *dpe = pool_up(pl, wpe, npe);
+	int32_t *dt = pool_ints(pl, tok, (size_t)BT);
+	void *out = pool_new(pl, nout, NAN);
 	op->embed_forward(pl->be->ctx, out, dt, dte, dpe, B, T, C);
 	outs_add(o, pl, "out", out, nout);
-	void *dg = dev_up(pl, g, nout);
-	void *gte = dev_new(pl, nte, 0.5), *gpe = dev_new(pl, npe, 0.5);
+	void *dg = pool_up(pl, g, nout);
+	void *gte = pool_new(pl, nte, 0.5), *gpe = pool_new(pl, npe, 0.5);
 	op->embed_backward(pl->be->ctx, gte, gpe, dg, dt, B, T, C, V);
 	outs_add(o, pl, "dwte", gte, nte);
 	outs_add(o, pl, "dwpe", gpe, npe);
@@ -490,10 +397,10 @@ static void run_xent(struct pool *pl, const struct shape *s, struct outs *o)
 		tg[i] = (int32_t)((urand() + 1) * 0.5 * V) % V;
 	double *l = rnd(n, 3.0);
 	l[5] += 40; /* needs the max subtraction */
-	void *dl = dev_up(pl, l, n);
-	int32_t *dt = dev_ints(pl, tg, (size_t)N);
+	void *dl = pool_up(pl, l, n);
+	int32_t *dt = pool_ints(pl, tg, (size_t)N);
 	double loss = op->xent_forward(pl->be->ctx, dl, dl, dt, N, V);
-	void *dloss = dev_new(pl, 1, 0);
+	void *dloss = pool_new(pl, 1, 0);
 	op->upload(pl->be->ctx, dloss, &loss, 1);
 	outs_add(o, pl, "loss", dloss, 1);
 	outs_add(o, pl, "probs", dl, n);
@@ -509,21 +416,6 @@ Test(cuda_ops, xent, .timeout = 300)
 }
 
 /* ---- gemm with padded row strides: the padding stays as uploaded ---- */
-static void naive_gemm(double *Cm, int ldc, int ta, int tb, int M, int N, int K,
-		       double alpha, const double *A, int lda, const double *B,
-		       int ldb, double beta)
-{
-	for (int m = 0; m < M; m++)
-		for (int n = 0; n < N; n++) {
-			double s = 0;
-			for (int k = 0; k < K; k++) {
-				double a = ta ? A[k * lda + m] : A[m * lda + k];
-				double b = tb ? B[n * ldb + k] : B[k * ldb + n];
-				s += a * b;
-			}
-			Cm[m * ldc + n] = alpha * s + beta * Cm[m * ldc + n];
-		}
-}
 
 Test(cuda_ops, gemm_strided)
 {
@@ -537,8 +429,8 @@ Test(cuda_ops, gemm_strided)
 		rng_state = 7 + tr;
 		double *A = rnd(na, 1), *B = rnd(nb, 1), *C = rnd(nc, 1);
 		struct pool pl = {be, {0}, 0};
-		void *dA = dev_up(&pl, A, na), *dB = dev_up(&pl, B, nb),
-		     *dC = dev_up(&pl, C, nc);
+		void *dA = pool_up(&pl, A, na), *dB = pool_up(&pl, B, nb),
+		     *dC = pool_up(&pl, C, nc);
 		/* the float values the device holds */
 		be->ops->download(be->ctx, A, dA, na);
 		be->ops->download(be->ctx, B, dB, nb);
@@ -576,7 +468,7 @@ Test(cuda_ops, gemm_strided)
 Test(cuda_ops, tf32_switch)
 {
 	struct backend *be = cuda_or_skip();
-	struct backend *c64 = make("cpu64");
+	struct backend *c64 = make("cpu64", 0);
 	cr_assert_not_null(be->ops->set_tf32);
 	cr_assert_null(c64->ops->set_tf32);
 	int M = 256, N = 192, K = 512;
@@ -585,12 +477,12 @@ Test(cuda_ops, tf32_switch)
 	double *A = rnd(na, 1), *B = rnd(nb, 1);
 	double *ref = zeros(nc), *got = zeros(nc);
 	struct pool p64 = {c64, {0}, 0}, pc = {be, {0}, 0};
-	void *a64 = dev_up(&p64, A, na), *b64 = dev_up(&p64, B, nb),
-	     *r64 = dev_new(&p64, nc, 0);
+	void *a64 = pool_up(&p64, A, na), *b64 = pool_up(&p64, B, nb),
+	     *r64 = pool_new(&p64, nc, 0);
 	c64->ops->gemm(c64->ctx, 0, 0, M, N, K, 1, a64, K, b64, N, 0, r64, N);
 	c64->ops->download(c64->ctx, ref, r64, nc);
-	void *da = dev_up(&pc, A, na), *db = dev_up(&pc, B, nb),
-	     *dc = dev_new(&pc, nc, 0);
+	void *da = pool_up(&pc, A, na), *db = pool_up(&pc, B, nb),
+	     *dc = pool_new(&pc, nc, 0);
 	for (int mode = 1; mode >= 0; mode--) {
 		be->ops->set_tf32(be->ctx, mode);
 		be->ops->gemm(be->ctx, 0, 0, M, N, K, 1, da, K, db, N, 0, dc,
@@ -623,8 +515,8 @@ Test(cuda_ops, adam)
 		for (size_t i = 0; i < n; i++)
 			v[i] = fabs(v[i]);
 		struct pool pl = {be, {0}, 0};
-		void *dp = dev_up(&pl, p, n), *dg = dev_up(&pl, g, n),
-		     *dm = dev_up(&pl, m, n), *dv = dev_up(&pl, v, n);
+		void *dp = pool_up(&pl, p, n), *dg = pool_up(&pl, g, n),
+		     *dm = pool_up(&pl, m, n), *dv = pool_up(&pl, v, n);
 		be->ops->download(be->ctx, p, dp, n);
 		be->ops->download(be->ctx, g, dg, n);
 		be->ops->download(be->ctx, m, dm, n);
@@ -673,7 +565,7 @@ Test(cuda_ops, vector_ops, .timeout = 120)
 		rng_state = 1000 + ni;
 		double *x = rnd(n, 1), *y = rnd(n, 1);
 		struct pool pl = {be, {0}, 0};
-		void *dx = dev_up(&pl, x, n), *dy = dev_up(&pl, y, n);
+		void *dx = pool_up(&pl, x, n), *dy = pool_up(&pl, y, n);
 		be->ops->download(be->ctx, x, dx, n);
 		be->ops->download(be->ctx, y, dy, n);
 		double d = be->ops->dot(be->ctx, dx, dy, n);
@@ -732,7 +624,7 @@ Test(cuda_ops, transfers)
 	for (size_t i = 0; i < n; i++)
 		h[i] = (double)(i % 1000003) * 0.25 - 7; /* exact in float */
 	struct pool pl = {be, {0}, 0};
-	void *a = dev_up(&pl, h, n), *b = dev_new(&pl, n, 3.0);
+	void *a = pool_up(&pl, h, n), *b = pool_new(&pl, n, 3.0);
 	be->ops->download(be->ctx, g, a, n);
 	cr_assert(memcmp(g, h, n * sizeof(double)) == 0, "round trip");
 	be->ops->copy(be->ctx, b, a, n);
@@ -748,7 +640,7 @@ Test(cuda_ops, transfers)
 		cr_assert(g[i] == 0 && signbit(g[i]), "fill -0.0");
 	cr_assert(g[8] == 4.5 && g[9] == 4.5 && g[10] == h[10]);
 	int32_t ids[3] = {5, -1, 1 << 30}, back[3];
-	int32_t *di = dev_ints(&pl, ids, 3);
+	int32_t *di = pool_ints(&pl, ids, 3);
 	be->ops->download_bytes(be->ctx, back, di, sizeof(ids));
 	cr_assert(memcmp(ids, back, sizeof(ids)) == 0);
 	pool_free(&pl);
@@ -767,16 +659,16 @@ static void det_run(struct backend *be, double *res, size_t nres)
 	const struct backend_ops *op = be->ops;
 	rng_state = 4242;
 	double *h = rnd(nqkv, 1.5);
-	void *qkv = dev_up(&pl, h, nqkv);
-	void *o = dev_new(&pl, nbt, 0), *att = dev_new(&pl, natt, 0);
-	void *dq = dev_new(&pl, nqkv, 0), *scr = dev_new(&pl, natt, 0);
-	void *lnw = dev_up(&pl, h, (size_t)C);
-	void *mr = dev_new(&pl, 2 * (size_t)N, 0);
-	void *dw = dev_new(&pl, 3 * (size_t)C, 0);
+	void *qkv = pool_up(&pl, h, nqkv);
+	void *o = pool_new(&pl, nbt, 0), *att = pool_new(&pl, natt, 0);
+	void *dq = pool_new(&pl, nqkv, 0), *scr = pool_new(&pl, natt, 0);
+	void *lnw = pool_up(&pl, h, (size_t)C);
+	void *mr = pool_new(&pl, 2 * (size_t)N, 0);
+	void *dw = pool_new(&pl, 3 * (size_t)C, 0);
 	int32_t tok[4 * 64];
 	for (int i = 0; i < N; i++)
 		tok[i] = (int32_t)((i * 7) % 13);
-	int32_t *dtok = dev_ints(&pl, tok, (size_t)N);
+	int32_t *dtok = pool_ints(&pl, tok, (size_t)N);
 	op->attention_forward(be->ctx, o, att, qkv, B, T, C, H);
 	op->attention_backward(be->ctx, dq, scr, o, qkv, att, B, T, C, H);
 	op->layernorm_forward(be->ctx, o, mr, dq_at(be, mr, (size_t)N), qkv,
@@ -891,7 +783,7 @@ Test(cuda_backend, accounting_and_pool)
 	cr_assert_eq(be->mem.n_allocs, 0);
 	struct pool pl = {be, {0}, 0};
 	double one[3] = {1, 2, 3}, back[3];
-	void *x = dev_up(&pl, one, 3);
+	void *x = pool_up(&pl, one, 3);
 	cr_assert_eq(op->dot(be->ctx, x, x, 3), 14.0);
 	op->download(be->ctx, back, x, 3);
 	cr_assert(back[2] == 3);
@@ -909,7 +801,8 @@ Test(cuda_backend, timer_and_info)
 	cr_assert(isnan(op->timer_elapsed_ms(be->ctx, -1, 0)));
 	cr_assert(isnan(op->timer_elapsed_ms(be->ctx, 0, BACKEND_TIMER_SLOTS)));
 	struct pool pl = {be, {0}, 0};
-	void *a = dev_new(&pl, 512 * 512, 0.5), *c = dev_new(&pl, 512 * 512, 0);
+	void *a = pool_new(&pl, 512 * 512, 0.5),
+	     *c = pool_new(&pl, 512 * 512, 0);
 	op->timer_mark(be->ctx, 0);
 	op->gemm(be->ctx, 0, 0, 512, 512, 512, 1, a, 512, a, 512, 0, c, 512);
 	op->timer_mark(be->ctx, 1);

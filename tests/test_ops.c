@@ -22,7 +22,7 @@
  *     in rms, NMSE ≈ (5e-7)² ≈ 2.5e-13; 1e-10 leaves a 400x margin while a
  *     single wrong element (O(1) error among ≤ 10³) gives NMSE ≥ 1e-3.
  */
-#include "backend.h"
+#include "test_ops_util.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -39,112 +39,6 @@
 #define MAXOUT	 2
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static uint64_t rng_state;
-
-static double urand(void) /* splitmix64 -> [-1, 1) */
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	z ^= z >> 31;
-	return (double)(z >> 11) * 0x1.0p-52 - 1.0;
-}
-
-static double *rnd(size_t n, double scale)
-{
-	double *p = malloc((n ? n : 1) * sizeof(double));
-	cr_assert_not_null(p);
-	for (size_t i = 0; i < n; i++)
-		p[i] = scale * urand();
-	return p;
-}
-
-static double *zeros(size_t n)
-{
-	double *p = calloc(n ? n : 1, sizeof(double));
-	cr_assert_not_null(p);
-	return p;
-}
-
-static struct backend *make(const char *name, int threads)
-{
-	struct backend *be = NULL;
-	char err[256] = "";
-	cr_assert_eq(backend_create(&be, name, threads, err, sizeof(err)), 0,
-		     "%s: %s", name, err);
-	return be;
-}
-
-/* Device buffers of one op call, freed together. */
-struct pool {
-	struct backend *be;
-	void *p[16];
-	int n;
-};
-
-static void *pool_new(struct pool *pl, size_t n, double fill)
-{
-	cr_assert_lt(pl->n, 16);
-	void *p = backend_alloc(pl->be, n, MEM_WORKSPACE);
-	cr_assert_not_null(p);
-	pl->be->ops->fill(pl->be->ctx, p, fill, n);
-	return pl->p[pl->n++] = p;
-}
-
-static void *pool_up(struct pool *pl, const double *h, size_t n)
-{
-	void *p = pool_new(pl, n, 0);
-	pl->be->ops->upload(pl->be->ctx, p, h, n);
-	return p;
-}
-
-static void *pool_ints(struct pool *pl, const int32_t *h, size_t n)
-{
-	cr_assert_lt(pl->n, 16);
-	void *p =
-	    backend_alloc_bytes(pl->be, n * sizeof(int32_t), MEM_WORKSPACE);
-	cr_assert_not_null(p);
-	pl->be->ops->upload_bytes(pl->be->ctx, p, h, n * sizeof(int32_t));
-	return pl->p[pl->n++] = p;
-}
-
-static void down(struct pool *pl, double *h, const void *p, size_t n)
-{
-	pl->be->ops->download(pl->be->ctx, h, p, n);
-}
-
-static void pool_free(struct pool *pl)
-{
-	for (int i = 0; i < pl->n; i++)
-		backend_free(pl->be, pl->p[i]);
-	cr_assert_eq(pl->be->mem.n_allocs, 0);
-	pl->n = 0;
-}
-
-static double vdot(const double *a, const double *b, size_t n)
-{
-	double s = 0;
-	for (size_t i = 0; i < n; i++)
-		s += a[i] * b[i];
-	return s;
-}
-
-static double nmse(const double *a, const double *ref, size_t n)
-{
-	double e = 0, r = 0;
-	for (size_t i = 0; i < n; i++) {
-		e += (a[i] - ref[i]) * (a[i] - ref[i]);
-		r += ref[i] * ref[i];
-	}
-	return e / (r > 1e-300 ? r : 1e-300);
-}
-
-static void assert_finite(const double *a, size_t n, const char *what)
-{
-	for (size_t i = 0; i < n; i++)
-		cr_assert(isfinite(a[i]), "%s[%zu] = %g", what, i, a[i]);
-}
 
 static void assert_close(const double *a, const double *ref, size_t n,
 			 double tol, const char *what)
@@ -323,7 +217,7 @@ static void op_gemm(struct backend *be, const struct op_case *c,
 	void *C = pool_up(&pl, in[2], c->inn[2]);
 	int lda = ta ? M : K, ldb = tb ? K : N;
 	o->gemm(be->ctx, ta, tb, M, N, K, al, A, lda, B, ldb, c->beta, C, N);
-	down(&pl, out[0], C, c->outn[0]);
+	pool_down(&pl, out[0], C, c->outn[0]);
 	if (R) {
 		void *dR = pool_up(&pl, R, c->nloss);
 		void *dA = pool_new(&pl, c->inn[0], 9); /* overwritten */
@@ -353,27 +247,11 @@ static void op_gemm(struct backend *be, const struct op_case *c,
 			o->gemm(be->ctx, 1, 1, N, K, M, al, dR, N, A, M, 0, dB,
 				K);
 		o->scale(be->ctx, dR, c->beta, c->nloss);
-		down(&pl, grad[0], dA, c->inn[0]);
-		down(&pl, grad[1], dB, c->inn[1]);
-		down(&pl, grad[2], dR, c->inn[2]);
+		pool_down(&pl, grad[0], dA, c->inn[0]);
+		pool_down(&pl, grad[1], dB, c->inn[1]);
+		pool_down(&pl, grad[2], dR, c->inn[2]);
 	}
 	pool_free(&pl);
-}
-
-static void naive_gemm(double *Cm, int ldc, int ta, int tb, int M, int N, int K,
-		       double alpha, const double *A, int lda, const double *B,
-		       int ldb, double beta)
-{
-	for (int m = 0; m < M; m++)
-		for (int n = 0; n < N; n++) {
-			double s = 0;
-			for (int k = 0; k < K; k++) {
-				double a = ta ? A[k * lda + m] : A[m * lda + k];
-				double b = tb ? B[n * ldb + k] : B[k * ldb + n];
-				s += a * b;
-			}
-			Cm[m * ldc + n] = alpha * s + beta * Cm[m * ldc + n];
-		}
 }
 
 Test(ops, gemm)
@@ -444,7 +322,7 @@ Test(ops, gemm_strided)
 			     *dC = pool_up(&pl, C, nc);
 			be->ops->gemm(be->ctx, ta, tb, M, N, K, 1.3, dA, lda,
 				      dB, ldb, 0.5, dC, ldc);
-			down(&pl, got, dC, nc);
+			pool_down(&pl, got, dC, nc);
 			pool_free(&pl);
 			backend_destroy(be);
 			/* float: K = 9 products of float-rounded inputs */
@@ -473,13 +351,13 @@ static void op_bias(struct backend *be, const struct op_case *c,
 	void *y = pool_up(&pl, in[0], c->inn[0]);
 	void *b = pool_up(&pl, in[1], c->inn[1]);
 	be->ops->bias_forward(be->ctx, y, b, N, C);
-	down(&pl, out[0], y, c->outn[0]);
+	pool_down(&pl, out[0], y, c->outn[0]);
 	if (R) {
 		void *dy = pool_up(&pl, R, c->nloss);
 		void *db = pool_new(&pl, (size_t)C, 0.25);
 		be->ops->bias_backward(be->ctx, db, dy, N, C);
 		memcpy(grad[0], R, c->nloss * sizeof(double));
-		down(&pl, grad[1], db, (size_t)C);
+		pool_down(&pl, grad[1], db, (size_t)C);
 		for (int j = 0; j < C; j++)
 			grad[1][j] -= 0.25;
 	}
@@ -522,13 +400,13 @@ static void op_act(struct backend *be, const struct op_case *c,
 	void *x = pool_up(&pl, in[0], n);
 	void *y = pool_up(&pl, in[0], n);
 	be->ops->act_forward(be->ctx, c->act, y, y, n);
-	down(&pl, out[0], y, n);
+	pool_down(&pl, out[0], y, n);
 	if (R) {
 		void *g = pool_up(&pl, R, n);
 		int uses_x = c->act == ACT_GELU;
 		be->ops->act_backward(be->ctx, c->act, g, g, uses_x ? x : NULL,
 				      uses_x ? NULL : y, n);
-		down(&pl, grad[0], g, n);
+		pool_down(&pl, grad[0], g, n);
 	}
 	pool_free(&pl);
 }
@@ -587,13 +465,13 @@ static void op_mul(struct backend *be, const struct op_case *c,
 	void *a = pool_up(&pl, in[0], n), *b = pool_up(&pl, in[1], n);
 	void *y = pool_new(&pl, n, 0);
 	be->ops->mul(be->ctx, y, a, b, n);
-	down(&pl, out[0], y, n);
+	pool_down(&pl, out[0], y, n);
 	if (R) {
 		void *g = pool_up(&pl, R, n);
 		be->ops->mul(be->ctx, y, g, b, n);
-		down(&pl, grad[0], y, n);
+		pool_down(&pl, grad[0], y, n);
 		be->ops->mul(be->ctx, y, g, a, n);
-		down(&pl, grad[1], y, n);
+		pool_down(&pl, grad[1], y, n);
 	}
 	pool_free(&pl);
 }
@@ -635,8 +513,8 @@ static void op_layernorm(struct backend *be, const struct op_case *c,
 	void *mr = pool_new(&pl, 2 * (size_t)N, 0);
 	void *rs = dq_at(be, mr, (size_t)N);
 	be->ops->layernorm_forward(be->ctx, y, mr, rs, x, w, b, N, C);
-	down(&pl, out[0], y, (size_t)N * C);
-	down(&pl, out[1], mr, 2 * (size_t)N);
+	pool_down(&pl, out[0], y, (size_t)N * C);
+	pool_down(&pl, out[1], mr, 2 * (size_t)N);
 	if (R) {
 		void *dy = pool_up(&pl, R, c->nloss);
 		void *dx = pool_new(&pl, (size_t)N * C, 123.0);
@@ -644,9 +522,9 @@ static void op_layernorm(struct backend *be, const struct op_case *c,
 		void *db = pool_new(&pl, (size_t)C, 0.5);
 		be->ops->layernorm_backward(be->ctx, dx, dw, db, dy, x, mr, rs,
 					    w, N, C);
-		down(&pl, grad[0], dx, (size_t)N * C);
-		down(&pl, grad[1], dw, (size_t)C);
-		down(&pl, grad[2], db, (size_t)C);
+		pool_down(&pl, grad[0], dx, (size_t)N * C);
+		pool_down(&pl, grad[1], dw, (size_t)C);
+		pool_down(&pl, grad[2], db, (size_t)C);
 		for (int j = 0; j < C; j++)
 			grad[1][j] -= 0.5, grad[2][j] -= 0.5;
 	}
@@ -706,15 +584,15 @@ static void op_attention(struct backend *be, const struct op_case *c,
 	void *o = pool_new(&pl, c->outn[0], 0);
 	void *att = pool_new(&pl, c->outn[1], -1);
 	be->ops->attention_forward(be->ctx, o, att, qkv, B, T, C, H);
-	down(&pl, out[0], o, c->outn[0]);
-	down(&pl, out[1], att, c->outn[1]);
+	pool_down(&pl, out[0], o, c->outn[0]);
+	pool_down(&pl, out[1], att, c->outn[1]);
 	if (R) {
 		void *dout = pool_up(&pl, R, c->nloss);
 		void *dqkv = pool_new(&pl, c->inn[0], 77.0);
 		void *scr = pool_new(&pl, c->outn[1], 55.0);
 		be->ops->attention_backward(be->ctx, dqkv, scr, dout, qkv, att,
 					    B, T, C, H);
-		down(&pl, grad[0], dqkv, c->inn[0]);
+		pool_down(&pl, grad[0], dqkv, c->inn[0]);
 	}
 	pool_free(&pl);
 }
@@ -800,15 +678,15 @@ static void op_embed(struct backend *be, const struct op_case *c,
 	int32_t *tok = pool_ints(&pl, c->ids, (size_t)B * T);
 	void *o = pool_new(&pl, c->outn[0], 0);
 	be->ops->embed_forward(be->ctx, o, tok, wte, wpe, B, T, C);
-	down(&pl, out[0], o, c->outn[0]);
+	pool_down(&pl, out[0], o, c->outn[0]);
 	if (R) {
 		void *dout = pool_up(&pl, R, c->nloss);
 		void *dwte = pool_new(&pl, c->inn[0], 0.5);
 		void *dwpe = pool_new(&pl, c->inn[1], 0.5);
 		be->ops->embed_backward(be->ctx, dwte, dwpe, dout, tok, B, T, C,
 					c->V);
-		down(&pl, grad[0], dwte, c->inn[0]);
-		down(&pl, grad[1], dwpe, c->inn[1]);
+		pool_down(&pl, grad[0], dwte, c->inn[0]);
+		pool_down(&pl, grad[1], dwpe, c->inn[1]);
 		for (int k = 0; k < 2; k++)
 			for (size_t i = 0; i < c->inn[k]; i++)
 				grad[k][i] -= 0.5;
@@ -863,10 +741,10 @@ static void op_xent(struct backend *be, const struct op_case *c,
 	void *l = pool_up(&pl, in[0], c->inn[0]);
 	int32_t *tg = pool_ints(&pl, c->ids, (size_t)N);
 	out[0][0] = be->ops->xent_forward(be->ctx, l, l, tg, N, V);
-	down(&pl, out[1], l, c->outn[1]);
+	pool_down(&pl, out[1], l, c->outn[1]);
 	if (R) {
 		be->ops->xent_backward(be->ctx, l, l, tg, N, V, R[0] / N);
-		down(&pl, grad[0], l, c->inn[0]);
+		pool_down(&pl, grad[0], l, c->inn[0]);
 	}
 	pool_free(&pl);
 }
@@ -935,9 +813,9 @@ Test(ops, adam)
 			be->ops->adam(be->ctx, dp, dg, dm, dv, n, lr, b1, b2,
 				      eps, wd, t);
 			double *gp = zeros(n), *gm = zeros(n), *gv = zeros(n);
-			down(&pl, gp, dp, n);
-			down(&pl, gm, dm, n);
-			down(&pl, gv, dv, n);
+			pool_down(&pl, gp, dp, n);
+			pool_down(&pl, gm, dm, n);
+			pool_down(&pl, gv, dv, n);
 			pool_free(&pl);
 			backend_destroy(be);
 			for (size_t i = 0; i < n; i++) {
@@ -978,8 +856,9 @@ Test(ops, vector_ops)
 			struct backend *be = make(names[bi], 0);
 			struct pool pl = {be, {0}, 0};
 			void *dx = pool_up(&pl, x, n), *dy = pool_up(&pl, y, n);
-			down(&pl, x, dx, n); /* the values the device holds */
-			down(&pl, y, dy, n);
+			pool_down(&pl, x, dx,
+				  n); /* the values the device holds */
+			pool_down(&pl, y, dy, n);
 			double d = be->ops->dot(be->ctx, dx, dy, n);
 			double nr = be->ops->norm(be->ctx, dx, n);
 			double rd = 0, rn = 0, ad = 0;
@@ -997,8 +876,8 @@ Test(ops, vector_ops)
 			be->ops->axpy(be->ctx, dy, -0.75, dx, n);
 			be->ops->scale(be->ctx, dx, 1.5, n);
 			double *gx = zeros(n), *gy = zeros(n);
-			down(&pl, gx, dx, n);
-			down(&pl, gy, dy, n);
+			pool_down(&pl, gx, dx, n);
+			pool_down(&pl, gy, dy, n);
 			/* one rounding in the backend's type */
 			double eps = bi ? 1.2e-7 : 2.3e-16;
 			for (size_t i = 0; i < n; i++) {
@@ -1037,10 +916,10 @@ Test(ops, transfers)
 		void *a = pool_up(&pl, h, 7), *b = pool_new(&pl, 7, 0);
 		be->ops->copy(be->ctx, b, a, 7);
 		be->ops->fill(be->ctx, a, 4.5, 3);
-		down(&pl, g, b, 7);
+		pool_down(&pl, g, b, 7);
 		for (int i = 0; i < 7; i++)
 			cr_assert_eq(g[i], bi ? (double)(float)h[i] : h[i]);
-		down(&pl, g, a, 7);
+		pool_down(&pl, g, a, 7);
 		cr_assert(g[0] == 4.5 && g[2] == 4.5 && g[3] == 0);
 		int32_t ids[3] = {5, -1, 1 << 30}, back[3];
 		int32_t *di = pool_ints(&pl, ids, 3);
@@ -1090,16 +969,16 @@ static void det_run(int threads, double *res, size_t nres)
 	double d = op->dot(be->ctx, qkv, dq, nqkv);
 	size_t k = 0;
 	double *tmp = zeros(nqkv);
-	down(&pl, tmp, qkv, nqkv);
+	pool_down(&pl, tmp, qkv, nqkv);
 	for (size_t i = 0; i < nbt && k < nres; i++)
 		res[k++] = tmp[i];
-	down(&pl, tmp, dw, 2 * (size_t)C);
+	pool_down(&pl, tmp, dw, 2 * (size_t)C);
 	for (size_t i = 0; i < 2 * (size_t)C && k < nres; i++)
 		res[k++] = tmp[i];
-	down(&pl, tmp, wte, (size_t)V * C);
+	pool_down(&pl, tmp, wte, (size_t)V * C);
 	for (size_t i = 0; i < (size_t)V * C && k < nres; i++)
 		res[k++] = tmp[i];
-	down(&pl, tmp, dq, nqkv);
+	pool_down(&pl, tmp, dq, nqkv);
 	for (size_t i = 0; i < nqkv && k < nres; i++)
 		res[k++] = tmp[i];
 	cr_assert(k + 2 <= nres);
