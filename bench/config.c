@@ -511,26 +511,33 @@ int config_apply_object(struct bench_config *c, const json_t *obj,
 	return 0;
 }
 
-int config_load_file(struct bench_config *c, const char *path, char *err,
-		     size_t errlen)
+json_t *config_json_load(const char *path, const char *what, char *err,
+			 size_t errlen)
 {
 	json_error_t je;
 	json_t *root = json_load_file(path, 0, &je);
-	int rc;
 
 	if (!root) {
 		if (je.line <= 0)
 			snprintf(err, errlen,
-				 "%s: cannot read the config file (%s); "
-				 "check the path",
-				 path, je.text);
+				 "%s: cannot read the %s file (%s); check the "
+				 "path",
+				 path, what, je.text);
 		else
 			snprintf(err, errlen,
 				 "%s:%d:%d: malformed JSON: %s; fix the file",
 				 path, je.line, je.column, je.text);
-		return -1;
 	}
-	rc = config_apply_object(c, root, path, err, errlen);
+	return root;
+}
+
+int config_load_file(struct bench_config *c, const char *path, char *err,
+		     size_t errlen)
+{
+	json_t *root = config_json_load(path, "config", err, errlen);
+	if (!root)
+		return -1;
+	int rc = config_apply_object(c, root, path, err, errlen);
 	json_decref(root);
 	return rc;
 }

@@ -62,6 +62,13 @@ int config_set_arg(struct bench_config *c, const char *arg, char *err,
  * each message. */
 int config_apply_object(struct bench_config *c, const json_t *obj,
 			const char *source, char *err, size_t errlen);
+/* Reads the JSON file at path (a config, suite, ...: `what` names it in
+ * the message). NULL with a one-line message naming the file, and the
+ * line and column for malformed JSON; the caller json_decref()s the
+ * result. */
+json_t *config_json_load(const char *path, const char *what, char *err,
+			 size_t errlen);
+
 /* Loads a flat JSON config file over c. Messages include jansson's
  * line:column for malformed files. */
 int config_load_file(struct bench_config *c, const char *path, char *err,

@@ -265,23 +265,12 @@ fail:
 int suite_load(struct suite *s, const char *path, int n_over,
 	       char *const *overrides, char *err, size_t errlen)
 {
-	json_error_t je;
-	json_t *root = json_load_file(path, 0, &je);
 	int rc;
 
 	memset(s, 0, sizeof(*s));
-	if (!root) {
-		if (je.line <= 0)
-			snprintf(err, errlen,
-				 "%s: cannot read the suite file (%s); check "
-				 "the path",
-				 path, je.text);
-		else
-			snprintf(err, errlen,
-				 "%s:%d:%d: malformed JSON: %s; fix the file",
-				 path, je.line, je.column, je.text);
+	json_t *root = config_json_load(path, "suite", err, errlen);
+	if (!root)
 		return -1;
-	}
 	rc = suite_expand(s, root, path, n_over, overrides, err, errlen);
 	json_decref(root);
 	return rc;
