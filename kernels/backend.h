@@ -184,6 +184,21 @@ struct backend_ops {
 	void (*axpy)(void *ctx, void *y, double a, const void *x, size_t n);
 	void (*scale)(void *ctx, void *x, double a, size_t n);
 
+	/* ---- batched ops for per-sample solvers ----
+	 * C_i(M,N) = alpha op(A_i) op(B_i) + beta C_i for i < batch, where
+	 * X_i = X + i * sX (strides in elements); otherwise as gemm. One
+	 * launch (cublasSgemmStridedBatched) on the GPU. */
+	void (*gemm_batched)(void *ctx, int ta, int tb, int M, int N, int K,
+			     double alpha, const void *A, int lda, size_t sA,
+			     const void *B, int ldb, size_t sB, double beta,
+			     void *C, int ldc, size_t sC, int batch);
+	/* out[i] = Σ_j x[i len + j] y[i len + j] for i < nseg: the dots of
+	 * nseg contiguous segments of len elements, in double, written to
+	 * the host array out (one synchronisation for all of them). Same
+	 * fixed-order reduction for any thread count. nan/inf propagate. */
+	void (*dot_segments)(void *ctx, double *out, const void *x,
+			     const void *y, size_t nseg, size_t len);
+
 	/* ---- optional members: NULL where the backend has no such thing ----
 	 */
 	/* Pool high-water marks and device free/total (cuda; NULL on cpu). */

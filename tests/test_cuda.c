@@ -614,6 +614,16 @@ Test(cuda_ops, vector_ops, .timeout = 120)
 	backend_destroy(be);
 }
 
+/* dot_segments (two kernels, chunked past the scratch) and gemm_batched
+ * (cublasSgemmStridedBatched) against double loops: test_ops_util.h. */
+Test(cuda_ops, batched_solver_ops, .timeout = 120)
+{
+	struct backend *be = cuda_or_skip();
+	rng_state = 4242;
+	check_batched_ops(be, 1.2e-7);
+	backend_destroy(be);
+}
+
 /* upload/download over more than the 2^20-element staging buffer; copy,
  * fill (0 through memset, -0 and 4.5 through the kernel), byte copies. */
 Test(cuda_ops, transfers)

@@ -906,6 +906,20 @@ Test(ops, vector_ops)
 		}
 }
 
+/* dot_segments and gemm_batched (test_ops_util.h): one rounding of the
+ * backend's type per product and sum. */
+Test(ops, batched_solver_ops, .timeout = 120)
+{
+	const char *names[] = {"cpu64", "cpu"};
+	const double gtol[] = {1e-15, 1.2e-7};
+	for (int bi = 0; bi < 2; bi++) {
+		struct backend *be = make(names[bi], 0);
+		rng_state = 4242;
+		check_batched_ops(be, gtol[bi]);
+		backend_destroy(be);
+	}
+}
+
 Test(ops, transfers)
 {
 	const char *names[] = {"cpu64", "cpu"};

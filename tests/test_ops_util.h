@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend.h"
 
@@ -135,6 +136,98 @@ static inline void naive_gemm(double *Cm, int ldc, int ta, int tb, int M, int N,
 				s += a * b;
 			}
 			Cm[m * ldc + n] = alpha * s + beta * Cm[m * ldc + n];
+		}
+}
+
+/* The per-sample solver ops on backend be against double loops over the
+ * values the device holds:
+ *   dot_segments: nseg × len ∈ {1×5, 3×4099, 16×8192, 1000×7, 70000×3}
+ *     (one and many segments, segments longer and shorter than a reduction
+ *     block, more segments than one chunk of the CUDA scratch/grid holds
+ *     at 70000), twice for determinism; |error| ≤ tol Σ|x y| (products are
+ *     exact in double, sums in double: tol 1e-11 covers n ε on any path);
+ *   gemm_batched: 3 batches of (M,N,K) = (2,5,7) and (1,33,300) with every
+ *     transpose, padded leading dimensions and batch strides larger than a
+ *     matrix, alpha 0.7 and beta -0.4 on a C outside which nothing may be
+ *     written; relative error ≤ gtol of Σ|a b| (one float rounding per
+ *     product and sum for the float backends). */
+static inline void check_batched_ops(struct backend *be, double gtol)
+{
+	const struct backend_ops *o = be->ops;
+	const size_t segs[][2] = {
+	    {1, 5}, {3, 4099}, {16, 8192}, {1000, 7}, {70000, 3}};
+	for (int i = 0; i < 5; i++) {
+		size_t ns = segs[i][0], len = segs[i][1], n = ns * len;
+		struct pool pl = {be, {0}, 0};
+		double *x = rnd(n, 1), *y = rnd(n, 1);
+		double *got = zeros(ns), *again = zeros(ns);
+		void *dx = pool_up(&pl, x, n), *dy = pool_up(&pl, y, n);
+		pool_down(&pl, x, dx, n);
+		pool_down(&pl, y, dy, n);
+		o->dot_segments(be->ctx, got, dx, dy, ns, len);
+		o->dot_segments(be->ctx, again, dx, dy, ns, len);
+		for (size_t s = 0; s < ns; s++) {
+			double r = 0, a = 0;
+			for (size_t j = s * len; j < (s + 1) * len; j++) {
+				r += x[j] * y[j];
+				a += fabs(x[j] * y[j]);
+			}
+			cr_assert(fabs(got[s] - r) <= 1e-11 * a || got[s] == r,
+				  "dot_segments %zux%zu [%zu]: %.17g vs %.17g",
+				  ns, len, s, got[s], r);
+			cr_assert(got[s] == again[s], "not deterministic");
+		}
+		pool_free(&pl);
+		free(x), free(y), free(got), free(again);
+	}
+	const int shp[2][3] = {{2, 5, 7}, {1, 33, 300}};
+	for (int si = 0; si < 2; si++)
+		for (int v = 0; v < 4; v++) {
+			int M = shp[si][0], N = shp[si][1], K = shp[si][2];
+			int ta = v & 1, tb = v >> 1, nb = 3;
+			int lda = (ta ? M : K) + 2, ldb = (tb ? K : N) + 1,
+			    ldc = N + 3;
+			size_t sA = (size_t)lda * (ta ? K : M) + 5,
+			       sB = (size_t)ldb * (tb ? N : K) + 1,
+			       sC = (size_t)ldc * M + 4;
+			size_t na = sA * nb, nbb = sB * nb, nc = sC * nb;
+			double *A = rnd(na, 1), *B = rnd(nbb, 1),
+			       *C = rnd(nc, 1), *R = zeros(nc), *G = zeros(nc);
+			struct pool pl = {be, {0}, 0};
+			void *dA = pool_up(&pl, A, na),
+			     *dB = pool_up(&pl, B, nbb),
+			     *dC = pool_up(&pl, C, nc);
+			pool_down(&pl, A, dA, na);
+			pool_down(&pl, B, dB, nbb);
+			pool_down(&pl, C, dC, nc);
+			memcpy(R, C, nc * sizeof(double));
+			for (int b = 0; b < nb; b++)
+				naive_gemm(R + b * sC, ldc, ta, tb, M, N, K,
+					   0.7, A + b * sA, lda, B + b * sB,
+					   ldb, -0.4);
+			o->gemm_batched(be->ctx, ta, tb, M, N, K, 0.7, dA, lda,
+					sA, dB, ldb, sB, -0.4, dC, ldc, sC, nb);
+			pool_down(&pl, G, dC, nc);
+			for (size_t j = 0; j < nc; j++) {
+				size_t b = j / sC, r = j % sC;
+				int inside = (int)(r / (size_t)ldc) < M &&
+					     (int)(r % (size_t)ldc) < N;
+				if (!inside || b >= (size_t)nb) {
+					cr_assert(G[j] == C[j],
+						  "gemm_batched wrote outside "
+						  "C at %zu",
+						  j);
+					continue;
+				}
+				cr_assert(fabs(G[j] - R[j]) <=
+					      gtol * (K + 1.0) *
+						  (fabs(R[j]) + 1.0),
+					  "gemm_batched %dx%dx%d t%d%d [%zu]: "
+					  "%.9g vs %.9g",
+					  M, N, K, ta, tb, j, G[j], R[j]);
+			}
+			pool_free(&pl);
+			free(A), free(B), free(C), free(R), free(G);
 		}
 }
 

@@ -190,6 +190,21 @@ static void cpu_gemm(void *ctx, int ta, int tb, int M, int N, int K,
 		(real *)C, ldc);
 }
 
+/* One BLAS call per batch entry: the per-sample solver products are a few
+ * rows each, so the loop costs little next to the block. */
+static void cpu_gemm_batched(void *ctx, int ta, int tb, int M, int N, int K,
+			     double alpha, const void *A, int lda, size_t sA,
+			     const void *B, int ldb, size_t sB, double beta,
+			     void *C, int ldc, size_t sC, int batch)
+{
+	const real *a = A, *b = B;
+	real *c = C;
+	for (int i = 0; i < batch; i++)
+		cpu_gemm(ctx, ta, tb, M, N, K, alpha, a + (size_t)i * sA, lda,
+			 b + (size_t)i * sB, ldb, beta, c + (size_t)i * sC,
+			 ldc);
+}
+
 static void cpu_bias_forward(void *ctx, void *y_, const void *b_, int N, int C)
 {
 	(void)ctx;
@@ -639,6 +654,39 @@ static double block_dot(const real *x, const real *y, size_t n)
 	return acc;
 }
 
+/* block_dot's sum on one thread: the same blocks added in the same order,
+ * so the same bits. */
+static double serial_block_dot(const real *x, const real *y, size_t n)
+{
+	double acc = 0;
+	for (size_t i0 = 0; i0 < n; i0 += RED_BLOCK) {
+		size_t i1 = i0 + RED_BLOCK < n ? i0 + RED_BLOCK : n;
+		double s = 0;
+		for (size_t i = i0; i < i1; i++)
+			s += (double)x[i] * y[i];
+		acc += s;
+	}
+	return acc;
+}
+
+/* Segments in parallel when there are several, each summed serially:
+ * O(nseg·len), the bits of cpu_dot on each segment. */
+static void cpu_dot_segments(void *ctx, double *out, const void *x_,
+			     const void *y_, size_t nseg, size_t len)
+{
+	(void)ctx;
+	const real *x = x_, *y = y_;
+	long long ns = (long long)nseg;
+	if (nseg == 1) {
+		out[0] = block_dot(x, y, len);
+		return;
+	}
+#pragma omp parallel for if (ns * (long long)len >= PAR_MIN_N)
+	for (long long i = 0; i < ns; i++)
+		out[i] = serial_block_dot(x + (size_t)i * len,
+					  y + (size_t)i * len, len);
+}
+
 static double cpu_dot(void *ctx, const void *x, const void *y, size_t n)
 {
 	(void)ctx;
@@ -704,6 +752,8 @@ const struct backend_ops DQ_FN(dq_cpu_ops_) = {
     .xent_backward = cpu_xent_backward,
     .adam = cpu_adam,
     .dot = cpu_dot,
+    .dot_segments = cpu_dot_segments,
+    .gemm_batched = cpu_gemm_batched,
     .norm = cpu_norm,
     .axpy = cpu_axpy,
     .scale = cpu_scale,

@@ -218,6 +218,12 @@ void cu_adam(void *ctx, void *p, const void *g, void *m, void *v, size_t n,
 	     double lr, double beta1, double beta2, double eps, double wd,
 	     int t);
 double cu_dot(void *ctx, const void *x, const void *y, size_t n);
+void cu_dot_segments(void *ctx, double *out, const void *x, const void *y,
+		     size_t nseg, size_t len);
+void cu_gemm_batched(void *ctx, int ta, int tb, int M, int N, int K,
+		     double alpha, const void *A, int lda, size_t sA,
+		     const void *B, int ldb, size_t sB, double beta, void *C,
+		     int ldc, size_t sC, int batch);
 double cu_norm(void *ctx, const void *x, size_t n);
 void cu_axpy(void *ctx, void *y, double a, const void *x, size_t n);
 void cu_scale(void *ctx, void *x, double a, size_t n);

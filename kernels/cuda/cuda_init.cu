@@ -305,6 +305,8 @@ static struct backend_ops cu_ops_make(void)
 	o.xent_backward = cu_xent_backward;
 	o.adam = cu_adam;
 	o.dot = cu_dot;
+	o.dot_segments = cu_dot_segments;
+	o.gemm_batched = cu_gemm_batched;
 	o.norm = cu_norm;
 	o.axpy = cu_axpy;
 	o.scale = cu_scale;

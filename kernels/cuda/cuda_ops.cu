@@ -79,6 +79,24 @@ void cu_gemm(void *ctx, int ta, int tb, int M, int N, int K, double alpha,
 				 &be, (float *)C, ldc));
 }
 
+/* The batched form of cu_gemm: the same operand swap, one strided-batched
+ * cuBLAS call. */
+void cu_gemm_batched(void *ctx, int ta, int tb, int M, int N, int K,
+		     double alpha, const void *A, int lda, size_t sA,
+		     const void *B, int ldb, size_t sB, double beta, void *C,
+		     int ldc, size_t sC, int batch)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (M <= 0 || N <= 0 || batch <= 0)
+		return;
+	float al = (float)alpha, be = (float)beta;
+	cublas_check(cublasSgemmStridedBatched(
+	    c->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+	    ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &al, (const float *)B, ldb,
+	    (long long)sB, (const float *)A, lda, (long long)sA, &be,
+	    (float *)C, ldc, (long long)sC, batch));
+}
+
 /* ------------------------------------------------------------------ bias */
 
 /* y(N,C) += b(C); n = N*C. The column index advances with the grid stride
@@ -752,6 +770,83 @@ double cu_norm(void *ctx, const void *x, size_t n)
 {
 	const float *f = (const float *)x;
 	return sqrt(dot_launch(dq_cu(ctx), f, f, n));
+}
+
+/* part[s G + g] = Σ over block g's grid-stride share of segment s
+ * (blockIdx.y) of x·y, in double. */
+__global__ void __launch_bounds__(256)
+    dot_segments_kernel(const float *x, const float *y, size_t len,
+			double *part)
+{
+	__shared__ double sh[32];
+	const size_t s = blockIdx.y, G = gridDim.x;
+	const float *xs = x + s * len, *ys = y + s * len;
+	double acc = 0.0;
+	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < len;
+	     i += G * blockDim.x)
+		acc += (double)xs[i] * (double)ys[i];
+	acc = dq_block_sum_d(acc, sh);
+	if (threadIdx.x == 0)
+		part[s * G + blockIdx.x] = acc;
+}
+
+/* res[s] = Σ_g part[s G + g] in order: one thread per segment. */
+__global__ void dot_segments_finish_kernel(const double *part, int G,
+					   size_t nseg, double *res)
+{
+	DQ_GRID_STRIDE(s, nseg)
+	{
+		double t = 0.0;
+		for (int g = 0; g < G; g++)
+			t += part[s * (size_t)G + g];
+		res[s] = t;
+	}
+}
+
+/* Segments go in chunks that fit the reduction scratch and gridDim.y;
+ * each chunk is two launches and one copy back, then one synchronisation
+ * for all. G blocks per segment: enough blocks to fill the device about
+ * four times over, none idle on short segments. */
+void cu_dot_segments(void *ctx, double *out, const void *x, const void *y,
+		     size_t nseg, size_t len)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (!nseg)
+		return;
+	if (!len) {
+		for (size_t i = 0; i < nseg; i++)
+			out[i] = 0.0;
+		return;
+	}
+	size_t G = (4 * (size_t)c->sm_count + nseg - 1) / nseg;
+	size_t gmax = (len + 4 * 256 - 1) / (4 * 256);
+	if (G > gmax)
+		G = gmax;
+	if (G > 64)
+		G = 64;
+	if (G < 1)
+		G = 1;
+	size_t chunk = DQ_CU_RED_CAP / (G + 1);
+	if (chunk > 65535)
+		chunk = 65535;
+	for (size_t s0 = 0; s0 < nseg; s0 += chunk) {
+		size_t ns = nseg - s0 < chunk ? nseg - s0 : chunk;
+		const float *xs = (const float *)x + s0 * len;
+		const float *ys = (const float *)y + s0 * len;
+		double *res = c->red + ns * G;
+		dot_segments_kernel<<<dim3((unsigned)G, (unsigned)ns), 256, 0,
+				      c->stream>>>(xs, ys, len, c->red);
+		cuda_check_launch();
+		dot_segments_finish_kernel<<<dq_grid_1d(c, ns, DQ_CU_THREADS),
+					     DQ_CU_THREADS, 0, c->stream>>>(
+		    c->red, (int)G, ns, res);
+		cuda_check_launch();
+		cuda_check(cudaMemcpyAsync(out + s0, res, ns * sizeof(double),
+					   cudaMemcpyDeviceToHost, c->stream));
+		if (s0 + ns < nseg) /* the next chunk reuses the scratch */
+			cuda_check(cudaStreamSynchronize(c->stream));
+	}
+	cuda_check(cudaStreamSynchronize(c->stream));
 }
 
 __global__ void axpy_kernel(float *y, float a, const float *x, size_t n)
