@@ -46,6 +46,14 @@ static const char *bmode_name_i(int k)
 {
 	return b_mode_name((enum b_mode)k);
 }
+static const char *scope_name_i(int k)
+{
+	return stop_scope_name((enum stop_scope)k);
+}
+static const char *batching_name_i(int k)
+{
+	return solver_batching_name((enum solver_batching)k);
+}
 
 #define OFF(f) offsetof(struct bench_config, f)
 #define INT(n, g, f, lo, hi, h)                                                \
@@ -118,6 +126,23 @@ static const struct key_desc keys[] = {
 	"Anderson regularisation"),
     DBL("anderson_beta", "deq", method.anderson_beta, 0, 1e30,
 	"Anderson mixing"),
+    ENUM("solver_batching", "deq", method.solver_batching,
+	 solver_batching_parse, batching_name_i, "per_sample, global",
+	 "one Broyden/Anderson estimate per sample of the batch, or one for "
+	 "the whole batch"),
+    ENUM("f_stop_scope", "deq", method.f_stop_scope, stop_scope_parse,
+	 scope_name_i, "batch, sample",
+	 "forward stop: residual over the batch, or every sample's own "
+	 "(finished samples frozen)"),
+    ENUM("b_stop_scope", "deq", method.b_stop_scope, stop_scope_parse,
+	 scope_name_i, "batch, sample",
+	 "backward stop: residual over the batch, or every sample's own"),
+    DBL("protect_thres", "deq", method.protect_thres, 0, 1e30,
+	"0 = off; stop a solve whose residual exceeds this multiple of its "
+	"first (>= 1)"),
+    INT("stall_window", "deq", method.stall_window, 0, 100000,
+	"0 = off; stop a solve whose last N residuals lie within a factor "
+	"1.3 (>= 2)"),
 
     STR("corpus", "data", corpus,
 	"brown, wikitext103, wikitext2, ptb, text, synthetic",

@@ -212,13 +212,14 @@ static json_t *mem_json(const size_t *v)
  * fraction of steps that converged and the number of steps whose solve a
  * non-finite residual ended. flags[i]: bit 0 converged, bit 1 ended at a
  * non-finite residual (the method then went on from the best finite
- * iterate). Non-finite residuals are left out of the residual figures. */
+ * iterate), bits 2 and 3 stopped by protect_thres / stall_window
+ * (solve_flags). Non-finite residuals are left out of the residual figures. */
 static json_t *solve_json(const double *it, const double *res, const int *flags,
 			  int n)
 {
 	json_t *o = json_object();
 	double isum = 0, imax = 0, rsum = 0, rmax = 0;
-	int nc = 0, nf = 0, nnf = 0;
+	int nc = 0, nf = 0, nnf = 0, npb = 0, nsb = 0;
 	for (int i = 0; i < n; i++) {
 		isum += it[i];
 		imax = it[i] > imax ? it[i] : imax;
@@ -229,6 +230,8 @@ static json_t *solve_json(const double *it, const double *res, const int *flags,
 		}
 		nc += flags[i] & 1;
 		nnf += (flags[i] >> 1) & 1;
+		npb += (flags[i] >> 2) & 1;
+		nsb += (flags[i] >> 3) & 1;
 	}
 	json_object_set_new(o, "steps", json_integer(n));
 	json_object_set_new(o, "iters_mean",
@@ -241,7 +244,16 @@ static json_t *solve_json(const double *it, const double *res, const int *flags,
 	json_object_set_new(o, "converged_fraction",
 			    n ? json_real((double)nc / n) : json_null());
 	json_object_set_new(o, "nonfinite_steps", json_integer(nnf));
+	json_object_set_new(o, "protect_break_steps", json_integer(npb));
+	json_object_set_new(o, "stall_break_steps", json_integer(nsb));
 	return o;
+}
+
+/* The bits solve_json reads. */
+static int solve_flags(const struct solve_stats *s)
+{
+	return s->converged | s->nonfinite << 1 | s->protect_break << 2 |
+	       s->stall_break << 3;
 }
 
 static json_t *darray(const double *x, int n)
@@ -278,6 +290,15 @@ static json_t *method_json(const struct method_config *c)
 	json_object_set_new(o, "anderson_lambda",
 			    json_real(c->anderson_lambda));
 	json_object_set_new(o, "anderson_beta", json_real(c->anderson_beta));
+	json_object_set_new(
+	    o, "solver_batching",
+	    json_string(solver_batching_name(c->solver_batching)));
+	json_object_set_new(o, "f_stop_scope",
+			    json_string(stop_scope_name(c->f_stop_scope)));
+	json_object_set_new(o, "b_stop_scope",
+			    json_string(stop_scope_name(c->b_stop_scope)));
+	json_object_set_new(o, "protect_thres", json_real(c->protect_thres));
+	json_object_set_new(o, "stall_window", json_integer(c->stall_window));
 	return o;
 }
 
@@ -596,12 +617,10 @@ enum run_status runner_run(const struct bench_config *cfg,
 			log.reads[i] = (double)st->host_reads;
 			log.f_it[i] = st->fwd.iters;
 			log.f_res[i] = st->fwd.residual;
-			log.f_flags[i] = st->fwd.converged | st->fwd.nonfinite
-								 << 1;
+			log.f_flags[i] = solve_flags(&st->fwd);
 			log.b_it[i] = st->bwd.iters;
 			log.b_res[i] = st->bwd.residual;
-			log.b_flags[i] = st->bwd.converged | st->bwd.nonfinite
-								 << 1;
+			log.b_flags[i] = solve_flags(&st->bwd);
 			if (pool.on && measured) {
 				struct backend_pool_stats ps;
 				memset(&ps, 0, sizeof(ps));

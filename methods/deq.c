@@ -16,14 +16,19 @@
  * last VJP) — independent of the iterations taken and of f_max_iter.
  * Solver memory: the larger of the forward and backward solvers' needs
  * (solvers.h), shared because the two solves never overlap; with Broyden,
- * 6 n + 2 h n + h for history h.
+ * 6 n + 2 h n + S h for history h and S = B samples (1 with
+ * solver_batching=global).
  * Evaluations per training step: forward solve iterations + 1 forward;
  * backward solve iterations + 1 VJPs (jfb: 1).
  */
 #include "method_impl.h"
 
-static struct solver_params params_of(const struct method_config *c, int bwd)
+/* Solver parameters of the forward (bwd = 0) or backward solve: one
+ * problem per sample unless solver_batching=global (solvers.h). */
+static struct solver_params params_of(const struct model *m,
+				      const struct method_config *c, int bwd)
 {
+	int per_sample = c->solver_batching == BATCHING_PER_SAMPLE;
 	struct solver_params p = {
 	    .kind = bwd ? c->b_solver : c->f_solver,
 	    .tol = bwd ? c->b_tol : c->f_tol,
@@ -33,6 +38,11 @@ static struct solver_params params_of(const struct method_config *c, int bwd)
 	    .anderson_m = c->anderson_m,
 	    .lambda = c->anderson_lambda,
 	    .beta = c->anderson_beta,
+	    .samples = per_sample ? m->B : 1,
+	    .parts = per_sample ? m->state_parts : 1,
+	    .scope = bwd ? c->b_stop_scope : c->f_stop_scope,
+	    .protect = c->protect_thres,
+	    .stall = c->stall_window,
 	};
 	return p;
 }
@@ -40,12 +50,11 @@ static struct solver_params params_of(const struct method_config *c, int bwd)
 static void deq_layout(const struct model *m, const struct method_config *c,
 		       struct method_layout *l)
 {
-	(void)m;
 	l->n_tapes = 1;
 	l->n_vecs = 1;
 	l->n_solve = c->b_mode == BMODE_IFT ? 2 : 1;
-	l->solve[0] = params_of(c, 0);
-	l->solve[1] = params_of(c, 1);
+	l->solve[0] = params_of(m, c, 0);
+	l->solve[1] = params_of(m, c, 1);
 }
 
 /* F(z) = f(z; u), no tape. */
@@ -65,11 +74,10 @@ static void map_backward(void *ctx, void *out, const void *in)
 
 static void deq_forward(struct method *me, const void *u, void *z, int train)
 {
-	struct solver_params p = params_of(&me->cfg, 0);
 	struct fp_map F = {map_forward, me};
-	const void *zs =
-	    solver_solve(me->solver, &p, &F, &me->st.fwd, me->st.fwd_trace,
-			 &me->st.fwd_trace_len, &me->st.host_reads);
+	const void *zs = solver_solve(
+	    me->solver, &me->lay.solve[0], &F, &me->st.fwd, me->st.fwd_trace,
+	    &me->st.fwd_trace_len, &me->st.host_reads);
 	me->st.has_fwd_solve = 1;
 	me->zstar = zs;
 	method_f(me, z, zs, u, train ? method_tape(me, 0) : NULL);
@@ -79,10 +87,9 @@ static void deq_backward(struct method *me, const void *gz, void *gu)
 {
 	const void *y = gz;
 	if (me->cfg.b_mode == BMODE_IFT) {
-		struct solver_params p = params_of(&me->cfg, 1);
 		struct fp_map F = {map_backward, me};
 		me->gz = gz;
-		y = solver_solve(me->solver, &p, &F, &me->st.bwd,
+		y = solver_solve(me->solver, &me->lay.solve[1], &F, &me->st.bwd,
 				 me->st.bwd_trace, &me->st.bwd_trace_len,
 				 &me->st.host_reads);
 		me->st.has_bwd_solve = 1;

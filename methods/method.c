@@ -17,6 +17,8 @@ static const char *const solver_names[] = {"broyden", "anderson",
 					   "fixed_point"};
 static const char *const stop_names[] = {"abs", "rel"};
 static const char *const bmode_names[] = {"ift", "jfb"};
+static const char *const scope_names[] = {"batch", "sample"};
+static const char *const batching_names[] = {"per_sample", "global"};
 
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -48,6 +50,16 @@ int b_mode_parse(const char *s)
 	return parse_in(s, bmode_names, NELEM(bmode_names));
 }
 
+int stop_scope_parse(const char *s)
+{
+	return parse_in(s, scope_names, NELEM(scope_names));
+}
+
+int solver_batching_parse(const char *s)
+{
+	return parse_in(s, batching_names, NELEM(batching_names));
+}
+
 #define NAME_OF(arr, v)                                                        \
 	(((int)(v) >= 0 && (int)(v) < NELEM(arr)) ? arr[(int)(v)] : "?")
 
@@ -69,6 +81,16 @@ const char *stop_mode_name(enum stop_mode s)
 const char *b_mode_name(enum b_mode b)
 {
 	return NAME_OF(bmode_names, b);
+}
+
+const char *stop_scope_name(enum stop_scope s)
+{
+	return NAME_OF(scope_names, s);
+}
+
+const char *solver_batching_name(enum solver_batching b)
+{
+	return NAME_OF(batching_names, b);
 }
 
 /* ------------------------------------------------------------- config */
@@ -97,6 +119,11 @@ void method_config_defaults(struct method_config *c)
 	c->anderson_m = 5;
 	c->anderson_lambda = 1e-4;
 	c->anderson_beta = 1.0;
+	c->solver_batching = BATCHING_PER_SAMPLE;
+	c->f_stop_scope = SCOPE_BATCH;
+	c->b_stop_scope = SCOPE_BATCH;
+	c->protect_thres = 0;
+	c->stall_window = 0;
 }
 
 #define FAIL(...)                                                              \
@@ -159,6 +186,19 @@ int method_config_validate(const struct method_config *c, char *err,
 	if (!(c->anderson_beta > 0) || !isfinite(c->anderson_beta))
 		FAIL("anderson_beta=%g must be a finite number > 0",
 		     c->anderson_beta);
+	if ((int)c->solver_batching < 0 || (int)c->solver_batching > 1)
+		FAIL("solver_batching=%d is unknown; use per_sample or global",
+		     (int)c->solver_batching);
+	if ((int)c->f_stop_scope < 0 || (int)c->f_stop_scope > 1 ||
+	    (int)c->b_stop_scope < 0 || (int)c->b_stop_scope > 1)
+		FAIL("f_stop_scope/b_stop_scope must be batch or sample");
+	if (!(c->protect_thres >= 0) || !isfinite(c->protect_thres) ||
+	    (c->protect_thres > 0 && c->protect_thres < 1))
+		FAIL("protect_thres=%g must be 0 (off) or a finite number >= 1",
+		     c->protect_thres);
+	if (c->stall_window < 0 || c->stall_window == 1)
+		FAIL("stall_window=%d must be 0 (off) or >= 2",
+		     c->stall_window);
 	return 0;
 }
 

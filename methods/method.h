@@ -19,6 +19,12 @@ enum method_kind { METHOD_UNROLL, METHOD_CHECKPOINT, METHOD_DEQ };
 enum solver_kind { SOLVER_BROYDEN, SOLVER_ANDERSON, SOLVER_FIXED_POINT };
 enum stop_mode { STOP_ABS, STOP_REL };
 enum b_mode { BMODE_IFT, BMODE_JFB };
+/* Where a solve's stopping rule looks: the residual over the whole batch
+ * (the paper's rule), or every sample's own (finished samples frozen). */
+enum stop_scope { SCOPE_BATCH, SCOPE_SAMPLE };
+/* One quasi-Newton estimate per sample of the batch (the locuslab DEQ code
+ * and torchdeq), or one for the whole batch. */
+enum solver_batching { BATCHING_PER_SAMPLE, BATCHING_GLOBAL };
 
 /* torchdeq's names where they exist. Defaults: method_config_defaults(). */
 struct method_config {
@@ -42,6 +48,14 @@ struct method_config {
 	int anderson_m;		/* history, default 5 */
 	double anderson_lambda; /* regularisation, default 1e-4 */
 	double anderson_beta;	/* mixing, default 1 */
+
+	enum solver_batching solver_batching;	    /* default per_sample */
+	enum stop_scope f_stop_scope, b_stop_scope; /* default batch */
+	/* The DEQ code's breaks (0 = off): stop when the residual exceeds
+	 * protect_thres × the first one, or when the last stall_window
+	 * residuals vary by less than a factor 1.3. */
+	double protect_thres;
+	int stall_window;
 };
 
 void method_config_defaults(struct method_config *c);
@@ -55,18 +69,26 @@ int method_kind_parse(const char *s);
 int solver_kind_parse(const char *s);
 int stop_mode_parse(const char *s);
 int b_mode_parse(const char *s);
+int stop_scope_parse(const char *s);
+int solver_batching_parse(const char *s);
 const char *method_kind_name(enum method_kind k);
 const char *solver_kind_name(enum solver_kind k);
 const char *stop_mode_name(enum stop_mode s);
 const char *b_mode_name(enum b_mode b);
+const char *stop_scope_name(enum stop_scope s);
+const char *solver_batching_name(enum solver_batching b);
 
 /* Result of one solve (forward or backward). */
 struct solve_stats {
 	int iters;	 /* f (or VJP) evaluations the solver made */
 	double residual; /* final ‖f(z)−z‖ (abs) or relative, per stop mode */
 	double abs_residual, rel_residual;
-	int converged; /* residual <= tol */
+	int converged; /* residual <= tol (scope sample: every sample's) */
 	int nonfinite; /* a non-finite residual ended the solve */
+	int samples;   /* independent problems solved (1: global) */
+	int samples_converged; /* of them, those whose residual <= tol */
+	int protect_break;     /* stopped by protect_thres */
+	int stall_break;       /* stopped by stall_window */
 };
 
 #define METHOD_TRACE_MAX 256

@@ -4,41 +4,59 @@
  * solve (F(y) = y J_f(z*) + ḡ, §3.1.3).
  *
  * Every solve starts from x₀ = 0, counts every evaluation of F (the first,
- * at x₀, included) against max_iter, checks the residual after each
- * evaluation, and returns the iterate of lowest residual:
+ * at x₀, included) against max_iter and checks the residual after each
+ * evaluation:
  *   abs: r(x) = ‖F(x) − x‖₂            rel: r(x) = ‖F(x) − x‖₂ / ‖F(x)‖₂
- * with norms over the whole vector (the whole batch, as in the paper). It
- * stops when r ≤ tol, after max_iter evaluations, or at the first
- * non-finite residual (reported in solve_stats.nonfinite; the returned
- * iterate is then the best finite one, or x₀ when there is none).
+ *
+ * Samples. The vector is S independent problems (the batch: F acts on each
+ * sample alone, so its Jacobian is block-diagonal). Sample s's elements are
+ * P contiguous segments of len = n / (S P), segment p at (p S + s) len
+ * (P = model state_parts). With S > 1 (solver_batching=per_sample, as the
+ * locuslab DEQ code and torchdeq) Broyden and Anderson keep one estimate
+ * per sample; S = 1 (global) is one estimate for the whole batch, the
+ * same arithmetic as before per-sample solvers existed. Each sample keeps
+ * its own lowest-residual iterate; the returned iterate is made of them.
+ * Its whole-batch residual is exact, since each sample's residual depends
+ * on that sample alone: r_abs = √(Σ_s ‖g_s‖²), r_rel = r_abs / √(Σ_s ‖F_s‖²).
+ *
+ * Stop: scope batch (the paper's rule) when that composite residual is
+ * <= tol; scope sample when every sample's own residual is <= tol
+ * (finished samples are frozen: their iterate no longer moves). Also after
+ * max_iter evaluations, at the first non-finite residual (reported in
+ * solve_stats.nonfinite; the returned iterate is then the best finite one,
+ * or x₀ when there is none), and at the DEQ code's breaks when enabled:
+ * protect (the current iterate's batch residual > protect × the first)
+ * and stall (the last `stall` batch residuals within a factor 1.3).
  *
  * Solvers:
  *   fixed_point  x ← F(x).
  *   broyden      good Broyden on g(x) = F(x) − x with an inverse-Jacobian
- *                estimate B = −I + Σᵢ uᵢ vᵢᵀ (Bai et al. 2019 §3.1.3;
- *                Broyden 1965): Δx = −B g, x ← x + Δx (unit step, no line
- *                search), then the rank-1 update
+ *                estimate B = −I + Σᵢ uᵢ vᵢᵀ per sample (Bai et al. 2019
+ *                §3.1.3; Broyden 1965): Δx = −B g, x ← x + Δx (unit step,
+ *                no line search), then the rank-1 update
  *                  v = Bᵀ Δx,  u = (Δx − B Δg) / (vᵀ Δg).
  *                At most `history` pairs are kept; when full, the oldest
  *                pair is dropped before the new one is formed (limited
  *                memory Broyden; torchdeq's LBFGS_thres keeps it in the
- *                sum, a minor difference). An update whose denominator is
- *                0 or not finite is skipped.
+ *                sum, a minor difference). A sample whose denominator is
+ *                0 or not finite gets a zero pair (no update) in the slot;
+ *                when every sample's is, the update is skipped.
  *   anderson     Anderson acceleration, type II (Anderson 1965; Walker &
- *                Ni 2011) over the last m iterates: with G = [F(xᵢ) − xᵢ],
- *                α = argmin ‖G α‖² + λ‖α‖² s.t. Σα = 1 (solved as the
- *                bordered (m+1)² system on the host, in double), then
- *                x ← Σ αᵢ xᵢ + β Σ αᵢ Gᵢ.
+ *                Ni 2011) over the last m iterates, per sample: with
+ *                G = [F(xᵢ) − xᵢ], α = argmin ‖G α‖² + λ‖α‖² s.t. Σα = 1
+ *                (the bordered (m+1)² system on the host, in double),
+ *                then x ← Σ αᵢ xᵢ + β Σ αᵢ Gᵢ.
  *
  * Memory (elements of the backend type; all MEM_SOLVER, allocated once by
- * solver_create and shared by every solve of the method):
- *   fixed_point  3 n                          (x, F(x), best)
- *   broyden      6 n + 2 h n + h              (x, g, F(x), Δx, Δg, best;
+ * solver_create and shared by every solve of the method), S samples:
+ *   fixed_point  4 n                          (x, F(x), g, best)
+ *   broyden      6 n + 2 h n + S h            (x, g, F(x), Δx, Δg, best;
  *                                               U, Vᵀ; coefficients)
- *   anderson     3 n + 2 m n + m              (x_next, F(x), best; X, G;
- *                                               Gram row)
+ *   anderson     3 n + 2 m n + S m            (x_next, F(x), best; X, G;
+ *                                               coefficients)
  * Host reads (values brought back from the device, each a synchronisation
- * on a GPU) are counted: one per norm or dot, one per coefficient download.
+ * on a GPU) are counted: one per batch of per-sample norms or dots (two per
+ * evaluation, Broyden one more per update), one per coefficient download.
  */
 #ifndef DQ_SOLVERS_H
 #define DQ_SOLVERS_H
@@ -62,6 +80,11 @@ struct solver_params {
 	int anderson_m; /* >= 1 */
 	double lambda;	/* anderson regularisation, >= 0 */
 	double beta;	/* anderson mixing, > 0 */
+	int samples;	/* S >= 1, dividing n / parts */
+	int parts;	/* P >= 1: segments per sample */
+	enum stop_scope scope;
+	double protect; /* 0 = off, else >= 1 */
+	int stall;	/* 0 = off, else >= 2 */
 };
 
 struct solver;
@@ -72,7 +95,9 @@ size_t solver_elems(const struct solver_params *p, size_t n);
 
 /* Allocates (MEM_SOLVER) a solver able to run every parameter set in
  * p[0..np) on vectors of n elements: the buffer is the largest of their
- * needs. Returns 0, or -1 with one line in err when out of memory. */
+ * needs. Every set must have the same samples and parts, and n must be a
+ * multiple of samples × parts. Returns 0, or -1 with one line in err when
+ * out of memory or when the sample layout does not fit n. */
 int solver_create(struct solver **out, struct backend *be, size_t n,
 		  const struct solver_params *p, int np, char *err,
 		  size_t errlen);

@@ -262,6 +262,7 @@ int model_create(struct model **out, struct backend *be,
 	}
 	size_t N = (size_t)m->B * m->T;
 	m->n_state = N * m->d;
+	m->state_parts = cfg->kind == MODEL_TRELLISNET ? 2 : 1;
 	m->n_u = N * m->U;
 
 	m->n_params = param_specs(cfg, m->U, m->E, specs);

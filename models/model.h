@@ -67,7 +67,12 @@ struct model {
 	int B, T, d, U;
 	int E;		/* embedding width = head input width (<= d) */
 	size_t n_state; /* B*T*d */
-	size_t n_u;	/* B*T*U */
+	/* The state is state_parts blocks of (B, n_state / (state_parts B))
+	 * elements: sample b's share of block p is contiguous, and samples are
+	 * independent (f acts on each sample alone, so J_f is block-diagonal
+	 * over them). 1, or 2 for trellisnet's [h; c]. */
+	int state_parts;
+	size_t n_u; /* B*T*U */
 
 	/* parameters: one allocation each for values and gradients */
 	struct model_param params[MODEL_MAX_PARAMS];

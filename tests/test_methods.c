@@ -510,7 +510,7 @@ Test(memory, deq_depth_flat_solver_affine_in_history)
 	struct model *m = make_model(be, MODEL_TANH_CELL, odd);
 	set_tokens(m, 1);
 	size_t e = be->elem, tape = model_tape_elems(m), n = m->n_state;
-	size_t depth0 = 0;
+	size_t depth0 = 0, S = (size_t)m->B;
 	int caps[] = {1, 5, 50};
 	for (int i = 0; i < 3; i++) {
 		struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
@@ -527,12 +527,13 @@ Test(memory, deq_depth_flat_solver_affine_in_history)
 		if (i == 0)
 			depth0 = r.depth_peak;
 		cr_assert_eq(r.depth_peak, depth0);
-		/* same history: same solver memory whatever the cap */
-		cr_assert_eq(r.solver_peak, e * (6 * n + 2 * 4 * n + 4));
+		/* same history: same solver memory whatever the cap; per
+		 * sample (the default), S = B coefficient rows */
+		cr_assert_eq(r.solver_peak, e * (6 * n + 2 * 4 * n + S * 4));
 		cr_assert_eq(r.ds_peak, r.depth_peak + r.solver_peak);
 		cr_assert_eq(r.allocs_before, r.allocs_after);
 	}
-	/* Broyden history h: (6 + 2h) n + h; the default history is the
+	/* Broyden history h: (6 + 2h) n + S h; the default history is the
 	 * larger max_iter (forward and backward share one buffer) */
 	int hs[] = {1, 2, 8, 30};
 	for (int i = 0; i < 4; i++) {
@@ -540,25 +541,27 @@ Test(memory, deq_depth_flat_solver_affine_in_history)
 		c.f_history = c.b_history = hs[i];
 		struct mem_seen r = measure(m, c, NULL);
 		size_t h = (size_t)hs[i];
-		cr_assert_eq(r.solver_peak, e * ((6 + 2 * h) * n + h),
+		cr_assert_eq(r.solver_peak, e * ((6 + 2 * h) * n + S * h),
 			     "h=%zu: %zu", h, r.solver_peak);
 	}
 	struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
 	c.f_max_iter = 12;
 	c.b_max_iter = 20; /* histories default to the caps: 20 wins */
 	cr_assert_eq(measure(m, c, NULL).solver_peak,
-		     e * ((6 + 2 * 20) * n + 20));
-	/* Anderson m: (3 + 2m) n + m; fixed point: 4n */
+		     e * ((6 + 2 * 20) * n + S * 20));
+	/* Anderson m: (3 + 2m) n + S m; fixed point: 4n */
 	c.f_solver = c.b_solver = SOLVER_ANDERSON;
 	c.anderson_m = 6;
-	cr_assert_eq(measure(m, c, NULL).solver_peak, e * ((3 + 12) * n + 6));
+	cr_assert_eq(measure(m, c, NULL).solver_peak,
+		     e * ((3 + 12) * n + S * 6));
 	c.f_solver = c.b_solver = SOLVER_FIXED_POINT;
 	cr_assert_eq(measure(m, c, NULL).solver_peak, e * 4 * n);
 	/* jfb needs no backward solver */
 	c.f_solver = SOLVER_BROYDEN;
 	c.b_mode = BMODE_JFB;
 	c.f_history = 3;
-	cr_assert_eq(measure(m, c, NULL).solver_peak, e * ((6 + 6) * n + 3));
+	cr_assert_eq(measure(m, c, NULL).solver_peak,
+		     e * ((6 + 6) * n + S * 3));
 	model_destroy(m);
 	backend_destroy(be);
 }

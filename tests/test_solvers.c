@@ -1,0 +1,454 @@
+/* test_solvers.c — per-sample fixed-point solvers (methods/solvers.h):
+ *
+ *   1. A per-sample solve of S independent problems equals S separate
+ *      solves, iterate for iterate (Broyden, Anderson, fixed point; one
+ *      and two segments per sample), and stops when the last of them does.
+ *   2. Scope batch: the reported residual is the true whole-batch residual
+ *      of the returned (composite) iterate.
+ *   3. The DEQ code's protective and no-progress breaks.
+ *   4. Through the deq method: on tanh_cell and on a transformer scaled to
+ *      a contraction both scopes reach the tolerance, and per-sample
+ *      Broyden needs no more iterations than global.
+ *   5. Solver memory, exactly: per sample S h (Broyden) and S m (Anderson)
+ *      coefficients on top of the global solver's.
+ */
+#include "methods/method.h"
+#include "methods/solvers.h"
+#include "models/model.h"
+
+#include "test_util.h"
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------- a block-diagonal map */
+
+/* F(x)_s = tanh(A_s x_s + b_s) for sample s's P·len elements, gathered
+ * from the solver layout (segment p of sample s at (p S + s) len). Each
+ * A_s has spectral norm below ~0.8, so every problem is a contraction
+ * with its own rate and fixed point. */
+struct diag_map {
+	struct backend *be;
+	int S, P, len, d; /* d = P len */
+	double *A, *b;	  /* (S, d, d), (S, d) */
+	double *xh, *yh;  /* host staging (S P len) */
+	int only;	  /* >= 0: apply only sample `only` (S = 1 layout) */
+};
+
+static void diag_init(struct diag_map *m, struct backend *be, int S, int P,
+		      int len, uint64_t seed)
+{
+	m->be = be;
+	m->S = S;
+	m->P = P;
+	m->len = len;
+	m->d = P * len;
+	m->only = -1;
+	size_t d = (size_t)m->d;
+	m->A = host((size_t)S * d * d);
+	m->b = host((size_t)S * d);
+	m->xh = host((size_t)S * d);
+	m->yh = host((size_t)S * d);
+	rng_state = seed;
+	for (int s = 0; s < S; s++) {
+		/* rates differ by sample: 0.3 .. 0.8 of 1/sqrt(d) scaling */
+		double g =
+		    (0.3 + 0.5 * s / (S > 1 ? S - 1 : 1)) / sqrt((double)d);
+		for (size_t i = 0; i < d * d; i++)
+			m->A[(size_t)s * d * d + i] =
+			    g * (2 * rnd_u01() - 1) * 0.8;
+		for (size_t i = 0; i < d; i++)
+			m->b[(size_t)s * d + i] = 2 * rnd_u01() - 1;
+	}
+}
+
+static void diag_free(struct diag_map *m)
+{
+	free(m->A);
+	free(m->b);
+	free(m->xh);
+	free(m->yh);
+}
+
+/* y = tanh(A_s x + b_s) on contiguous d-vectors. */
+static void diag_one(const struct diag_map *m, int s, double *y,
+		     const double *x)
+{
+	size_t d = (size_t)m->d;
+	for (size_t i = 0; i < d; i++) {
+		double v = m->b[(size_t)s * d + i];
+		for (size_t j = 0; j < d; j++)
+			v += m->A[((size_t)s * d + i) * d + j] * x[j];
+		y[i] = tanh(v);
+	}
+}
+
+static void diag_apply(void *ctx, void *out, const void *in)
+{
+	struct diag_map *m = ctx;
+	size_t d = (size_t)m->d, len = (size_t)m->len;
+	if (m->only >= 0) { /* one sample, contiguous */
+		down(m->be, m->xh, in, d);
+		diag_one(m, m->only, m->yh, m->xh);
+		up(m->be, out, m->yh, d);
+		return;
+	}
+	size_t n = (size_t)m->S * d;
+	double *x = host(d), *y = host(d);
+	down(m->be, m->xh, in, n);
+	for (int s = 0; s < m->S; s++) {
+		for (int p = 0; p < m->P; p++)
+			memcpy(x + p * len,
+			       m->xh + ((size_t)p * m->S + s) * len,
+			       len * sizeof(double));
+		diag_one(m, s, y, x);
+		for (int p = 0; p < m->P; p++)
+			memcpy(m->yh + ((size_t)p * m->S + s) * len,
+			       y + p * len, len * sizeof(double));
+	}
+	up(m->be, out, m->yh, n);
+	free(x);
+	free(y);
+}
+
+static struct solver_params params(enum solver_kind k, int S, int P,
+				   enum stop_scope scope)
+{
+	struct solver_params p = {.kind = k,
+				  .tol = 1e-10,
+				  .max_iter = 80,
+				  .stop = STOP_ABS,
+				  .history = 80,
+				  .anderson_m = 5,
+				  .lambda = 1e-10,
+				  .beta = 1.0,
+				  .samples = S,
+				  .parts = P,
+				  .scope = scope};
+	return p;
+}
+
+/* One solve; the solution downloaded into x (n doubles). */
+static struct solve_stats solve_into(struct backend *be, size_t n,
+				     struct solver_params p, struct fp_map *F,
+				     double *x)
+{
+	struct solver *s;
+	struct solve_stats st;
+	char err[256];
+	long reads = 0;
+	cr_assert_eq(solver_create(&s, be, n, &p, 1, err, sizeof(err)), 0, "%s",
+		     err);
+	const void *r = solver_solve(s, &p, F, &st, NULL, NULL, &reads);
+	down(be, x, r, n);
+	solver_destroy(s);
+	return st;
+}
+
+/* Per-sample with scope sample vs S independent solves: the same
+ * arithmetic up to the order of the segment sums (P partial dot products
+ * instead of one), so iterates agree to rounding. Contractions with
+ * rates ≤ 0.8 keep that rounding from growing: 1e-9 relative is far below
+ * an error in the layout or the per-sample coefficients (O(1)). */
+static void check_equals_independent(enum solver_kind k, int P)
+{
+	const int S = 4, len = 5;
+	struct backend *be = make_be("cpu64");
+	struct diag_map m;
+	diag_init(&m, be, S, P, len, 77 + (uint64_t)P);
+	struct fp_map F = {diag_apply, &m};
+	size_t d = (size_t)m.d, n = (size_t)S * d;
+	double *xb = host(n), *x1 = host(d);
+	struct solve_stats sb =
+	    solve_into(be, n, params(k, S, P, SCOPE_SAMPLE), &F, xb);
+	cr_assert(sb.converged, "%s P=%d: %d iters, residual %g",
+		  solver_kind_name(k), P, sb.iters, sb.residual);
+	cr_assert_eq(sb.samples, S);
+	cr_assert_eq(sb.samples_converged, S);
+	int most = 0;
+	for (int s = 0; s < S; s++) {
+		m.only = s;
+		struct solve_stats s1 =
+		    solve_into(be, d, params(k, 1, 1, SCOPE_BATCH), &F, x1);
+		m.only = -1;
+		cr_assert(s1.converged);
+		most = s1.iters > most ? s1.iters : most;
+		double err = 0, big = 0;
+		for (int p = 0; p < P; p++)
+			for (int i = 0; i < len; i++) {
+				double a = xb[((size_t)p * S + s) * len + i];
+				double b = x1[p * len + i];
+				err = fmax(err, fabs(a - b));
+				big = fmax(big, fabs(b));
+			}
+		cr_assert_leq(err, 1e-9 * big, "%s P=%d sample %d: %g",
+			      solver_kind_name(k), P, s, err);
+	}
+	cr_assert_eq(sb.iters, most, "%s P=%d: %d iters, slowest sample %d",
+		     solver_kind_name(k), P, sb.iters, most);
+	free(xb);
+	free(x1);
+	diag_free(&m);
+	backend_destroy(be);
+}
+
+Test(solvers, per_sample_equals_independent_broyden)
+{
+	check_equals_independent(SOLVER_BROYDEN, 1);
+	check_equals_independent(SOLVER_BROYDEN, 2);
+}
+
+Test(solvers, per_sample_equals_independent_anderson)
+{
+	check_equals_independent(SOLVER_ANDERSON, 1);
+	check_equals_independent(SOLVER_ANDERSON, 2);
+}
+
+Test(solvers, per_sample_equals_independent_fixed_point)
+{
+	check_equals_independent(SOLVER_FIXED_POINT, 2);
+}
+
+/* Scope batch: the solve stops on the composite iterate's whole-batch
+ * residual, and that residual is what F says of the returned iterate. */
+Test(solvers, batch_scope_reports_true_residual)
+{
+	const int S = 5, P = 2, len = 3;
+	struct backend *be = make_be("cpu64");
+	struct diag_map m;
+	diag_init(&m, be, S, P, len, 5);
+	struct fp_map F = {diag_apply, &m};
+	size_t n = (size_t)S * m.d;
+	double *x = host(n), *fx = host(n);
+	enum stop_mode modes[] = {STOP_ABS, STOP_REL};
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < 2; i++) {
+			struct solver_params p =
+			    params(k ? SOLVER_ANDERSON : SOLVER_BROYDEN, S, P,
+				   SCOPE_BATCH);
+			p.stop = modes[i];
+			p.tol = 1e-3; /* loose: stops mid-way */
+			struct solve_stats st = solve_into(be, n, p, &F, x);
+			cr_assert(st.converged);
+			void *dx = dev(be, n), *dy = dev(be, n);
+			up(be, dx, x, n);
+			diag_apply(&m, dy, dx);
+			down(be, fx, dy, n);
+			double g2 = 0, f2 = 0;
+			for (size_t j = 0; j < n; j++) {
+				g2 += (fx[j] - x[j]) * (fx[j] - x[j]);
+				f2 += fx[j] * fx[j];
+			}
+			double r = modes[i] == STOP_ABS ? sqrt(g2)
+							: sqrt(g2) / sqrt(f2);
+			cr_assert_float_eq(st.residual, r, 1e-12 * r + 1e-300,
+					   "reported %g, true %g", st.residual,
+					   r);
+			cr_assert_leq(r, p.tol);
+			backend_free(be, dx);
+			backend_free(be, dy);
+		}
+	free(x);
+	free(fx);
+	diag_free(&m);
+	backend_destroy(be);
+}
+
+/* F(x) = a x + c elementwise (host-side, one segment). */
+struct affine {
+	struct backend *be;
+	double a, c;
+	int n;
+};
+
+static void affine_apply(void *ctx, void *out, const void *in)
+{
+	struct affine *f = ctx;
+	const struct backend_ops *o = f->be->ops;
+	o->fill(f->be->ctx, out, f->c, (size_t)f->n);
+	o->axpy(f->be->ctx, out, f->a, in, (size_t)f->n);
+}
+
+/* x ← 2x + 1 from 0 runs away (residual ‖x + 1‖ doubles each step):
+ * protect 10 stops it at the first residual above 10× the first one,
+ * the 5th (2⁴ = 16); x ← x + 1 never moves its residual (‖1‖ each time):
+ * stall 6 stops it after 6 evaluations. Neither is `converged`. */
+Test(solvers, protect_and_stall_breaks)
+{
+	struct backend *be = make_be("cpu64");
+	struct affine f = {be, 2.0, 1.0, 4};
+	struct fp_map F = {affine_apply, &f};
+	double x[4];
+	struct solver_params p = params(SOLVER_FIXED_POINT, 1, 1, SCOPE_BATCH);
+	p.protect = 10;
+	struct solve_stats st = solve_into(be, 4, p, &F, x);
+	cr_assert(st.protect_break && !st.stall_break && !st.converged);
+	cr_assert_eq(st.iters, 5);
+	p.protect = 0;
+	st = solve_into(be, 4, p, &F, x);
+	cr_assert(!st.protect_break && st.iters == p.max_iter);
+
+	f.a = 1.0;
+	p.stall = 6;
+	st = solve_into(be, 4, p, &F, x);
+	cr_assert(st.stall_break && !st.protect_break && !st.converged);
+	cr_assert_eq(st.iters, 6);
+	backend_destroy(be);
+}
+
+/* ------------------------------------------------- through the method */
+
+static struct model *model_of(struct backend *be, enum model_kind kind, int B)
+{
+	struct model_config c = {.kind = kind,
+				 .d_model = 12,
+				 .n_heads = 3,
+				 .d_ff = 20,
+				 .seq_len = 5,
+				 .batch_size = B,
+				 .vocab_size = 17,
+				 .seed = 3};
+	struct model *m = NULL;
+	char err[256];
+	cr_assert_eq(model_create(&m, be, &c, err, sizeof(err)), 0, "%s", err);
+	int nt = B * 6;
+	int32_t *t = malloc(sizeof(int32_t) * (size_t)nt);
+	rng_state = 9;
+	for (int i = 0; i < nt; i++)
+		t[i] = (int32_t)(rnd_u01() * 17);
+	cr_assert_eq(model_set_batch(m, t, err, sizeof(err)), 0, "%s", err);
+	free(t);
+	return m;
+}
+
+static void scale_by(struct model *m, const char *name, double s)
+{
+	const struct model_param *p = model_param_find(m, name);
+	cr_assert_not_null(p);
+	m->be->ops->scale(m->be->ctx, dq_at(m->be, m->param_buf, p->offset), s,
+			  p->numel);
+}
+
+/* One training forward + backward with cfg; the solve statistics. */
+static struct method_stats run_deq(struct model *m, struct method_config c)
+{
+	struct method *me = NULL;
+	char err[256];
+	cr_assert_eq(method_create(&me, m, &c, err, sizeof(err)), 0, "%s", err);
+	void *z = backend_alloc(m->be, m->n_state, MEM_HEAD);
+	model_zero_grads(m);
+	model_inject_forward(m);
+	method_forward(me, m->u, z, 1);
+	model_head_forward(m, z);
+	model_head_backward(m);
+	method_backward(me, m->gz, m->gu);
+	struct method_stats st = *method_get_stats(me);
+	backend_free(m->be, z);
+	method_destroy(me);
+	return st;
+}
+
+/* Both scopes converge forward and backward; per-sample Broyden needs no
+ * more evaluations than one estimate for the batch (each sample's
+ * estimate sees only its own block of the block-diagonal Jacobian). */
+static void check_scopes(struct model *m)
+{
+	int iters[2][2]; /* [batching][fwd, bwd] */
+	for (int b = 0; b < 2; b++)
+		for (int sc = 0; sc < 2; sc++) {
+			struct method_config c;
+			method_config_defaults(&c);
+			c.method = METHOD_DEQ;
+			c.f_tol = c.b_tol = 1e-6;
+			c.f_max_iter = c.b_max_iter = 60;
+			c.solver_batching =
+			    b ? BATCHING_GLOBAL : BATCHING_PER_SAMPLE;
+			c.f_stop_scope = c.b_stop_scope =
+			    sc ? SCOPE_SAMPLE : SCOPE_BATCH;
+			struct method_stats st = run_deq(m, c);
+			cr_assert(st.fwd.converged && st.bwd.converged,
+				  "%s %s: fwd %d (%g), bwd %d (%g)",
+				  solver_batching_name(c.solver_batching),
+				  stop_scope_name(c.f_stop_scope), st.fwd.iters,
+				  st.fwd.residual, st.bwd.iters,
+				  st.bwd.residual);
+			cr_assert_eq(st.fwd.samples, b ? 1 : m->B);
+			if (sc == 0) {
+				iters[b][0] = st.fwd.iters;
+				iters[b][1] = st.bwd.iters;
+			}
+		}
+	cr_assert_leq(iters[0][0], iters[1][0],
+		      "forward: per-sample %d, "
+		      "global %d",
+		      iters[0][0], iters[1][0]);
+	cr_assert_leq(iters[0][1], iters[1][1],
+		      "backward: per-sample %d, "
+		      "global %d",
+		      iters[0][1], iters[1][1]);
+}
+
+Test(solvers, scopes_converge_tanh_cell)
+{
+	struct backend *be = make_be("cpu64");
+	struct model *m = model_of(be, MODEL_TANH_CELL, 4);
+	check_scopes(m);
+	model_destroy(m);
+	backend_destroy(be);
+}
+
+/* The transformer at init is no contraction (post-LN: ρ ≈ 1); the strong
+ * injection of test_methods.c (inject × 300, embed × 30, ln2 × 0.3, ρ ≈
+ * 0.4 measured there) makes it one. */
+Test(solvers, scopes_converge_transformer, .timeout = 120)
+{
+	struct backend *be = make_be("cpu64");
+	struct model *m = model_of(be, MODEL_TRANSFORMER, 3);
+	scale_by(m, "inject.weight", 300.0);
+	scale_by(m, "embed.weight", 30.0);
+	scale_by(m, "block.ln2.weight", 0.3);
+	check_scopes(m);
+	model_destroy(m);
+	backend_destroy(be);
+}
+
+/* Allocator bytes under MEM_SOLVER against the formulas of solvers.h. */
+static size_t solver_bytes(struct model *m, struct method_config c)
+{
+	struct method *me = NULL;
+	char err[256];
+	size_t before = m->be->mem.live[MEM_SOLVER], pd, ps;
+	cr_assert_eq(method_create(&me, m, &c, err, sizeof(err)), 0, "%s", err);
+	size_t got = m->be->mem.live[MEM_SOLVER] - before;
+	cr_assert_eq(method_memory(m, &c, &pd, &ps, err, sizeof(err)), 0);
+	cr_assert_eq(ps, got, "predicted %zu, allocated %zu", ps, got);
+	method_destroy(me);
+	return got;
+}
+
+Test(solvers, memory_exact)
+{
+	struct backend *be = make_be("cpu");
+	enum model_kind kinds[] = {MODEL_TANH_CELL, MODEL_TRELLISNET};
+	for (int i = 0; i < 2; i++) {
+		struct model *m = model_of(be, kinds[i], 3);
+		size_t e = be->elem, n = m->n_state, S = (size_t)m->B;
+		struct method_config c;
+		method_config_defaults(&c);
+		c.method = METHOD_DEQ;
+		c.f_history = c.b_history = 7;
+		cr_assert_eq(solver_bytes(m, c), e * ((6 + 14) * n + S * 7));
+		c.solver_batching = BATCHING_GLOBAL;
+		cr_assert_eq(solver_bytes(m, c), e * ((6 + 14) * n + 7));
+		c.f_solver = c.b_solver = SOLVER_ANDERSON;
+		c.anderson_m = 4;
+		cr_assert_eq(solver_bytes(m, c), e * ((3 + 8) * n + 4));
+		c.solver_batching = BATCHING_PER_SAMPLE;
+		cr_assert_eq(solver_bytes(m, c), e * ((3 + 8) * n + S * 4));
+		c.f_solver = c.b_solver = SOLVER_FIXED_POINT;
+		cr_assert_eq(solver_bytes(m, c), e * 4 * n);
+		model_destroy(m);
+	}
+	backend_destroy(be);
+}
