@@ -540,11 +540,27 @@ static int cmd_params(int argc, char **argv)
 	return 0;
 }
 
+/* One line on stderr for a solve of `deqbench grad`, e.g.
+ * "deqbench grad: forward solve (broyden): 14 iters, rel residual 8.1e-04,
+ * converged (f_tol 0.001)". */
+static void print_solve_line(const char *what, const char *key,
+			     const struct solve_stats *s, enum solver_kind k,
+			     double tol, enum stop_mode mode)
+{
+	fprintf(stderr,
+		"deqbench grad: %s solve (%s): %d iters, %s residual %.3g, "
+		"%s (%s_tol %g)\n",
+		what, solver_kind_name(k), s->iters, stop_mode_name(mode),
+		s->residual, s->converged ? "converged" : "NOT converged", key,
+		tol);
+}
+
 static int cmd_grad(int argc, char **argv)
 {
 	static const char *const extra[] = {"params", "tokens", "out", NULL};
 	const char *val[3] = {NULL, NULL, NULL};
 	struct bench_config cfg;
+	struct method_stats st;
 	char err[1024];
 
 	if (has_help(argc, argv)) {
@@ -563,8 +579,15 @@ static int cmd_grad(int argc, char **argv)
 				 extra[i]);
 			return bad_input(err);
 		}
-	if (runner_grad(&cfg, val[0], val[1], val[2], err, sizeof(err)) != 0)
+	if (runner_grad(&cfg, val[0], val[1], val[2], &st, err, sizeof(err)) !=
+	    0)
 		return bad_input(err);
+	if (st.has_fwd_solve)
+		print_solve_line("forward", "f", &st.fwd, cfg.method.f_solver,
+				 cfg.method.f_tol, cfg.method.f_stop_mode);
+	if (st.has_bwd_solve)
+		print_solve_line("backward", "b", &st.bwd, cfg.method.b_solver,
+				 cfg.method.b_tol, cfg.method.b_stop_mode);
 	return 0;
 }
 

@@ -264,6 +264,15 @@ static json_t *darray(const double *x, int n)
 	return a;
 }
 
+/* Per-step converged flags (bit 0 of solve_json's flags) as booleans. */
+static json_t *converged_array(const int *flags, int n)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(a, json_boolean(flags[i] & 1));
+	return a;
+}
+
 static json_t *method_json(const struct method_config *c)
 {
 	json_t *o = json_object();
@@ -764,6 +773,12 @@ enum run_status runner_run(const struct bench_config *cfg,
 					    darray(log.b_it, ok_steps));
 			json_object_set_new(tr, "bwd_residual",
 					    darray(log.b_res, ok_steps));
+			json_object_set_new(
+			    tr, "fwd_converged",
+			    converged_array(log.f_flags, ok_steps));
+			json_object_set_new(
+			    tr, "bwd_converged",
+			    converged_array(log.b_flags, ok_steps));
 			json_object_set_new(tr, "host_reads",
 					    darray(log.reads, ok_steps));
 			json_object_set_new(
@@ -875,12 +890,40 @@ out:
 	return rv;
 }
 
+/* Metadata "<pre>_iters", "<pre>_residual" (in the stop mode's sense, %.9g;
+ * "nan" or "inf" when the solve ended at a non-finite one),
+ * "<pre>_stop_mode", "<pre>_tol" and "<pre>_converged" ("true" or "false")
+ * of one solve; safetensors metadata values are strings. -1 when out of
+ * memory. */
+static int solve_metadata(struct st_writer *w, const char *pre,
+			  const struct solve_stats *s, double tol,
+			  enum stop_mode mode)
+{
+	static const char *const names[] = {"iters", "residual", "stop_mode",
+					    "tol", "converged"};
+	char k[32], v[5][40];
+	snprintf(v[0], sizeof(v[0]), "%d", s->iters);
+	snprintf(v[1], sizeof(v[1]), "%.9g", s->residual);
+	snprintf(v[2], sizeof(v[2]), "%s", stop_mode_name(mode));
+	snprintf(v[3], sizeof(v[3]), "%.9g", tol);
+	snprintf(v[4], sizeof(v[4]), "%s", s->converged ? "true" : "false");
+	for (int i = 0; i < 5; i++) {
+		snprintf(k, sizeof(k), "%s_%s", pre, names[i]);
+		if (st_writer_set_metadata(w, k, v[i]) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Writes the model's buffer `buf` (params or grads) as float32 tensors
  * named prefix + parameter name (shapes as the model's, 1-D to 3-D), plus
- * a float32 [1] "loss" when loss != NULL; atomically (st_writer_write). */
+ * a float32 [1] "loss" when loss != NULL; atomically (st_writer_write).
+ * with_solves: also the last step's forward ("fwd_") and backward ("bwd_")
+ * solve in the metadata (solve_metadata), for the solves the method made. */
 static int save_buffer(struct run_ctx *rc, const void *buf, const char *prefix,
-		       const double *loss, const struct bench_config *cfg,
-		       const char *path, char *err, size_t errlen)
+		       const double *loss, int with_solves,
+		       const struct bench_config *cfg, const char *path,
+		       char *err, size_t errlen)
 {
 	struct model *m = rc->m;
 	struct st_writer *w = st_writer_new();
@@ -931,6 +974,19 @@ static int save_buffer(struct run_ctx *rc, const void *buf, const char *prefix,
 		snprintf(err, errlen, "out of host memory");
 		goto out;
 	}
+	if (with_solves) {
+		const struct method_stats *st = method_get_stats(rc->me);
+		const struct method_config *mc = method_get_config(rc->me);
+		if ((st->has_fwd_solve &&
+		     solve_metadata(w, "fwd", &st->fwd, mc->f_tol,
+				    mc->f_stop_mode) != 0) ||
+		    (st->has_bwd_solve &&
+		     solve_metadata(w, "bwd", &st->bwd, mc->b_tol,
+				    mc->b_stop_mode) != 0)) {
+			snprintf(err, errlen, "out of host memory");
+			goto out;
+		}
+	}
 	rv = st_writer_write(w, path, err, errlen);
 out:
 	free(mks);
@@ -950,15 +1006,15 @@ int runner_params_init(const struct bench_config *cfg, const char *out_path,
 		return -1;
 	if (runner_ctx_create(&rc, cfg, V, err, errlen) != 0)
 		return -1;
-	rv = save_buffer(&rc, rc.m->param_buf, "", NULL, cfg, out_path, err,
+	rv = save_buffer(&rc, rc.m->param_buf, "", NULL, 0, cfg, out_path, err,
 			 errlen);
 	runner_ctx_destroy(&rc);
 	return rv;
 }
 
 int runner_grad(const struct bench_config *cfg_in, const char *params_path,
-		const char *tokens_path, const char *out_path, char *err,
-		size_t errlen)
+		const char *tokens_path, const char *out_path,
+		struct method_stats *stats, char *err, size_t errlen)
 {
 	struct bench_config cfg = *cfg_in;
 	struct st_file tf, pf;
@@ -1017,10 +1073,12 @@ int runner_grad(const struct bench_config *cfg_in, const char *params_path,
 		goto out;
 	if (runner_load_params(&rc, params_path, err, errlen) == 0) {
 		char e2[512];
-		if (runner_grad_step(&rc, tokens, &loss, e2, sizeof(e2)) == 0)
-			rv = save_buffer(&rc, rc.m->grad_buf, "grad.", &loss,
+		if (runner_grad_step(&rc, tokens, &loss, e2, sizeof(e2)) == 0) {
+			rv = save_buffer(&rc, rc.m->grad_buf, "grad.", &loss, 1,
 					 &cfg, out_path, err, errlen);
-		else
+			if (stats && rv == 0)
+				*stats = *method_get_stats(rc.me);
+		} else
 			snprintf(err, errlen, "%s: %s", tokens_path, e2);
 	}
 	runner_ctx_destroy(&rc);

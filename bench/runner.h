@@ -81,9 +81,14 @@ int runner_params_init(const struct bench_config *cfg, const char *out_path,
 /* `deqbench grad`: loads parameters (float32, names and shapes as the model
  * of cfg) and tokens ("tokens", int32 [B, T+1]; B and T are taken from it),
  * computes loss and gradients with cfg's method, writes "loss" (float32 [1])
- * and "grad.<name>" for every parameter. Bad input → -1 with one line. */
+ * and "grad.<name>" for every parameter. For each solve the method made
+ * (deq: forward; backward with b_mode=ift) the metadata gets "fwd_" /
+ * "bwd_" + "iters", "residual" (in the stop mode's sense), "stop_mode",
+ * "tol" and "converged" ("true" / "false"), all strings. The method's
+ * statistics of the step go to *stats when stats != NULL and the file was
+ * written. Bad input → -1 with one line. */
 int runner_grad(const struct bench_config *cfg, const char *params_path,
-		const char *tokens_path, const char *out_path, char *err,
-		size_t errlen);
+		const char *tokens_path, const char *out_path,
+		struct method_stats *stats, char *err, size_t errlen);
 
 #endif

@@ -8,8 +8,9 @@ Standard library only (any python3). For every run that has an unroll run in
 its group (same config apart from the method keys, as `deqbench report`
 groups them) it prints one markdown row: the published ratio where the DEQ
 paper or the authors' response gives one, the reproduced ratios to unroll
-(depth+solver peak, total peak, median step time), solver iterations, valid
-perplexity and what differs from the published setting as far as the
+(depth+solver peak, total peak, median step time), solver iterations, the
+fraction of training steps whose forward and backward solve reached its
+tolerance, valid perplexity and what differs from the published setting as far as the
 records say (device, width, corpus, steps). Repeats are combined by the
 median. Records with status other than "ok" are skipped with a note.
 """
@@ -49,6 +50,16 @@ def ratio(a, b, decimals=3):
     if a is None or not b:
         return "—"
     return f"{a / b:.{decimals}f}×"
+
+
+def pct(x):
+    """A converged fraction as deqbench report prints it: one decimal, never
+    rounded to 100.0% or 0.0% unless exact."""
+    if x is None:
+        return "—"
+    p = 100 * x
+    p = 99.9 if 99.9 < p < 100 else 0.1 if 0 < p < 0.1 else p
+    return f"{p:.1f}%"
 
 
 def differs(rec):
@@ -97,8 +108,8 @@ def main(argv):
             base.setdefault(R.group_key(rec), k)
     print("| run | memory × unrolled, published | depth+solver peak × unroll "
           "| total peak × unroll | time × unrolled, published | step time × unroll "
-          "| fwd / bwd iters | valid ppl | source | what differs |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
+          "| fwd / bwd iters | fwd / bwd converged | valid ppl | source | what differs |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     n = 0
     for k in order:
         rec = runs[k][0]
@@ -108,6 +119,9 @@ def main(argv):
         pub_mem, pub_time, src = published(rec)
         fit, bit = med(k, "solver.forward.iters_mean"), med(k, "solver.backward.iters_mean")
         iters = "—" if fit is None else f"{fit:.1f} / {bit:.1f}" if bit is not None else f"{fit:.1f}"
+        fcv = med(k, "solver.forward.converged_fraction")
+        bcv = med(k, "solver.backward.converged_fraction")
+        conv = "—" if fcv is None else f"{pct(fcv)} / {pct(bcv)}"
         ppl = med(k, "quality.valid_ppl")
         print(f"| {R.get(rec, 'config.model')} {R.label(rec)}"
               f" (unroll L={R.cfg(runs[b][0], 'layers')}) "
@@ -116,7 +130,7 @@ def main(argv):
               f"| {ratio(med(k, 'memory.peak_total_bytes'), med(b, 'memory.peak_total_bytes'))} "
               f"| {pub_time} "
               f"| {ratio(med(k, 'timing.step_ms.median'), med(b, 'timing.step_ms.median'), 2)} "
-              f"| {iters} | {'—' if ppl is None else f'{ppl:.1f}'} | {src} | {differs(rec)} |")
+              f"| {iters} | {conv} | {'—' if ppl is None else f'{ppl:.1f}'} | {src} | {differs(rec)} |")
         n += 1
     if n == 0:
         print("note: no run with an unroll run in its group; nothing to compare",

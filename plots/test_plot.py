@@ -8,9 +8,13 @@ Runs a tiny real suite (12 runs of a 2-head d_model=8 transformer on
 synthetic tokens: unroll and checkpoint at L = 2 and 4, deq with Broyden and
 Anderson at caps 2 and 4 and tolerances 0.1 and 1e-3, trace=true), adds one
 copy of a record marked status "error" (what a failed run leaves), then
-checks that plot.py draws all five figures as PNG and SVG, notes the skipped
+checks that plot.py draws all six figures as PNG and SVG, notes the skipped
 record, rewrites byte-identical files on a second run, and fails with exit
-status 2 on a missing file; that table.py prints one row per non-unroll run;
+status 2 on a missing file; that the convergence figure's per-step flags
+are the records' (their mean is solver.*.converged_fraction) and that the
+fallback for traces without flags (residual <= tolerance) gives the same
+flags; that table.py prints one row per non-unroll run with the converged
+fractions for the deq rows;
 and that the reviewer-question suites in bench/suites expand to the expected
 number of runs (--dry-run). Exits 77 (meson's skip) when matplotlib is
 missing from this interpreter.
@@ -30,7 +34,8 @@ except ImportError:
     print("skip: matplotlib missing; install python3-matplotlib (scripts/setup.sh)")
     sys.exit(77)
 
-FIGURES = ["memory-vs-depth", "time-ratio", "memory-ratio", "eps-sweep", "residuals"]
+FIGURES = ["memory-vs-depth", "time-ratio", "memory-ratio", "eps-sweep", "residuals",
+           "convergence"]
 
 # The reviewer-question suites and the runs each expands to.
 SUITES = {"gc-vs-deq.json": 3, "gc-vs-deq-trellisnet.json": 4, "depth.json": 81,
@@ -64,6 +69,35 @@ def fail(msg):
 def run(cmd, env=None):
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     return p.returncode, p.stdout, p.stderr
+
+
+def check_convergence_flags(root, recs):
+    """plot.converged_flags on the tiny suite's deq records: the trace's
+    flags average to the record's converged fraction, and with the flags
+    removed (a record from before they existed) residual <= tolerance gives
+    the same flags, as it must while converged means exactly that."""
+    sys.dont_write_bytecode = True  # nothing into plots/
+    sys.path.insert(0, os.path.join(root, "plots"))
+    import plot  # noqa: E402  (needs the path above)
+    n = 0
+    for rec in recs:
+        if rec["config"]["method"] != "deq":
+            continue
+        for side, sec in (("fwd", "forward"), ("bwd", "backward")):
+            flags, derived = plot.converged_flags(rec, side)
+            want = rec["solver"][sec]["converged_fraction"]
+            if derived or len(flags) != rec["config"]["steps"]:
+                fail(f"{side} flags: derived={derived}, {len(flags)} steps")
+            if abs(sum(flags) / len(flags) - want) > 1e-9:
+                fail(f"{side} flags average {sum(flags) / len(flags)}, record {want}")
+            old = json.loads(json.dumps(rec))
+            del old["trace"][f"{side}_converged"]
+            flags2, derived2 = plot.converged_flags(old, side)
+            if not derived2 or flags2 != flags:
+                fail(f"{side}: flags from residual <= tol {flags2} != trace's {flags}")
+            n += sum(flags)
+    if n == 0:
+        fail("no deq step of the tiny suite converged: the flags are not exercised")
 
 
 def main():
@@ -132,11 +166,21 @@ def main():
         if rc != 2:
             fail(f"plot.py on a missing file exited {rc}, want 2")
 
-        # one row per run that is not unroll: 2 checkpoint + 8 deq
+        check_convergence_flags(root, lines)
+
+        # one row per run that is not unroll: 2 checkpoint + 8 deq; the
+        # deq rows give "fwd% / bwd%" converged, checkpoint rows a dash
         rc, out, err = run([py, table, recs], env)
         rows = [l for l in out.splitlines() if l.startswith("| transformer")]
         if rc != 0 or len(rows) != 10:
             fail(f"table.py: exit {rc}, {len(rows)} rows, want 10:\n{out}{err}")
+        head = [c.strip() for c in out.splitlines()[0].split("|")]
+        col = head.index("fwd / bwd converged")
+        for l in rows:
+            cell = l.split("|")[col].strip()
+            deq = " deq " in l
+            if deq != (cell.count("%") == 2) or (not deq and cell != "—"):
+                fail(f"table.py: converged cell {cell!r} in row {l}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"ok: {len(FIGURES)} figures in PNG and SVG, deterministic; table; "

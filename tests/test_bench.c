@@ -586,6 +586,30 @@ static void check_schema(const json_t *r)
 	}
 }
 
+/* The per-step converged flags of the trace: one bool per step, all false
+ * without a solve, and their mean is the record's converged fraction. */
+static void check_converged_trace(const json_t *r, const char *trace,
+				  const char *solve)
+{
+	const json_t *a = at(r, trace), *v;
+	const json_t *fr = json_object_get(at(r, solve), "converged_fraction");
+	size_t i, n = 0;
+	cr_assert(json_is_array(a), "%s", trace);
+	cr_assert_eq(json_array_size(a),
+		     json_array_size(at(r, "trace.fwd_residual")), "%s", trace);
+	json_array_foreach(a, i, v)
+	{
+		cr_assert(json_is_boolean(v), "%s[%zu]", trace, i);
+		n += json_is_true(v);
+	}
+	if (json_is_null(at(r, solve)))
+		cr_assert_eq(n, 0, "%s without a solve", trace);
+	else
+		cr_assert_float_eq(json_number_value(fr),
+				   (double)n / json_array_size(a), 1e-12, "%s",
+				   trace);
+}
+
 static void check_record(const json_t *r, int deq)
 {
 	static const char *const cats[] = {"params",	"depth", "solver",
@@ -690,6 +714,8 @@ static void check_record(const json_t *r, int deq)
 	cr_assert(json_is_array(at(r, "trace.step_ms")));
 	cr_assert(json_is_array(at(r, "trace.fwd_iters")));
 	cr_assert(json_is_array(at(r, "trace.last_fwd_residual_trace")));
+	check_converged_trace(r, "trace.fwd_converged", "solver.forward");
+	check_converged_trace(r, "trace.bwd_converged", "solver.backward");
 }
 
 Test(record, fields_present_and_typed, .timeout = 120)
@@ -907,6 +933,116 @@ Test(env, pci_local_cpus)
 	}
 }
 
+/* Cell of deqbench's summary table (markdown) in text: the column headed
+ * col, in the first row whose method cell starts with method. A malloc'd,
+ * trimmed copy; fails the test when the table, column or row is missing. */
+static char *table_cell(const char *text, const char *method, const char *col)
+{
+	char cells[2][32][128];
+	int ncol = -1, want = -1;
+	for (const char *l = text; l && *l;
+	     l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		int n = 0, row = ncol >= 0;
+		const char *p = l + 1;
+		if (*l != '|')
+			continue;
+		while (n < 32 && *p && *p != '\n') {
+			const char *e = strpbrk(p, "|\n");
+			size_t len;
+			if (!e || *e != '|')
+				break;
+			while (*p == ' ')
+				p++;
+			len = (size_t)(e - p);
+			while (len && p[len - 1] == ' ')
+				len--;
+			snprintf(cells[row][n++], 128, "%.*s", (int)len, p);
+			p = e + 1;
+		}
+		if (!row && n > 1 && !strcmp(cells[0][1], "method")) {
+			ncol = n;
+			for (int i = 0; i < n; i++)
+				if (!strcmp(cells[0][i], col))
+					want = i;
+			cr_assert_geq(want, 0, "no column '%s' in:\n%s", col,
+				      text);
+		} else if (row && n == ncol &&
+			   !strncmp(cells[1][1], method, strlen(method))) {
+			return strdup(cells[1][want]);
+		}
+	}
+	cr_assert_fail("no row '%s' in the table:\n%s", method, text);
+	return NULL;
+}
+
+static void assert_cell(const char *text, const char *method, const char *col,
+			const char *want)
+{
+	char *c = table_cell(text, method, col);
+	cr_assert_str_eq(c, want, "%s, %s", method, col);
+	free(c);
+}
+
+/* The summary table's converged columns: percentages of the records'
+ * converged fractions (median over repeats), never rounded to 100.0% or
+ * 0.0% unless exact; a dash where there is no solve (unroll, jfb's
+ * backward). */
+Test(record, summary_converged_columns)
+{
+	static const char *const recs[] = {
+	    "{\"method\": \"deq\", \"f_solver\": \"broyden\", \"b_mode\": "
+	    "\"ift\"} 0.9996 0.0004",
+	    "{\"method\": \"deq\", \"f_solver\": \"anderson\", \"b_mode\": "
+	    "\"jfb\"} 0.2 -1",
+	    "{\"method\": \"deq\", \"f_solver\": \"anderson\", \"b_mode\": "
+	    "\"jfb\"} 0.6 -1",
+	    "{\"method\": \"deq\", \"f_solver\": \"anderson\", \"b_mode\": "
+	    "\"jfb\"} 0.4 -1",
+	    "{\"method\": \"deq\", \"f_solver\": \"fixed_point\", "
+	    "\"b_mode\": \"ift\"} 1 0",
+	    "{\"method\": \"unroll\", \"layers\": 4} -1 -1",
+	    NULL};
+	json_t *all = json_array();
+	char *text = NULL;
+	size_t len;
+	FILE *f = open_memstream(&text, &len);
+	for (int i = 0; recs[i]; i++) {
+		json_error_t je;
+		const char *sp = strchr(recs[i], '}') + 1;
+		double fc = strtod(sp, (char **)&sp), bc = strtod(sp, NULL);
+		json_t *r = json_object(), *sv = json_object();
+		json_object_set_new(r, "status", json_string("ok"));
+		json_object_set_new(
+		    r, "config",
+		    json_loadb(recs[i],
+			       (size_t)(strchr(recs[i], '}') - recs[i] + 1), 0,
+			       &je));
+		json_object_set_new(
+		    sv, "forward",
+		    fc < 0 ? json_null()
+			   : json_pack("{s:f}", "converged_fraction", fc));
+		json_object_set_new(
+		    sv, "backward",
+		    bc < 0 ? json_null()
+			   : json_pack("{s:f}", "converged_fraction", bc));
+		json_object_set_new(r, "solver", sv);
+		json_array_append_new(all, r);
+	}
+	record_summary(f, all);
+	fclose(f);
+	assert_cell(text, "deq broyden/ift", "fwd converged", "99.9%");
+	assert_cell(text, "deq broyden/ift", "bwd converged", "0.1%");
+	assert_cell(text, "deq anderson/jfb", "runs", "3");
+	assert_cell(text, "deq anderson/jfb", "fwd converged", "40.0%");
+	assert_cell(text, "deq anderson/jfb", "bwd converged", "-");
+	assert_cell(text, "deq fixed_point/ift", "fwd converged", "100.0%");
+	assert_cell(text, "deq fixed_point/ift", "bwd converged", "0.0%");
+	assert_cell(text, "unroll", "fwd converged", "-");
+	assert_cell(text, "unroll", "bwd converged", "-");
+	free(text);
+	json_decref(all);
+}
+
 Test(record, stats_and_append)
 {
 	double x[] = {5, 1, 4, 2, 3};
@@ -986,17 +1122,23 @@ static int run_cli(const char *const *args, char *err_text, size_t errlen)
 
 Test(cli, tiny_run_appends_one_line, .timeout = 120)
 {
-	char out[512], arg[600], err[4096];
-	char *text;
+	char out[512], arg[600], err[4096], so[600];
+	char *text, *run_out, *report;
 	size_t len;
 	json_t *arr = json_array();
 	make_tmpdir();
 	tpath(out, sizeof(out), "res/runs.jsonl");
 	snprintf(arg, sizeof(arg), "out=%s", out);
 	{
-		const char *a[] = {"run", TINY, "method=deq", arg, NULL};
+		/* tolerances inside the residuals' range: some steps
+		 * converge, some do not */
+		const char *a[] = {"run",	  TINY,		  "method=deq",
+				   "f_tol=0.008", "b_tol=0.0065", arg,
+				   NULL};
 		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
 	}
+	tpath(so, sizeof(so), "stdout.txt");
+	run_out = read_all(so, NULL);
 	{
 		const char *a[] = {"run", TINY, "method=unroll", arg, NULL};
 		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
@@ -1014,6 +1156,29 @@ Test(cli, tiny_run_appends_one_line, .timeout = 120)
 		const char *a[] = {"report", out, NULL};
 		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
 	}
+	/* the converged columns of run's and report's tables are the
+	 * record's fractions (4 steps: multiples of 25%, no clamping);
+	 * the unroll row has dashes for every solver column */
+	report = read_all(so, NULL);
+	cr_assert_not_null(run_out);
+	cr_assert_not_null(report);
+	for (int k = 0; k < 2; k++) {
+		const char *sec = k ? "backward" : "forward";
+		char col[32], want[32];
+		double fr = json_number_value(json_object_get(
+		    json_object_get(
+			json_object_get(json_array_get(arr, 0), "solver"), sec),
+		    "converged_fraction"));
+		snprintf(col, sizeof(col), "%s converged", k ? "bwd" : "fwd");
+		snprintf(want, sizeof(want), "%.1f%%", 100 * fr);
+		assert_cell(run_out, "deq broyden/ift", col, want);
+		assert_cell(report, "deq broyden/ift", col, want);
+		assert_cell(report, "unroll L=3", col, "-");
+		snprintf(col, sizeof(col), "%s iters", k ? "bwd" : "fwd");
+		assert_cell(report, "unroll L=3", col, "-");
+	}
+	free(run_out);
+	free(report);
 	free(text);
 	json_decref(arr);
 }
@@ -1332,10 +1497,75 @@ static void write_tokens(const char *path, int B, int T, int V)
 	free(tok);
 }
 
+/* `deqbench grad`'s report of its solves against the in-process step's
+ * statistics st: per solve one stderr line (and nothing else on stderr)
+ * and the metadata strings <fwd|bwd>_{iters, residual, stop_mode, tol,
+ * converged}; none of either for a method without a solve. */
+static void check_grad_solves(const char *err, json_t *h,
+			      const struct method_stats *st,
+			      const struct method_config *mc)
+{
+	json_t *md = json_object_get(h, "__metadata__");
+	const struct solve_stats *s[2] = {&st->fwd, &st->bwd};
+	const int has[2] = {st->has_fwd_solve, st->has_bwd_solve};
+	const double tol[2] = {mc->f_tol, mc->b_tol};
+	const enum stop_mode mode[2] = {mc->f_stop_mode, mc->b_stop_mode};
+	int lines = 0;
+	for (const char *c = err; *c; c++)
+		lines += *c == '\n';
+	cr_assert_eq(lines, has[0] + has[1], "stderr: %s", err);
+	for (int k = 0; k < 2; k++) {
+		const char *pre = k ? "bwd" : "fwd";
+		char key[32], want[128], line[256];
+		const char *at_line, *v;
+		snprintf(want, sizeof(want), "deqbench grad: %s solve (",
+			 k ? "backward" : "forward");
+		at_line = strstr(err, want);
+		snprintf(key, sizeof(key), "%s_iters", pre);
+		if (!has[k]) {
+			cr_assert_null(at_line, "%s", err);
+			cr_assert_null(json_object_get(md, key));
+			continue;
+		}
+		cr_assert_not_null(at_line, "no '%s' in: %s", want, err);
+		snprintf(line, sizeof(line), "%.*s",
+			 (int)strcspn(at_line, "\n"), at_line);
+		snprintf(want, sizeof(want), "): %d iters, %s residual ",
+			 s[k]->iters, stop_mode_name(mode[k]));
+		cr_assert_not_null(strstr(line, want), "%s", line);
+		cr_assert_not_null(strstr(line, s[k]->converged
+						    ? ", converged ("
+						    : ", NOT converged ("),
+				   "%s", line);
+		v = json_string_value(json_object_get(md, key));
+		cr_assert_not_null(v, "metadata %s", key);
+		cr_assert_eq(atoi(v), s[k]->iters, "%s", key);
+		snprintf(key, sizeof(key), "%s_residual", pre);
+		v = json_string_value(json_object_get(md, key));
+		cr_assert_not_null(v, "metadata %s", key);
+		/* %.9g of the same computation: equal to 1e-8 */
+		cr_assert_float_eq(strtod(v, NULL), s[k]->residual,
+				   1e-8 * s[k]->residual, "%s", key);
+		snprintf(key, sizeof(key), "%s_tol", pre);
+		v = json_string_value(json_object_get(md, key));
+		cr_assert_not_null(v, "metadata %s", key);
+		cr_assert_float_eq(strtod(v, NULL), tol[k], 1e-9 * tol[k]);
+		snprintf(key, sizeof(key), "%s_stop_mode", pre);
+		v = json_string_value(json_object_get(md, key));
+		cr_assert_not_null(v, "metadata %s", key);
+		cr_assert_str_eq(v, stop_mode_name(mode[k]));
+		snprintf(key, sizeof(key), "%s_converged", pre);
+		v = json_string_value(json_object_get(md, key));
+		cr_assert_not_null(v, "metadata %s", key);
+		cr_assert_str_eq(v, s[k]->converged ? "true" : "false");
+	}
+}
+
 /* Grad via the CLI (params init, grad: files through safetensors) equals
  * the gradient computed in process for every model kind this build has
  * (a kind whose model_create fails, e.g. not yet implemented, is skipped
- * with a message) and a method with and without a solver. */
+ * with a message) and a method with and without a solver; the solves are
+ * reported on stderr and in the file's metadata (check_grad_solves). */
 Test(cli, grad_matches_in_process, .timeout = 300)
 {
 	const char *models[] = {"transformer", "tanh_cell", "trellisnet"};
@@ -1410,6 +1640,8 @@ Test(cli, grad_matches_in_process, .timeout = 300)
 			rc.be->ops->download(rc.be->ctx, g, rc.m->grad_buf,
 					     rc.m->n_param_elems);
 			h = st_read(gp, &data);
+			check_grad_solves(err, h, method_get_stats(rc.me),
+					  method_get_config(rc.me));
 			fl = st_get(h, data, "loss", &n);
 			cr_assert_eq(n, 1);
 			cr_assert_float_eq(fl[0], (float)loss,
