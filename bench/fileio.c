@@ -325,7 +325,9 @@ int fileio_replace(const char *path, const struct iovec *iov, int niov,
 	host_tag(host, sizeof(host));
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%s.%ld", target, host,
 		 (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	/* O_EXCL: our own stale name was removed above; never truncate a file
+	 * someone else put there */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		  0666);
 	if (fd < 0) {
 		snprintf(err, errlen, "%s: cannot create %s (%s)", path, tmp,
