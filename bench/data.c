@@ -11,9 +11,13 @@
  * <dir>/cache/vocab.txt holds one word per line, line i = id i. The
  * fingerprint hashes the kind, the normalisation version and every source
  * file's name, size and mtime, so edited or re-fetched text invalidates the
- * cache. Files are written to NAME.tmp and renamed, vocab first: a crash
- * leaves either the old cache or one whose vocab checksum no longer matches.
- * Processes racing to rebuild write the same bytes; the last rename wins.
+ * cache. Files are written to a temporary file and renamed, vocab first
+ * (fileio_replace): a crash leaves either the old cache or one whose vocab
+ * checksum no longer matches, and its temporary files, which the next load
+ * removes once their process is gone. A vocab.txt that does not parse (a
+ * NUL byte, no final newline) or whose checksum differs is rebuilt like a
+ * bad .ids file. Processes racing to rebuild write the same bytes; the last
+ * rename wins.
  */
 #include "data.h"
 
@@ -26,6 +30,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "fileio.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "data.c reads and writes little-endian caches with memcpy"
@@ -649,26 +655,15 @@ static uint64_t get64(const unsigned char *p)
 	return v;
 }
 
-/* Writes A then B to PATH.tmp.PID, then renames it over PATH. */
+/* Writes A then B to PATH by temporary file and rename (fileio_replace:
+ * per-process temporary names, since parallel runs may rebuild the same
+ * cache; stale ones of killed builders are removed). */
 static int write_atomic(const char *path, const void *a, size_t na,
 			const void *b, size_t nb)
 {
-	char tmp[1024];
-	FILE *f;
-	int ok;
-	/* per-process name: parallel runs may rebuild the same cache */
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-	if (!(f = fopen(tmp, "wb")))
-		return -1;
-	ok =
-	    fwrite(a, 1, na, f) == na && (nb == 0 || fwrite(b, 1, nb, f) == nb);
-	ok = fflush(f) == 0 && ok;
-	ok = fclose(f) == 0 && ok;
-	if (!ok || rename(tmp, path) != 0) {
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
+	struct iovec iov[2] = {{(void *)a, na}, {(void *)b, nb}};
+	char err[256];
+	return fileio_replace(path, iov, 2, err, sizeof(err));
 }
 
 static char *vocab_text(const struct corpus *c, size_t *len)
@@ -728,6 +723,18 @@ static int cache_write(const struct source *s, const struct corpus *c)
 	return 0;
 }
 
+/* Removes the temporary cache files of builders that were killed. */
+static void cache_clean(const struct source *s)
+{
+	static const char *const names[] = {"vocab.txt", "train.ids",
+					    "valid.ids", "test.ids"};
+	char path[700];
+	for (int i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), "%s/%s", s->cache, names[i]);
+		fileio_remove_stale_tmp(path);
+	}
+}
+
 /* Loads the cache into *c; -1 (c untouched but maybe partly filled — the
  * caller frees it) when anything is missing or does not match. */
 static int cache_read(const struct source *s, struct corpus *c)
@@ -742,7 +749,10 @@ static int cache_read(const struct source *s, struct corpus *c)
 	vsum = fnv1a(FNV_INIT, vt, vlen);
 	for (size_t i = 0; i < vlen; i++)
 		n += vt[i] == '\n';
-	if (n < 2 || n > INT32_MAX || vt[vlen - 1] != '\n')
+	/* vocab_text never writes a NUL byte: one means a corrupt file (the
+	 * words would end early and a line be skipped) */
+	if (n < 2 || n > INT32_MAX || vt[vlen - 1] != '\n' ||
+	    memchr(vt, 0, vlen))
 		goto bad;
 	V = (int)n;
 	if (!(c->vocab = malloc((size_t)V * sizeof(*c->vocab))))
@@ -750,8 +760,8 @@ static int cache_read(const struct source *s, struct corpus *c)
 	c->vocab_buf_ = vt;
 	p = vt;
 	for (int i = 0; i < V; i++) {
-		char *nl = strchr(p, '\n');
-		*nl = 0;
+		char *nl = memchr(p, '\n', (size_t)(vt + vlen - p));
+		*nl = 0; /* V newlines counted above: never NULL */
 		c->vocab[i] = p;
 		p = nl + 1;
 	}
@@ -908,6 +918,7 @@ int corpus_load(struct corpus *c, const char *kind, const char *data_dir,
 	if (source_find(&s, kind, data_dir && *data_dir ? data_dir : "data",
 			err, errlen) != 0)
 		return -1;
+	cache_clean(&s);
 	if (cache_read(&s, c) == 0) {
 		c->from_cache = 1;
 	} else {

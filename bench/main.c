@@ -9,9 +9,10 @@
  *                 tokens=TOK.safetensors out=G.safetensors
  *   deqbench bench-block [...]
  *
- * Exit status: 0 success; 1 a run failed at run time (its record says why);
- * 2 bad input (one line on stderr naming the file, key or value and the
- * fix; nothing is written).
+ * Exit status: 0 success; 1 a run failed at run time (its record says why)
+ * or a record could not be appended to out= (it is then on stderr and in
+ * the rescue file, record_save); 2 bad input (one line on stderr naming the
+ * file, key or value and the fix; nothing is written).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +31,7 @@
 #include "dq_build.h"
 #include "dq_git.h"
 #include "env.h"
+#include "fileio.h"
 #include "record.h"
 #include "runner.h"
 #include "suite.h"
@@ -195,6 +197,7 @@ static int cmd_run(int argc, char **argv)
 	enum run_status st;
 	const char *msg;
 	const json_t *timing;
+	int saved;
 
 	if (argc == 1 && !strcmp(argv[0], "--help-markdown")) {
 		config_print_markdown(stdout);
@@ -220,10 +223,7 @@ static int cmd_run(int argc, char **argv)
 		json_decref(rec);
 		return bad_input(err);
 	}
-	if (record_append(cfg.out, rec, err, sizeof(err)) != 0) {
-		json_decref(rec);
-		return bad_input(err);
-	}
+	saved = record_save(cfg.out, rec) == 0;
 	if (st != RUN_OK)
 		fprintf(stderr, "deqbench: run %s: %s\n",
 			st == RUN_DIVERGED ? "diverged" : "failed", msg);
@@ -232,57 +232,54 @@ static int cmd_run(int argc, char **argv)
 	print_summary(all);
 	printf("\n");
 	print_run_line(rec);
-	printf("record appended to %s\n", cfg.out);
+	if (saved)
+		printf("record appended to %s\n", cfg.out);
 	json_decref(rec);
 	json_decref(all);
-	return st == RUN_ERROR ? 1 : 0;
+	return st == RUN_ERROR || !saved ? 1 : 0;
 }
 
 /* ---- suite ---- */
 
-/* Runs one suite entry in a child process: a crash or an abort inside one
- * run becomes that run's error record and the suite goes on; each record's
- * max RSS is its own run's. The parent never starts OpenMP or BLAS threads,
- * so fork() is safe. */
-static json_t *run_isolated(const struct suite *s, const struct suite_run *r)
+/* Exit status of a suite child whose record went to the rescue file. */
+#define CHILD_UNSAVED 3
+
+/* The error record of a suite run whose child died before reporting. */
+static json_t *crash_record(const struct suite *s, const struct suite_run *r,
+			    int wst)
 {
-	int fds[2];
-	pid_t pid;
-	struct run_meta meta = {s->name, r->index, r->combo, r->repeat, 0};
+	json_t *rec = record_new(), *su = json_object();
+	char ts[32];
+	time_t t = time(NULL);
+	struct tm tm;
+
+	json_object_set_new(rec, "config", config_to_json(&r->cfg));
+	json_object_set_new(
+	    rec, "message",
+	    WIFSIGNALED(wst)
+		? json_sprintf("run crashed with signal %d (%s)", WTERMSIG(wst),
+			       strsignal(WTERMSIG(wst)))
+		: json_sprintf("run exited with status %d before writing its "
+			       "record",
+			       WEXITSTATUS(wst)));
+	json_object_set_new(su, "name", json_string(s->name));
+	json_object_set_new(su, "index", json_integer(r->index));
+	json_object_set_new(su, "combo", json_integer(r->combo));
+	json_object_set_new(su, "repeat", json_integer(r->repeat));
+	json_object_set_new(rec, "suite", su);
+	json_object_set_new(rec, "build", env_build_json());
+	json_object_set_new(rec, "host", env_host_json());
+	gmtime_r(&t, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	json_object_set_new(rec, "finished_at", json_string(ts));
+	return rec;
+}
+
+/* Reads fd to its end into a NUL-terminated buffer (NULL when empty). */
+static char *read_to_end(int fd)
+{
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
-	int wst = 0;
-	json_t *rec = NULL;
-	char err[1024];
-
-	fflush(NULL);
-	if (pipe(fds) != 0 || (pid = fork()) < 0) {
-		json_t *x;
-		runner_run(&r->cfg, &meta, &x);
-		if (record_append(r->cfg.out, x, err, sizeof(err)) != 0)
-			fprintf(stderr, "deqbench: %s\n", err);
-		return x;
-	}
-	if (pid == 0) {
-		json_t *x;
-		char *s2;
-		size_t n, off = 0;
-		close(fds[0]);
-		runner_run(&r->cfg, &meta, &x);
-		if (record_append(r->cfg.out, x, err, sizeof(err)) != 0)
-			fprintf(stderr, "deqbench: %s\n", err);
-		s2 = json_dumps(x, JSON_COMPACT | JSON_REAL_PRECISION(10));
-		n = s2 ? strlen(s2) : 0;
-		while (off < n) {
-			ssize_t w = write(fds[1], s2 + off, n - off);
-			if (w <= 0)
-				break;
-			off += (size_t)w;
-		}
-		fflush(NULL);
-		_exit(0);
-	}
-	close(fds[1]);
 	for (;;) {
 		ssize_t got;
 		if (cap - len < 65536) {
@@ -292,65 +289,116 @@ static json_t *run_isolated(const struct suite *s, const struct suite_run *r)
 			buf = nb;
 			cap += 65536;
 		}
-		got = read(fds[0], buf + len, cap - len);
+		got = read(fd, buf + len, cap - len);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
 			break;
 		len += (size_t)got;
 	}
+	if (buf && len)
+		buf[len] = 0;
+	else {
+		free(buf);
+		buf = NULL;
+	}
+	return buf;
+}
+
+/* Child side of run_isolated: runs, saves the record, sends it to the
+ * parent through fd and exits 0, or CHILD_UNSAVED when the record could not
+ * be appended to out= (record_save kept it). */
+static void child_run(const struct suite_run *r, const struct run_meta *meta,
+		      int fd)
+{
+	json_t *x;
+	char *s2;
+	size_t n, off = 0;
+	int saved;
+	runner_run(&r->cfg, meta, &x);
+	saved = record_save(r->cfg.out, x) == 0;
+	s2 = json_dumps(x, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	n = s2 ? strlen(s2) : 0;
+	while (off < n) {
+		ssize_t w = write(fd, s2 + off, n - off);
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	fflush(NULL);
+	_exit(saved ? 0 : CHILD_UNSAVED);
+}
+
+/* Runs one suite entry in a child process: a crash or an abort inside one
+ * run becomes that run's error record and the suite goes on; each record's
+ * max RSS is its own run's. The parent never starts OpenMP or BLAS threads,
+ * so fork() is safe. *saved: whether the record reached out= (else it is
+ * in the rescue file and on stderr). */
+static json_t *run_isolated(const struct suite *s, const struct suite_run *r,
+			    int *saved)
+{
+	int fds[2];
+	pid_t pid;
+	struct run_meta meta = {s->name, r->index, r->combo, r->repeat, 0};
+	char *buf;
+	int wst = 0;
+	json_t *rec = NULL;
+
+	fflush(NULL);
+	pid = pipe(fds) == 0 ? fork() : -2;
+	if (pid == -1) {
+		close(fds[0]);
+		close(fds[1]);
+	}
+	if (pid < 0) {
+		runner_run(&r->cfg, &meta, &rec);
+		*saved = record_save(r->cfg.out, rec) == 0;
+		return rec;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		child_run(r, &meta, fds[1]);
+	}
+	close(fds[1]);
+	buf = read_to_end(fds[0]);
 	close(fds[0]);
 	while (waitpid(pid, &wst, 0) < 0 && errno == EINTR)
 		;
-	if (buf && len) {
-		buf[len] = 0;
+	if (buf)
 		rec = json_loads(buf, 0, NULL);
-	}
 	free(buf);
-	if (!rec) {
-		/* the child died before reporting: record why */
-		rec = record_new();
-		json_object_set_new(rec, "config", config_to_json(&r->cfg));
-		json_object_set_new(
-		    rec, "message",
-		    WIFSIGNALED(wst)
-			? json_sprintf("run crashed with signal %d (%s)",
-				       WTERMSIG(wst), strsignal(WTERMSIG(wst)))
-			: json_sprintf("run exited with status %d before "
-				       "writing its record",
-				       WEXITSTATUS(wst)));
-		{
-			json_t *su = json_object();
-			json_object_set_new(su, "name", json_string(s->name));
-			json_object_set_new(su, "index",
-					    json_integer(r->index));
-			json_object_set_new(su, "combo",
-					    json_integer(r->combo));
-			json_object_set_new(su, "repeat",
-					    json_integer(r->repeat));
-			json_object_set_new(rec, "suite", su);
-		}
-		json_object_set_new(rec, "build", env_build_json());
-		json_object_set_new(rec, "host", env_host_json());
-		{
-			char ts[32];
-			time_t t = time(NULL);
-			struct tm tm;
-			gmtime_r(&t, &tm);
-			strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-			json_object_set_new(rec, "finished_at",
-					    json_string(ts));
-		}
-		if (record_append(r->cfg.out, rec, err, sizeof(err)) != 0)
-			fprintf(stderr, "deqbench: %s\n", err);
+	if (rec) {
+		*saved = WIFEXITED(wst) && WEXITSTATUS(wst) == 0;
+		return rec;
 	}
+	/* the child died before reporting: record why */
+	rec = crash_record(s, r, wst);
+	*saved = record_save(r->cfg.out, rec) == 0;
 	return rec;
+}
+
+/* The suite's last line: where the records went, or how many of them could
+ * not be appended (those are in the rescue file and on stderr). */
+static void suite_final_line(const struct suite *s, size_t n_runs,
+			     int n_unsaved)
+{
+	char rescue[1024];
+	if (!n_unsaved) {
+		printf("\nrecords appended to %s\n", s->runs[0].cfg.out);
+		return;
+	}
+	fflush(stdout);
+	fprintf(stderr,
+		"deqbench: %d of %zu records could not be appended to out=%s; "
+		"each is on stderr above and, unless noted there, in %s\n",
+		n_unsaved, n_runs, s->runs[0].cfg.out,
+		fileio_rescue_path(rescue, sizeof(rescue)));
 }
 
 static int cmd_suite(int argc, char **argv)
 {
 	const char *path = NULL;
-	int dry = 0, si = 0, sn = 1, n_over = 0, any_error = 0;
+	int dry = 0, si = 0, sn = 1, n_over = 0, any_error = 0, n_unsaved = 0;
 	char **over = calloc((size_t)argc + 1, sizeof(*over));
 	char err[1024];
 	struct suite s;
@@ -439,9 +487,11 @@ static int cmd_suite(int argc, char **argv)
 	records = json_array();
 	for (int i = 0; i < s.n_runs; i++) {
 		json_t *rec;
+		int saved;
 		if (!suite_in_shard(i, si, sn))
 			continue;
-		rec = run_isolated(&s, &s.runs[i]);
+		rec = run_isolated(&s, &s.runs[i], &saved);
+		n_unsaved += !saved;
 		if (strcmp(json_string_value(json_object_get(rec, "status")),
 			   "ok")) {
 			fprintf(
@@ -455,10 +505,10 @@ static int cmd_suite(int argc, char **argv)
 		json_array_append_new(records, rec);
 	}
 	print_summary(records);
-	printf("\nrecords appended to %s\n", s.runs[0].cfg.out);
+	suite_final_line(&s, json_array_size(records), n_unsaved);
 	json_decref(records);
 	suite_free(&s);
-	return any_error ? 1 : 0;
+	return any_error || n_unsaved ? 1 : 0;
 }
 
 /* ---- report ---- */
@@ -477,6 +527,14 @@ static int cmd_report(int argc, char **argv)
 			json_decref(all);
 			return bad_input(err);
 		}
+	}
+	if (json_array_size(all) == 0) {
+		json_decref(all);
+		snprintf(err, sizeof(err),
+			 "report: %s%s hold%s no records; give JSONL files "
+			 "written by deqbench run or suite",
+			 argv[0], argc > 1 ? " ..." : "", argc > 1 ? "" : "s");
+		return bad_input(err);
 	}
 	record_summary(stdout, all);
 	json_decref(all);
@@ -517,6 +575,18 @@ static int cmd_env(void)
 
 /* ---- params / grad ---- */
 
+/* out= of params init and grad, checked before any work: a new path, a
+ * regular file or a link to one (fileio_replace_target). */
+static int check_replace_out(const char *out)
+{
+	char target[4096], e[900], err[1024];
+	if (fileio_replace_target(out, target, sizeof(target), e, sizeof(e)) ==
+	    0)
+		return 0;
+	snprintf(err, sizeof(err), "out=%s", e);
+	return bad_input(err);
+}
+
 static int cmd_params(int argc, char **argv)
 {
 	static const char *const extra[] = {"out", NULL};
@@ -535,6 +605,8 @@ static int cmd_params(int argc, char **argv)
 		return bad_input(err);
 	if (!val[0])
 		return bad_input("params init: give out=P.safetensors");
+	if (check_replace_out(val[0]) != 0)
+		return EXIT_BAD_INPUT;
 	if (runner_params_init(&cfg, val[0], err, sizeof(err)) != 0)
 		return bad_input(err);
 	return 0;
@@ -579,6 +651,8 @@ static int cmd_grad(int argc, char **argv)
 				 extra[i]);
 			return bad_input(err);
 		}
+	if (check_replace_out(val[2]) != 0)
+		return EXIT_BAD_INPUT;
 	if (runner_grad(&cfg, val[0], val[1], val[2], &st, err, sizeof(err)) !=
 	    0)
 		return bad_input(err);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fileio.h"
 
 static const char *const sections[] = {
     "suite",  "config", "method", "model", "data",
@@ -31,84 +32,72 @@ json_t *record_new(void)
 	return r;
 }
 
-/* mkdir -p of the directory part of path. */
-static int make_parents(const char *path, char *err, size_t errlen)
-{
-	char buf[4096];
-	size_t n = strlen(path);
-	if (n >= sizeof(buf)) {
-		snprintf(err, errlen, "out=%s: path too long", path);
-		return -1;
-	}
-	memcpy(buf, path, n + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-			snprintf(err, errlen,
-				 "out=%s: cannot create directory %s (%s); "
-				 "choose a writable out= path",
-				 path, buf, strerror(errno));
-			return -1;
-		}
-		*p = '/';
-	}
-	return 0;
-}
-
 int record_check_out(const char *path, char *err, size_t errlen)
 {
-	int fd;
-	if (make_parents(path, err, errlen) != 0)
-		return -1;
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		snprintf(err, errlen,
-			 "out=%s: cannot open for appending (%s); choose a "
-			 "writable out= path",
-			 path, strerror(errno));
-		return -1;
-	}
-	close(fd);
-	return 0;
+	char e[900];
+	if (fileio_probe_append(path, e, sizeof(e)) == 0)
+		return 0;
+	snprintf(err, errlen, "out=%s; choose a writable out= path", e);
+	return -1;
+}
+
+/* The record as one line, '\n' included; *n its length. */
+static char *record_line(const json_t *rec, size_t *n)
+{
+	char *s = json_dumps(rec, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	if (!s)
+		return NULL;
+	*n = strlen(s);
+	s[*n] = '\n'; /* replaces the terminator; the buffer holds n+1 bytes */
+	*n += 1;
+	return s;
 }
 
 int record_append(const char *path, const json_t *rec, char *err, size_t errlen)
 {
-	char *s = json_dumps(rec, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	char e[900];
 	size_t n;
-	ssize_t w;
-	int fd;
+	char *s = record_line(rec, &n);
+	int rc;
 
 	if (!s) {
 		snprintf(err, errlen, "cannot serialise the record");
 		return -1;
 	}
-	n = strlen(s);
-	s[n] = '\n'; /* replaces the terminator; the buffer holds n+1 bytes */
-	if (make_parents(path, err, errlen) != 0) {
-		free(s);
-		return -1;
-	}
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		snprintf(err, errlen, "out=%s: cannot open for appending (%s)",
-			 path, strerror(errno));
-		free(s);
-		return -1;
-	}
-	w = write(fd, s, n + 1);
-	if (w != (ssize_t)(n + 1)) {
-		snprintf(err, errlen, "out=%s: short write (%s)", path,
-			 w < 0 ? strerror(errno) : "disk full?");
-		close(fd);
-		free(s);
-		return -1;
-	}
-	close(fd);
+	rc = fileio_make_parents(path, e, sizeof(e));
+	if (rc == 0)
+		rc = fileio_append(path, s, n, 0, e, sizeof(e));
+	if (rc != 0)
+		snprintf(err, errlen, "out=%s", e);
 	free(s);
-	return 0;
+	return rc;
+}
+
+int record_save(const char *path, const json_t *rec)
+{
+	char err[1024], e2[1024], rescue[1024];
+	size_t n;
+	char *s;
+
+	if (record_append(path, rec, err, sizeof(err)) == 0)
+		return 0;
+	fileio_rescue_path(rescue, sizeof(rescue));
+	s = record_line(rec, &n);
+	if (s && fileio_append(rescue, s, n, 1, e2, sizeof(e2)) == 0)
+		fprintf(stderr,
+			"deqbench: %s; the record is appended to %s and "
+			"printed below\n",
+			err, rescue);
+	else
+		fprintf(stderr,
+			"deqbench: %s; the rescue file failed too (%s); the "
+			"record is printed below\n",
+			err, s ? e2 : "cannot serialise the record");
+	if (s)
+		fwrite(s, 1, n, stderr);
+	fflush(stderr);
+	free(s);
+	return -1;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -162,11 +151,20 @@ int record_read_jsonl(const char *path, json_t *arr, char *err, size_t errlen)
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
-	int lineno = 0;
+	int lineno = 0, rerr;
+	struct stat st;
 
 	if (!f) {
 		snprintf(err, errlen, "%s: cannot read (%s); check the path",
 			 path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(
+		    err, errlen,
+		    "%s is a directory; give record files, e.g. %s/*.jsonl",
+		    path, path);
+		fclose(f);
 		return -1;
 	}
 	while ((len = getline(&line, &cap, f)) >= 0) {
@@ -193,7 +191,14 @@ int record_read_jsonl(const char *path, json_t *arr, char *err, size_t errlen)
 		}
 		json_array_append_new(arr, r);
 	}
+	rerr = ferror(f) ? errno : 0;
 	free(line);
+	if (rerr) {
+		snprintf(err, errlen, "%s: read failed after line %d (%s)",
+			 path, lineno, strerror(rerr));
+		fclose(f);
+		return -1;
+	}
 	fclose(f);
 	return 0;
 }

@@ -1,5 +1,5 @@
 /* record.h — run records: one JSON object per run, one line each, appended
- * to a JSONL file with a single write() (results/SCHEMA.md documents every
+ * whole or not at all to a JSONL file (results/SCHEMA.md documents every
  * field), and the markdown summary table printed after a suite and by
  * `deqbench report`.
  */
@@ -16,21 +16,29 @@
  * readers can rely on the keys. */
 json_t *record_new(void);
 
-/* Makes sure records can be appended to path: creates missing parent
- * directories and the file (existing content untouched). 0, or -1 with one
- * line naming the path and the fix. */
+/* Makes sure records can be appended to path without leaving anything
+ * behind: missing parent directories and the file are created, opened and
+ * removed again (fileio_probe_append), so a run refused later leaves no
+ * empty file. 0, or -1 with one line naming the path and the fix. */
 int record_check_out(const char *path, char *err, size_t errlen);
-/* Appends the record as one compact line with a single write() on an
- * O_APPEND descriptor, so concurrent writers never interleave lines. */
+/* Appends the record as one compact line under an exclusive lock, creating
+ * missing parent directories and the file. On failure (full disk, /dev/full)
+ * the file is left as it was (fileio_append) and err says why. */
 int record_append(const char *path, const json_t *rec, char *err,
 		  size_t errlen);
+/* record_append, and when that fails keeps the record: appends it to the
+ * rescue file (fileio_rescue_path) and prints one line on stderr naming
+ * out=, the reason and the rescue file, then the record line itself.
+ * Returns 0 when appended to path, -1 when only rescued. */
+int record_save(const char *path, const json_t *rec);
 
 /* {"median","mean","p10","p90","min","max"} of x[n] (percentiles by linear
  * interpolation between order statistics); nulls when n == 0. */
 json_t *record_stats_json(const double *x, int n);
 
 /* Appends every record (line) of a JSONL file to arr. Blank lines are
- * skipped; a malformed line is an error naming path:line. */
+ * skipped; a malformed line is an error naming path:line, a directory or a
+ * read error an error naming path. */
 int record_read_jsonl(const char *path, json_t *arr, char *err, size_t errlen);
 
 /* Prints the markdown summary of records (array): one row per distinct

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
+
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors.c copies little-endian data as is"
 #endif
@@ -186,14 +188,15 @@ static size_t *write_order(const struct st_writer *w)
 int st_writer_write(struct st_writer *w, const char *path, char *err,
 		    size_t errlen)
 {
+	static const char spaces[8] = "        ";
 	json_t *h = json_object();
-	char *js = NULL, *tmp = NULL;
-	size_t *order = write_order(w), off = 0, jl, hl;
+	char *js = NULL;
+	size_t *order = write_order(w), off = 0, jl;
+	struct iovec *iov = calloc(w->n + 3, sizeof(*iov));
 	unsigned char len8[8];
 	uint64_t hl64;
-	FILE *f = NULL;
-	int ok = 0;
-	if (!h || !order)
+	int rc = -1;
+	if (!h || !order || !iov)
 		goto oom;
 	if (json_object_size(w->meta) &&
 	    json_object_set(h, "__metadata__", w->meta) != 0)
@@ -215,54 +218,26 @@ int st_writer_write(struct st_writer *w, const char *path, char *err,
 			goto out;
 		}
 		off += t->nbytes;
+		iov[3 + k] = (struct iovec){(void *)t->data, t->nbytes};
 	}
 	if (!(js = json_dumps(h, JSON_COMPACT)))
 		goto oom;
 	jl = strlen(js);
-	hl = (jl + 7) / 8 * 8; /* pad with spaces: data starts 8-aligned */
-	if (!(tmp = malloc(strlen(path) + 5)))
-		goto oom;
-	sprintf(tmp, "%s.tmp", path);
-	if (!(f = fopen(tmp, "wb"))) {
-		seterr(err, errlen, "%s: cannot create %s: %s", path, tmp,
-		       strerror(errno));
-		goto out;
-	}
-	hl64 = hl;
+	hl64 = (jl + 7) / 8 * 8; /* pad with spaces: data starts 8-aligned */
 	memcpy(len8, &hl64, 8);
-	ok = fwrite(len8, 1, 8, f) == 8 && fwrite(js, 1, jl, f) == jl;
-	for (size_t i = jl; ok && i < hl; i++)
-		ok = fputc(' ', f) != EOF;
-	for (size_t k = 0; ok && k < w->n; k++) {
-		const struct wtensor *t = &w->t[order[k]];
-		ok =
-		    !t->nbytes || fwrite(t->data, 1, t->nbytes, f) == t->nbytes;
-	}
-	ok = fflush(f) == 0 && ok;
-	ok = fsync(fileno(f)) == 0 && ok;
-	ok = fclose(f) == 0 && ok;
-	f = NULL;
-	if (!ok || rename(tmp, path) != 0) {
-		seterr(err, errlen, "%s: write failed: %s", path,
-		       strerror(errno));
-		unlink(tmp);
-		ok = 0;
-		goto out;
-	}
+	iov[0] = (struct iovec){len8, 8};
+	iov[1] = (struct iovec){js, jl};
+	iov[2] = (struct iovec){(void *)spaces, (size_t)hl64 - jl};
+	rc = fileio_replace(path, iov, (int)w->n + 3, err, errlen);
 	goto out;
 oom:
 	seterr(err, errlen, "%s: out of memory writing the header", path);
-	ok = 0;
 out:
-	if (f) {
-		fclose(f);
-		unlink(tmp);
-	}
-	free(tmp);
+	free(iov);
 	free(js);
 	free(order);
 	json_decref(h);
-	return ok ? 0 : -1;
+	return rc;
 }
 
 /* ---- reader -------------------------------------------------------------- */

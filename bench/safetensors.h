@@ -58,11 +58,15 @@ int st_writer_set_metadata(struct st_writer *w, const char *key,
 			   const char *value);
 
 /*
- * st_writer_write — writes the file to PATH.tmp, flushes it to disk and
- * renames it to PATH, so PATH is either the old file or the whole new one.
- * Tensors are laid out 8-byte-aligned (F64 first, then the others in the
- * order added) after a header padded with spaces to a multiple of 8.
- * Returns 0, or -1 with "PATH: <reason>" in err (PATH.tmp removed).
+ * st_writer_write — writes the file to a temporary file next to PATH,
+ * flushes it to disk and renames it to PATH, so PATH is either the old file
+ * or the whole new one (fileio_replace: only a new path or a regular file
+ * is replaced, a symbolic link's regular target is replaced in its place,
+ * anything else is refused; stale temporary files of dead writers are
+ * removed first). Tensors are laid out 8-byte-aligned (F64 first, then the
+ * others in the order added) after a header padded with spaces to a
+ * multiple of 8. Returns 0, or -1 with "PATH: <reason>" or "PATH is a ..."
+ * in err (no temporary file left).
  */
 int st_writer_write(struct st_writer *w, const char *path, char *err,
 		    size_t errlen);

@@ -1,0 +1,90 @@
+/*
+ * fileio.h — the file-safety rules every deqbench output follows, in one
+ * place (records, the corpus cache, safetensors outputs).
+ *
+ * Appending (records): the bytes go in whole or not at all. A write that
+ * comes back short (full disk, file size limit) is undone by truncating a
+ * regular file back to its length before the append, so the next record
+ * is never glued onto a fragment. A record that could not be appended is
+ * kept in the rescue file (fileio_rescue_path).
+ *
+ * Replacing (caches, safetensors): the new content is written to a
+ * temporary file next to the target, flushed to disk and renamed over it,
+ * so a reader sees the old file or the whole new one. Only an absent path
+ * or a regular file is replaced; a symbolic link is followed and its target
+ * replaced under the same rule (the link stays); a FIFO, device, socket or
+ * directory is refused, so out=/dev/full can never replace /dev/full.
+ *
+ * Temporary names are PATH.tmp.HOST.PID. A process killed before its
+ * rename leaves one behind; the next writer of PATH removes those of dead
+ * processes on this host (fileio_remove_stale_tmp).
+ */
+#ifndef DQ_BENCH_FILEIO_H
+#define DQ_BENCH_FILEIO_H
+
+#include <stddef.h>
+#include <sys/uio.h>
+
+/* fileio_make_parents — mkdir -p of PATH's directory part (mode 0777 less
+ * the umask). Returns 0, or -1 with "cannot create directory DIR (reason)"
+ * in err. */
+int fileio_make_parents(const char *path, char *err, size_t errlen);
+
+/*
+ * fileio_probe_append — whether PATH could be opened for appending, without
+ * leaving anything behind: missing parent directories and a missing file are
+ * created, opened and removed again (so a refused or killed run leaves no
+ * empty file or directory). An existing FIFO is opened without blocking and
+ * fails when nothing reads it. Returns 0, or -1 with "PATH: reason" in err.
+ */
+int fileio_probe_append(const char *path, char *err, size_t errlen);
+
+/*
+ * fileio_append — appends BUF[0..n) to PATH (created with mode 0644 when
+ * absent; parents must exist) under an exclusive flock, so deqbench
+ * processes sharing a file never interleave. On a short or failed write a
+ * regular file is truncated back to its length before the call. nofollow:
+ * refuse a symbolic link at PATH (O_NOFOLLOW; for files in shared
+ * directories). A FIFO without a reader fails instead of blocking.
+ * Returns 0, or -1 with "PATH: reason" in err, saying whether PATH was left
+ * unchanged.
+ */
+int fileio_append(const char *path, const void *buf, size_t n, int nofollow,
+		  char *err, size_t errlen);
+
+/*
+ * fileio_rescue_path — where records that could not be appended to out=
+ * go: $TMPDIR/deqbench-unsaved-UID.jsonl ($TMPDIR unset or empty: /tmp),
+ * written into BUF[0..n). A different file system from out= in the common
+ * case of a full results disk; per user, so users do not share it.
+ */
+const char *fileio_rescue_path(char *buf, size_t n);
+
+/*
+ * fileio_replace_target — the file that replacing PATH writes: PATH itself
+ * when absent or a regular file, the final target of a symbolic link when
+ * that is a regular file. Otherwise -1 with "PATH is a FIFO (named pipe),
+ * not a regular file; ..." in err (dangling links included). TARGET gets at
+ * most n bytes.
+ */
+int fileio_replace_target(const char *path, char *target, size_t n, char *err,
+			  size_t errlen);
+
+/*
+ * fileio_replace — writes the concatenation of IOV[0..niov) to PATH by
+ * temporary file, fsync and rename, after fileio_replace_target (so the
+ * same refusals) and fileio_remove_stale_tmp. Mode 0666 less the umask.
+ * Returns 0, or -1 with "PATH: reason" in err and no temporary file left.
+ */
+int fileio_replace(const char *path, const struct iovec *iov, int niov,
+		   char *err, size_t errlen);
+
+/*
+ * fileio_remove_stale_tmp — removes the regular files PATH.tmp (older
+ * deqbench versions) and PATH.tmp.PID / PATH.tmp.HOST.PID whose HOST is this
+ * one (or absent) and whose process no longer exists. Files of live
+ * processes and of other hosts are kept. Returns how many were removed.
+ */
+int fileio_remove_stale_tmp(const char *path);
+
+#endif
