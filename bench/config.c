@@ -30,6 +30,10 @@ static const char *model_name_i(int k)
 {
 	return model_kind_name((enum model_kind)k);
 }
+static const char *init_name_i(int k)
+{
+	return model_init_name((enum model_init)k);
+}
 static const char *method_name_i(int k)
 {
 	return method_kind_name((enum method_kind)k);
@@ -85,6 +89,15 @@ static const struct key_desc keys[] = {
     {"seed", "model", KT_U64, OFF(model.seed), 0, 0, NULL, NULL, NULL, 0,
      "seed of parameter init and synthetic tokens (batches are in "
      "corpus order)"},
+    ENUM("init", "model", model.init, model_init_parse, init_name_i,
+	 "gpt2, pytorch, deq",
+	 "parameter init preset (README: Initialisation)"),
+    DBL("init_std", "model", model.init_std, 0, 1e3,
+	"std of every linear/conv weight, N(0, init_std^2); 0 = the "
+	"preset's"),
+    DBL("embed_std", "model", model.embed_std, 0, 1e3,
+	"std of token and position embeddings, N(0, embed_std^2); 0 = the "
+	"preset's"),
 
     ENUM("method", "method", method.method, method_kind_parse, method_name_i,
 	 "unroll, checkpoint, deq", "how depth is trained"),

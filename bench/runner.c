@@ -893,11 +893,13 @@ static int save_buffer(struct run_ctx *rc, const void *buf, const char *prefix,
 				  f32 + p->offset, err, errlen) != 0)
 			goto out;
 	}
-	/* the model keys that fix the shapes, for whoever loads the file */
+	/* the model keys that fix the shapes, and the init's, for whoever
+	 * loads the file */
 	{
 		static const char *const keys[] = {
-		    "model",   "d_model",    "n_heads", "d_ff",
-		    "seq_len", "vocab_size", "seed",	NULL};
+		    "model",	"d_model",    "n_heads", "d_ff",
+		    "seq_len",	"vocab_size", "seed",	 "init",
+		    "init_std", "embed_std",  NULL};
 		for (int i = 0; keys[i]; i++)
 			json_object_set_new(mk, keys[i],
 					    config_key_json(cfg, keys[i]));
