@@ -30,6 +30,10 @@ static const char *model_name_i(int k)
 {
 	return model_kind_name((enum model_kind)k);
 }
+static const char *init_name_i(int k)
+{
+	return model_init_name((enum model_init)k);
+}
 static const char *method_name_i(int k)
 {
 	return method_kind_name((enum method_kind)k);
@@ -93,6 +97,15 @@ static const struct key_desc keys[] = {
     {"seed", "model", KT_U64, OFF(model.seed), 0, 0, NULL, NULL, NULL, 0,
      "seed of parameter init and synthetic tokens (batches are in "
      "corpus order)"},
+    ENUM("init", "model", model.init, model_init_parse, init_name_i,
+	 "gpt2, pytorch, deq",
+	 "parameter init preset (README: Initialisation)"),
+    DBL("init_std", "model", model.init_std, 0, 1e3,
+	"std of every linear/conv weight, N(0, init_std^2); 0 = the "
+	"preset's"),
+    DBL("embed_std", "model", model.embed_std, 0, 1e3,
+	"std of token and position embeddings, N(0, embed_std^2); 0 = the "
+	"preset's"),
 
     ENUM("method", "method", method.method, method_kind_parse, method_name_i,
 	 "unroll, checkpoint, deq", "how depth is trained"),
@@ -150,6 +163,11 @@ static const struct key_desc keys[] = {
     STR("data_dir", "data", data_dir, NULL, "directory holding corpora"),
 
     INT("steps", "training", steps, 1, 1e9, "optimizer steps"),
+    INT("pretrain_steps", "training", pretrain_steps, 0, 1e9,
+	"method=deq: first steps train the block unrolled pretrain_layers "
+	"deep, then the solver takes over; 0 = off; < steps"),
+    INT("pretrain_layers", "training", pretrain_layers, 1, 100000,
+	"depth of the unrolled pretraining steps"),
     INT("warmup_steps", "training", warmup_steps, 0, 1e9,
 	"first steps excluded from timing"),
     DBL("lr", "training", lr, 0, 1e3, "peak learning rate (Adam)"),
@@ -191,6 +209,8 @@ void config_defaults(struct bench_config *c)
 	snprintf(c->corpus, sizeof(c->corpus), "brown");
 	snprintf(c->data_dir, sizeof(c->data_dir), "data");
 	c->steps = 200;
+	c->pretrain_steps = 0;
+	c->pretrain_layers = 12;
 	c->warmup_steps = 10;
 	c->lr = 1e-3;
 	c->lr_warmup = 20;
@@ -222,7 +242,8 @@ int config_key_is_method(const char *key)
 	if (!d)
 		return 0;
 	return strcmp(key, "method") == 0 || strcmp(key, "k") == 0 ||
-	       strcmp(d->group, "deq") == 0;
+	       strcmp(d->group, "deq") == 0 ||
+	       strncmp(key, "pretrain_", 9) == 0;
 }
 
 /* Levenshtein distance, O(|a| |b|); key names are short. */
@@ -567,6 +588,41 @@ int config_load_file(struct bench_config *c, const char *path, char *err,
 	return rc;
 }
 
+/* pretrain_steps: only for method=deq, and leaving the deq phase at least
+ * one timed step (each phase's first warmup_steps steps are untimed). */
+static int config_check_pretrain(const struct bench_config *c, char *err,
+				 size_t errlen)
+{
+	int p = c->pretrain_steps;
+	if (p <= 0)
+		return 0;
+	if (c->method.method != METHOD_DEQ) {
+		snprintf(err, errlen,
+			 "pretrain_steps=%d needs method=deq (method=%s "
+			 "trains unrolled or checkpointed throughout); use "
+			 "pretrain_steps=0 or method=deq",
+			 p, method_kind_name(c->method.method));
+		return -1;
+	}
+	if (p >= c->steps) {
+		snprintf(err, errlen,
+			 "pretrain_steps=%d must be smaller than steps=%d "
+			 "(use a value in [0, %d]); lower pretrain_steps or "
+			 "raise steps",
+			 p, c->steps, c->steps - 1);
+		return -1;
+	}
+	if (p + c->warmup_steps >= c->steps) {
+		snprintf(err, errlen,
+			 "pretrain_steps=%d + warmup_steps=%d must be smaller "
+			 "than steps=%d (the deq phase after pretraining "
+			 "needs timed steps); lower them or raise steps",
+			 p, c->warmup_steps, c->steps);
+		return -1;
+	}
+	return 0;
+}
+
 int config_validate(const struct bench_config *c, char *err, size_t errlen)
 {
 	const struct model_config *m = &c->model;
@@ -585,6 +641,8 @@ int config_validate(const struct bench_config *c, char *err, size_t errlen)
 			 c->warmup_steps, c->steps);
 		return -1;
 	}
+	if (config_check_pretrain(c, err, errlen) != 0)
+		return -1;
 	if (c->method.method == METHOD_CHECKPOINT &&
 	    c->method.k > c->method.layers) {
 		snprintf(err, errlen,

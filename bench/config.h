@@ -36,6 +36,10 @@ struct bench_config {
 	double clip;	  /* global grad-norm clip; 0 = off */
 	long eval_tokens; /* per split (valid, test); 0 = skip evaluation */
 
+	/* method=deq only: the first pretrain_steps steps train the block
+	 * unrolled pretrain_layers deep (0 = off), then the solver */
+	int pretrain_steps, pretrain_layers;
+
 	char device[CONFIG_STR]; /* cpu, cpu64, cuda */
 	int threads;		 /* 0 = library default */
 	int tf32;		 /* allow TF32 GEMMs on cuda */
@@ -74,8 +78,9 @@ json_t *config_json_load(const char *path, const char *what, char *err,
 int config_load_file(struct bench_config *c, const char *path, char *err,
 		     size_t errlen);
 
-/* Cross-key checks (d_model % n_heads, warmup_steps < steps, method ranges,
- * device compiled in). 0 or -1 with one line. */
+/* Cross-key checks (d_model % n_heads, warmup_steps < steps, pretrain_steps
+ * < steps and only with method=deq, method ranges, device compiled in). 0 or
+ * -1 with one line. */
 int config_validate(const struct bench_config *c, char *err, size_t errlen);
 
 /* Every key with its typed value, in table order (new reference). */
@@ -84,8 +89,9 @@ json_t *config_to_json(const struct bench_config *c);
 json_t *config_key_json(const struct bench_config *c, const char *key);
 /* 1 when `key` is a config key. */
 int config_key_known(const char *key);
-/* 1 for keys that choose or tune the method (method, k, solver keys): the
- * keys that differ between the rows of one summary group. */
+/* 1 for keys that choose or tune the method (method, k, solver keys,
+ * pretrain_steps, pretrain_layers): the keys that differ between the rows
+ * of one summary group. */
 int config_key_is_method(const char *key);
 
 /* Prints the key table (key, group, default, allowed values, meaning). */

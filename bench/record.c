@@ -14,9 +14,9 @@
 #include "fileio.h"
 
 static const char *const sections[] = {
-    "suite",  "config", "method", "model", "data",
-    "timing", "memory", "solver", "evals", "quality",
-    "host",   "device", "build",  "trace", NULL,
+    "suite",  "config", "method",   "model",   "data", "timing",
+    "memory", "solver", "evals",    "quality", "host", "device",
+    "build",  "trace",	"pretrain", NULL,
 };
 
 json_t *record_new(void)

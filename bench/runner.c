@@ -18,6 +18,7 @@
 #include "data.h"
 #include "dq_build.h"
 #include "env.h"
+#include "pretrain.h"
 #include "progress.h"
 #include "record.h"
 #include "safetensors.h"
@@ -481,6 +482,7 @@ enum run_status runner_run(const struct bench_config *cfg,
 	struct step_log log;
 	struct progress prog;
 	struct pool_track pool = {0};
+	struct pretrain pt = {0};
 	char err[1024] = "", ts[32];
 	enum run_status status = RUN_ERROR;
 	void *adam_m = NULL, *adam_v = NULL;
@@ -560,6 +562,8 @@ enum run_status runner_run(const struct bench_config *cfg,
 	json_object_set_new(rec, "model", model_json(m));
 	json_object_set_new(rec, "data",
 			    data_json(&corpus, &train, cfg->steps));
+	if (pretrain_create(&pt, &rc, cfg, err, sizeof(err)) != 0)
+		goto done;
 	ops->sync(rc.be->ctx);
 	setup_mem = rc.be->mem;
 	backend_mem_reset_peak(rc.be);
@@ -586,6 +590,7 @@ enum run_status runner_run(const struct bench_config *cfg,
 			int i = s - 1, measured = s > cfg->warmup_steps;
 
 			batcher_next(&train, tok);
+			pretrain_select(&pt, &rc, s);
 			if (pool.on && measured)
 				ops->pool_reset_peak(rc.be->ctx);
 			ops->timer_mark(rc.be->ctx, 0);
@@ -661,11 +666,14 @@ enum run_status runner_run(const struct bench_config *cfg,
 		}
 		t_train = wall_s() - t0;
 	}
+	pretrain_end(&pt, &rc, log.f_res, log.b_res, cfg->steps);
 	progress_end(&prog, status_name(status));
 
 	/* ---- records of the training loop ---- */
 	{
-		int w = cfg->warmup_steps;
+		/* the deq phase only when pretraining: steps p0.. */
+		int p0 = pt.steps < ok_steps ? pt.steps : ok_steps;
+		int w = cfg->warmup_steps + pt.steps;
 		int nt = ok_steps - w > 0 ? ok_steps - w : 0;
 		json_t *tm = json_object(), *mem = json_object();
 		json_t *ev = json_object(), *sv = json_object();
@@ -720,20 +728,20 @@ enum run_status runner_run(const struct bench_config *cfg,
 
 		{
 			double fe = 0, ve = 0;
-			for (int q = 0; q < ok_steps; q++) {
+			int ne = ok_steps - p0;
+			for (int q = p0; q < ok_steps; q++) {
 				fe += log.f_ev[q];
 				ve += log.v_ev[q];
 			}
-			json_object_set_new(ev, "steps",
-					    json_integer(ok_steps));
+			json_object_set_new(ev, "steps", json_integer(ne));
 			json_object_set_new(ev, "forward_evals_per_step",
-					    ok_steps ? json_real(fe / ok_steps)
-						     : json_null());
+					    ne ? json_real(fe / ne)
+					       : json_null());
 			json_object_set_new(ev, "forward_evals_total",
 					    json_integer((json_int_t)fe));
 			json_object_set_new(ev, "vjp_evals_per_step",
-					    ok_steps ? json_real(ve / ok_steps)
-						     : json_null());
+					    ne ? json_real(ve / ne)
+					       : json_null());
 			json_object_set_new(ev, "vjp_evals_total",
 					    json_integer((json_int_t)ve));
 			json_object_set_new(rec, "evals", ev);
@@ -742,16 +750,23 @@ enum run_status runner_run(const struct bench_config *cfg,
 		json_object_set_new(
 		    sv, "forward",
 		    st->has_fwd_solve
-			? solve_json(log.f_it, log.f_res, log.f_flags, ok_steps)
+			? solve_json(log.f_it + p0, log.f_res + p0,
+				     log.f_flags + p0, ok_steps - p0)
 			: json_null());
 		json_object_set_new(
 		    sv, "backward",
 		    st->has_bwd_solve
-			? solve_json(log.b_it, log.b_res, log.b_flags, ok_steps)
+			? solve_json(log.b_it + p0, log.b_res + p0,
+				     log.b_flags + p0, ok_steps - p0)
 			: json_null());
-		json_object_set_new(sv, "host_reads_per_step",
-				    num_or_null(mean_of(log.reads, ok_steps)));
+		json_object_set_new(
+		    sv, "host_reads_per_step",
+		    num_or_null(mean_of(log.reads + p0, ok_steps - p0)));
 		json_object_set_new(rec, "solver", sv);
+		json_object_set_new(
+		    rec, "pretrain",
+		    pretrain_json(&pt, cfg, ok_steps, log.loss, log.ms,
+				  log.fwd_ms, log.bwd_ms, log.f_ev, log.v_ev));
 		if (cfg->trace) {
 			json_t *tr = json_object();
 			json_object_set_new(tr, "loss",
@@ -837,6 +852,7 @@ done:
 		backend_free(rc.be, adam_m);
 		backend_free(rc.be, adam_v);
 	}
+	pretrain_free(&pt, &rc);
 	runner_ctx_destroy(&rc);
 	if (have_corpus)
 		corpus_free(&corpus);
@@ -955,11 +971,13 @@ static int save_buffer(struct run_ctx *rc, const void *buf, const char *prefix,
 				  f32 + p->offset, err, errlen) != 0)
 			goto out;
 	}
-	/* the model keys that fix the shapes, for whoever loads the file */
+	/* the model keys that fix the shapes, and the init's, for whoever
+	 * loads the file */
 	{
 		static const char *const keys[] = {
-		    "model",   "d_model",    "n_heads", "d_ff",
-		    "seq_len", "vocab_size", "seed",	NULL};
+		    "model",	"d_model",    "n_heads", "d_ff",
+		    "seq_len",	"vocab_size", "seed",	 "init",
+		    "init_std", "embed_std",  NULL};
 		for (int i = 0; keys[i]; i++)
 			json_object_set_new(mk, keys[i],
 					    config_key_json(cfg, keys[i]));

@@ -11,6 +11,11 @@
  * with linear warmup over lr_warmup steps then cosine decay towards 0.
  * Forward time = up to the loss; backward time = the rest (optimizer
  * included). The first warmup_steps steps are excluded from timing stats.
+ * method=deq with pretrain_steps P > 0: steps 1..P use an unroll method
+ * pretrain_layers deep (created in setup beside the deq method), the rest
+ * and evaluation the deq method; the record's "pretrain" object holds the
+ * first phase's statistics, timing/evals/solver the deq phase's, and each
+ * phase's first warmup_steps steps are untimed.
  * Perplexity = exp(mean per-token loss) over whole eval batches.
  * On the CPU with threads=1 two runs of one config give the same record
  * apart from times.

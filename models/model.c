@@ -37,79 +37,223 @@ const char *model_kind_name(enum model_kind k)
 	return ((int)k >= 0 && (int)k < 3) ? kind_names[k] : "?";
 }
 
+static const char *const init_names[] = {"gpt2", "pytorch", "deq"};
+
+int model_init_parse(const char *s)
+{
+	for (int i = 0; i < 3; i++)
+		if (s && strcmp(s, init_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+const char *model_init_name(enum model_init k)
+{
+	return ((int)k >= 0 && (int)k < 3) ? init_names[k] : "?";
+}
+
 /* ------------------------------------------------------------ parameters */
 
-enum init_kind { INIT_NORMAL, INIT_ZERO, INIT_ONE };
+/* Initialisation (the `init`, `init_std`, `embed_std` keys; README
+ * "Initialisation" carries the same table). fan_in is the layer's input
+ * width times its kernel (nn.Linear: in; nn.Conv1d: in * kernel): inject
+ * E (trellisnet 2E), qkv / out / ff1 d, ff2 F, block.conv 2h, head E.
+ *
+ *   tensor            gpt2          pytorch          deq
+ *   embed.weight      N(0, 0.02²)   N(0, 1)          N(0, (0.01 √E)²)
+ *   pos_embed.weight  N(0, 0.02²)   N(0, 1)          N(0, (0.01 √E)²)
+ *   linear/conv W     N(0, 0.02²)   U(±1/√fan_in)    N(0, 0.01²)
+ *   their biases      0             U(±1/√fan_in)    0
+ *   ln*.weight / bias 1 / 0         1 / 0            1 / 0
+ *   cell.weight       N(0, (0.25/√d)²) under every preset
+ *
+ * "linear/conv W" is inject.weight, the block's weights (qkv, out, ff1,
+ * ff2; block.conv) and head.weight. U(±b) is drawn as b (2 u − 1) with u
+ * uniform in (0, 1], so in (−b, b]; nn.Linear's kaiming_uniform_(a = √5)
+ * has bound gain √(3 / fan_in) with gain √(2 / (1 + 5)), i.e. 1/√fan_in.
+ *
+ * deq is the locuslab DEQ-Transformer training script's weights_init: every
+ * nn.Linear / nn.Conv1d weight and nn.Embedding N(0, init_std²) with its
+ * default init_std 0.01, biases 0, and AdaptiveEmbedding multiplying the
+ * embedding by emb_scale = √d_model in its forward, folded here into the
+ * init (so under Adam the embedding moves √E times slower relative to its
+ * scale than the reference's); its LayerNorm has no affine parameters (1 /
+ * 0 here); it has no learned positions (sinusoidal relative ones) and ties
+ * the head to the (unscaled) embedding: pos_embed follows embed, head.weight
+ * the weights. tanh_cell has no reference and takes the same. trellisnet
+ * takes DEQ-TrellisNet's own (deq_trellisnet.py): embed (its encoder) and
+ * head.weight (its decoder, tied to the encoder) U(±0.1), head.bias 0,
+ * block.conv weight and bias N(0, 0.01²) (WeightShareConv1d; weight
+ * normalisation leaves the weight unchanged at init), inject.weight and
+ * inject.bias PyTorch's Conv1d default U(±1/√(2E)), pos_embed 0 (the
+ * reference has no positions).
+ *
+ * init_std > 0 replaces every linear/conv weight's distribution (any
+ * preset, any kind; not cell.weight) by N(0, init_std²); embed_std > 0
+ * replaces embed's and pos_embed's by N(0, embed_std²). Each tensor draws
+ * from its own stream seeded by (seed, index), whatever the preset: a
+ * preset changes scales, not draws (the N(0, 0.02²) weights of gpt2
+ * are exactly twice deq's N(0, 0.01²) ones), and gpt2 is bitwise the init
+ * before presets existed. Why each kind's block is well posed at init: tanh_cell below,
+ * trellisnet in trellisnet.c; the transformer's post-LN block is not a
+ * contraction at the gpt2 init (issue 11). */
+
+/* What a tensor is, for the presets. */
+enum param_role {
+	R_EMBED,
+	R_POS,
+	R_INJ_W,
+	R_INJ_B,
+	R_BLOCK_W,
+	R_BLOCK_B,
+	R_LN_W,
+	R_LN_B,
+	R_CELL,
+	R_HEAD_W,
+	R_HEAD_B,
+};
+
+enum init_kind { INIT_NORMAL, INIT_UNIFORM, INIT_CONST };
 
 /* Table entry plus how to initialise it. */
 struct param_spec {
 	const char *name;
 	int64_t rows, cols; /* cols = 0: a vector of `rows` */
+	int64_t kern;	    /* > 0: a Conv1d weight [rows, cols, kern] */
+	enum param_role role;
+	int64_t fan_in; /* of the layer (weights and biases) */
 	enum init_kind init;
-	double std;   /* INIT_NORMAL */
-	int64_t kern; /* > 0: a Conv1d weight [rows, cols, kern] */
+	double a; /* NORMAL: std; UNIFORM: bound b of (−b, b]; CONST: value */
 };
 
-/* Appends the table of cfg's kind to specs; returns the count. Names and
- * shapes exactly as ../shared/DESIGN.md lists them (PyTorch nn.Linear
- * layout, weight [out, in]; nn.Conv1d [out, in, kernel] for trellisnet).
- * Init: linear and conv weights and embeddings N(0, 0.02), biases 0,
- * LayerNorm weight 1 / bias 0 (GPT-2's init); tanh_cell's cell.weight N(0,
- * (0.25/sqrt d)²), whose spectral norm is about 0.25 * 2 = 0.5 for a square
- * Gaussian matrix (Marchenko-Pastur edge 2 sigma sqrt d), so the cell is a
- * contraction; trellisnet.c explains why N(0, 0.02) conv weights make its
- * layer a contraction too. E is the embedding width. */
+static int is_weight(enum param_role r)
+{
+	return r == R_INJ_W || r == R_BLOCK_W || r == R_HEAD_W;
+}
+
+static int is_bias(enum param_role r)
+{
+	return r == R_INJ_B || r == R_BLOCK_B || r == R_HEAD_B;
+}
+
+/* DEQ-TrellisNet's init (see above). */
+static void init_deq_trellisnet(struct param_spec *p)
+{
+	double fb = 1.0 / sqrt((double)p->fan_in);
+	switch (p->role) {
+	case R_EMBED:
+	case R_HEAD_W:
+		p->init = INIT_UNIFORM, p->a = 0.1;
+		break;
+	case R_INJ_W:
+	case R_INJ_B:
+		p->init = INIT_UNIFORM, p->a = fb;
+		break;
+	case R_BLOCK_W:
+	case R_BLOCK_B:
+		p->init = INIT_NORMAL, p->a = 0.01;
+		break;
+	default: /* pos_embed, head.bias */
+		p->init = INIT_CONST, p->a = 0.0;
+	}
+}
+
+/* Sets p->init and p->a from the preset and the overrides of c; E is the
+ * embedding width. */
+static void spec_init(const struct model_config *c, int E, struct param_spec *p)
+{
+	enum param_role r = p->role;
+	if (r == R_LN_W || r == R_LN_B) {
+		p->init = INIT_CONST, p->a = r == R_LN_W ? 1.0 : 0.0;
+		return;
+	}
+	if (r == R_CELL) {
+		p->init = INIT_NORMAL, p->a = 0.25 / sqrt((double)c->d_model);
+		return;
+	}
+	if (c->init == MODEL_INIT_PYTORCH) {
+		if (r == R_EMBED || r == R_POS)
+			p->init = INIT_NORMAL, p->a = 1.0;
+		else
+			p->init = INIT_UNIFORM,
+			p->a = 1.0 / sqrt((double)p->fan_in);
+	} else if (c->init == MODEL_INIT_DEQ && c->kind == MODEL_TRELLISNET) {
+		init_deq_trellisnet(p);
+	} else if (c->init == MODEL_INIT_DEQ) {
+		if (r == R_EMBED || r == R_POS)
+			p->init = INIT_NORMAL, p->a = 0.01 * sqrt((double)E);
+		else if (is_bias(r))
+			p->init = INIT_CONST, p->a = 0.0;
+		else
+			p->init = INIT_NORMAL, p->a = 0.01;
+	} else {
+		if (is_bias(r))
+			p->init = INIT_CONST, p->a = 0.0;
+		else
+			p->init = INIT_NORMAL, p->a = 0.02;
+	}
+	if (c->init_std > 0 && is_weight(r))
+		p->init = INIT_NORMAL, p->a = c->init_std;
+	if (c->embed_std > 0 && (r == R_EMBED || r == R_POS))
+		p->init = INIT_NORMAL, p->a = c->embed_std;
+}
+
+#define SPEC(nm, r, c, k, role, fin)                                           \
+	(struct param_spec)                                                    \
+	{                                                                      \
+		nm, r, c, k, role, fin, INIT_CONST, 0                          \
+	}
+
+/* Appends the block table of the transformer (d, F) to s. */
+static int transformer_specs(int64_t d, int64_t F, struct param_spec *s)
+{
+	int n = 0;
+	s[n++] = SPEC("block.attn.qkv.weight", 3 * d, d, 0, R_BLOCK_W, d);
+	s[n++] = SPEC("block.attn.qkv.bias", 3 * d, 0, 0, R_BLOCK_B, d);
+	s[n++] = SPEC("block.attn.out.weight", d, d, 0, R_BLOCK_W, d);
+	s[n++] = SPEC("block.attn.out.bias", d, 0, 0, R_BLOCK_B, d);
+	s[n++] = SPEC("block.ln1.weight", d, 0, 0, R_LN_W, 0);
+	s[n++] = SPEC("block.ln1.bias", d, 0, 0, R_LN_B, 0);
+	s[n++] = SPEC("block.ff1.weight", F, d, 0, R_BLOCK_W, d);
+	s[n++] = SPEC("block.ff1.bias", F, 0, 0, R_BLOCK_B, d);
+	s[n++] = SPEC("block.ff2.weight", d, F, 0, R_BLOCK_W, F);
+	s[n++] = SPEC("block.ff2.bias", d, 0, 0, R_BLOCK_B, F);
+	s[n++] = SPEC("block.ln2.weight", d, 0, 0, R_LN_W, 0);
+	s[n++] = SPEC("block.ln2.bias", d, 0, 0, R_LN_B, 0);
+	return n;
+}
+
+/* Appends the table of cfg's kind to specs, with each tensor's init;
+ * returns the count. Names and shapes exactly as ../shared/DESIGN.md lists
+ * them (PyTorch nn.Linear layout, weight [out, in]; nn.Conv1d [out, in,
+ * kernel] for trellisnet). tanh_cell's cell.weight N(0, (0.25/√d)²) has
+ * spectral norm about 0.25 * 2 = 0.5 for a square Gaussian matrix
+ * (Marchenko-Pastur edge 2 σ √d), so the cell is a contraction whatever
+ * the injection. U is the injection width, E the embedding width. */
 static int param_specs(const struct model_config *c, int U, int E,
 		       struct param_spec *s)
 {
 	int64_t d = c->d_model, T = c->seq_len, V = c->vocab_size;
 	int n = 0;
-	const double w = 0.02;
 	int64_t kin = c->kind == MODEL_TRELLISNET ? 2 : 0;
-	s[n++] = (struct param_spec){"embed.weight", V, E, INIT_NORMAL, w, 0};
-	s[n++] =
-	    (struct param_spec){"pos_embed.weight", T, E, INIT_NORMAL, w, 0};
-	s[n++] =
-	    (struct param_spec){"inject.weight", U, E, INIT_NORMAL, w, kin};
-	s[n++] = (struct param_spec){"inject.bias", U, 0, INIT_ZERO, 0, 0};
+	int64_t fin = kin ? 2 * (int64_t)E : E;
+	s[n++] = SPEC("embed.weight", V, E, 0, R_EMBED, 0);
+	s[n++] = SPEC("pos_embed.weight", T, E, 0, R_POS, 0);
+	s[n++] = SPEC("inject.weight", U, E, kin, R_INJ_W, fin);
+	s[n++] = SPEC("inject.bias", U, 0, 0, R_INJ_B, fin);
 	if (c->kind == MODEL_TRELLISNET) {
-		s[n++] = (struct param_spec){"block.conv.weight", 4 * d, d,
-					     INIT_NORMAL,	  w,	 2};
-		s[n++] = (struct param_spec){"block.conv.bias", 4 * d, 0,
-					     INIT_ZERO,		0,     0};
+		s[n++] =
+		    SPEC("block.conv.weight", 4 * d, d, 2, R_BLOCK_W, 2 * d);
+		s[n++] = SPEC("block.conv.bias", 4 * d, 0, 0, R_BLOCK_B, 2 * d);
 	} else if (c->kind == MODEL_TRANSFORMER) {
-		int64_t F = c->d_ff;
-		s[n++] = (struct param_spec){
-		    "block.attn.qkv.weight", 3 * d, d, INIT_NORMAL, w, 0};
-		s[n++] = (struct param_spec){
-		    "block.attn.qkv.bias", 3 * d, 0, INIT_ZERO, 0, 0};
-		s[n++] = (struct param_spec){
-		    "block.attn.out.weight", d, d, INIT_NORMAL, w, 0};
-		s[n++] = (struct param_spec){
-		    "block.attn.out.bias", d, 0, INIT_ZERO, 0, 0};
-		s[n++] = (struct param_spec){"block.ln1.weight", d, 0,
-					     INIT_ONE,		 0, 0};
-		s[n++] = (struct param_spec){"block.ln1.bias", d, 0,
-					     INIT_ZERO,	       0, 0};
-		s[n++] = (struct param_spec){"block.ff1.weight", F, d,
-					     INIT_NORMAL,	 w, 0};
-		s[n++] = (struct param_spec){"block.ff1.bias", F, 0,
-					     INIT_ZERO,	       0, 0};
-		s[n++] = (struct param_spec){"block.ff2.weight", d, F,
-					     INIT_NORMAL,	 w, 0};
-		s[n++] = (struct param_spec){"block.ff2.bias", d, 0,
-					     INIT_ZERO,	       0, 0};
-		s[n++] = (struct param_spec){"block.ln2.weight", d, 0,
-					     INIT_ONE,		 0, 0};
-		s[n++] = (struct param_spec){"block.ln2.bias", d, 0,
-					     INIT_ZERO,	       0, 0};
+		n += transformer_specs(d, c->d_ff, s + n);
 	} else {
-		s[n++] = (struct param_spec){
-		    "cell.weight",	    d, d, INIT_NORMAL,
-		    0.25 / sqrt((double)d), 0};
+		s[n++] = SPEC("cell.weight", d, d, 0, R_CELL, d);
 	}
-	s[n++] = (struct param_spec){"head.weight", V, E, INIT_NORMAL, w, 0};
-	s[n++] = (struct param_spec){"head.bias", V, 0, INIT_ZERO, 0, 0};
+	s[n++] = SPEC("head.weight", V, E, 0, R_HEAD_W, E);
+	s[n++] = SPEC("head.bias", V, 0, 0, R_HEAD_B, E);
+	for (int i = 0; i < n; i++)
+		spec_init(c, E, &s[i]);
 	return n;
 }
 
@@ -131,7 +275,8 @@ static double uniform01(uint64_t *s)
 
 /* Fills host values of every parameter; each tensor draws from its own
  * stream seeded by (seed, index), so one tensor's shape does not shift
- * another's values. Box-Muller, both outputs used. */
+ * another's values. Normal: Box-Muller, both outputs used; uniform: one
+ * draw per element. */
 static void init_values(const struct model *m, const struct param_spec *s,
 			double *v)
 {
@@ -139,18 +284,22 @@ static void init_values(const struct model *m, const struct param_spec *s,
 		const struct model_param *p = &m->params[i];
 		double *x = v + p->offset;
 		uint64_t st = m->cfg.seed ^ (0xd1b54a32d192ed03ull * (i + 1));
-		if (s[i].init != INIT_NORMAL) {
-			double c = s[i].init == INIT_ONE ? 1.0 : 0.0;
+		if (s[i].init == INIT_CONST) {
 			for (size_t k = 0; k < p->numel; k++)
-				x[k] = c;
+				x[k] = s[i].a;
+			continue;
+		}
+		if (s[i].init == INIT_UNIFORM) {
+			for (size_t k = 0; k < p->numel; k++)
+				x[k] = s[i].a * (2.0 * uniform01(&st) - 1.0);
 			continue;
 		}
 		for (size_t k = 0; k < p->numel; k += 2) {
 			double r = sqrt(-2.0 * log(uniform01(&st)));
 			double th = 2.0 * M_PI * uniform01(&st);
-			x[k] = s[i].std * r * cos(th);
+			x[k] = s[i].a * r * cos(th);
 			if (k + 1 < p->numel)
-				x[k + 1] = s[i].std * r * sin(th);
+				x[k + 1] = s[i].a * r * sin(th);
 		}
 	}
 }
@@ -217,6 +366,26 @@ static int check_dims(const struct model_config *c, char *err, size_t errlen)
 	return 0;
 }
 
+static int check_init(const struct model_config *c, char *err, size_t errlen)
+{
+	if ((int)c->init < 0 || (int)c->init > MODEL_INIT_DEQ) {
+		snprintf(err, errlen,
+			 "init=%d is not a known preset; use gpt2, pytorch or "
+			 "deq",
+			 (int)c->init);
+		return -1;
+	}
+	if (!(c->init_std >= 0 && isfinite(c->init_std)) ||
+	    !(c->embed_std >= 0 && isfinite(c->embed_std))) {
+		snprintf(err, errlen,
+			 "init_std=%g embed_std=%g: each must be a finite "
+			 "number >= 0 (0 = the preset's)",
+			 c->init_std, c->embed_std);
+		return -1;
+	}
+	return 0;
+}
+
 int model_create(struct model **out, struct backend *be,
 		 const struct model_config *cfg, char *err, size_t errlen)
 {
@@ -231,7 +400,8 @@ int model_create(struct model **out, struct backend *be,
 		snprintf(err, errlen, "model: unknown kind %d", (int)cfg->kind);
 		return -1;
 	}
-	if (check_dims(cfg, err, errlen) != 0)
+	if (check_dims(cfg, err, errlen) != 0 ||
+	    check_init(cfg, err, errlen) != 0)
 		return -1;
 
 	m = calloc(1, sizeof(*m));

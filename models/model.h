@@ -36,15 +36,38 @@ enum model_kind { MODEL_TRANSFORMER, MODEL_TANH_CELL, MODEL_TRELLISNET };
 int model_kind_parse(const char *s);
 const char *model_kind_name(enum model_kind k);
 
+/* Parameter init presets (model.c, README "Initialisation" give every
+ * tensor's distribution per model kind):
+ *   MODEL_INIT_GPT2     linear/conv weights and embeddings N(0, 0.02²),
+ *                       biases 0, LayerNorm weight 1 / bias 0;
+ *   MODEL_INIT_PYTORCH  PyTorch's module defaults: nn.Embedding N(0, 1),
+ *                       nn.Linear / nn.Conv1d weight and bias
+ *                       U(−1/√fan_in, 1/√fan_in), LayerNorm 1 / 0;
+ *   MODEL_INIT_DEQ      the locuslab DEQ code's: DEQ-Transformer weights
+ *                       N(0, 0.01²), embeddings N(0, (0.01 √d)²) (its
+ *                       embedding scale √d folded in), biases 0;
+ *                       DEQ-TrellisNet's own recipe for trellisnet.
+ * tanh_cell's cell.weight is N(0, (0.25/√d)²) under every preset (a
+ * contraction). */
+enum model_init { MODEL_INIT_GPT2, MODEL_INIT_PYTORCH, MODEL_INIT_DEQ };
+
+/* Parses "gpt2", "pytorch", "deq"; -1 when unknown. */
+int model_init_parse(const char *s);
+const char *model_init_name(enum model_init k);
+
 struct model_config {
 	enum model_kind kind;
-	int d_model;	/* d */
-	int n_heads;	/* H (transformer); d % H == 0 */
-	int d_ff;	/* F (transformer) */
-	int seq_len;	/* T; also the size of the position table */
-	int batch_size; /* B */
-	int vocab_size; /* V */
-	uint64_t seed;	/* parameter init */
+	int d_model;	      /* d */
+	int n_heads;	      /* H (transformer); d % H == 0 */
+	int d_ff;	      /* F (transformer) */
+	int seq_len;	      /* T; also the size of the position table */
+	int batch_size;	      /* B */
+	int vocab_size;	      /* V */
+	uint64_t seed;	      /* parameter init */
+	enum model_init init; /* preset; 0 = MODEL_INIT_GPT2 */
+	double init_std;      /* > 0: every linear/conv weight N(0, init_std²)
+			   * instead of the preset's (not cell.weight) */
+	double embed_std;     /* > 0: embed and pos_embed N(0, embed_std²) */
 };
 
 /* One named parameter tensor inside the single parameter allocation.
@@ -98,6 +121,7 @@ struct model {
  * from cfg->seed (identical values on every backend).
  * Errors (-1, one line in err, nothing left allocated): d, H, F, T, B, V not
  * positive; d not divisible by H; trellisnet with 4 d_model² > INT_MAX;
+ * an unknown init preset, init_std or embed_std negative or not finite;
  * out of device memory. */
 int model_create(struct model **out, struct backend *be,
 		 const struct model_config *cfg, char *err, size_t errlen);

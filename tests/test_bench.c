@@ -796,6 +796,104 @@ Test(record, lr_schedule, .timeout = 60)
 	json_decref(r);
 }
 
+/* pretrain_steps: a tiny deq run (steps=6, warmup_steps=2) whose first 3
+ * steps train the block unrolled 3 deep. The record gives both phases
+ * apart: pretrain.* over steps 1-3 (3 forward and 3 VJP evaluations each,
+ * 1 timed step after the phase's 2 warmup steps), timing/evals/solver over
+ * the deq steps 4-6 only (timing: 6 - 3 - 2 = 1 step), residuals null in
+ * the trace where there was no solve, and a depth peak that holds both
+ * methods' buffers exactly (both are allocated in setup). The unrolled
+ * steps are an unroll run with layers=3: on the CPU with threads=1 their
+ * losses are bitwise those of method=unroll layers=3, and step 4's is not
+ * (the solver took over). */
+Test(record, deq_pretrain_phases, .timeout = 120)
+{
+	struct bench_config c, cu;
+	json_t *r, *ru;
+	char err[512];
+	size_t db = 0, sb = 0;
+	struct run_meta meta = {NULL, 0, 0, 0, 1};
+	tiny_config(&c, "deq");
+	cr_assert_eq(config_set(&c, "pretrain_steps", "3", err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_eq(config_set(&c, "pretrain_layers", "3", err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(runner_run(&c, &meta, &r), RUN_OK, "%s",
+		     json_string_value(json_object_get(r, "message")));
+	check_schema(r);
+	cr_assert_eq(json_integer_value(at(r, "pretrain.steps")), 3);
+	cr_assert_eq(json_integer_value(at(r, "pretrain.layers")), 3);
+	cr_assert_eq(json_integer_value(at(r, "pretrain.steps_done")), 3);
+	cr_assert_eq(json_integer_value(at(r, "pretrain.steps_timed")), 1);
+	cr_assert_gt(json_number_value(at(r, "pretrain.step_ms.median")), 0);
+	cr_assert_gt(json_number_value(at(r, "pretrain.tokens_per_s")), 0);
+	cr_assert_eq(
+	    json_number_value(at(r, "pretrain.forward_evals_per_step")), 3);
+	cr_assert_eq(json_number_value(at(r, "pretrain.vjp_evals_per_step")),
+		     3);
+	cr_assert_eq(json_integer_value(at(r, "timing.steps_timed")), 1);
+	cr_assert_eq(json_integer_value(at(r, "evals.steps")), 3);
+	cr_assert_eq(json_integer_value(at(r, "solver.forward.steps")), 3);
+	cr_assert_eq(json_integer_value(at(r, "solver.backward.steps")), 3);
+	/* a deq step: at least one solver iteration + the final f */
+	cr_assert_geq(json_number_value(at(r, "evals.forward_evals_per_step")),
+		      2);
+	for (int i = 0; i < 6; i++) {
+		const json_t *fr =
+		    json_array_get(at(r, "trace.fwd_residual"), i);
+		const json_t *fi = json_array_get(at(r, "trace.fwd_iters"), i);
+		cr_assert(i < 3 ? json_is_null(fr) : json_is_number(fr),
+			  "trace.fwd_residual[%d]", i);
+		cr_assert(i < 3 ? json_number_value(fi) == 0
+				: json_number_value(fi) >= 1,
+			  "trace.fwd_iters[%d]", i);
+	}
+	/* memory: the unroll's depth is method_memory's, and the peak holds
+	 * both methods */
+	{
+		struct backend *be;
+		struct model *m;
+		struct model_config mc = c.model;
+		struct method_config pc = c.method;
+		mc.vocab_size = 50;
+		pc.method = METHOD_UNROLL;
+		pc.layers = 3;
+		cr_assert_eq(backend_create(&be, "cpu", 1, err, sizeof(err)),
+			     0);
+		cr_assert_eq(model_create(&m, be, &mc, err, sizeof(err)), 0);
+		cr_assert_eq(method_memory(m, &pc, &db, &sb, err, sizeof(err)),
+			     0);
+		model_destroy(m);
+		backend_destroy(be);
+	}
+	cr_assert_eq(json_integer_value(at(r, "pretrain.depth_bytes")),
+		     (json_int_t)db);
+	cr_assert_eq(json_integer_value(at(r, "memory.peak_bytes.depth")),
+		     json_integer_value(at(r, "memory.predicted_depth_bytes")) +
+			 (json_int_t)db);
+
+	/* the unrolled steps are method=unroll layers=3's, bitwise */
+	tiny_config(&cu, "unroll");
+	cr_assert_eq(config_set(&cu, "layers", "3", err, sizeof(err)), 0);
+	cr_assert_eq(runner_run(&cu, &meta, &ru), RUN_OK);
+	for (int i = 0; i < 4; i++) {
+		double a =
+		    json_number_value(json_array_get(at(r, "trace.loss"), i));
+		double b =
+		    json_number_value(json_array_get(at(ru, "trace.loss"), i));
+		if (i < 3)
+			cr_assert_eq(a, b,
+				     "step %d: loss %.17g vs unroll %.17g",
+				     i + 1, a, b);
+		else
+			cr_assert_neq(a, b, "step 4 is a deq step");
+	}
+	cr_assert(json_is_null(at(ru, "pretrain")));
+	json_decref(r);
+	json_decref(ru);
+}
+
 /* A run that fails in setup still gives a record of the documented shape. */
 Test(record, error_record_matches_schema, .timeout = 60)
 {
@@ -1399,6 +1497,46 @@ Test(cli, bad_input_exits_2, .timeout = 120)
 		const char *a[] = {"run", TINY, "out=/proc/deqbench/x.jsonl",
 				   NULL};
 		expect_bad(a, res, "out=");
+	}
+}
+
+/* pretrain_steps / pretrain_layers out of range or with another method:
+ * exit 2, one line naming the key and its range. */
+Test(cli, pretrain_bad_input_exits_2, .timeout = 60)
+{
+	char res[512], arg[600];
+	make_tmpdir();
+	tpath(res, sizeof(res), "keep-pretrain.jsonl");
+	write_text(res, "{\"schema\":1,\"status\":\"ok\"}\n");
+	snprintf(arg, sizeof(arg), "out=%s", res);
+	{
+		const char *a[] = {
+		    "run", TINY, "method=deq", "pretrain_steps=4", arg, NULL};
+		expect_bad(a, res,
+			   "pretrain_steps=4 must be smaller than "
+			   "steps=4 (use a value in [0, 3])");
+	}
+	{
+		const char *a[] = {
+		    "run", TINY, "method=deq", "pretrain_steps=3", arg, NULL};
+		expect_bad(a, res, "pretrain_steps=3 + warmup_steps=1");
+	}
+	{
+		const char *a[] = {
+		    "run", TINY, "method=deq", "pretrain_layers=0", arg, NULL};
+		expect_bad(a, res,
+			   "pretrain_layers=0 is out of range; use a "
+			   "value in [1, 100000]");
+	}
+	{
+		const char *a[] = {"run", TINY, "pretrain_steps=-1", arg, NULL};
+		expect_bad(a, res, "pretrain_steps=-1 is out of range");
+	}
+	{
+		const char *a[] = {
+		    "run", TINY, "method=checkpoint", "pretrain_steps=1",
+		    arg,   NULL};
+		expect_bad(a, res, "pretrain_steps=1 needs method=deq");
 	}
 }
 

@@ -724,7 +724,8 @@ static void expect_fail(struct model_config c, const char *needle)
 
 Test(model, bad_config)
 {
-	struct model_config ok = {MODEL_TRANSFORMER, 12, 3, 20, 5, 3, 17, 1};
+	struct model_config ok = {MODEL_TRANSFORMER, 12, 3, 20, 5, 3, 17, 1,
+				  MODEL_INIT_GPT2,   0,	 0};
 	struct model_config c = ok;
 	c.d_model = 10;
 	expect_fail(c, "d_model=10 is not divisible by n_heads=3");

@@ -753,7 +753,8 @@ Test(trellis, param_table_and_sizes)
 	cr_assert_eq(be->mem.live_total, 0);
 
 	/* n_heads and d_ff are not used; the model is created without them */
-	struct model_config c = {MODEL_TRELLISNET, 5, 0, 0, 3, 1, 7, 1};
+	struct model_config c = {MODEL_TRELLISNET, 5, 0, 0, 3, 1, 7, 1,
+				 MODEL_INIT_GPT2,  0, 0};
 	char err[256];
 	cr_assert_eq(model_create(&m, be, &c, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(model_tape_elems(m), 7 * 3 * 5);
