@@ -43,6 +43,8 @@ struct run_ctx {
 	struct model *m;
 	struct method *me;
 	void *z; /* (B,T,d) depth output, MEM_HEAD */
+	/* method_spectral_radius at the first valid batch; NAN until then */
+	double spectral_radius;
 };
 
 /* Creates the backend (cfg->device, cfg->threads; TF32 set from cfg->tf32
