@@ -119,12 +119,14 @@ static const struct key_desc keys[] = {
     DBL("jac_loss_freq", "deq", method.jac_loss_freq, 0, 1,
 	"probability that a training step applies the Jacobian "
 	"regularisation"),
+    DBL("jac_fd_eta", "deq", method.jac_fd_eta, 0, 1,
+	"relative step of the Jacobian regulariser's central difference; 0 = "
+	"cube root of the device's machine epsilon"),
     INT("phantom_steps", "deq", method.phantom_steps, 1, 100000,
 	"b_mode=phantom: damped steps k from z*, backpropagated"),
     DBL("phantom_tau", "deq", method.phantom_tau, 0, 1,
 	"b_mode=phantom: damping λ of z ← λ f(z) + (1−λ) z"),
-    INT("spectral_radius_iters", "deq", method.spectral_radius_iters, 0,
-	100000,
+    INT("spectral_radius_iters", "deq", method.spectral_radius_iters, 0, 100000,
 	"power iterations for ρ(J_f(z*)) at the valid evaluation; 0 = off"),
     INT("anderson_m", "deq", method.anderson_m, 1, 1000, "Anderson history"),
     DBL("anderson_lambda", "deq", method.anderson_lambda, 0, 1e30,

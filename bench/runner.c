@@ -283,6 +283,7 @@ static json_t *method_json(const struct method_config *c)
 	json_object_set_new(o, "jac_loss_weight",
 			    json_real(c->jac_loss_weight));
 	json_object_set_new(o, "jac_loss_freq", json_real(c->jac_loss_freq));
+	json_object_set_new(o, "jac_fd_eta", json_real(c->jac_fd_eta));
 	json_object_set_new(o, "phantom_steps", json_integer(c->phantom_steps));
 	json_object_set_new(o, "phantom_tau", json_real(c->phantom_tau));
 	json_object_set_new(o, "spectral_radius_iters",
@@ -400,8 +401,7 @@ static void jac_json(json_t *sv, const double *jac, int n)
 			s += jac[i];
 			k++;
 		}
-	json_object_set_new(sv, "jac_loss_mean",
-			    num_or_null(k ? s / k : NAN));
+	json_object_set_new(sv, "jac_loss_mean", num_or_null(k ? s / k : NAN));
 	json_object_set_new(sv, "jac_loss_steps", json_integer(k));
 }
 

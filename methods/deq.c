@@ -35,17 +35,24 @@
  *   so  γ ∇_θ R ≈ VJP_θ(c ε at z*+h w) + VJP_θ(−c ε at z*−h w),
  *   c = γ/(n h): two forwards with tape 0 and two VJPs with parameter
  *   gradients (the same for ∂/∂u, into gu), after the main backward. The
- *   bias is the central difference's: (h²/6)·∂/∂θ εᵀ f'''(z*)[w, w, w]
- *   relative to a gradient of order ‖w‖, i.e. O(η²) relative with the
- *   step h ‖w‖ = η · max(‖z*‖, √n), η = ∛ε_mach of the backend (4.9e-3
- *   float32, 6.1e-6 float64), which balances that truncation against the
- *   rounding of f, ε_mach/η (√n: the norm of a state of unit elements, for
- *   a z* near 0). A ReLU or other kink within h‖w‖ of a pre-activation is
- *   smoothed over that band (exact second-order terms would see the
- *   a.e. derivative). With tf32=true the GEMMs round at ~1e-3, so the
- *   quotient carries ~1e-3/η ≈ 0.2 relative noise. Cost: 2 forwards and
- *   3 VJPs (w and the two parameter VJPs) and 2 host reads per step that
- *   applies it; R is reported in method_stats.jac_loss.
+ *   bias is the central difference's, (h²/3n)·∂/∂θ εᵀ f'''(z*)[w, w, w]:
+ *   O(η²) relative (measured 0.34 η² on tanh_cell) with the step
+ *     h ‖w‖ = η · max(‖z*‖, √n),
+ *   η = jac_fd_eta, or ∛ε_mach of the backend when 0 (4.9e-3 float32,
+ *   6.1e-6 float64), which balances that truncation against the rounding
+ *   of f, ε_mach/η (√n: the norm of a state of unit elements, for a z*
+ *   near 0). With tf32=true the GEMMs round at ~1e-3, so the quotient
+ *   carries ~1e-3/η ≈ 0.2 relative noise (raise jac_fd_eta, or tf32=false).
+ *   Kinks: a ReLU unit whose pre-activation lies within the band is on in
+ *   one of the two evaluations and off in the other, so its parameter VJPs
+ *   do not cancel and add O(γ/(n h)) — the estimate differentiates R
+ *   smoothed over the band, where R jumps as units switch; autograd's
+ *   double backward (torchdeq) drops those terms (relu'' = 0). On the
+ *   tests' transformer (15 positions, F = 20) one unit falls in float32's
+ *   band and moves the estimate by 2–7% of most tensors' largest entry and
+ *   30× ff1.weight's (small) one; none falls in float64's.
+ *   Cost: 2 forwards, 3 VJPs (w and the two parameter VJPs) and 2 host
+ *   reads per step that applies it; R is in method_stats.jac_loss.
  *
  * Spectral radius (method_spectral_radius): power iteration on VJPs at the
  * last evaluation forward's z*: one forward with tape 0, t VJPs.
@@ -207,9 +214,9 @@ static void deq_backward(struct method *me, const void *gz, void *gu)
 			struct solver_params p = params_of(&me->cfg, 1);
 			struct fp_map F = {map_backward, me};
 			me->gz = gz;
-			y = solver_solve(me->solver, &p, &F, &me->st.bwd,
-					 me->st.bwd_trace, &me->st.bwd_trace_len,
-					 &me->st.host_reads);
+			y = solver_solve(
+			    me->solver, &p, &F, &me->st.bwd, me->st.bwd_trace,
+			    &me->st.bwd_trace_len, &me->st.host_reads);
 			me->st.has_bwd_solve = 1;
 		}
 		method_vjp(me, method_vec(me, V_OUT), gu, y, method_tape(me, 0),
@@ -242,7 +249,9 @@ static void deq_jac_backward(struct method *me, void *gu)
 	me->st.jac_loss = wn * wn / (double)n;
 	if (!(wn > 0) || !isfinite(wn) || !isfinite(zn))
 		return; /* w = 0: ∇R = 0; non-finite: the loss will say so */
-	double eta = cbrt(be->elem == sizeof(double) ? 0x1p-52 : 0x1p-23);
+	double eta = me->cfg.jac_fd_eta > 0
+			 ? me->cfg.jac_fd_eta
+			 : cbrt(be->elem == sizeof(double) ? 0x1p-52 : 0x1p-23);
 	double h = eta * fmax(zn, sqrt((double)n)) / wn;
 	double c = me->cfg.jac_loss_weight / ((double)n * h);
 

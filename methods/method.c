@@ -102,6 +102,7 @@ void method_config_defaults(struct method_config *c)
 	c->anderson_beta = 1.0;
 	c->jac_loss_weight = 0.0;
 	c->jac_loss_freq = 1.0;
+	c->jac_fd_eta = 0.0;
 	c->phantom_steps = 5;
 	c->phantom_tau = 0.5;
 	c->spectral_radius_iters = 0;
@@ -115,8 +116,7 @@ void method_config_defaults(struct method_config *c)
 
 /* The keys of Jacobian regularisation, phantom gradients and the spectral
  * radius (deq only). */
-static int validate_jac(const struct method_config *c, char *err,
-			size_t errlen)
+static int validate_jac(const struct method_config *c, char *err, size_t errlen)
 {
 	if (!(c->jac_loss_weight >= 0) || !isfinite(c->jac_loss_weight))
 		FAIL("jac_loss_weight=%g must be a finite number >= 0 (0 = "
@@ -126,6 +126,10 @@ static int validate_jac(const struct method_config *c, char *err,
 		FAIL("jac_loss_freq=%g must be in [0, 1] (the probability a "
 		     "step applies the regulariser)",
 		     c->jac_loss_freq);
+	if (!(c->jac_fd_eta >= 0 && c->jac_fd_eta <= 1))
+		FAIL("jac_fd_eta=%g must be in [0, 1] (0 = cube root of the "
+		     "device's machine epsilon)",
+		     c->jac_fd_eta);
 	if (c->phantom_steps < 1)
 		FAIL("phantom_steps=%d must be >= 1", c->phantom_steps);
 	if (!(c->phantom_tau > 0 && c->phantom_tau <= 1))

@@ -49,6 +49,9 @@ struct method_config {
 	 * [0, 1] that a training step applies it (default 1: every step). */
 	double jac_loss_weight;
 	double jac_loss_freq;
+	/* Relative step η of its central difference (deq.c), in [0, 1];
+	 * 0 = ∛ε_mach of the backend (default). */
+	double jac_fd_eta;
 	/* b_mode=phantom (Geng et al., NeurIPS 2021): k >= 1 damped steps
 	 * z ← λ f(z) + (1−λ) z from z*, λ in (0, 1]; defaults 5 and 0.5. */
 	int phantom_steps;

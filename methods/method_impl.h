@@ -54,9 +54,9 @@ struct method {
 	/* deq Jacobian tools (deq.c): host draws, n_state doubles,
 	 * allocated by method_create when jac_loss_weight > 0 or
 	 * spectral_radius_iters > 0 (NULL otherwise) */
-	uint64_t rng;	  /* splitmix64 state (method_seed) */
-	double *host;	  /* ε or the power iteration's start */
-	int probe_valid;  /* host holds the last step's ε */
+	uint64_t rng;	 /* splitmix64 state (method_seed) */
+	double *host;	 /* ε or the power iteration's start */
+	int probe_valid; /* host holds the last step's ε */
 };
 
 /* Tape i, checkpoint i, work vector i. */
