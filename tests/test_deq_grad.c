@@ -367,8 +367,8 @@ static double ph_loss(void *ctx)
 /* Phantom's gradient against central differences (h = 1e-6 relative) of
  * ph_loss with z* the method's: the loss is smooth in θ apart from ReLU
  * kinks (retried), truncation and rounding ≤ 1e-9. Tolerance 1e-6 of the
- * tensor's largest entry + 1e-9. The method's z equals ph_steps' bit for
- * bit (same calls in the same order). */
+ * tensor's largest entry + 1e-9. The method's z, training and evaluation,
+ * equals ph_steps' bit for bit (same calls in the same order). */
 static void check_phantom_fd(enum model_kind kind, struct shape s, int k,
 			     double lam)
 {
@@ -390,6 +390,11 @@ static void check_phantom_fd(enum model_kind kind, struct shape s, int k,
 	cr_assert(!st->has_bwd_solve);
 	double *g = download(be, m->grad_buf, m->n_param_elems);
 	double *zm = download(be, z, n);
+	/* evaluation takes the same steps without tapes: the same z */
+	method_forward(me, m->u, z, 0);
+	double *ze = download(be, z, n);
+	cr_assert_eq(memcmp(zm, ze, n * sizeof(double)), 0);
+	free(ze);
 
 	struct ph_fx f = {m, k, lam, dev(be, n), dev(be, n), dev(be, n)};
 	up(be, f.zs, zs, n);
