@@ -123,8 +123,9 @@ static const struct key_desc keys[] = {
 	 "abs, rel", "forward residual: absolute or relative"),
     INT("f_history", "deq", method.f_history, 0, 100000,
 	"Broyden updates kept; 0 = f_max_iter"),
-    ENUM("b_mode", "deq", method.b_mode, b_mode_parse, bmode_name_i, "ift, jfb",
-	 "backward: implicit (ift) or Jacobian-free (jfb)"),
+    ENUM("b_mode", "deq", method.b_mode, b_mode_parse, bmode_name_i,
+	 "ift, jfb, phantom",
+	 "backward: implicit (ift), Jacobian-free (jfb) or phantom gradient"),
     ENUM("b_solver", "deq", method.b_solver, solver_kind_parse, solver_name_i,
 	 "broyden, anderson, fixed_point", "backward solver"),
     DBL("b_tol", "deq", method.b_tol, 0, 1e30, "backward stop tolerance"),
@@ -134,6 +135,20 @@ static const struct key_desc keys[] = {
 	 "abs, rel", "backward residual: absolute or relative"),
     INT("b_history", "deq", method.b_history, 0, 100000,
 	"Broyden updates kept; 0 = b_max_iter"),
+    DBL("jac_loss_weight", "deq", method.jac_loss_weight, 0, 1e30,
+	"Jacobian regularisation weight γ of ‖εᵀJ_f(z*)‖²/n; 0 = off"),
+    DBL("jac_loss_freq", "deq", method.jac_loss_freq, 0, 1,
+	"probability that a training step applies the Jacobian "
+	"regularisation"),
+    DBL("jac_fd_eta", "deq", method.jac_fd_eta, 0, 1,
+	"relative step of the Jacobian regulariser's central difference; 0 = "
+	"cube root of the device's machine epsilon"),
+    INT("phantom_steps", "deq", method.phantom_steps, 1, 100000,
+	"b_mode=phantom: damped steps k from z*, backpropagated"),
+    DBL("phantom_tau", "deq", method.phantom_tau, 0, 1,
+	"b_mode=phantom: damping λ of z ← λ f(z) + (1−λ) z"),
+    INT("spectral_radius_iters", "deq", method.spectral_radius_iters, 0, 100000,
+	"power iterations for ρ(J_f(z*)) at the valid evaluation; 0 = off"),
     INT("anderson_m", "deq", method.anderson_m, 1, 1000, "Anderson history"),
     DBL("anderson_lambda", "deq", method.anderson_lambda, 0, 1e30,
 	"Anderson regularisation"),
@@ -303,11 +318,23 @@ static const char *type_word(const struct key_desc *d)
 	}
 }
 
+/* Number keys whose range excludes its lower end 0: the learning rate,
+ * the tolerances and the phantom damping. */
+static int positive_only(const struct key_desc *d)
+{
+	return d->type == KT_DOUBLE && d->min == 0 &&
+	       (strcmp(d->name, "lr") == 0 || strstr(d->name, "_tol") ||
+		strcmp(d->name, "phantom_tau") == 0);
+}
+
 static int range_error(const struct key_desc *d, const char *value, char *err,
 		       size_t errlen)
 {
-	if (d->type == KT_DOUBLE && d->min == 0 &&
-	    (strcmp(d->name, "lr") == 0 || strstr(d->name, "_tol")))
+	if (positive_only(d) && d->max < 1e29)
+		snprintf(err, errlen,
+			 "%s=%s is out of range; use a value in (0, %.10g]",
+			 d->name, value, d->max);
+	else if (positive_only(d))
 		snprintf(err, errlen, "%s=%s is out of range; use a value > 0",
 			 d->name, value);
 	else
@@ -386,9 +413,8 @@ int config_set(struct bench_config *c, const char *key, const char *value,
 		}
 		if (v < d->min || v > d->max)
 			return range_error(d, value, err, errlen);
-		/* tolerances and the learning rate must be positive */
-		if (v == 0 && d->min == 0 &&
-		    (strcmp(key, "lr") == 0 || strstr(key, "_tol")))
+		/* tolerances, the learning rate, the damping: positive */
+		if (v == 0 && positive_only(d))
 			return range_error(d, value, err, errlen);
 		*(double *)field = v;
 		return 0;
@@ -728,10 +754,12 @@ static void key_allowed(const struct key_desc *d, char *buf, size_t n)
 		snprintf(buf, n, "integer 0..2^63-1");
 		break;
 	case KT_DOUBLE:
-		if (d->min == 0 &&
-		    (strcmp(d->name, "lr") == 0 || strstr(d->name, "_tol")))
-			snprintf(buf, n, "number > 0%s",
-				 d->max < 1e29 ? ", <= 1000" : "");
+		if (positive_only(d) && d->max < 1e29)
+			snprintf(buf, n, "number > 0, <= %g", d->max);
+		else if (positive_only(d))
+			snprintf(buf, n, "number > 0");
+		else if (d->max < 1e29)
+			snprintf(buf, n, "number in [%g, %g]", d->min, d->max);
 		else
 			snprintf(buf, n, "number >= %g", d->min);
 		break;

@@ -120,6 +120,8 @@ int runner_ctx_create(struct run_ctx *rc, const struct bench_config *cfg, int V,
 		goto fail;
 	if (method_create(&rc->me, rc->m, &cfg->method, err, errlen))
 		goto fail;
+	method_seed(rc->me, cfg->model.seed);
+	rc->spectral_radius = NAN;
 	rc->z = backend_alloc(rc->be, rc->m->n_state, MEM_HEAD);
 	if (!rc->z) {
 		snprintf(err, errlen,
@@ -309,6 +311,14 @@ static json_t *method_json(const struct method_config *c)
 			    json_string(stop_scope_name(c->b_stop_scope)));
 	json_object_set_new(o, "protect_thres", json_real(c->protect_thres));
 	json_object_set_new(o, "stall_window", json_integer(c->stall_window));
+	json_object_set_new(o, "jac_loss_weight",
+			    json_real(c->jac_loss_weight));
+	json_object_set_new(o, "jac_loss_freq", json_real(c->jac_loss_freq));
+	json_object_set_new(o, "jac_fd_eta", json_real(c->jac_fd_eta));
+	json_object_set_new(o, "phantom_steps", json_integer(c->phantom_steps));
+	json_object_set_new(o, "phantom_tau", json_real(c->phantom_tau));
+	json_object_set_new(o, "spectral_radius_iters",
+			    json_integer(c->spectral_radius_iters));
 	return o;
 }
 
@@ -369,6 +379,7 @@ static json_t *data_json(const struct corpus *c, const struct batcher *train,
 struct step_log {
 	double *loss, *ms, *fwd_ms, *bwd_ms, *gnorm, *lr;
 	double *f_it, *f_res, *b_it, *b_res, *f_ev, *v_ev, *reads;
+	double *jac; /* R of the steps that applied it, NAN elsewhere */
 	int *f_flags, *b_flags; /* solve_json flags */
 };
 
@@ -376,7 +387,8 @@ struct step_log {
 	{                                                                      \
 		&(l)->loss, &(l)->ms, &(l)->fwd_ms, &(l)->bwd_ms, &(l)->gnorm, \
 		    &(l)->lr, &(l)->f_it, &(l)->f_res, &(l)->b_it,             \
-		    &(l)->b_res, &(l)->f_ev, &(l)->v_ev, &(l)->reads           \
+		    &(l)->b_res, &(l)->f_ev, &(l)->v_ev, &(l)->reads,          \
+		    &(l)->jac                                                  \
 	}
 
 static int log_alloc(struct step_log *l, int n)
@@ -408,6 +420,22 @@ static double mean_of(const double *x, int n)
 	return n ? s / n : NAN;
 }
 
+/* solver.jac_loss_mean and jac_loss_steps: the mean of R = ‖εᵀ J‖²/n over
+ * the n steps that applied the Jacobian regulariser (NAN in jac[] marks the
+ * others; a non-finite R counts as applied and makes the mean null). */
+static void jac_json(json_t *sv, const double *jac, int n)
+{
+	double s = 0;
+	int k = 0;
+	for (int i = 0; i < n; i++)
+		if (!isnan(jac[i])) {
+			s += jac[i];
+			k++;
+		}
+	json_object_set_new(sv, "jac_loss_mean", num_or_null(k ? s / k : NAN));
+	json_object_set_new(sv, "jac_loss_steps", json_integer(k));
+}
+
 /* Perplexity data of a split: the mean per-token loss over its first
  * eval_tokens tokens (rounded down to whole batches of B*T; B*T target
  * positions per batch, each batch read as the training batcher would),
@@ -436,6 +464,10 @@ static int evaluate(struct run_ctx *rc, const struct corpus *c, int split,
 		batcher_get(&b, k, tok);
 		if (step_forward(rc, tok, 0, &l, err, errlen) != 0)
 			return -1;
+		/* as the DEQ code at validation: ρ(J_f(z*)) on the first
+		 * valid batch (NAN unless deq with spectral_radius_iters) */
+		if (k == 0 && split == CORPUS_VALID)
+			rc->spectral_radius = method_spectral_radius(rc->me);
 		sum += l * per;
 		*n_tokens += per;
 	}
@@ -635,6 +667,7 @@ enum run_status runner_run(const struct bench_config *cfg,
 			log.b_it[i] = st->bwd.iters;
 			log.b_res[i] = st->bwd.residual;
 			log.b_flags[i] = solve_flags(&st->bwd);
+			log.jac[i] = st->jac_applied ? st->jac_loss : NAN;
 			if (pool.on && measured) {
 				struct backend_pool_stats ps;
 				memset(&ps, 0, sizeof(ps));
@@ -762,6 +795,7 @@ enum run_status runner_run(const struct bench_config *cfg,
 		json_object_set_new(
 		    sv, "host_reads_per_step",
 		    num_or_null(mean_of(log.reads + p0, ok_steps - p0)));
+		jac_json(sv, log.jac + p0, ok_steps - p0);
 		json_object_set_new(rec, "solver", sv);
 		json_object_set_new(
 		    rec, "pretrain",
@@ -796,6 +830,8 @@ enum run_status runner_run(const struct bench_config *cfg,
 			    converged_array(log.b_flags, ok_steps));
 			json_object_set_new(tr, "host_reads",
 					    darray(log.reads, ok_steps));
+			json_object_set_new(tr, "jac_loss",
+					    darray(log.jac, ok_steps));
 			json_object_set_new(
 			    tr, "last_fwd_residual_trace",
 			    darray(st->fwd_trace, st->fwd_trace_len));
@@ -836,6 +872,8 @@ enum run_status runner_run(const struct bench_config *cfg,
 		json_object_set_new(q, "test_loss", num_or_null(tl));
 		json_object_set_new(q, "test_ppl", num_or_null(exp(tl)));
 		json_object_set_new(q, "test_eval_tokens", json_integer(tt));
+		json_object_set_new(q, "valid_spectral_radius",
+				    num_or_null(rc.spectral_radius));
 		json_object_set_new(rec, "quality", q);
 		json_object_set_new(json_object_get(rec, "timing"), "eval_s",
 				    json_real(t_eval));

@@ -48,11 +48,14 @@ struct run_ctx {
 	struct model *m;
 	struct method *me;
 	void *z; /* (B,T,d) depth output, MEM_HEAD */
+	/* method_spectral_radius at the first valid batch; NAN until then */
+	double spectral_radius;
 };
 
 /* Creates the backend (cfg->device, cfg->threads; TF32 set from cfg->tf32
  * where the backend has the switch, an error where it has not and tf32 is
- * on), the model (vocabulary V) and the method. -1 with one line on error
+ * on), the model (vocabulary V) and the method, whose random draws
+ * (method_seed) are seeded with cfg's `seed`. -1 with one line on error
  * (nothing left allocated). */
 int runner_ctx_create(struct run_ctx *rc, const struct bench_config *cfg, int V,
 		      char *err, size_t errlen);

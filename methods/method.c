@@ -16,7 +16,7 @@ static const char *const method_names[] = {"unroll", "checkpoint", "deq"};
 static const char *const solver_names[] = {"broyden", "anderson",
 					   "fixed_point"};
 static const char *const stop_names[] = {"abs", "rel"};
-static const char *const bmode_names[] = {"ift", "jfb"};
+static const char *const bmode_names[] = {"ift", "jfb", "phantom"};
 static const char *const scope_names[] = {"batch", "sample"};
 static const char *const batching_names[] = {"per_sample", "global"};
 
@@ -98,7 +98,10 @@ const char *solver_batching_name(enum solver_batching b)
 /* Defaults: the DEQ-Transformer's training thresholds (Bai et al. 2019:
  * 30 forward Broyden iterations, 40 backward), full Broyden history as in
  * the paper, relative residual 1e-3 (scale-free, so one ε means the same
- * at every width), torchdeq's Anderson settings (m 5, λ 1e-4, β 1). */
+ * at every width), torchdeq's Anderson settings (m 5, λ 1e-4, β 1).
+ * Jacobian regularisation off (γ = 0; p = 1 so that γ > 0 alone turns it
+ * on for every step); phantom k = 5, λ = 0.5 (torchdeq recommends τ
+ * 0.5–0.7 for MDEQ); no spectral radius (it costs n of depth memory). */
 void method_config_defaults(struct method_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -124,6 +127,12 @@ void method_config_defaults(struct method_config *c)
 	c->b_stop_scope = SCOPE_BATCH;
 	c->protect_thres = 0;
 	c->stall_window = 0;
+	c->jac_loss_weight = 0.0;
+	c->jac_loss_freq = 1.0;
+	c->jac_fd_eta = 0.0;
+	c->phantom_steps = 5;
+	c->phantom_tau = 0.5;
+	c->spectral_radius_iters = 0;
 }
 
 #define FAIL(...)                                                              \
@@ -131,6 +140,32 @@ void method_config_defaults(struct method_config *c)
 		snprintf(err, errlen, __VA_ARGS__);                            \
 		return -1;                                                     \
 	} while (0)
+
+/* The keys of Jacobian regularisation, phantom gradients and the spectral
+ * radius (deq only). */
+static int validate_jac(const struct method_config *c, char *err, size_t errlen)
+{
+	if (!(c->jac_loss_weight >= 0) || !isfinite(c->jac_loss_weight))
+		FAIL("jac_loss_weight=%g must be a finite number >= 0 (0 = "
+		     "off)",
+		     c->jac_loss_weight);
+	if (!(c->jac_loss_freq >= 0 && c->jac_loss_freq <= 1))
+		FAIL("jac_loss_freq=%g must be in [0, 1] (the probability a "
+		     "step applies the regulariser)",
+		     c->jac_loss_freq);
+	if (!(c->jac_fd_eta >= 0 && c->jac_fd_eta <= 1))
+		FAIL("jac_fd_eta=%g must be in [0, 1] (0 = cube root of the "
+		     "device's machine epsilon)",
+		     c->jac_fd_eta);
+	if (c->phantom_steps < 1)
+		FAIL("phantom_steps=%d must be >= 1", c->phantom_steps);
+	if (!(c->phantom_tau > 0 && c->phantom_tau <= 1))
+		FAIL("phantom_tau=%g must be in (0, 1]", c->phantom_tau);
+	if (c->spectral_radius_iters < 0)
+		FAIL("spectral_radius_iters=%d must be >= 0 (0 = off)",
+		     c->spectral_radius_iters);
+	return 0;
+}
 
 int method_config_validate(const struct method_config *c, char *err,
 			   size_t errlen)
@@ -160,8 +195,9 @@ int method_config_validate(const struct method_config *c, char *err,
 	if ((int)c->b_stop_mode < 0 || (int)c->b_stop_mode > 1)
 		FAIL("b_stop_mode=%d is unknown; use abs or rel",
 		     (int)c->b_stop_mode);
-	if ((int)c->b_mode < 0 || (int)c->b_mode > 1)
-		FAIL("b_mode=%d is unknown; use ift or jfb", (int)c->b_mode);
+	if ((int)c->b_mode < 0 || (int)c->b_mode >= NELEM(bmode_names))
+		FAIL("b_mode=%d is unknown; use ift, jfb or phantom",
+		     (int)c->b_mode);
 	if (!(c->f_tol > 0) || !isfinite(c->f_tol))
 		FAIL("f_tol=%g must be a finite number > 0 (e.g. 1e-3)",
 		     c->f_tol);
@@ -199,7 +235,7 @@ int method_config_validate(const struct method_config *c, char *err,
 	if (c->stall_window < 0 || c->stall_window == 1)
 		FAIL("stall_window=%d must be 0 (off) or >= 2",
 		     c->stall_window);
-	return 0;
+	return validate_jac(c, err, errlen);
 }
 
 /* k = 0 → round(sqrt(L)); histories 0 → max_iter. */
@@ -273,6 +309,7 @@ int method_create(struct method **out, struct model *m,
 	}
 	me->m = m;
 	me->cfg = *cfg;
+	me->rng = 1;
 	resolve(&me->cfg);
 	me->ops = ops_of(me->cfg.method);
 	me->ops->layout(m, &me->cfg, &me->lay);
@@ -294,6 +331,19 @@ int method_create(struct method **out, struct model *m,
 		method_destroy(me);
 		return -1;
 	}
+	if (me->cfg.method == METHOD_DEQ &&
+	    (me->cfg.jac_loss_weight > 0 ||
+	     me->cfg.spectral_radius_iters > 0)) {
+		me->host = malloc(sizeof(double) * m->n_state);
+		if (!me->host) {
+			snprintf(err, errlen,
+				 "out of host memory for the Jacobian "
+				 "probe (%zu doubles)",
+				 m->n_state);
+			method_destroy(me);
+			return -1;
+		}
+	}
 	if (me->lay.n_solve > 0 &&
 	    solver_create(&me->solver, be, m->n_state, me->lay.solve,
 			  me->lay.n_solve, err, errlen) != 0) {
@@ -311,6 +361,7 @@ void method_destroy(struct method *me)
 	backend_free(me->m->be, me->tapes);
 	backend_free(me->m->be, me->states);
 	solver_destroy(me->solver);
+	free(me->host);
 	free(me);
 }
 
@@ -318,6 +369,7 @@ void method_forward(struct method *me, const void *u, void *z, int train)
 {
 	memset(&me->st, 0, sizeof(me->st));
 	me->have_train = train != 0;
+	me->eval_forward = train == 0;
 	me->u = u; /* backward recomputation reads it; the caller keeps it */
 	me->ops->forward(me, u, z, train);
 }
@@ -346,6 +398,39 @@ const void *method_fixed_point(const struct method *me)
 const struct method_config *method_get_config(const struct method *me)
 {
 	return &me->cfg;
+}
+
+void method_seed(struct method *me, uint64_t seed)
+{
+	me->rng = seed;
+	me->probe_valid = 0;
+}
+
+const double *method_jac_probe(const struct method *me)
+{
+	return me->probe_valid ? me->host : NULL;
+}
+
+double method_u01(struct method *me)
+{
+	uint64_t z = (me->rng += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return ((double)(z >> 11) + 0.5) * 0x1.0p-53;
+}
+
+/* Box–Muller, both outputs of each pair used. O(n) host work: ~n/2 logs,
+ * square roots and sin/cos pairs. */
+void method_gaussian(struct method *me, double *x, size_t n)
+{
+	for (size_t i = 0; i < n; i += 2) {
+		double r = sqrt(-2.0 * log(method_u01(me)));
+		double a = 2.0 * M_PI * method_u01(me);
+		x[i] = r * cos(a);
+		if (i + 1 < n)
+			x[i + 1] = r * sin(a);
+	}
 }
 
 void method_run_plain(struct method *me, const void *u, const void *z_in,

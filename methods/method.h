@@ -12,13 +12,14 @@
 #define DQ_METHOD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../models/model.h"
 
 enum method_kind { METHOD_UNROLL, METHOD_CHECKPOINT, METHOD_DEQ };
 enum solver_kind { SOLVER_BROYDEN, SOLVER_ANDERSON, SOLVER_FIXED_POINT };
 enum stop_mode { STOP_ABS, STOP_REL };
-enum b_mode { BMODE_IFT, BMODE_JFB };
+enum b_mode { BMODE_IFT, BMODE_JFB, BMODE_PHANTOM };
 /* Where a solve's stopping rule looks: the residual over the whole batch
  * (the paper's rule), or every sample's own (finished samples frozen). */
 enum stop_scope { SCOPE_BATCH, SCOPE_SAMPLE };
@@ -56,6 +57,20 @@ struct method_config {
 	 * residuals vary by less than a factor 1.3. */
 	double protect_thres;
 	int stall_window;
+	/* Jacobian regularisation (Bai, Koltun, Kolter, ICML 2021): weight γ
+	 * of R = ‖εᵀ J_f(z*)‖² / n (>= 0, 0 = off) and the probability p in
+	 * [0, 1] that a training step applies it (default 1: every step). */
+	double jac_loss_weight;
+	double jac_loss_freq;
+	/* Relative step η of its central difference (deq.c), in [0, 1];
+	 * 0 = ∛ε_mach of the backend (default). */
+	double jac_fd_eta;
+	/* b_mode=phantom (Geng et al., NeurIPS 2021): k >= 1 damped steps
+	 * z ← λ f(z) + (1−λ) z from z*, λ in (0, 1]; defaults 5 and 0.5. */
+	int phantom_steps;
+	double phantom_tau;
+	/* Power iterations of method_spectral_radius; 0 = off (default). */
+	int spectral_radius_iters;
 };
 
 void method_config_defaults(struct method_config *c);
@@ -104,6 +119,12 @@ struct method_stats {
 	 * coefficient downloads): each is a device synchronisation on a GPU.
 	 * Forward and backward together. */
 	long host_reads;
+	/* Jacobian regularisation of this step (deq, jac_loss_weight > 0):
+	 * jac_applied is 1 when the step drew it (probability
+	 * jac_loss_freq), jac_loss the unweighted R = ‖εᵀ J_f(z*)‖² / n
+	 * (valid after the backward; 0 when not applied). */
+	int jac_applied;
+	double jac_loss;
 	/* Optional residual trace of the last solves (deq): residual after
 	 * each iteration, up to METHOD_TRACE_MAX entries. */
 	int fwd_trace_len, bwd_trace_len;
@@ -138,5 +159,30 @@ const struct method_stats *method_get_stats(const struct method *me);
  * until the next forward or backward). NULL for unroll and checkpoint. */
 const void *method_fixed_point(const struct method *me);
 const struct method_config *method_get_config(const struct method *me);
+
+/* Seeds the method's random draws (deq: the Bernoulli draw of
+ * jac_loss_freq, the Hutchinson probe ε, the power iteration's start);
+ * the bench passes the run's `seed`. Without a call the seed is 1. */
+void method_seed(struct method *me, uint64_t seed);
+
+/* deq with jac_loss_weight > 0: the probe ε (n_state doubles, host) of
+ * the last step that applied the regulariser; NULL before the first or
+ * for other methods. Valid until the next forward or spectral radius. */
+const double *method_jac_probe(const struct method *me);
+
+/* deq with spectral_radius_iters = t > 0, after a forward in evaluation
+ * mode (train = 0; also after a training step's backward): estimates the
+ * spectral radius ρ(J_f(z*)) of the Jacobian at the last fixed point by t
+ * power iterations on VJPs over the whole batch (J is block-diagonal over
+ * samples, so this is the largest of the samples' radii):
+ *   v₀ = ε/‖ε‖ (Gaussian),  r_i = ‖v_{i−1} J‖,  v_i = v_{i−1} J / r_i,
+ * returning r_t. r_t → |λ₁| when J has one eigenvalue of largest modulus
+ * (at rate |λ₂/λ₁| per iteration); with a complex dominant pair it
+ * oscillates about it. torchdeq's power_method returns the per-sample
+ * Rayleigh quotient |vᵀ(vJ)| instead, equal in the limit for a real λ₁.
+ * Costs one forward with tape 0 and t VJPs (counted in method_stats), t
+ * host reads. NAN when off, not deq, before a forward, or while a training
+ * forward awaits its backward (the tape is in use); 0 when vJ = 0. */
+double method_spectral_radius(struct method *me);
 
 #endif

@@ -49,6 +49,14 @@ struct method {
 	const void *u;	   /* injection of the current forward (deq map) */
 	const void *gz;	   /* dL/dz of the current backward (deq map) */
 	const void *zstar; /* deq: the last forward's fixed point */
+	int eval_forward;  /* the last forward had train = 0 */
+
+	/* deq Jacobian tools (deq.c): host draws, n_state doubles,
+	 * allocated by method_create when jac_loss_weight > 0 or
+	 * spectral_radius_iters > 0 (NULL otherwise) */
+	uint64_t rng;	 /* splitmix64 state (method_seed) */
+	double *host;	 /* ε or the power iteration's start */
+	int probe_valid; /* host holds the last step's ε */
 };
 
 /* Tape i, checkpoint i, work vector i. */
@@ -81,6 +89,12 @@ static inline void method_vjp(struct method *me, void *gz_in, void *gu,
 	model_block_vjp(me->m, gz_in, gu, gz_out, tape, pg);
 	me->st.vjp_evals++;
 }
+
+/* x[0..n) ~ N(0, 1) on the host from the method's generator
+ * (splitmix64, Steele et al. 2014; Box–Muller). */
+void method_gaussian(struct method *me, double *x, size_t n);
+/* Uniform in (0, 1) from the same generator. */
+double method_u01(struct method *me);
 
 /* Applies n_layers ≥ 1 block layers without tapes from z_in, the last
  * output into z, the others alternating between work vectors a and b (z_in

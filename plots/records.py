@@ -93,6 +93,9 @@ METHOD_KEYS = {
     "method", "k", "f_solver", "f_tol", "f_max_iter", "f_stop_mode",
     "f_history", "b_mode", "b_solver", "b_tol", "b_max_iter", "b_stop_mode",
     "b_history", "anderson_m", "anderson_lambda", "anderson_beta",
+    "jac_loss_weight", "jac_loss_freq", "jac_fd_eta", "phantom_steps",
+    "phantom_tau",
+    "spectral_radius_iters",
 }
 OUTPUT_KEYS = {"out", "trace", "data_dir"}
 
@@ -127,6 +130,11 @@ def variant(rec, with_tol=False, with_cap=False):
     s = "deq " + (fs if fs == bs else f"{fs}/{bs}")
     if get(rec, "config.b_mode") == "jfb":
         s += " jfb"
+    if get(rec, "config.b_mode") == "phantom":
+        s += (f" phantom k={cfg(rec, 'phantom_steps')}"
+              f" λ={fmt_g(cfg(rec, 'phantom_tau'))}")
+    if (get(rec, "config.jac_loss_weight") or 0) > 0:
+        s += f" JR γ={fmt_g(cfg(rec, 'jac_loss_weight'))}"
     if "broyden" in (fs, bs):
         fh = get(rec, "config.f_history", 0)
         s += " full history" if fh == 0 else f" history={fh}"
