@@ -72,6 +72,14 @@ int runner_load_params(struct run_ctx *rc, const char *path, char *err,
 int runner_resolve_vocab(const struct bench_config *cfg, int *V, char *err,
 			 size_t errlen);
 
+/* The memory check of a training run (memfit.h) where its vocabulary is
+ * known without loading the corpus (corpus=synthetic, or vocab_size set):
+ * cheap, so `run` makes it before touching out= and runner_run before
+ * building a synthetic corpus of 2^26 words. 0, or -1 with one line. The
+ * full check (the backend's element size, a GPU's memory, the corpus's
+ * vocabulary) comes again when the run creates its backend. */
+int runner_precheck(const struct bench_config *cfg, char *err, size_t errlen);
+
 /* `deqbench params init`: writes the seeded initial parameters of cfg's
  * model to a float32 safetensors file with DESIGN.md names (metadata
  * "config" holds the model keys), via PATH.tmp and rename. */
