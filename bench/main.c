@@ -80,6 +80,11 @@ static int parse_config_args(struct bench_config *cfg, int argc, char **argv,
 	int i = 0;
 
 	config_defaults(cfg);
+	/* a key given twice is refused, not last-wins (README) */
+	if (config_args_unique(argc, argv, e, sizeof(e)) != 0) {
+		snprintf(err, errlen, "command line: %s", e);
+		return -1;
+	}
 	if (argc > 0 && !strchr(argv[0], '=')) {
 		if (!ends_with(argv[0], ".json")) {
 			snprintf(err, errlen,
@@ -442,6 +447,12 @@ static int cmd_suite(int argc, char **argv)
 		return bad_input("suite: give a suite file, e.g. deqbench "
 				 "suite bench/suites/default.json");
 	}
+	if (config_args_unique(n_over, over, err, sizeof(err)) != 0) {
+		char e[1100];
+		snprintf(e, sizeof(e), "command line: %s", err);
+		free(over);
+		return bad_input(e);
+	}
 	if (suite_load(&s, path, n_over, over, err, sizeof(err)) != 0) {
 		free(over);
 		return bad_input(err);
@@ -636,10 +647,10 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (!*cmd) {
-		usage(stderr);
-		return EXIT_BAD_INPUT;
-	}
+	if (!*cmd)
+		return bad_input("give a command: run, suite, report, env, "
+				 "params, grad or bench-block (deqbench --help "
+				 "lists them)");
 	fprintf(stderr,
 		"deqbench: unknown command '%s'; use run, suite, report, env, "
 		"params, grad or bench-block (deqbench --help)\n",
