@@ -34,10 +34,11 @@ json_t *record_new(void)
 /* mkdir -p of the directory part of path. */
 static int make_parents(const char *path, char *err, size_t errlen)
 {
-	char buf[4096];
+	char buf[4096], pb[160], db[160];
 	size_t n = strlen(path);
 	if (n >= sizeof(buf)) {
-		snprintf(err, errlen, "out=%s: path too long", path);
+		snprintf(err, errlen, "out=%s: path too long",
+			 config_brief(path, pb, sizeof(pb)));
 		return -1;
 	}
 	memcpy(buf, path, n + 1);
@@ -49,7 +50,9 @@ static int make_parents(const char *path, char *err, size_t errlen)
 			snprintf(err, errlen,
 				 "out=%s: cannot create directory %s (%s); "
 				 "choose a writable out= path",
-				 path, buf, strerror(errno));
+				 config_brief(path, pb, sizeof(pb)),
+				 config_brief(buf, db, sizeof(db)),
+				 strerror(errno));
 			return -1;
 		}
 		*p = '/';
@@ -60,14 +63,25 @@ static int make_parents(const char *path, char *err, size_t errlen)
 int record_check_out(const char *path, char *err, size_t errlen)
 {
 	int fd;
+	struct stat st;
+	char pb[256];
 	if (make_parents(path, err, errlen) != 0)
 		return -1;
+	/* a FIFO would block the open until a reader came, and a record
+	 * needs a file to stay in */
+	if (stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) {
+		snprintf(err, errlen,
+			 "out=%s is a FIFO; records are appended to a regular "
+			 "file: choose a file path",
+			 config_brief(path, pb, sizeof(pb)));
+		return -1;
+	}
 	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		snprintf(err, errlen,
 			 "out=%s: cannot open for appending (%s); choose a "
 			 "writable out= path",
-			 path, strerror(errno));
+			 config_brief(path, pb, sizeof(pb)), strerror(errno));
 		return -1;
 	}
 	close(fd);
