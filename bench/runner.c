@@ -214,6 +214,12 @@ static double lr_at(const struct bench_config *c, int step)
 	return c->lr * 0.5 * (1 + cos(M_PI * p));
 }
 
+/* Training loss (nats) above which a run has diverged (runner.h). */
+static double diverge_limit(int V)
+{
+	return RUNNER_DIVERGE_FACTOR * log((double)V);
+}
+
 /* ---- record helpers ---- */
 
 static json_t *num_or_null(double x)
@@ -482,6 +488,7 @@ enum run_status runner_run(const struct bench_config *cfg,
 	int V = 0, steps_done = 0, ok_steps = 0, B = cfg->model.batch_size,
 	    T = cfg->model.seq_len, have_corpus = 0;
 	double t_setup0 = wall_s(), t_setup = 0, t_train = 0, t_eval = 0;
+	double diverge_loss;
 	struct backend_mem_stats setup_mem;
 	size_t n, pred_depth = 0, pred_solver = 0;
 	const struct backend_ops *ops;
@@ -572,6 +579,7 @@ enum run_status runner_run(const struct bench_config *cfg,
 		progress_begin(&prog, cfg->steps, label, meta && meta->quiet);
 	}
 	status = RUN_OK;
+	diverge_loss = diverge_limit(V);
 	{
 		double t0 = wall_s(), tms = 0;
 		for (int s = 1; s <= cfg->steps; s++) {
@@ -591,12 +599,19 @@ enum run_status runner_run(const struct bench_config *cfg,
 			ops->timer_mark(rc.be->ctx, 1);
 			log.loss[i] = loss;
 			steps_done = s;
-			if (!isfinite(loss)) {
+			if (!isfinite(loss) || loss > diverge_loss) {
 				status = RUN_DIVERGED;
 				snprintf(err, sizeof(err),
-					 "loss became %g at step %d; lower lr "
-					 "or raise clip",
-					 loss, s);
+					 "loss became %g at step %d%s%.4g nats "
+					 "(%d ln V, V = %d); lower lr or set "
+					 "clip",
+					 loss, s,
+					 isfinite(loss) ? ", above "
+							: "; the "
+							  "limit "
+							  "is ",
+					 diverge_loss, RUNNER_DIVERGE_FACTOR,
+					 V);
 				break;
 			}
 			step_backward(&rc);

@@ -31,6 +31,16 @@ struct run_meta {
 
 enum run_status { RUN_OK = 0, RUN_DIVERGED = 1, RUN_ERROR = 2 };
 
+/* A run diverges (status "diverged"; it stops at that step, and `deqbench
+ * run` still exits 0: a blow-up is a result) when a step's training loss is
+ * not finite or exceeds RUNNER_DIVERGE_FACTOR · ln V nats, or the gradient
+ * norm is not finite. ln V is the loss of a uniform prediction, about where
+ * a freshly initialised model starts; ten times it is a mean probability of
+ * the targets below V^-10, which no run that is learning passes through:
+ * its logits have been blown up (lr=1000 with clip=0 took the loss to 3e7
+ * and kept it finite, so finiteness alone never triggered). */
+#define RUNNER_DIVERGE_FACTOR 10
+
 /* Runs cfg and stores a new record in *record (always, errors included:
  * status "error" with the message). Returns the status. */
 enum run_status runner_run(const struct bench_config *cfg,
