@@ -24,6 +24,7 @@ struct key_desc {
 	const char *choices;	       /* allowed values, for messages */
 	size_t size;		       /* KT_STR buffer size */
 	const char *help;
+	int min_open; /* 1: min itself is excluded, the range is (min, max] */
 };
 
 static const char *model_name_i(int k)
@@ -62,24 +63,29 @@ static const char *batching_name_i(int k)
 #define OFF(f) offsetof(struct bench_config, f)
 #define INT(n, g, f, lo, hi, h)                                                \
 	{                                                                      \
-		n, g, KT_INT, OFF(f), lo, hi, NULL, NULL, NULL, 0, h           \
+		n, g, KT_INT, OFF(f), lo, hi, NULL, NULL, NULL, 0, h, 0        \
 	}
 #define DBL(n, g, f, lo, hi, h)                                                \
 	{                                                                      \
-		n, g, KT_DOUBLE, OFF(f), lo, hi, NULL, NULL, NULL, 0, h        \
+		n, g, KT_DOUBLE, OFF(f), lo, hi, NULL, NULL, NULL, 0, h, 0     \
+	}
+/* a number with an exclusive lower bound: (lo, hi] */
+#define DBL_GT(n, g, f, lo, hi, h)                                             \
+	{                                                                      \
+		n, g, KT_DOUBLE, OFF(f), lo, hi, NULL, NULL, NULL, 0, h, 1     \
 	}
 #define ENUM(n, g, f, p, nm, ch, h)                                            \
 	{                                                                      \
-		n, g, KT_ENUM, OFF(f), 0, 0, p, nm, ch, 0, h                   \
+		n, g, KT_ENUM, OFF(f), 0, 0, p, nm, ch, 0, h, 0                \
 	}
 #define STR(n, g, f, ch, h)                                                    \
 	{                                                                      \
 		n, g, KT_STR, OFF(f), 0, 0, NULL, NULL, ch,                    \
-		    sizeof(((struct bench_config *)0)->f), h                   \
+		    sizeof(((struct bench_config *)0)->f), h, 0                \
 	}
 #define BOOL(n, g, f, h)                                                       \
 	{                                                                      \
-		n, g, KT_BOOL, OFF(f), 0, 1, NULL, NULL, NULL, 0, h            \
+		n, g, KT_BOOL, OFF(f), 0, 1, NULL, NULL, NULL, 0, h, 0         \
 	}
 
 static const struct key_desc keys[] = {
@@ -96,7 +102,8 @@ static const struct key_desc keys[] = {
 	"corpus 0 or at least its vocabulary"),
     {"seed", "model", KT_U64, OFF(model.seed), 0, 0, NULL, NULL, NULL, 0,
      "seed of parameter init and synthetic tokens (batches are in "
-     "corpus order)"},
+     "corpus order)",
+     0},
     ENUM("init", "model", model.init, model_init_parse, init_name_i,
 	 "gpt2, pytorch, deq",
 	 "parameter init preset (README: Initialisation)"),
@@ -116,7 +123,7 @@ static const struct key_desc keys[] = {
 
     ENUM("f_solver", "deq", method.f_solver, solver_kind_parse, solver_name_i,
 	 "broyden, anderson, fixed_point", "forward solver"),
-    DBL("f_tol", "deq", method.f_tol, 0, 1e30, "forward stop tolerance"),
+    DBL_GT("f_tol", "deq", method.f_tol, 0, 1e30, "forward stop tolerance"),
     INT("f_max_iter", "deq", method.f_max_iter, 1, 100000,
 	"forward iteration cap"),
     ENUM("f_stop_mode", "deq", method.f_stop_mode, stop_mode_parse, stop_name_i,
@@ -128,7 +135,7 @@ static const struct key_desc keys[] = {
 	 "backward: implicit (ift), Jacobian-free (jfb) or phantom gradient"),
     ENUM("b_solver", "deq", method.b_solver, solver_kind_parse, solver_name_i,
 	 "broyden, anderson, fixed_point", "backward solver"),
-    DBL("b_tol", "deq", method.b_tol, 0, 1e30, "backward stop tolerance"),
+    DBL_GT("b_tol", "deq", method.b_tol, 0, 1e30, "backward stop tolerance"),
     INT("b_max_iter", "deq", method.b_max_iter, 1, 100000,
 	"backward iteration cap"),
     ENUM("b_stop_mode", "deq", method.b_stop_mode, stop_mode_parse, stop_name_i,
@@ -145,15 +152,15 @@ static const struct key_desc keys[] = {
 	"cube root of the device's machine epsilon"),
     INT("phantom_steps", "deq", method.phantom_steps, 1, 100000,
 	"b_mode=phantom: damped steps k from z*, backpropagated"),
-    DBL("phantom_tau", "deq", method.phantom_tau, 0, 1,
+    DBL_GT("phantom_tau", "deq", method.phantom_tau, 0, 1,
 	"b_mode=phantom: damping λ of z ← λ f(z) + (1−λ) z"),
     INT("spectral_radius_iters", "deq", method.spectral_radius_iters, 0, 100000,
 	"power iterations for ρ(J_f(z*)) at the valid evaluation; 0 = off"),
     INT("anderson_m", "deq", method.anderson_m, 1, 1000, "Anderson history"),
     DBL("anderson_lambda", "deq", method.anderson_lambda, 0, 1e30,
 	"Anderson regularisation"),
-    DBL("anderson_beta", "deq", method.anderson_beta, 0, 1e30,
-	"Anderson mixing"),
+    DBL_GT("anderson_beta", "deq", method.anderson_beta, 0, 1e30,
+	   "Anderson mixing"),
     ENUM("solver_batching", "deq", method.solver_batching,
 	 solver_batching_parse, batching_name_i, "per_sample, global",
 	 "one Broyden/Anderson estimate per sample of the batch, or one for "
@@ -185,12 +192,12 @@ static const struct key_desc keys[] = {
 	"depth of the unrolled pretraining steps"),
     INT("warmup_steps", "training", warmup_steps, 0, 1e9,
 	"first steps excluded from timing"),
-    DBL("lr", "training", lr, 0, 1e3, "peak learning rate (Adam)"),
+    DBL_GT("lr", "training", lr, 0, 1e3, "peak learning rate (Adam)"),
     INT("lr_warmup", "training", lr_warmup, 0, 1e9,
 	"linear lr warmup steps, then cosine decay to 0"),
     DBL("clip", "training", clip, 0, 1e30, "grad-norm clip; 0 = off"),
     {"eval_tokens", "training", KT_LONG, OFF(eval_tokens), 0, 1e15, NULL, NULL,
-     NULL, 0, "tokens evaluated per split (valid, test); 0 = none"},
+     NULL, 0, "tokens evaluated per split (valid, test); 0 = none", 0},
 
     STR("device", "device", device, "cpu, cpu64, cuda", "backend"),
     INT("threads", "device", threads, 0, 4096,
@@ -290,7 +297,7 @@ static size_t edit_distance(const char *a, const char *b)
 
 const char *config_closest_key(const char *s)
 {
-	const char *best = keys[0].name;
+	const char *best = NULL;
 	size_t bd = (size_t)-1;
 	for (size_t i = 0; i < NKEYS; i++) {
 		size_t d = edit_distance(s, keys[i].name);
@@ -299,7 +306,22 @@ const char *config_closest_key(const char *s)
 			best = keys[i].name;
 		}
 	}
+	/* A suggestion helps when it is a typo of the word: at most one
+	 * edit per three letters of the longer name (lyers -> layers,
+	 * batchsize -> batch_size), so foo does not become k. */
+	if (!best ||
+	    3 * bd > (strlen(s) > strlen(best) ? strlen(s) : strlen(best)))
+		return NULL;
 	return best;
+}
+
+void config_suggest(const char *s, char *buf, size_t n)
+{
+	const char *k = config_closest_key(s);
+	if (k)
+		snprintf(buf, n, "; did you mean '%s'?", k);
+	else if (n)
+		buf[0] = 0;
 }
 
 static const char *type_word(const struct key_desc *d)
@@ -318,107 +340,159 @@ static const char *type_word(const struct key_desc *d)
 	}
 }
 
-/* Number keys whose range excludes its lower end 0: the learning rate,
- * the tolerances and the phantom damping. */
-static int positive_only(const struct key_desc *d)
+/* The allowed range of a numeric key as an interval: "[1, 100000]",
+ * "(0, 1000]" where min is excluded. */
+static void range_text(const struct key_desc *d, char *buf, size_t n)
 {
-	return d->type == KT_DOUBLE && d->min == 0 &&
-	       (strcmp(d->name, "lr") == 0 || strstr(d->name, "_tol") ||
-		strcmp(d->name, "phantom_tau") == 0);
+	if (d->type == KT_U64)
+		snprintf(buf, n, "[0, 9223372036854775807]");
+	else
+		snprintf(buf, n, "%c%.10g, %.10g]", d->min_open ? '(' : '[',
+			 d->min, d->max);
 }
 
 static int range_error(const struct key_desc *d, const char *value, char *err,
 		       size_t errlen)
 {
-	if (positive_only(d) && d->max < 1e29)
-		snprintf(err, errlen,
-			 "%s=%s is out of range; use a value in (0, %.10g]",
-			 d->name, value, d->max);
-	else if (positive_only(d))
-		snprintf(err, errlen, "%s=%s is out of range; use a value > 0",
-			 d->name, value);
-	else
-		snprintf(err, errlen,
-			 "%s=%s is out of range; use a value in [%.10g, %.10g]",
-			 d->name, value, d->min, d->max);
+	char r[96];
+	range_text(d, r, sizeof(r));
+	snprintf(err, errlen, "%s=%s is out of range; use a value in %s",
+		 d->name, value, r);
 	return -1;
+}
+
+static int in_range(const struct key_desc *d, double v)
+{
+	return (d->min_open ? v > d->min : v >= d->min) && v <= d->max;
+}
+
+enum num_parse { NUM_OK, NUM_SYNTAX, NUM_RANGE };
+
+/* Decimal or exponent notation only: no spaces, hex, inf or nan. */
+static int numeric_text(const char *s)
+{
+	return *s && strspn(s, "0123456789+-.eE") == strlen(s);
+}
+
+/* An integer: decimal digits, or a number in decimal or exponent notation
+ * whose value is whole (3.0, 1e6) — the rule JSON numbers follow in a
+ * config file, so a value means the same in a file and on the command
+ * line. Whole numbers written that way are exact only up to 2^53; beyond
+ * they are out of range (no key allows more, seed's digits aside). */
+static enum num_parse parse_integer(const char *s, long long *out)
+{
+	char *end;
+	long long v;
+	double x;
+	if (!numeric_text(s))
+		return NUM_SYNTAX;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (!*end) {
+		if (errno == ERANGE)
+			return NUM_RANGE;
+		*out = v;
+		return NUM_OK;
+	}
+	errno = 0;
+	x = strtod(s, &end);
+	if (*end)
+		return NUM_SYNTAX;
+	if (errno == ERANGE && fabs(x) > 1)
+		return NUM_RANGE;
+	if (errno == ERANGE || x != floor(x))
+		return NUM_SYNTAX; /* 3.5, or 1e-400 (no integer) */
+	if (fabs(x) > 9007199254740992.0)
+		return NUM_RANGE;
+	*out = (long long)x;
+	return NUM_OK;
+}
+
+/* A finite number. Underflow (1e-400) gives 0 or a subnormal, which the
+ * key's range then judges; overflow is out of range. */
+static enum num_parse parse_number(const char *s, double *out)
+{
+	char *end;
+	double x;
+	if (!numeric_text(s))
+		return NUM_SYNTAX;
+	errno = 0;
+	x = strtod(s, &end);
+	if (*end)
+		return NUM_SYNTAX;
+	if (errno == ERANGE && fabs(x) > 1)
+		return NUM_RANGE;
+	*out = x;
+	return NUM_OK;
+}
+
+/* Sets an integer or floating-point key from text. */
+static int set_numeric(struct bench_config *c, const struct key_desc *d,
+		       const char *value, const char *shown, char *err,
+		       size_t errlen)
+{
+	void *field = (char *)c + d->offset;
+	enum num_parse r;
+	long long iv = 0;
+	double v = 0;
+
+	if (d->type == KT_DOUBLE) {
+		r = parse_number(value, &v);
+	} else {
+		r = parse_integer(value, &iv);
+		v = (double)iv;
+		if (r == NUM_OK && d->type == KT_U64 && iv < 0)
+			r = NUM_RANGE;
+	}
+	if (r == NUM_SYNTAX) {
+		snprintf(err, errlen, "%s=%s: expected %s, e.g. %s=%s", d->name,
+			 shown, type_word(d), d->name,
+			 d->type == KT_DOUBLE		  ? "0.001"
+			 : strcmp(d->name, "layers") == 0 ? "12"
+							  : "1");
+		return -1;
+	}
+	if (r == NUM_RANGE || (d->type != KT_U64 && !in_range(d, v)))
+		return range_error(d, shown, err, errlen);
+	switch (d->type) {
+	case KT_INT:
+		*(int *)field = (int)iv;
+		break;
+	case KT_LONG:
+		*(long *)field = (long)iv;
+		break;
+	case KT_U64: /* records hold JSON integers: int64 */
+		*(uint64_t *)field = (uint64_t)iv;
+		break;
+	default:
+		*(double *)field = v;
+	}
+	return 0;
 }
 
 int config_set(struct bench_config *c, const char *key, const char *value,
 	       char *err, size_t errlen)
 {
 	const struct key_desc *d = key_find(key);
-	char *end = NULL;
+	char vb[96], kb[64], sug[96];
+	const char *shown = config_brief(value, vb, sizeof(vb));
 	void *field;
 
 	if (!d) {
+		config_suggest(key, sug, sizeof(sug));
 		snprintf(err, errlen,
-			 "unknown key '%s'; did you mean '%s'? "
-			 "(deqbench run --help lists the keys)",
-			 key, config_closest_key(key));
+			 "unknown key '%s'%s (deqbench run --help lists the "
+			 "keys)",
+			 config_brief(key, kb, sizeof(kb)), sug);
 		return -1;
 	}
 	field = (char *)c + d->offset;
-	errno = 0;
 	switch (d->type) {
 	case KT_INT:
-	case KT_LONG: {
-		long long v = strtoll(value, &end, 10);
-		if (!*value || *end || errno) {
-			snprintf(err, errlen, "%s=%s: expected %s, e.g. %s=%s",
-				 key, value, type_word(d), key,
-				 strcmp(key, "layers") == 0 ? "12" : "1");
-			return -1;
-		}
-		if ((double)v < d->min || (double)v > d->max)
-			return range_error(d, value, err, errlen);
-		if (d->type == KT_INT)
-			*(int *)field = (int)v;
-		else
-			*(long *)field = (long)v;
-		return 0;
-	}
-	case KT_U64: {
-		unsigned long long v;
-		if (*value == '-') {
-			snprintf(err, errlen,
-				 "%s=%s is out of range; use an integer >= 0",
-				 key, value);
-			return -1;
-		}
-		v = strtoull(value, &end, 10);
-		if (!*value || *end || errno) {
-			snprintf(err, errlen, "%s=%s: expected %s, e.g. %s=1",
-				 key, value, type_word(d), key);
-			return -1;
-		}
-		if (v > INT64_MAX) {
-			/* records hold JSON integers: int64 */
-			snprintf(err, errlen,
-				 "%s=%s is out of range; use an integer in "
-				 "[0, 9223372036854775807]",
-				 key, value);
-			return -1;
-		}
-		*(uint64_t *)field = (uint64_t)v;
-		return 0;
-	}
-	case KT_DOUBLE: {
-		double v = strtod(value, &end);
-		if (!*value || *end || errno || !isfinite(v)) {
-			snprintf(err, errlen,
-				 "%s=%s: expected %s, e.g. %s=0.001", key,
-				 value, type_word(d), key);
-			return -1;
-		}
-		if (v < d->min || v > d->max)
-			return range_error(d, value, err, errlen);
-		/* tolerances, the learning rate, the damping: positive */
-		if (v == 0 && positive_only(d))
-			return range_error(d, value, err, errlen);
-		*(double *)field = v;
-		return 0;
-	}
+	case KT_LONG:
+	case KT_U64:
+	case KT_DOUBLE:
+		return set_numeric(c, d, value, shown, err, errlen);
 	case KT_BOOL:
 		if (!strcasecmp(value, "true") || !strcmp(value, "1") ||
 		    !strcasecmp(value, "yes") || !strcasecmp(value, "on"))
@@ -428,7 +502,7 @@ int config_set(struct bench_config *c, const char *key, const char *value,
 			*(int *)field = 0;
 		else {
 			snprintf(err, errlen, "%s=%s: expected true or false",
-				 key, value);
+				 key, shown);
 			return -1;
 		}
 		return 0;
@@ -437,7 +511,7 @@ int config_set(struct bench_config *c, const char *key, const char *value,
 		if (v < 0) {
 			snprintf(err, errlen,
 				 "%s=%s is not a known value; use one of: %s",
-				 key, value, d->choices);
+				 key, shown, d->choices);
 			return -1;
 		}
 		*(int *)field = v;
@@ -452,7 +526,7 @@ int config_set(struct bench_config *c, const char *key, const char *value,
 				snprintf(err, errlen,
 					 "%s=%s is not a known corpus; use "
 					 "one of: %s",
-					 key, value, d->choices);
+					 key, shown, d->choices);
 				return -1;
 			}
 		}
@@ -464,7 +538,7 @@ int config_set(struct bench_config *c, const char *key, const char *value,
 				snprintf(err, errlen,
 					 "%s=%s is not a known device; use "
 					 "one of: %s",
-					 key, value, d->choices);
+					 key, shown, d->choices);
 				return -1;
 			}
 		}
@@ -507,7 +581,12 @@ int config_set_json(struct bench_config *c, const char *key,
 			 json_integer_value(value));
 		break;
 	case JSON_REAL:
+		/* keep the value a real in text (3.0, not 3): the command-line
+		 * rules then apply to it unchanged (a whole number is an
+		 * integer, 1.0 is not a boolean) */
 		snprintf(buf, sizeof(buf), "%.17g", json_real_value(value));
+		if (!strpbrk(buf, ".eEni"))
+			strcat(buf, ".0");
 		break;
 	case JSON_TRUE:
 	case JSON_FALSE:
@@ -581,37 +660,6 @@ int config_apply_object(struct bench_config *c, const json_t *obj,
 		}
 	}
 	return 0;
-}
-
-json_t *config_json_load(const char *path, const char *what, char *err,
-			 size_t errlen)
-{
-	json_error_t je;
-	json_t *root = json_load_file(path, 0, &je);
-
-	if (!root) {
-		if (je.line <= 0)
-			snprintf(err, errlen,
-				 "%s: cannot read the %s file (%s); check the "
-				 "path",
-				 path, what, je.text);
-		else
-			snprintf(err, errlen,
-				 "%s:%d:%d: malformed JSON: %s; fix the file",
-				 path, je.line, je.column, je.text);
-	}
-	return root;
-}
-
-int config_load_file(struct bench_config *c, const char *path, char *err,
-		     size_t errlen)
-{
-	json_t *root = config_json_load(path, "config", err, errlen);
-	if (!root)
-		return -1;
-	int rc = config_apply_object(c, root, path, err, errlen);
-	json_decref(root);
-	return rc;
 }
 
 /* pretrain_steps: only for method=deq, and leaving the deq phase at least
@@ -754,14 +802,8 @@ static void key_allowed(const struct key_desc *d, char *buf, size_t n)
 		snprintf(buf, n, "integer 0..2^63-1");
 		break;
 	case KT_DOUBLE:
-		if (positive_only(d) && d->max < 1e29)
-			snprintf(buf, n, "number > 0, <= %g", d->max);
-		else if (positive_only(d))
-			snprintf(buf, n, "number > 0");
-		else if (d->max < 1e29)
-			snprintf(buf, n, "number in [%g, %g]", d->min, d->max);
-		else
-			snprintf(buf, n, "number >= %g", d->min);
+		snprintf(buf, n, "number %s %g, <= %g",
+			 d->min_open ? ">" : ">=", d->min, d->max);
 		break;
 	case KT_BOOL:
 		snprintf(buf, n, "true, false");

@@ -67,11 +67,18 @@ int config_set_arg(struct bench_config *c, const char *arg, char *err,
 int config_apply_object(struct bench_config *c, const json_t *obj,
 			const char *source, char *err, size_t errlen);
 /* Reads the JSON file at path (a config, suite, ...: `what` names it in
- * the message). NULL with a one-line message naming the file, and the
- * line and column for malformed JSON; the caller json_decref()s the
+ * the message). NULL with a one-line message naming the file: a directory
+ * or a file that is not regular (a FIFO is refused, never waited on), the
+ * line and column for malformed JSON or for a key given twice in one
+ * object (JSON_REJECT_DUPLICATES); the caller json_decref()s the
  * result. */
 json_t *config_json_load(const char *path, const char *what, char *err,
 			 size_t errlen);
+
+/* Refuses a key given twice among n "key=value" arguments (the command
+ * line's keys are not last-wins): -1 with one line naming the key and both
+ * arguments. Arguments without '=' are skipped. */
+int config_args_unique(int n, char *const *args, char *err, size_t errlen);
 
 /* Loads a flat JSON config file over c. Messages include jansson's
  * line:column for malformed files. */
@@ -100,8 +107,15 @@ void config_print_help(FILE *f);
  * --help-markdown`; tests/test_bench.c checks the README against it). */
 void config_print_markdown(FILE *f);
 
-/* Closest known key name to s (edit distance), for "did you mean". */
+/* Closest known key name to s (edit distance), for "did you mean"; NULL
+ * when no key is within one edit per three letters of the longer name. */
 const char *config_closest_key(const char *s);
+/* "; did you mean 'KEY'?" for the closest key, or "" when none is close. */
+void config_suggest(const char *s, char *buf, size_t n);
+/* s for a message: s itself when shorter than n, else its first and last
+ * characters around "..." in buf (n bytes), so a long path or value
+ * leaves room for the cause that follows it. Returns s or buf. */
+const char *config_brief(const char *s, char *buf, size_t n);
 
 /* Effective vocabulary for synthetic corpora when vocab_size is 0. */
 #define CONFIG_SYNTHETIC_VOCAB 256

@@ -110,6 +110,17 @@ static int is_file(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* Why path is not a readable file, for messages: "missing", or what is
+ * there instead ("a directory at"). */
+static const char *not_file_word(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return "missing";
+	return S_ISDIR(st.st_mode) ? "a directory, not a file, at"
+				   : "not a regular file at";
+}
+
 /* ---- numbers ----------------------------------------------------------- */
 
 int data_is_number(const char *w)
@@ -488,11 +499,12 @@ static int text_source(struct source *s, const char *kind, const char *root,
 			if (!is_file(path[k]))
 				break;
 		}
+		k = k < 3 ? k : 0;
 		seterr(err, errlen,
-		       "corpus=%s: missing %s; put the %s%s%s, %s%s%s and "
+		       "corpus=%s: %s %s; put the %s%s%s, %s%s%s and "
 		       "%s%s%s files there or point data_dir= at them",
-		       kind, path[k < 3 ? k : 0], pre, "train", suf, pre,
-		       "valid", suf, pre, "test", suf);
+		       kind, not_file_word(path[k]), path[k], pre, "train", suf,
+		       pre, "valid", suf, pre, "test", suf);
 		return -1;
 	}
 	snprintf(s->dir, sizeof(s->dir), "%s", dir[di]);

@@ -32,6 +32,7 @@
 #include "dq_git.h"
 #include "env.h"
 #include "fileio.h"
+#include "memfit.h"
 #include "record.h"
 #include "runner.h"
 #include "suite.h"
@@ -81,6 +82,11 @@ static int parse_config_args(struct bench_config *cfg, int argc, char **argv,
 	int i = 0;
 
 	config_defaults(cfg);
+	/* a key given twice is refused, not last-wins (README) */
+	if (config_args_unique(argc, argv, e, sizeof(e)) != 0) {
+		snprintf(err, errlen, "command line: %s", e);
+		return -1;
+	}
 	if (argc > 0 && !strchr(argv[0], '=')) {
 		if (!ends_with(argv[0], ".json")) {
 			snprintf(err, errlen,
@@ -211,6 +217,7 @@ static int cmd_run(int argc, char **argv)
 		return bad_input(err);
 	/* cheap checks first, so bad input leaves no empty results file */
 	if (corpus_check(cfg.corpus, cfg.data_dir, err, sizeof(err)) != 0 ||
+	    runner_precheck(&cfg, err, sizeof(err)) != 0 ||
 	    record_check_out(cfg.out, err, sizeof(err)) != 0)
 		return bad_input(err);
 	st = runner_run(&cfg, NULL, &rec);
@@ -395,6 +402,44 @@ static void suite_final_line(const struct suite *s, size_t n_runs,
 		fileio_rescue_path(rescue, sizeof(rescue)));
 }
 
+/* Up-front checks of the runs of shard si/sn, so that bad input exits 2
+ * with nothing written whichever shard meets it: every corpus there
+ * (loading it also builds its cache once, before the runs fork; a corpus
+ * is resolved again only when it differs from the previous run of this
+ * shard), every run within memory (memfit.h), then every output
+ * writable. */
+static int suite_check_runs(const struct suite *s, int si, int sn, char *err,
+			    size_t errlen)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		const struct bench_config *prev = NULL;
+		int V = 0;
+		for (int i = 0; i < s->n_runs; i++) {
+			const struct bench_config *c = &s->runs[i].cfg;
+			int rc = 0;
+			if (!suite_in_shard(i, si, sn))
+				continue;
+			if (pass == 1) {
+				rc = record_check_out(c->out, err, errlen);
+			} else {
+				if (!prev || strcmp(c->corpus, prev->corpus) ||
+				    strcmp(c->data_dir, prev->data_dir) ||
+				    c->model.vocab_size !=
+					prev->model.vocab_size)
+					rc = runner_resolve_vocab(c, &V, err,
+								  errlen);
+				if (rc == 0)
+					rc = memfit_check(c, V, NULL, 1, err,
+							  errlen);
+				prev = c;
+			}
+			if (rc != 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
 static int cmd_suite(int argc, char **argv)
 {
 	const char *path = NULL;
@@ -450,6 +495,12 @@ static int cmd_suite(int argc, char **argv)
 		return bad_input("suite: give a suite file, e.g. deqbench "
 				 "suite bench/suites/default.json");
 	}
+	if (config_args_unique(n_over, over, err, sizeof(err)) != 0) {
+		char e[1100];
+		snprintf(e, sizeof(e), "command line: %s", err);
+		free(over);
+		return bad_input(e);
+	}
 	if (suite_load(&s, path, n_over, over, err, sizeof(err)) != 0) {
 		free(over);
 		return bad_input(err);
@@ -460,29 +511,9 @@ static int cmd_suite(int argc, char **argv)
 		suite_free(&s);
 		return 0;
 	}
-	/* Up-front checks: every corpus there (loading it also builds its
-	 * cache once, before the runs fork), then every output writable. */
-	for (int pass = 0; pass < 2; pass++) {
-		for (int i = 0; i < s.n_runs; i++) {
-			const struct bench_config *c = &s.runs[i].cfg;
-			int V, rc = 0;
-			if (!suite_in_shard(i, si, sn))
-				continue;
-			if (pass == 1)
-				rc = record_check_out(c->out, err, sizeof(err));
-			else if (i == 0 ||
-				 strcmp(c->corpus, s.runs[i - 1].cfg.corpus) ||
-				 strcmp(c->data_dir,
-					s.runs[i - 1].cfg.data_dir) ||
-				 c->model.vocab_size !=
-				     s.runs[i - 1].cfg.model.vocab_size)
-				rc = runner_resolve_vocab(c, &V, err,
-							  sizeof(err));
-			if (rc != 0) {
-				suite_free(&s);
-				return bad_input(err);
-			}
-		}
+	if (suite_check_runs(&s, si, sn, err, sizeof(err)) != 0) {
+		suite_free(&s);
+		return bad_input(err);
 	}
 	records = json_array();
 	for (int i = 0; i < s.n_runs; i++) {
@@ -713,10 +744,10 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (!*cmd) {
-		usage(stderr);
-		return EXIT_BAD_INPUT;
-	}
+	if (!*cmd)
+		return bad_input("give a command: run, suite, report, env, "
+				 "params, grad or bench-block (deqbench --help "
+				 "lists them)");
 	fprintf(stderr,
 		"deqbench: unknown command '%s'; use run, suite, report, env, "
 		"params, grad or bench-block (deqbench --help)\n",

@@ -19,6 +19,7 @@
 #include "dq_build.h"
 #include "env.h"
 #include "pretrain.h"
+#include "memfit.h"
 #include "progress.h"
 #include "record.h"
 #include "safetensors.h"
@@ -94,10 +95,21 @@ int runner_resolve_vocab(const struct bench_config *cfg, int *V, char *err,
 	return 0;
 }
 
+int runner_precheck(const struct bench_config *cfg, char *err, size_t errlen)
+{
+	int V = cfg->model.vocab_size ? cfg->model.vocab_size
+				      : CONFIG_SYNTHETIC_VOCAB;
+	if (!is_synthetic(cfg) && cfg->model.vocab_size == 0)
+		return 0; /* V comes from the corpus: ctx_create checks */
+	return memfit_check(cfg, V, NULL, 1, err, errlen);
+}
+
 /* ---- context ---- */
 
-int runner_ctx_create(struct run_ctx *rc, const struct bench_config *cfg, int V,
-		      char *err, size_t errlen)
+/* runner_ctx_create; train: the run will train (the memory check counts
+ * the optimizer state and the step log). */
+static int ctx_create(struct run_ctx *rc, const struct bench_config *cfg, int V,
+		      int train, char *err, size_t errlen)
 {
 	struct model_config mc = cfg->model;
 
@@ -105,6 +117,10 @@ int runner_ctx_create(struct run_ctx *rc, const struct bench_config *cfg, int V,
 	mc.vocab_size = V;
 	if (backend_create(&rc->be, cfg->device, cfg->threads, err, errlen))
 		return -1;
+	/* before allocating: a run that cannot fit is bad input, not a
+	 * process the kernel kills halfway through its setup */
+	if (memfit_check(cfg, V, rc->be, train, err, errlen) != 0)
+		goto fail;
 	if (rc->be->ops->set_tf32)
 		rc->be->ops->set_tf32(rc->be->ctx, cfg->tf32);
 	else if (cfg->tf32) {
@@ -134,6 +150,12 @@ int runner_ctx_create(struct run_ctx *rc, const struct bench_config *cfg, int V,
 fail:
 	runner_ctx_destroy(rc);
 	return -1;
+}
+
+int runner_ctx_create(struct run_ctx *rc, const struct bench_config *cfg, int V,
+		      char *err, size_t errlen)
+{
+	return ctx_create(rc, cfg, V, 0, err, errlen);
 }
 
 void runner_ctx_destroy(struct run_ctx *rc)
@@ -193,6 +215,12 @@ static double lr_at(const struct bench_config *c, int step)
 		return c->lr;
 	double p = (double)(step - 1 - w) / (c->steps - w);
 	return c->lr * 0.5 * (1 + cos(M_PI * p));
+}
+
+/* Training loss (nats) above which a run has diverged (runner.h). */
+static double diverge_limit(int V)
+{
+	return RUNNER_DIVERGE_FACTOR * log((double)V);
 }
 
 /* ---- record helpers ---- */
@@ -524,6 +552,7 @@ enum run_status runner_run(const struct bench_config *cfg,
 	int V = 0, steps_done = 0, ok_steps = 0, B = cfg->model.batch_size,
 	    T = cfg->model.seq_len, have_corpus = 0;
 	double t_setup0 = wall_s(), t_setup = 0, t_train = 0, t_eval = 0;
+	double diverge_loss;
 	struct backend_mem_stats setup_mem;
 	size_t n, pred_depth = 0, pred_solver = 0;
 	const struct backend_ops *ops;
@@ -552,6 +581,8 @@ enum run_status runner_run(const struct bench_config *cfg,
 	}
 
 	/* ---- setup: everything allocated before the timed loop ---- */
+	if (runner_precheck(cfg, err, sizeof(err)) != 0)
+		goto done;
 	if (data_load(&corpus, cfg, &V, err, sizeof(err)) != 0)
 		goto done;
 	have_corpus = 1;
@@ -564,7 +595,7 @@ enum run_status runner_run(const struct bench_config *cfg,
 			 cfg->corpus, corpus.n[CORPUS_TRAIN], B, T + 1);
 		goto done;
 	}
-	if (runner_ctx_create(&rc, cfg, V, err, sizeof(err)) != 0)
+	if (ctx_create(&rc, cfg, V, 1, err, sizeof(err)) != 0)
 		goto done;
 	m = rc.m;
 	ops = rc.be->ops;
@@ -614,6 +645,7 @@ enum run_status runner_run(const struct bench_config *cfg,
 		progress_begin(&prog, cfg->steps, label, meta && meta->quiet);
 	}
 	status = RUN_OK;
+	diverge_loss = diverge_limit(V);
 	{
 		double t0 = wall_s(), tms = 0;
 		for (int s = 1; s <= cfg->steps; s++) {
@@ -634,12 +666,19 @@ enum run_status runner_run(const struct bench_config *cfg,
 			ops->timer_mark(rc.be->ctx, 1);
 			log.loss[i] = loss;
 			steps_done = s;
-			if (!isfinite(loss)) {
+			if (!isfinite(loss) || loss > diverge_loss) {
 				status = RUN_DIVERGED;
 				snprintf(err, sizeof(err),
-					 "loss became %g at step %d; lower lr "
-					 "or raise clip",
-					 loss, s);
+					 "loss became %g at step %d%s%.4g nats "
+					 "(%d ln V, V = %d); lower lr or set "
+					 "clip",
+					 loss, s,
+					 isfinite(loss) ? ", above "
+							: "; the "
+							  "limit "
+							  "is ",
+					 diverge_loss, RUNNER_DIVERGE_FACTOR,
+					 V);
 				break;
 			}
 			step_backward(&rc);
@@ -1096,8 +1135,28 @@ int runner_grad(const struct bench_config *cfg_in, const char *params_path,
 		st_close(&tf);
 		return -1;
 	}
-	cfg.model.batch_size = (int)t->shape[0];
-	cfg.model.seq_len = (int)t->shape[1] - 1;
+	{
+		/* B and T from the file meet the keys' ranges, as typed ones
+		 * would */
+		char num[32], e2[256];
+		snprintf(num, sizeof(num), "%lld", (long long)t->shape[0]);
+		if (config_set(&cfg, "batch_size", num, e2, sizeof(e2)) == 0) {
+			snprintf(num, sizeof(num), "%lld",
+				 (long long)t->shape[1] - 1);
+			if (config_set(&cfg, "seq_len", num, e2, sizeof(e2)))
+				t = NULL;
+		} else {
+			t = NULL;
+		}
+		if (!t) {
+			snprintf(err, errlen,
+				 "%s: tensor 'tokens' [B, T+1] gives %s; use a "
+				 "smaller tokens file",
+				 tokens_path, e2);
+			st_close(&tf);
+			return -1;
+		}
+	}
 	tokens = malloc(t->nbytes);
 	if (!tokens) {
 		snprintf(err, errlen, "out of host memory");

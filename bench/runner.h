@@ -36,6 +36,16 @@ struct run_meta {
 
 enum run_status { RUN_OK = 0, RUN_DIVERGED = 1, RUN_ERROR = 2 };
 
+/* A run diverges (status "diverged"; it stops at that step, and `deqbench
+ * run` still exits 0: a blow-up is a result) when a step's training loss is
+ * not finite or exceeds RUNNER_DIVERGE_FACTOR · ln V nats, or the gradient
+ * norm is not finite. ln V is the loss of a uniform prediction, about where
+ * a freshly initialised model starts; ten times it is a mean probability of
+ * the targets below V^-10, which no run that is learning passes through:
+ * its logits have been blown up (lr=1000 with clip=0 took the loss to 3e7
+ * and kept it finite, so finiteness alone never triggered). */
+#define RUNNER_DIVERGE_FACTOR 10
+
 /* Runs cfg and stores a new record in *record (always, errors included:
  * status "error" with the message). Returns the status. */
 enum run_status runner_run(const struct bench_config *cfg,
@@ -79,6 +89,14 @@ int runner_load_params(struct run_ctx *rc, const char *path, char *err,
  * line). -1 with the corpus's message when it is missing. */
 int runner_resolve_vocab(const struct bench_config *cfg, int *V, char *err,
 			 size_t errlen);
+
+/* The memory check of a training run (memfit.h) where its vocabulary is
+ * known without loading the corpus (corpus=synthetic, or vocab_size set):
+ * cheap, so `run` makes it before touching out= and runner_run before
+ * building a synthetic corpus of 2^26 words. 0, or -1 with one line. The
+ * full check (the backend's element size, a GPU's memory, the corpus's
+ * vocabulary) comes again when the run creates its backend. */
+int runner_precheck(const struct bench_config *cfg, char *err, size_t errlen);
 
 /* `deqbench params init`: writes the seeded initial parameters of cfg's
  * model to a float32 safetensors file with DESIGN.md names (metadata

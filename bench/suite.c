@@ -2,6 +2,7 @@
  * sharding. O(runs × keys) work; suites hold at most thousands of runs. */
 #include "suite.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,13 +47,181 @@ static int excluded_by(const struct bench_config *c, const json_t *ex)
 	return 1;
 }
 
+/* Adds to `set` the keys one axis sets: its name for a scalar value, the
+ * members of an object value. */
+static void axis_keys(json_t *set, const char *axis, const json_t *vals)
+{
+	size_t j;
+	json_t *x;
+	const char *k;
+	json_t *v;
+	if (!json_is_array(vals)) {
+		if (json_is_object(vals))
+			json_object_foreach((json_t *)vals, k, v)
+			    json_object_set_new(set, k, json_true());
+		else
+			json_object_set_new(set, axis, json_true());
+		return;
+	}
+	json_array_foreach(vals, j, x) axis_keys(set, axis, x);
+}
+
+/* Two axes setting one key would be last-wins: refused, as a key given
+ * twice anywhere else (README). */
+static int axes_disjoint(int n, const char *const *name,
+			 const json_t *const *vals, const char *source,
+			 char *err, size_t errlen)
+{
+	json_t **set = calloc((size_t)n + 1, sizeof(*set));
+	int rc = 0;
+	if (!set) {
+		snprintf(err, errlen, "out of host memory");
+		return -1;
+	}
+	for (int a = 0; a < n; a++) {
+		set[a] = json_object();
+		axis_keys(set[a], name[a], vals[a]);
+	}
+	for (int a = 0; a < n && rc == 0; a++)
+		for (int b = 0; b < a && rc == 0; b++) {
+			const char *k;
+			json_t *v;
+			json_object_foreach(set[a], k, v)
+			{
+				if (!json_object_get(set[b], k))
+					continue;
+				snprintf(err, errlen,
+					 "%s: axes.%s and axes.%s both set "
+					 "'%s'; set each key in one axis",
+					 source, name[b], name[a], k);
+				rc = -1;
+				break;
+			}
+		}
+	for (int a = 0; a < n; a++)
+		json_decref(set[a]);
+	free(set);
+	return rc;
+}
+
+/* What suite_expand parsed, for resolving one combination. */
+struct expansion {
+	const json_t *base, *exclude;
+	const char *source;
+	int n_axes;
+	const char *const *axis_name;
+	const json_t *const *axis_vals;
+	const size_t *axis_len;
+	int n_over;
+	char *const *overrides;
+};
+
+/* Resolves combination ci into c: defaults, base, one value of every axis
+ * (the first axis varies slowest), the overrides. *keep = 0 when an
+ * exclusion drops it; kept configs are validated. 0 or -1 with one line. */
+static int resolve_combo(const struct expansion *x, size_t ci,
+			 struct bench_config *c, int *keep, char *err,
+			 size_t errlen)
+{
+	size_t rem = ci, idx[64], i;
+	json_t *v;
+	char e[512];
+
+	for (int a = x->n_axes - 1; a >= 0; a--) {
+		idx[a] = rem % x->axis_len[a];
+		rem /= x->axis_len[a];
+	}
+	config_defaults(c);
+	if (x->base &&
+	    config_apply_object(c, x->base, x->source, err, errlen) != 0)
+		return -1;
+	for (int a = 0; a < x->n_axes; a++) {
+		const json_t *av = json_is_array(x->axis_vals[a])
+				       ? json_array_get(x->axis_vals[a], idx[a])
+				       : x->axis_vals[a];
+		if (apply_axis_value(c, x->axis_name[a], av, x->source, err,
+				     errlen) != 0)
+			return -1;
+	}
+	for (int o = 0; o < x->n_over; o++) {
+		if (config_set_arg(c, x->overrides[o], e, sizeof(e)) != 0) {
+			snprintf(err, errlen, "command line: %s", e);
+			return -1;
+		}
+	}
+	*keep = 1;
+	if (x->exclude)
+		json_array_foreach(x->exclude, i,
+				   v) if (excluded_by(c, v)) *keep = 0;
+	if (*keep && config_validate(c, e, sizeof(e)) != 0) {
+		snprintf(err, errlen, "%s: combination %zu: %s", x->source, ci,
+			 e);
+		return -1;
+	}
+	return 0;
+}
+
+/* Two passes over the combinations: the first validates them and counts
+ * the runs, so a suite too large to hold is refused before anything is
+ * allocated; the second stores exactly that many runs. */
+static int expand_runs(struct suite *s, const struct expansion *x,
+		       size_t n_combo, char *err, size_t errlen)
+{
+	struct bench_config c;
+	size_t kept = 0, n;
+	int keep;
+
+	for (size_t ci = 0; ci < n_combo; ci++) {
+		if (resolve_combo(x, ci, &c, &keep, err, errlen) != 0)
+			return -1;
+		kept += (size_t)keep;
+	}
+	if (kept == 0) {
+		snprintf(err, errlen,
+			 "%s: every combination is excluded; nothing to run",
+			 x->source);
+		return -1;
+	}
+	n = kept * (size_t)s->repeats;
+	if (n > SUITE_MAX_RUNS) {
+		snprintf(err, errlen,
+			 "%s: %zu combinations x %d repeats = %zu runs, more "
+			 "than the %d one suite may hold (%zu bytes of config "
+			 "each); split it into several suites or lower "
+			 "repeats",
+			 x->source, kept, s->repeats, n, SUITE_MAX_RUNS,
+			 sizeof(struct suite_run));
+		return -1;
+	}
+	s->runs = malloc(n * sizeof(*s->runs));
+	if (!s->runs) {
+		snprintf(err, errlen, "out of host memory for %zu runs", n);
+		return -1;
+	}
+	for (size_t ci = 0; ci < n_combo; ci++) {
+		if (resolve_combo(x, ci, &c, &keep, err, errlen) != 0) {
+			suite_free(s);
+			return -1;
+		}
+		for (int r = 0; keep && r < s->repeats; r++) {
+			struct suite_run *run = &s->runs[s->n_runs];
+			run->index = s->n_runs;
+			run->combo = (int)ci;
+			run->repeat = r;
+			run->cfg = c;
+			s->n_runs++;
+		}
+	}
+	return 0;
+}
+
 int suite_expand(struct suite *s, const json_t *root, const char *source,
 		 int n_over, char *const *overrides, char *err, size_t errlen)
 {
 	const json_t *base, *axes, *exclude, *reps, *name;
 	const char *key;
 	json_t *v;
-	int n_axes = 0, cap = 0;
+	int n_axes = 0;
 	size_t n_combo = 1;
 	const char *axis_name[64];
 	const json_t *axis_vals[64];
@@ -88,13 +257,16 @@ int suite_expand(struct suite *s, const json_t *root, const char *source,
 		 json_is_string(name) ? json_string_value(name) : source);
 	s->repeats = 1;
 	if (reps) {
-		if (!json_is_integer(reps) || json_integer_value(reps) < 1 ||
-		    json_integer_value(reps) > 100000) {
+		/* a whole real (3.0) counts as an integer, as for keys */
+		double r = json_number_value(reps);
+		if (!json_is_number(reps) || r != floor(r) || r < 1 ||
+		    r > 100000) {
 			snprintf(err, errlen,
-				 "%s: repeats must be an integer >= 1", source);
+				 "%s: repeats must be an integer in 1..100000",
+				 source);
 			return -1;
 		}
-		s->repeats = (int)json_integer_value(reps);
+		s->repeats = (int)r;
 	}
 	if (base && !json_is_object(base)) {
 		snprintf(err, errlen,
@@ -168,13 +340,13 @@ int suite_expand(struct suite *s, const json_t *root, const char *source,
 				if (!json_is_array(v) && json_is_object(v))
 					all_obj = 1;
 				if (!all_obj) {
+					char sug[96];
+					config_suggest(key, sug, sizeof(sug));
 					snprintf(err, errlen,
-						 "%s: axes: unknown key '%s'; "
-						 "did you mean '%s'? (an axis "
-						 "named otherwise must hold "
-						 "objects)",
-						 source, key,
-						 config_closest_key(key));
+						 "%s: axes: unknown key "
+						 "'%s'%s (an axis named "
+						 "otherwise must hold objects)",
+						 source, key, sug);
 					return -1;
 				}
 			}
@@ -182,84 +354,22 @@ int suite_expand(struct suite *s, const json_t *root, const char *source,
 			n_axes++;
 			if (n_combo > 1000000) {
 				snprintf(err, errlen,
-					 "%s: more than 1e6 combinations",
+					 "%s: axes give more than 1e6 "
+					 "combinations; split the suite",
 					 source);
 				return -1;
 			}
 		}
 	}
 
-	for (size_t ci = 0; ci < n_combo; ci++) {
-		struct bench_config c;
-		size_t rem = ci, idx[64];
-		/* first axis slowest: decode ci in mixed radix, last fastest */
-		for (int a = n_axes - 1; a >= 0; a--) {
-			idx[a] = rem % axis_len[a];
-			rem /= axis_len[a];
-		}
-		config_defaults(&c);
-		if (base &&
-		    config_apply_object(&c, base, source, err, errlen) != 0)
-			goto fail;
-		for (int a = 0; a < n_axes; a++) {
-			const json_t *av =
-			    json_is_array(axis_vals[a])
-				? json_array_get(axis_vals[a], idx[a])
-				: axis_vals[a];
-			if (apply_axis_value(&c, axis_name[a], av, source, err,
-					     errlen) != 0)
-				goto fail;
-		}
-		for (int o = 0; o < n_over; o++) {
-			if (config_set_arg(&c, overrides[o], e, sizeof(e)) !=
-			    0) {
-				snprintf(err, errlen, "command line: %s", e);
-				goto fail;
-			}
-		}
-		if (exclude) {
-			size_t i;
-			int drop = 0;
-			json_array_foreach(exclude, i, v) drop |=
-			    excluded_by(&c, v);
-			if (drop)
-				continue;
-		}
-		if (config_validate(&c, e, sizeof(e)) != 0) {
-			snprintf(err, errlen, "%s: combination %zu: %s", source,
-				 ci, e);
-			goto fail;
-		}
-		for (int r = 0; r < s->repeats; r++) {
-			if (s->n_runs == cap) {
-				int ncap = cap ? cap * 2 : 16;
-				void *p = realloc(
-				    s->runs, (size_t)ncap * sizeof(*s->runs));
-				if (!p) {
-					snprintf(err, errlen,
-						 "out of host memory");
-					goto fail;
-				}
-				s->runs = p;
-				cap = ncap;
-			}
-			s->runs[s->n_runs].index = s->n_runs;
-			s->runs[s->n_runs].combo = (int)ci;
-			s->runs[s->n_runs].repeat = r;
-			s->runs[s->n_runs].cfg = c;
-			s->n_runs++;
-		}
+	if (axes_disjoint(n_axes, axis_name, axis_vals, source, err, errlen))
+		return -1;
+	{
+		struct expansion x = {base,	exclude,   source,
+				      n_axes,	axis_name, axis_vals,
+				      axis_len, n_over,	   overrides};
+		return expand_runs(s, &x, n_combo, err, errlen);
 	}
-	if (s->n_runs == 0) {
-		snprintf(err, errlen,
-			 "%s: every combination is excluded; nothing to run",
-			 source);
-		goto fail;
-	}
-	return 0;
-fail:
-	suite_free(s);
-	return -1;
 }
 
 int suite_load(struct suite *s, const char *path, int n_over,

@@ -12,7 +12,9 @@
  * keys together; the axis name is then only a label). The first axis varies
  * slowest. An exclusion drops every run whose resolved config matches all of
  * its keys. Each remaining combination runs `repeats` times in a row.
- * Command-line overrides apply last, over base and axes.
+ * Command-line overrides apply last, over base and axes. Two axes setting
+ * the same key are refused (as a key given twice in one JSON object), and
+ * so is a suite of more than SUITE_MAX_RUNS runs.
  */
 #ifndef DQ_BENCH_SUITE_H
 #define DQ_BENCH_SUITE_H
@@ -20,6 +22,11 @@
 #include <jansson.h>
 
 #include "config.h"
+
+/* Runs one suite may expand to: each holds its resolved config (a few KiB),
+ * so this bounds the memory of expansion and --dry-run to a few hundred
+ * MiB; a larger sweep is several suites (or shards of them). */
+#define SUITE_MAX_RUNS 100000
 
 struct suite_run {
 	int index;		 /* position in the expanded suite, 0-based */

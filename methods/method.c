@@ -4,6 +4,7 @@
 #include "method.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,21 +276,44 @@ static size_t solver_need(const struct method_layout *l, size_t n)
 	return e;
 }
 
+/* Elements of the tapes and of the states (checkpoints and vectors) of
+ * layout l; SIZE_MAX each when they would pass 2^62 (layers=1e5 of a large
+ * tape), so sizes saturate instead of wrapping into a small buffer. */
+static void depth_elems(const struct model *m, const struct method_layout *l,
+			size_t *tapes, size_t *states)
+{
+	size_t t = model_tape_elems(m), n = m->n_state;
+	int ns = l->n_ckpts + l->n_vecs;
+	*tapes = (double)l->n_tapes * (double)t >= 0x1p62
+		     ? SIZE_MAX
+		     : (size_t)l->n_tapes * t;
+	*states = (double)ns * (double)n >= 0x1p62 ? SIZE_MAX : (size_t)ns * n;
+}
+
 int method_memory(const struct model *m, const struct method_config *cfg,
 		  size_t *depth_bytes, size_t *solver_bytes, char *err,
 		  size_t errlen)
 {
 	struct method_config c = *cfg;
 	struct method_layout l;
+	size_t tapes, states, solver, e = m->be->elem;
 	if (method_config_validate(&c, err, errlen) != 0)
 		return -1;
 	resolve(&c);
 	memset(&l, 0, sizeof(l));
 	ops_of(c.method)->layout(m, &c, &l);
-	size_t e = m->be->elem, n = m->n_state;
-	*depth_bytes = e * ((size_t)l.n_tapes * model_tape_elems(m) +
-			    (size_t)(l.n_ckpts + l.n_vecs) * n);
-	*solver_bytes = e * solver_need(&l, n);
+	depth_elems(m, &l, &tapes, &states);
+	solver = solver_need(&l, m->n_state);
+	if (tapes == SIZE_MAX || states == SIZE_MAX || solver == SIZE_MAX) {
+		snprintf(err, errlen,
+			 "method=%s needs more than 2^62 elements of depth or "
+			 "solver memory; lower layers, f_history/b_history, "
+			 "batch_size or seq_len",
+			 method_kind_name(c.method));
+		return -1;
+	}
+	*depth_bytes = e * (tapes + states);
+	*solver_bytes = e * solver;
 	return 0;
 }
 
@@ -316,11 +340,10 @@ int method_create(struct method **out, struct model *m,
 	me->tape_elems = model_tape_elems(m);
 
 	struct backend *be = m->be;
-	me->tapes = backend_alloc(be, (size_t)me->lay.n_tapes * me->tape_elems,
-				  MEM_DEPTH);
-	me->states = backend_alloc(
-	    be, (size_t)(me->lay.n_ckpts + me->lay.n_vecs) * m->n_state,
-	    MEM_DEPTH);
+	size_t tapes, states;
+	depth_elems(m, &me->lay, &tapes, &states);
+	me->tapes = backend_alloc(be, tapes, MEM_DEPTH);
+	me->states = backend_alloc(be, states, MEM_DEPTH);
 	if (!me->tapes || !me->states) {
 		snprintf(err, errlen,
 			 "out of device memory for method=%s's depth buffers "

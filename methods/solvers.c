@@ -10,6 +10,7 @@
 #include "solvers.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,9 +49,17 @@ size_t solver_elems(const struct solver_params *p, size_t n)
 		return 4 * n;
 	case SOLVER_BROYDEN:
 		h = (size_t)p->history;
+		/* saturate rather than wrap (a history of 1e5 on a large
+		 * state): backend_alloc then refuses the size */
+		if ((6.0 + 2.0 * (double)h) * (double)n + (double)(S * h) >=
+		    0x1p62)
+			return SIZE_MAX;
 		return 6 * n + 2 * h * n + S * h;
 	case SOLVER_ANDERSON:
 		h = (size_t)p->anderson_m;
+		if ((3.0 + 2.0 * (double)h) * (double)n + (double)(S * h) >=
+		    0x1p62)
+			return SIZE_MAX;
 		return 3 * n + 2 * h * n + S * h;
 	}
 	return 0;

@@ -90,7 +90,7 @@ struct solver_params {
 struct solver;
 
 /* Elements one solve with p needs on vectors of n elements (formulas
- * above). */
+ * above); SIZE_MAX when that would pass 2^62 (never wraps). */
 size_t solver_elems(const struct solver_params *p, size_t n);
 
 /* Allocates (MEM_SOLVER) a solver able to run every parameter set in

@@ -386,15 +386,12 @@ static int check_init(const struct model_config *c, char *err, size_t errlen)
 	return 0;
 }
 
-int model_create(struct model **out, struct backend *be,
-		 const struct model_config *cfg, char *err, size_t errlen)
+/* Kind, shapes and parameter table of cfg into m (no allocation); the
+ * init specs into specs. */
+static int shape_init(struct model *m, struct backend *be,
+		      const struct model_config *cfg, struct param_spec *specs,
+		      char *err, size_t errlen)
 {
-	struct param_spec specs[MODEL_MAX_PARAMS];
-	struct model *m = NULL;
-	struct model_priv *pv = NULL;
-	double *host = NULL;
-
-	*out = NULL;
 	if (cfg->kind != MODEL_TRANSFORMER && cfg->kind != MODEL_TANH_CELL &&
 	    cfg->kind != MODEL_TRELLISNET) {
 		snprintf(err, errlen, "model: unknown kind %d", (int)cfg->kind);
@@ -403,14 +400,8 @@ int model_create(struct model **out, struct backend *be,
 	if (check_dims(cfg, err, errlen) != 0 ||
 	    check_init(cfg, err, errlen) != 0)
 		return -1;
-
-	m = calloc(1, sizeof(*m));
-	pv = calloc(1, sizeof(*pv));
-	if (!m || !pv)
-		goto oom_host;
 	m->be = be;
 	m->cfg = *cfg;
-	m->priv = pv;
 	m->B = cfg->batch_size;
 	m->T = cfg->seq_len;
 	m->d = cfg->d_model;
@@ -451,6 +442,57 @@ int model_create(struct model **out, struct backend *be,
 		off += p->numel;
 	}
 	m->n_param_elems = off;
+	return 0;
+}
+
+int model_shape(struct model *m, struct backend *be,
+		const struct model_config *cfg, char *err, size_t errlen)
+{
+	struct param_spec specs[MODEL_MAX_PARAMS];
+	memset(m, 0, sizeof(*m));
+	return shape_init(m, be, cfg, specs, err, errlen);
+}
+
+void model_memory(const struct model *m, size_t bytes[MEM_NCAT])
+{
+	size_t e = m->be->elem, N = (size_t)m->B * m->T;
+	for (int c = 0; c < MEM_NCAT; c++)
+		bytes[c] = 0;
+	bytes[MEM_PARAMS] = e * m->n_param_elems;
+	bytes[MEM_GRADS] = e * m->n_param_elems;
+	/* tokens and targets (int32), x, u, gu, logits, gz: model_create */
+	bytes[MEM_HEAD] = 2 * N * sizeof(int32_t) +
+			  e * (N * (size_t)m->E + 2 * m->n_u +
+			       N * (size_t)m->cfg.vocab_size + m->n_state);
+	bytes[MEM_WORKSPACE] = e * m->ops->workspace_elems(m);
+}
+
+int model_create(struct model **out, struct backend *be,
+		 const struct model_config *cfg, char *err, size_t errlen)
+{
+	struct param_spec specs[MODEL_MAX_PARAMS];
+	struct model *m = NULL;
+	struct model_priv *pv = NULL;
+	double *host = NULL;
+	size_t N, off;
+
+	*out = NULL;
+	m = calloc(1, sizeof(*m));
+	pv = calloc(1, sizeof(*pv));
+	if (!m || !pv) {
+		free(m);
+		free(pv);
+		snprintf(err, errlen, "out of host memory creating the model");
+		return -1;
+	}
+	if (shape_init(m, be, cfg, specs, err, errlen) != 0) {
+		free(m);
+		free(pv);
+		return -1;
+	}
+	m->priv = pv;
+	N = (size_t)m->B * m->T;
+	off = m->n_param_elems;
 
 	pv->ws_elems = m->ops->workspace_elems(m);
 	pv->staging = malloc(2 * N * sizeof(int32_t));

@@ -127,6 +127,21 @@ int model_create(struct model **out, struct backend *be,
 		 const struct model_config *cfg, char *err, size_t errlen);
 void model_destroy(struct model *m);
 
+/* A shape-only model: fills *m with cfg's kind, sizes (B, T, d, U, E,
+ * n_state, n_u) and parameter table as model_create would, allocating
+ * nothing (buffers NULL); m->be = be, of which only be->elem is read, so be
+ * may be a stack struct with elem set. Enough for model_tape_elems,
+ * model_memory and method_memory: memory is estimated before a run
+ * allocates it. -1 with model_create's message for bad dimensions. */
+int model_shape(struct model *m, struct backend *be,
+		const struct model_config *cfg, char *err, size_t errlen);
+
+/* Bytes model_create allocates for m, per category (params, grads, head,
+ * workspace; the others 0): params and grads n_param_elems elements each,
+ * head 2·N int32 token ids plus N·E + 2·N·U + N·V + n_state elements (x, u,
+ * gu, logits, gz), workspace the kind's workspace (N = B·T). */
+void model_memory(const struct model *m, size_t bytes[MEM_NCAT]);
+
 /* Elements (of the backend type) one block application's tape needs; the
  * tape holds everything model_block_vjp reads, z_in included. */
 size_t model_tape_elems(const struct model *m);

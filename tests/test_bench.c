@@ -1461,15 +1461,28 @@ Test(cli, bad_input_exits_2, .timeout = 120)
 		expect_bad(a, res, "dq");
 	}
 	{
-		const char *a[] = {
-		    "run", TINY, "corpus=brown", "data_dir=/nonexistent/data",
-		    arg,   NULL};
+		/* TINY without its corpus= (a key given twice is refused) */
+		const char *a[] = {"run",
+				   "corpus=brown",
+				   "data_dir=/nonexistent/data",
+				   "d_model=16",
+				   "n_heads=2",
+				   "steps=4",
+				   "warmup_steps=1",
+				   arg,
+				   NULL};
 		expect_bad(a, res, "scripts/fetch-brown.sh");
 	}
 	{
-		const char *a[] = {"run",	 TINY,
-				   "corpus=ptb", "data_dir=/nonexistent/data",
-				   arg,		 NULL};
+		const char *a[] = {"run",
+				   "corpus=ptb",
+				   "data_dir=/nonexistent/data",
+				   "d_model=16",
+				   "n_heads=2",
+				   "steps=4",
+				   "warmup_steps=1",
+				   arg,
+				   NULL};
 		expect_bad(a, res, "ptb.train.txt");
 	}
 	{
@@ -1875,8 +1888,20 @@ Test(cli, safetensors_bad_input_exits_2, .timeout = 120)
 	tpath(pp, sizeof(pp), "p.safetensors");
 	snprintf(a1, sizeof(a1), "params=%s", pp);
 	{
-		const char *a[] = {"grad", GRAD_CFG, "d_model=32", a1,
-				   a2,	   a3,	     NULL};
+		/* GRAD_CFG with d_model=32 (not given twice: refused) */
+		const char *a[] = {"grad",
+				   "corpus=synthetic",
+				   "d_model=32",
+				   "n_heads=2",
+				   "d_ff=24",
+				   "seq_len=6",
+				   "vocab_size=40",
+				   "layers=3",
+				   "threads=1",
+				   a1,
+				   a2,
+				   a3,
+				   NULL};
 		expect_bad(a, res, "shape");
 	}
 	/* tokens with the wrong dtype */
