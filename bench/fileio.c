@@ -1,6 +1,8 @@
 /* fileio.c — appending, replacing and temporary files (see fileio.h). */
 #include "fileio.h"
 
+#include "config.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +26,9 @@ static int mkdirs(const char *path, size_t *made, char *err, size_t errlen)
 	size_t n = strlen(path);
 	*made = 0;
 	if (n >= sizeof(buf)) {
-		snprintf(err, errlen, "%s: path too long", path);
+		char pb[160];
+		snprintf(err, errlen, "%s: path too long",
+			 config_brief(path, pb, sizeof(pb)));
 		return -1;
 	}
 	memcpy(buf, path, n + 1);
@@ -36,9 +40,11 @@ static int mkdirs(const char *path, size_t *made, char *err, size_t errlen)
 			if (!*made)
 				*made = (size_t)(p - buf);
 		} else if (errno != EEXIST) {
-			snprintf(err, errlen,
-				 "%s: cannot create directory %s (%s)", path,
-				 buf, strerror(errno));
+			char pb[160], db[160];
+			snprintf(
+			    err, errlen, "%s: cannot create directory %s (%s)",
+			    config_brief(path, pb, sizeof(pb)),
+			    config_brief(buf, db, sizeof(db)), strerror(errno));
 			return -1;
 		}
 		*p = '/';
@@ -73,7 +79,9 @@ int fileio_make_parents(const char *path, char *err, size_t errlen)
  * nobody reads (ENXIO under O_NONBLOCK). */
 static void open_error(const char *path, int e, char *err, size_t errlen)
 {
-	snprintf(err, errlen, "%s: cannot open for appending (%s)", path,
+	char pb[256];
+	snprintf(err, errlen, "%s: cannot open for appending (%s)",
+		 config_brief(path, pb, sizeof(pb)),
 		 e == ENXIO ? "a FIFO with no reader" : strerror(e));
 }
 
