@@ -452,3 +452,41 @@ Test(solvers, memory_exact)
 	}
 	backend_destroy(be);
 }
+
+/* The new keys' ranges: protect_thres 0 or >= 1, stall_window 0 or >= 2,
+ * known batching and scopes; each refusal names its key. */
+static void expect_refused(struct method_config c, const char *key)
+{
+	char err[256] = "";
+	cr_assert_eq(method_config_validate(&c, err, sizeof(err)), -1,
+		     "%s accepted", key);
+	cr_assert(strstr(err, key), "message '%s' does not name %s", err, key);
+}
+
+Test(solvers, bad_keys_name_the_key)
+{
+	struct method_config c, b;
+	char err[256];
+	method_config_defaults(&c);
+	c.method = METHOD_DEQ;
+	c.protect_thres = 1.0;
+	c.stall_window = 2;
+	cr_assert_eq(method_config_validate(&c, err, sizeof(err)), 0, "%s",
+		     err);
+	b = c, b.protect_thres = 0.5;
+	expect_refused(b, "protect_thres");
+	b = c, b.protect_thres = INFINITY;
+	expect_refused(b, "protect_thres");
+	b = c, b.stall_window = 1;
+	expect_refused(b, "stall_window");
+	b = c, b.stall_window = -3;
+	expect_refused(b, "stall_window");
+	b = c, b.solver_batching = (enum solver_batching)2;
+	expect_refused(b, "solver_batching");
+	b = c, b.b_stop_scope = (enum stop_scope)5;
+	expect_refused(b, "stop_scope");
+	cr_assert_eq(solver_batching_parse("per_sample"), BATCHING_PER_SAMPLE);
+	cr_assert_eq(solver_batching_parse("global"), BATCHING_GLOBAL);
+	cr_assert_eq(stop_scope_parse("sample"), SCOPE_SAMPLE);
+	cr_assert_eq(stop_scope_parse("all"), -1);
+}
