@@ -95,6 +95,7 @@ int solver_create(struct solver **out, struct backend *be, size_t n,
 		  size_t errlen)
 {
 	struct solver *s = calloc(1, sizeof(*s));
+	int mismatch = 0;
 	*out = NULL;
 	if (!s)
 		goto oom_host;
@@ -110,11 +111,10 @@ int solver_create(struct solver **out, struct backend *be, size_t n,
 			s->max_m = p[i].anderson_m;
 		if (p[i].max_iter > s->max_iter)
 			s->max_iter = p[i].max_iter;
-		if ((p[i].samples > 0 ? p[i].samples : 1) != s->S ||
-		    (p[i].parts > 0 ? p[i].parts : 1) != s->P)
-			s->len = 1; /* flagged below */
+		mismatch |= (p[i].samples > 0 ? p[i].samples : 1) != s->S ||
+			    (p[i].parts > 0 ? p[i].parts : 1) != s->P;
 	}
-	if (s->len || n % ((size_t)s->S * (size_t)s->P) != 0) {
+	if (mismatch || n % ((size_t)s->S * (size_t)s->P) != 0) {
 		snprintf(err, errlen,
 			 "solver: %zu state elements do not split into %d "
 			 "samples of %d segments",
