@@ -42,6 +42,16 @@ int memfit_estimate(const struct bench_config *cfg, int V, size_t elem,
 		return -1;
 	if (method_memory(&m, &cfg->method, &depth, &solver, err, errlen) != 0)
 		return -1;
+	if (cfg->pretrain_steps > 0) {
+		/* pretrain.c allocates an unroll method beside the deq's */
+		struct method_config uc = cfg->method;
+		size_t ud, us;
+		uc.method = METHOD_UNROLL;
+		uc.layers = cfg->pretrain_layers;
+		if (method_memory(&m, &uc, &ud, &us, err, errlen) != 0)
+			return -1;
+		depth = sat_add(depth, ud);
+	}
 	model_memory(&m, out->device);
 	n = m.n_param_elems;
 	out->device[MEM_DEPTH] = depth;

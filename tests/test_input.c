@@ -24,6 +24,7 @@
 
 #include "config.h"
 #include "memfit.h"
+#include "pretrain.h"
 #include "record.h"
 #include "runner.h"
 #include "suite.h"
@@ -213,6 +214,43 @@ Test(memfit, estimate_equals_the_allocator, .timeout = 120)
 				     2 * rc.be->mem.live[MEM_PARAMS]);
 			runner_ctx_destroy(&rc);
 		}
+}
+
+/* With pretrain_steps > 0 the run also holds an unroll method of
+ * pretrain_layers beside the deq's (pretrain.c): the estimate counts its
+ * depth too. */
+Test(memfit, estimate_counts_the_pretraining_unroll, .timeout = 60)
+{
+	static const char *const kv[][2] = {
+	    {"model", "transformer"}, {"d_model", "12"},
+	    {"n_heads", "3"},	      {"d_ff", "20"},
+	    {"seq_len", "5"},	      {"batch_size", "3"},
+	    {"threads", "1"},	      {"method", "deq"},
+	    {"steps", "20"},	      {"warmup_steps", "2"},
+	    {"pretrain_steps", "4"},  {"pretrain_layers", "6"}};
+	struct bench_config c;
+	struct run_ctx rc;
+	struct run_memory e;
+	struct pretrain pt;
+	char err[512];
+	config_defaults(&c);
+	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
+		cr_assert_eq(
+		    config_set(&c, kv[i][0], kv[i][1], err, sizeof(err)), 0,
+		    "%s", err);
+	cr_assert_eq(runner_ctx_create(&rc, &c, 37, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(pretrain_create(&pt, &rc, &c, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_gt(pt.depth_bytes, 0);
+	cr_assert_eq(
+	    memfit_estimate(&c, 37, rc.be->elem, 1, &e, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert_eq(e.device[MEM_DEPTH], rc.be->mem.live[MEM_DEPTH],
+		     "estimate %zu, allocated %zu", e.device[MEM_DEPTH],
+		     rc.be->mem.live[MEM_DEPTH]);
+	pretrain_free(&pt, &rc);
+	runner_ctx_destroy(&rc);
 }
 
 /* Sizes inside every key's range that need far more memory than any host
