@@ -9,14 +9,11 @@
 #include <criterion/criterion.h>
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -25,48 +22,7 @@
 #include "record.h"
 #include "runner.h"
 #include "suite.h"
-
-extern char **environ;
-
-static char tmpdir[256];
-
-static void make_tmpdir(void)
-{
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/dqbench_test.XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir));
-}
-
-static void tpath(char *buf, size_t n, const char *name)
-{
-	snprintf(buf, n, "%s/%s", tmpdir, name);
-}
-
-static void write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	cr_assert_not_null(f, "cannot write %s", path);
-	fputs(text, f);
-	fclose(f);
-}
-
-static char *read_all(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	buf[n] = 0;
-	fclose(f);
-	if (len)
-		*len = (size_t)n;
-	return buf;
-}
+#include "test_cli.h"
 
 /* ---------------------------------------------------------------- config */
 
@@ -166,15 +122,14 @@ Test(config, ranges)
 	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
 }
 
-Test(config, file_and_overrides)
+Test(config, file_and_overrides, .init = cli_setup, .fini = cli_teardown)
 {
 	struct bench_config c;
 	char err[512], p[512];
-	make_tmpdir();
-	tpath(p, sizeof(p), "c.json");
-	write_text(p,
-		   "{\"layers\": 6, \"lr\": 0.01, \"method\": \"checkpoint\","
-		   " \"trace\": true, \"corpus\": \"synthetic\"}");
+	cli_path(p, sizeof(p), "c.json");
+	cli_write_text(
+	    p, "{\"layers\": 6, \"lr\": 0.01, \"method\": \"checkpoint\","
+	       " \"trace\": true, \"corpus\": \"synthetic\"}");
 	config_defaults(&c);
 	cr_assert_eq(config_load_file(&c, p, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(c.method.layers, 6);
@@ -185,16 +140,16 @@ Test(config, file_and_overrides)
 	cr_assert_eq(c.method.layers, 9);
 
 	/* JSON type errors and malformed files */
-	write_text(p, "{\"layers\": \"abc\"}");
+	cli_write_text(p, "{\"layers\": \"abc\"}");
 	config_defaults(&c);
 	cr_assert_eq(config_load_file(&c, p, err, sizeof(err)), -1);
 	cr_assert(strstr(err, p) && strstr(err, "layers"), "%s", err);
-	write_text(p, "{\"layers\": true}");
+	cli_write_text(p, "{\"layers\": true}");
 	cr_assert_eq(config_load_file(&c, p, err, sizeof(err)), -1);
-	write_text(p, "{\"layers\": 12,\n \"lr\": }\n");
+	cli_write_text(p, "{\"layers\": 12,\n \"lr\": }\n");
 	cr_assert_eq(config_load_file(&c, p, err, sizeof(err)), -1);
 	cr_assert(strstr(err, ":2:"), "line number in: %s", err);
-	tpath(p, sizeof(p), "missing.json");
+	cli_path(p, sizeof(p), "missing.json");
 	cr_assert_eq(config_load_file(&c, p, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "missing.json"), "%s", err);
 }
@@ -895,16 +850,16 @@ Test(record, deq_pretrain_phases, .timeout = 120)
 }
 
 /* A run that fails in setup still gives a record of the documented shape. */
-Test(record, error_record_matches_schema, .timeout = 60)
+Test(record, error_record_matches_schema, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 60)
 {
 	struct bench_config c;
 	json_t *r;
 	char err[512];
 	struct run_meta meta = {NULL, 0, 0, 0, 1};
-	make_tmpdir();
 	tiny_config(&c, "unroll");
 	cr_assert_eq(config_set(&c, "corpus", "text", err, sizeof(err)), 0);
-	cr_assert_eq(config_set(&c, "data_dir", tmpdir, err, sizeof(err)), 0);
+	cr_assert_eq(config_set(&c, "data_dir", cli_dir, err, sizeof(err)), 0);
 	cr_assert_eq(runner_run(&c, &meta, &r), RUN_ERROR);
 	cr_assert_str_eq(json_string_value(at(r, "status")), "error");
 	cr_assert(strstr(json_string_value(at(r, "message")), "train.txt"),
@@ -942,16 +897,16 @@ static void write_text_corpus(const char *dir)
 	}
 }
 
-Test(data_path, vocab_from_corpus_or_key, .timeout = 60)
+Test(data_path, vocab_from_corpus_or_key, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 60)
 {
 	struct bench_config c;
 	char err[512];
 	int V;
-	make_tmpdir();
-	write_text_corpus(tmpdir);
+	write_text_corpus(cli_dir);
 	tiny_config(&c, "unroll");
 	config_set(&c, "corpus", "text", err, sizeof(err));
-	config_set(&c, "data_dir", tmpdir, err, sizeof(err));
+	config_set(&c, "data_dir", cli_dir, err, sizeof(err));
 	c.model.vocab_size = 0;
 	cr_assert_eq(runner_resolve_vocab(&c, &V, err, sizeof(err)), 0, "%s",
 		     err);
@@ -980,7 +935,7 @@ Test(config, readme_table_current)
 	config_print_markdown(mf);
 	fclose(mf);
 	snprintf(path, sizeof(path), "%s/README.md", root);
-	readme = read_all(path, NULL);
+	readme = cli_read(path, NULL);
 	cr_assert_not_null(readme, "cannot read %s", path);
 	cr_assert(strstr(readme, want),
 		  "README.md's key table is stale; replace it with the output "
@@ -1141,7 +1096,7 @@ Test(record, summary_converged_columns)
 	json_decref(all);
 }
 
-Test(record, stats_and_append)
+Test(record, stats_and_append, .init = cli_setup, .fini = cli_teardown)
 {
 	double x[] = {5, 1, 4, 2, 3};
 	json_t *s = record_stats_json(x, 5), *r, *arr = json_array();
@@ -1155,8 +1110,7 @@ Test(record, stats_and_append)
 	cr_assert_float_eq(json_real_value(json_object_get(s, "mean")), 3,
 			   1e-12);
 	json_decref(s);
-	make_tmpdir();
-	tpath(p, sizeof(p), "a/b/r.jsonl");
+	cli_path(p, sizeof(p), "a/b/r.jsonl");
 	cr_assert_eq(record_check_out(p, err, sizeof(err)), 0, "%s", err);
 	r = record_new();
 	cr_assert_eq(record_append(p, r, err, sizeof(err)), 0);
@@ -1173,59 +1127,19 @@ Test(record, stats_and_append)
 
 /* ------------------------------------------------------------ end to end */
 
-static const char *deqbench(void)
-{
-	const char *p = getenv("DQ_DEQBENCH");
-	cr_assert_not_null(p, "DQ_DEQBENCH must give the deqbench binary");
-	return p;
-}
-
-/* Runs deqbench with args (NULL-terminated); stdout/stderr go to files in
- * tmpdir. Returns the exit status. */
-static int run_cli(const char *const *args, char *err_text, size_t errlen)
-{
-	char *argv[64];
-	char out_p[512], err_p[512];
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
-	int st, n = 0;
-	char *e;
-
-	argv[n++] = (char *)deqbench();
-	for (int i = 0; args[i]; i++)
-		argv[n++] = (char *)args[i];
-	argv[n] = NULL;
-	tpath(out_p, sizeof(out_p), "stdout.txt");
-	tpath(err_p, sizeof(err_p), "stderr.txt");
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, out_p,
-					 O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	posix_spawn_file_actions_addopen(&fa, 2, err_p,
-					 O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0);
-	posix_spawn_file_actions_destroy(&fa);
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	e = read_all(err_p, NULL);
-	if (err_text)
-		snprintf(err_text, errlen, "%s", e ? e : "");
-	free(e);
-	cr_assert(WIFEXITED(st), "deqbench died");
-	return WEXITSTATUS(st);
-}
-
 #define TINY                                                                   \
 	"corpus=synthetic", "d_model=16", "n_heads=2", "d_ff=32", "seq_len=8", \
 	    "batch_size=4", "layers=3", "steps=4", "warmup_steps=1",           \
 	    "eval_tokens=32", "threads=1"
 
-Test(cli, tiny_run_appends_one_line, .timeout = 120)
+Test(cli, tiny_run_appends_one_line, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
 {
 	char out[512], arg[600], err[4096], so[600];
 	char *text, *run_out, *report;
 	size_t len;
 	json_t *arr = json_array();
-	make_tmpdir();
-	tpath(out, sizeof(out), "res/runs.jsonl");
+	cli_path(out, sizeof(out), "res/runs.jsonl");
 	snprintf(arg, sizeof(arg), "out=%s", out);
 	{
 		/* tolerances inside the residuals' range: some steps
@@ -1233,15 +1147,15 @@ Test(cli, tiny_run_appends_one_line, .timeout = 120)
 		const char *a[] = {"run",	  TINY,		  "method=deq",
 				   "f_tol=0.008", "b_tol=0.0065", arg,
 				   NULL};
-		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
 	}
-	tpath(so, sizeof(so), "stdout.txt");
-	run_out = read_all(so, NULL);
+	cli_path(so, sizeof(so), "stdout.txt");
+	run_out = cli_read(so, NULL);
 	{
 		const char *a[] = {"run", TINY, "method=unroll", arg, NULL};
-		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
 	}
-	text = read_all(out, &len);
+	text = cli_read(out, &len);
 	cr_assert_not_null(text);
 	cr_assert_eq(text[len - 1], '\n');
 	cr_assert_eq(record_read_jsonl(out, arr, err, sizeof(err)), 0, "%s",
@@ -1252,12 +1166,12 @@ Test(cli, tiny_run_appends_one_line, .timeout = 120)
 			 "ok");
 	{
 		const char *a[] = {"report", out, NULL};
-		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
 	}
 	/* the converged columns of run's and report's tables are the
 	 * record's fractions (4 steps: multiples of 25%, no clamping);
 	 * the unroll row has dashes for every solver column */
-	report = read_all(so, NULL);
+	report = cli_read(so, NULL);
 	cr_assert_not_null(run_out);
 	cr_assert_not_null(report);
 	for (int k = 0; k < 2; k++) {
@@ -1284,16 +1198,16 @@ Test(cli, tiny_run_appends_one_line, .timeout = 120)
 /* The real data path end to end: corpus=text from a temp dir, the
  * vocabulary taken from the corpus, perplexity over real valid/test
  * tokens, and the one-line summary on stdout. */
-Test(cli, text_corpus_run, .timeout = 120)
+Test(cli, text_corpus_run, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
 {
 	char out[512], a1[600], a2[600], err[4096], so[600];
 	json_t *arr = json_array(), *r;
 	char *text;
-	make_tmpdir();
-	write_text_corpus(tmpdir);
-	tpath(out, sizeof(out), "runs.jsonl");
+	write_text_corpus(cli_dir);
+	cli_path(out, sizeof(out), "runs.jsonl");
 	snprintf(a1, sizeof(a1), "out=%s", out);
-	snprintf(a2, sizeof(a2), "data_dir=%s", tmpdir);
+	snprintf(a2, sizeof(a2), "data_dir=%s", cli_dir);
 	{
 		const char *a[] = {"run",
 				   "corpus=text",
@@ -1310,7 +1224,7 @@ Test(cli, text_corpus_run, .timeout = 120)
 				   "threads=1",
 				   a1,
 				   NULL};
-		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
 	}
 	cr_assert_eq(record_read_jsonl(out, arr, err, sizeof(err)), 0, "%s",
 		     err);
@@ -1338,8 +1252,8 @@ Test(cli, text_corpus_run, .timeout = 120)
 			   exp(json_number_value(at(r, "quality.valid_loss"))),
 			   1e-9 *
 			       json_number_value(at(r, "quality.valid_ppl")));
-	tpath(so, sizeof(so), "stdout.txt");
-	text = read_all(so, NULL);
+	cli_path(so, sizeof(so), "stdout.txt");
+	text = cli_read(so, NULL);
 	cr_assert(strstr(text, "ok: transformer unroll") &&
 		      strstr(text, "valid ppl") && strstr(text, "| group |"),
 		  "stdout: %s", text);
@@ -1347,35 +1261,35 @@ Test(cli, text_corpus_run, .timeout = 120)
 	json_decref(arr);
 }
 
-Test(cli, suite_dry_run_and_shards, .timeout = 120)
+Test(cli, suite_dry_run_and_shards, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
 {
 	char suite_p[512], out[512], arg[600], err[4096];
 	json_t *arr = json_array();
-	make_tmpdir();
-	tpath(suite_p, sizeof(suite_p), "s.json");
-	tpath(out, sizeof(out), "s.jsonl");
-	write_text(suite_p,
-		   "{\"name\":\"t\",\"base\":{\"corpus\":\"synthetic\","
-		   "\"d_model\":16,\"n_heads\":2,\"d_ff\":32,\"seq_len\":8,"
-		   "\"batch_size\":4,\"steps\":3,\"warmup_steps\":1,"
-		   "\"eval_tokens\":32,\"threads\":1},"
-		   "\"axes\":{\"method\":[\"unroll\",\"checkpoint\",\"deq\"],"
-		   "\"layers\":[2,4]},\"exclude\":[{\"method\":\"deq\","
-		   "\"layers\":4}]}");
+	cli_path(suite_p, sizeof(suite_p), "s.json");
+	cli_path(out, sizeof(out), "s.jsonl");
+	cli_write_text(
+	    suite_p, "{\"name\":\"t\",\"base\":{\"corpus\":\"synthetic\","
+		     "\"d_model\":16,\"n_heads\":2,\"d_ff\":32,\"seq_len\":8,"
+		     "\"batch_size\":4,\"steps\":3,\"warmup_steps\":1,"
+		     "\"eval_tokens\":32,\"threads\":1},"
+		     "\"axes\":{\"method\":[\"unroll\",\"checkpoint\",\"deq\"],"
+		     "\"layers\":[2,4]},\"exclude\":[{\"method\":\"deq\","
+		     "\"layers\":4}]}");
 	snprintf(arg, sizeof(arg), "out=%s", out);
 	{
 		const char *a[] = {"suite", suite_p, "--dry-run", arg, NULL};
-		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
 	}
 	{
 		const char *a[] = {"suite", suite_p, "--shard",
 				   "0/2",   arg,     NULL};
-		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
 	}
 	{
 		const char *a[] = {"suite", suite_p, "--shard",
 				   "1/2",   arg,     NULL};
-		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
 	}
 	cr_assert_eq(record_read_jsonl(out, arr, err, sizeof(err)), 0);
 	cr_assert_eq(json_array_size(arr), 5);
@@ -1403,8 +1317,8 @@ static void expect_bad(const char *const *args, const char *results,
 {
 	char err[4096];
 	size_t n0, n1;
-	char *before = read_all(results, &n0), *after;
-	int rc = run_cli(args, err, sizeof(err));
+	char *before = cli_read(results, &n0), *after;
+	int rc = cli_run(args, 0, err, sizeof(err));
 	char *nl = strchr(err, '\n');
 	cr_assert_eq(rc, 2, "%s %s: exit %d, stderr: %s", args[0], args[1], rc,
 		     err);
@@ -1412,26 +1326,27 @@ static void expect_bad(const char *const *args, const char *results,
 	if (must_contain)
 		cr_assert(strstr(err, must_contain), "'%s' not in: %s",
 			  must_contain, err);
-	after = read_all(results, &n1);
+	after = cli_read(results, &n1);
 	cr_assert_eq(n0, n1);
 	cr_assert_eq(memcmp(before, after, n0), 0, "results file changed");
 	free(before);
 	free(after);
 }
 
-Test(cli, bad_input_exits_2, .timeout = 120)
+Test(cli, bad_input_exits_2, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
 {
 	char res[512], arg[600], cfgp[512], badjson[512], suitep[512];
-	make_tmpdir();
-	tpath(res, sizeof(res), "keep.jsonl");
-	write_text(res, "{\"schema\":1,\"status\":\"ok\"}\n");
+	cli_path(res, sizeof(res), "keep.jsonl");
+	cli_write_text(res, "{\"schema\":1,\"status\":\"ok\"}\n");
 	snprintf(arg, sizeof(arg), "out=%s", res);
-	tpath(cfgp, sizeof(cfgp), "bad.json");
-	write_text(cfgp, "{\"layers\": 4,\n  \"steps\": ,}\n");
-	tpath(badjson, sizeof(badjson), "badtype.json");
-	write_text(badjson, "{\"layers\": \"abc\"}\n");
-	tpath(suitep, sizeof(suitep), "badsuite.json");
-	write_text(suitep, "{\"axes\": {\"method\": [\"unroll\", \"dq\"]}}");
+	cli_path(cfgp, sizeof(cfgp), "bad.json");
+	cli_write_text(cfgp, "{\"layers\": 4,\n  \"steps\": ,}\n");
+	cli_path(badjson, sizeof(badjson), "badtype.json");
+	cli_write_text(badjson, "{\"layers\": \"abc\"}\n");
+	cli_path(suitep, sizeof(suitep), "badsuite.json");
+	cli_write_text(suitep,
+		       "{\"axes\": {\"method\": [\"unroll\", \"dq\"]}}");
 	{
 		const char *a[] = {"run", TINY, "layers=abc", arg, NULL};
 		expect_bad(a, res, "layers");
@@ -1515,12 +1430,12 @@ Test(cli, bad_input_exits_2, .timeout = 120)
 
 /* pretrain_steps / pretrain_layers out of range or with another method:
  * exit 2, one line naming the key and its range. */
-Test(cli, pretrain_bad_input_exits_2, .timeout = 60)
+Test(cli, pretrain_bad_input_exits_2, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 60)
 {
 	char res[512], arg[600];
-	make_tmpdir();
-	tpath(res, sizeof(res), "keep-pretrain.jsonl");
-	write_text(res, "{\"schema\":1,\"status\":\"ok\"}\n");
+	cli_path(res, sizeof(res), "keep-pretrain.jsonl");
+	cli_write_text(res, "{\"schema\":1,\"status\":\"ok\"}\n");
 	snprintf(arg, sizeof(arg), "out=%s", res);
 	{
 		const char *a[] = {
@@ -1601,7 +1516,7 @@ static void st_write(const char *path, const struct st_tensor *t, int n)
 static json_t *st_read(const char *path, char **data)
 {
 	size_t len;
-	char *buf = read_all(path, &len);
+	char *buf = cli_read(path, &len);
 	uint64_t hl;
 	json_t *h;
 	cr_assert_not_null(buf, "cannot read %s", path);
@@ -1717,15 +1632,15 @@ static void check_grad_solves(const char *err, json_t *h,
  * (a kind whose model_create fails, e.g. not yet implemented, is skipped
  * with a message) and a method with and without a solver; the solves are
  * reported on stderr and in the file's metadata (check_grad_solves). */
-Test(cli, grad_matches_in_process, .timeout = 300)
+Test(cli, grad_matches_in_process, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 300)
 {
 	const char *models[] = {"transformer", "tanh_cell", "trellisnet"};
 	const char *methods[] = {"checkpoint", "deq"};
 	char pp[512], tp[512], gp[512], a1[600], a2[600], a3[600], err[4096];
-	make_tmpdir();
-	tpath(pp, sizeof(pp), "p.safetensors");
-	tpath(tp, sizeof(tp), "t.safetensors");
-	tpath(gp, sizeof(gp), "g.safetensors");
+	cli_path(pp, sizeof(pp), "p.safetensors");
+	cli_path(tp, sizeof(tp), "t.safetensors");
+	cli_path(gp, sizeof(gp), "g.safetensors");
 	write_tokens(tp, 3, 6, 40);
 	for (int ki = 0; ki < 3; ki++) {
 		char karg[64];
@@ -1747,7 +1662,7 @@ Test(cli, grad_matches_in_process, .timeout = 300)
 		{
 			const char *a[] = {"params", "init", GRAD_CFG, karg,
 					   "seed=7", a1,     NULL};
-			cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s",
+			cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s",
 				     err);
 		}
 		snprintf(a1, sizeof(a1), "params=%s", pp);
@@ -1766,7 +1681,7 @@ Test(cli, grad_matches_in_process, .timeout = 300)
 				const char *a[] = {"grad", GRAD_CFG, karg,
 						   marg,   a1,	     a2,
 						   a3,	   NULL};
-				cr_assert_eq(run_cli(a, err, sizeof(err)), 0,
+				cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0,
 					     "%s %s: %s", karg, marg, err);
 			}
 			/* in process: same config, B and T from the tokens */
@@ -1834,7 +1749,8 @@ Test(cli, grad_matches_in_process, .timeout = 300)
 	}
 }
 
-Test(cli, safetensors_bad_input_exits_2, .timeout = 120)
+Test(cli, safetensors_bad_input_exits_2, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
 {
 	char pp[512], tp[512], gp[512], res[512], a1[600], a2[600], a3[600];
 	char err[4096], *data;
@@ -1843,15 +1759,14 @@ Test(cli, safetensors_bad_input_exits_2, .timeout = 120)
 	int n = 0;
 	const char *key;
 	json_t *e;
-	make_tmpdir();
-	tpath(pp, sizeof(pp), "p.safetensors");
-	tpath(tp, sizeof(tp), "t.safetensors");
-	tpath(gp, sizeof(gp), "g.safetensors");
-	tpath(res, sizeof(res), "p.safetensors");
+	cli_path(pp, sizeof(pp), "p.safetensors");
+	cli_path(tp, sizeof(tp), "t.safetensors");
+	cli_path(gp, sizeof(gp), "g.safetensors");
+	cli_path(res, sizeof(res), "p.safetensors");
 	snprintf(a1, sizeof(a1), "out=%s", pp);
 	{
 		const char *a[] = {"params", "init", GRAD_CFG, a1, NULL};
-		cr_assert_eq(run_cli(a, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
 	}
 	write_tokens(tp, 2, 6, 40);
 	/* drop one tensor: block.ff1.bias */
@@ -1875,7 +1790,7 @@ Test(cli, safetensors_bad_input_exits_2, .timeout = 120)
 			     json_integer_value(json_array_get(off, 0)));
 		n++;
 	}
-	tpath(pp, sizeof(pp), "missing.safetensors");
+	cli_path(pp, sizeof(pp), "missing.safetensors");
 	st_write(pp, t, n);
 	snprintf(a1, sizeof(a1), "params=%s", pp);
 	snprintf(a2, sizeof(a2), "tokens=%s", tp);
@@ -1885,7 +1800,7 @@ Test(cli, safetensors_bad_input_exits_2, .timeout = 120)
 		expect_bad(a, res, "block.ff1.bias");
 	}
 	/* wrong model size: the shapes do not match d_model=32 */
-	tpath(pp, sizeof(pp), "p.safetensors");
+	cli_path(pp, sizeof(pp), "p.safetensors");
 	snprintf(a1, sizeof(a1), "params=%s", pp);
 	{
 		/* GRAD_CFG with d_model=32 (not given twice: refused) */

@@ -1,8 +1,9 @@
 /* test_cli.h — helpers for tests that run the deqbench binary (DQ_DEQBENCH
  * gives its path, tests/meson.build sets it): a per-test temp directory
- * (removed afterwards), small file helpers, and cli_run, which runs
- * deqbench with its stdout and stderr in files of that directory.
- * Header-only, static, for one test executable at a time. */
+ * (removed afterwards), small file helpers, and cli_run / cli_run_with,
+ * which run deqbench with its stdout and stderr in files of that directory.
+ * Header-only, static inline (a test need not use every helper), for one
+ * test executable at a time. */
 #ifndef DQ_TEST_CLI_H
 #define DQ_TEST_CLI_H
 
@@ -20,8 +21,8 @@
 
 static char cli_dir[256];
 
-static int cli_rm_one(const char *p, const struct stat *st, int flag,
-		      struct FTW *ftw)
+static inline int cli_rm_one(const char *p, const struct stat *st, int flag,
+			     struct FTW *ftw)
 {
 	(void)st;
 	(void)flag;
@@ -31,7 +32,7 @@ static int cli_rm_one(const char *p, const struct stat *st, int flag,
 
 /* Criterion .init: a fresh temp directory, also $TMPDIR of the test and of
  * the deqbench processes it starts (so rescue files land in it). */
-static void cli_setup(void)
+static inline void cli_setup(void)
 {
 	snprintf(cli_dir, sizeof(cli_dir), "/tmp/dq_test_cli_XXXXXX");
 	cr_assert_not_null(mkdtemp(cli_dir));
@@ -40,7 +41,7 @@ static void cli_setup(void)
 
 /* Criterion .fini: removes the temp directory (not across mount points:
  * a test that mounts unmounts first). */
-static void cli_teardown(void)
+static inline void cli_teardown(void)
 {
 	if (cli_dir[0])
 		nftw(cli_dir, cli_rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
@@ -48,12 +49,12 @@ static void cli_teardown(void)
 }
 
 /* buf = cli_dir/name. */
-static void cli_path(char *buf, size_t n, const char *name)
+static inline void cli_path(char *buf, size_t n, const char *name)
 {
 	snprintf(buf, n, "%s/%s", cli_dir, name);
 }
 
-static void cli_write(const char *path, const void *data, size_t n)
+static inline void cli_write(const char *path, const void *data, size_t n)
 {
 	FILE *f = fopen(path, "wb");
 	cr_assert_not_null(f, "cannot write %s", path);
@@ -61,12 +62,28 @@ static void cli_write(const char *path, const void *data, size_t n)
 	cr_assert_eq(fclose(f), 0);
 }
 
-/* The whole file, NUL-terminated (NULL when it cannot be opened). */
-static char *cli_read(const char *path, size_t *len)
+/* cli_write of a NUL-terminated text (without the NUL). */
+static inline void cli_write_text(const char *path, const char *text)
+{
+	cli_write(path, text, strlen(text));
+}
+
+/* 1 when path names anything (a dangling link too), else 0. */
+static inline int cli_exists(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0;
+}
+
+/* The whole file, NUL-terminated, its size in *len when len is non-NULL
+ * (NULL and *len = 0 when it cannot be opened). */
+static inline char *cli_read(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
 	char *buf;
 	long n;
+	if (len)
+		*len = 0;
 	if (!f)
 		return NULL;
 	fseek(f, 0, SEEK_END);
@@ -82,16 +99,27 @@ static char *cli_read(const char *path, size_t *len)
 	return buf;
 }
 
+/* Options of cli_run_with; all zero runs as cli_run(args, 0, ...) does. */
+struct cli_opts {
+	/* > 0: the size limit in bytes of any file the run writes
+	 * (RLIMIT_FSIZE, SIGXFSZ ignored): writes past it come back short, as
+	 * on a full disk */
+	long fsize;
+	/* non-NULL: the run's stdin is this file (e.g. "/dev/null"); NULL:
+	 * the test's own */
+	const char *in;
+};
+
 /*
- * cli_run — runs deqbench with args (NULL-terminated) and returns its exit
- * status; stdout and stderr go to cli_dir/stdout.txt and stderr.txt, and
- * stderr's text (truncated) to err_text. fsize > 0 limits the size of any
- * file it writes to fsize bytes (RLIMIT_FSIZE, SIGXFSZ ignored): writes
- * past it come back short, as on a full disk. Fails the test if deqbench
- * dies of a signal.
+ * cli_run_with — runs deqbench with args (NULL-terminated) and returns its
+ * exit status; stdout and stderr go to cli_dir/stdout.txt and stderr.txt,
+ * and stderr's text (truncated) to err_text when that is non-NULL. Fails
+ * the test if deqbench dies of a signal. A run that blocks (on a FIFO, say)
+ * hangs here until the test's timeout fails it.
  */
-static int cli_run(const char *const *args, long fsize, char *err_text,
-		   size_t errlen)
+static inline int cli_run_with(const char *const *args,
+			       const struct cli_opts *o, char *err_text,
+			       size_t errlen)
 {
 	const char *bin = getenv("DQ_DEQBENCH");
 	char *argv[64], out_p[512], err_p[512], *e;
@@ -109,12 +137,17 @@ static int cli_run(const char *const *args, long fsize, char *err_text,
 	pid = fork();
 	cr_assert(pid >= 0);
 	if (pid == 0) {
-		int o = open(out_p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int x = open(err_p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (o < 0 || x < 0 || dup2(o, 1) < 0 || dup2(x, 2) < 0)
+		int o1 = open(out_p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int o2 = open(err_p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (o1 < 0 || o2 < 0 || dup2(o1, 1) < 0 || dup2(o2, 2) < 0)
 			_exit(126);
-		if (fsize > 0) {
-			struct rlimit rl = {(rlim_t)fsize, (rlim_t)fsize};
+		if (o->in) {
+			int i0 = open(o->in, O_RDONLY);
+			if (i0 < 0 || dup2(i0, 0) < 0)
+				_exit(126);
+		}
+		if (o->fsize > 0) {
+			struct rlimit rl = {(rlim_t)o->fsize, (rlim_t)o->fsize};
 			signal(SIGXFSZ, SIG_IGN);
 			if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
 				_exit(126);
@@ -130,6 +163,15 @@ static int cli_run(const char *const *args, long fsize, char *err_text,
 	cr_assert(WIFEXITED(st), "deqbench died of signal %d",
 		  WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 	return WEXITSTATUS(st);
+}
+
+/* cli_run_with, stdin the test's own; fsize > 0 limits the size of any
+ * file the run writes (struct cli_opts). */
+static inline int cli_run(const char *const *args, long fsize, char *err_text,
+			  size_t errlen)
+{
+	const struct cli_opts o = {fsize, NULL};
+	return cli_run_with(args, &o, err_text, errlen);
 }
 
 #endif

@@ -97,12 +97,6 @@ static void expect_refused(const char *const *args, const char *must_contain)
 		  err);
 }
 
-static int exists(const char *path)
-{
-	struct stat st;
-	return lstat(path, &st) == 0;
-}
-
 /* ---- a. corrupt vocabulary cache ------------------------------------------ */
 
 /* Every kind of damage to cache/vocab.txt: the next load rebuilds the
@@ -534,11 +528,11 @@ Test(files, refused_run_leaves_nothing, .init = cli_setup, .fini = cli_teardown,
 	snprintf(a_dir, sizeof(a_dir), "data_dir=%s", dir);
 	snprintf(a_out, sizeof(a_out), "out=%s/a/b/r.jsonl", top);
 	expect_refused(args, "vocab_size=3");
-	cr_assert(!exists(top), "%s left behind", top);
+	cr_assert(!cli_exists(top), "%s left behind", top);
 
 	snprintf(p, sizeof(p), "%s/x/y/r.jsonl", top);
 	cr_assert_eq(record_check_out(p, err, sizeof(err)), 0, "%s", err);
-	cr_assert(!exists(top), "record_check_out left %s behind", top);
+	cr_assert(!cli_exists(top), "record_check_out left %s behind", top);
 
 	/* an existing file is left as it is; a file where a directory
 	 * should be is named */
@@ -594,7 +588,7 @@ static int exists_in(const char *dir, const char *name)
 	char p[900];
 	cr_assert_lt(snprintf(p, sizeof(p), "%s/%s", dir, name),
 		     (int)sizeof(p));
-	return exists(p);
+	return cli_exists(p);
 }
 
 /* What a SIGKILL during a cache build or a safetensors write leaves

@@ -12,14 +12,11 @@
  *
  * The deqbench binary comes from DQ_DEQBENCH (tests/meson.build). */
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -28,85 +25,15 @@
 #include "record.h"
 #include "runner.h"
 #include "suite.h"
+#include "test_cli.h"
 
-extern char **environ;
-
-static char tmpdir[256];
-
-static void make_tmpdir(void)
-{
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/dqinput_test.XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir));
-}
-
-static void tpath(char *buf, size_t n, const char *name)
-{
-	snprintf(buf, n, "%s/%s", tmpdir, name);
-}
-
-static void write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	cr_assert_not_null(f, "cannot write %s", path);
-	fputs(text, f);
-	fclose(f);
-}
-
-static char *read_all(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	buf[n] = 0;
-	fclose(f);
-	return buf;
-}
-
-static int exists(const char *path)
-{
-	struct stat st;
-	return lstat(path, &st) == 0;
-}
-
-/* Runs deqbench with args (NULL-terminated), stdout and stderr to files in
- * tmpdir; stderr's text in err. Returns the exit status. A run that blocks
- * (a FIFO) hangs here until the test's timeout fails it. */
+/* deqbench with stdin from /dev/null (it never reads stdin), stdout and
+ * stderr to files in cli_dir (test_cli.h); stderr's text in err. Returns
+ * the exit status. */
 static int run_cli(const char *const *args, char *err, size_t errlen)
 {
-	char *argv[64], out_p[512], err_p[512], *e;
-	const char *bin = getenv("DQ_DEQBENCH");
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
-	int st, n = 0;
-
-	cr_assert_not_null(bin, "DQ_DEQBENCH must give the deqbench binary");
-	argv[n++] = (char *)bin;
-	for (int i = 0; args[i]; i++)
-		argv[n++] = (char *)args[i];
-	argv[n] = NULL;
-	tpath(out_p, sizeof(out_p), "stdout.txt");
-	tpath(err_p, sizeof(err_p), "stderr.txt");
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, out_p,
-					 O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	posix_spawn_file_actions_addopen(&fa, 2, err_p,
-					 O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0);
-	posix_spawn_file_actions_destroy(&fa);
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	e = read_all(err_p);
-	snprintf(err, errlen, "%s", e ? e : "");
-	free(e);
-	cr_assert(WIFEXITED(st), "deqbench died");
-	return WEXITSTATUS(st);
+	const struct cli_opts o = {0, "/dev/null"};
+	return cli_run_with(args, &o, err, errlen);
 }
 
 /* Bad input: exit 2, exactly one line on stderr containing every string
@@ -124,7 +51,7 @@ static void expect_bad(const char *const *args, const char *untouched,
 		cr_assert(strstr(err, want[i]), "'%s' not in: %s", want[i],
 			  err);
 	if (untouched)
-		cr_assert(!exists(untouched), "%s was written", untouched);
+		cr_assert(!cli_exists(untouched), "%s was written", untouched);
 }
 
 #define W(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -139,15 +66,16 @@ static void expect_bad(const char *const *args, const char *untouched,
 /* A missing corpus is bad input in every shard, not only in the shard
  * that holds run 0 (the check compared each run with the previous run of
  * the whole suite, which another shard owns). */
-Test(shard, every_shard_checks_the_corpus_up_front, .timeout = 60)
+Test(shard, every_shard_checks_the_corpus_up_front, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 60)
 {
 	char sp[512], out[512], arg[600];
 	static const char *const shards[] = {"0/2", "1/2", "2/3", "1/3"};
-	make_tmpdir();
-	tpath(sp, sizeof(sp), "miss.json");
-	tpath(out, sizeof(out), "res/r.jsonl");
+	cli_path(sp, sizeof(sp), "miss.json");
+	cli_path(out, sizeof(out), "res/r.jsonl");
 	snprintf(arg, sizeof(arg), "out=%s", out);
-	write_text(sp, "{\"name\": \"m\", \"base\": {\"corpus\": \"text\", "
+	cli_write_text(sp,
+		       "{\"name\": \"m\", \"base\": {\"corpus\": \"text\", "
 		       "\"data_dir\": \"/nonexistent/dq\", \"steps\": 3, "
 		       "\"warmup_steps\": 1}, \"axes\": {\"layers\": [1, 2, "
 		       "3]}}");
@@ -256,11 +184,11 @@ Test(memfit, estimate_counts_the_pretraining_unroll, .timeout = 60)
 /* Sizes inside every key's range that need far more memory than any host
  * has are refused before anything is allocated: quickly, naming the
  * estimate, nothing written. */
-Test(memfit, runs_that_cannot_fit_are_refused, .timeout = 60)
+Test(memfit, runs_that_cannot_fit_are_refused, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 60)
 {
 	char out[512], arg[600], sp[512];
-	make_tmpdir();
-	tpath(out, sizeof(out), "res/r.jsonl");
+	cli_path(out, sizeof(out), "res/r.jsonl");
 	snprintf(arg, sizeof(arg), "out=%s", out);
 	{
 		/* 2 V d parameters alone: 2^26 x 2^16 x 2 floats = 32 TiB */
@@ -290,13 +218,13 @@ Test(memfit, runs_that_cannot_fit_are_refused, .timeout = 60)
 	}
 	{
 		/* the same in a suite: refused up front by the parent */
-		tpath(sp, sizeof(sp), "big.json");
-		write_text(sp,
-			   "{\"name\": \"b\", \"base\": {\"corpus\": "
-			   "\"synthetic\", \"vocab_size\": 67108864, "
-			   "\"d_model\": 65536, \"n_heads\": 1, \"steps\": "
-			   "3, \"warmup_steps\": 1}, \"axes\": {\"layers\": "
-			   "[1, 2]}}");
+		cli_path(sp, sizeof(sp), "big.json");
+		cli_write_text(
+		    sp, "{\"name\": \"b\", \"base\": {\"corpus\": "
+			"\"synthetic\", \"vocab_size\": 67108864, "
+			"\"d_model\": 65536, \"n_heads\": 1, \"steps\": "
+			"3, \"warmup_steps\": 1}, \"axes\": {\"layers\": "
+			"[1, 2]}}");
 		const char *a[] = {"suite", sp, "--shard", "1/2", arg, NULL};
 		expect_bad(a, out, W("estimated", "GiB"));
 	}
@@ -304,11 +232,11 @@ Test(memfit, runs_that_cannot_fit_are_refused, .timeout = 60)
 
 /* A suite whose expansion would not fit is refused before expanding, in
  * --dry-run too (1000 combinations x 100000 repeats took 8 GiB). */
-Test(memfit, suite_run_count_is_bounded, .timeout = 60)
+Test(memfit, suite_run_count_is_bounded, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 60)
 {
 	char sp[512];
-	make_tmpdir();
-	tpath(sp, sizeof(sp), "huge.json");
+	cli_path(sp, sizeof(sp), "huge.json");
 	{
 		FILE *f = fopen(sp, "w");
 		cr_assert_not_null(f);
@@ -327,15 +255,15 @@ Test(memfit, suite_run_count_is_bounded, .timeout = 60)
 }
 
 /* grad takes B and T from the tokens file: they meet the keys' ranges. */
-Test(memfit, grad_checks_seq_len_from_tokens, .timeout = 60)
+Test(memfit, grad_checks_seq_len_from_tokens, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 60)
 {
 	char tp[512], a1[600], a2[600], a3[600];
 	int64_t cols = (1 << 20) + 2; /* T = 2^20 + 1 > seq_len's max */
 	uint64_t hl;
 	char hdr[256];
 	FILE *f;
-	make_tmpdir();
-	tpath(tp, sizeof(tp), "tok.safetensors");
+	cli_path(tp, sizeof(tp), "tok.safetensors");
 	snprintf(hdr, sizeof(hdr),
 		 "{\"tokens\":{\"dtype\":\"I32\",\"shape\":[1,%lld],"
 		 "\"data_offsets\":[0,%lld]}}",
@@ -351,13 +279,13 @@ Test(memfit, grad_checks_seq_len_from_tokens, .timeout = 60)
 	}
 	fclose(f);
 	snprintf(a1, sizeof(a1), "tokens=%s", tp);
-	snprintf(a2, sizeof(a2), "params=%s/none.safetensors", tmpdir);
-	snprintf(a3, sizeof(a3), "out=%s/g.safetensors", tmpdir);
+	snprintf(a2, sizeof(a2), "params=%s/none.safetensors", cli_dir);
+	snprintf(a3, sizeof(a3), "out=%s/g.safetensors", cli_dir);
 	{
 		const char *a[] = {"grad", "corpus=synthetic", a1, a2, a3,
 				   NULL};
 		char g[600];
-		tpath(g, sizeof(g), "g.safetensors");
+		cli_path(g, sizeof(g), "g.safetensors");
 		expect_bad(
 		    a, g,
 		    W("tok.safetensors", "seq_len=1048577", "[1, 1048576]"));
@@ -366,12 +294,12 @@ Test(memfit, grad_checks_seq_len_from_tokens, .timeout = 60)
 
 /* A FIFO as config file or out= is refused, never waited on (a blocked
  * open would hang this test until its timeout fails it). */
-Test(fifo, config_and_out_do_not_block, .timeout = 30)
+Test(fifo, config_and_out_do_not_block, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 30)
 {
 	char fc[512], fo[512], arg[600];
-	make_tmpdir();
-	tpath(fc, sizeof(fc), "c.json");
-	tpath(fo, sizeof(fo), "out.jsonl");
+	cli_path(fc, sizeof(fc), "c.json");
+	cli_path(fo, sizeof(fo), "out.jsonl");
 	cr_assert_eq(mkfifo(fc, 0644), 0);
 	cr_assert_eq(mkfifo(fo, 0644), 0);
 	{
@@ -391,11 +319,11 @@ Test(fifo, config_and_out_do_not_block, .timeout = 30)
 
 /* ------------------------------------------------------ h: duplicates */
 
-Test(duplicates, refused_everywhere, .timeout = 60)
+Test(duplicates, refused_everywhere, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 60)
 {
 	char p[512], out[512], arg[600];
-	make_tmpdir();
-	tpath(out, sizeof(out), "r.jsonl");
+	cli_path(out, sizeof(out), "r.jsonl");
 	snprintf(arg, sizeof(arg), "out=%s", out);
 	{
 		const char *a[] = {"run",     TINY, "steps=4",
@@ -403,38 +331,39 @@ Test(duplicates, refused_everywhere, .timeout = 60)
 		expect_bad(a, out,
 			   W("steps is given twice", "steps=4", "steps=5"));
 	}
-	tpath(p, sizeof(p), "dup.json");
-	write_text(p, "{\"steps\": 4,\n \"layers\": 2,\n \"steps\": 5}\n");
+	cli_path(p, sizeof(p), "dup.json");
+	cli_write_text(p, "{\"steps\": 4,\n \"layers\": 2,\n \"steps\": 5}\n");
 	{
 		const char *a[] = {"run", p, arg, NULL};
 		expect_bad(a, out, W("dup.json:3:", "twice", "steps"));
 	}
-	tpath(p, sizeof(p), "axes2.json");
-	write_text(p, "{\"name\": \"s\", \"axes\": {\"layers\": [1, 2]}, "
-		      "\"axes\": {\"layers\": [3]}}");
+	cli_path(p, sizeof(p), "axes2.json");
+	cli_write_text(p, "{\"name\": \"s\", \"axes\": {\"layers\": [1, 2]}, "
+			  "\"axes\": {\"layers\": [3]}}");
 	{
 		const char *a[] = {"suite", p, "--dry-run", NULL};
 		expect_bad(a, NULL, W("axes2.json:1:", "twice", "axes"));
 	}
-	tpath(p, sizeof(p), "axis2.json");
-	write_text(p, "{\"name\": \"s\", \"axes\": {\"layers\": [1, 2], "
-		      "\"layers\": [3]}}");
+	cli_path(p, sizeof(p), "axis2.json");
+	cli_write_text(p, "{\"name\": \"s\", \"axes\": {\"layers\": [1, 2], "
+			  "\"layers\": [3]}}");
 	{
 		const char *a[] = {"suite", p, "--dry-run", NULL};
 		expect_bad(a, NULL, W("twice", "layers"));
 	}
 	/* two axes that set one key (an object value and a scalar axis) */
-	tpath(p, sizeof(p), "overlap.json");
-	write_text(p, "{\"name\": \"s\", \"axes\": {\"method\": [\"unroll\", "
-		      "{\"method\": \"checkpoint\", \"k\": 2}], \"k\": [1, "
-		      "2]}}");
+	cli_path(p, sizeof(p), "overlap.json");
+	cli_write_text(p,
+		       "{\"name\": \"s\", \"axes\": {\"method\": [\"unroll\", "
+		       "{\"method\": \"checkpoint\", \"k\": 2}], \"k\": [1, "
+		       "2]}}");
 	{
 		const char *a[] = {"suite", p, "--dry-run", NULL};
 		expect_bad(a, NULL, W("axes.method and axes.k", "'k'"));
 	}
 	/* command-line overrides of a suite, and grad's file arguments */
-	tpath(p, sizeof(p), "ok.json");
-	write_text(p, "{\"name\": \"s\", \"axes\": {\"layers\": [1, 2]}}");
+	cli_path(p, sizeof(p), "ok.json");
+	cli_write_text(p, "{\"name\": \"s\", \"axes\": {\"layers\": [1, 2]}}");
 	{
 		const char *a[] = {"suite",  p,	       "--dry-run",
 				   "lr=0.1", "lr=0.2", NULL};
@@ -454,7 +383,8 @@ Test(duplicates, refused_everywhere, .timeout = 60)
 /* A whole number written as a real means the integer, in a file and on
  * the command line alike; a fraction is refused in both; a real is never a
  * boolean. */
-Test(duplicates, integral_reals_agree_in_files_and_arguments)
+Test(duplicates, integral_reals_agree_in_files_and_arguments, .init = cli_setup,
+     .fini = cli_teardown)
 {
 	struct bench_config c;
 	char err[512], p[512];
@@ -481,10 +411,9 @@ Test(duplicates, integral_reals_agree_in_files_and_arguments)
 	json_decref(half);
 	json_decref(one);
 	/* a suite's repeats follows the same rule */
-	make_tmpdir();
-	tpath(p, sizeof(p), "r.json");
-	write_text(p, "{\"name\": \"s\", \"base\": {\"warmup_steps\": 1}, "
-		      "\"axes\": {\"steps\": [5, 6]}, \"repeats\": 2.0}");
+	cli_path(p, sizeof(p), "r.json");
+	cli_write_text(p, "{\"name\": \"s\", \"base\": {\"warmup_steps\": 1}, "
+			  "\"axes\": {\"steps\": [5, 6]}, \"repeats\": 2.0}");
 	{
 		struct suite s;
 		cr_assert_eq(suite_load(&s, p, 0, NULL, err, sizeof(err)), 0,
@@ -565,28 +494,28 @@ Test(messages, suggestions_only_for_typos)
 		  err);
 }
 
-Test(messages, files_and_paths, .timeout = 60)
+Test(messages, files_and_paths, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 60)
 {
 	char d[512], arg[1300], dd[600], out[1200];
-	make_tmpdir();
 	/* a directory as config file */
-	tpath(d, sizeof(d), "cfg.json");
+	cli_path(d, sizeof(d), "cfg.json");
 	cr_assert_eq(mkdir(d, 0755), 0);
 	{
 		const char *a[] = {"run", d, NULL};
 		expect_bad(a, NULL, W("cfg.json is a directory"));
 	}
 	/* a directory where train.txt should be */
-	tpath(d, sizeof(d), "corpus");
+	cli_path(d, sizeof(d), "corpus");
 	mkdir(d, 0755);
 	snprintf(dd, sizeof(dd), "%s/train.txt", d);
 	mkdir(dd, 0755);
 	snprintf(dd, sizeof(dd), "%s/valid.txt", d);
-	write_text(dd, "a b\n");
+	cli_write_text(dd, "a b\n");
 	snprintf(dd, sizeof(dd), "%s/test.txt", d);
-	write_text(dd, "a b\n");
+	cli_write_text(dd, "a b\n");
 	snprintf(dd, sizeof(dd), "data_dir=%s", d);
-	tpath(out, sizeof(out), "r.jsonl");
+	cli_path(out, sizeof(out), "r.jsonl");
 	snprintf(arg, sizeof(arg), "out=%s", out);
 	{
 		const char *a[] = {"run", "corpus=text", dd, arg, NULL};
@@ -612,10 +541,10 @@ Test(messages, files_and_paths, .timeout = 60)
 
 /* No arguments: one line pointing at --help, exit 2; --help: the full
  * usage on stdout, exit 0. */
-Test(messages, no_arguments_is_one_line, .timeout = 30)
+Test(messages, no_arguments_is_one_line, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 30)
 {
 	char err[4096], so[512], *text;
-	make_tmpdir();
 	{
 		const char *a[] = {NULL};
 		char e2[4096];
@@ -628,8 +557,8 @@ Test(messages, no_arguments_is_one_line, .timeout = 30)
 	{
 		const char *a[] = {"--help", NULL};
 		cr_assert_eq(run_cli(a, err, sizeof(err)), 0);
-		tpath(so, sizeof(so), "stdout.txt");
-		text = read_all(so);
+		cli_path(so, sizeof(so), "stdout.txt");
+		text = cli_read(so, NULL);
 		cr_assert(strstr(text, "usage: deqbench") &&
 			      strstr(text, "suite FILE.json"),
 			  "%s", text);
@@ -642,13 +571,13 @@ Test(messages, no_arguments_is_one_line, .timeout = 30)
 /* lr=1000 without clipping blows the loss far above 10 ln V within a few
  * steps (it stayed finite, 3e7, so it used to end `ok`): the run stops
  * with status `diverged`, its record says why, and `run` exits 0. */
-Test(diverge, loss_blow_up_is_diverged, .timeout = 120)
+Test(diverge, loss_blow_up_is_diverged, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
 {
 	char out[512], arg[600], err[4096];
 	json_t *arr = json_array(), *r;
 	const char *msg;
-	make_tmpdir();
-	tpath(out, sizeof(out), "d.jsonl");
+	cli_path(out, sizeof(out), "d.jsonl");
 	snprintf(arg, sizeof(arg), "out=%s", out);
 	{
 		const char *a[] = {"run",	 TINY,	   "steps=50",
