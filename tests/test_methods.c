@@ -14,12 +14,13 @@
  *      solver peak (6 + 2h) n + h for Broyden with history h (affine in h,
  *      slope 2n); nothing is allocated during a step;
  *   4. deq on tanh_cell (‖W‖₂ = 0.45) and on the transformer block (in a
- *      contractive regime, see make_contractive_transformer): the forward
- *      solve reaches f_tol and the IFT gradient matches unrolling to
- *      convergence; Broyden, Anderson and fixed-point iteration reach the
- *      same z*; iteration caps are exact; a non-contractive map (‖W‖₂ = 3)
- *      is reported as not converged; a non-finite one as non-finite; jfb
- *      equals its formula (one VJP at z*) bitwise;
+ *      contractive regime, see make_contractive_transformer in
+ *      test_deq_util.h): the forward solve reaches f_tol and the IFT
+ *      gradient matches unrolling to convergence; Broyden, Anderson and
+ *      fixed-point iteration reach the same z*; iteration caps are exact;
+ *      a non-contractive map (‖W‖₂ = 3) is reported as not converged; a
+ *      non-finite one as non-finite; jfb equals its formula (one VJP at
+ *      z*) bitwise;
  *   5. bad configs give a message naming the key.
  *
  * Tolerances are justified where they are used.
@@ -35,42 +36,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_deq_util.h"
+
 /* ------------------------------------------------------------- helpers */
 
-struct shape {
-	int B, T, d, H, F, V;
-};
 static const struct shape odd = {3, 5, 12, 3, 20, 17};
 static const struct shape pow2 = {2, 8, 16, 4, 32, 32};
-
-static struct model *make_model(struct backend *be, enum model_kind kind,
-				struct shape s)
-{
-	struct model_config c = {
-	    .kind = kind,
-	    .d_model = s.d,
-	    .n_heads = s.H,
-	    .d_ff = s.F,
-	    .seq_len = s.T,
-	    .batch_size = s.B,
-	    .vocab_size = s.V,
-	    .seed = 11,
-	};
-	struct model *m = NULL;
-	char err[256] = "";
-	cr_assert_eq(model_create(&m, be, &c, err, sizeof(err)), 0,
-		     "model_create: %s", err);
-	return m;
-}
-
-static struct method *make_method(struct model *m, struct method_config c)
-{
-	struct method *me = NULL;
-	char err[256] = "";
-	cr_assert_eq(method_create(&me, m, &c, err, sizeof(err)), 0,
-		     "method_create: %s", err);
-	return me;
-}
 
 static struct method_config cfg_of(enum method_kind k, int L, int kk)
 {
@@ -82,55 +53,11 @@ static struct method_config cfg_of(enum method_kind k, int L, int kk)
 	return c;
 }
 
-/* Random tokens (B, T+1) loaded into m. */
-static void set_tokens(struct model *m, uint64_t seed)
-{
-	int n = m->B * (m->T + 1);
-	int32_t *t = malloc(sizeof(int32_t) * (size_t)n);
-	char err[256];
-	uint64_t save = rng_state;
-	rng_state = seed;
-	for (int i = 0; i < n; i++)
-		t[i] = (int32_t)(rnd_u01() * m->cfg.vocab_size);
-	rng_state = save;
-	cr_assert_eq(model_set_batch(m, t, err, sizeof(err)), 0, "%s", err);
-	free(t);
-}
-
-/* One training step's loss and gradients (left in m->grad_buf). z is a
- * caller buffer of n_state elements. */
-static double step(struct model *m, struct method *me, void *z)
-{
-	model_zero_grads(m);
-	model_inject_forward(m);
-	method_forward(me, m->u, z, 1);
-	double loss = model_head_forward(m, z);
-	model_head_backward(m);
-	method_backward(me, m->gz, m->gu);
-	model_inject_backward(m);
-	return loss;
-}
-
 static double loss_only(struct model *m, struct method *me, void *z)
 {
 	model_inject_forward(m);
 	method_forward(me, m->u, z, 0);
 	return model_head_forward(m, z);
-}
-
-static double *download(struct backend *be, const void *p, size_t n)
-{
-	double *h = malloc(sizeof(double) * (n ? n : 1));
-	cr_assert_not_null(h);
-	be->ops->download(be->ctx, h, p, n);
-	return h;
-}
-
-static void *dev_state(struct model *m)
-{
-	void *z = backend_alloc(m->be, m->n_state, MEM_HEAD);
-	cr_assert_not_null(z);
-	return z;
 }
 
 /* Scales parameter `name` so that its spectral norm is `target` (power
@@ -185,31 +112,6 @@ static void set_spectral_norm(struct model *m, const char *name, double target)
 	free(t);
 }
 
-/* Multiplies parameter `name` by s. */
-static void scale_param(struct model *m, const char *name, double s)
-{
-	const struct model_param *p = model_param_find(m, name);
-	cr_assert_not_null(p);
-	m->be->ops->scale(m->be->ctx, dq_at(m->be, m->param_buf, p->offset), s,
-			  p->numel);
-}
-
-/* The transformer block at init is not a contraction: post-LN makes f
- * nearly scale-free in z, and with N(0, 0.02) weights the residual path
- * z → LN1(z + …) dominates. A strong input injection makes the attention
- * output and the LayerNorm inputs depend mostly on u, the regime a trained
- * DEQ-Transformer reaches. Measured on the odd shape (fixed-point
- * iteration's residual ratio per step, cpu64): strong = inject.weight
- * × 300, embed.weight × 30, ln2.weight × 0.3 gives ρ ≈ 0.38 (z* to 1e-12 in
- * ~30 plain iterations, ~15 Broyden); weak = × 60, × 10, × 0.5 gives
- * ρ ≈ 0.975 (nothing converges within 31 iterations, nothing diverges). */
-static void make_contractive_transformer(struct model *m, int strong)
-{
-	scale_param(m, "inject.weight", strong ? 300.0 : 60.0);
-	scale_param(m, "embed.weight", strong ? 30.0 : 10.0);
-	scale_param(m, "block.ln2.weight", strong ? 0.3 : 0.5);
-}
-
 /* max |a−b| / (max |b|) over n elements. */
 static double rel_max_err(const double *a, const double *b, size_t n)
 {
@@ -234,15 +136,15 @@ static void check_ckpt_equals_unroll(enum model_kind kind, struct shape s,
 	set_tokens(m, 3);
 	size_t np = m->n_param_elems, nu = m->n_u, n = m->n_state;
 
-	struct method *un = make_method(m, cfg_of(METHOD_UNROLL, L, 0));
-	double l1 = step(m, un, z);
+	struct method *un = new_method(m, cfg_of(METHOD_UNROLL, L, 0));
+	double l1 = step(m, un, z, NULL);
 	double *g1 = download(be, m->grad_buf, np),
 	       *u1 = download(be, m->gu, nu), *z1 = download(be, z, n);
 	long fe1 = method_get_stats(un)->forward_evals;
 	method_destroy(un);
 
-	struct method *ck = make_method(m, cfg_of(METHOD_CHECKPOINT, L, k));
-	double l2 = step(m, ck, z);
+	struct method *ck = new_method(m, cfg_of(METHOD_CHECKPOINT, L, k));
+	double l2 = step(m, ck, z, NULL);
 	double *g2 = download(be, m->grad_buf, np),
 	       *u2 = download(be, m->gu, nu), *z2 = download(be, z, n);
 	const struct method_stats *st = method_get_stats(ck);
@@ -293,7 +195,7 @@ Test(checkpoint, k_auto_is_round_sqrt)
 	int ks[] = {1, 1, 2, 3, 3, 4, 8};
 	for (int i = 0; i < 7; i++) {
 		struct method *me =
-		    make_method(m, cfg_of(METHOD_CHECKPOINT, Ls[i], 0));
+		    new_method(m, cfg_of(METHOD_CHECKPOINT, Ls[i], 0));
 		cr_assert_eq(method_get_config(me)->k, ks[i], "L=%d: k=%d",
 			     Ls[i], method_get_config(me)->k);
 		method_destroy(me);
@@ -350,8 +252,8 @@ static void check_fd(enum model_kind kind, struct shape s,
 		make_contractive_transformer(m, 1);
 	void *z = dev_state(m);
 	set_tokens(m, 5);
-	struct method *me = make_method(m, c);
-	step(m, me, z);
+	struct method *me = new_method(m, c);
+	step(m, me, z, NULL);
 	size_t np = m->n_param_elems;
 	double *g = download(be, m->grad_buf, np);
 	double *p = download(be, m->param_buf, np);
@@ -429,12 +331,12 @@ static struct mem_seen measure(struct model *m, struct method_config c,
 	struct backend *be = m->be;
 	struct mem_seen r;
 	void *z = dev_state(m);
-	struct method *me = make_method(m, c);
+	struct method *me = new_method(m, c);
 	r.depth_after_create = be->mem.live[MEM_DEPTH];
 	r.solver_after_create = be->mem.live[MEM_SOLVER];
 	backend_mem_reset_peak(be);
 	r.allocs_before = be->mem.n_allocs;
-	step(m, me, z);
+	step(m, me, z, NULL);
 	r.allocs_after = be->mem.n_allocs;
 	r.depth_peak = be->mem.peak[MEM_DEPTH];
 	r.solver_peak = be->mem.peak[MEM_SOLVER];
@@ -606,8 +508,8 @@ static void check_deq_vs_unroll(enum model_kind kind, struct shape s,
 	set_tokens(m, 9);
 	size_t np = m->n_param_elems, nu = m->n_u, n = m->n_state;
 
-	struct method *un = make_method(m, cfg_of(METHOD_UNROLL, L_unroll, 0));
-	double l1 = step(m, un, z);
+	struct method *un = new_method(m, cfg_of(METHOD_UNROLL, L_unroll, 0));
+	double l1 = step(m, un, z, NULL);
 	double *g1 = download(be, m->grad_buf, np),
 	       *u1 = download(be, m->gu, nu), *z1 = download(be, z, n);
 	method_destroy(un);
@@ -622,8 +524,8 @@ static void check_deq_vs_unroll(enum model_kind kind, struct shape s,
 	 * degenerates to averaging and stalls near ‖G‖ ~ √λ, so tight
 	 * tolerances need λ = 0 */
 	c.anderson_lambda = 0;
-	struct method *dq = make_method(m, c);
-	double l2 = step(m, dq, z);
+	struct method *dq = new_method(m, c);
+	double l2 = step(m, dq, z, NULL);
 	const struct method_stats *st = method_get_stats(dq);
 	cr_assert(st->fwd.converged && st->fwd.residual <= 1e-12,
 		  "%s forward: %d iters, residual %g", solver_kind_name(fs),
@@ -699,7 +601,7 @@ Test(deq, solvers_agree_on_fixed_point, .timeout = 120)
 			c.f_stop_mode = STOP_ABS;
 			c.f_max_iter = 300;
 			c.anderson_lambda = 0;
-			struct method *me = make_method(m, c);
+			struct method *me = new_method(m, c);
 			model_inject_forward(m);
 			method_forward(me, m->u, z, 0);
 			const struct method_stats *st = method_get_stats(me);
@@ -746,8 +648,8 @@ Test(deq, caps_exact)
 			c.b_max_iter = caps[4 - i];
 			c.f_history = 2; /* wraps the Broyden ring */
 			c.anderson_m = 3;
-			struct method *me = make_method(m, c);
-			step(m, me, z);
+			struct method *me = new_method(m, c);
+			step(m, me, z, NULL);
 			const struct method_stats *st = method_get_stats(me);
 			cr_assert_eq(st->fwd.iters, caps[i]);
 			cr_assert_eq(st->bwd.iters, caps[4 - i],
@@ -797,8 +699,8 @@ Test(deq, non_contractive_reported)
 		c.f_solver = c.b_solver = (enum solver_kind)k;
 		c.f_tol = c.b_tol = 1e-6;
 		c.f_max_iter = c.b_max_iter = 40;
-		struct method *me = make_method(m, c);
-		double loss = step(m, me, z);
+		struct method *me = new_method(m, c);
+		double loss = step(m, me, z, NULL);
 		const struct method_stats *st = method_get_stats(me);
 		cr_assert(isfinite(loss));
 		cr_assert(!st->fwd.nonfinite);
@@ -846,7 +748,7 @@ Test(deq, nonfinite_ends_solve)
 	for (int k = 0; k < 3; k++) {
 		struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
 		c.f_solver = (enum solver_kind)k;
-		struct method *me = make_method(m, c);
+		struct method *me = new_method(m, c);
 		model_inject_forward(m);
 		method_forward(me, m->u, z, 0);
 		const struct method_stats *st = method_get_stats(me);
@@ -875,8 +777,8 @@ Test(deq, jfb_is_one_vjp_at_fixed_point)
 	size_t np = m->n_param_elems, nu = m->n_u;
 	struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
 	c.b_mode = BMODE_JFB;
-	struct method *me = make_method(m, c);
-	step(m, me, z);
+	struct method *me = new_method(m, c);
+	step(m, me, z, NULL);
 	cr_assert_eq(method_get_stats(me)->vjp_evals, 1);
 	cr_assert(!method_get_stats(me)->has_bwd_solve);
 	double *g1 = download(be, m->grad_buf, np),
@@ -909,8 +811,8 @@ Test(deq, deterministic)
 	set_tokens(m, 8);
 	double l[2], *g[2];
 	for (int r = 0; r < 2; r++) {
-		struct method *me = make_method(m, cfg_of(METHOD_DEQ, 0, 0));
-		l[r] = step(m, me, z);
+		struct method *me = new_method(m, cfg_of(METHOD_DEQ, 0, 0));
+		l[r] = step(m, me, z, NULL);
 		g[r] = download(be, m->grad_buf, m->n_param_elems);
 		method_destroy(me);
 	}
