@@ -41,9 +41,20 @@ struct solver {
 	unsigned char *done, *improved;	      /* S flags */
 };
 
+/* Samples and segments per sample of p; 0 (unset) means 1. */
+static int samples_of(const struct solver_params *p)
+{
+	return p->samples > 0 ? p->samples : 1;
+}
+
+static int parts_of(const struct solver_params *p)
+{
+	return p->parts > 0 ? p->parts : 1;
+}
+
 size_t solver_elems(const struct solver_params *p, size_t n)
 {
-	size_t h, S = (size_t)(p->samples > 0 ? p->samples : 1);
+	size_t h, S = (size_t)samples_of(p);
 	switch (p->kind) {
 	case SOLVER_FIXED_POINT:
 		return 4 * n;
@@ -101,8 +112,8 @@ int solver_create(struct solver **out, struct backend *be, size_t n,
 		goto oom_host;
 	s->be = be;
 	s->n = n;
-	s->S = p[0].samples > 0 ? p[0].samples : 1;
-	s->P = p[0].parts > 0 ? p[0].parts : 1;
+	s->S = samples_of(&p[0]);
+	s->P = parts_of(&p[0]);
 	for (int i = 0; i < np; i++) {
 		size_t e = solver_elems(&p[i], n);
 		if (e > s->elems)
@@ -111,8 +122,8 @@ int solver_create(struct solver **out, struct backend *be, size_t n,
 			s->max_m = p[i].anderson_m;
 		if (p[i].max_iter > s->max_iter)
 			s->max_iter = p[i].max_iter;
-		mismatch |= (p[i].samples > 0 ? p[i].samples : 1) != s->S ||
-			    (p[i].parts > 0 ? p[i].parts : 1) != s->P;
+		mismatch |=
+		    samples_of(&p[i]) != s->S || parts_of(&p[i]) != s->P;
 	}
 	if (mismatch || n % ((size_t)s->S * (size_t)s->P) != 0) {
 		snprintf(err, errlen,
@@ -667,7 +678,7 @@ const void *solver_solve(struct solver *s, const struct solver_params *p,
 	s->be->ops->fill(s->be->ctx, r.best, 0.0, s->n);
 	if (solver_elems(p, s->n) > s->elems || p->max_iter > s->max_iter ||
 	    (p->kind == SOLVER_ANDERSON && p->anderson_m > s->max_m) ||
-	    (p->samples > 0 ? p->samples : 1) != s->S) {
+	    samples_of(p) != s->S) {
 		st->nonfinite = 1; /* not created for p: a programming error */
 		return r.best;
 	}
