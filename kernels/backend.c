@@ -61,11 +61,11 @@ int backend_create(struct backend **out, const char *name, int threads,
 			 "the CUDA toolkit");
 #endif
 	} else {
-		snprintf(err, errlen, "unknown device '%s'; use cpu%s", name,
+		snprintf(err, errlen, "unknown device '%s'; use %s", name,
 #ifdef DQ_HAVE_CUDA
-			 " or cuda"
+			 "cpu, cpu64 or cuda"
 #else
-			 ""
+			 "cpu or cpu64"
 #endif
 		);
 	}

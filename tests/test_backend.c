@@ -204,6 +204,7 @@ Test(backend, unknown_name)
 	cr_assert_null(be);
 	cr_assert_not_null(strstr(err, "tpu9000"), "message: %s", err);
 	cr_assert_not_null(strstr(err, "cpu"), "lists choices: %s", err);
+	cr_assert_not_null(strstr(err, "cpu64"), "lists cpu64: %s", err);
 }
 
 Test(backend, cuda_missing_is_clear)
