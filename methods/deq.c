@@ -2,12 +2,14 @@
  *
  * forward   solve z* = f(z*; u) from z₀ = 0 with f_solver (solvers.h), no
  *           tapes; then (ift, jfb) z = f(z*; u) once more, with its tape
- *           when training (§3.1.3: the backward pass needs only this one
- *           application), or (phantom) k damped steps from z₀ = z*:
+ *           when training (§3.2, memory cost: the backward pass needs
+ *           only this one application), or (phantom) k damped steps from
+ *           z₀ = z*:
  *             z_{i+1} = λ f(z_i) + (1−λ) z_i,  z = z_k,
  *           tape i at z_i when training. Evaluation mode applies the same
  *           steps without tapes, so train and eval return the same z.
- * backward  b_mode=ift (implicit function theorem, §3.1.2, eq. (6)): with
+ * backward  b_mode=ift (implicit function theorem: Theorem 1 of §3.1.2,
+ *           eq. (8); the linear system of §3.1.3, eq. (11)): with
  *           J = ∂f/∂z at z*, solve  y = y J + ḡ  (ḡ = ∂L/∂z) with
  *           b_solver using VJPs of the tape only, then
  *           ∂L/∂θ += y ∂f/∂θ, ∂L/∂u += y ∂f/∂u (one VJP). Since

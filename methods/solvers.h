@@ -1,7 +1,8 @@
 /* solvers.h — private to methods/: fixed-point solvers for x = F(x) on
  * backend vectors of n elements, shared by the DEQ forward solve
- * (F(z) = f(z; u), Bai, Kolter, Koltun 2019 §3.1.2) and the IFT backward
- * solve (F(y) = y J_f(z*) + ḡ, §3.1.3).
+ * (F(z) = f(z; u), Bai, Kolter, Koltun 2019 §3.1.1) and the IFT backward
+ * solve (F(y) = y J_f(z*) + ḡ: the linear system of §3.1.3, eq. (11),
+ * whose solution Theorem 1 of §3.1.2 needs).
  *
  * Every solve starts from x₀ = 0, counts every evaluation of F (the first,
  * at x₀, included) against max_iter and checks the residual after each
