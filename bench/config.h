@@ -1,4 +1,4 @@
-/* config.h — the flat run configuration of deqbench (../shared/DESIGN.md
+/* config.h — the flat run configuration of deqbench (docs/ARCHITECTURE.md
  * §Config and records). Every key is one field here; the same names appear
  * on the command line (key=value), in config files (a flat JSON object) and
  * in each record's "config" object.

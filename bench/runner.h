@@ -99,7 +99,7 @@ int runner_resolve_vocab(const struct bench_config *cfg, int *V, char *err,
 int runner_precheck(const struct bench_config *cfg, char *err, size_t errlen);
 
 /* `deqbench params init`: writes the seeded initial parameters of cfg's
- * model to a float32 safetensors file with DESIGN.md names (metadata
+ * model to float32 safetensors, docs/ARCHITECTURE.md §Model names (metadata
  * "config" holds the model keys), via PATH.tmp and rename. */
 int runner_params_init(const struct bench_config *cfg, const char *out_path,
 		       char *err, size_t errlen);

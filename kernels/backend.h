@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Memory categories, ../shared/DESIGN.md §Backend. The paper reported memory
+/* docs/ARCHITECTURE.md §Memory categories. The paper reported memory
  * without word embeddings: depth + solver is the comparable figure. */
 enum mem_category {
 	MEM_PARAMS,

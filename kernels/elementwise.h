@@ -21,7 +21,7 @@
 #define DQ_CAT(a, b)  DQ_CAT2(a, b)
 #define DQ_FN(name)   DQ_CAT(name, DQ_SFX)
 
-/* LayerNorm epsilon of ../shared/DESIGN.md (PyTorch's default). */
+/* LayerNorm epsilon of docs/ARCHITECTURE.md §Model (PyTorch's default). */
 #ifndef DQ_LN_EPS
 #define DQ_LN_EPS 1e-5
 #endif

@@ -1,7 +1,7 @@
 /* method.h — how the depth of a weight-tied model is computed and
  * differentiated: plain unrolling, gradient checkpointing every k layers,
  * or a deep equilibrium solve with implicit differentiation
- * (../shared/DESIGN.md §Methods). Methods call only the model's
+ * (docs/ARCHITECTURE.md §Methods). Methods call only the model's
  * forward/vjp and the backend's vector ops.
  *
  * All method-owned buffers come from the tracked allocator: tapes and

@@ -1,5 +1,5 @@
 /* unroll.c — plain backpropagation through L applications of the tied
- * block (../shared/DESIGN.md §Methods):
+ * block (docs/ARCHITECTURE.md §Methods):
  *   z₀ = 0,  z_{i+1} = f(z_i; u) for i < L,  z = z_L;
  *   backward: ḡ_L = ∂L/∂z, ḡ_i = ḡ_{i+1} ∂f/∂z(z_i) from tape i, every VJP
  *   adding into ∂L/∂θ and ∂L/∂u.

@@ -1,7 +1,7 @@
 /* model.c — the parts every model kind shares: config validation, the
  * parameter table and its seeded initialisation, the head (embeddings,
  * injection, LM projection, cross-entropy) and dispatch to the per-kind
- * block (transformer.c, tanh_cell.c, trellisnet.c). ../shared/DESIGN.md
+ * block (transformer.c, tanh_cell.c, trellisnet.c). docs/ARCHITECTURE.md
  * §Model.
  *
  * Letters: B batch, T sequence, N = B*T positions, d state width, E
@@ -224,7 +224,7 @@ static int transformer_specs(int64_t d, int64_t F, struct param_spec *s)
 }
 
 /* Appends the table of cfg's kind to specs, with each tensor's init;
- * returns the count. Names and shapes exactly as ../shared/DESIGN.md lists
+ * returns the count. Names and shapes as docs/ARCHITECTURE.md §Model lists
  * them (PyTorch nn.Linear layout, weight [out, in]; nn.Conv1d [out, in,
  * kernel] for trellisnet). tanh_cell's cell.weight N(0, (0.25/√d)²) has
  * spectral norm about 0.25 * 2 = 0.5 for a square Gaussian matrix

@@ -1,6 +1,6 @@
 /* model.h — weight-tied models: the block f(z; u) that every method applies,
  * plus the LM head around it (token + position embeddings, input injection,
- * output projection, mean next-token cross-entropy). ../shared/DESIGN.md
+ * output projection, mean next-token cross-entropy). docs/ARCHITECTURE.md
  * §Model is the exact spec.
  *
  * Letters: B batch, T sequence, d state width, H heads, dh = d/H, F

@@ -2,7 +2,7 @@
  * struct model, the host-side state m->priv points to, and the parameter
  * indices shared by model.c and the per-kind files.
  *
- * Parameter table order (../shared/DESIGN.md §Model): the four injection
+ * Parameter table order (docs/ARCHITECTURE.md §Model): the four injection
  * parameters first, the kind's block parameters next, the head last. */
 #ifndef DQ_MODEL_IMPL_H
 #define DQ_MODEL_IMPL_H

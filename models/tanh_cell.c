@@ -1,5 +1,5 @@
 /* tanh_cell.c — the small contraction f(z; u) = tanh(z Wᵀ + u), W =
- * cell.weight [d,d], U = d (../shared/DESIGN.md §Model). A contraction when
+ * cell.weight [d,d], U = d (docs/ARCHITECTURE.md §Model). A contraction when
  * ‖W‖₂ < 1 (tanh is 1-Lipschitz); the init gives ‖W‖₂ ≈ 0.5.
  *
  * Tape: z (N,d) for dW, y = f (N,d) for tanh' = 1 - y²; size 2 N d.

@@ -1,5 +1,5 @@
 /* transformer.c — the post-LN DEQ-Transformer block (Bai, Kolter, Koltun
- * 2019, with learned absolute positions), ../shared/DESIGN.md §Model:
+ * 2019, with learned absolute positions), docs/ARCHITECTURE.md §Model:
  *
  *   qkv = z Wqkvᵀ + bqkv + u                 (N,3d)  q | k | v, heads contiguous
  *   a   = causal MHA(qkv)                     (N,d)   att (B,H,T,T)
