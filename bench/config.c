@@ -3,6 +3,8 @@
  * checks, JSON output and --help, so adding a key is one table row. */
 #include "config.h"
 
+#include "../methods/deq.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -10,22 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-enum key_type { KT_INT, KT_LONG, KT_U64, KT_DOUBLE, KT_BOOL, KT_STR, KT_ENUM };
-
-struct key_desc {
-	const char *name;
-	const char *group;
-	enum key_type type;
-	size_t offset;
-	double min, max;	       /* numeric range, inclusive */
-	int (*parse)(const char *);    /* KT_ENUM */
-	const char *(*enum_name)(int); /* KT_ENUM */
-	const char *choices;	       /* allowed values, for messages */
-	size_t size;		       /* KT_STR buffer size */
-	const char *help;
-	int min_open; /* 1: min itself is excluded, the range is (min, max] */
-};
 
 static const char *model_name_i(int k)
 {
@@ -35,62 +21,22 @@ static const char *init_name_i(int k)
 {
 	return model_init_name((enum model_init)k);
 }
-static const char *method_name_i(int k)
-{
-	return method_kind_name((enum method_kind)k);
-}
-static const char *solver_name_i(int k)
-{
-	return solver_kind_name((enum solver_kind)k);
-}
-static const char *stop_name_i(int k)
-{
-	return stop_mode_name((enum stop_mode)k);
-}
-static const char *bmode_name_i(int k)
-{
-	return b_mode_name((enum b_mode)k);
-}
-static const char *scope_name_i(int k)
-{
-	return stop_scope_name((enum stop_scope)k);
-}
-static const char *batching_name_i(int k)
-{
-	return solver_batching_name((enum solver_batching)k);
-}
 
-#define OFF(f) offsetof(struct bench_config, f)
-#define INT(n, g, f, lo, hi, h)                                                \
-	{                                                                      \
-		n, g, KT_INT, OFF(f), lo, hi, NULL, NULL, NULL, 0, h, 0        \
-	}
-#define DBL(n, g, f, lo, hi, h)                                                \
-	{                                                                      \
-		n, g, KT_DOUBLE, OFF(f), lo, hi, NULL, NULL, NULL, 0, h, 0     \
-	}
-/* a number with an exclusive lower bound: (lo, hi] */
-#define DBL_GT(n, g, f, lo, hi, h)                                             \
-	{                                                                      \
-		n, g, KT_DOUBLE, OFF(f), lo, hi, NULL, NULL, NULL, 0, h, 1     \
-	}
-#define ENUM(n, g, f, p, nm, ch, h)                                            \
-	{                                                                      \
-		n, g, KT_ENUM, OFF(f), 0, 0, p, nm, ch, 0, h, 0                \
-	}
-#define STR(n, g, f, ch, h)                                                    \
-	{                                                                      \
-		n, g, KT_STR, OFF(f), 0, 0, NULL, NULL, ch,                    \
-		    sizeof(((struct bench_config *)0)->f), h, 0                \
-	}
-#define BOOL(n, g, f, h)                                                       \
-	{                                                                      \
-		n, g, KT_BOOL, OFF(f), 0, 1, NULL, NULL, NULL, 0, h, 0         \
-	}
+/* Rows of struct bench_config's own keys (keys.h); r: role flags. */
+#define S			     struct bench_config
+#define INT(n, g, f, lo, hi, h)	     KEY_INT(S, n, g, f, lo, hi, h, 0)
+#define INT_R(n, g, f, lo, hi, h, r) KEY_INT(S, n, g, f, lo, hi, h, r)
+#define DBL(n, g, f, lo, hi, h)	     KEY_DBL(S, n, g, f, lo, hi, h, 0)
+#define DBL_GT(n, g, f, lo, hi, h)   KEY_DBL_GT(S, n, g, f, lo, hi, h, 0)
+#define ENUM(n, g, f, p, nm, h, r)   KEY_ENUM(S, n, g, f, p, nm, h, r)
+#define STR(n, g, f, ch, h, r)	     KEY_STR(S, n, g, f, ch, h, r)
+#define BOOL(n, g, f, h, r)	     KEY_BOOL(S, n, g, f, h, r)
 
-static const struct key_desc keys[] = {
+/* The model keys and the method keys every method shares; the registered
+ * methods' own rows (method_kind_keys) follow them, then tail_keys. */
+static const struct key_desc head_keys[] = {
     ENUM("model", "model", model.kind, model_kind_parse, model_name_i,
-	 "transformer, tanh_cell, trellisnet", "weight-tied block"),
+	 "weight-tied block", 0),
     INT("d_model", "model", model.d_model, 1, 65536, "model width d"),
     INT("n_heads", "model", model.n_heads, 1, 4096,
 	"attention heads H (d_model % n_heads == 0)"),
@@ -100,13 +46,12 @@ static const struct key_desc keys[] = {
     INT("vocab_size", "model", model.vocab_size, 0, 1 << 26,
 	"vocabulary V; 0 = the corpus's (synthetic: 256); for a file "
 	"corpus 0 or at least its vocabulary"),
-    {"seed", "model", KT_U64, OFF(model.seed), 0, 0, NULL, NULL, NULL, 0,
+    {"seed", "model", KT_U64, KEY_OFF(S, model.seed), 0, 0, NULL, NULL, NULL, 0,
      "seed of parameter init and synthetic tokens (batches are in "
      "corpus order)",
-     0},
+     0, 0},
     ENUM("init", "model", model.init, model_init_parse, init_name_i,
-	 "gpt2, pytorch, deq",
-	 "parameter init preset (README: Initialisation)"),
+	 "parameter init preset (README: Initialisation)", 0),
     DBL("init_std", "model", model.init_std, 0, 1e3,
 	"std of every linear/conv weight, N(0, init_std^2); 0 = the "
 	"preset's"),
@@ -114,101 +59,88 @@ static const struct key_desc keys[] = {
 	"std of token and position embeddings, N(0, embed_std^2); 0 = the "
 	"preset's"),
 
-    ENUM("method", "method", method.method, method_kind_parse, method_name_i,
-	 "unroll, checkpoint, deq", "how depth is trained"),
+    ENUM("method", "method", method.method, method_kind_parse, method_kind_name,
+	 "how depth is trained", KEY_METHOD),
     INT("layers", "method", method.layers, 1, 100000,
 	"L for unroll / checkpoint"),
-    INT("k", "method", method.k, 0, 100000,
-	"checkpoint interval; 0 = round(sqrt(layers))"),
+};
 
-    ENUM("f_solver", "deq", method.f_solver, solver_kind_parse, solver_name_i,
-	 "broyden, anderson, fixed_point", "forward solver"),
-    DBL_GT("f_tol", "deq", method.f_tol, 0, 1e30, "forward stop tolerance"),
-    INT("f_max_iter", "deq", method.f_max_iter, 1, 100000,
-	"forward iteration cap"),
-    ENUM("f_stop_mode", "deq", method.f_stop_mode, stop_mode_parse, stop_name_i,
-	 "abs, rel", "forward residual: absolute or relative"),
-    INT("f_history", "deq", method.f_history, 0, 100000,
-	"Broyden updates kept; 0 = f_max_iter"),
-    ENUM("b_mode", "deq", method.b_mode, b_mode_parse, bmode_name_i,
-	 "ift, jfb, phantom",
-	 "backward: implicit (ift), Jacobian-free (jfb) or phantom gradient"),
-    ENUM("b_solver", "deq", method.b_solver, solver_kind_parse, solver_name_i,
-	 "broyden, anderson, fixed_point", "backward solver"),
-    DBL_GT("b_tol", "deq", method.b_tol, 0, 1e30, "backward stop tolerance"),
-    INT("b_max_iter", "deq", method.b_max_iter, 1, 100000,
-	"backward iteration cap"),
-    ENUM("b_stop_mode", "deq", method.b_stop_mode, stop_mode_parse, stop_name_i,
-	 "abs, rel", "backward residual: absolute or relative"),
-    INT("b_history", "deq", method.b_history, 0, 100000,
-	"Broyden updates kept; 0 = b_max_iter"),
-    DBL("jac_loss_weight", "deq", method.jac_loss_weight, 0, 1e30,
-	"Jacobian regularisation weight γ of ‖εᵀJ_f(z*)‖²/n; 0 = off"),
-    DBL("jac_loss_freq", "deq", method.jac_loss_freq, 0, 1,
-	"probability that a training step applies the Jacobian "
-	"regularisation"),
-    DBL("jac_fd_eta", "deq", method.jac_fd_eta, 0, 1,
-	"relative step of the Jacobian regulariser's central difference; 0 = "
-	"cube root of the device's machine epsilon"),
-    INT("phantom_steps", "deq", method.phantom_steps, 1, 100000,
-	"b_mode=phantom: damped steps k from z*, backpropagated"),
-    DBL_GT("phantom_tau", "deq", method.phantom_tau, 0, 1,
-	"b_mode=phantom: damping λ of z ← λ f(z) + (1−λ) z"),
-    INT("spectral_radius_iters", "deq", method.spectral_radius_iters, 0, 100000,
-	"power iterations for ρ(J_f(z*)) at the valid evaluation; 0 = off"),
-    INT("anderson_m", "deq", method.anderson_m, 1, 1000, "Anderson history"),
-    DBL("anderson_lambda", "deq", method.anderson_lambda, 0, 1e30,
-	"Anderson regularisation"),
-    DBL_GT("anderson_beta", "deq", method.anderson_beta, 0, 1e30,
-	   "Anderson mixing"),
-    ENUM("solver_batching", "deq", method.solver_batching,
-	 solver_batching_parse, batching_name_i, "per_sample, global",
-	 "one Broyden/Anderson estimate per sample of the batch, or one for "
-	 "the whole batch"),
-    ENUM("f_stop_scope", "deq", method.f_stop_scope, stop_scope_parse,
-	 scope_name_i, "batch, sample",
-	 "forward stop: residual over the batch, or every sample's own "
-	 "(finished samples frozen)"),
-    ENUM("b_stop_scope", "deq", method.b_stop_scope, stop_scope_parse,
-	 scope_name_i, "batch, sample",
-	 "backward stop: residual over the batch, or every sample's own"),
-    DBL("protect_thres", "deq", method.protect_thres, 0, 1e30,
-	"0 = off; stop a solve whose residual exceeds this multiple of its "
-	"first (>= 1)"),
-    INT("stall_window", "deq", method.stall_window, 0, 100000,
-	"0 = off; stop a solve whose last N residuals lie within a factor "
-	"1.3 (>= 2)"),
-
+static const struct key_desc tail_keys[] = {
     STR("corpus", "data", corpus,
 	"brown, wikitext103, wikitext2, ptb, text, synthetic",
-	"training corpus (synthetic = seeded random tokens)"),
-    STR("data_dir", "data", data_dir, NULL, "directory holding corpora"),
+	"training corpus (synthetic = seeded random tokens)", 0),
+    STR("data_dir", "data", data_dir, NULL, "directory holding corpora",
+	KEY_OUTPUT),
 
     INT("steps", "training", steps, 1, 1e9, "optimizer steps"),
-    INT("pretrain_steps", "training", pretrain_steps, 0, 1e9,
-	"method=deq: first steps train the block unrolled pretrain_layers "
-	"deep, then the solver takes over; 0 = off; < steps"),
-    INT("pretrain_layers", "training", pretrain_layers, 1, 100000,
-	"depth of the unrolled pretraining steps"),
+    INT_R("pretrain_steps", "training", pretrain_steps, 0, 1e9,
+	  "method=deq: first steps train the block unrolled pretrain_layers "
+	  "deep, then the solver takes over; 0 = off; < steps",
+	  KEY_METHOD),
+    INT_R("pretrain_layers", "training", pretrain_layers, 1, 100000,
+	  "depth of the unrolled pretraining steps", KEY_METHOD),
     INT("warmup_steps", "training", warmup_steps, 0, 1e9,
 	"first steps excluded from timing"),
     DBL_GT("lr", "training", lr, 0, 1e3, "peak learning rate (Adam)"),
     INT("lr_warmup", "training", lr_warmup, 0, 1e9,
 	"linear lr warmup steps, then cosine decay to 0"),
     DBL("clip", "training", clip, 0, 1e30, "grad-norm clip; 0 = off"),
-    {"eval_tokens", "training", KT_LONG, OFF(eval_tokens), 0, 1e15, NULL, NULL,
-     NULL, 0, "tokens evaluated per split (valid, test); 0 = none", 0},
+    {"eval_tokens", "training", KT_LONG, KEY_OFF(S, eval_tokens), 0, 1e15, NULL,
+     NULL, NULL, 0, "tokens evaluated per split (valid, test); 0 = none", 0, 0},
 
-    STR("device", "device", device, "cpu, cpu64, cuda", "backend"),
+    STR("device", "device", device, "cpu, cpu64, cuda", "backend", 0),
     INT("threads", "device", threads, 0, 4096,
 	"CPU threads; 0 = library default"),
     BOOL("tf32", "device", tf32,
-	 "allow TF32 GEMMs (device=cuda only; an error elsewhere)"),
+	 "allow TF32 GEMMs (device=cuda only; an error elsewhere)", 0),
 
-    STR("out", "output", out, NULL, "JSONL file records are appended to"),
-    BOOL("trace", "output", trace, "per-step traces in the record"),
+    STR("out", "output", out, NULL, "JSONL file records are appended to",
+	KEY_OUTPUT),
+    BOOL("trace", "output", trace, "per-step traces in the record", KEY_OUTPUT),
 };
-#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+#undef S
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A key row and the struct its offset is relative to: bench_config for
+ * head_keys and tail_keys, a method's options slot for its own rows. */
+struct key_ref {
+	const struct key_desc *d;
+	int owner; /* -1: bench_config; else the method's registry index */
+};
+
+/* Key i of the whole table, in its order (head, methods', tail); d NULL
+ * past the end. */
+static struct key_ref key_at(size_t i)
+{
+	struct key_ref r = {NULL, -1};
+	size_t n;
+	if (i < NELEM(head_keys)) {
+		r.d = &head_keys[i];
+		return r;
+	}
+	i -= NELEM(head_keys);
+	for (int k = 0; k < method_kind_count(); k++) {
+		const struct key_desc *mk = method_kind_keys(k, &n);
+		if (i < n) {
+			r.d = &mk[i];
+			r.owner = k;
+			return r;
+		}
+		i -= n;
+	}
+	if (i < NELEM(tail_keys))
+		r.d = &tail_keys[i];
+	return r;
+}
+
+/* The field of key r in c. */
+static void *key_field(const struct bench_config *c, struct key_ref r)
+{
+	const void *base = r.owner < 0 ? (const void *)c
+				       : method_opts_slot(&c->method, r.owner);
+	return (char *)base + r.d->offset;
+}
 
 static const char *const corpus_names[] = {
     "brown", "wikitext103", "wikitext2", "ptb", "text", "synthetic", NULL,
@@ -226,8 +158,6 @@ void config_defaults(struct bench_config *c)
 	c->model.vocab_size = 0;
 	c->model.seed = 1;
 	method_config_defaults(&c->method);
-	c->method.method = METHOD_UNROLL;
-	c->method.layers = 12;
 	snprintf(c->corpus, sizeof(c->corpus), "brown");
 	snprintf(c->data_dir, sizeof(c->data_dir), "data");
 	c->steps = 200;
@@ -245,27 +175,30 @@ void config_defaults(struct bench_config *c)
 	c->trace = 0;
 }
 
-static const struct key_desc *key_find(const char *name)
+static struct key_ref key_find(const char *name)
 {
-	for (size_t i = 0; i < NKEYS; i++)
-		if (strcmp(keys[i].name, name) == 0)
-			return &keys[i];
-	return NULL;
+	struct key_ref r;
+	for (size_t i = 0; (r = key_at(i)).d; i++)
+		if (strcmp(r.d->name, name) == 0)
+			return r;
+	return r;
 }
 
 int config_key_known(const char *key)
 {
-	return key_find(key) != NULL;
+	return key_find(key).d != NULL;
 }
 
 int config_key_is_method(const char *key)
 {
-	const struct key_desc *d = key_find(key);
-	if (!d)
-		return 0;
-	return strcmp(key, "method") == 0 || strcmp(key, "k") == 0 ||
-	       strcmp(d->group, "deq") == 0 ||
-	       strncmp(key, "pretrain_", 9) == 0;
+	struct key_ref r = key_find(key);
+	return r.d && (r.owner >= 0 || (r.d->role & KEY_METHOD));
+}
+
+int config_key_is_output(const char *key)
+{
+	struct key_ref r = key_find(key);
+	return r.d && (r.d->role & KEY_OUTPUT);
 }
 
 /* Levenshtein distance, O(|a| |b|); key names are short. */
@@ -299,11 +232,12 @@ const char *config_closest_key(const char *s)
 {
 	const char *best = NULL;
 	size_t bd = (size_t)-1;
-	for (size_t i = 0; i < NKEYS; i++) {
-		size_t d = edit_distance(s, keys[i].name);
+	struct key_ref r;
+	for (size_t i = 0; (r = key_at(i)).d; i++) {
+		size_t d = edit_distance(s, r.d->name);
 		if (d < bd) {
 			bd = d;
-			best = keys[i].name;
+			best = r.d->name;
 		}
 	}
 	/* A suggestion helps when it is a typo of the word: at most one
@@ -340,30 +274,14 @@ static const char *type_word(const struct key_desc *d)
 	}
 }
 
-/* The allowed range of a numeric key as an interval: "[1, 100000]",
- * "(0, 1000]" where min is excluded. */
-static void range_text(const struct key_desc *d, char *buf, size_t n)
-{
-	if (d->type == KT_U64)
-		snprintf(buf, n, "[0, 9223372036854775807]");
-	else
-		snprintf(buf, n, "%c%.10g, %.10g]", d->min_open ? '(' : '[',
-			 d->min, d->max);
-}
-
 static int range_error(const struct key_desc *d, const char *value, char *err,
 		       size_t errlen)
 {
 	char r[96];
-	range_text(d, r, sizeof(r));
+	key_range_text(d, r, sizeof(r));
 	snprintf(err, errlen, "%s=%s is out of range; use a value in %s",
 		 d->name, value, r);
 	return -1;
-}
-
-static int in_range(const struct key_desc *d, double v)
-{
-	return (d->min_open ? v > d->min : v >= d->min) && v <= d->max;
 }
 
 enum num_parse { NUM_OK, NUM_SYNTAX, NUM_RANGE };
@@ -427,11 +345,9 @@ static enum num_parse parse_number(const char *s, double *out)
 }
 
 /* Sets an integer or floating-point key from text. */
-static int set_numeric(struct bench_config *c, const struct key_desc *d,
-		       const char *value, const char *shown, char *err,
-		       size_t errlen)
+static int set_numeric(void *field, const struct key_desc *d, const char *value,
+		       const char *shown, char *err, size_t errlen)
 {
-	void *field = (char *)c + d->offset;
 	enum num_parse r;
 	long long iv = 0;
 	double v = 0;
@@ -452,7 +368,7 @@ static int set_numeric(struct bench_config *c, const struct key_desc *d,
 							  : "1");
 		return -1;
 	}
-	if (r == NUM_RANGE || (d->type != KT_U64 && !in_range(d, v)))
+	if (r == NUM_RANGE || (d->type != KT_U64 && !key_in_range(d, v)))
 		return range_error(d, shown, err, errlen);
 	switch (d->type) {
 	case KT_INT:
@@ -473,8 +389,9 @@ static int set_numeric(struct bench_config *c, const struct key_desc *d,
 int config_set(struct bench_config *c, const char *key, const char *value,
 	       char *err, size_t errlen)
 {
-	const struct key_desc *d = key_find(key);
-	char vb[96], kb[64], sug[96];
+	struct key_ref r = key_find(key);
+	const struct key_desc *d = r.d;
+	char vb[96], kb[64], sug[96], ch[256];
 	const char *shown = config_brief(value, vb, sizeof(vb));
 	void *field;
 
@@ -486,13 +403,14 @@ int config_set(struct bench_config *c, const char *key, const char *value,
 			 config_brief(key, kb, sizeof(kb)), sug);
 		return -1;
 	}
-	field = (char *)c + d->offset;
+	field = key_field(c, r);
+	key_choices(d, ch, sizeof(ch));
 	switch (d->type) {
 	case KT_INT:
 	case KT_LONG:
 	case KT_U64:
 	case KT_DOUBLE:
-		return set_numeric(c, d, value, shown, err, errlen);
+		return set_numeric(field, d, value, shown, err, errlen);
 	case KT_BOOL:
 		if (!strcasecmp(value, "true") || !strcmp(value, "1") ||
 		    !strcasecmp(value, "yes") || !strcasecmp(value, "on"))
@@ -511,7 +429,7 @@ int config_set(struct bench_config *c, const char *key, const char *value,
 		if (v < 0) {
 			snprintf(err, errlen,
 				 "%s=%s is not a known value; use one of: %s",
-				 key, shown, d->choices);
+				 key, shown, ch);
 			return -1;
 		}
 		*(int *)field = v;
@@ -526,7 +444,7 @@ int config_set(struct bench_config *c, const char *key, const char *value,
 				snprintf(err, errlen,
 					 "%s=%s is not a known corpus; use "
 					 "one of: %s",
-					 key, shown, d->choices);
+					 key, shown, ch);
 				return -1;
 			}
 		}
@@ -538,7 +456,7 @@ int config_set(struct bench_config *c, const char *key, const char *value,
 				snprintf(err, errlen,
 					 "%s=%s is not a known device; use "
 					 "one of: %s",
-					 key, shown, d->choices);
+					 key, shown, ch);
 				return -1;
 			}
 		}
@@ -561,8 +479,8 @@ int config_set(struct bench_config *c, const char *key, const char *value,
 int config_set_json(struct bench_config *c, const char *key,
 		    const json_t *value, char *err, size_t errlen)
 {
-	const struct key_desc *d = key_find(key);
-	char buf[CONFIG_PATH + 64];
+	const struct key_desc *d = key_find(key).d;
+	char buf[CONFIG_PATH + 64], ch[256];
 
 	if (!d)
 		return config_set(c, key, "", err, errlen);
@@ -609,9 +527,9 @@ int config_set_json(struct bench_config *c, const char *key,
 		if (d->type == KT_BOOL &&
 		    (!strcmp(buf, "0") || !strcmp(buf, "1")))
 			return config_set(c, key, buf, err, errlen);
+		key_choices(d, ch, sizeof(ch));
 		snprintf(err, errlen, "%s=%s: expected %s%s%s", key, buf,
-			 type_word(d), d->choices ? ": " : "",
-			 d->choices ? d->choices : "");
+			 type_word(d), *ch ? ": " : "", ch);
 		return -1;
 	}
 	return config_set(c, key, buf, err, errlen);
@@ -670,7 +588,7 @@ static int config_check_pretrain(const struct bench_config *c, char *err,
 	int p = c->pretrain_steps;
 	if (p <= 0)
 		return 0;
-	if (c->method.method != METHOD_DEQ) {
+	if (c->method.method != deq_kind()) {
 		snprintf(err, errlen,
 			 "pretrain_steps=%d needs method=deq (method=%s "
 			 "trains unrolled or checkpointed throughout); use "
@@ -717,14 +635,6 @@ int config_validate(const struct bench_config *c, char *err, size_t errlen)
 	}
 	if (config_check_pretrain(c, err, errlen) != 0)
 		return -1;
-	if (c->method.method == METHOD_CHECKPOINT &&
-	    c->method.k > c->method.layers) {
-		snprintf(err, errlen,
-			 "k=%d is larger than layers=%d; use 1 <= k <= layers "
-			 "(0 = round(sqrt(layers)))",
-			 c->method.k, c->method.layers);
-		return -1;
-	}
 	if (method_config_validate(&c->method, err, errlen) != 0)
 		return -1;
 	/* TF32 exists only on the GPU; asking for it elsewhere is a mistake
@@ -752,9 +662,10 @@ int config_validate(const struct bench_config *c, char *err, size_t errlen)
 	return 0;
 }
 
-static json_t *key_json(const struct bench_config *c, const struct key_desc *d)
+static json_t *key_json(const struct bench_config *c, struct key_ref r)
 {
-	const void *field = (const char *)c + d->offset;
+	const struct key_desc *d = r.d;
+	const void *field = key_field(c, r);
 	switch (d->type) {
 	case KT_INT:
 		return json_integer(*(const int *)field);
@@ -778,15 +689,29 @@ static json_t *key_json(const struct bench_config *c, const struct key_desc *d)
 
 json_t *config_key_json(const struct bench_config *c, const char *key)
 {
-	const struct key_desc *d = key_find(key);
-	return d ? key_json(c, d) : NULL;
+	struct key_ref r = key_find(key);
+	return r.d ? key_json(c, r) : NULL;
 }
 
 json_t *config_to_json(const struct bench_config *c)
 {
 	json_t *o = json_object();
-	for (size_t i = 0; i < NKEYS; i++)
-		json_object_set_new(o, keys[i].name, key_json(c, &keys[i]));
+	struct key_ref r;
+	for (size_t i = 0; (r = key_at(i)).d; i++)
+		json_object_set_new(o, r.d->name, key_json(c, r));
+	return o;
+}
+
+json_t *config_method_json(const struct method_config *m)
+{
+	struct bench_config c;
+	struct key_ref r;
+	json_t *o = json_object();
+	memset(&c, 0, sizeof(c));
+	c.method = *m;
+	for (size_t i = 0; (r = key_at(i)).d; i++)
+		if (r.owner >= 0 || !strcmp(r.d->group, "method"))
+			json_object_set_new(o, r.d->name, key_json(&c, r));
 	return o;
 }
 
@@ -809,13 +734,16 @@ static void key_allowed(const struct key_desc *d, char *buf, size_t n)
 		snprintf(buf, n, "true, false");
 		break;
 	default:
-		snprintf(buf, n, "%s", d->choices ? d->choices : "a path");
+		key_choices(d, buf, n);
+		if (!*buf)
+			snprintf(buf, n, "a path");
 	}
 }
 
 void config_print_help(FILE *f)
 {
 	struct bench_config c;
+	struct key_ref r;
 	config_defaults(&c);
 	fprintf(f,
 		"usage: deqbench run [FILE.json] [key=value ...]\n"
@@ -823,33 +751,78 @@ void config_print_help(FILE *f)
 		"key=value arguments override it.\n\n"
 		"  %-16s %-9s %-21s %-34s %s\n",
 		"key", "group", "default", "allowed", "meaning");
-	for (size_t i = 0; i < NKEYS; i++) {
-		json_t *v = key_json(&c, &keys[i]);
+	for (size_t i = 0; (r = key_at(i)).d; i++) {
+		json_t *v = key_json(&c, r);
 		char *s =
 		    json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
 		char allowed[160];
-		key_allowed(&keys[i], allowed, sizeof(allowed));
-		fprintf(f, "  %-16s %-9s %-21s %-34s %s\n", keys[i].name,
-			keys[i].group, s ? s : "?", allowed, keys[i].help);
+		key_allowed(r.d, allowed, sizeof(allowed));
+		fprintf(f, "  %-16s %-9s %-21s %-34s %s\n", r.d->name,
+			r.d->group, s ? s : "?", allowed, r.d->help);
 		free(s);
 		json_decref(v);
 	}
 }
 
+static const char *const type_names[] = {"int",	 "int",	   "int", "number",
+					 "bool", "string", "enum"};
+
+/* One key's metadata for config_print_json (new reference). */
+static json_t *key_meta(const struct bench_config *defaults, struct key_ref r)
+{
+	const struct key_desc *d = r.d;
+	char allowed[256];
+	json_t *o = json_object();
+	key_allowed(d, allowed, sizeof(allowed));
+	json_object_set_new(o, "name", json_string(d->name));
+	json_object_set_new(o, "group", json_string(d->group));
+	json_object_set_new(o, "type", json_string(type_names[d->type]));
+	json_object_set_new(o, "default", key_json(defaults, r));
+	json_object_set_new(o, "allowed", json_string(allowed));
+	json_object_set_new(o, "help", json_string(d->help));
+	json_object_set_new(o, "method",
+			    json_boolean(config_key_is_method(d->name)));
+	json_object_set_new(o, "output", json_boolean(d->role & KEY_OUTPUT));
+	if (d->type == KT_INT || d->type == KT_LONG || d->type == KT_DOUBLE) {
+		json_object_set_new(o, "min", json_real(d->min));
+		json_object_set_new(o, "max", json_real(d->max));
+		json_object_set_new(o, "min_open", json_boolean(d->min_open));
+	}
+	if (d->type == KT_ENUM || d->choices) {
+		key_choices(d, allowed, sizeof(allowed));
+		json_object_set_new(o, "choices", json_string(allowed));
+	}
+	return o;
+}
+
+void config_print_json(FILE *f)
+{
+	struct bench_config c;
+	struct key_ref r;
+	json_t *a = json_array();
+	config_defaults(&c);
+	for (size_t i = 0; (r = key_at(i)).d; i++)
+		json_array_append_new(a, key_meta(&c, r));
+	json_dumpf(a, f, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+	fputc('\n', f);
+	json_decref(a);
+}
+
 void config_print_markdown(FILE *f)
 {
 	struct bench_config c;
+	struct key_ref r;
 	config_defaults(&c);
 	fprintf(f, "| key | group | default | allowed | meaning |\n"
 		   "|---|---|---|---|---|\n");
-	for (size_t i = 0; i < NKEYS; i++) {
-		json_t *v = key_json(&c, &keys[i]);
+	for (size_t i = 0; (r = key_at(i)).d; i++) {
+		json_t *v = key_json(&c, r);
 		char *s =
 		    json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
 		char allowed[160];
-		key_allowed(&keys[i], allowed, sizeof(allowed));
-		fprintf(f, "| `%s` | %s | `%s` | %s | %s |\n", keys[i].name,
-			keys[i].group, s ? s : "?", allowed, keys[i].help);
+		key_allowed(r.d, allowed, sizeof(allowed));
+		fprintf(f, "| `%s` | %s | `%s` | %s | %s |\n", r.d->name,
+			r.d->group, s ? s : "?", allowed, r.d->help);
 		free(s);
 		json_decref(v);
 	}

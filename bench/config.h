@@ -92,6 +92,10 @@ int config_validate(const struct bench_config *c, char *err, size_t errlen);
 
 /* Every key with its typed value, in table order (new reference). */
 json_t *config_to_json(const struct bench_config *c);
+/* The method keys of m (method, layers and every registered method's own
+ * keys, in table order) with their values: the record's "method" object,
+ * given the resolved config (k and histories filled in). New reference. */
+json_t *config_method_json(const struct method_config *m);
 /* One key's canonical JSON value (new reference), NULL when unknown. */
 json_t *config_key_json(const struct bench_config *c, const char *key);
 /* 1 when `key` is a config key. */
@@ -100,9 +104,18 @@ int config_key_known(const char *key);
  * pretrain_steps, pretrain_layers): the keys that differ between the rows
  * of one summary group. */
 int config_key_is_method(const char *key);
+/* 1 for keys that say where inputs and results go, not what is measured
+ * (out, trace, data_dir): runs that differ only in them are the same
+ * configuration (`deqbench report` and plots/ group them together). */
+int config_key_is_output(const char *key);
 
 /* Prints the key table (key, group, default, allowed values, meaning). */
 void config_print_help(FILE *f);
+/* The key table as JSON for tools (`deqbench run --help-json`, read by
+ * plots/records.py): an array of {name, group, type, default, allowed,
+ * help, method, output} objects, plus min, max, min_open for numbers and
+ * choices for enums, in table order. */
+void config_print_json(FILE *f);
 /* The same table in markdown, as README.md carries it (`deqbench run
  * --help-markdown`; tests/test_bench.c checks the README against it). */
 void config_print_markdown(FILE *f);

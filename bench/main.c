@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../methods/deq.h"
 #include "bench_block.h"
 #include "config.h"
 #include "data.h"
@@ -207,6 +208,10 @@ static int cmd_run(int argc, char **argv)
 
 	if (argc == 1 && !strcmp(argv[0], "--help-markdown")) {
 		config_print_markdown(stdout);
+		return 0;
+	}
+	if (argc == 1 && !strcmp(argv[0], "--help-json")) {
+		config_print_json(stdout);
 		return 0;
 	}
 	if (has_help(argc, argv)) {
@@ -647,8 +652,8 @@ static int cmd_params(int argc, char **argv)
  * "deqbench grad: forward solve (broyden): 14 iters, rel residual 8.1e-04,
  * converged (f_tol 0.001)". */
 static void print_solve_line(const char *what, const char *key,
-			     const struct solve_stats *s, enum solver_kind k,
-			     double tol, enum stop_mode mode)
+			     const struct solve_stats *s, int k, double tol,
+			     int mode)
 {
 	fprintf(stderr,
 		"deqbench grad: %s solve (%s): %d iters, %s residual %.3g, "
@@ -687,12 +692,13 @@ static int cmd_grad(int argc, char **argv)
 	if (runner_grad(&cfg, val[0], val[1], val[2], &st, err, sizeof(err)) !=
 	    0)
 		return bad_input(err);
+	const struct deq_config *dc = deq_config(&cfg.method);
 	if (st.has_fwd_solve)
-		print_solve_line("forward", "f", &st.fwd, cfg.method.f_solver,
-				 cfg.method.f_tol, cfg.method.f_stop_mode);
+		print_solve_line("forward", "f", &st.fwd, dc->f_solver,
+				 dc->f_tol, dc->f_stop_mode);
 	if (st.has_bwd_solve)
-		print_solve_line("backward", "b", &st.bwd, cfg.method.b_solver,
-				 cfg.method.b_tol, cfg.method.b_stop_mode);
+		print_solve_line("backward", "b", &st.bwd, dc->b_solver,
+				 dc->b_tol, dc->b_stop_mode);
 	return 0;
 }
 

@@ -46,7 +46,7 @@ int memfit_estimate(const struct bench_config *cfg, int V, size_t elem,
 		/* pretrain.c allocates an unroll method beside the deq's */
 		struct method_config uc = cfg->method;
 		size_t ud, us;
-		uc.method = METHOD_UNROLL;
+		uc.method = method_kind_parse("unroll");
 		uc.layers = cfg->pretrain_layers;
 		if (method_memory(&m, &uc, &ud, &us, err, errlen) != 0)
 			return -1;

@@ -19,7 +19,7 @@ int pretrain_create(struct pretrain *pt, struct run_ctx *rc,
 		return 0;
 	/* the deq's resolved config as the base: only method and L matter */
 	mc = *method_get_config(rc->me);
-	mc.method = METHOD_UNROLL;
+	mc.method = method_kind_parse("unroll");
 	mc.layers = cfg->pretrain_layers;
 	if (method_create(&pt->unroll, rc->m, &mc, e2, sizeof(e2)) != 0) {
 		snprintf(err, errlen, "pretrain_layers=%d: %s",

@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "../methods/deq.h"
 #include "../methods/method.h"
 #include "../models/model.h"
 #include "data.h"
@@ -306,48 +307,7 @@ static json_t *converged_array(const int *flags, int n)
 
 static json_t *method_json(const struct method_config *c)
 {
-	json_t *o = json_object();
-	json_object_set_new(o, "method",
-			    json_string(method_kind_name(c->method)));
-	json_object_set_new(o, "layers", json_integer(c->layers));
-	json_object_set_new(o, "k", json_integer(c->k));
-	json_object_set_new(o, "f_solver",
-			    json_string(solver_kind_name(c->f_solver)));
-	json_object_set_new(o, "f_tol", json_real(c->f_tol));
-	json_object_set_new(o, "f_max_iter", json_integer(c->f_max_iter));
-	json_object_set_new(o, "f_stop_mode",
-			    json_string(stop_mode_name(c->f_stop_mode)));
-	json_object_set_new(o, "f_history", json_integer(c->f_history));
-	json_object_set_new(o, "b_mode", json_string(b_mode_name(c->b_mode)));
-	json_object_set_new(o, "b_solver",
-			    json_string(solver_kind_name(c->b_solver)));
-	json_object_set_new(o, "b_tol", json_real(c->b_tol));
-	json_object_set_new(o, "b_max_iter", json_integer(c->b_max_iter));
-	json_object_set_new(o, "b_stop_mode",
-			    json_string(stop_mode_name(c->b_stop_mode)));
-	json_object_set_new(o, "b_history", json_integer(c->b_history));
-	json_object_set_new(o, "anderson_m", json_integer(c->anderson_m));
-	json_object_set_new(o, "anderson_lambda",
-			    json_real(c->anderson_lambda));
-	json_object_set_new(o, "anderson_beta", json_real(c->anderson_beta));
-	json_object_set_new(
-	    o, "solver_batching",
-	    json_string(solver_batching_name(c->solver_batching)));
-	json_object_set_new(o, "f_stop_scope",
-			    json_string(stop_scope_name(c->f_stop_scope)));
-	json_object_set_new(o, "b_stop_scope",
-			    json_string(stop_scope_name(c->b_stop_scope)));
-	json_object_set_new(o, "protect_thres", json_real(c->protect_thres));
-	json_object_set_new(o, "stall_window", json_integer(c->stall_window));
-	json_object_set_new(o, "jac_loss_weight",
-			    json_real(c->jac_loss_weight));
-	json_object_set_new(o, "jac_loss_freq", json_real(c->jac_loss_freq));
-	json_object_set_new(o, "jac_fd_eta", json_real(c->jac_fd_eta));
-	json_object_set_new(o, "phantom_steps", json_integer(c->phantom_steps));
-	json_object_set_new(o, "phantom_tau", json_real(c->phantom_tau));
-	json_object_set_new(o, "spectral_radius_iters",
-			    json_integer(c->spectral_radius_iters));
-	return o;
+	return config_method_json(c);
 }
 
 static json_t *shape_json(int ndim, const int64_t *shape)
@@ -990,7 +950,7 @@ out:
  * memory. */
 static int solve_metadata(struct st_writer *w, const char *pre,
 			  const struct solve_stats *s, double tol,
-			  enum stop_mode mode)
+			  int mode)
 {
 	static const char *const names[] = {"iters", "residual", "stop_mode",
 					    "tol", "converged"};
@@ -1071,13 +1031,14 @@ static int save_buffer(struct run_ctx *rc, const void *buf, const char *prefix,
 	}
 	if (with_solves) {
 		const struct method_stats *st = method_get_stats(rc->me);
-		const struct method_config *mc = method_get_config(rc->me);
+		const struct deq_config *dc =
+		    deq_config(method_get_config(rc->me));
 		if ((st->has_fwd_solve &&
-		     solve_metadata(w, "fwd", &st->fwd, mc->f_tol,
-				    mc->f_stop_mode) != 0) ||
+		     solve_metadata(w, "fwd", &st->fwd, dc->f_tol,
+				    dc->f_stop_mode) != 0) ||
 		    (st->has_bwd_solve &&
-		     solve_metadata(w, "bwd", &st->bwd, mc->b_tol,
-				    mc->b_stop_mode) != 0)) {
+		     solve_metadata(w, "bwd", &st->bwd, dc->b_tol,
+				    dc->b_stop_mode) != 0)) {
 			snprintf(err, errlen, "out of host memory");
 			goto out;
 		}

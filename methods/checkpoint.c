@@ -20,17 +20,29 @@
  * L + (L − len(last segment)) forward (one extra per layer outside the last
  * segment), L VJPs.
  */
+#include <math.h>
+#include <stdio.h>
+
+#include "checkpoint.h"
 #include "method_impl.h"
+
+extern const struct method_desc method_checkpoint;
+
+/* k of the resolved options of a method_config. */
+static int k_of(const struct method_config *c)
+{
+	return checkpoint_config(c)->k;
+}
 
 static int n_segments(const struct method_config *c)
 {
-	return (c->layers + c->k - 1) / c->k;
+	return (c->layers + k_of(c) - 1) / k_of(c);
 }
 
 /* Layers in segment s: k, except the last. */
 static int seg_len(const struct method_config *c, int s)
 {
-	int lo = s * c->k, hi = lo + c->k;
+	int lo = s * k_of(c), hi = lo + k_of(c);
 	return (hi < c->layers ? hi : c->layers) - lo;
 }
 
@@ -38,7 +50,7 @@ static void ckpt_layout(const struct model *m, const struct method_config *c,
 			struct method_layout *l)
 {
 	(void)m;
-	l->n_tapes = c->k;
+	l->n_tapes = k_of(c);
 	l->n_ckpts = n_segments(c) - 1;
 	l->n_vecs = 4;
 }
@@ -97,8 +109,68 @@ static void ckpt_backward(struct method *me, const void *gz, void *gu)
 	}
 }
 
-const struct method_ops method_checkpoint_ops = {
+static const struct method_ops method_checkpoint_ops = {
     .layout = ckpt_layout,
     .forward = ckpt_forward,
     .backward = ckpt_backward,
+};
+
+/* ---------------------------------------------------------- options */
+
+static const struct key_desc checkpoint_keys[] = {
+    KEY_INT(struct checkpoint_config, "k", "method", k, 0, 100000,
+	    "checkpoint interval; 0 = round(sqrt(layers))", KEY_METHOD),
+};
+
+static void checkpoint_defaults(void *opts)
+{
+	((struct checkpoint_config *)opts)->k = 0;
+}
+
+static int checkpoint_check(const struct method_config *c, const void *opts,
+			    char *err, size_t errlen)
+{
+	const struct checkpoint_config *o = opts;
+	if (o->k > c->layers) {
+		snprintf(err, errlen,
+			 "k=%d is larger than layers=%d; use 1 <= k <= layers "
+			 "(0 = round(sqrt(layers)))",
+			 o->k, c->layers);
+		return -1;
+	}
+	return 0;
+}
+
+/* k = 0 → round(√L): the interval that minimises checkpoints + one
+ * segment's tapes, (L/k + k) · n (Chen et al. 2016). */
+static void checkpoint_resolve(const struct method_config *c, void *opts)
+{
+	struct checkpoint_config *o = opts;
+	if (o->k == 0) {
+		o->k = (int)lround(sqrt((double)c->layers));
+		if (o->k < 1)
+			o->k = 1;
+	}
+}
+
+struct checkpoint_config *checkpoint_config(const struct method_config *c)
+{
+	return (struct checkpoint_config *)&c->opts.checkpoint;
+}
+
+int checkpoint_kind(void)
+{
+	return method_kind_parse(method_checkpoint.name);
+}
+
+const struct method_desc method_checkpoint = {
+    .name = "checkpoint",
+    .ops = &method_checkpoint_ops,
+    .opts_offset = offsetof(struct method_opts, checkpoint),
+    .keys = checkpoint_keys,
+    .n_keys = 1,
+    .defaults = checkpoint_defaults,
+    .check = checkpoint_check,
+    .resolve = checkpoint_resolve,
+    .uses_layers = 1,
 };

@@ -79,15 +79,25 @@
  */
 #include <math.h>
 
+#include "deq.h"
+#include "solvers.h"
 #include "method_impl.h"
 
 /* Work vectors (method_vec). */
 enum { V_OUT = 0, V_EPS = 1, V_W = 2, V_ZSTAR = 3 };
 
+extern const struct method_desc method_deq;
+
+/* The resolved deq options of me. */
+static inline const struct deq_config *dq(const struct method *me)
+{
+	return deq_config(&me->cfg);
+}
+
 /* Solver parameters of the forward (bwd = 0) or backward solve: one
  * problem per sample unless solver_batching=global (solvers.h). */
 static struct solver_params params_of(const struct model *m,
-				      const struct method_config *c, int bwd)
+				      const struct deq_config *c, int bwd)
 {
 	int per_sample = c->solver_batching == BATCHING_PER_SAMPLE;
 	struct solver_params p = {
@@ -108,9 +118,10 @@ static struct solver_params params_of(const struct model *m,
 	return p;
 }
 
-static void deq_layout(const struct model *m, const struct method_config *c,
+static void deq_layout(const struct model *m, const struct method_config *mc,
 		       struct method_layout *l)
 {
+	const struct deq_config *c = deq_config(mc);
 	int phantom = c->b_mode == BMODE_PHANTOM;
 	int v = phantom ? 2 : 1;
 	if (c->jac_loss_weight > 0 && v < 4)
@@ -147,8 +158,8 @@ static void phantom_forward(struct method *me, const void *zs, void *z,
 	const struct backend_ops *o = me->m->be->ops;
 	void *ctx = me->m->be->ctx;
 	size_t n = me->m->n_state;
-	int k = me->cfg.phantom_steps;
-	double lam = me->cfg.phantom_tau;
+	int k = dq(me)->phantom_steps;
+	double lam = dq(me)->phantom_tau;
 	const void *in = zs;
 	for (int i = 0; i < k; i++) {
 		void *out = i == k - 1 ? z : method_vec(me, i % 2);
@@ -170,7 +181,7 @@ static void phantom_backward(struct method *me, const void *gz, void *gu)
 	const struct backend_ops *o = me->m->be->ops;
 	void *ctx = me->m->be->ctx;
 	size_t n = me->m->n_state;
-	double lam = me->cfg.phantom_tau;
+	double lam = dq(me)->phantom_tau;
 	void *a = method_vec(me, 0), *b = method_vec(me, 1);
 	const void *c = gz;
 	if (lam != 1.0) {
@@ -178,7 +189,7 @@ static void phantom_backward(struct method *me, const void *gz, void *gu)
 		o->scale(ctx, b, lam, n);
 		c = b;
 	}
-	for (int i = me->cfg.phantom_steps - 1; i >= 0; i--) {
+	for (int i = dq(me)->phantom_steps - 1; i >= 0; i--) {
 		void *out = c == a ? b : a;
 		method_vjp(me, out, gu, c, method_tape(me, i), 1);
 		if (i == 0)
@@ -201,12 +212,12 @@ static void deq_forward(struct method *me, const void *u, void *z, int train)
 	    &me->st.fwd_trace_len, &me->st.host_reads);
 	me->st.has_fwd_solve = 1;
 	me->zstar = zs;
-	if (me->cfg.b_mode == BMODE_PHANTOM)
+	if (dq(me)->b_mode == BMODE_PHANTOM)
 		phantom_forward(me, zs, z, train);
 	else
 		method_f(me, z, zs, u, train ? method_tape(me, 0) : NULL);
-	if (train && me->cfg.jac_loss_weight > 0 &&
-	    method_u01(me) < me->cfg.jac_loss_freq) {
+	if (train && dq(me)->jac_loss_weight > 0 &&
+	    method_u01(me) < dq(me)->jac_loss_freq) {
 		/* the backward solve overwrites the solver's z* */
 		me->st.jac_applied = 1;
 		me->m->be->ops->copy(me->m->be->ctx, method_vec(me, V_ZSTAR),
@@ -217,15 +228,16 @@ static void deq_forward(struct method *me, const void *u, void *z, int train)
 static void deq_backward(struct method *me, const void *gz, void *gu)
 {
 	const void *y = gz;
-	if (me->cfg.b_mode == BMODE_PHANTOM) {
+	if (dq(me)->b_mode == BMODE_PHANTOM) {
 		phantom_backward(me, gz, gu);
 	} else {
-		if (me->cfg.b_mode == BMODE_IFT) {
+		if (dq(me)->b_mode == BMODE_IFT) {
 			struct fp_map F = {map_backward, me};
 			me->gz = gz;
-			y = solver_solve(
-			    me->solver, &me->lay.solve[1], &F, &me->st.bwd, me->st.bwd_trace,
-			    &me->st.bwd_trace_len, &me->st.host_reads);
+			y = solver_solve(me->solver, &me->lay.solve[1], &F,
+					 &me->st.bwd, me->st.bwd_trace,
+					 &me->st.bwd_trace_len,
+					 &me->st.host_reads);
 			me->st.has_bwd_solve = 1;
 		}
 		method_vjp(me, method_vec(me, V_OUT), gu, y, method_tape(me, 0),
@@ -258,11 +270,11 @@ static void deq_jac_backward(struct method *me, void *gu)
 	me->st.jac_loss = wn * wn / (double)n;
 	if (!(wn > 0) || !isfinite(wn) || !isfinite(zn))
 		return; /* w = 0: ∇R = 0; non-finite: the loss will say so */
-	double eta = me->cfg.jac_fd_eta > 0
-			 ? me->cfg.jac_fd_eta
+	double eta = dq(me)->jac_fd_eta > 0
+			 ? dq(me)->jac_fd_eta
 			 : cbrt(be->elem == sizeof(double) ? 0x1p-52 : 0x1p-23);
 	double h = eta * fmax(zn, sqrt((double)n)) / wn;
-	double c = me->cfg.jac_loss_weight / ((double)n * h);
+	double c = dq(me)->jac_loss_weight / ((double)n * h);
 
 	o->axpy(be->ctx, zs, h, w, n); /* z* + h w */
 	method_f(me, out, zs, me->u, tape);
@@ -281,8 +293,8 @@ double method_spectral_radius(struct method *me)
 	struct backend *be = me->m->be;
 	const struct backend_ops *o = be->ops;
 	size_t n = me->m->n_state;
-	int t = me->cfg.spectral_radius_iters;
-	if (me->cfg.method != METHOD_DEQ || t <= 0 || !me->zstar ||
+	int t = dq(me)->spectral_radius_iters;
+	if (me->desc != &method_deq || t <= 0 || !me->zstar ||
 	    !me->eval_forward)
 		return NAN;
 	void *a = method_vec(me, 0), *b = method_vec(me, 1);

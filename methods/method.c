@@ -11,259 +11,101 @@
 
 #include "method_impl.h"
 
-/* ------------------------------------------------------------- names */
+/* ---------------------------------------------------------- registry */
 
-static const char *const method_names[] = {"unroll", "checkpoint", "deq"};
-static const char *const solver_names[] = {"broyden", "anderson",
-					   "fixed_point"};
-static const char *const stop_names[] = {"abs", "rel"};
-static const char *const bmode_names[] = {"ift", "jfb", "phantom"};
-static const char *const scope_names[] = {"batch", "sample"};
-static const char *const batching_names[] = {"per_sample", "global"};
-
-#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
-static int parse_in(const char *s, const char *const *names, int n)
+int method_kind_count(void)
 {
-	for (int i = 0; s && i < n; i++)
-		if (strcmp(s, names[i]) == 0)
-			return i;
-	return -1;
+	int n = 0;
+	while (method_registry[n])
+		n++;
+	return n;
 }
 
 int method_kind_parse(const char *s)
 {
-	return parse_in(s, method_names, NELEM(method_names));
+	for (int i = 0; s && method_registry[i]; i++)
+		if (strcmp(s, method_registry[i]->name) == 0)
+			return i;
+	return -1;
 }
 
-int solver_kind_parse(const char *s)
+const char *method_kind_name(int k)
 {
-	return parse_in(s, solver_names, NELEM(solver_names));
+	return k >= 0 && k < method_kind_count() ? method_registry[k]->name
+						 : "?";
 }
 
-int stop_mode_parse(const char *s)
+const char *method_kind_list(void)
 {
-	return parse_in(s, stop_names, NELEM(stop_names));
+	static char buf[256];
+	size_t len = 0;
+	for (int i = 0; method_registry[i] && len < sizeof(buf); i++)
+		len +=
+		    (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s",
+				     i ? ", " : "", method_registry[i]->name);
+	return buf;
 }
 
-int b_mode_parse(const char *s)
+const struct key_desc *method_kind_keys(int k, size_t *n)
 {
-	return parse_in(s, bmode_names, NELEM(bmode_names));
+	*n = k >= 0 && k < method_kind_count() ? method_registry[k]->n_keys : 0;
+	return *n ? method_registry[k]->keys : NULL;
 }
 
-int stop_scope_parse(const char *s)
+void *method_opts_slot(const struct method_config *c, int k)
 {
-	return parse_in(s, scope_names, NELEM(scope_names));
+	return (char *)&c->opts + method_registry[k]->opts_offset;
 }
 
-int solver_batching_parse(const char *s)
+/* The chosen method's descriptor; c->method must be valid. */
+static const struct method_desc *desc_of(const struct method_config *c)
 {
-	return parse_in(s, batching_names, NELEM(batching_names));
-}
-
-#define NAME_OF(arr, v)                                                        \
-	(((int)(v) >= 0 && (int)(v) < NELEM(arr)) ? arr[(int)(v)] : "?")
-
-const char *method_kind_name(enum method_kind k)
-{
-	return NAME_OF(method_names, k);
-}
-
-const char *solver_kind_name(enum solver_kind k)
-{
-	return NAME_OF(solver_names, k);
-}
-
-const char *stop_mode_name(enum stop_mode s)
-{
-	return NAME_OF(stop_names, s);
-}
-
-const char *b_mode_name(enum b_mode b)
-{
-	return NAME_OF(bmode_names, b);
-}
-
-const char *stop_scope_name(enum stop_scope s)
-{
-	return NAME_OF(scope_names, s);
-}
-
-const char *solver_batching_name(enum solver_batching b)
-{
-	return NAME_OF(batching_names, b);
+	return method_registry[c->method];
 }
 
 /* ------------------------------------------------------------- config */
 
-/* Defaults: the DEQ-Transformer's training thresholds (Bai et al. 2019:
- * 30 forward Broyden iterations, 40 backward), full Broyden history as in
- * the paper, relative residual 1e-3 (scale-free, so one ε means the same
- * at every width), torchdeq's Anderson settings (m 5, λ 1e-4, β 1).
- * Jacobian regularisation off (γ = 0; p = 1 so that γ > 0 alone turns it
- * on for every step); phantom k = 5, λ = 0.5 (torchdeq recommends τ
- * 0.5–0.7 for MDEQ); no spectral radius (it costs n of depth memory). */
 void method_config_defaults(struct method_config *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->method = METHOD_UNROLL;
+	c->method = method_kind_parse("unroll");
 	c->layers = 12;
-	c->k = 0;
-	c->f_solver = SOLVER_BROYDEN;
-	c->f_tol = 1e-3;
-	c->f_max_iter = 30;
-	c->f_stop_mode = STOP_REL;
-	c->f_history = 0;
-	c->b_mode = BMODE_IFT;
-	c->b_solver = SOLVER_BROYDEN;
-	c->b_tol = 1e-3;
-	c->b_max_iter = 40;
-	c->b_stop_mode = STOP_REL;
-	c->b_history = 0;
-	c->anderson_m = 5;
-	c->anderson_lambda = 1e-4;
-	c->anderson_beta = 1.0;
-	c->solver_batching = BATCHING_PER_SAMPLE;
-	c->f_stop_scope = SCOPE_BATCH;
-	c->b_stop_scope = SCOPE_BATCH;
-	c->protect_thres = 0;
-	c->stall_window = 0;
-	c->jac_loss_weight = 0.0;
-	c->jac_loss_freq = 1.0;
-	c->jac_fd_eta = 0.0;
-	c->phantom_steps = 5;
-	c->phantom_tau = 0.5;
-	c->spectral_radius_iters = 0;
-}
-
-#define FAIL(...)                                                              \
-	do {                                                                   \
-		snprintf(err, errlen, __VA_ARGS__);                            \
-		return -1;                                                     \
-	} while (0)
-
-/* The keys of Jacobian regularisation, phantom gradients and the spectral
- * radius (deq only). */
-static int validate_jac(const struct method_config *c, char *err, size_t errlen)
-{
-	if (!(c->jac_loss_weight >= 0) || !isfinite(c->jac_loss_weight))
-		FAIL("jac_loss_weight=%g must be a finite number >= 0 (0 = "
-		     "off)",
-		     c->jac_loss_weight);
-	if (!(c->jac_loss_freq >= 0 && c->jac_loss_freq <= 1))
-		FAIL("jac_loss_freq=%g must be in [0, 1] (the probability a "
-		     "step applies the regulariser)",
-		     c->jac_loss_freq);
-	if (!(c->jac_fd_eta >= 0 && c->jac_fd_eta <= 1))
-		FAIL("jac_fd_eta=%g must be in [0, 1] (0 = cube root of the "
-		     "device's machine epsilon)",
-		     c->jac_fd_eta);
-	if (c->phantom_steps < 1)
-		FAIL("phantom_steps=%d must be >= 1", c->phantom_steps);
-	if (!(c->phantom_tau > 0 && c->phantom_tau <= 1))
-		FAIL("phantom_tau=%g must be in (0, 1]", c->phantom_tau);
-	if (c->spectral_radius_iters < 0)
-		FAIL("spectral_radius_iters=%d must be >= 0 (0 = off)",
-		     c->spectral_radius_iters);
-	return 0;
+	for (int i = 0; method_registry[i]; i++)
+		if (method_registry[i]->defaults)
+			method_registry[i]->defaults(method_opts_slot(c, i));
 }
 
 int method_config_validate(const struct method_config *c, char *err,
 			   size_t errlen)
 {
-	if ((int)c->method < 0 || (int)c->method >= NELEM(method_names))
-		FAIL("method=%d is unknown; use unroll, checkpoint or deq",
-		     (int)c->method);
-	if (c->method != METHOD_DEQ && c->layers < 1)
-		FAIL("layers=%d must be >= 1", c->layers);
-	if (c->method == METHOD_CHECKPOINT && (c->k < 0 || c->k > c->layers))
-		FAIL("k=%d must be in 1..layers=%d, or auto (round(sqrt("
-		     "layers)))",
-		     c->k, c->layers);
-	if (c->method != METHOD_DEQ)
-		return 0;
-	if ((int)c->f_solver < 0 || (int)c->f_solver >= NELEM(solver_names))
-		FAIL("f_solver=%d is unknown; use broyden, anderson or "
-		     "fixed_point",
-		     (int)c->f_solver);
-	if ((int)c->b_solver < 0 || (int)c->b_solver >= NELEM(solver_names))
-		FAIL("b_solver=%d is unknown; use broyden, anderson or "
-		     "fixed_point",
-		     (int)c->b_solver);
-	if ((int)c->f_stop_mode < 0 || (int)c->f_stop_mode > 1)
-		FAIL("f_stop_mode=%d is unknown; use abs or rel",
-		     (int)c->f_stop_mode);
-	if ((int)c->b_stop_mode < 0 || (int)c->b_stop_mode > 1)
-		FAIL("b_stop_mode=%d is unknown; use abs or rel",
-		     (int)c->b_stop_mode);
-	if ((int)c->b_mode < 0 || (int)c->b_mode >= NELEM(bmode_names))
-		FAIL("b_mode=%d is unknown; use ift, jfb or phantom",
-		     (int)c->b_mode);
-	if (!(c->f_tol > 0) || !isfinite(c->f_tol))
-		FAIL("f_tol=%g must be a finite number > 0 (e.g. 1e-3)",
-		     c->f_tol);
-	if (!(c->b_tol > 0) || !isfinite(c->b_tol))
-		FAIL("b_tol=%g must be a finite number > 0 (e.g. 1e-3)",
-		     c->b_tol);
-	if (c->f_max_iter < 1)
-		FAIL("f_max_iter=%d must be >= 1", c->f_max_iter);
-	if (c->b_max_iter < 1)
-		FAIL("b_max_iter=%d must be >= 1", c->b_max_iter);
-	if (c->f_history < 0)
-		FAIL("f_history=%d must be >= 1 (or 0 for f_max_iter)",
-		     c->f_history);
-	if (c->b_history < 0)
-		FAIL("b_history=%d must be >= 1 (or 0 for b_max_iter)",
-		     c->b_history);
-	if (c->anderson_m < 1 || c->anderson_m > 1000)
-		FAIL("anderson_m=%d must be in 1..1000", c->anderson_m);
-	if (!(c->anderson_lambda >= 0) || !isfinite(c->anderson_lambda))
-		FAIL("anderson_lambda=%g must be a finite number >= 0",
-		     c->anderson_lambda);
-	if (!(c->anderson_beta > 0) || !isfinite(c->anderson_beta))
-		FAIL("anderson_beta=%g must be a finite number > 0",
-		     c->anderson_beta);
-	if ((int)c->solver_batching < 0 || (int)c->solver_batching > 1)
-		FAIL("solver_batching=%d is unknown; use per_sample or global",
-		     (int)c->solver_batching);
-	if ((int)c->f_stop_scope < 0 || (int)c->f_stop_scope > 1 ||
-	    (int)c->b_stop_scope < 0 || (int)c->b_stop_scope > 1)
-		FAIL("f_stop_scope/b_stop_scope must be batch or sample");
-	if (!(c->protect_thres >= 0) || !isfinite(c->protect_thres) ||
-	    (c->protect_thres > 0 && c->protect_thres < 1))
-		FAIL("protect_thres=%g must be 0 (off) or a finite number >= 1",
-		     c->protect_thres);
-	if (c->stall_window < 0 || c->stall_window == 1)
-		FAIL("stall_window=%d must be 0 (off) or >= 2",
-		     c->stall_window);
-	return validate_jac(c, err, errlen);
+	const struct method_desc *d;
+	if (c->method < 0 || c->method >= method_kind_count()) {
+		snprintf(err, errlen, "method=%d is unknown; use one of: %s",
+			 c->method, method_kind_list());
+		return -1;
+	}
+	d = desc_of(c);
+	/* deq has no depth of its own: layers is unroll's and checkpoint's */
+	if (d->uses_layers && (c->layers < 1 || c->layers > 100000)) {
+		snprintf(
+		    err, errlen,
+		    "layers=%d is out of range; use a value in [1, 100000]",
+		    c->layers);
+		return -1;
+	}
+	if (keys_check(d->keys, d->n_keys, method_opts_slot(c, c->method), err,
+		       errlen) != 0)
+		return -1;
+	return d->check
+		   ? d->check(c, method_opts_slot(c, c->method), err, errlen)
+		   : 0;
 }
 
-/* k = 0 → round(sqrt(L)); histories 0 → max_iter. */
-static void resolve(struct method_config *c)
+void method_config_resolve(struct method_config *c)
 {
-	if (c->method == METHOD_CHECKPOINT && c->k == 0) {
-		c->k = (int)lround(sqrt((double)c->layers));
-		if (c->k < 1)
-			c->k = 1;
-	}
-	if (c->f_history == 0)
-		c->f_history = c->f_max_iter;
-	if (c->b_history == 0)
-		c->b_history = c->b_max_iter;
-}
-
-static const struct method_ops *ops_of(enum method_kind k)
-{
-	switch (k) {
-	case METHOD_UNROLL:
-		return &method_unroll_ops;
-	case METHOD_CHECKPOINT:
-		return &method_checkpoint_ops;
-	case METHOD_DEQ:
-		return &method_deq_ops;
-	}
-	return NULL;
+	const struct method_desc *d = desc_of(c);
+	if (d->resolve)
+		d->resolve(c, method_opts_slot(c, c->method));
 }
 
 static size_t solver_need(const struct method_layout *l, size_t n)
@@ -299,9 +141,9 @@ int method_memory(const struct model *m, const struct method_config *cfg,
 	size_t tapes, states, solver, e = m->be->elem;
 	if (method_config_validate(&c, err, errlen) != 0)
 		return -1;
-	resolve(&c);
+	method_config_resolve(&c);
 	memset(&l, 0, sizeof(l));
-	ops_of(c.method)->layout(m, &c, &l);
+	desc_of(&c)->ops->layout(m, &c, &l);
 	depth_elems(m, &l, &tapes, &states);
 	solver = solver_need(&l, m->n_state);
 	if (tapes == SIZE_MAX || states == SIZE_MAX || solver == SIZE_MAX) {
@@ -334,8 +176,9 @@ int method_create(struct method **out, struct model *m,
 	me->m = m;
 	me->cfg = *cfg;
 	me->rng = 1;
-	resolve(&me->cfg);
-	me->ops = ops_of(me->cfg.method);
+	method_config_resolve(&me->cfg);
+	me->desc = desc_of(&me->cfg);
+	me->ops = me->desc->ops;
 	me->ops->layout(m, &me->cfg, &me->lay);
 	me->tape_elems = model_tape_elems(m);
 
@@ -354,18 +197,9 @@ int method_create(struct method **out, struct model *m,
 		method_destroy(me);
 		return -1;
 	}
-	if (me->cfg.method == METHOD_DEQ &&
-	    (me->cfg.jac_loss_weight > 0 ||
-	     me->cfg.spectral_radius_iters > 0)) {
-		me->host = malloc(sizeof(double) * m->n_state);
-		if (!me->host) {
-			snprintf(err, errlen,
-				 "out of host memory for the Jacobian "
-				 "probe (%zu doubles)",
-				 m->n_state);
-			method_destroy(me);
-			return -1;
-		}
+	if (me->desc->init && me->desc->init(me, err, errlen) != 0) {
+		method_destroy(me);
+		return -1;
 	}
 	if (me->lay.n_solve > 0 &&
 	    solver_create(&me->solver, be, m->n_state, me->lay.solve,

@@ -15,83 +15,46 @@
 #include <stdint.h>
 
 #include "../models/model.h"
+#include "keys.h"
+#include "method_opts.h"
 
-enum method_kind { METHOD_UNROLL, METHOD_CHECKPOINT, METHOD_DEQ };
-enum solver_kind { SOLVER_BROYDEN, SOLVER_ANDERSON, SOLVER_FIXED_POINT };
-enum stop_mode { STOP_ABS, STOP_REL };
-enum b_mode { BMODE_IFT, BMODE_JFB, BMODE_PHANTOM };
-/* Where a solve's stopping rule looks: the residual over the whole batch
- * (the paper's rule), or every sample's own (finished samples frozen). */
-enum stop_scope { SCOPE_BATCH, SCOPE_SAMPLE };
-/* One quasi-Newton estimate per sample of the batch (the locuslab DEQ code
- * and torchdeq), or one for the whole batch. */
-enum solver_batching { BATCHING_PER_SAMPLE, BATCHING_GLOBAL };
-
-/* torchdeq's names where they exist. Defaults: method_config_defaults(). */
+/* The method keys: which method, the depth L of unroll and checkpoint, and
+ * every registered method's options (all of them, so that one config can
+ * carry, say, deq's solver keys while method=unroll, as suites do).
+ * Defaults: method_config_defaults(); each method's options are read with
+ * its accessor (checkpoint_config(), deq_config()). */
 struct method_config {
-	enum method_kind method;
+	int method; /* index in the method registry: method_kind_parse() */
 	int layers; /* L for unroll / checkpoint */
-	int k;	    /* checkpoint interval; 0 = auto: round(sqrt(L)) */
-
-	enum solver_kind f_solver;
-	double f_tol;
-	int f_max_iter;
-	enum stop_mode f_stop_mode;
-	int f_history; /* Broyden rank-1 updates kept; 0 = f_max_iter */
-
-	enum b_mode b_mode;
-	enum solver_kind b_solver;
-	double b_tol;
-	int b_max_iter;
-	enum stop_mode b_stop_mode;
-	int b_history; /* 0 = b_max_iter */
-
-	int anderson_m;		/* history, default 5 */
-	double anderson_lambda; /* regularisation, default 1e-4 */
-	double anderson_beta;	/* mixing, default 1 */
-
-	enum solver_batching solver_batching;	    /* default per_sample */
-	enum stop_scope f_stop_scope, b_stop_scope; /* default batch */
-	/* The DEQ code's breaks (0 = off): stop when the residual exceeds
-	 * protect_thres × the first one, or when the last stall_window
-	 * residuals vary by less than a factor 1.3. */
-	double protect_thres;
-	int stall_window;
-	/* Jacobian regularisation (Bai, Koltun, Kolter, ICML 2021): weight γ
-	 * of R = ‖εᵀ J_f(z*)‖² / n (>= 0, 0 = off) and the probability p in
-	 * [0, 1] that a training step applies it (default 1: every step). */
-	double jac_loss_weight;
-	double jac_loss_freq;
-	/* Relative step η of its central difference (deq.c), in [0, 1];
-	 * 0 = ∛ε_mach of the backend (default). */
-	double jac_fd_eta;
-	/* b_mode=phantom (Geng et al., NeurIPS 2021): k >= 1 damped steps
-	 * z ← λ f(z) + (1−λ) z from z*, λ in (0, 1]; defaults 5 and 0.5. */
-	int phantom_steps;
-	double phantom_tau;
-	/* Power iterations of method_spectral_radius; 0 = off (default). */
-	int spectral_radius_iters;
+	struct method_opts opts;
 };
 
+/* Every method's defaults; method = unroll, layers = 12. */
 void method_config_defaults(struct method_config *c);
-/* Checks ranges; -1 with a one-line message naming the key and the allowed
- * values (k < 1 or k > layers, tol <= 0, max_iter < 1, history < 1...). */
+/* Holds c to the rules of the key table (each method's rows: ranges, enum
+ * values) and the chosen method's cross-key rules (k <= layers, ...);
+ * -1 with a one-line message starting "KEY=VALUE" that says what to use. */
 int method_config_validate(const struct method_config *c, char *err,
 			   size_t errlen);
+/* Fills the derived values of the chosen method in place: k = 0 →
+ * round(√L), f_history/b_history = 0 → f_max_iter/b_max_iter. Idempotent;
+ * method_create and method_memory apply it to their copy too. */
+void method_config_resolve(struct method_config *c);
 
-/* Parsers for enum keys; -1 when unknown. */
+/* The method registry (methods/registry.c): registry index of a method
+ * name, -1 when unknown; the name of an index ("?" when out of range);
+ * the number of registered methods; "unroll, checkpoint, deq". */
 int method_kind_parse(const char *s);
-int solver_kind_parse(const char *s);
-int stop_mode_parse(const char *s);
-int b_mode_parse(const char *s);
-int stop_scope_parse(const char *s);
-int solver_batching_parse(const char *s);
-const char *method_kind_name(enum method_kind k);
-const char *solver_kind_name(enum solver_kind k);
-const char *stop_mode_name(enum stop_mode s);
-const char *b_mode_name(enum b_mode b);
-const char *stop_scope_name(enum stop_scope s);
-const char *solver_batching_name(enum solver_batching b);
+const char *method_kind_name(int k);
+int method_kind_count(void);
+const char *method_kind_list(void);
+
+/* The key rows a registered method owns (keys.h; offsets into its options
+ * struct), NULL with *n = 0 for a method without keys. */
+const struct key_desc *method_kind_keys(int k, size_t *n);
+/* The options struct of registered method k in c (what its key rows'
+ * offsets are relative to). */
+void *method_opts_slot(const struct method_config *c, int k);
 
 /* Result of one solve (forward or backward). */
 struct solve_stats {

@@ -29,13 +29,37 @@ struct method_ops {
 	void (*backward)(struct method *me, const void *gz, void *gu);
 };
 
-extern const struct method_ops method_unroll_ops;
-extern const struct method_ops method_checkpoint_ops;
-extern const struct method_ops method_deq_ops;
+/* A registered method (methods/registry.c lists them, one line each): its
+ * name, its ops, and its options — the struct its file owns (at most
+ * METHOD_OPTS_BYTES), the key rows that describe it (keys.h; offsets into
+ * that struct), its defaults, its cross-key rules and its derived values.
+ * Any hook may be NULL (unroll has no options). */
+struct method_desc {
+	const char *name;
+	const struct method_ops *ops;
+	size_t opts_offset; /* offsetof(struct method_opts, <its member>) */
+	const struct key_desc *keys;
+	size_t n_keys;
+	void (*defaults)(void *opts);
+	/* Rules across keys (k <= layers, protect_thres 0 or >= 1, ...),
+	 * after every row is in range: 0, or -1 with "KEY=VALUE ..." */
+	int (*check)(const struct method_config *c, const void *opts, char *err,
+		     size_t errlen);
+	/* Fills derived values (k = 0 → round(√L)); idempotent. */
+	void (*resolve)(const struct method_config *c, void *opts);
+	/* After the depth and solver buffers: the method's own host state
+	 * (deq: the Jacobian probe). 0, or -1 with a message. */
+	int (*init)(struct method *me, char *err, size_t errlen);
+	int uses_layers; /* 1: the `layers` key sets its depth */
+};
+
+/* NULL-terminated, in registry order (the index is the `method` key). */
+extern const struct method_desc *const method_registry[];
 
 struct method {
 	struct model *m;
 	struct method_config cfg; /* resolved: k, f_history, b_history */
+	const struct method_desc *desc;
 	const struct method_ops *ops;
 	struct method_layout lay;
 	struct method_stats st;

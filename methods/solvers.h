@@ -65,6 +65,7 @@
 #include <stddef.h>
 
 #include "method.h"
+#include "solver_types.h"
 
 /* out = F(in); out never aliases in. */
 struct fp_map {

@@ -49,8 +49,14 @@ static void unroll_backward(struct method *me, const void *gz, void *gu)
 	}
 }
 
-const struct method_ops method_unroll_ops = {
+static const struct method_ops method_unroll_ops = {
     .layout = unroll_layout,
     .forward = unroll_forward,
     .backward = unroll_backward,
+};
+
+const struct method_desc method_unroll = {
+    .name = "unroll",
+    .ops = &method_unroll_ops,
+    .uses_layers = 1,
 };

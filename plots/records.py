@@ -11,6 +11,8 @@ import json
 import math
 import os
 import statistics
+import subprocess
+import sys
 
 MIB = 1048576.0  # bytes per MiB: the memory axes are in MiB (2^20 bytes)
 
@@ -89,15 +91,28 @@ def depth_of(rec):
 # Method keys (config_key_is_method in bench/config.c: method, k and the deq
 # group) and output-only keys: what is left identifies the experiment a row
 # belongs to, as deqbench report groups rows.
-METHOD_KEYS = {
-    "method", "k", "f_solver", "f_tol", "f_max_iter", "f_stop_mode",
-    "f_history", "b_mode", "b_solver", "b_tol", "b_max_iter", "b_stop_mode",
-    "b_history", "anderson_m", "anderson_lambda", "anderson_beta",
-    "jac_loss_weight", "jac_loss_freq", "jac_fd_eta", "phantom_steps",
-    "phantom_tau",
-    "spectral_radius_iters",
-}
-OUTPUT_KEYS = {"out", "trace", "data_dir"}
+def _key_table():
+    """Key metadata from `deqbench run --help-json` (bench/config.c's key
+    table, the one place that says which keys choose the method and which
+    only say where output goes). The binary is $DEQBENCH, else
+    build/bench/deqbench beside this folder; exit status 2 without it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    exe = os.environ.get("DEQBENCH") or os.path.join(
+        here, "..", "build", "bench", "deqbench")
+    try:
+        out = subprocess.run([exe, "run", "--help-json"], check=True,
+                             capture_output=True, text=True).stdout
+        return json.loads(out)
+    except (OSError, subprocess.CalledProcessError, ValueError) as e:
+        print(f"plots: cannot read the key table from {exe} ({e}); build "
+              "deqbench (scripts/setup.sh) or set DEQBENCH=path/to/deqbench",
+              file=sys.stderr)
+        sys.exit(2)
+
+
+KEYS = _key_table()
+METHOD_KEYS = {k["name"] for k in KEYS if k["method"]}
+OUTPUT_KEYS = {k["name"] for k in KEYS if k["output"]}
 
 
 def group_key(rec):

@@ -100,14 +100,39 @@ def check_convergence_flags(root, recs):
         fail("no deq step of the tiny suite converged: the flags are not exercised")
 
 
+def check_key_table(root):
+    """records.py takes which keys choose the method and which are output
+    only from `deqbench run --help-json`, the table `deqbench report`
+    groups by, not from a copied list."""
+    sys.path.insert(0, os.path.join(root, "plots"))
+    import records as R  # noqa: E402  (needs the path above)
+    if R.OUTPUT_KEYS != {"out", "trace", "data_dir"}:
+        fail(f"output-only keys {sorted(R.OUTPUT_KEYS)}")
+    for k in ("method", "k", "f_tol", "solver_batching", "pretrain_steps"):
+        if k not in R.METHOD_KEYS:
+            fail(f"{k} is not a method key in records.py")
+    for k in ("layers", "d_model", "out", "seed"):
+        if k in R.METHOD_KEYS:
+            fail(f"{k} is a method key in records.py")
+    names = [k["name"] for k in R.KEYS]
+    if len(names) != len(set(names)) or "anderson_beta" not in names:
+        fail("--help-json lists keys twice or misses anderson_beta")
+    beta = next(k for k in R.KEYS if k["name"] == "anderson_beta")
+    if not (beta["min"] == 0 and beta["min_open"]):
+        fail(f"anderson_beta range {beta}")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
         return 2
     deqbench, root = sys.argv[1], sys.argv[2]
+    os.environ["DEQBENCH"] = deqbench  # records.py's key table, in process
+    check_key_table(root)
     plot = os.path.join(root, "plots", "plot.py")
     table = os.path.join(root, "plots", "table.py")
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")  # nothing into plots/
+    # nothing into plots/; the key table from the deqbench under test
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", DEQBENCH=deqbench)
     py = sys.executable
 
     for name, n in SUITES.items():

@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../methods/checkpoint.h"
+#include "../methods/deq.h"
 #include "config.h"
 #include "data.h"
 #include "env.h"
@@ -47,10 +49,10 @@ Test(config, types_parse)
 	cr_assert_eq(config_set(&c, "trace", "true", err, sizeof(err)), 0);
 	cr_assert_eq(c.trace, 1);
 	cr_assert_eq(config_set(&c, "method", "deq", err, sizeof(err)), 0);
-	cr_assert_eq(c.method.method, METHOD_DEQ);
+	cr_assert_eq(c.method.method, deq_kind());
 	cr_assert_eq(config_set(&c, "f_solver", "anderson", err, sizeof(err)),
 		     0);
-	cr_assert_eq(c.method.f_solver, SOLVER_ANDERSON);
+	cr_assert_eq(deq_config(&c.method)->f_solver, SOLVER_ANDERSON);
 	cr_assert_eq(
 	    config_set(&c, "seed", "9223372036854775807", err, sizeof(err)), 0);
 	cr_assert_eq(c.model.seed, (uint64_t)INT64_MAX);
@@ -117,8 +119,8 @@ Test(config, ranges)
 	c.warmup_steps = c.steps;
 	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
 	config_defaults(&c);
-	c.method.method = METHOD_CHECKPOINT;
-	c.method.k = 13;
+	c.method.method = checkpoint_kind();
+	checkpoint_config(&c.method)->k = 13;
 	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
 }
 
@@ -134,7 +136,7 @@ Test(config, file_and_overrides, .init = cli_setup, .fini = cli_teardown)
 	cr_assert_eq(config_load_file(&c, p, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(c.method.layers, 6);
 	cr_assert_float_eq(c.lr, 0.01, 1e-15);
-	cr_assert_eq(c.method.method, METHOD_CHECKPOINT);
+	cr_assert_eq(c.method.method, checkpoint_kind());
 	cr_assert_eq(c.trace, 1);
 	cr_assert_eq(config_set_arg(&c, "layers=9", err, sizeof(err)), 0);
 	cr_assert_eq(c.method.layers, 9);
@@ -202,11 +204,11 @@ Test(suite, product_order_and_base)
 	cr_assert_eq(s.n_runs, 6);
 	cr_assert_str_eq(s.name, "t");
 	/* first axis slowest */
-	cr_assert_eq(s.runs[0].cfg.method.method, METHOD_UNROLL);
+	cr_assert_eq(s.runs[0].cfg.method.method, method_kind_parse("unroll"));
 	cr_assert_eq(s.runs[0].cfg.method.layers, 4);
 	cr_assert_eq(s.runs[1].cfg.method.layers, 8);
-	cr_assert_eq(s.runs[2].cfg.method.method, METHOD_CHECKPOINT);
-	cr_assert_eq(s.runs[5].cfg.method.method, METHOD_DEQ);
+	cr_assert_eq(s.runs[2].cfg.method.method, checkpoint_kind());
+	cr_assert_eq(s.runs[5].cfg.method.method, deq_kind());
 	for (int i = 0; i < 6; i++) {
 		cr_assert_eq(s.runs[i].cfg.steps, 7);
 		cr_assert_eq(s.runs[i].index, i);
@@ -233,11 +235,12 @@ Test(suite, exclusions_repeats_groups_overrides)
 	cr_assert_eq(s.runs[0].repeat, 0);
 	cr_assert_eq(s.runs[2].repeat, 2);
 	cr_assert_eq(s.runs[0].combo, s.runs[2].combo);
-	cr_assert_eq(s.runs[6].cfg.method.method, METHOD_CHECKPOINT);
-	cr_assert_eq(s.runs[6].cfg.method.k, 2);
+	cr_assert_eq(s.runs[6].cfg.method.method, checkpoint_kind());
+	cr_assert_eq(checkpoint_config(&s.runs[6].cfg.method)->k, 2);
 	cr_assert_eq(s.runs[6].cfg.method.layers, 8);
-	cr_assert_eq(s.runs[9].cfg.method.method, METHOD_DEQ);
-	cr_assert_eq(s.runs[9].cfg.method.f_solver, SOLVER_ANDERSON);
+	cr_assert_eq(s.runs[9].cfg.method.method, deq_kind());
+	cr_assert_eq(deq_config(&s.runs[9].cfg.method)->f_solver,
+		     SOLVER_ANDERSON);
 	cr_assert_eq(s.runs[9].cfg.method.layers, 4);
 	for (int i = 0; i < s.n_runs; i++)
 		cr_assert_eq(s.runs[i].cfg.steps, 5);
@@ -812,7 +815,7 @@ Test(record, deq_pretrain_phases, .timeout = 120)
 		struct model_config mc = c.model;
 		struct method_config pc = c.method;
 		mc.vocab_size = 50;
-		pc.method = METHOD_UNROLL;
+		pc.method = method_kind_parse("unroll");
 		pc.layers = 3;
 		cr_assert_eq(backend_create(&be, "cpu", 1, err, sizeof(err)),
 			     0);
@@ -1574,8 +1577,9 @@ static void check_grad_solves(const char *err, json_t *h,
 	json_t *md = json_object_get(h, "__metadata__");
 	const struct solve_stats *s[2] = {&st->fwd, &st->bwd};
 	const int has[2] = {st->has_fwd_solve, st->has_bwd_solve};
-	const double tol[2] = {mc->f_tol, mc->b_tol};
-	const enum stop_mode mode[2] = {mc->f_stop_mode, mc->b_stop_mode};
+	const double tol[2] = {deq_config(mc)->f_tol, deq_config(mc)->b_tol};
+	const enum stop_mode mode[2] = {deq_config(mc)->f_stop_mode,
+					deq_config(mc)->b_stop_mode};
 	int lines = 0;
 	for (const char *c = err; *c; c++)
 		lines += *c == '\n';

@@ -44,6 +44,8 @@
  * ~1e-5/(1-ρ) relative and so may the gradients: NMSE ≲ 1e-8 typically;
  * 1e-5 still catches any wrong op (O(1)).
  */
+#include "../methods/checkpoint.h"
+#include "../methods/deq.h"
 #include "test_ops_util.h"
 #include "config.h"
 #include "runner.h"
@@ -845,7 +847,7 @@ Test(cuda_backend, timer_and_info)
 struct mcase {
 	const char *name;
 	enum model_kind kind;
-	enum method_kind method;
+	int method;
 	int layers, k;
 };
 
@@ -863,13 +865,13 @@ static void mcase_config(struct bench_config *cfg, const struct mcase *mc,
 	cfg->model.seed = 11;
 	cfg->method.method = mc->method;
 	cfg->method.layers = mc->layers;
-	cfg->method.k = mc->k;
-	cfg->method.f_solver = SOLVER_BROYDEN;
-	cfg->method.f_tol = 1e-5;
-	cfg->method.f_max_iter = 40;
-	cfg->method.b_solver = SOLVER_BROYDEN;
-	cfg->method.b_tol = 1e-5;
-	cfg->method.b_max_iter = 40;
+	checkpoint_config(&cfg->method)->k = mc->k;
+	deq_config(&cfg->method)->f_solver = SOLVER_BROYDEN;
+	deq_config(&cfg->method)->f_tol = 1e-5;
+	deq_config(&cfg->method)->f_max_iter = 40;
+	deq_config(&cfg->method)->b_solver = SOLVER_BROYDEN;
+	deq_config(&cfg->method)->b_tol = 1e-5;
+	deq_config(&cfg->method)->b_max_iter = 40;
 	snprintf(cfg->device, sizeof(cfg->device), "%s", device);
 	cfg->threads = 0;
 	cfg->tf32 = 0;
@@ -911,7 +913,7 @@ static void check_method(const struct mcase *mc)
 	/* the same parameters on both devices: the cpu model's */
 	double *params = zeros(np), *gc = zeros(np), *gg = zeros(np);
 	rcpu.be->ops->download(rcpu.be->ctx, params, mcpu->param_buf, np);
-	if (mc->kind == MODEL_TRANSFORMER && mc->method == METHOD_DEQ) {
+	if (mc->kind == MODEL_TRANSFORMER && mc->method == deq_kind()) {
 		/* The transformer block at init is not a contraction (post-LN
 		 * is nearly scale-free in z): Broyden stalls at a residual of
 		 * ~5e-3 and cpu64, cpu and cuda stop at different iterates.
@@ -937,7 +939,7 @@ static void check_method(const struct mcase *mc)
 		     err);
 	rcpu.be->ops->download(rcpu.be->ctx, gc, mcpu->grad_buf, np);
 	rg.be->ops->download(rg.be->ctx, gg, mg->grad_buf, np);
-	double tol = mc->method == METHOD_DEQ ? DEQ_TOL : METHOD_TOL;
+	double tol = mc->method == deq_kind() ? DEQ_TOL : METHOD_TOL;
 	cr_assert(isfinite(lg) && isfinite(lc), "%s: loss %g / %g", mc->name,
 		  lg, lc);
 	cr_assert(fabs(lg - lc) <= sqrt(tol) * fabs(lc),
@@ -954,7 +956,7 @@ static void check_method(const struct mcase *mc)
 	}
 	const struct method_stats *sg = method_get_stats(rg.me);
 	const struct method_stats *sc = method_get_stats(rcpu.me);
-	if (mc->method == METHOD_DEQ) /* else the comparison means little */
+	if (mc->method == deq_kind()) /* else the comparison means little */
 		cr_assert(sc->fwd.converged && sg->fwd.converged &&
 			      sc->bwd.converged && sg->bwd.converged,
 			  "%s: not converged: cpu fwd %g bwd %g, cuda fwd %g "
@@ -978,9 +980,10 @@ static void check_method(const struct mcase *mc)
 Test(cuda_methods, tanh_cell, .timeout = 300)
 {
 	const struct mcase cs[] = {
-	    {"tanh_cell unroll", MODEL_TANH_CELL, METHOD_UNROLL, 6, 0},
-	    {"tanh_cell checkpoint", MODEL_TANH_CELL, METHOD_CHECKPOINT, 6, 2},
-	    {"tanh_cell deq", MODEL_TANH_CELL, METHOD_DEQ, 6, 0},
+	    {"tanh_cell unroll", MODEL_TANH_CELL, method_kind_parse("unroll"),
+	     6, 0},
+	    {"tanh_cell checkpoint", MODEL_TANH_CELL, checkpoint_kind(), 6, 2},
+	    {"tanh_cell deq", MODEL_TANH_CELL, deq_kind(), 6, 0},
 	};
 	for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++)
 		check_method(&cs[i]);
@@ -989,10 +992,11 @@ Test(cuda_methods, tanh_cell, .timeout = 300)
 Test(cuda_methods, transformer, .timeout = 300)
 {
 	const struct mcase cs[] = {
-	    {"transformer unroll", MODEL_TRANSFORMER, METHOD_UNROLL, 4, 0},
-	    {"transformer checkpoint", MODEL_TRANSFORMER, METHOD_CHECKPOINT, 4,
+	    {"transformer unroll", MODEL_TRANSFORMER,
+	     method_kind_parse("unroll"), 4, 0},
+	    {"transformer checkpoint", MODEL_TRANSFORMER, checkpoint_kind(), 4,
 	     2},
-	    {"transformer deq", MODEL_TRANSFORMER, METHOD_DEQ, 4, 0},
+	    {"transformer deq", MODEL_TRANSFORMER, deq_kind(), 4, 0},
 	};
 	for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++)
 		check_method(&cs[i]);
@@ -1001,8 +1005,9 @@ Test(cuda_methods, transformer, .timeout = 300)
 Test(cuda_methods, trellisnet, .timeout = 300)
 {
 	const struct mcase cs[] = {
-	    {"trellisnet unroll", MODEL_TRELLISNET, METHOD_UNROLL, 4, 0},
-	    {"trellisnet deq", MODEL_TRELLISNET, METHOD_DEQ, 4, 0},
+	    {"trellisnet unroll", MODEL_TRELLISNET, method_kind_parse("unroll"),
+	     4, 0},
+	    {"trellisnet deq", MODEL_TRELLISNET, deq_kind(), 4, 0},
 	};
 	for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++)
 		check_method(&cs[i]);
@@ -1017,9 +1022,9 @@ Test(cuda_methods, trellisnet, .timeout = 300)
 Test(cuda_methods, peak_memory_order, .timeout = 300)
 {
 	const struct mcase cs[] = {
-	    {"unroll", MODEL_TRANSFORMER, METHOD_UNROLL, 16, 0},
-	    {"checkpoint", MODEL_TRANSFORMER, METHOD_CHECKPOINT, 16, 4},
-	    {"deq", MODEL_TRANSFORMER, METHOD_DEQ, 16, 0},
+	    {"unroll", MODEL_TRANSFORMER, method_kind_parse("unroll"), 16, 0},
+	    {"checkpoint", MODEL_TRANSFORMER, checkpoint_kind(), 16, 4},
+	    {"deq", MODEL_TRANSFORMER, deq_kind(), 16, 0},
 	};
 	size_t peak[3];
 	for (int i = 0; i < 3; i++) {
@@ -1031,10 +1036,12 @@ Test(cuda_methods, peak_memory_order, .timeout = 300)
 		cfg.model.d_ff = 64;
 		cfg.model.seq_len = 16;
 		cfg.model.batch_size = 4;
-		cfg.method.f_history = 4; /* memory does not depend on */
-		cfg.method.b_history = 4; /* the iterations taken */
-		cfg.method.f_max_iter = 12;
-		cfg.method.b_max_iter = 12;
+		deq_config(&cfg.method)->f_history =
+		    4; /* memory does not depend on */
+		deq_config(&cfg.method)->b_history =
+		    4; /* the iterations taken */
+		deq_config(&cfg.method)->f_max_iter = 12;
+		deq_config(&cfg.method)->b_max_iter = 12;
 		ctx_or_skip(&rc, &cfg);
 		if (rc.be->ops->pool_reset_peak)
 			rc.be->ops->pool_reset_peak(rc.be->ctx);

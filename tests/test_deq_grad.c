@@ -14,6 +14,8 @@
  * test_deq_tools.c has the spectral radius, memory, records and bad input.
  * Tolerances are justified where they are used.
  */
+#include "../methods/checkpoint.h"
+#include "../methods/deq.h"
 #include "methods/method.h"
 
 #define DQ_TEST_SEED 21
@@ -109,12 +111,12 @@ static double *jac_grad(const char *dev, enum model_kind kind, struct shape s,
 	*eps = host(n);
 	for (int r = 0; r < 2; r++) {
 		struct method_config c = deq_cfg(b);
-		c.phantom_steps = 2;
-		c.phantom_tau = 0.8;
-		c.f_tol = be->elem == 8 ? 1e-12 : 1e-6;
-		c.f_max_iter = 100;
-		c.jac_loss_weight = r == 0 ? gamma : 0;
-		c.jac_fd_eta = eta;
+		deq_config(&c)->phantom_steps = 2;
+		deq_config(&c)->phantom_tau = 0.8;
+		deq_config(&c)->f_tol = be->elem == 8 ? 1e-12 : 1e-6;
+		deq_config(&c)->f_max_iter = 100;
+		deq_config(&c)->jac_loss_weight = r == 0 ? gamma : 0;
+		deq_config(&c)->jac_fd_eta = eta;
 		struct method *me = make_method(m, c, 5);
 		step(m, me, z, *zs);
 		g[r] = download(be, m->grad_buf, np);
@@ -273,8 +275,8 @@ Test(jac, freq_and_seed)
 	double *g[2];
 	for (int r = 0; r < 2; r++) {
 		struct method_config c = deq_cfg(BMODE_IFT);
-		c.jac_loss_weight = r ? 0 : 1.0;
-		c.jac_loss_freq = 0;
+		deq_config(&c)->jac_loss_weight = r ? 0 : 1.0;
+		deq_config(&c)->jac_loss_freq = 0;
 		struct method *me = make_method(m, c, 1);
 		step(m, me, z, NULL);
 		cr_assert(!method_get_stats(me)->jac_applied);
@@ -288,8 +290,8 @@ Test(jac, freq_and_seed)
 	double ps[] = {1.0, 0.5};
 	for (int q = 0; q < 2; q++) {
 		struct method_config c = deq_cfg(BMODE_IFT);
-		c.jac_loss_weight = 1;
-		c.jac_loss_freq = ps[q];
+		deq_config(&c)->jac_loss_weight = 1;
+		deq_config(&c)->jac_loss_freq = ps[q];
 		struct method *me = make_method(m, c, 77);
 		int k = 0;
 		model_inject_forward(m);
@@ -308,7 +310,7 @@ Test(jac, freq_and_seed)
 	uint64_t seeds[] = {4, 4, 5};
 	for (int r = 0; r < 3; r++) {
 		struct method_config c = deq_cfg(BMODE_JFB);
-		c.jac_loss_weight = 1;
+		deq_config(&c)->jac_loss_weight = 1;
 		struct method *me = make_method(m, c, seeds[r]);
 		step(m, me, z, NULL);
 		e[r] = host(n);
@@ -379,8 +381,8 @@ static void check_phantom_fd(enum model_kind kind, struct shape s, int k,
 	size_t n = m->n_state;
 	void *z = dev_state(m);
 	struct method_config c = deq_cfg(BMODE_PHANTOM);
-	c.phantom_steps = k;
-	c.phantom_tau = lam;
+	deq_config(&c)->phantom_steps = k;
+	deq_config(&c)->phantom_tau = lam;
 	struct method *me = make_method(m, c, 1);
 	double *zs = host(n);
 	double loss = step(m, me, z, zs);
@@ -430,8 +432,8 @@ Test(phantom, k1_tau1_is_jfb)
 	double *g[2], *gu[2], *zz[2], l[2];
 	for (int r = 0; r < 2; r++) {
 		struct method_config c = deq_cfg(r ? BMODE_PHANTOM : BMODE_JFB);
-		c.phantom_steps = 1;
-		c.phantom_tau = 1.0;
+		deq_config(&c)->phantom_steps = 1;
+		deq_config(&c)->phantom_tau = 1.0;
 		struct method *me = make_method(m, c, 1);
 		l[r] = step(m, me, z, NULL);
 		g[r] = download(be, m->grad_buf, np);
@@ -463,9 +465,9 @@ Test(phantom, many_steps_tend_to_ift)
 	void *z = dev_state(m);
 	size_t np = m->n_param_elems;
 	struct method_config c = deq_cfg(BMODE_IFT);
-	c.f_tol = c.b_tol = 1e-13;
-	c.f_stop_mode = c.b_stop_mode = STOP_ABS;
-	c.f_max_iter = c.b_max_iter = 100;
+	deq_config(&c)->f_tol = deq_config(&c)->b_tol = 1e-13;
+	deq_config(&c)->f_stop_mode = deq_config(&c)->b_stop_mode = STOP_ABS;
+	deq_config(&c)->f_max_iter = deq_config(&c)->b_max_iter = 100;
 	struct method *me = make_method(m, c, 1);
 	step(m, me, z, NULL);
 	double *gi = download(be, m->grad_buf, np);
@@ -473,9 +475,9 @@ Test(phantom, many_steps_tend_to_ift)
 	int ks[] = {60, 100};
 	double lams[] = {1.0, 0.5};
 	for (int q = 0; q < 2; q++) {
-		c.b_mode = BMODE_PHANTOM;
-		c.phantom_steps = ks[q];
-		c.phantom_tau = lams[q];
+		deq_config(&c)->b_mode = BMODE_PHANTOM;
+		deq_config(&c)->phantom_steps = ks[q];
+		deq_config(&c)->phantom_tau = lams[q];
 		me = make_method(m, c, 1);
 		step(m, me, z, NULL);
 		double *gp = download(be, m->grad_buf, np);

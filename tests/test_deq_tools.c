@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../methods/checkpoint.h"
+#include "../methods/deq.h"
 #include "bench/config.h"
 #include "bench/runner.h"
 #include "methods/method.h"
@@ -56,10 +58,10 @@ Test(spectral, tanh_cell_known_radius)
 	double *w = host(d * d), *u = host(n);
 	void *z = dev_state(m), *du = dev(be, n);
 	struct method_config c = deq_cfg(BMODE_IFT);
-	c.spectral_radius_iters = 120;
-	c.f_tol = 1e-12;
-	c.f_stop_mode = STOP_ABS;
-	c.f_max_iter = 100;
+	deq_config(&c)->spectral_radius_iters = 120;
+	deq_config(&c)->f_tol = 1e-12;
+	deq_config(&c)->f_stop_mode = STOP_ABS;
+	deq_config(&c)->f_max_iter = 100;
 	struct method *me = make_method(m, c, 3);
 	for (size_t i = 0; i < d; i++) {
 		w[i * d + i] = i == 0 ? 0.9 : 0.5 * (1.0 - (double)i / d);
@@ -111,7 +113,7 @@ Test(spectral, nan_when_not_measurable)
 	method_forward(me, m->u, z, 0);
 	cr_assert(isnan(method_spectral_radius(me)), "off");
 	method_destroy(me);
-	c.spectral_radius_iters = 5;
+	deq_config(&c)->spectral_radius_iters = 5;
 	me = make_method(m, c, 1);
 	cr_assert(isnan(method_spectral_radius(me)), "before a forward");
 	method_forward(me, m->u, z, 1);
@@ -119,7 +121,7 @@ Test(spectral, nan_when_not_measurable)
 	method_forward(me, m->u, z, 0);
 	cr_assert(isfinite(method_spectral_radius(me)));
 	method_destroy(me);
-	c.method = METHOD_UNROLL;
+	c.method = method_kind_parse("unroll");
 	me = make_method(m, c, 1);
 	method_forward(me, m->u, z, 0);
 	cr_assert(isnan(method_spectral_radius(me)), "unroll");
@@ -147,7 +149,7 @@ static size_t depth_of(struct model *m, struct method_config c,
 	*st = *method_get_stats(me);
 	model_inject_forward(m);
 	method_forward(me, m->u, z, 0);
-	if (c.spectral_radius_iters > 0)
+	if (deq_config(&c)->spectral_radius_iters > 0)
 		cr_assert(isfinite(method_spectral_radius(me)));
 	cr_assert_eq(be->mem.n_allocs, allocs, "a step allocated");
 	cr_assert_eq(method_memory(m, &c, &db, &sb, err, sizeof(err)), 0);
@@ -184,9 +186,9 @@ Test(memory, exact_formulas)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct method_config c = deq_cfg(cases[i].b);
 		struct method_stats st;
-		c.phantom_steps = cases[i].k;
-		c.jac_loss_weight = cases[i].jac ? 0.5 : 0;
-		c.spectral_radius_iters = cases[i].sr ? 4 : 0;
+		deq_config(&c)->phantom_steps = cases[i].k;
+		deq_config(&c)->jac_loss_weight = cases[i].jac ? 0.5 : 0;
+		deq_config(&c)->spectral_radius_iters = cases[i].sr ? 4 : 0;
 		size_t got = depth_of(m, c, &st);
 		size_t want = e * (cases[i].tapes * tape + cases[i].vecs * n);
 		cr_assert_eq(got, want, "case %zu: %zu vs %zu", i, got, want);
@@ -319,18 +321,18 @@ Test(config, bad_values_exit_2)
 	struct method_config c;
 	char err[256];
 	method_config_defaults(&c);
-	c.method = METHOD_DEQ;
-	c.phantom_tau = 0;
+	c.method = deq_kind();
+	deq_config(&c)->phantom_tau = 0;
 	cr_assert_eq(method_config_validate(&c, err, sizeof(err)), -1);
 	cr_assert(!strncmp(err, "phantom_tau=", 12), "%s", err);
 	method_config_defaults(&c);
-	c.method = METHOD_DEQ;
-	c.jac_loss_freq = NAN;
+	c.method = deq_kind();
+	deq_config(&c)->jac_loss_freq = NAN;
 	cr_assert_eq(method_config_validate(&c, err, sizeof(err)), -1);
 	cr_assert(!strncmp(err, "jac_loss_freq=", 14), "%s", err);
 	method_config_defaults(&c);
-	c.method = METHOD_DEQ;
-	c.jac_loss_weight = INFINITY;
+	c.method = deq_kind();
+	deq_config(&c)->jac_loss_weight = INFINITY;
 	cr_assert_eq(method_config_validate(&c, err, sizeof(err)), -1);
 	cr_assert(!strncmp(err, "jac_loss_weight=", 16), "%s", err);
 	cr_assert_eq(b_mode_parse("phantom"), BMODE_PHANTOM);

@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include "../methods/checkpoint.h"
+#include "../methods/deq.h"
 #include "methods/method.h"
 #include "test_util.h"
 
@@ -54,8 +56,8 @@ static inline struct method_config deq_cfg(enum b_mode b)
 {
 	struct method_config c;
 	method_config_defaults(&c);
-	c.method = METHOD_DEQ;
-	c.b_mode = b;
+	c.method = deq_kind();
+	deq_config(&c)->b_mode = b;
 	return c;
 }
 

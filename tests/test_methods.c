@@ -25,6 +25,8 @@
  *
  * Tolerances are justified where they are used.
  */
+#include "../methods/checkpoint.h"
+#include "../methods/deq.h"
 #include "methods/method.h"
 
 #define DQ_TEST_SEED 7
@@ -43,13 +45,13 @@
 static const struct shape odd = {3, 5, 12, 3, 20, 17};
 static const struct shape pow2 = {2, 8, 16, 4, 32, 32};
 
-static struct method_config cfg_of(enum method_kind k, int L, int kk)
+static struct method_config cfg_of(int k, int L, int kk)
 {
 	struct method_config c;
 	method_config_defaults(&c);
 	c.method = k;
 	c.layers = L;
-	c.k = kk;
+	checkpoint_config(&c)->k = kk;
 	return c;
 }
 
@@ -136,19 +138,20 @@ static void check_ckpt_equals_unroll(enum model_kind kind, struct shape s,
 	set_tokens(m, 3);
 	size_t np = m->n_param_elems, nu = m->n_u, n = m->n_state;
 
-	struct method *un = new_method(m, cfg_of(METHOD_UNROLL, L, 0));
+	struct method *un =
+	    new_method(m, cfg_of(method_kind_parse("unroll"), L, 0));
 	double l1 = step(m, un, z, NULL);
 	double *g1 = download(be, m->grad_buf, np),
 	       *u1 = download(be, m->gu, nu), *z1 = download(be, z, n);
 	long fe1 = method_get_stats(un)->forward_evals;
 	method_destroy(un);
 
-	struct method *ck = new_method(m, cfg_of(METHOD_CHECKPOINT, L, k));
+	struct method *ck = new_method(m, cfg_of(checkpoint_kind(), L, k));
 	double l2 = step(m, ck, z, NULL);
 	double *g2 = download(be, m->grad_buf, np),
 	       *u2 = download(be, m->gu, nu), *z2 = download(be, z, n);
 	const struct method_stats *st = method_get_stats(ck);
-	int kk = method_get_config(ck)->k;
+	int kk = checkpoint_config(method_get_config(ck))->k;
 	int last = L - ((L + kk - 1) / kk - 1) * kk;
 
 	cr_assert_eq(memcmp(&l1, &l2, sizeof(double)), 0,
@@ -195,9 +198,10 @@ Test(checkpoint, k_auto_is_round_sqrt)
 	int ks[] = {1, 1, 2, 3, 3, 4, 8};
 	for (int i = 0; i < 7; i++) {
 		struct method *me =
-		    new_method(m, cfg_of(METHOD_CHECKPOINT, Ls[i], 0));
-		cr_assert_eq(method_get_config(me)->k, ks[i], "L=%d: k=%d",
-			     Ls[i], method_get_config(me)->k);
+		    new_method(m, cfg_of(checkpoint_kind(), Ls[i], 0));
+		cr_assert_eq(checkpoint_config(method_get_config(me))->k, ks[i],
+			     "L=%d: k=%d", Ls[i],
+			     checkpoint_config(method_get_config(me))->k);
 		method_destroy(me);
 	}
 	model_destroy(m);
@@ -243,7 +247,7 @@ static double fd_at(struct model *m, struct method *me, void *z, size_t j,
 static void check_fd(enum model_kind kind, struct shape s,
 		     struct method_config c)
 {
-	const double atol = c.method == METHOD_DEQ ? 1e-6 : 1e-9;
+	const double atol = c.method == deq_kind() ? 1e-6 : 1e-9;
 	struct backend *be = make_be("cpu64");
 	struct model *m = make_model(be, kind, s);
 	if (kind == MODEL_TANH_CELL)
@@ -289,22 +293,25 @@ static void check_fd(enum model_kind kind, struct shape s,
 
 static struct method_config deq_tight(enum solver_kind fs, enum solver_kind bs)
 {
-	struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
-	c.f_solver = fs;
-	c.b_solver = bs;
-	c.f_tol = c.b_tol = 1e-13;
-	c.f_stop_mode = c.b_stop_mode = STOP_ABS;
-	c.f_max_iter = c.b_max_iter = 200;
-	c.anderson_lambda = 0; /* absolute λ: see check_deq_vs_unroll */
+	struct method_config c = cfg_of(deq_kind(), 0, 0);
+	deq_config(&c)->f_solver = fs;
+	deq_config(&c)->b_solver = bs;
+	deq_config(&c)->f_tol = deq_config(&c)->b_tol = 1e-13;
+	deq_config(&c)->f_stop_mode = deq_config(&c)->b_stop_mode = STOP_ABS;
+	deq_config(&c)->f_max_iter = deq_config(&c)->b_max_iter = 200;
+	deq_config(&c)->anderson_lambda =
+	    0; /* absolute λ: see check_deq_vs_unroll */
 	return c;
 }
 
 Test(gradients, unroll_checkpoint_fd)
 {
-	check_fd(MODEL_TRANSFORMER, odd, cfg_of(METHOD_UNROLL, 3, 0));
-	check_fd(MODEL_TRANSFORMER, pow2, cfg_of(METHOD_CHECKPOINT, 5, 2));
-	check_fd(MODEL_TANH_CELL, odd, cfg_of(METHOD_UNROLL, 4, 0));
-	check_fd(MODEL_TANH_CELL, pow2, cfg_of(METHOD_CHECKPOINT, 7, 3));
+	check_fd(MODEL_TRANSFORMER, odd,
+		 cfg_of(method_kind_parse("unroll"), 3, 0));
+	check_fd(MODEL_TRANSFORMER, pow2, cfg_of(checkpoint_kind(), 5, 2));
+	check_fd(MODEL_TANH_CELL, odd,
+		 cfg_of(method_kind_parse("unroll"), 4, 0));
+	check_fd(MODEL_TANH_CELL, pow2, cfg_of(checkpoint_kind(), 7, 3));
 }
 
 Test(gradients, deq_ift_fd, .timeout = 120)
@@ -365,8 +372,8 @@ Test(memory, unroll_linear_in_L)
 	size_t e = be->elem, tape = model_tape_elems(m), n = m->n_state;
 	int Ls[] = {1, 2, 5, 9, 16};
 	for (int i = 0; i < 5; i++) {
-		struct mem_seen r =
-		    measure(m, cfg_of(METHOD_UNROLL, Ls[i], 0), NULL);
+		struct mem_seen r = measure(
+		    m, cfg_of(method_kind_parse("unroll"), Ls[i], 0), NULL);
 		size_t want = e * ((size_t)Ls[i] * tape + 2 * n);
 		cr_assert_eq(r.depth_peak, want, "L=%d: %zu vs %zu", Ls[i],
 			     r.depth_peak, want);
@@ -389,7 +396,7 @@ Test(memory, checkpoint_formula)
 	for (int i = 0; i < 8; i++) {
 		int L = cases[i][0], k = cases[i][1];
 		struct mem_seen r =
-		    measure(m, cfg_of(METHOD_CHECKPOINT, L, k), NULL);
+		    measure(m, cfg_of(checkpoint_kind(), L, k), NULL);
 		size_t S = (size_t)(L + k - 1) / (size_t)k;
 		size_t want = e * ((S - 1) * n + (size_t)k * tape + 4 * n);
 		cr_assert_eq(r.depth_peak, want, "L=%d k=%d: %zu vs %zu", L, k,
@@ -398,8 +405,9 @@ Test(memory, checkpoint_formula)
 	}
 	/* √L growth: at L = 64, k = 8 keeps 7 checkpoints and 8 tapes, far
 	 * below unroll's 64 tapes */
-	struct mem_seen ck = measure(m, cfg_of(METHOD_CHECKPOINT, 64, 0), NULL);
-	struct mem_seen un = measure(m, cfg_of(METHOD_UNROLL, 64, 0), NULL);
+	struct mem_seen ck = measure(m, cfg_of(checkpoint_kind(), 64, 0), NULL);
+	struct mem_seen un =
+	    measure(m, cfg_of(method_kind_parse("unroll"), 64, 0), NULL);
 	cr_assert_eq(ck.depth_peak, e * (7 * n + 8 * tape + 4 * n));
 	cr_assert_lt(ck.depth_peak * 4, un.depth_peak);
 	model_destroy(m);
@@ -415,12 +423,12 @@ Test(memory, deq_depth_flat_solver_affine_in_history)
 	size_t depth0 = 0, S = (size_t)m->B;
 	int caps[] = {1, 5, 50};
 	for (int i = 0; i < 3; i++) {
-		struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
-		c.f_max_iter = caps[i];
-		c.b_max_iter = 7;
-		c.f_history = 4;
-		c.b_history = 4;
-		c.f_tol = 1e-30; /* run to the cap */
+		struct method_config c = cfg_of(deq_kind(), 0, 0);
+		deq_config(&c)->f_max_iter = caps[i];
+		deq_config(&c)->b_max_iter = 7;
+		deq_config(&c)->f_history = 4;
+		deq_config(&c)->b_history = 4;
+		deq_config(&c)->f_tol = 1e-30; /* run to the cap */
 		struct method_stats st;
 		struct mem_seen r = measure(m, c, &st);
 		cr_assert_eq(st.fwd.iters, caps[i]);
@@ -439,29 +447,31 @@ Test(memory, deq_depth_flat_solver_affine_in_history)
 	 * larger max_iter (forward and backward share one buffer) */
 	int hs[] = {1, 2, 8, 30};
 	for (int i = 0; i < 4; i++) {
-		struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
-		c.f_history = c.b_history = hs[i];
+		struct method_config c = cfg_of(deq_kind(), 0, 0);
+		deq_config(&c)->f_history = deq_config(&c)->b_history = hs[i];
 		struct mem_seen r = measure(m, c, NULL);
 		size_t h = (size_t)hs[i];
 		cr_assert_eq(r.solver_peak, e * ((6 + 2 * h) * n + S * h),
 			     "h=%zu: %zu", h, r.solver_peak);
 	}
-	struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
-	c.f_max_iter = 12;
-	c.b_max_iter = 20; /* histories default to the caps: 20 wins */
+	struct method_config c = cfg_of(deq_kind(), 0, 0);
+	deq_config(&c)->f_max_iter = 12;
+	deq_config(&c)->b_max_iter =
+	    20; /* histories default to the caps: 20 wins */
 	cr_assert_eq(measure(m, c, NULL).solver_peak,
 		     e * ((6 + 2 * 20) * n + S * 20));
 	/* Anderson m: (3 + 2m) n + S m; fixed point: 4n */
-	c.f_solver = c.b_solver = SOLVER_ANDERSON;
-	c.anderson_m = 6;
+	deq_config(&c)->f_solver = deq_config(&c)->b_solver = SOLVER_ANDERSON;
+	deq_config(&c)->anderson_m = 6;
 	cr_assert_eq(measure(m, c, NULL).solver_peak,
 		     e * ((3 + 12) * n + S * 6));
-	c.f_solver = c.b_solver = SOLVER_FIXED_POINT;
+	deq_config(&c)->f_solver = deq_config(&c)->b_solver =
+	    SOLVER_FIXED_POINT;
 	cr_assert_eq(measure(m, c, NULL).solver_peak, e * 4 * n);
 	/* jfb needs no backward solver */
-	c.f_solver = SOLVER_BROYDEN;
-	c.b_mode = BMODE_JFB;
-	c.f_history = 3;
+	deq_config(&c)->f_solver = SOLVER_BROYDEN;
+	deq_config(&c)->b_mode = BMODE_JFB;
+	deq_config(&c)->f_history = 3;
 	cr_assert_eq(measure(m, c, NULL).solver_peak,
 		     e * ((6 + 6) * n + S * 3));
 	model_destroy(m);
@@ -473,10 +483,11 @@ Test(memory, depth_solver_ordering)
 	struct backend *be = make_be("cpu");
 	struct model *m = make_model(be, MODEL_TRANSFORMER, pow2);
 	set_tokens(m, 1);
-	struct method_config d = cfg_of(METHOD_DEQ, 0, 0);
-	d.f_history = d.b_history = 8;
-	size_t un = measure(m, cfg_of(METHOD_UNROLL, 32, 0), NULL).ds_peak;
-	size_t ck = measure(m, cfg_of(METHOD_CHECKPOINT, 32, 0), NULL).ds_peak;
+	struct method_config d = cfg_of(deq_kind(), 0, 0);
+	deq_config(&d)->f_history = deq_config(&d)->b_history = 8;
+	size_t un = measure(m, cfg_of(method_kind_parse("unroll"), 32, 0), NULL)
+			.ds_peak;
+	size_t ck = measure(m, cfg_of(checkpoint_kind(), 32, 0), NULL).ds_peak;
 	size_t dq = measure(m, d, NULL).ds_peak;
 	cr_assert(un > ck && ck > dq, "unroll %zu checkpoint %zu deq %zu", un,
 		  ck, dq);
@@ -508,22 +519,23 @@ static void check_deq_vs_unroll(enum model_kind kind, struct shape s,
 	set_tokens(m, 9);
 	size_t np = m->n_param_elems, nu = m->n_u, n = m->n_state;
 
-	struct method *un = new_method(m, cfg_of(METHOD_UNROLL, L_unroll, 0));
+	struct method *un =
+	    new_method(m, cfg_of(method_kind_parse("unroll"), L_unroll, 0));
 	double l1 = step(m, un, z, NULL);
 	double *g1 = download(be, m->grad_buf, np),
 	       *u1 = download(be, m->gu, nu), *z1 = download(be, z, n);
 	method_destroy(un);
 
-	struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
-	c.f_solver = fs;
-	c.b_solver = bs;
-	c.f_tol = c.b_tol = 1e-12;
-	c.f_stop_mode = c.b_stop_mode = STOP_ABS;
-	c.f_max_iter = c.b_max_iter = 150;
+	struct method_config c = cfg_of(deq_kind(), 0, 0);
+	deq_config(&c)->f_solver = fs;
+	deq_config(&c)->b_solver = bs;
+	deq_config(&c)->f_tol = deq_config(&c)->b_tol = 1e-12;
+	deq_config(&c)->f_stop_mode = deq_config(&c)->b_stop_mode = STOP_ABS;
+	deq_config(&c)->f_max_iter = deq_config(&c)->b_max_iter = 150;
 	/* λ is absolute (torchdeq's convention): once ‖G‖² ≪ λ the mixing
 	 * degenerates to averaging and stalls near ‖G‖ ~ √λ, so tight
 	 * tolerances need λ = 0 */
-	c.anderson_lambda = 0;
+	deq_config(&c)->anderson_lambda = 0;
 	struct method *dq = new_method(m, c);
 	double l2 = step(m, dq, z, NULL);
 	const struct method_stats *st = method_get_stats(dq);
@@ -595,18 +607,18 @@ Test(deq, solvers_agree_on_fixed_point, .timeout = 120)
 		double *zs[3];
 		int iters[3];
 		for (int k = 0; k < 3; k++) {
-			struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
-			c.f_solver = (enum solver_kind)k;
-			c.f_tol = 1e-12;
-			c.f_stop_mode = STOP_ABS;
-			c.f_max_iter = 300;
-			c.anderson_lambda = 0;
+			struct method_config c = cfg_of(deq_kind(), 0, 0);
+			deq_config(&c)->f_solver = (enum solver_kind)k;
+			deq_config(&c)->f_tol = 1e-12;
+			deq_config(&c)->f_stop_mode = STOP_ABS;
+			deq_config(&c)->f_max_iter = 300;
+			deq_config(&c)->anderson_lambda = 0;
 			struct method *me = new_method(m, c);
 			model_inject_forward(m);
 			method_forward(me, m->u, z, 0);
 			const struct method_stats *st = method_get_stats(me);
 			cr_assert(st->fwd.converged, "%s: residual %g",
-				  solver_kind_name(c.f_solver),
+				  solver_kind_name(deq_config(&c)->f_solver),
 				  st->fwd.residual);
 			iters[k] = st->fwd.iters;
 			zs[k] =
@@ -641,21 +653,23 @@ Test(deq, caps_exact)
 	int caps[] = {1, 2, 3, 7, 31};
 	for (int k = 0; k < 3; k++)
 		for (int i = 0; i < 5; i++) {
-			struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
-			c.f_solver = c.b_solver = (enum solver_kind)k;
-			c.f_tol = c.b_tol = 1e-30;
-			c.f_max_iter = caps[i];
-			c.b_max_iter = caps[4 - i];
-			c.f_history = 2; /* wraps the Broyden ring */
-			c.anderson_m = 3;
+			struct method_config c = cfg_of(deq_kind(), 0, 0);
+			deq_config(&c)->f_solver = deq_config(&c)->b_solver =
+			    (enum solver_kind)k;
+			deq_config(&c)->f_tol = deq_config(&c)->b_tol = 1e-30;
+			deq_config(&c)->f_max_iter = caps[i];
+			deq_config(&c)->b_max_iter = caps[4 - i];
+			deq_config(&c)->f_history =
+			    2; /* wraps the Broyden ring */
+			deq_config(&c)->anderson_m = 3;
 			struct method *me = new_method(m, c);
 			step(m, me, z, NULL);
 			const struct method_stats *st = method_get_stats(me);
 			cr_assert_eq(st->fwd.iters, caps[i]);
 			cr_assert_eq(st->bwd.iters, caps[4 - i],
 				     "%s f%d b%d: bwd %d (res %g nonfinite %d)",
-				     solver_kind_name(c.f_solver), caps[i],
-				     caps[4 - i], st->bwd.iters,
+				     solver_kind_name(deq_config(&c)->f_solver),
+				     caps[i], caps[4 - i], st->bwd.iters,
 				     st->bwd.residual, st->bwd.nonfinite);
 			cr_assert_eq(st->forward_evals, caps[i] + 1);
 			cr_assert_eq(st->vjp_evals, caps[4 - i] + 1);
@@ -695,16 +709,17 @@ Test(deq, non_contractive_reported)
 	void *z = dev_state(m), *fz = dev_state(m);
 	set_tokens(m, 2);
 	for (int k = 0; k < 3; k++) {
-		struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
-		c.f_solver = c.b_solver = (enum solver_kind)k;
-		c.f_tol = c.b_tol = 1e-6;
-		c.f_max_iter = c.b_max_iter = 40;
+		struct method_config c = cfg_of(deq_kind(), 0, 0);
+		deq_config(&c)->f_solver = deq_config(&c)->b_solver =
+		    (enum solver_kind)k;
+		deq_config(&c)->f_tol = deq_config(&c)->b_tol = 1e-6;
+		deq_config(&c)->f_max_iter = deq_config(&c)->b_max_iter = 40;
 		struct method *me = new_method(m, c);
 		double loss = step(m, me, z, NULL);
 		const struct method_stats *st = method_get_stats(me);
 		cr_assert(isfinite(loss));
 		cr_assert(!st->fwd.nonfinite);
-		if (c.f_solver == SOLVER_FIXED_POINT) {
+		if (deq_config(&c)->f_solver == SOLVER_FIXED_POINT) {
 			cr_assert(!st->fwd.converged, "fixed point converged");
 			cr_assert_eq(st->fwd.iters, 40);
 			cr_assert_gt(st->fwd.residual, 1e-2);
@@ -746,8 +761,8 @@ Test(deq, nonfinite_ends_solve)
 	void *z = dev_state(m);
 	set_tokens(m, 2);
 	for (int k = 0; k < 3; k++) {
-		struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
-		c.f_solver = (enum solver_kind)k;
+		struct method_config c = cfg_of(deq_kind(), 0, 0);
+		deq_config(&c)->f_solver = (enum solver_kind)k;
 		struct method *me = new_method(m, c);
 		model_inject_forward(m);
 		method_forward(me, m->u, z, 0);
@@ -775,8 +790,8 @@ Test(deq, jfb_is_one_vjp_at_fixed_point)
 	void *tape = backend_alloc(be, model_tape_elems(m), MEM_DEPTH);
 	set_tokens(m, 6);
 	size_t np = m->n_param_elems, nu = m->n_u;
-	struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
-	c.b_mode = BMODE_JFB;
+	struct method_config c = cfg_of(deq_kind(), 0, 0);
+	deq_config(&c)->b_mode = BMODE_JFB;
 	struct method *me = new_method(m, c);
 	step(m, me, z, NULL);
 	cr_assert_eq(method_get_stats(me)->vjp_evals, 1);
@@ -811,7 +826,7 @@ Test(deq, deterministic)
 	set_tokens(m, 8);
 	double l[2], *g[2];
 	for (int r = 0; r < 2; r++) {
-		struct method *me = new_method(m, cfg_of(METHOD_DEQ, 0, 0));
+		struct method *me = new_method(m, cfg_of(deq_kind(), 0, 0));
 		l[r] = step(m, me, z, NULL);
 		g[r] = download(be, m->grad_buf, m->n_param_elems);
 		method_destroy(me);
@@ -830,59 +845,59 @@ Test(deq, deterministic)
  * name (NULL past the last case). */
 static const char *break_key(int i, struct method_config *c)
 {
-	c->method = METHOD_DEQ;
+	c->method = deq_kind();
 	switch (i) {
 	case 0:
-		c->method = (enum method_kind)7;
+		c->method = (int)7;
 		return "method";
 	case 1:
-		c->method = METHOD_UNROLL;
+		c->method = method_kind_parse("unroll");
 		c->layers = 0;
 		return "layers";
 	case 2:
-		c->method = METHOD_CHECKPOINT;
+		c->method = checkpoint_kind();
 		c->layers = 4;
-		c->k = 5;
+		checkpoint_config(c)->k = 5;
 		return "k";
 	case 3:
-		c->method = METHOD_CHECKPOINT;
-		c->k = -1;
+		c->method = checkpoint_kind();
+		checkpoint_config(c)->k = -1;
 		return "k";
 	case 4:
-		c->f_solver = (enum solver_kind)9;
+		deq_config(c)->f_solver = (enum solver_kind)9;
 		return "f_solver";
 	case 5:
-		c->b_solver = (enum solver_kind) - 1;
+		deq_config(c)->b_solver = (enum solver_kind) - 1;
 		return "b_solver";
 	case 6:
-		c->f_tol = 0;
+		deq_config(c)->f_tol = 0;
 		return "f_tol";
 	case 7:
-		c->b_tol = -1e-3;
+		deq_config(c)->b_tol = -1e-3;
 		return "b_tol";
 	case 8:
-		c->f_max_iter = 0;
+		deq_config(c)->f_max_iter = 0;
 		return "f_max_iter";
 	case 9:
-		c->b_max_iter = -2;
+		deq_config(c)->b_max_iter = -2;
 		return "b_max_iter";
 	case 10:
-		c->f_history = -1;
+		deq_config(c)->f_history = -1;
 		return "f_history";
 	case 11:
-		c->b_history = -1;
+		deq_config(c)->b_history = -1;
 		return "b_history";
 	case 12:
-		c->anderson_m = 0;
+		deq_config(c)->anderson_m = 0;
 		return "anderson_m";
 	case 13:
-		c->anderson_beta = 0;
+		deq_config(c)->anderson_beta = 0;
 		return "anderson_beta";
 	case 14:
-		c->f_stop_mode = (enum stop_mode)3;
+		deq_config(c)->f_stop_mode = (enum stop_mode)3;
 		return "f_stop_mode";
 	case 15:
-		c->f_tol = NAN;
+		deq_config(c)->f_tol = NAN;
 		return "f_tol";
 	}
 	return NULL;
@@ -909,7 +924,7 @@ Test(config, bad_values_name_the_key)
 	char err[256];
 	cr_assert_eq(method_config_validate(&c, err, sizeof(err)), 0, "%s",
 		     err);
-	cr_assert_eq(method_kind_parse("deq"), METHOD_DEQ);
+	cr_assert_eq(method_kind_parse("deq"), deq_kind());
 	cr_assert_eq(method_kind_parse("Deq"), -1);
 	cr_assert_eq(solver_kind_parse("anderson"), SOLVER_ANDERSON);
 	cr_assert_eq(solver_kind_parse("newton"), -1);

@@ -12,6 +12,8 @@
  *   5. Solver memory, exactly: per sample S h (Broyden) and S m (Anderson)
  *      coefficients on top of the global solver's.
  */
+#include "../methods/checkpoint.h"
+#include "../methods/deq.h"
 #include "methods/method.h"
 #include "methods/solvers.h"
 #include "models/model.h"
@@ -359,19 +361,22 @@ static void check_scopes(struct model *m)
 		for (int sc = 0; sc < 2; sc++) {
 			struct method_config c;
 			method_config_defaults(&c);
-			c.method = METHOD_DEQ;
-			c.f_tol = c.b_tol = 1e-6;
-			c.f_max_iter = c.b_max_iter = 60;
-			c.solver_batching =
+			c.method = deq_kind();
+			deq_config(&c)->f_tol = deq_config(&c)->b_tol = 1e-6;
+			deq_config(&c)->f_max_iter =
+			    deq_config(&c)->b_max_iter = 60;
+			deq_config(&c)->solver_batching =
 			    b ? BATCHING_GLOBAL : BATCHING_PER_SAMPLE;
-			c.f_stop_scope = c.b_stop_scope =
-			    sc ? SCOPE_SAMPLE : SCOPE_BATCH;
+			deq_config(&c)->f_stop_scope =
+			    deq_config(&c)->b_stop_scope =
+				sc ? SCOPE_SAMPLE : SCOPE_BATCH;
 			struct method_stats st = run_deq(m, c);
 			cr_assert(st.fwd.converged && st.bwd.converged,
 				  "%s %s: fwd %d (%g), bwd %d (%g)",
-				  solver_batching_name(c.solver_batching),
-				  stop_scope_name(c.f_stop_scope), st.fwd.iters,
-				  st.fwd.residual, st.bwd.iters,
+				  solver_batching_name(
+				      deq_config(&c)->solver_batching),
+				  stop_scope_name(deq_config(&c)->f_stop_scope),
+				  st.fwd.iters, st.fwd.residual, st.bwd.iters,
 				  st.bwd.residual);
 			cr_assert_eq(st.fwd.samples, b ? 1 : m->B);
 			if (sc == 0) {
@@ -436,17 +441,19 @@ Test(solvers, memory_exact)
 		size_t e = be->elem, n = m->n_state, S = (size_t)m->B;
 		struct method_config c;
 		method_config_defaults(&c);
-		c.method = METHOD_DEQ;
-		c.f_history = c.b_history = 7;
+		c.method = deq_kind();
+		deq_config(&c)->f_history = deq_config(&c)->b_history = 7;
 		cr_assert_eq(solver_bytes(m, c), e * ((6 + 14) * n + S * 7));
-		c.solver_batching = BATCHING_GLOBAL;
+		deq_config(&c)->solver_batching = BATCHING_GLOBAL;
 		cr_assert_eq(solver_bytes(m, c), e * ((6 + 14) * n + 7));
-		c.f_solver = c.b_solver = SOLVER_ANDERSON;
-		c.anderson_m = 4;
+		deq_config(&c)->f_solver = deq_config(&c)->b_solver =
+		    SOLVER_ANDERSON;
+		deq_config(&c)->anderson_m = 4;
 		cr_assert_eq(solver_bytes(m, c), e * ((3 + 8) * n + 4));
-		c.solver_batching = BATCHING_PER_SAMPLE;
+		deq_config(&c)->solver_batching = BATCHING_PER_SAMPLE;
 		cr_assert_eq(solver_bytes(m, c), e * ((3 + 8) * n + S * 4));
-		c.f_solver = c.b_solver = SOLVER_FIXED_POINT;
+		deq_config(&c)->f_solver = deq_config(&c)->b_solver =
+		    SOLVER_FIXED_POINT;
 		cr_assert_eq(solver_bytes(m, c), e * 4 * n);
 		model_destroy(m);
 	}
@@ -468,22 +475,22 @@ Test(solvers, bad_keys_name_the_key)
 	struct method_config c, b;
 	char err[256];
 	method_config_defaults(&c);
-	c.method = METHOD_DEQ;
-	c.protect_thres = 1.0;
-	c.stall_window = 2;
+	c.method = deq_kind();
+	deq_config(&c)->protect_thres = 1.0;
+	deq_config(&c)->stall_window = 2;
 	cr_assert_eq(method_config_validate(&c, err, sizeof(err)), 0, "%s",
 		     err);
-	b = c, b.protect_thres = 0.5;
+	b = c, deq_config(&b)->protect_thres = 0.5;
 	expect_refused(b, "protect_thres");
-	b = c, b.protect_thres = INFINITY;
+	b = c, deq_config(&b)->protect_thres = INFINITY;
 	expect_refused(b, "protect_thres");
-	b = c, b.stall_window = 1;
+	b = c, deq_config(&b)->stall_window = 1;
 	expect_refused(b, "stall_window");
-	b = c, b.stall_window = -3;
+	b = c, deq_config(&b)->stall_window = -3;
 	expect_refused(b, "stall_window");
-	b = c, b.solver_batching = (enum solver_batching)2;
+	b = c, deq_config(&b)->solver_batching = (enum solver_batching)2;
 	expect_refused(b, "solver_batching");
-	b = c, b.b_stop_scope = (enum stop_scope)5;
+	b = c, deq_config(&b)->b_stop_scope = (enum stop_scope)5;
 	expect_refused(b, "stop_scope");
 	cr_assert_eq(solver_batching_parse("per_sample"), BATCHING_PER_SAMPLE);
 	cr_assert_eq(solver_batching_parse("global"), BATCHING_GLOBAL);

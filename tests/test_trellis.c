@@ -30,6 +30,8 @@
  * 1e-6 per tensor; a wrong formula gives O(max|an|) errors, 10⁵× above
  * that. The layer is smooth (σ, tanh, products), so no kink retries.
  */
+#include "../methods/checkpoint.h"
+#include "../methods/deq.h"
 #include "methods/method.h"
 
 #include <criterion/criterion.h>
@@ -773,13 +775,13 @@ static struct method *make_method(struct model *m, struct method_config c)
 	return me;
 }
 
-static struct method_config cfg_of(enum method_kind k, int L, int kk)
+static struct method_config cfg_of(int k, int L, int kk)
 {
 	struct method_config c;
 	method_config_defaults(&c);
 	c.method = k;
 	c.layers = L;
-	c.k = kk;
+	checkpoint_config(&c)->k = kk;
 	return c;
 }
 
@@ -823,9 +825,9 @@ static void check_ckpt(struct shape s, int L, int k)
 	void *z = dev(be, nd);
 	double loss[2];
 	for (int v = 0; v < 2; v++) {
-		struct method *me =
-		    make_method(m, v ? cfg_of(METHOD_CHECKPOINT, L, k)
-				     : cfg_of(METHOD_UNROLL, L, 0));
+		struct method *me = make_method(
+		    m, v ? cfg_of(checkpoint_kind(), L, k)
+			 : cfg_of(method_kind_parse("unroll"), L, 0));
 		loss[v] = step(m, me, z);
 		r[v][0] = host(np);
 		r[v][1] = host(nu);
@@ -875,7 +877,8 @@ static void train_from_init(struct model *m, int steps, double *l0, double *l1)
 	cr_assert(mo && vo);
 	be->ops->fill(be->ctx, mo, 0.0, np);
 	be->ops->fill(be->ctx, vo, 0.0, np);
-	struct method *me = make_method(m, cfg_of(METHOD_UNROLL, 6, 0));
+	struct method *me =
+	    make_method(m, cfg_of(method_kind_parse("unroll"), 6, 0));
 	for (int t = 1; t <= steps; t++) {
 		double l = step(m, me, z);
 		if (t == 1)
@@ -921,7 +924,8 @@ static void check_deq(struct shape s, enum solver_kind fs, enum solver_kind bs)
 
 	size_t np = m->n_param_elems, nu = m->n_u, nd = m->n_state;
 	void *z = dev(be, nd);
-	struct method *un = make_method(m, cfg_of(METHOD_UNROLL, 200, 0));
+	struct method *un =
+	    make_method(m, cfg_of(method_kind_parse("unroll"), 200, 0));
 	double lu = step(m, un, z);
 	double *g1 = host(np), *u1 = host(nu), *z1 = host(nd);
 	down(be, g1, m->grad_buf, np);
@@ -929,12 +933,12 @@ static void check_deq(struct shape s, enum solver_kind fs, enum solver_kind bs)
 	down(be, z1, z, nd);
 	method_destroy(un);
 
-	struct method_config c = cfg_of(METHOD_DEQ, 0, 0);
-	c.f_solver = fs;
-	c.b_solver = bs;
-	c.f_tol = c.b_tol = 1e-12;
-	c.f_stop_mode = c.b_stop_mode = STOP_ABS;
-	c.f_max_iter = c.b_max_iter = 150;
+	struct method_config c = cfg_of(deq_kind(), 0, 0);
+	deq_config(&c)->f_solver = fs;
+	deq_config(&c)->b_solver = bs;
+	deq_config(&c)->f_tol = deq_config(&c)->b_tol = 1e-12;
+	deq_config(&c)->f_stop_mode = deq_config(&c)->b_stop_mode = STOP_ABS;
+	deq_config(&c)->f_max_iter = deq_config(&c)->b_max_iter = 150;
 	struct method *dq = make_method(m, c);
 	double ld = step(m, dq, z);
 	const struct method_stats *st = method_get_stats(dq);
