@@ -740,28 +740,35 @@ static void key_allowed(const struct key_desc *d, char *buf, size_t n)
 	}
 }
 
-void config_print_help(FILE *f)
+/* Prints one line per key with `fmt` (five %s: name, group, default,
+ * allowed, meaning). */
+static void print_key_lines(FILE *f, const char *fmt)
 {
 	struct bench_config c;
 	struct key_ref r;
 	config_defaults(&c);
-	fprintf(f,
-		"usage: deqbench run [FILE.json] [key=value ...]\n"
-		"  FILE.json is a flat JSON object of the keys below; "
-		"key=value arguments override it.\n\n"
-		"  %-16s %-9s %-21s %-34s %s\n",
-		"key", "group", "default", "allowed", "meaning");
 	for (size_t i = 0; (r = key_at(i)).d; i++) {
 		json_t *v = key_json(&c, r);
 		char *s =
 		    json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
 		char allowed[160];
 		key_allowed(r.d, allowed, sizeof(allowed));
-		fprintf(f, "  %-16s %-9s %-21s %-34s %s\n", r.d->name,
-			r.d->group, s ? s : "?", allowed, r.d->help);
+		fprintf(f, fmt, r.d->name, r.d->group, s ? s : "?", allowed,
+			r.d->help);
 		free(s);
 		json_decref(v);
 	}
+}
+
+void config_print_help(FILE *f)
+{
+	fprintf(f,
+		"usage: deqbench run [FILE.json] [key=value ...]\n"
+		"  FILE.json is a flat JSON object of the keys below; "
+		"key=value arguments override it.\n\n"
+		"  %-16s %-9s %-21s %-34s %s\n",
+		"key", "group", "default", "allowed", "meaning");
+	print_key_lines(f, "  %-16s %-9s %-21s %-34s %s\n");
 }
 
 static const char *const type_names[] = {"int",	 "int",	   "int", "number",
@@ -810,20 +817,7 @@ void config_print_json(FILE *f)
 
 void config_print_markdown(FILE *f)
 {
-	struct bench_config c;
-	struct key_ref r;
-	config_defaults(&c);
 	fprintf(f, "| key | group | default | allowed | meaning |\n"
 		   "|---|---|---|---|---|\n");
-	for (size_t i = 0; (r = key_at(i)).d; i++) {
-		json_t *v = key_json(&c, r);
-		char *s =
-		    json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
-		char allowed[160];
-		key_allowed(r.d, allowed, sizeof(allowed));
-		fprintf(f, "| `%s` | %s | `%s` | %s | %s |\n", r.d->name,
-			r.d->group, s ? s : "?", allowed, r.d->help);
-		free(s);
-		json_decref(v);
-	}
+	print_key_lines(f, "| `%s` | %s | `%s` | %s | %s |\n");
 }

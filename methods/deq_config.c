@@ -19,25 +19,8 @@ extern const struct method_desc method_deq;
 static const char *const bmode_names[] = {"ift", "jfb", "phantom"};
 static const char *const batching_names[] = {"per_sample", "global"};
 
-int b_mode_parse(const char *s)
-{
-	return key_name_index(s, bmode_names, 3);
-}
-
-int solver_batching_parse(const char *s)
-{
-	return key_name_index(s, batching_names, 2);
-}
-
-const char *b_mode_name(int b)
-{
-	return key_index_name(b, bmode_names, 3);
-}
-
-const char *solver_batching_name(int b)
-{
-	return key_index_name(b, batching_names, 2);
-}
+KEY_NAME_FUNCS(b_mode_parse, b_mode_name, bmode_names)
+KEY_NAME_FUNCS(solver_batching_parse, solver_batching_name, batching_names)
 
 /* -------------------------------------------------------------- keys */
 

@@ -87,6 +87,20 @@ void key_choices(const struct key_desc *d, char *buf, size_t n);
 int key_name_index(const char *s, const char *const *names, int n);
 const char *key_index_name(int i, const char *const *names, int n);
 
+/* Defines the parse/enum_name pair of an enum key over the array of its
+ * names: int PARSE(const char *), const char *NAME(int). */
+#define KEY_NAME_FUNCS(PARSE, NAME, NAMES)                                     \
+	int PARSE(const char *s)                                               \
+	{                                                                      \
+		return key_name_index(                                         \
+		    s, NAMES, (int)(sizeof(NAMES) / sizeof(NAMES[0])));        \
+	}                                                                      \
+	const char *NAME(int i)                                                \
+	{                                                                      \
+		return key_index_name(                                         \
+		    i, NAMES, (int)(sizeof(NAMES) / sizeof(NAMES[0])));        \
+	}
+
 /* 1 when the value v lies in the numeric range of row d. */
 int key_in_range(const struct key_desc *d, double v);
 /* The range of a numeric row as an interval, "[1, 100000]" or "(0, 1]". */

@@ -20,35 +20,9 @@ static const char *const solver_names[] = {"broyden", "anderson",
 static const char *const stop_names[] = {"abs", "rel"};
 static const char *const scope_names[] = {"batch", "sample"};
 
-int solver_kind_parse(const char *s)
-{
-	return key_name_index(s, solver_names, 3);
-}
-
-int stop_mode_parse(const char *s)
-{
-	return key_name_index(s, stop_names, 2);
-}
-
-int stop_scope_parse(const char *s)
-{
-	return key_name_index(s, scope_names, 2);
-}
-
-const char *solver_kind_name(int k)
-{
-	return key_index_name(k, solver_names, 3);
-}
-
-const char *stop_mode_name(int s)
-{
-	return key_index_name(s, stop_names, 2);
-}
-
-const char *stop_scope_name(int s)
-{
-	return key_index_name(s, scope_names, 2);
-}
+KEY_NAME_FUNCS(solver_kind_parse, solver_kind_name, solver_names)
+KEY_NAME_FUNCS(stop_mode_parse, stop_mode_name, stop_names)
+KEY_NAME_FUNCS(stop_scope_parse, stop_scope_name, scope_names)
 
 /* The DEQ code's no-progress rule: the last `stall` residuals lie within
  * this factor of each other. */
