@@ -138,18 +138,6 @@ static int has_help(int argc, char **argv)
 	return 0;
 }
 
-/* Dotted-path number of a record, NAN when absent or null. */
-static double rec_num(const json_t *r, const char *path)
-{
-	char buf[128], *save = NULL, *tok;
-	const json_t *cur = r;
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (tok = strtok_r(buf, ".", &save); tok && cur;
-	     tok = strtok_r(NULL, ".", &save))
-		cur = json_object_get(cur, tok);
-	return json_is_number(cur) ? json_number_value(cur) : NAN;
-}
-
 /* One line after `deqbench run`: what ran and its headline figures. */
 static void print_run_line(const json_t *rec)
 {
@@ -163,11 +151,11 @@ static void print_run_line(const json_t *rec)
 			 json_string_value(json_object_get(cfg, "b_mode")));
 	else if (meth && !strcmp(meth, "checkpoint"))
 		snprintf(depth, sizeof(depth), "L=%.0f k=%.0f",
-			 rec_num(cfg, "layers"),
-			 rec_num(json_object_get(rec, "method"), "k"));
+			 record_num(cfg, "layers"),
+			 record_num(json_object_get(rec, "method"), "k"));
 	else
 		snprintf(depth, sizeof(depth), "L=%.0f",
-			 rec_num(cfg, "layers"));
+			 record_num(cfg, "layers"));
 	printf("%s: %s %s %s on %s, %.0f steps: step %.3g ms (median), "
 	       "%.0f tokens/s, depth+solver peak %.3g MiB, total peak %.3g "
 	       "MiB, valid ppl %.5g (%.0f tokens), test ppl %.5g (%.0f "
@@ -175,14 +163,15 @@ static void print_run_line(const json_t *rec)
 	       st ? st : "?", json_string_value(json_object_get(cfg, "model")),
 	       meth ? meth : "?", depth,
 	       json_string_value(json_object_get(cfg, "corpus")),
-	       rec_num(cfg, "steps"), rec_num(rec, "timing.step_ms.median"),
-	       rec_num(rec, "timing.tokens_per_s"),
-	       rec_num(rec, "memory.peak_depth_solver_bytes") / 1048576.0,
-	       rec_num(rec, "memory.peak_total_bytes") / 1048576.0,
-	       rec_num(rec, "quality.valid_ppl"),
-	       rec_num(rec, "quality.valid_eval_tokens"),
-	       rec_num(rec, "quality.test_ppl"),
-	       rec_num(rec, "quality.test_eval_tokens"));
+	       record_num(cfg, "steps"),
+	       record_num(rec, "timing.step_ms.median"),
+	       record_num(rec, "timing.tokens_per_s"),
+	       record_num(rec, "memory.peak_depth_solver_bytes") / 1048576.0,
+	       record_num(rec, "memory.peak_total_bytes") / 1048576.0,
+	       record_num(rec, "quality.valid_ppl"),
+	       record_num(rec, "quality.valid_eval_tokens"),
+	       record_num(rec, "quality.test_ppl"),
+	       record_num(rec, "quality.test_eval_tokens"));
 }
 
 static void print_summary(const json_t *records)

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "record.h"
+
 /* Applies one axis value (scalar for key `axis`, or an object of keys). */
 static int apply_axis_value(struct bench_config *c, const char *axis,
 			    const json_t *v, const char *source, char *err,
@@ -449,10 +451,7 @@ void suite_print_runs(const struct suite *s, int shard_i, int shard_n, FILE *f)
 			if (!json_object_get(varying, key))
 				continue;
 			x = json_object_get(o, key);
-			t = json_is_string(x)
-				? strdup(json_string_value(x))
-				: json_dumps(x, JSON_ENCODE_ANY |
-						    JSON_REAL_PRECISION(6));
+			t = record_value_text(x);
 			fprintf(f, " %s=%s", key, t ? t : "?");
 			free(t);
 		}
