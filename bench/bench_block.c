@@ -231,18 +231,14 @@ static int bb_alloc(struct backend *be, struct model *m, const struct bb_cfg *c,
 	return 0;
 }
 
+/* Frees what bb_alloc allocated (NULL pointers included). */
 static void bb_free(struct backend *be, struct bb_bufs *b)
 {
 	free(b->ms);
 	free(b->host);
-	backend_free(be, b->z);
-	backend_free(be, b->zo);
-	backend_free(be, b->g);
-	backend_free(be, b->gi);
-	backend_free(be, b->tape);
-	backend_free(be, b->A);
-	backend_free(be, b->Bm);
-	backend_free(be, b->C);
+	void *dev[] = {b->z, b->zo, b->g, b->gi, b->tape, b->A, b->Bm, b->C};
+	for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
+		backend_free(be, dev[i]);
 }
 
 /* Median ms of the block's forward with tape (*fwd), its vjp with

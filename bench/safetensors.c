@@ -458,36 +458,33 @@ static int check_layout(const char *path, const struct rt *r, size_t nr,
 {
 	uint64_t expect = 0;
 	for (size_t i = 0; i < nr; i++) {
-		if (r[i].end > dlen) {
-			errmsg_set(
-			    err, errlen,
-			    "%s: tensor '%s': data_offsets [%llu, %llu] run "
-			    "past the data (%llu bytes); file truncated?",
-			    path, r[i].t.name, (unsigned long long)r[i].begin,
-			    (unsigned long long)r[i].end,
-			    (unsigned long long)dlen);
-			return -1;
+		char why[128];
+		if (r[i].end > dlen)
+			snprintf(why, sizeof(why),
+				 "run past the data (%llu bytes); file "
+				 "truncated?",
+				 (unsigned long long)dlen);
+		else if (r[i].begin != expect)
+			snprintf(why, sizeof(why),
+				 "%s the previous tensor, which ends at %llu",
+				 r[i].begin < expect ? "overlap"
+						     : "leave a gap after",
+				 (unsigned long long)expect);
+		else {
+			expect = r[i].end;
+			continue;
 		}
-		if (r[i].begin != expect) {
-			errmsg_set(
-			    err, errlen,
-			    "%s: tensor '%s': data_offsets [%llu, %llu] %s "
-			    "the previous tensor, which ends at %llu",
-			    path, r[i].t.name, (unsigned long long)r[i].begin,
-			    (unsigned long long)r[i].end,
-			    r[i].begin < expect ? "overlap"
-						: "leave a gap after",
-			    (unsigned long long)expect);
-			return -1;
-		}
-		expect = r[i].end;
+		errmsg_set(err, errlen,
+			   "%s: tensor '%s': data_offsets [%llu, %llu] %s",
+			   path, r[i].t.name, (unsigned long long)r[i].begin,
+			   (unsigned long long)r[i].end, why);
+		return -1;
 	}
 	if (expect != dlen) {
-		errmsg_set(
-		    err, errlen,
-		    "%s: %llu bytes after the last tensor's data; header "
-		    "and file size disagree",
-		    path, (unsigned long long)(dlen - expect));
+		errmsg_set(err, errlen,
+			   "%s: %llu bytes after the last tensor's data; "
+			   "header and file size disagree",
+			   path, (unsigned long long)(dlen - expect));
 		return -1;
 	}
 	return 0;
