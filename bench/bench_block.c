@@ -57,6 +57,49 @@ static int parse_int(const char *key, const char *val, int min, int *out)
 	return 0;
 }
 
+/* Sets key A[0..kl) (of "key=value") to VAL in *c. 0, -1 on a bad value
+ * (its message printed), 1 when the key is unknown. */
+static int set_key(struct bb_cfg *c, const char *a, size_t kl, const char *val)
+{
+	const struct {
+		const char *key;
+		int *dst;
+		int min;
+	} ints[] = {
+	    {"d_model", &c->d, 1},    {"n_heads", &c->H, 1},
+	    {"d_ff", &c->F, 1},	      {"seq_len", &c->T, 1},
+	    {"batch_size", &c->B, 1}, {"threads", &c->threads, 0},
+	    {"iters", &c->iters, 1},  {"warmup", &c->warmup, 0},
+	};
+	for (size_t k = 0; k < sizeof(ints) / sizeof(ints[0]); k++)
+		if (strlen(ints[k].key) == kl && !strncmp(a, ints[k].key, kl))
+			return parse_int(ints[k].key, val, ints[k].min,
+					 ints[k].dst);
+	if (kl == 6 && !strncmp(a, "device", 6)) {
+		c->device = val;
+	} else if (kl == 5 && !strncmp(a, "model", 5)) {
+		if (model_kind_parse(val) != MODEL_TRANSFORMER &&
+		    model_kind_parse(val) != MODEL_TRELLISNET) {
+			fprintf(stderr,
+				"deqbench bench-block: model=%s: expected "
+				"transformer or trellisnet\n",
+				val);
+			return -1;
+		}
+		c->model = val;
+	} else if (kl == 4 && !strncmp(a, "seed", 4)) {
+		int s;
+		if (parse_int("seed", val, 0, &s))
+			return -1;
+		c->seed = s;
+	} else {
+		return 1;
+	}
+	return 0;
+}
+
+/* argv[1..argc) into *c (defaults for keys not given). 0; 1 after printing
+ * the usage for --help; -1 on bad input (its message printed). */
 static int parse_args(int argc, char **argv, struct bb_cfg *c)
 {
 	*c = (struct bb_cfg){.d = 128,
@@ -69,18 +112,9 @@ static int parse_args(int argc, char **argv, struct bb_cfg *c)
 			     .seed = 1,
 			     .device = "cpu",
 			     .model = "transformer"};
-	struct {
-		const char *key;
-		int *dst;
-		int min;
-	} ints[] = {
-	    {"d_model", &c->d, 1},    {"n_heads", &c->H, 1},
-	    {"d_ff", &c->F, 1},	      {"seq_len", &c->T, 1},
-	    {"batch_size", &c->B, 1}, {"threads", &c->threads, 0},
-	    {"iters", &c->iters, 1},  {"warmup", &c->warmup, 0},
-	};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *eq = strchr(a, '=');
+		int rc;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			printf("usage: deqbench bench-block [d_model=128] "
 			       "[n_heads=4] [d_ff=512] [seq_len=64] "
@@ -96,45 +130,15 @@ static int parse_args(int argc, char **argv, struct bb_cfg *c)
 				a);
 			return -1;
 		}
-		size_t kl = (size_t)(eq - a);
-		const char *val = eq + 1;
-		int found = 0;
-		for (size_t k = 0; k < sizeof(ints) / sizeof(ints[0]); k++) {
-			if (strlen(ints[k].key) == kl &&
-			    !strncmp(a, ints[k].key, kl)) {
-				if (parse_int(ints[k].key, val, ints[k].min,
-					      ints[k].dst))
-					return -1;
-				found = 1;
-			}
-		}
-		if (kl == 6 && !strncmp(a, "device", 6)) {
-			c->device = val;
-			found = 1;
-		} else if (kl == 5 && !strncmp(a, "model", 5)) {
-			if (model_kind_parse(val) != MODEL_TRANSFORMER &&
-			    model_kind_parse(val) != MODEL_TRELLISNET) {
-				fprintf(stderr,
-					"deqbench bench-block: model=%s: "
-					"expected transformer or trellisnet\n",
-					val);
-				return -1;
-			}
-			c->model = val;
-			found = 1;
-		} else if (kl == 4 && !strncmp(a, "seed", 4)) {
-			int s;
-			if (parse_int("seed", val, 0, &s))
-				return -1;
-			c->seed = s;
-			found = 1;
-		}
-		if (!found) {
+		rc = set_key(c, a, (size_t)(eq - a), eq + 1);
+		if (rc < 0)
+			return -1;
+		if (rc > 0) {
 			fprintf(stderr,
 				"deqbench bench-block: unknown key '%.*s'; use "
 				"d_model n_heads d_ff seq_len batch_size "
 				"device threads iters warmup seed model\n",
-				(int)kl, a);
+				(int)(eq - a), a);
 			return -1;
 		}
 	}
@@ -176,105 +180,111 @@ static double time_gemm(struct backend *be, const struct gemm_shape *s, void *A,
 	return median(ms, iters);
 }
 
-int bench_block_main(int argc, char **argv)
-{
-	struct bb_cfg c;
-	struct backend *be = NULL;
-	struct model *m = NULL;
-	void *z = NULL, *zo = NULL, *g = NULL, *gi = NULL, *tape = NULL;
-	void *A = NULL, *Bm = NULL, *C = NULL;
-	double *ms = NULL, *host = NULL;
-	char err[256] = "";
-	int rc = 1;
+/* Device buffers of one bench-block run and the host scratch. */
+struct bb_bufs {
+	size_t nd;  /* block state elements (m->n_state) */
+	size_t big; /* elements of each GEMM operand: max(N w, w d) */
+	void *z, *zo, *g, *gi, *tape; /* block input/output, cotangents */
+	void *A, *Bm, *C;	      /* GEMM operands */
+	double *ms, *host;	      /* iters timings; max(nd, big) inputs */
+};
 
-	int pa = parse_args(argc, argv, &c);
-	if (pa != 0)
-		return pa > 0 ? 0 : 2;
-	if (backend_create(&be, c.device, c.threads, err, sizeof(err)) != 0) {
-		fprintf(stderr, "deqbench bench-block: %s\n", err);
-		return 2;
-	}
-	struct model_config mc = {
-	    .kind = (enum model_kind)model_kind_parse(c.model),
-	    .d_model = c.d,
-	    .n_heads = c.H,
-	    .d_ff = c.F,
-	    .seq_len = c.T,
-	    .batch_size = c.B,
-	    .vocab_size = 16, /* the head is not timed */
-	    .seed = (uint64_t)c.seed,
-	};
-	if (model_create(&m, be, &mc, err, sizeof(err)) != 0) {
-		fprintf(stderr, "deqbench bench-block: %s\n", err);
-		backend_destroy(be);
-		return 2;
-	}
+/* Allocates the buffers of model M (c's sizes) and fills them with
+ * deterministic O(1) values. -1 when out of memory (message printed; free
+ * with bb_free). */
+static int bb_alloc(struct backend *be, struct model *m, const struct bb_cfg *c,
+		    struct bb_bufs *b)
+{
 	const struct backend_ops *o = be->ops;
-	size_t nd = m->n_state, N = (size_t)c.B * c.T;
-	size_t d = (size_t)c.d, F = (size_t)c.F;
+	size_t N = (size_t)c->B * c->T, d = (size_t)c->d, F = (size_t)c->F;
 	size_t w = F > 3 * d ? F : 3 * d;
+	b->nd = m->n_state;
 	/* GEMM operands below are at most max(N w, w d) elements */
-	size_t big = N * w > w * d ? N * w : w * d;
-	z = backend_alloc(be, nd, MEM_DEPTH);
-	zo = backend_alloc(be, nd, MEM_DEPTH);
-	g = backend_alloc(be, nd, MEM_DEPTH);
-	gi = backend_alloc(be, nd, MEM_DEPTH);
-	tape = backend_alloc(be, model_tape_elems(m), MEM_DEPTH);
-	A = backend_alloc(be, big, MEM_WORKSPACE);
-	Bm = backend_alloc(be, big, MEM_WORKSPACE);
-	C = backend_alloc(be, big, MEM_WORKSPACE);
-	ms = malloc(sizeof(double) * (size_t)c.iters);
-	host = malloc(sizeof(double) * (nd > big ? nd : big));
-	if (!z || !zo || !g || !gi || !tape || !A || !Bm || !C || !ms ||
-	    !host) {
+	b->big = N * w > w * d ? N * w : w * d;
+	b->z = backend_alloc(be, b->nd, MEM_DEPTH);
+	b->zo = backend_alloc(be, b->nd, MEM_DEPTH);
+	b->g = backend_alloc(be, b->nd, MEM_DEPTH);
+	b->gi = backend_alloc(be, b->nd, MEM_DEPTH);
+	b->tape = backend_alloc(be, model_tape_elems(m), MEM_DEPTH);
+	b->A = backend_alloc(be, b->big, MEM_WORKSPACE);
+	b->Bm = backend_alloc(be, b->big, MEM_WORKSPACE);
+	b->C = backend_alloc(be, b->big, MEM_WORKSPACE);
+	b->ms = malloc(sizeof(double) * (size_t)c->iters);
+	b->host = malloc(sizeof(double) * (b->nd > b->big ? b->nd : b->big));
+	if (!b->z || !b->zo || !b->g || !b->gi || !b->tape || !b->A || !b->Bm ||
+	    !b->C || !b->ms || !b->host) {
 		fprintf(stderr, "deqbench bench-block: out of memory\n");
-		goto done;
+		return -1;
 	}
 	/* deterministic O(1) inputs: z, gz_out and u from a cheap LCG */
 	uint64_t s = 12345;
-	for (size_t i = 0; i < (nd > big ? nd : big); i++) {
+	for (size_t i = 0; i < (b->nd > b->big ? b->nd : b->big); i++) {
 		s = s * 6364136223846793005ull + 1442695040888963407ull;
-		host[i] = (double)(s >> 11) * 0x1.0p-53 - 0.5;
+		b->host[i] = (double)(s >> 11) * 0x1.0p-53 - 0.5;
 	}
-	o->upload(be->ctx, z, host, nd);
-	o->upload(be->ctx, g, host + 1, nd); /* big > nd */
-	o->upload(be->ctx, A, host, big);
-	o->upload(be->ctx, Bm, host, big);
-	o->fill(be->ctx, C, 0.0, big);
+	o->upload(be->ctx, b->z, b->host, b->nd);
+	o->upload(be->ctx, b->g, b->host + 1, b->nd); /* big > nd */
+	o->upload(be->ctx, b->A, b->host, b->big);
+	o->upload(be->ctx, b->Bm, b->host, b->big);
+	o->fill(be->ctx, b->C, 0.0, b->big);
 	model_inject_forward(m); /* u from token 0 rows: any values do */
+	return 0;
+}
 
-	/* block: forward with tape + vjp with parameter gradients, as a
-	 * method's backward does it */
-	double fwd_ms, bwd_ms;
-	double *fm = malloc(sizeof(double) * (size_t)c.iters);
-	double *bm = malloc(sizeof(double) * (size_t)c.iters);
+/* Frees what bb_alloc allocated (NULL pointers included). */
+static void bb_free(struct backend *be, struct bb_bufs *b)
+{
+	free(b->ms);
+	free(b->host);
+	void *dev[] = {b->z, b->zo, b->g, b->gi, b->tape, b->A, b->Bm, b->C};
+	for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
+		backend_free(be, dev[i]);
+}
+
+/* Median ms of the block's forward with tape (*fwd), its vjp with
+ * parameter gradients (*bwd) and both (*blk), as a method's backward
+ * runs them. -1 when out of memory (message printed). */
+static int time_block(struct backend *be, struct model *m,
+		      const struct bb_cfg *c, struct bb_bufs *b, double *fwd,
+		      double *bwd, double *blk)
+{
+	const struct backend_ops *o = be->ops;
+	double *fm = malloc(sizeof(double) * (size_t)c->iters);
+	double *bm = malloc(sizeof(double) * (size_t)c->iters);
 	if (!fm || !bm) {
 		free(fm);
 		free(bm);
 		fprintf(stderr, "deqbench bench-block: out of memory\n");
-		goto done;
+		return -1;
 	}
-	for (int i = 0; i < c.warmup + c.iters; i++) {
+	for (int i = 0; i < c->warmup + c->iters; i++) {
 		o->timer_mark(be->ctx, 0);
-		model_block_forward(m, zo, z, m->u, tape);
+		model_block_forward(m, b->zo, b->z, m->u, b->tape);
 		o->timer_mark(be->ctx, 1);
-		model_block_vjp(m, gi, m->gu, g, tape, 1);
+		model_block_vjp(m, b->gi, m->gu, b->g, b->tape, 1);
 		o->timer_mark(be->ctx, 2);
-		if (i >= c.warmup) {
-			fm[i - c.warmup] = o->timer_elapsed_ms(be->ctx, 0, 1);
-			bm[i - c.warmup] = o->timer_elapsed_ms(be->ctx, 1, 2);
-			ms[i - c.warmup] = o->timer_elapsed_ms(be->ctx, 0, 2);
+		if (i >= c->warmup) {
+			fm[i - c->warmup] = o->timer_elapsed_ms(be->ctx, 0, 1);
+			bm[i - c->warmup] = o->timer_elapsed_ms(be->ctx, 1, 2);
+			b->ms[i - c->warmup] =
+			    o->timer_elapsed_ms(be->ctx, 0, 2);
 		}
 	}
-	fwd_ms = median(fm, c.iters);
-	bwd_ms = median(bm, c.iters);
-	double blk_ms = median(ms, c.iters);
+	*fwd = median(fm, c->iters);
+	*bwd = median(bm, c->iters);
+	*blk = median(b->ms, c->iters);
 	free(fm);
 	free(bm);
-	double flops = model_block_flops(m);
-	double blk_gfs = 3.0 * flops / (blk_ms * 1e6);
+	return 0;
+}
 
-	int n = (int)N, D = c.d, FF = c.F;
+/* Times and prints the reference GEMMs of the block (see the header):
+ * *flops and *ms their counted GFLOP and median times, summed. */
+static void time_gemms(struct backend *be, const struct bb_cfg *c, int tn,
+		       struct bb_bufs *b, double *flops, double *ms)
+{
+	int n = (int)((size_t)c->B * c->T), D = c->d, FF = c->F,
+	    mult = tn ? 8 : 1;
 	const struct gemm_shape shapes[] = {
 	    {"fwd  qkv  z Wqkv^T", 0, 1, n, 3 * D, D},
 	    {"fwd  out  a Wo^T", 0, 1, n, D, D},
@@ -295,28 +305,78 @@ int bench_block_main(int argc, char **argv)
 	    {"dX   conv dpre_j W_jk", 0, 0, n, D, D},
 	    {"dW   conv dpre_j^T x", 1, 0, D, D, n},
 	};
-	int tn = mc.kind == MODEL_TRELLISNET, mult = tn ? 8 : 1;
 	const struct gemm_shape *shp = tn ? tn_shapes : shapes;
 	size_t nshp = tn ? sizeof(tn_shapes) / sizeof(tn_shapes[0])
 			 : sizeof(shapes) / sizeof(shapes[0]);
+	printf("%-22s %6s %6s %6s %10s %10s\n", "gemm", "M", "N", "K", "ms",
+	       "GFLOP/s");
+	*flops = *ms = 0;
+	for (size_t k = 0; k < nshp; k++) {
+		const struct gemm_shape *sh = &shp[k];
+		double t = time_gemm(be, sh, b->A, b->Bm, b->C, c->warmup,
+				     c->iters, b->ms);
+		double f = 2.0 * sh->M * (double)sh->N * sh->K;
+		*flops += f * mult;
+		*ms += t * mult;
+		printf("%-22s %6d %6d %6d %10.4f %10.2f\n", sh->what, sh->M,
+		       sh->N, sh->K, t, f / (t * 1e6));
+	}
+}
+
+/* Creates the backend and the model of c. 0, or -1 with the message
+ * printed (*be destroyed). */
+static int bb_setup(const struct bb_cfg *c, struct backend **be,
+		    struct model **m)
+{
+	char err[256] = "";
+	struct model_config mc = {
+	    .kind = (enum model_kind)model_kind_parse(c->model),
+	    .d_model = c->d,
+	    .n_heads = c->H,
+	    .d_ff = c->F,
+	    .seq_len = c->T,
+	    .batch_size = c->B,
+	    .vocab_size = 16, /* the head is not timed */
+	    .seed = (uint64_t)c->seed,
+	};
+	if (backend_create(be, c->device, c->threads, err, sizeof(err)) != 0) {
+		fprintf(stderr, "deqbench bench-block: %s\n", err);
+		return -1;
+	}
+	if (model_create(m, *be, &mc, err, sizeof(err)) != 0) {
+		fprintf(stderr, "deqbench bench-block: %s\n", err);
+		backend_destroy(*be);
+		return -1;
+	}
+	return 0;
+}
+
+int bench_block_main(int argc, char **argv)
+{
+	struct bb_cfg c;
+	struct backend *be = NULL;
+	struct model *m = NULL;
+	struct bb_bufs b = {0};
 	struct backend_info info;
-	o->info(be->ctx, &info);
+	double fwd_ms, bwd_ms, blk_ms, flops, blk_gfs, gflop_sum, gms_sum;
+	int rc = 1, pa = parse_args(argc, argv, &c);
+
+	if (pa != 0)
+		return pa > 0 ? 0 : 2;
+	if (bb_setup(&c, &be, &m) != 0)
+		return 2;
+	if (bb_alloc(be, m, &c, &b) != 0 ||
+	    time_block(be, m, &c, &b, &fwd_ms, &bwd_ms, &blk_ms) != 0)
+		goto done;
+	flops = model_block_flops(m);
+	blk_gfs = 3.0 * flops / (blk_ms * 1e6);
+	be->ops->info(be->ctx, &info);
 	printf("bench-block: model=%s device=%s (%s) B=%d T=%d d_model=%d "
 	       "n_heads=%d d_ff=%d iters=%d warmup=%d\n",
 	       c.model, c.device, info.name, c.B, c.T, c.d, c.H, c.F, c.iters,
 	       c.warmup);
-	printf("%-22s %6s %6s %6s %10s %10s\n", "gemm", "M", "N", "K", "ms",
-	       "GFLOP/s");
-	double gflop_sum = 0, gms_sum = 0;
-	for (size_t k = 0; k < nshp; k++) {
-		const struct gemm_shape *sh = &shp[k];
-		double t = time_gemm(be, sh, A, Bm, C, c.warmup, c.iters, ms);
-		double f = 2.0 * sh->M * (double)sh->N * sh->K;
-		gflop_sum += f * mult;
-		gms_sum += t * mult;
-		printf("%-22s %6d %6d %6d %10.4f %10.2f\n", sh->what, sh->M,
-		       sh->N, sh->K, t, f / (t * 1e6));
-	}
+	time_gemms(be, &c, model_kind_parse(c.model) == MODEL_TRELLISNET, &b,
+		   &gflop_sum, &gms_sum);
 	double gemm_gfs = gflop_sum / (gms_sum * 1e6);
 	printf("block forward   %10.4f ms (median)\n", fwd_ms);
 	printf("block vjp       %10.4f ms (median, parameter gradients on)\n",
@@ -330,16 +390,7 @@ int bench_block_main(int argc, char **argv)
 	       blk_gfs / gemm_gfs, 100.0 * gms_sum / blk_ms);
 	rc = 0;
 done:
-	free(ms);
-	free(host);
-	backend_free(be, z);
-	backend_free(be, zo);
-	backend_free(be, g);
-	backend_free(be, gi);
-	backend_free(be, tape);
-	backend_free(be, A);
-	backend_free(be, Bm);
-	backend_free(be, C);
+	bb_free(be, &b);
 	model_destroy(m);
 	backend_destroy(be);
 	return rc;

@@ -30,9 +30,10 @@
  *                default; corpus_synthetic takes other sizes).
  *
  * File corpora are cached next to their source as <dir>/cache/{train,valid,
- * test}.ids plus vocab.txt; see data.c for the format. A cache whose magic,
- * version, size, checksum or source fingerprint does not match is rebuilt.
- * If the cache cannot be written the corpus still loads.
+ * test}.ids plus vocab.txt; see data_cache.c for the format. A cache whose
+ * magic, version, size, checksum or source fingerprint does not match is
+ * rebuilt. If the cache cannot be written the corpus still loads.
+ * (data_impl.h says which data_*.c file does what.)
  *
  * Batches follow the DEQ / Transformer-XL LMOrderedIterator: a stream of n
  * tokens is cut into B contiguous streams of L = n / B tokens (the tail is

@@ -23,83 +23,101 @@
 
 static json_t *host_cache;
 
-static json_t *host_discover(void)
+/* The CPU model of the first package (else of the machine) without the
+ * CPUID padding; JSON null when hwloc does not know it. */
+static json_t *cpu_model_json(hwloc_topology_t topo)
 {
-	json_t *o = json_object(), *caches = json_object(), *os = json_object();
-	hwloc_topology_t topo;
-	struct utsname u;
-	char host[256] = "";
+	hwloc_obj_t pkg = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PACKAGE, 0);
 	const char *model = NULL;
+	char buf[256];
+	size_t n;
+	if (pkg)
+		model = hwloc_obj_get_info_by_name(pkg, "CPUModel");
+	if (!model)
+		model = hwloc_obj_get_info_by_name(hwloc_get_root_obj(topo),
+						   "CPUModel");
+	if (!model)
+		return json_null();
+	/* CPUID pads the brand string with spaces */
+	n = (size_t)snprintf(buf, sizeof(buf), "%s", model);
+	while (n > 0 && buf[n - 1] == ' ')
+		buf[--n] = 0;
+	return json_string(buf);
+}
 
-	if (hwloc_topology_init(&topo) == 0 && hwloc_topology_load(topo) == 0) {
-		static const struct {
-			hwloc_obj_type_t t;
-			const char *name;
-		} cache_types[] = {
-		    {HWLOC_OBJ_L1CACHE, "l1d_bytes"},
-		    {HWLOC_OBJ_L1ICACHE, "l1i_bytes"},
-		    {HWLOC_OBJ_L2CACHE, "l2_bytes"},
-		    {HWLOC_OBJ_L3CACHE, "l3_bytes"},
-		};
-		hwloc_obj_t root = hwloc_get_root_obj(topo);
-		hwloc_obj_t pkg =
-		    hwloc_get_obj_by_type(topo, HWLOC_OBJ_PACKAGE, 0);
-		if (pkg)
-			model = hwloc_obj_get_info_by_name(pkg, "CPUModel");
-		if (!model)
-			model = hwloc_obj_get_info_by_name(root, "CPUModel");
-		if (model) {
-			/* CPUID pads the brand string with spaces */
-			char buf[256];
-			size_t n =
-			    (size_t)snprintf(buf, sizeof(buf), "%s", model);
-			while (n > 0 && buf[n - 1] == ' ')
-				buf[--n] = 0;
-			json_object_set_new(o, "cpu_model", json_string(buf));
-		} else {
-			json_object_set_new(o, "cpu_model", json_null());
-		}
-		json_object_set_new(o, "packages",
-				    json_integer(hwloc_get_nbobjs_by_type(
-					topo, HWLOC_OBJ_PACKAGE)));
-		json_object_set_new(o, "cores",
-				    json_integer(hwloc_get_nbobjs_by_type(
-					topo, HWLOC_OBJ_CORE)));
+/* Per cache level present, {"size_bytes": of the first instance, "count":
+ * instances} into caches under "l1d_bytes", "l1i_bytes", "l2_bytes",
+ * "l3_bytes". */
+static void cache_facts(hwloc_topology_t topo, json_t *caches)
+{
+	static const struct {
+		hwloc_obj_type_t t;
+		const char *name;
+	} cache_types[] = {
+	    {HWLOC_OBJ_L1CACHE, "l1d_bytes"},
+	    {HWLOC_OBJ_L1ICACHE, "l1i_bytes"},
+	    {HWLOC_OBJ_L2CACHE, "l2_bytes"},
+	    {HWLOC_OBJ_L3CACHE, "l3_bytes"},
+	};
+	for (size_t i = 0; i < sizeof(cache_types) / sizeof(*cache_types);
+	     i++) {
+		hwloc_obj_t c =
+		    hwloc_get_obj_by_type(topo, cache_types[i].t, 0);
+		int n = hwloc_get_nbobjs_by_type(topo, cache_types[i].t);
+		json_t *e;
+		if (!c)
+			continue;
+		e = json_object();
 		json_object_set_new(
-		    o, "pus",
-		    json_integer(hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU)));
-		json_object_set_new(o, "numa_nodes",
-				    json_integer(hwloc_get_nbobjs_by_type(
-					topo, HWLOC_OBJ_NUMANODE)));
-		/* per-instance size (first one) and instance count */
-		for (size_t i = 0;
-		     i < sizeof(cache_types) / sizeof(*cache_types); i++) {
-			hwloc_obj_t c =
-			    hwloc_get_obj_by_type(topo, cache_types[i].t, 0);
-			int n =
-			    hwloc_get_nbobjs_by_type(topo, cache_types[i].t);
-			json_t *e;
-			if (!c)
-				continue;
-			e = json_object();
-			json_object_set_new(
-			    e, "size_bytes",
-			    json_integer((json_int_t)c->attr->cache.size));
-			json_object_set_new(e, "count", json_integer(n));
-			json_object_set_new(caches, cache_types[i].name, e);
-		}
-		json_object_set_new(
-		    o, "memory_bytes",
-		    json_integer((json_int_t)root->total_memory));
-		hwloc_topology_destroy(topo);
-	} else {
+		    e, "size_bytes",
+		    json_integer((json_int_t)c->attr->cache.size));
+		json_object_set_new(e, "count", json_integer(n));
+		json_object_set_new(caches, cache_types[i].name, e);
+	}
+}
+
+/* What hwloc knows of the host into o (cpu_model, packages, cores, pus,
+ * numa_nodes, memory_bytes; all null when hwloc fails) and caches. */
+static void hwloc_facts(json_t *o, json_t *caches)
+{
+	static const struct {
+		const char *key;
+		hwloc_obj_type_t t;
+	} counts[] = {
+	    {"packages", HWLOC_OBJ_PACKAGE},
+	    {"cores", HWLOC_OBJ_CORE},
+	    {"pus", HWLOC_OBJ_PU},
+	    {"numa_nodes", HWLOC_OBJ_NUMANODE},
+	};
+	hwloc_topology_t topo;
+	if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) {
 		/* same keys as on success, so readers need no special case */
 		static const char *const keys[] = {
 		    "cpu_model",  "packages",	  "cores", "pus",
 		    "numa_nodes", "memory_bytes", NULL};
 		for (int i = 0; keys[i]; i++)
 			json_object_set_new(o, keys[i], json_null());
+		return;
 	}
+	json_object_set_new(o, "cpu_model", cpu_model_json(topo));
+	for (size_t i = 0; i < sizeof(counts) / sizeof(*counts); i++)
+		json_object_set_new(
+		    o, counts[i].key,
+		    json_integer(hwloc_get_nbobjs_by_type(topo, counts[i].t)));
+	cache_facts(topo, caches);
+	json_object_set_new(
+	    o, "memory_bytes",
+	    json_integer((json_int_t)hwloc_get_root_obj(topo)->total_memory));
+	hwloc_topology_destroy(topo);
+}
+
+static json_t *host_discover(void)
+{
+	json_t *o = json_object(), *caches = json_object(), *os = json_object();
+	struct utsname u;
+	char host[256] = "";
+
+	hwloc_facts(o, caches);
 	json_object_set_new(o, "caches", caches);
 	json_object_set_new(o, "online_cpus",
 			    json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
@@ -124,44 +142,59 @@ json_t *env_host_json(void)
 	return json_deep_copy(host_cache);
 }
 
+/* The CPUs local to PCI device ID (lowercase bus id) as hwloc sees them, a
+ * list such as "0-15,32-47" (malloc'd); NULL when hwloc has no PCI object
+ * for it (its pci component is built in on Debian, absent in minimal
+ * builds). */
+static char *hwloc_local_cpus(const char *id)
+{
+	hwloc_topology_t topo;
+	char *s = NULL;
+	if (hwloc_topology_init(&topo) != 0)
+		return NULL;
+	hwloc_topology_set_io_types_filter(topo,
+					   HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+	if (hwloc_topology_load(topo) == 0) {
+		hwloc_obj_t dev = hwloc_get_pcidev_by_busidstring(topo, id);
+		hwloc_obj_t anc =
+		    dev ? hwloc_get_non_io_ancestor_obj(topo, dev) : NULL;
+		if (!anc || !anc->cpuset ||
+		    hwloc_bitmap_list_asprintf(&s, anc->cpuset) < 0) {
+			free(s);
+			s = NULL;
+		}
+	}
+	hwloc_topology_destroy(topo);
+	return s;
+}
+
+/* {"local_cpus", "source", "note"} of env_pci_local_cpus_json. */
+static json_t *locality(json_t *o, json_t *cpus, const char *source,
+			json_t *note)
+{
+	json_object_set_new(o, "local_cpus", cpus);
+	json_object_set_new(o, "source",
+			    source ? json_string(source) : json_null());
+	json_object_set_new(o, "note", note);
+	return o;
+}
+
 json_t *env_pci_local_cpus_json(const char *busid)
 {
 	json_t *o = json_object();
-	char id[64], path[160], line[4096] = "";
+	char id[64], path[160], line[4096] = "", *s;
 	const char *note = "no such PCI device";
-	hwloc_topology_t topo;
 	FILE *f;
 	size_t n = 0;
 
 	for (; busid[n] && n + 1 < sizeof(id); n++)
 		id[n] = (char)tolower((unsigned char)busid[n]);
 	id[n] = 0;
-	/* hwloc: PCI objects exist only when its pci component is built in
-	 * (Debian: yes; minimal builds: no), hence the sysfs fallback */
-	if (hwloc_topology_init(&topo) == 0) {
-		hwloc_topology_set_io_types_filter(
-		    topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-		if (hwloc_topology_load(topo) == 0) {
-			hwloc_obj_t dev =
-			    hwloc_get_pcidev_by_busidstring(topo, id);
-			hwloc_obj_t anc =
-			    dev ? hwloc_get_non_io_ancestor_obj(topo, dev)
-				: NULL;
-			char *s = NULL;
-			if (anc && anc->cpuset &&
-			    hwloc_bitmap_list_asprintf(&s, anc->cpuset) >= 0) {
-				json_object_set_new(o, "local_cpus",
-						    json_string(s));
-				json_object_set_new(o, "source",
-						    json_string("hwloc"));
-				json_object_set_new(o, "note", json_null());
-				free(s);
-				hwloc_topology_destroy(topo);
-				return o;
-			}
-			free(s);
-		}
-		hwloc_topology_destroy(topo);
+	/* hwloc first, sysfs where hwloc has no PCI objects */
+	if ((s = hwloc_local_cpus(id))) {
+		locality(o, json_string(s), "hwloc", json_null());
+		free(s);
+		return o;
 	}
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/local_cpulist",
 		 id);
@@ -172,22 +205,16 @@ json_t *env_pci_local_cpus_json(const char *busid)
 				line[--l] = 0;
 		}
 		fclose(f);
-		if (line[0]) {
-			json_object_set_new(o, "local_cpus", json_string(line));
-			json_object_set_new(o, "source", json_string("sysfs"));
-			json_object_set_new(o, "note", json_null());
-			return o;
-		}
+		if (line[0])
+			return locality(o, json_string(line), "sysfs",
+					json_null());
 		note = "sysfs local_cpulist is empty";
 	}
-	json_object_set_new(o, "local_cpus", json_null());
-	json_object_set_new(o, "source", json_null());
-	json_object_set_new(
-	    o, "note",
+	return locality(
+	    o, json_null(), NULL,
 	    json_sprintf("%s %s: hwloc found no PCI object for it (pci "
 			 "component absent?) and %s is not readable",
 			 note, id, path));
-	return o;
 }
 
 /* PCI bus id and local CPUs of the current CUDA device. */

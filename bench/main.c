@@ -139,18 +139,6 @@ static int has_help(int argc, char **argv)
 	return 0;
 }
 
-/* Dotted-path number of a record, NAN when absent or null. */
-static double rec_num(const json_t *r, const char *path)
-{
-	char buf[128], *save = NULL, *tok;
-	const json_t *cur = r;
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (tok = strtok_r(buf, ".", &save); tok && cur;
-	     tok = strtok_r(NULL, ".", &save))
-		cur = json_object_get(cur, tok);
-	return json_is_number(cur) ? json_number_value(cur) : NAN;
-}
-
 /* One line after `deqbench run`: what ran and its headline figures. */
 static void print_run_line(const json_t *rec)
 {
@@ -164,11 +152,11 @@ static void print_run_line(const json_t *rec)
 			 json_string_value(json_object_get(cfg, "b_mode")));
 	else if (meth && !strcmp(meth, "checkpoint"))
 		snprintf(depth, sizeof(depth), "L=%.0f k=%.0f",
-			 rec_num(cfg, "layers"),
-			 rec_num(json_object_get(rec, "method"), "k"));
+			 record_num(cfg, "layers"),
+			 record_num(json_object_get(rec, "method"), "k"));
 	else
 		snprintf(depth, sizeof(depth), "L=%.0f",
-			 rec_num(cfg, "layers"));
+			 record_num(cfg, "layers"));
 	printf("%s: %s %s %s on %s, %.0f steps: step %.3g ms (median), "
 	       "%.0f tokens/s, depth+solver peak %.3g MiB, total peak %.3g "
 	       "MiB, valid ppl %.5g (%.0f tokens), test ppl %.5g (%.0f "
@@ -176,14 +164,15 @@ static void print_run_line(const json_t *rec)
 	       st ? st : "?", json_string_value(json_object_get(cfg, "model")),
 	       meth ? meth : "?", depth,
 	       json_string_value(json_object_get(cfg, "corpus")),
-	       rec_num(cfg, "steps"), rec_num(rec, "timing.step_ms.median"),
-	       rec_num(rec, "timing.tokens_per_s"),
-	       rec_num(rec, "memory.peak_depth_solver_bytes") / 1048576.0,
-	       rec_num(rec, "memory.peak_total_bytes") / 1048576.0,
-	       rec_num(rec, "quality.valid_ppl"),
-	       rec_num(rec, "quality.valid_eval_tokens"),
-	       rec_num(rec, "quality.test_ppl"),
-	       rec_num(rec, "quality.test_eval_tokens"));
+	       record_num(cfg, "steps"),
+	       record_num(rec, "timing.step_ms.median"),
+	       record_num(rec, "timing.tokens_per_s"),
+	       record_num(rec, "memory.peak_depth_solver_bytes") / 1048576.0,
+	       record_num(rec, "memory.peak_total_bytes") / 1048576.0,
+	       record_num(rec, "quality.valid_ppl"),
+	       record_num(rec, "quality.valid_eval_tokens"),
+	       record_num(rec, "quality.test_ppl"),
+	       record_num(rec, "quality.test_eval_tokens"));
 }
 
 static void print_summary(const json_t *records)
@@ -445,106 +434,136 @@ static int suite_check_runs(const struct suite *s, int si, int sn, char *err,
 	return 0;
 }
 
-static int cmd_suite(int argc, char **argv)
-{
-	const char *path = NULL;
-	int dry = 0, si = 0, sn = 1, n_over = 0, any_error = 0, n_unsaved = 0;
-	char **over = calloc((size_t)argc + 1, sizeof(*over));
-	char err[1024];
-	struct suite s;
-	json_t *records;
+#define SUITE_USAGE                                                            \
+	"deqbench suite FILE.json [--dry-run] [--shard I/N] [key=value ...]"
 
-	if (!over)
-		return bad_input("out of host memory");
+/* What `deqbench suite` was given. */
+struct suite_args {
+	const char *path; /* the suite file */
+	int dry, si, sn;  /* --dry-run, --shard si/sn */
+	int help;	  /* --help given: the usage is printed, nothing runs */
+	int n_over;
+	char **over; /* n_over key=value overrides (argc slots) */
+};
+
+/* Reads the arguments of `deqbench suite` into *a. 0 (after printing the
+ * usage when --help comes before any bad argument), or bad input's exit
+ * status after its message. */
+static int parse_suite_args(int argc, char **argv, struct suite_args *a)
+{
+	char err[1024];
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--dry-run"))
-			dry = 1;
+			a->dry = 1;
 		else if (!strcmp(argv[i], "--shard") ||
 			 !strncmp(argv[i], "--shard=", 8)) {
 			const char *v = argv[i][7] == '=' ? argv[i] + 8
 					: i + 1 < argc	  ? argv[++i]
 							  : "";
-			if (suite_shard_parse(v, &si, &sn, err, sizeof(err))) {
-				free(over);
+			if (suite_shard_parse(v, &a->si, &a->sn, err,
+					      sizeof(err)))
 				return bad_input(err);
-			}
 		} else if (!strcmp(argv[i], "--help") ||
 			   !strcmp(argv[i], "-h")) {
-			printf("usage: deqbench suite FILE.json [--dry-run] "
-			       "[--shard I/N] [key=value ...]\n");
-			free(over);
+			printf("usage: " SUITE_USAGE "\n");
+			a->help = 1;
 			return 0;
 		} else if (argv[i][0] == '-') {
 			snprintf(err, sizeof(err),
 				 "unknown flag '%s'; suite takes --dry-run and "
 				 "--shard I/N",
 				 argv[i]);
-			free(over);
 			return bad_input(err);
 		} else if (strchr(argv[i], '='))
-			over[n_over++] = argv[i];
-		else if (!path)
-			path = argv[i];
+			a->over[a->n_over++] = argv[i];
+		else if (!a->path)
+			a->path = argv[i];
 		else {
-			snprintf(err, sizeof(err),
-				 "unexpected argument '%s'; usage: deqbench "
-				 "suite FILE.json [--dry-run] [--shard I/N] "
-				 "[key=value ...]",
-				 argv[i]);
-			free(over);
+			snprintf(
+			    err, sizeof(err),
+			    "unexpected argument '%s'; usage: " SUITE_USAGE,
+			    argv[i]);
 			return bad_input(err);
 		}
 	}
-	if (!path) {
-		free(over);
+	if (!a->path)
 		return bad_input("suite: give a suite file, e.g. deqbench "
 				 "suite bench/suites/default.json");
-	}
-	if (config_args_unique(n_over, over, err, sizeof(err)) != 0) {
-		char e[1100];
+	return 0;
+}
+
+/* Loads A's suite file with its overrides, which may not repeat a key. 0,
+ * or bad input's exit status after its message. */
+static int load_suite(const struct suite_args *a, struct suite *s)
+{
+	char err[1024], e[1100];
+	if (config_args_unique(a->n_over, a->over, err, sizeof(err)) != 0) {
 		snprintf(e, sizeof(e), "command line: %s", err);
-		free(over);
 		return bad_input(e);
 	}
-	if (suite_load(&s, path, n_over, over, err, sizeof(err)) != 0) {
-		free(over);
+	if (suite_load(s, a->path, a->n_over, a->over, err, sizeof(err)) != 0)
 		return bad_input(err);
-	}
-	free(over);
-	if (dry) {
-		suite_print_runs(&s, si, sn, stdout);
-		suite_free(&s);
-		return 0;
-	}
-	if (suite_check_runs(&s, si, sn, err, sizeof(err)) != 0) {
-		suite_free(&s);
-		return bad_input(err);
-	}
-	records = json_array();
-	for (int i = 0; i < s.n_runs; i++) {
+	return 0;
+}
+
+/* Runs the runs of shard si/sn, each in its own process (run_isolated),
+ * then prints the summary table and the last line. Exit status 1 when a
+ * run ended in error or a record could not be appended, else 0 (a
+ * diverged run is a result). */
+static int run_suite(const struct suite *s, int si, int sn)
+{
+	json_t *records = json_array();
+	int any_error = 0, n_unsaved = 0;
+	for (int i = 0; i < s->n_runs; i++) {
 		json_t *rec;
+		const char *st;
 		int saved;
 		if (!suite_in_shard(i, si, sn))
 			continue;
-		rec = run_isolated(&s, &s.runs[i], &saved);
+		rec = run_isolated(s, &s->runs[i], &saved);
 		n_unsaved += !saved;
-		if (strcmp(json_string_value(json_object_get(rec, "status")),
-			   "ok")) {
+		st = json_string_value(json_object_get(rec, "status"));
+		if (strcmp(st, "ok")) {
 			fprintf(
-			    stderr, "deqbench: run %d %s: %s\n", i,
-			    json_string_value(json_object_get(rec, "status")),
+			    stderr, "deqbench: run %d %s: %s\n", i, st,
 			    json_string_value(json_object_get(rec, "message")));
-			any_error |= !strcmp(
-			    json_string_value(json_object_get(rec, "status")),
-			    "error");
+			any_error |= !strcmp(st, "error");
 		}
 		json_array_append_new(records, rec);
 	}
 	print_summary(records);
-	suite_final_line(&s, json_array_size(records), n_unsaved);
+	suite_final_line(s, json_array_size(records), n_unsaved);
 	json_decref(records);
-	suite_free(&s);
 	return any_error || n_unsaved ? 1 : 0;
+}
+
+static int cmd_suite(int argc, char **argv)
+{
+	struct suite_args a = {.sn = 1};
+	char err[1024];
+	struct suite s;
+	int rc;
+
+	if (!(a.over = calloc((size_t)argc + 1, sizeof(*a.over))))
+		return bad_input("out of host memory");
+	rc = parse_suite_args(argc, argv, &a);
+	if (rc == 0 && !a.help)
+		rc = load_suite(&a, &s);
+	free(a.over);
+	if (rc != 0 || a.help)
+		return rc;
+	if (a.dry) {
+		suite_print_runs(&s, a.si, a.sn, stdout);
+		suite_free(&s);
+		return 0;
+	}
+	if (suite_check_runs(&s, a.si, a.sn, err, sizeof(err)) != 0) {
+		suite_free(&s);
+		return bad_input(err);
+	}
+	rc = run_suite(&s, a.si, a.sn);
+	suite_free(&s);
+	return rc;
 }
 
 /* ---- report ---- */
@@ -721,23 +740,25 @@ static void omp_wait_policy_default(char **argv)
 	unsetenv("OMP_WAIT_POLICY");
 }
 
+/* The commands that take the arguments after their name. */
+static const struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} commands[] = {
+    {"run", cmd_run},	    {"suite", cmd_suite}, {"report", cmd_report},
+    {"params", cmd_params}, {"grad", cmd_grad},
+};
+
 int main(int argc, char **argv)
 {
 	omp_wait_policy_default(argv);
 	const char *cmd = argc > 1 ? argv[1] : "";
 
-	if (!strcmp(cmd, "run"))
-		return cmd_run(argc - 2, argv + 2);
-	if (!strcmp(cmd, "suite"))
-		return cmd_suite(argc - 2, argv + 2);
-	if (!strcmp(cmd, "report"))
-		return cmd_report(argc - 2, argv + 2);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(cmd, commands[i].name))
+			return commands[i].fn(argc - 2, argv + 2);
 	if (!strcmp(cmd, "env"))
 		return cmd_env();
-	if (!strcmp(cmd, "params"))
-		return cmd_params(argc - 2, argv + 2);
-	if (!strcmp(cmd, "grad"))
-		return cmd_grad(argc - 2, argv + 2);
 	if (!strcmp(cmd, "bench-block"))
 		return bench_block_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "--version")) {

@@ -167,6 +167,20 @@ static void describe(char *buf, size_t n, const struct run_memory *e, int host)
 	}
 }
 
+/* The refusal of a run whose estimate E is over LIMIT bytes of host (HOST)
+ * or device memory: one line in err naming both and the keys to lower. */
+static int refuse(const struct run_memory *e, int host, size_t limit, char *err,
+		  size_t errlen)
+{
+	char what[400], lim[32];
+	describe(what, sizeof(what), e, host);
+	fmt_bytes(lim, sizeof(lim), limit);
+	snprintf(err, errlen,
+		 "the run needs %s, more than the %s %s has; lower %s", what,
+		 lim, host ? "this host" : "device=cuda", lower_hint(e, host));
+	return -1;
+}
+
 int memfit_check(const struct bench_config *cfg, int V,
 		 const struct backend *be, int train, char *err, size_t errlen)
 {
@@ -175,7 +189,6 @@ int memfit_check(const struct bench_config *cfg, int V,
 	size_t elem = be ? be->elem : strcmp(cfg->device, "cpu64") == 0 ? 8 : 4;
 	size_t host = memfit_host_limit(), dev = 0;
 	struct run_memory e;
-	char what[400], lim[32];
 
 	if (memfit_estimate(cfg, V, elem, train, &e, err, errlen) != 0)
 		return -1;
@@ -185,23 +198,9 @@ int memfit_check(const struct bench_config *cfg, int V,
 		be->ops->info(be->ctx, &info);
 		dev = info.total_mem_bytes;
 	}
-	if (dev && e.device_total > dev) {
-		describe(what, sizeof(what), &e, 0);
-		fmt_bytes(lim, sizeof(lim), dev);
-		snprintf(err, errlen,
-			 "the run needs %s, more than the %s device=cuda has; "
-			 "lower %s",
-			 what, lim, lower_hint(&e, 0));
-		return -1;
-	}
-	if (host && e.host_total > host) {
-		describe(what, sizeof(what), &e, 1);
-		fmt_bytes(lim, sizeof(lim), host);
-		snprintf(err, errlen,
-			 "the run needs %s, more than the %s this host has; "
-			 "lower %s",
-			 what, lim, lower_hint(&e, 1));
-		return -1;
-	}
+	if (dev && e.device_total > dev)
+		return refuse(&e, 0, dev, err, errlen);
+	if (host && e.host_total > host)
+		return refuse(&e, 1, host, err, errlen);
 	return 0;
 }

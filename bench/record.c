@@ -205,9 +205,8 @@ int record_read_jsonl(const char *path, json_t *arr, char *err, size_t errlen)
 
 /* ---- summary table ---- */
 
-static double get_num(const json_t *o, const char *path)
+double record_num(const json_t *o, const char *path)
 {
-	/* dotted path, e.g. "timing.step_ms.median"; NAN when absent */
 	char buf[256], *save = NULL, *tok;
 	const json_t *cur = o;
 	snprintf(buf, sizeof(buf), "%s", path);
@@ -215,6 +214,13 @@ static double get_num(const json_t *o, const char *path)
 	     tok = strtok_r(NULL, ".", &save))
 		cur = json_object_get(cur, tok);
 	return json_is_number(cur) ? json_number_value(cur) : NAN;
+}
+
+char *record_value_text(const json_t *x)
+{
+	return json_is_string(x)
+		   ? strdup(json_string_value(x))
+		   : json_dumps(x, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
 }
 
 /* Config without output-only keys: rows with equal keys are repeats. */
@@ -254,13 +260,13 @@ static void method_label(char *buf, size_t n, const json_t *rec,
 	const json_t *cfg = json_object_get(rec, "config");
 	const json_t *m = json_object_get(rec, "method");
 	const char *meth = str_of(cfg, "method", "?");
-	double L = get_num(cfg, "layers");
+	double L = record_num(cfg, "layers");
 	if (!strcmp(meth, "unroll"))
 		snprintf(buf, n, "unroll L=%.0f", L);
 	else if (!strcmp(meth, "checkpoint")) {
-		double k = get_num(m, "k");
+		double k = record_num(m, "k");
 		if (!isfinite(k))
-			k = get_num(cfg, "k");
+			k = record_num(cfg, "k");
 		snprintf(buf, n, "checkpoint L=%.0f k=%.0f", L, k);
 	} else if (!strcmp(meth, "deq")) {
 		const char *k2;
@@ -275,10 +281,7 @@ static void method_label(char *buf, size_t n, const json_t *rec,
 			    !strcmp(k2, "b_mode"))
 				continue;
 			x = json_object_get(cfg, k2);
-			t = json_is_string(x)
-				? strdup(json_string_value(x))
-				: json_dumps(x, JSON_ENCODE_ANY |
-						    JSON_REAL_PRECISION(6));
+			t = record_value_text(x);
 			l += (size_t)snprintf(buf + l, n - l, " %s=%s", k2,
 					      t ? t : "?");
 			free(t);
@@ -296,7 +299,7 @@ struct row {
 	const char *status;
 };
 
-static double median_of(double *x, int n)
+static double median_of(const double *x, int n)
 {
 	double tmp[64];
 	int m = 0;
@@ -330,173 +333,193 @@ static void fmt_pct(char *buf, size_t n, double x)
 	fmt(buf, n, isfinite(x) ? p : NAN, "%.1f%%");
 }
 
-void record_summary(FILE *f, const json_t *records)
+/* The rows of a summary table being built, and what labels them. */
+struct table {
+	struct row *rows; /* nrow of at most one per record */
+	size_t nrow;
+	json_t *varying;  /* non-method keys that differ between groups */
+	json_t *vary_deq; /* deq keys that differ between deq records */
+	const json_t *first_group_cfg, *first_deq_cfg;
+};
+
+/* The row of config CFG (record REC): the one with the same key, else a new
+ * one. */
+static struct row *row_for(struct table *t, const json_t *rec,
+			   const json_t *cfg)
 {
-	size_t nrec = json_array_size(records), nrow = 0;
-	struct row *rows = calloc(nrec ? nrec : 1, sizeof(*rows));
-	json_t *first_group_cfg = NULL, *varying = json_object();
-	json_t *first_deq_cfg = NULL, *vary_deq = json_object();
-	size_t i;
-	json_t *rec;
-
-	if (!rows) {
-		json_decref(varying);
-		json_decref(vary_deq);
-		return;
-	}
-	json_array_foreach((json_t *)records, i, rec)
-	{
-		const json_t *cfg = json_object_get(rec, "config");
-		struct row *r = NULL;
-		char *key;
-		if (!json_is_object(cfg))
-			continue;
-		key = row_key(cfg, 0);
-		for (size_t j = 0; j < nrow; j++)
-			if (!strcmp(rows[j].key, key)) {
-				r = &rows[j];
-				break;
-			}
-		if (!r) {
-			r = &rows[nrow++];
-			r->key = key;
-			r->group = row_key(cfg, 1);
-			r->first = rec;
-			r->status = "ok";
-		} else {
+	char *key = row_key(cfg, 0);
+	struct row *r;
+	for (size_t j = 0; j < t->nrow; j++)
+		if (!strcmp(t->rows[j].key, key)) {
 			free(key);
+			return &t->rows[j];
 		}
-		if (r->n < 64) {
-			int k = r->n++;
-			const char *st = str_of(rec, "status", "?");
-			int ok = !strcmp(st, "ok");
-			if (!ok)
-				r->status = st;
-			r->n_ok += ok;
-			r->step_ms[k] =
-			    ok ? get_num(rec, "timing.step_ms.median") : NAN;
-			r->ds[k] =
-			    get_num(rec, "memory.peak_depth_solver_bytes");
-			r->tot[k] = get_num(rec, "memory.peak_total_bytes");
-			r->fit[k] = get_num(rec, "solver.forward.iters_mean");
-			r->bit[k] = get_num(rec, "solver.backward.iters_mean");
-			r->fcv[k] =
-			    get_num(rec, "solver.forward.converged_fraction");
-			r->bcv[k] =
-			    get_num(rec, "solver.backward.converged_fraction");
-			r->ppl[k] = get_num(rec, "quality.valid_ppl");
-		}
-		/* non-method keys that differ between groups label them */
-		{
-			json_t *c = json_object_get(rec, "config");
-			const char *k2;
-			json_t *v2;
-			if (!first_group_cfg)
-				first_group_cfg = c;
-			json_object_foreach(c, k2, v2)
-			{
-				if (config_key_is_method(k2) ||
-				    !strcmp(k2, "out") || !strcmp(k2, "trace"))
-					continue;
-				if (!json_equal(v2, json_object_get(
-							first_group_cfg, k2)))
-					json_object_set_new(varying, k2,
-							    json_true());
-			}
-			/* deq keys that differ between deq records label
-			 * their rows (k and method are not deq keys) */
-			if (!strcmp(str_of(c, "method", ""), "deq")) {
-				if (!first_deq_cfg)
-					first_deq_cfg = c;
-				json_object_foreach(c, k2, v2)
-				{
-					if (config_key_is_method(k2) &&
-					    strcmp(k2, "method") &&
-					    strcmp(k2, "k") &&
-					    !json_equal(v2,
-							json_object_get(
-							    first_deq_cfg, k2)))
-						json_object_set_new(
-						    vary_deq, k2, json_true());
-				}
-			}
-		}
-	}
+	r = &t->rows[t->nrow++];
+	r->key = key;
+	r->group = row_key(cfg, 1);
+	r->first = rec;
+	r->status = "ok";
+	return r;
+}
 
+/* Adds record REC's figures to row R (the first 64 records of a row). */
+static void row_add(struct row *r, const json_t *rec)
+{
+	int k, ok;
+	const char *st;
+	if (r->n >= 64)
+		return;
+	k = r->n++;
+	st = str_of(rec, "status", "?");
+	ok = !strcmp(st, "ok");
+	if (!ok)
+		r->status = st;
+	r->n_ok += ok;
+	r->step_ms[k] = ok ? record_num(rec, "timing.step_ms.median") : NAN;
+	r->ds[k] = record_num(rec, "memory.peak_depth_solver_bytes");
+	r->tot[k] = record_num(rec, "memory.peak_total_bytes");
+	r->fit[k] = record_num(rec, "solver.forward.iters_mean");
+	r->bit[k] = record_num(rec, "solver.backward.iters_mean");
+	r->fcv[k] = record_num(rec, "solver.forward.converged_fraction");
+	r->bcv[k] = record_num(rec, "solver.backward.converged_fraction");
+	r->ppl[k] = record_num(rec, "quality.valid_ppl");
+}
+
+/* Notes the keys of config C that differ from the first record's: non-method
+ * keys label the groups, deq keys (among deq records) the deq rows. */
+static void note_varying(struct table *t, const json_t *c)
+{
+	const char *k2;
+	json_t *v2;
+	if (!t->first_group_cfg)
+		t->first_group_cfg = c;
+	json_object_foreach((json_t *)c, k2, v2)
+	{
+		if (config_key_is_method(k2) || !strcmp(k2, "out") ||
+		    !strcmp(k2, "trace"))
+			continue;
+		if (!json_equal(v2, json_object_get(t->first_group_cfg, k2)))
+			json_object_set_new(t->varying, k2, json_true());
+	}
+	/* deq keys that differ between deq records label their rows (k and
+	 * method are not deq keys) */
+	if (strcmp(str_of(c, "method", ""), "deq"))
+		return;
+	if (!t->first_deq_cfg)
+		t->first_deq_cfg = c;
+	json_object_foreach((json_t *)c, k2, v2)
+	{
+		if (config_key_is_method(k2) && strcmp(k2, "method") &&
+		    strcmp(k2, "k") &&
+		    !json_equal(v2, json_object_get(t->first_deq_cfg, k2)))
+			json_object_set_new(t->vary_deq, k2, json_true());
+	}
+}
+
+/* The unroll row of R's group (the ratios' base), or NULL. */
+static const struct row *unroll_row(const struct table *t, const struct row *r)
+{
+	for (size_t q = 0; q < t->nrow; q++) {
+		const json_t *qc = json_object_get(t->rows[q].first, "config");
+		if (!strcmp(t->rows[q].group, r->group) &&
+		    !strcmp(str_of(qc, "method", ""), "unroll"))
+			return &t->rows[q];
+	}
+	return NULL;
+}
+
+/* The group column: "key=value ..." of the varying keys, or the corpus. */
+static void group_label(char *group, size_t n, const json_t *cfg,
+			const json_t *varying)
+{
+	const char *k2;
+	json_t *v2;
+	size_t gl = 0;
+	group[0] = 0;
+	json_object_foreach((json_t *)varying, k2, v2)
+	{
+		char *t = record_value_text(json_object_get(cfg, k2));
+		gl +=
+		    (size_t)snprintf(group + gl, gl < n ? n - gl : 0, "%s%s=%s",
+				     gl ? " " : "", k2, t ? t : "?");
+		free(t);
+		if (gl >= n)
+			break;
+	}
+	if (!group[0])
+		snprintf(group, n, "%s", str_of(cfg, "corpus", "-"));
+}
+
+static void print_header(FILE *f)
+{
 	fprintf(f, "| group | method | status | runs | step ms | × unroll "
 		   "| depth+solver MiB | × unroll | total peak MiB | × unroll "
 		   "| fwd iters | fwd converged | bwd iters | bwd converged "
 		   "| valid ppl |\n");
 	fprintf(f, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 		   "---:|---:|---:|---:|\n");
-	for (size_t j = 0; j < nrow; j++) {
-		struct row *r = &rows[j], *base = NULL;
-		const json_t *cfg = json_object_get(r->first, "config");
-		char label[256], group[256] = "", c[11][32];
-		double ms = median_of(r->step_ms, r->n);
-		double ds = median_of(r->ds, r->n);
-		const char *k2;
-		json_t *v2;
-		size_t gl = 0;
+}
 
-		for (size_t q = 0; q < nrow; q++) {
-			const json_t *qc =
-			    json_object_get(rows[q].first, "config");
-			if (!strcmp(rows[q].group, r->group) &&
-			    !strcmp(str_of(qc, "method", ""), "unroll")) {
-				base = &rows[q];
-				break;
-			}
-		}
-		json_object_foreach(varying, k2, v2)
+/* One table line: row R's medians and its ratios to its group's unroll
+ * row. */
+static void print_row(FILE *f, const struct table *t, struct row *r)
+{
+	const struct row *base = unroll_row(t, r);
+	const json_t *cfg = json_object_get(r->first, "config");
+	char label[256], group[256], c[11][32];
+	double ms = median_of(r->step_ms, r->n);
+	double ds = median_of(r->ds, r->n);
+	double tot = median_of(r->tot, r->n);
+	group_label(group, sizeof(group), cfg, t->varying);
+	method_label(label, sizeof(label), r->first, t->vary_deq);
+	fmt(c[0], 32, ms, "%.2f");
+	fmt(c[1], 32, base ? ms / median_of(base->step_ms, base->n) : NAN,
+	    "%.2f");
+	fmt(c[2], 32, ds / 1048576.0, "%.2f");
+	fmt(c[3], 32, base ? ds / median_of(base->ds, base->n) : NAN, "%.3f");
+	fmt(c[4], 32, tot / 1048576.0, "%.2f");
+	fmt(c[5], 32, base ? tot / median_of(base->tot, base->n) : NAN, "%.3f");
+	fmt(c[6], 32, median_of(r->fit, r->n), "%.1f");
+	fmt_pct(c[7], 32, median_of(r->fcv, r->n));
+	fmt(c[8], 32, median_of(r->bit, r->n), "%.1f");
+	fmt_pct(c[9], 32, median_of(r->bcv, r->n));
+	fmt(c[10], 32, median_of(r->ppl, r->n), "%.2f");
+	fprintf(f,
+		"| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | "
+		"%s | %s | %s | %s | %s |\n",
+		group, label, r->status, r->n, c[0], c[1], c[2], c[3], c[4],
+		c[5], c[6], c[7], c[8], c[9], c[10]);
+}
+
+void record_summary(FILE *f, const json_t *records)
+{
+	size_t nrec = json_array_size(records), i;
+	struct table t = {calloc(nrec ? nrec : 1, sizeof(struct row)),
+			  0,
+			  json_object(),
+			  json_object(),
+			  NULL,
+			  NULL};
+	json_t *rec;
+
+	if (t.rows) {
+		json_array_foreach((json_t *)records, i, rec)
 		{
-			json_t *x = json_object_get(cfg, k2);
-			char *t =
-			    json_is_string(x)
-				? strdup(json_string_value(x))
-				: json_dumps(x, JSON_ENCODE_ANY |
-						    JSON_REAL_PRECISION(6));
-			gl += (size_t)snprintf(
-			    group + gl,
-			    gl < sizeof(group) ? sizeof(group) - gl : 0,
-			    "%s%s=%s", gl ? " " : "", k2, t ? t : "?");
-			free(t);
-			if (gl >= sizeof(group))
-				break;
+			const json_t *cfg = json_object_get(rec, "config");
+			if (!json_is_object(cfg))
+				continue;
+			row_add(row_for(&t, rec, cfg), rec);
+			note_varying(&t, cfg);
 		}
-		if (!group[0])
-			snprintf(group, sizeof(group), "%s",
-				 str_of(cfg, "corpus", "-"));
-		method_label(label, sizeof(label), r->first, vary_deq);
-		fmt(c[0], 32, ms, "%.2f");
-		fmt(c[1], 32,
-		    base ? ms / median_of(base->step_ms, base->n) : NAN,
-		    "%.2f");
-		fmt(c[2], 32, ds / 1048576.0, "%.2f");
-		fmt(c[3], 32, base ? ds / median_of(base->ds, base->n) : NAN,
-		    "%.3f");
-		fmt(c[4], 32, median_of(r->tot, r->n) / 1048576.0, "%.2f");
-		fmt(c[5], 32,
-		    base ? median_of(r->tot, r->n) /
-			       median_of(base->tot, base->n)
-			 : NAN,
-		    "%.3f");
-		fmt(c[6], 32, median_of(r->fit, r->n), "%.1f");
-		fmt_pct(c[7], 32, median_of(r->fcv, r->n));
-		fmt(c[8], 32, median_of(r->bit, r->n), "%.1f");
-		fmt_pct(c[9], 32, median_of(r->bcv, r->n));
-		fmt(c[10], 32, median_of(r->ppl, r->n), "%.2f");
-		fprintf(f,
-			"| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | "
-			"%s | %s | %s | %s | %s |\n",
-			group, label, r->status, r->n, c[0], c[1], c[2], c[3],
-			c[4], c[5], c[6], c[7], c[8], c[9], c[10]);
+		print_header(f);
+		for (size_t j = 0; j < t.nrow; j++)
+			print_row(f, &t, &t.rows[j]);
+		for (size_t j = 0; j < t.nrow; j++) {
+			free(t.rows[j].key);
+			free(t.rows[j].group);
+		}
 	}
-	for (size_t j = 0; j < nrow; j++) {
-		free(rows[j].key);
-		free(rows[j].group);
-	}
-	free(rows);
-	json_decref(varying);
-	json_decref(vary_deq);
+	free(t.rows);
+	json_decref(t.varying);
+	json_decref(t.vary_deq);
 }

@@ -41,6 +41,18 @@ json_t *record_stats_json(const double *x, int n);
  * read error an error naming path. */
 int record_read_jsonl(const char *path, json_t *arr, char *err, size_t errlen);
 
+/* record_num — the number at dotted PATH of a record (or any JSON
+ * object), e.g. "timing.step_ms.median"; NAN when a member on the way is
+ * absent or the value is null or not a number (PATH is cut at 255
+ * bytes). */
+double record_num(const json_t *o, const char *path);
+
+/* record_value_text — a config value as the summary table and
+ * `suite --dry-run` print it: a string as it is, anything else as compact
+ * JSON (reals with 6 significant digits). malloc'd (free it); NULL when out
+ * of memory. */
+char *record_value_text(const json_t *x);
+
 /* Prints the markdown summary of records (array): one row per distinct
  * config (repeats aggregated: medians), step time and depth+solver peak
  * relative to the unroll row of the same group (same config apart from the

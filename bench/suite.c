@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "record.h"
+
 /* Applies one axis value (scalar for key `axis`, or an object of keys). */
 static int apply_axis_value(struct bench_config *c, const char *axis,
 			    const json_t *v, const char *source, char *err,
@@ -215,27 +217,13 @@ static int expand_runs(struct suite *s, const struct expansion *x,
 	return 0;
 }
 
-int suite_expand(struct suite *s, const json_t *root, const char *source,
-		 int n_over, char *const *overrides, char *err, size_t errlen)
+/* Refuses a member of the suite object other than name, description,
+ * base, axes, exclude and repeats. */
+static int check_members(const json_t *root, const char *source, char *err,
+			 size_t errlen)
 {
-	const json_t *base, *axes, *exclude, *reps, *name;
 	const char *key;
 	json_t *v;
-	int n_axes = 0;
-	size_t n_combo = 1;
-	const char *axis_name[64];
-	const json_t *axis_vals[64];
-	size_t axis_len[64];
-	char e[512];
-
-	memset(s, 0, sizeof(*s));
-	if (!json_is_object(root)) {
-		snprintf(err, errlen,
-			 "%s: a suite is a JSON object with name, base, axes, "
-			 "exclude and repeats",
-			 source);
-		return -1;
-	}
 	json_object_foreach((json_t *)root, key, v)
 	{
 		if (strcmp(key, "name") && strcmp(key, "base") &&
@@ -248,26 +236,37 @@ int suite_expand(struct suite *s, const json_t *root, const char *source,
 			return -1;
 		}
 	}
-	name = json_object_get(root, "name");
-	base = json_object_get(root, "base");
-	axes = json_object_get(root, "axes");
-	exclude = json_object_get(root, "exclude");
-	reps = json_object_get(root, "repeats");
-	snprintf(s->name, sizeof(s->name), "%s",
-		 json_is_string(name) ? json_string_value(name) : source);
-	s->repeats = 1;
-	if (reps) {
-		/* a whole real (3.0) counts as an integer, as for keys */
-		double r = json_number_value(reps);
-		if (!json_is_number(reps) || r != floor(r) || r < 1 ||
-		    r > 100000) {
-			snprintf(err, errlen,
-				 "%s: repeats must be an integer in 1..100000",
-				 source);
-			return -1;
-		}
-		s->repeats = (int)r;
+	return 0;
+}
+
+/* "repeats" (NULL: 1) into *repeats: an integer in 1..100000. */
+static int parse_repeats(const json_t *reps, const char *source, int *repeats,
+			 char *err, size_t errlen)
+{
+	double r;
+	*repeats = 1;
+	if (!reps)
+		return 0;
+	/* a whole real (3.0) counts as an integer, as for keys */
+	r = json_number_value(reps);
+	if (!json_is_number(reps) || r != floor(r) || r < 1 || r > 100000) {
+		snprintf(err, errlen,
+			 "%s: repeats must be an integer in 1..100000", source);
+		return -1;
 	}
+	*repeats = (int)r;
+	return 0;
+}
+
+/* base must be an object, axes an object, exclude an array of objects
+ * whose keys all parse (each checked alone, against the defaults). */
+static int check_shapes(const json_t *base, const json_t *axes,
+			const json_t *exclude, const char *source, char *err,
+			size_t errlen)
+{
+	size_t i;
+	json_t *v;
+	char e[512];
 	if (base && !json_is_object(base)) {
 		snprintf(err, errlen,
 			 "%s: base must be an object of config keys", source);
@@ -285,90 +284,136 @@ int suite_expand(struct suite *s, const json_t *root, const char *source,
 			 source);
 		return -1;
 	}
-	if (exclude) {
-		size_t i;
-		json_array_foreach(exclude, i, v)
-		{
-			const char *k2;
-			json_t *v2;
-			struct bench_config tmp;
-			if (!json_is_object(v)) {
-				snprintf(err, errlen,
-					 "%s: exclude[%zu] must be an object",
-					 source, i);
-				return -1;
-			}
-			config_defaults(&tmp);
-			json_object_foreach(v, k2, v2)
-			{
-				if (config_set_json(&tmp, k2, v2, e,
-						    sizeof(e)) != 0) {
-					snprintf(err, errlen,
-						 "%s: exclude[%zu]: %s", source,
-						 i, e);
-					return -1;
-				}
-			}
+	json_array_foreach(exclude, i, v)
+	{
+		const char *k2;
+		json_t *v2;
+		struct bench_config tmp;
+		if (!json_is_object(v)) {
+			snprintf(err, errlen,
+				 "%s: exclude[%zu] must be an object", source,
+				 i);
+			return -1;
 		}
-	}
-	if (axes) {
-		json_object_foreach((json_t *)axes, key, v)
+		config_defaults(&tmp);
+		json_object_foreach(v, k2, v2)
 		{
-			if (n_axes == 64) {
-				snprintf(err, errlen, "%s: more than 64 axes",
-					 source);
-				return -1;
-			}
-			axis_name[n_axes] = key;
-			axis_vals[n_axes] = v;
-			axis_len[n_axes] =
-			    json_is_array(v) ? json_array_size(v) : 1;
-			if (axis_len[n_axes] == 0) {
-				snprintf(err, errlen,
-					 "%s: axes.%s is empty; give at least "
-					 "one value",
-					 source, key);
-				return -1;
-			}
-			if (!config_key_known(key)) {
-				/* a label: every value must be an object */
-				size_t j;
-				json_t *x;
-				int all_obj = json_is_array(v);
-				json_array_foreach(v, j, x) all_obj &=
-				    json_is_object(x);
-				if (!json_is_array(v) && json_is_object(v))
-					all_obj = 1;
-				if (!all_obj) {
-					char sug[96];
-					config_suggest(key, sug, sizeof(sug));
-					snprintf(err, errlen,
-						 "%s: axes: unknown key "
-						 "'%s'%s (an axis named "
-						 "otherwise must hold objects)",
-						 source, key, sug);
-					return -1;
-				}
-			}
-			n_combo *= axis_len[n_axes];
-			n_axes++;
-			if (n_combo > 1000000) {
-				snprintf(err, errlen,
-					 "%s: axes give more than 1e6 "
-					 "combinations; split the suite",
-					 source);
+			if (config_set_json(&tmp, k2, v2, e, sizeof(e)) != 0) {
+				snprintf(err, errlen, "%s: exclude[%zu]: %s",
+					 source, i, e);
 				return -1;
 			}
 		}
 	}
+	return 0;
+}
 
-	if (axes_disjoint(n_axes, axis_name, axis_vals, source, err, errlen))
+/* An axis named KEY that is not a config key is a label: every value V
+ * holds must be an object. */
+static int check_label_axis(const char *key, const json_t *v,
+			    const char *source, char *err, size_t errlen)
+{
+	size_t j;
+	json_t *x;
+	int all_obj = json_is_array(v);
+	char sug[96];
+	if (config_key_known(key))
+		return 0;
+	json_array_foreach(v, j, x) all_obj &= json_is_object(x);
+	if (!json_is_array(v) && json_is_object(v))
+		all_obj = 1;
+	if (all_obj)
+		return 0;
+	config_suggest(key, sug, sizeof(sug));
+	snprintf(err, errlen,
+		 "%s: axes: unknown key '%s'%s (an axis named otherwise must "
+		 "hold objects)",
+		 source, key, sug);
+	return -1;
+}
+
+/* The axes of a suite, in file order. */
+struct axes {
+	int n;
+	const char *name[64];
+	const json_t *vals[64]; /* an array of values, or one value */
+	size_t len[64];		/* values per axis */
+	size_t n_combo;		/* product of len[] */
+};
+
+/* Reads AXES (NULL: none) into *ax: at most 64 axes, none empty, at most
+ * 1e6 combinations. */
+static int collect_axes(const json_t *axes, struct axes *ax, const char *source,
+			char *err, size_t errlen)
+{
+	const char *key;
+	json_t *v;
+	ax->n = 0;
+	ax->n_combo = 1;
+	json_object_foreach((json_t *)axes, key, v)
+	{
+		if (ax->n == 64) {
+			snprintf(err, errlen, "%s: more than 64 axes", source);
+			return -1;
+		}
+		ax->name[ax->n] = key;
+		ax->vals[ax->n] = v;
+		ax->len[ax->n] = json_is_array(v) ? json_array_size(v) : 1;
+		if (ax->len[ax->n] == 0) {
+			snprintf(err, errlen,
+				 "%s: axes.%s is empty; give at least one "
+				 "value",
+				 source, key);
+			return -1;
+		}
+		if (check_label_axis(key, v, source, err, errlen) != 0)
+			return -1;
+		ax->n_combo *= ax->len[ax->n];
+		ax->n++;
+		if (ax->n_combo > 1000000) {
+			snprintf(err, errlen,
+				 "%s: axes give more than 1e6 combinations; "
+				 "split the suite",
+				 source);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int suite_expand(struct suite *s, const json_t *root, const char *source,
+		 int n_over, char *const *overrides, char *err, size_t errlen)
+{
+	const json_t *base, *axes, *exclude, *name;
+	struct axes ax;
+
+	memset(s, 0, sizeof(*s));
+	if (!json_is_object(root)) {
+		snprintf(err, errlen,
+			 "%s: a suite is a JSON object with name, base, axes, "
+			 "exclude and repeats",
+			 source);
+		return -1;
+	}
+	if (check_members(root, source, err, errlen) != 0)
+		return -1;
+	name = json_object_get(root, "name");
+	base = json_object_get(root, "base");
+	axes = json_object_get(root, "axes");
+	exclude = json_object_get(root, "exclude");
+	snprintf(s->name, sizeof(s->name), "%s",
+		 json_is_string(name) ? json_string_value(name) : source);
+	if (parse_repeats(json_object_get(root, "repeats"), source, &s->repeats,
+			  err, errlen) != 0 ||
+	    check_shapes(base, axes, exclude, source, err, errlen) != 0 ||
+	    collect_axes(axes, &ax, source, err, errlen) != 0 ||
+	    axes_disjoint(ax.n, ax.name, ax.vals, source, err, errlen) != 0)
 		return -1;
 	{
-		struct expansion x = {base,	exclude,   source,
-				      n_axes,	axis_name, axis_vals,
-				      axis_len, n_over,	   overrides};
-		return expand_runs(s, &x, n_combo, err, errlen);
+		struct expansion x = {base,   exclude, source,
+				      ax.n,   ax.name, ax.vals,
+				      ax.len, n_over,  overrides};
+		return expand_runs(s, &x, ax.n_combo, err, errlen);
 	}
 }
 
@@ -449,10 +494,7 @@ void suite_print_runs(const struct suite *s, int shard_i, int shard_n, FILE *f)
 			if (!json_object_get(varying, key))
 				continue;
 			x = json_object_get(o, key);
-			t = json_is_string(x)
-				? strdup(json_string_value(x))
-				: json_dumps(x, JSON_ENCODE_ANY |
-						    JSON_REAL_PRECISION(6));
+			t = record_value_text(x);
 			fprintf(f, " %s=%s", key, t ? t : "?");
 			free(t);
 		}

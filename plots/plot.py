@@ -81,6 +81,28 @@ def title(fig, what, recs):
     fig.suptitle(f"{what}\n{R.describe(recs)}", fontsize=9)
 
 
+def finish(fig, what, recs, prefix, name, written):
+    """Titles the figure (WHAT over the records' description) and saves it
+    as PREFIX.NAME.{png,svg}; True, for a figure function to return."""
+    title(fig, what, recs)
+    save(fig, prefix, name, written)
+    return True
+
+
+def panel(ax, xlabel, ylabel, what):
+    """Labels one panel of a line plot and grids it (major and minor
+    ticks, for log axes)."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(what)
+    ax.grid(True, which="both", alpha=0.3)
+
+
+def legend_right(ax, fontsize):
+    """The legend of a figure's last panel, outside it on the right."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=fontsize)
+
+
 # ---- grouping ----
 
 
@@ -191,15 +213,11 @@ def fig_memory_vs_depth(runs, recs, prefix, written):
                         color=col[s], label=s)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_xlabel("depth: layers L (unroll, checkpoint) / iteration cap "
-                      "f_max_iter (deq)")
-        ax.set_ylabel("peak memory (MiB = 2²⁰ bytes)")
-        ax.set_title(what)
-        ax.grid(True, which="both", alpha=0.3)
+        panel(ax, "depth: layers L (unroll, checkpoint) / iteration cap f_max_iter (deq)",
+              "peak memory (MiB = 2²⁰ bytes)", what)
     axes[1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=7)
-    title(fig, "Peak training memory against depth (tracked allocator, exact)", recs)
-    save(fig, prefix, "memory-vs-depth", written)
-    return True
+    return finish(fig, "Peak training memory against depth (tracked allocator, exact)",
+                  recs, prefix, "memory-vs-depth", written)
 
 
 def ratio_table(runs):
@@ -270,13 +288,12 @@ def fig_time_ratio(runs, recs, prefix, written):
          lambda g, r, v: f"{v:.2f}×\n{r.step_ms:.3g} ms")
     ax.set_ylabel("median step time / unroll's (×; bars p10–p90 of steps)")
     ax.set_xlabel("group (config apart from the method keys)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+    legend_right(ax, 7)
     n_timed = R.median([R.num(r, "timing.steps_timed") for r in recs])
-    title(fig, f"Training step time relative to unrolled backprop "
-               f"(median of {n_timed:.0f} timed steps)" if n_timed else
-               "Training step time relative to unrolled backprop", recs)
-    save(fig, prefix, "time-ratio", written)
-    return True
+    return finish(fig, f"Training step time relative to unrolled backprop "
+                       f"(median of {n_timed:.0f} timed steps)" if n_timed else
+                       "Training step time relative to unrolled backprop",
+                  recs, prefix, "time-ratio", written)
 
 
 def fig_memory_ratio(runs, recs, prefix, written):
@@ -298,10 +315,9 @@ def fig_memory_ratio(runs, recs, prefix, written):
         ax.set_ylabel(f"{what} / unroll's (×)")
         ax.set_xlabel("group (config apart from the method keys)")
         ax.set_title(what)
-    axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
-    title(fig, "Peak training memory relative to unrolled backprop", recs)
-    save(fig, prefix, "memory-ratio", written)
-    return True
+    legend_right(axes[1], 7)
+    return finish(fig, "Peak training memory relative to unrolled backprop", recs, prefix,
+                  "memory-ratio", written)
 
 
 def pareto(points):
@@ -372,9 +388,7 @@ def fig_eps(runs, recs, prefix, written):
     a_time.legend(fontsize=6)
     a_it.legend(fontsize=5, ncol=2)
     a_par.legend(fontsize=6)
-    title(fig, "DEQ solver tolerance sweep", recs)
-    save(fig, prefix, "eps-sweep", written)
-    return True
+    return finish(fig, "DEQ solver tolerance sweep", recs, prefix, "eps-sweep", written)
 
 
 def trace_of(rec, name):
@@ -414,16 +428,13 @@ def fig_residuals(runs, recs, prefix, written):
         if len(tols) == 1:
             ax.axhline(tols[0], color="0.4", lw=0.8, ls="--")
         mode = modes.pop() if len(modes) == 1 else None
-        ax.set_ylabel({"rel": "relative residual ‖F(x)−x‖ / ‖F(x)‖",
-                       "abs": "absolute residual ‖F(x)−x‖"}.get(
-                           mode, "residual (each run's stop mode)"))
-        ax.set_xlabel("solver iteration (evaluations of F, the first at x₀ = 0)")
-        ax.set_title(what)
-        ax.grid(True, which="both", alpha=0.3)
-    axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=6)
-    title(fig, "Residual after each solver iteration, last training step", recs)
-    save(fig, prefix, "residuals", written)
-    return True
+        panel(ax, "solver iteration (evaluations of F, the first at x₀ = 0)",
+              {"rel": "relative residual ‖F(x)−x‖ / ‖F(x)‖",
+               "abs": "absolute residual ‖F(x)−x‖"}.get(
+                   mode, "residual (each run's stop mode)"), what)
+    legend_right(axes[1], 6)
+    return finish(fig, "Residual after each solver iteration, last training step", recs,
+                  prefix, "residuals", written)
 
 
 def converged_flags(rec, side):
@@ -510,9 +521,8 @@ def fig_convergence(runs, recs, prefix, written):
             a_conv.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16))
     note = (" (records without per-step flags: converged = residual ≤ tolerance)"
             if derived else "")
-    title(fig, "DEQ solver convergence over training" + note, recs)
-    save(fig, prefix, "convergence", written)
-    return True
+    return finish(fig, "DEQ solver convergence over training" + note, recs, prefix,
+                  "convergence", written)
 
 
 FIGURES = (fig_memory_vs_depth, fig_time_ratio, fig_memory_ratio, fig_eps, fig_residuals,
