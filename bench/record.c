@@ -223,7 +223,8 @@ char *record_value_text(const json_t *x)
 		   : json_dumps(x, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
 }
 
-/* Config without output-only keys: rows with equal keys are repeats. */
+/* Config without output-only keys (out, trace, data_dir: the key
+ * table's KEY_OUTPUT rows): rows with equal keys are repeats. */
 static char *row_key(const json_t *cfg, int drop_method)
 {
 	json_t *c = json_deep_copy(cfg);
@@ -231,14 +232,11 @@ static char *row_key(const json_t *cfg, int drop_method)
 	json_t *v;
 	void *tmp;
 	char *s;
-	json_object_del(c, "out");
-	json_object_del(c, "trace");
-	if (drop_method) {
-		json_object_foreach_safe(c, tmp, key, v)
-		{
-			if (config_key_is_method(key))
-				json_object_del(c, key);
-		}
+	json_object_foreach_safe(c, tmp, key, v)
+	{
+		if (config_key_is_output(key) ||
+		    (drop_method && config_key_is_method(key)))
+			json_object_del(c, key);
 	}
 	s = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(c);
@@ -395,8 +393,7 @@ static void note_varying(struct table *t, const json_t *c)
 		t->first_group_cfg = c;
 	json_object_foreach((json_t *)c, k2, v2)
 	{
-		if (config_key_is_method(k2) || !strcmp(k2, "out") ||
-		    !strcmp(k2, "trace"))
+		if (config_key_is_method(k2) || config_key_is_output(k2))
 			continue;
 		if (!json_equal(v2, json_object_get(t->first_group_cfg, k2)))
 			json_object_set_new(t->varying, k2, json_true());
