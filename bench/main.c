@@ -195,6 +195,15 @@ static void print_summary(const json_t *records)
 
 /* ---- run ---- */
 
+/* Exit status of `run` (README): 0 for a result (ok or diverged) appended
+ * to out=; 1 when the run failed after setup or its record could not be
+ * appended (record_save kept it in the rescue file). RUN_SETUP_FAILED is
+ * bad input (2) and handled before any record is saved. */
+static int run_exit_status(enum run_status st, int saved)
+{
+	return st == RUN_ERROR || !saved ? 1 : 0;
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	struct bench_config cfg;
@@ -202,7 +211,6 @@ static int cmd_run(int argc, char **argv)
 	json_t *rec, *all;
 	enum run_status st;
 	const char *msg;
-	const json_t *timing;
 	int saved;
 
 	if (argc == 1 && !strcmp(argv[0], "--help-markdown")) {
@@ -222,10 +230,8 @@ static int cmd_run(int argc, char **argv)
 		return bad_input(err);
 	st = runner_run(&cfg, NULL, &rec);
 	msg = json_string_value(json_object_get(rec, "message"));
-	timing = json_object_get(rec, "timing");
-	if (st == RUN_ERROR && json_is_null(timing)) {
-		/* failed in setup (missing corpus, bad sizes): bad input, no
-		 * record */
+	if (st == RUN_SETUP_FAILED) {
+		/* missing corpus, bad sizes: bad input, no record */
 		snprintf(err, sizeof(err), "%s", msg ? msg : "setup failed");
 		json_decref(rec);
 		return bad_input(err);
@@ -243,7 +249,7 @@ static int cmd_run(int argc, char **argv)
 		printf("record appended to %s\n", cfg.out);
 	json_decref(rec);
 	json_decref(all);
-	return st == RUN_ERROR || !saved ? 1 : 0;
+	return run_exit_status(st, saved);
 }
 
 /* ---- suite ---- */

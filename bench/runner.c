@@ -544,7 +544,7 @@ enum run_status runner_run(const struct bench_config *cfg,
 	struct pool_track pool = {0};
 	struct pretrain pt = {0};
 	char err[1024] = "", ts[32];
-	enum run_status status = RUN_ERROR;
+	enum run_status status = RUN_SETUP_FAILED;
 	void *adam_m = NULL, *adam_v = NULL;
 	int32_t *tok = NULL;
 	/* steps_done: steps whose loss is known; ok_steps: steps completed

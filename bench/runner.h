@@ -34,7 +34,19 @@ struct run_meta {
 	int quiet; /* no progress output */
 };
 
-enum run_status { RUN_OK = 0, RUN_DIVERGED = 1, RUN_ERROR = 2 };
+/* How a run ended. The record's status is "ok", "diverged" or "error"
+ * (runner_status_name); `deqbench run` exits 0 for RUN_OK and
+ * RUN_DIVERGED (a blow-up is a result), 1 for RUN_ERROR and 2 (bad input,
+ * no record appended) for RUN_SETUP_FAILED. */
+enum run_status {
+	RUN_OK = 0,
+	RUN_DIVERGED = 1, /* see RUNNER_DIVERGE_FACTOR; the message says why */
+	RUN_ERROR = 2,	  /* failed after setup (the record has timing) */
+	/* failed before the timed loop: a corpus missing or too short for
+	 * batch_size x (seq_len+1), vocab_size below the corpus's, a run
+	 * that does not fit in memory; the record has no timing */
+	RUN_SETUP_FAILED = 3,
+};
 
 /* A run diverges (status "diverged"; it stops at that step, and `deqbench
  * run` still exits 0: a blow-up is a result) when a step's training loss is
