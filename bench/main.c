@@ -261,7 +261,8 @@ static int cmd_run(int argc, char **argv)
 static json_t *crash_record(const struct suite *s, const struct suite_run *r,
 			    int wst)
 {
-	json_t *rec = record_new(), *su = json_object();
+	json_t *rec = record_new();
+	struct run_meta meta = {s->name, r->index, r->combo, r->repeat, 0};
 	char ts[32];
 	time_t t = time(NULL);
 	struct tm tm;
@@ -275,11 +276,7 @@ static json_t *crash_record(const struct suite *s, const struct suite_run *r,
 		: json_sprintf("run exited with status %d before writing its "
 			       "record",
 			       WEXITSTATUS(wst)));
-	json_object_set_new(su, "name", json_string(s->name));
-	json_object_set_new(su, "index", json_integer(r->index));
-	json_object_set_new(su, "combo", json_integer(r->combo));
-	json_object_set_new(su, "repeat", json_integer(r->repeat));
-	json_object_set_new(rec, "suite", su);
+	json_object_set_new(rec, "suite", runner_meta_json(&meta));
 	json_object_set_new(rec, "build", env_build_json());
 	json_object_set_new(rec, "host", env_host_json());
 	gmtime_r(&t, &tm);

@@ -527,6 +527,16 @@ static json_t *pool_json(const struct pool_track *p)
 	return o;
 }
 
+json_t *runner_meta_json(const struct run_meta *meta)
+{
+	json_t *s = json_object();
+	json_object_set_new(s, "name", json_string(meta->suite));
+	json_object_set_new(s, "index", json_integer(meta->index));
+	json_object_set_new(s, "combo", json_integer(meta->combo));
+	json_object_set_new(s, "repeat", json_integer(meta->repeat));
+	return s;
+}
+
 static const char *status_name(enum run_status s)
 {
 	return s == RUN_OK ? "ok" : s == RUN_DIVERGED ? "diverged" : "error";
@@ -565,14 +575,8 @@ enum run_status runner_run(const struct bench_config *cfg,
 	iso_now(ts, sizeof(ts));
 	json_object_set_new(rec, "started_at", json_string(ts));
 	json_object_set_new(rec, "config", config_to_json(cfg));
-	if (meta && meta->suite) {
-		json_t *s = json_object();
-		json_object_set_new(s, "name", json_string(meta->suite));
-		json_object_set_new(s, "index", json_integer(meta->index));
-		json_object_set_new(s, "combo", json_integer(meta->combo));
-		json_object_set_new(s, "repeat", json_integer(meta->repeat));
-		json_object_set_new(rec, "suite", s);
-	}
+	if (meta && meta->suite)
+		json_object_set_new(rec, "suite", runner_meta_json(meta));
 	json_object_set_new(rec, "host", env_host_json());
 	json_object_set_new(rec, "build", env_build_json());
 	if (!log_ok) {

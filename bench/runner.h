@@ -63,6 +63,10 @@ enum run_status {
 enum run_status runner_run(const struct bench_config *cfg,
 			   const struct run_meta *meta, json_t **record);
 
+/* The record's "suite" object of a suite run: {"name", "index", "combo",
+ * "repeat"} from meta (meta->suite non-NULL). New reference. */
+json_t *runner_meta_json(const struct run_meta *meta);
+
 /* Backend, model, method and the state buffer z of one run; what both the
  * training loop and `deqbench grad` build. */
 struct run_ctx {
