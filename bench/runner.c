@@ -304,49 +304,28 @@ static json_t *converged_array(const int *flags, int n)
 	return a;
 }
 
-static json_t *method_json(const struct method_config *c)
+/* The record's "method" object: the method's resolved config (k, the
+ * histories, ... as the method applies them) under the config keys' names
+ * and types (config_key_json), in the order of `names`. */
+static json_t *method_json(const struct bench_config *cfg,
+			   const struct method_config *resolved)
 {
+	static const char names[] =
+	    "method layers k f_solver f_tol f_max_iter f_stop_mode f_history "
+	    "b_mode b_solver b_tol b_max_iter b_stop_mode b_history "
+	    "anderson_m anderson_lambda anderson_beta solver_batching "
+	    "f_stop_scope b_stop_scope protect_thres stall_window "
+	    "jac_loss_weight jac_loss_freq jac_fd_eta phantom_steps "
+	    "phantom_tau spectral_radius_iters";
+	struct bench_config c = *cfg;
 	json_t *o = json_object();
-	json_object_set_new(o, "method",
-			    json_string(method_kind_name(c->method)));
-	json_object_set_new(o, "layers", json_integer(c->layers));
-	json_object_set_new(o, "k", json_integer(c->k));
-	json_object_set_new(o, "f_solver",
-			    json_string(solver_kind_name(c->f_solver)));
-	json_object_set_new(o, "f_tol", json_real(c->f_tol));
-	json_object_set_new(o, "f_max_iter", json_integer(c->f_max_iter));
-	json_object_set_new(o, "f_stop_mode",
-			    json_string(stop_mode_name(c->f_stop_mode)));
-	json_object_set_new(o, "f_history", json_integer(c->f_history));
-	json_object_set_new(o, "b_mode", json_string(b_mode_name(c->b_mode)));
-	json_object_set_new(o, "b_solver",
-			    json_string(solver_kind_name(c->b_solver)));
-	json_object_set_new(o, "b_tol", json_real(c->b_tol));
-	json_object_set_new(o, "b_max_iter", json_integer(c->b_max_iter));
-	json_object_set_new(o, "b_stop_mode",
-			    json_string(stop_mode_name(c->b_stop_mode)));
-	json_object_set_new(o, "b_history", json_integer(c->b_history));
-	json_object_set_new(o, "anderson_m", json_integer(c->anderson_m));
-	json_object_set_new(o, "anderson_lambda",
-			    json_real(c->anderson_lambda));
-	json_object_set_new(o, "anderson_beta", json_real(c->anderson_beta));
-	json_object_set_new(
-	    o, "solver_batching",
-	    json_string(solver_batching_name(c->solver_batching)));
-	json_object_set_new(o, "f_stop_scope",
-			    json_string(stop_scope_name(c->f_stop_scope)));
-	json_object_set_new(o, "b_stop_scope",
-			    json_string(stop_scope_name(c->b_stop_scope)));
-	json_object_set_new(o, "protect_thres", json_real(c->protect_thres));
-	json_object_set_new(o, "stall_window", json_integer(c->stall_window));
-	json_object_set_new(o, "jac_loss_weight",
-			    json_real(c->jac_loss_weight));
-	json_object_set_new(o, "jac_loss_freq", json_real(c->jac_loss_freq));
-	json_object_set_new(o, "jac_fd_eta", json_real(c->jac_fd_eta));
-	json_object_set_new(o, "phantom_steps", json_integer(c->phantom_steps));
-	json_object_set_new(o, "phantom_tau", json_real(c->phantom_tau));
-	json_object_set_new(o, "spectral_radius_iters",
-			    json_integer(c->spectral_radius_iters));
+	char key[32];
+	int len;
+
+	c.method = *resolved;
+	for (const char *p = names; sscanf(p, "%31s%n", key, &len) == 1;
+	     p += len)
+		json_object_set_new(o, key, config_key_json(&c, key));
 	return o;
 }
 
@@ -625,7 +604,7 @@ enum run_status runner_run(const struct bench_config *cfg,
 				  &pred_solver, e2, sizeof(e2)) == 0;
 	}
 	json_object_set_new(rec, "method",
-			    method_json(method_get_config(rc.me)));
+			    method_json(cfg, method_get_config(rc.me)));
 	json_object_set_new(rec, "model", model_json(m));
 	json_object_set_new(rec, "data",
 			    data_json(&corpus, &train, cfg->steps));
