@@ -21,6 +21,7 @@
 #include "memfit.h"
 #include "progress.h"
 #include "record.h"
+#include "step_log.h"
 
 /* Adam hyper-parameters (Kingma & Ba 2015 defaults, as the DEQ code). */
 #define ADAM_BETA1 0.9
@@ -238,11 +239,9 @@ static json_t *mem_json(const size_t *v)
 }
 
 /* Mean and max of iterations and final residuals over n steps, the
- * fraction of steps that converged and the number of steps whose solve a
- * non-finite residual ended. flags[i]: bit 0 converged, bit 1 ended at a
- * non-finite residual (the method then went on from the best finite
- * iterate), bits 2 and 3 stopped by protect_thres / stall_window
- * (solve_flags). Non-finite residuals are left out of the residual figures. */
+ * fraction of steps that converged and the number of steps a non-finite
+ * residual, protect_thres or stall_window ended (flags: step_log.h).
+ * Non-finite residuals are left out of the residual figures. */
 static json_t *solve_json(const double *it, const double *res, const int *flags,
 			  int n)
 {
@@ -257,10 +256,10 @@ static json_t *solve_json(const double *it, const double *res, const int *flags,
 			rmax = res[i] > rmax ? res[i] : rmax;
 			nf++;
 		}
-		nc += flags[i] & 1;
-		nnf += (flags[i] >> 1) & 1;
-		npb += (flags[i] >> 2) & 1;
-		nsb += (flags[i] >> 3) & 1;
+		nc += !!(flags[i] & SOLVE_CONVERGED);
+		nnf += !!(flags[i] & SOLVE_NONFINITE);
+		npb += !!(flags[i] & SOLVE_PROTECT_BREAK);
+		nsb += !!(flags[i] & SOLVE_STALL_BREAK);
 	}
 	json_object_set_new(o, "steps", json_integer(n));
 	json_object_set_new(o, "iters_mean",
@@ -278,13 +277,6 @@ static json_t *solve_json(const double *it, const double *res, const int *flags,
 	return o;
 }
 
-/* The bits solve_json reads. */
-static int solve_flags(const struct solve_stats *s)
-{
-	return s->converged | s->nonfinite << 1 | s->protect_break << 2 |
-	       s->stall_break << 3;
-}
-
 static json_t *darray(const double *x, int n)
 {
 	json_t *a = json_array();
@@ -293,12 +285,13 @@ static json_t *darray(const double *x, int n)
 	return a;
 }
 
-/* Per-step converged flags (bit 0 of solve_json's flags) as booleans. */
+/* Per-step converged flags as booleans. */
 static json_t *converged_array(const int *flags, int n)
 {
 	json_t *a = json_array();
 	for (int i = 0; i < n; i++)
-		json_array_append_new(a, json_boolean(flags[i] & 1));
+		json_array_append_new(a,
+				      json_boolean(flags[i] & SOLVE_CONVERGED));
 	return a;
 }
 
@@ -378,43 +371,6 @@ static json_t *data_json(const struct corpus *c, const struct batcher *train,
 	    o, "epochs",
 	    json_real((double)steps / (double)batcher_n_batches(train)));
 	return o;
-}
-
-/* Per-step host arrays, allocated before the loop. */
-struct step_log {
-	double *loss, *ms, *fwd_ms, *bwd_ms, *gnorm, *lr;
-	double *f_it, *f_res, *b_it, *b_res, *f_ev, *v_ev, *reads;
-	double *jac; /* R of the steps that applied it, NAN elsewhere */
-	int *f_flags, *b_flags; /* solve_json flags */
-};
-
-#define LOG_DOUBLES(l)                                                         \
-	{                                                                      \
-		&(l)->loss, &(l)->ms, &(l)->fwd_ms, &(l)->bwd_ms, &(l)->gnorm, \
-		    &(l)->lr, &(l)->f_it, &(l)->f_res, &(l)->b_it,             \
-		    &(l)->b_res, &(l)->f_ev, &(l)->v_ev, &(l)->reads,          \
-		    &(l)->jac                                                  \
-	}
-
-static int log_alloc(struct step_log *l, int n)
-{
-	double **d[] = LOG_DOUBLES(l);
-	memset(l, 0, sizeof(*l));
-	for (size_t i = 0; i < sizeof(d) / sizeof(*d); i++)
-		if (!(*d[i] = calloc((size_t)n, sizeof(double))))
-			return -1;
-	l->f_flags = calloc((size_t)n, sizeof(int));
-	l->b_flags = calloc((size_t)n, sizeof(int));
-	return l->f_flags && l->b_flags ? 0 : -1;
-}
-
-static void log_free(struct step_log *l)
-{
-	double **d[] = LOG_DOUBLES(l);
-	for (size_t i = 0; i < sizeof(d) / sizeof(*d); i++)
-		free(*d[i]);
-	free(l->f_flags);
-	free(l->b_flags);
 }
 
 static double mean_of(const double *x, int n)
@@ -548,7 +504,7 @@ enum run_status runner_run(const struct bench_config *cfg,
 
 	memset(&setup_mem, 0, sizeof(setup_mem));
 	memset(&corpus, 0, sizeof(corpus));
-	log_ok = log_alloc(&log, cfg->steps) == 0;
+	log_ok = step_log_alloc(&log, cfg->steps) == 0;
 	iso_now(ts, sizeof(ts));
 	json_object_set_new(rec, "started_at", json_string(ts));
 	json_object_set_new(rec, "config", config_to_json(cfg));
@@ -630,7 +586,6 @@ enum run_status runner_run(const struct bench_config *cfg,
 	{
 		double t0 = wall_s(), tms = 0;
 		for (int s = 1; s <= cfg->steps; s++) {
-			const struct method_stats *st;
 			double loss, gn, lr = lr_at(cfg, s);
 			int i = s - 1, measured = s > cfg->warmup_steps;
 
@@ -677,17 +632,7 @@ enum run_status runner_run(const struct bench_config *cfg,
 			log.ms[i] = log.fwd_ms[i] + log.bwd_ms[i];
 			log.gnorm[i] = gn;
 			log.lr[i] = lr;
-			st = method_get_stats(rc.me);
-			log.f_ev[i] = (double)st->forward_evals;
-			log.v_ev[i] = (double)st->vjp_evals;
-			log.reads[i] = (double)st->host_reads;
-			log.f_it[i] = st->fwd.iters;
-			log.f_res[i] = st->fwd.residual;
-			log.f_flags[i] = solve_flags(&st->fwd);
-			log.b_it[i] = st->bwd.iters;
-			log.b_res[i] = st->bwd.residual;
-			log.b_flags[i] = solve_flags(&st->bwd);
-			log.jac[i] = st->jac_applied ? st->jac_loss : NAN;
+			step_log_method(&log, i, method_get_stats(rc.me));
 			if (pool.on && measured) {
 				struct backend_pool_stats ps;
 				memset(&ps, 0, sizeof(ps));
@@ -719,7 +664,7 @@ enum run_status runner_run(const struct bench_config *cfg,
 		}
 		t_train = wall_s() - t0;
 	}
-	pretrain_end(&pt, &rc, log.f_res, log.b_res, cfg->steps);
+	pretrain_end(&pt, &rc, &log);
 	progress_end(&prog, status_name(status));
 
 	/* ---- records of the training loop ---- */
@@ -803,24 +748,22 @@ enum run_status runner_run(const struct bench_config *cfg,
 		json_object_set_new(
 		    sv, "forward",
 		    st->has_fwd_solve
-			? solve_json(log.f_it + p0, log.f_res + p0,
-				     log.f_flags + p0, ok_steps - p0)
+			? solve_json(log.fwd.iters + p0, log.fwd.residual + p0,
+				     log.fwd.flags + p0, ok_steps - p0)
 			: json_null());
 		json_object_set_new(
 		    sv, "backward",
 		    st->has_bwd_solve
-			? solve_json(log.b_it + p0, log.b_res + p0,
-				     log.b_flags + p0, ok_steps - p0)
+			? solve_json(log.bwd.iters + p0, log.bwd.residual + p0,
+				     log.bwd.flags + p0, ok_steps - p0)
 			: json_null());
 		json_object_set_new(
 		    sv, "host_reads_per_step",
 		    num_or_null(mean_of(log.reads + p0, ok_steps - p0)));
 		jac_json(sv, log.jac + p0, ok_steps - p0);
 		json_object_set_new(rec, "solver", sv);
-		json_object_set_new(
-		    rec, "pretrain",
-		    pretrain_json(&pt, cfg, ok_steps, log.loss, log.ms,
-				  log.fwd_ms, log.bwd_ms, log.f_ev, log.v_ev));
+		json_object_set_new(rec, "pretrain",
+				    pretrain_json(&pt, cfg, ok_steps, &log));
 		if (cfg->trace) {
 			json_t *tr = json_object();
 			json_object_set_new(tr, "loss",
@@ -835,19 +778,19 @@ enum run_status runner_run(const struct bench_config *cfg,
 					    darray(log.gnorm, ok_steps));
 			json_object_set_new(tr, "lr", darray(log.lr, ok_steps));
 			json_object_set_new(tr, "fwd_iters",
-					    darray(log.f_it, ok_steps));
+					    darray(log.fwd.iters, ok_steps));
 			json_object_set_new(tr, "fwd_residual",
-					    darray(log.f_res, ok_steps));
+					    darray(log.fwd.residual, ok_steps));
 			json_object_set_new(tr, "bwd_iters",
-					    darray(log.b_it, ok_steps));
+					    darray(log.bwd.iters, ok_steps));
 			json_object_set_new(tr, "bwd_residual",
-					    darray(log.b_res, ok_steps));
+					    darray(log.bwd.residual, ok_steps));
 			json_object_set_new(
 			    tr, "fwd_converged",
-			    converged_array(log.f_flags, ok_steps));
+			    converged_array(log.fwd.flags, ok_steps));
 			json_object_set_new(
 			    tr, "bwd_converged",
-			    converged_array(log.b_flags, ok_steps));
+			    converged_array(log.bwd.flags, ok_steps));
 			json_object_set_new(tr, "host_reads",
 					    darray(log.reads, ok_steps));
 			json_object_set_new(tr, "jac_loss",
@@ -914,7 +857,7 @@ done:
 	runner_ctx_destroy(&rc);
 	if (have_corpus)
 		corpus_free(&corpus);
-	log_free(&log);
+	step_log_free(&log);
 	*record = rec;
 	return status;
 }
