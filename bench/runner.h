@@ -19,6 +19,11 @@
  * Perplexity = exp(mean per-token loss) over whole eval batches.
  * On the CPU with threads=1 two runs of one config give the same record
  * apart from times.
+ *
+ * Implementation: runner.c (setup, context, teardown), train_step.c (one
+ * step and the timed loop), step_log.c (per-step statistics), evaluate.c,
+ * run_record.c (the record), pretrain.c, param_files.c (parameter and
+ * gradient files); run_state.h is the state they share.
  */
 #ifndef DQ_BENCH_RUNNER_H
 #define DQ_BENCH_RUNNER_H
@@ -62,6 +67,9 @@ enum run_status {
  * status "error" with the message). Returns the status. */
 enum run_status runner_run(const struct bench_config *cfg,
 			   const struct run_meta *meta, json_t **record);
+
+/* The record's status string of s: "ok", "diverged" or "error". */
+const char *runner_status_name(enum run_status s);
 
 /* The record's "suite" object of a suite run: {"name", "index", "combo",
  * "repeat"} from meta (meta->suite non-NULL). New reference. */
