@@ -1460,17 +1460,8 @@ Test(cli, run_exit_status_by_outcome, .init = cli_setup, .fini = cli_teardown,
 	write_text_corpus(cli_dir);
 	snprintf(dir, sizeof(dir), "data_dir=%s", cli_dir);
 	{
-		const char *a[] = {"run",
-				   "corpus=text",
-				   dir,
-				   "batch_size=100000",
-				   "seq_len=64",
-				   "d_model=16",
-				   "n_heads=2",
-				   "steps=4",
-				   "warmup_steps=1",
-				   arg,
-				   NULL};
+		const char *a[] = {
+		    "run", "corpus=text", dir, "batch_size=100000", arg, NULL};
 		expect_bad(a, res, "too few for batch_size=100000");
 	}
 }
