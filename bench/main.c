@@ -185,6 +185,15 @@ static void print_summary(const json_t *records)
 
 /* ---- run ---- */
 
+/* Exit status of `run` (README): 0 for a result (ok or diverged) appended
+ * to out=; 1 when the run failed after setup or its record could not be
+ * appended (record_save kept it in the rescue file). RUN_SETUP_FAILED is
+ * bad input (2) and handled before any record is saved. */
+static int run_exit_status(enum run_status st, int saved)
+{
+	return st == RUN_ERROR || !saved ? 1 : 0;
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	struct bench_config cfg;
@@ -192,7 +201,6 @@ static int cmd_run(int argc, char **argv)
 	json_t *rec, *all;
 	enum run_status st;
 	const char *msg;
-	const json_t *timing;
 	int saved;
 
 	if (argc == 1 && !strcmp(argv[0], "--help-markdown")) {
@@ -216,10 +224,8 @@ static int cmd_run(int argc, char **argv)
 		return bad_input(err);
 	st = runner_run(&cfg, NULL, &rec);
 	msg = json_string_value(json_object_get(rec, "message"));
-	timing = json_object_get(rec, "timing");
-	if (st == RUN_ERROR && json_is_null(timing)) {
-		/* failed in setup (missing corpus, bad sizes): bad input, no
-		 * record */
+	if (st == RUN_SETUP_FAILED) {
+		/* missing corpus, bad sizes: bad input, no record */
 		snprintf(err, sizeof(err), "%s", msg ? msg : "setup failed");
 		json_decref(rec);
 		return bad_input(err);
@@ -237,7 +243,7 @@ static int cmd_run(int argc, char **argv)
 		printf("record appended to %s\n", cfg.out);
 	json_decref(rec);
 	json_decref(all);
-	return st == RUN_ERROR || !saved ? 1 : 0;
+	return run_exit_status(st, saved);
 }
 
 /* ---- suite ---- */
@@ -249,7 +255,8 @@ static int cmd_run(int argc, char **argv)
 static json_t *crash_record(const struct suite *s, const struct suite_run *r,
 			    int wst)
 {
-	json_t *rec = record_new(), *su = json_object();
+	json_t *rec = record_new();
+	struct run_meta meta = {s->name, r->index, r->combo, r->repeat, 0};
 	char ts[32];
 	time_t t = time(NULL);
 	struct tm tm;
@@ -263,11 +270,7 @@ static json_t *crash_record(const struct suite *s, const struct suite_run *r,
 		: json_sprintf("run exited with status %d before writing its "
 			       "record",
 			       WEXITSTATUS(wst)));
-	json_object_set_new(su, "name", json_string(s->name));
-	json_object_set_new(su, "index", json_integer(r->index));
-	json_object_set_new(su, "combo", json_integer(r->combo));
-	json_object_set_new(su, "repeat", json_integer(r->repeat));
-	json_object_set_new(rec, "suite", su);
+	json_object_set_new(rec, "suite", runner_meta_json(&meta));
 	json_object_set_new(rec, "build", env_build_json());
 	json_object_set_new(rec, "host", env_host_json());
 	gmtime_r(&t, &tm);

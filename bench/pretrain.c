@@ -39,14 +39,13 @@ void pretrain_select(struct pretrain *pt, struct run_ctx *rc, int s)
 		rc->me = s <= pt->steps ? pt->unroll : pt->deq;
 }
 
-void pretrain_end(struct pretrain *pt, struct run_ctx *rc, double *f_res,
-		  double *b_res, int n)
+void pretrain_end(struct pretrain *pt, struct run_ctx *rc, struct step_log *log)
 {
 	if (!pt->steps)
 		return;
 	rc->me = pt->deq;
-	for (int i = 0; i < pt->steps && i < n; i++)
-		f_res[i] = b_res[i] = NAN;
+	for (int i = 0; i < pt->steps && i < log->n; i++)
+		log->fwd.residual[i] = log->bwd.residual[i] = NAN;
 }
 
 static json_t *real_or_null(int ok, double x)
@@ -55,10 +54,9 @@ static json_t *real_or_null(int ok, double x)
 }
 
 json_t *pretrain_json(const struct pretrain *pt, const struct bench_config *cfg,
-		      int ok_steps, const double *loss, const double *ms,
-		      const double *fwd_ms, const double *bwd_ms,
-		      const double *f_ev, const double *v_ev)
+		      int ok_steps, const struct step_log *log)
 {
+	const double *ms = log->ms;
 	json_t *o;
 	int done = ok_steps < pt->steps ? ok_steps : pt->steps;
 	int w = cfg->warmup_steps, nt = done - w > 0 ? done - w : 0;
@@ -68,8 +66,8 @@ json_t *pretrain_json(const struct pretrain *pt, const struct bench_config *cfg,
 	if (!pt->steps)
 		return json_null();
 	for (int q = 0; q < done; q++) {
-		fe += f_ev[q];
-		ve += v_ev[q];
+		fe += log->f_ev[q];
+		ve += log->v_ev[q];
 		sum_ms += q >= w ? ms[q] : 0;
 	}
 	o = json_object();
@@ -78,9 +76,10 @@ json_t *pretrain_json(const struct pretrain *pt, const struct bench_config *cfg,
 	json_object_set_new(o, "steps_done", json_integer(done));
 	json_object_set_new(o, "steps_timed", json_integer(nt));
 	json_object_set_new(o, "step_ms", record_stats_json(ms + w, nt));
-	json_object_set_new(o, "forward_ms", record_stats_json(fwd_ms + w, nt));
+	json_object_set_new(o, "forward_ms",
+			    record_stats_json(log->fwd_ms + w, nt));
 	json_object_set_new(o, "backward_ms",
-			    record_stats_json(bwd_ms + w, nt));
+			    record_stats_json(log->bwd_ms + w, nt));
 	json_object_set_new(
 	    o, "tokens_per_s",
 	    real_or_null(nt && sum_ms > 0, tokens * nt / (sum_ms / 1000)));
@@ -89,7 +88,7 @@ json_t *pretrain_json(const struct pretrain *pt, const struct bench_config *cfg,
 	json_object_set_new(o, "vjp_evals_per_step",
 			    real_or_null(done, ve / (done ? done : 1)));
 	json_object_set_new(o, "train_loss_last",
-			    real_or_null(done, done ? loss[done - 1] : 0));
+			    real_or_null(done, done ? log->loss[done - 1] : 0));
 	json_object_set_new(o, "depth_bytes",
 			    json_integer((json_int_t)pt->depth_bytes));
 	return o;

@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "runner.h"
+#include "step_log.h"
 
 struct pretrain {
 	int steps;	       /* pretrain_steps; 0 = off */
@@ -39,20 +40,17 @@ int pretrain_create(struct pretrain *pt, struct run_ctx *rc,
 void pretrain_select(struct pretrain *pt, struct run_ctx *rc, int s);
 
 /* After the training loop: rc->me is the deq method again (evaluation,
- * solver statistics), and the per-step residual logs f_res, b_res (n
- * entries) are NAN for the pretraining steps, which had no solve. */
-void pretrain_end(struct pretrain *pt, struct run_ctx *rc, double *f_res,
-		  double *b_res, int n);
+ * solver statistics), and the forward and backward residuals of log are
+ * NAN for the pretraining steps, which had no solve. */
+void pretrain_end(struct pretrain *pt, struct run_ctx *rc,
+		  struct step_log *log);
 
-/* The record's "pretrain" object (results/SCHEMA.md) from the per-step
- * logs of the run (index = step - 1): the pretraining steps' timing
- * (after cfg->warmup_steps untimed steps), layer evaluations and last
- * loss; ok_steps is the number of completed steps. json_null() when
- * off. New reference. */
+/* The record's "pretrain" object (results/SCHEMA.md) from the run's
+ * per-step log: the pretraining steps' timing (after cfg->warmup_steps
+ * untimed steps), layer evaluations and last loss; ok_steps is the number
+ * of completed steps. json_null() when off. New reference. */
 json_t *pretrain_json(const struct pretrain *pt, const struct bench_config *cfg,
-		      int ok_steps, const double *loss, const double *ms,
-		      const double *fwd_ms, const double *bwd_ms,
-		      const double *f_ev, const double *v_ev);
+		      int ok_steps, const struct step_log *log);
 
 /* Gives the deq method back to rc (runner_ctx_destroy frees it), frees the
  * unroll method and zeroes pt. Safe on a zeroed pt. */

@@ -19,6 +19,11 @@
  * Perplexity = exp(mean per-token loss) over whole eval batches.
  * On the CPU with threads=1 two runs of one config give the same record
  * apart from times.
+ *
+ * Implementation: runner.c (setup, context, teardown), train_step.c (one
+ * step and the timed loop), step_log.c (per-step statistics), evaluate.c,
+ * run_record.c (the record), pretrain.c, param_files.c (parameter and
+ * gradient files); run_state.h is the state they share.
  */
 #ifndef DQ_BENCH_RUNNER_H
 #define DQ_BENCH_RUNNER_H
@@ -34,7 +39,19 @@ struct run_meta {
 	int quiet; /* no progress output */
 };
 
-enum run_status { RUN_OK = 0, RUN_DIVERGED = 1, RUN_ERROR = 2 };
+/* How a run ended. The record's status is "ok", "diverged" or "error"
+ * (runner_status_name); `deqbench run` exits 0 for RUN_OK and
+ * RUN_DIVERGED (a blow-up is a result), 1 for RUN_ERROR and 2 (bad input,
+ * no record appended) for RUN_SETUP_FAILED. */
+enum run_status {
+	RUN_OK = 0,
+	RUN_DIVERGED = 1, /* see RUNNER_DIVERGE_FACTOR; the message says why */
+	RUN_ERROR = 2,	  /* failed after setup (the record has timing) */
+	/* failed before the timed loop: a corpus missing or too short for
+	 * batch_size x (seq_len+1), vocab_size below the corpus's, a run
+	 * that does not fit in memory; the record has no timing */
+	RUN_SETUP_FAILED = 3,
+};
 
 /* A run diverges (status "diverged"; it stops at that step, and `deqbench
  * run` still exits 0: a blow-up is a result) when a step's training loss is
@@ -50,6 +67,13 @@ enum run_status { RUN_OK = 0, RUN_DIVERGED = 1, RUN_ERROR = 2 };
  * status "error" with the message). Returns the status. */
 enum run_status runner_run(const struct bench_config *cfg,
 			   const struct run_meta *meta, json_t **record);
+
+/* The record's status string of s: "ok", "diverged" or "error". */
+const char *runner_status_name(enum run_status s);
+
+/* The record's "suite" object of a suite run: {"name", "index", "combo",
+ * "repeat"} from meta (meta->suite non-NULL). New reference. */
+json_t *runner_meta_json(const struct run_meta *meta);
 
 /* Backend, model, method and the state buffer z of one run; what both the
  * training loop and `deqbench grad` build. */

@@ -863,7 +863,7 @@ Test(record, error_record_matches_schema, .init = cli_setup,
 	tiny_config(&c, "unroll");
 	cr_assert_eq(config_set(&c, "corpus", "text", err, sizeof(err)), 0);
 	cr_assert_eq(config_set(&c, "data_dir", cli_dir, err, sizeof(err)), 0);
-	cr_assert_eq(runner_run(&c, &meta, &r), RUN_ERROR);
+	cr_assert_eq(runner_run(&c, &meta, &r), RUN_SETUP_FAILED);
 	cr_assert_str_eq(json_string_value(at(r, "status")), "error");
 	cr_assert(strstr(json_string_value(at(r, "message")), "train.txt"),
 		  "%s", json_string_value(at(r, "message")));
@@ -1428,6 +1428,44 @@ Test(cli, bad_input_exits_2, .init = cli_setup, .fini = cli_teardown,
 		const char *a[] = {"run", TINY, "out=/proc/deqbench/x.jsonl",
 				   NULL};
 		expect_bad(a, res, "out=");
+	}
+}
+
+/* `run`'s exit status for each way a run ends (runner.h, enum run_status):
+ * a diverged run is a result (0), 1 when its record cannot be appended
+ * (out=/dev/full; ok runs: files/failed_append_keeps_record), and a run
+ * that fails in setup, here a train split too short for the batch, is bad
+ * input (2, one line, no record). No input reaches RUN_ERROR (a failure
+ * after setup: bad token ids, which the vocabulary rules exclude). */
+Test(cli, run_exit_status_by_outcome, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
+{
+	char res[512], arg[600], dir[600], err[8192];
+	struct stat sb;
+	cli_path(res, sizeof(res), "exit.jsonl");
+	cli_write_text(res, "{\"schema\":1,\"status\":\"ok\"}\n");
+	snprintf(arg, sizeof(arg), "out=%s", res);
+	{
+		const char *a[] = {"run",	  TINY, "lr=1000", "clip=0",
+				   "lr_warmup=0", arg,	NULL};
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
+		cr_assert(strstr(err, "run diverged"), "%s", err);
+	}
+	if (stat("/dev/full", &sb) == 0 && S_ISCHR(sb.st_mode)) {
+		const char *a[] = {"run",    TINY,	    "lr=1000",
+				   "clip=0", "lr_warmup=0", "out=/dev/full",
+				   NULL};
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 1, "%s", err);
+		cr_assert(strstr(err, "cannot append") &&
+			      strstr(err, "run diverged"),
+			  "%s", err);
+	}
+	write_text_corpus(cli_dir);
+	snprintf(dir, sizeof(dir), "data_dir=%s", cli_dir);
+	{
+		const char *a[] = {
+		    "run", "corpus=text", dir, "batch_size=100000", arg, NULL};
+		expect_bad(a, res, "too few for batch_size=100000");
 	}
 }
 

@@ -1,0 +1,329 @@
+/* param_files.c — parameter and gradient files of a run context
+ * (runner.h): runner_load_params, and the commands `deqbench params init`
+ * (runner_params_init) and `deqbench grad` (runner_grad). Files are
+ * float32 safetensors (safetensors.h) named as the model's parameters
+ * (docs/ARCHITECTURE.md §Model), written atomically. */
+#include "runner.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../methods/deq.h"
+#include "../methods/method.h"
+#include "../models/model.h"
+#include "dq_build.h"
+#include "safetensors.h"
+
+int runner_load_params(struct run_ctx *rc, const char *path, char *err,
+		       size_t errlen)
+{
+	struct model *m = rc->m;
+	struct st_file f;
+	double *tmp = NULL;
+	int rv = -1;
+
+	if (st_read(&f, path, err, errlen) != 0)
+		return -1;
+	tmp =
+	    malloc(sizeof(double) * (m->n_param_elems ? m->n_param_elems : 1));
+	if (!tmp) {
+		snprintf(err, errlen, "out of host memory");
+		goto out;
+	}
+	for (int i = 0; i < m->n_params; i++) {
+		const struct model_param *p = &m->params[i];
+		const struct st_tensor *t;
+		char e2[512];
+		t = st_get(&f, p->name, ST_F32, p->ndim, p->shape, e2,
+			   sizeof(e2));
+		if (!t) {
+			snprintf(err, errlen,
+				 "%s; the file must hold every parameter of "
+				 "the configured model with its shape (make "
+				 "it with deqbench params init and the same "
+				 "model keys)",
+				 e2);
+			goto out;
+		}
+		for (size_t k = 0; k < p->numel; k++)
+			tmp[p->offset + k] = ((const float *)t->data)[k];
+	}
+	rc->be->ops->upload(rc->be->ctx, m->param_buf, tmp, m->n_param_elems);
+	rc->be->ops->sync(rc->be->ctx);
+	rv = 0;
+out:
+	free(tmp);
+	st_close(&f);
+	return rv;
+}
+
+/* ---- writing ---- */
+
+/* Metadata "<pre>_iters", "<pre>_residual" (in the stop mode's sense, %.9g;
+ * "nan" or "inf" when the solve ended at a non-finite one),
+ * "<pre>_stop_mode", "<pre>_tol" and "<pre>_converged" ("true" or "false")
+ * of one solve; safetensors metadata values are strings. -1 when out of
+ * memory. */
+static int solve_metadata(struct st_writer *w, const char *pre,
+			  const struct solve_stats *s, double tol,
+			  int mode)
+{
+	static const char *const names[] = {"iters", "residual", "stop_mode",
+					    "tol", "converged"};
+	char k[32], v[5][40];
+	snprintf(v[0], sizeof(v[0]), "%d", s->iters);
+	snprintf(v[1], sizeof(v[1]), "%.9g", s->residual);
+	snprintf(v[2], sizeof(v[2]), "%s", stop_mode_name(mode));
+	snprintf(v[3], sizeof(v[3]), "%.9g", tol);
+	snprintf(v[4], sizeof(v[4]), "%s", s->converged ? "true" : "false");
+	for (int i = 0; i < 5; i++) {
+		snprintf(k, sizeof(k), "%s_%s", pre, names[i]);
+		if (st_writer_set_metadata(w, k, v[i]) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The last step's forward ("fwd_") and backward ("bwd_") solve, for the
+ * solves the method made. -1 when out of memory. */
+static int solves_metadata(struct st_writer *w, const struct method *me)
+{
+	const struct method_stats *st = method_get_stats(me);
+	const struct deq_config *dc = deq_config(method_get_config(me));
+	if (st->has_fwd_solve &&
+	    solve_metadata(w, "fwd", &st->fwd, dc->f_tol, dc->f_stop_mode) != 0)
+		return -1;
+	if (st->has_bwd_solve &&
+	    solve_metadata(w, "bwd", &st->bwd, dc->b_tol, dc->b_stop_mode) != 0)
+		return -1;
+	return 0;
+}
+
+/* The model keys that fix the shapes, and the init's, as compact JSON with
+ * sorted keys (metadata "config"), for whoever loads the file; vocab_size
+ * and seq_len as the model has them. NULL when out of memory. */
+static char *model_keys_json(const struct bench_config *cfg,
+			     const struct model *m)
+{
+	static const char *const keys[] = {"model",	"d_model", "n_heads",
+					   "d_ff",	"seq_len", "vocab_size",
+					   "seed",	"init",	   "init_std",
+					   "embed_std", NULL};
+	json_t *mk = json_object();
+	char *s;
+	for (int i = 0; keys[i]; i++)
+		json_object_set_new(mk, keys[i], config_key_json(cfg, keys[i]));
+	json_object_set_new(mk, "vocab_size", json_integer(m->cfg.vocab_size));
+	json_object_set_new(mk, "seq_len", json_integer(m->T));
+	s = json_dumps(mk, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(mk);
+	return s;
+}
+
+/* "format", "writer" and "config" (model_keys_json) metadata, and the
+ * solves with with_solves. -1 when out of memory. */
+static int add_metadata(struct st_writer *w, const struct run_ctx *rc,
+			const struct bench_config *cfg, int with_solves)
+{
+	char *mks = model_keys_json(cfg, rc->m);
+	int bad =
+	    st_writer_set_metadata(w, "format", "pt") != 0 ||
+	    st_writer_set_metadata(w, "writer", "deqbench " DQ_VERSION) != 0 ||
+	    (mks && st_writer_set_metadata(w, "config", mks) != 0);
+	free(mks);
+	if (!bad && with_solves)
+		bad = solves_metadata(w, rc->me) != 0;
+	return bad ? -1 : 0;
+}
+
+/* Tensors: float32 [1] "loss" when loss_f != NULL, then prefix + name of
+ * every parameter (shapes as the model's) from the model's buffer buf,
+ * converted into f32 (n_param_elems entries). w borrows loss_f and f32. */
+static int add_tensors(struct st_writer *w, const struct run_ctx *rc,
+		       const void *buf, const char *prefix, const float *loss_f,
+		       float *f32, char *err, size_t errlen)
+{
+	const struct model *m = rc->m;
+	double *tmp = malloc(sizeof(double) * (m->n_param_elems + 1));
+	int64_t one = 1;
+
+	if (!tmp) {
+		snprintf(err, errlen, "out of host memory");
+		return -1;
+	}
+	rc->be->ops->download(rc->be->ctx, tmp, buf, m->n_param_elems);
+	for (size_t k = 0; k < m->n_param_elems; k++)
+		f32[k] = (float)tmp[k];
+	free(tmp);
+	if (loss_f &&
+	    st_writer_add(w, "loss", ST_F32, 1, &one, loss_f, err, errlen) != 0)
+		return -1;
+	for (int i = 0; i < m->n_params; i++) {
+		const struct model_param *p = &m->params[i];
+		char name[256];
+		snprintf(name, sizeof(name), "%s%s", prefix, p->name);
+		if (st_writer_add(w, name, ST_F32, p->ndim, p->shape,
+				  f32 + p->offset, err, errlen) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Writes the model's buffer `buf` (params or grads) as float32 tensors
+ * named prefix + parameter name, plus a float32 [1] "loss" when loss !=
+ * NULL, with the metadata of add_metadata; atomically (st_writer_write).
+ * -1 with one line. */
+static int save_buffer(struct run_ctx *rc, const void *buf, const char *prefix,
+		       const double *loss, int with_solves,
+		       const struct bench_config *cfg, const char *path,
+		       char *err, size_t errlen)
+{
+	struct st_writer *w = st_writer_new();
+	float *f32 = malloc(sizeof(float) * (rc->m->n_param_elems + 1));
+	float loss_f = loss ? (float)*loss : 0;
+	int rv = -1;
+
+	if (!w || !f32) {
+		snprintf(err, errlen, "out of host memory");
+		goto out;
+	}
+	if (add_tensors(w, rc, buf, prefix, loss ? &loss_f : NULL, f32, err,
+			errlen) != 0)
+		goto out;
+	if (add_metadata(w, rc, cfg, with_solves) != 0) {
+		snprintf(err, errlen, "out of host memory");
+		goto out;
+	}
+	rv = st_writer_write(w, path, err, errlen);
+out:
+	st_writer_free(w);
+	free(f32);
+	return rv;
+}
+
+int runner_params_init(const struct bench_config *cfg, const char *out_path,
+		       char *err, size_t errlen)
+{
+	struct run_ctx rc;
+	int V, rv;
+	if (runner_resolve_vocab(cfg, &V, err, errlen) != 0)
+		return -1;
+	if (runner_ctx_create(&rc, cfg, V, err, errlen) != 0)
+		return -1;
+	rv = save_buffer(&rc, rc.m->param_buf, "", NULL, 0, cfg, out_path, err,
+			 errlen);
+	runner_ctx_destroy(&rc);
+	return rv;
+}
+
+/* ---- deqbench grad ---- */
+
+/* Sets cfg's batch_size and seq_len from a tokens tensor [B, T+1], within
+ * the keys' ranges as typed ones would be. -1 with one line. */
+static int tokens_shape(struct bench_config *cfg, const struct st_tensor *t,
+			const char *tokens_path, char *err, size_t errlen)
+{
+	char num[32], e2[256];
+	snprintf(num, sizeof(num), "%lld", (long long)t->shape[0]);
+	if (config_set(cfg, "batch_size", num, e2, sizeof(e2)) == 0) {
+		snprintf(num, sizeof(num), "%lld", (long long)t->shape[1] - 1);
+		if (config_set(cfg, "seq_len", num, e2, sizeof(e2)) == 0)
+			return 0;
+	}
+	snprintf(err, errlen,
+		 "%s: tensor 'tokens' [B, T+1] gives %s; use a smaller tokens "
+		 "file",
+		 tokens_path, e2);
+	return -1;
+}
+
+/* Reads tensor "tokens" (int32 [B, T+1], B >= 1, T >= 1) of the file at
+ * path into a new host array *tokens, B and T into cfg. -1 with one
+ * line. */
+static int read_tokens(struct bench_config *cfg, const char *path,
+		       int32_t **tokens, char *err, size_t errlen)
+{
+	struct st_file tf;
+	const struct st_tensor *t;
+	int rv = -1;
+
+	*tokens = NULL;
+	if (st_read(&tf, path, err, errlen) != 0)
+		return -1;
+	t = st_get(&tf, "tokens", ST_I32, -1, NULL, err, errlen);
+	if (t && (t->ndim != 2 || t->shape[0] < 1 || t->shape[1] < 2 ||
+		  t->shape[0] > INT32_MAX || t->shape[1] > INT32_MAX)) {
+		snprintf(err, errlen,
+			 "%s: tensor 'tokens' must be I32 [B, T+1] with B >= 1 "
+			 "and T >= 1",
+			 path);
+		t = NULL;
+	}
+	if (t && tokens_shape(cfg, t, path, err, errlen) == 0) {
+		*tokens = malloc(t->nbytes);
+		if (*tokens) {
+			memcpy(*tokens, t->data, t->nbytes);
+			rv = 0;
+		} else
+			snprintf(err, errlen, "out of host memory");
+	}
+	st_close(&tf);
+	return rv;
+}
+
+/* Vocabulary of a parameter file: the rows of "embed.weight" (F32 [V,
+ * d_model]). 0 with one line in err when missing or malformed. */
+static int params_vocab(const char *path, char *err, size_t errlen)
+{
+	struct st_file pf;
+	const struct st_tensor *t;
+	int V;
+	if (st_read(&pf, path, err, errlen) != 0)
+		return 0;
+	t = st_get(&pf, "embed.weight", ST_F32, -1, NULL, err, errlen);
+	if (t && (t->ndim != 2 || t->shape[0] < 1 || t->shape[0] > INT32_MAX)) {
+		snprintf(err, errlen,
+			 "%s: tensor 'embed.weight' must be F32 [V, d_model]",
+			 path);
+		t = NULL;
+	}
+	V = t ? (int)t->shape[0] : 0;
+	st_close(&pf);
+	return V;
+}
+
+int runner_grad(const struct bench_config *cfg_in, const char *params_path,
+		const char *tokens_path, const char *out_path,
+		struct method_stats *stats, char *err, size_t errlen)
+{
+	struct bench_config cfg = *cfg_in;
+	struct run_ctx rc;
+	int32_t *tokens;
+	int V = cfg.model.vocab_size, rv = -1;
+	double loss;
+	char e2[512];
+
+	if (read_tokens(&cfg, tokens_path, &tokens, err, errlen) != 0)
+		return -1;
+	/* vocabulary: the key, else the parameter file's embedding rows */
+	if (V <= 0)
+		V = params_vocab(params_path, err, errlen);
+	if (!V || runner_ctx_create(&rc, &cfg, V, err, errlen) != 0) {
+		free(tokens);
+		return -1;
+	}
+	if (runner_load_params(&rc, params_path, err, errlen) == 0) {
+		if (runner_grad_step(&rc, tokens, &loss, e2, sizeof(e2)) == 0) {
+			rv = save_buffer(&rc, rc.m->grad_buf, "grad.", &loss, 1,
+					 &cfg, out_path, err, errlen);
+			if (stats && rv == 0)
+				*stats = *method_get_stats(rc.me);
+		} else
+			snprintf(err, errlen, "%s: %s", tokens_path, e2);
+	}
+	runner_ctx_destroy(&rc);
+	free(tokens);
+	return rv;
+}

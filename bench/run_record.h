@@ -1,0 +1,37 @@
+/* run_record.h — the record of one training run (results/SCHEMA.md),
+ * filled from the run's state (run_state.h) section by section as the run
+ * gets there, so a run that fails part way still gives a record of the
+ * documented shape: the sections it did not reach stay null
+ * (record_new). Internal to the runner (docs/ARCHITECTURE.md §Config and
+ * records).
+ */
+#ifndef DQ_BENCH_RUN_RECORD_H
+#define DQ_BENCH_RUN_RECORD_H
+
+#include "evaluate.h"
+#include "run_state.h"
+
+/* Before setup: started_at, config, suite (r->meta in a suite), host and
+ * build. */
+void run_record_begin(struct run *r);
+
+/* After the context exists: device. */
+void run_record_device(struct run *r);
+
+/* After the optimizer state and the memory prediction: method (the
+ * method's resolved config), model and data. */
+void run_record_setup(struct run *r);
+
+/* After the timed loop, before evaluation (which would overwrite the
+ * method's statistics and the memory peaks): timing (without eval_s),
+ * memory, evals, solver, pretrain and, with cfg->trace, trace. The deq
+ * phase only where the run pretrained. */
+void run_record_train(struct run *r);
+
+/* After evaluation: quality, and timing.eval_s. */
+void run_record_quality(struct run *r, const struct eval_result *q);
+
+/* Last: status, message (empty when ok, else r->err) and finished_at. */
+void run_record_end(struct run *r);
+
+#endif

@@ -1,0 +1,63 @@
+/* run_state.h — the state of one training run (runner_run), shared by the
+ * runner's parts: runner.c sets it up and tears it down, train_step.c runs
+ * the timed loop on it, evaluate.c evaluates its model and run_record.c
+ * turns it into the record. Internal to the runner (docs/ARCHITECTURE.md
+ * §Data flow).
+ */
+#ifndef DQ_BENCH_RUN_STATE_H
+#define DQ_BENCH_RUN_STATE_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "config.h"
+#include "data.h"
+#include "pretrain.h"
+#include "runner.h"
+#include "step_log.h"
+
+/* Pool figures over the measured steps (backends with pool_stats). */
+struct pool_track {
+	int on;
+	size_t used_high, reserved_high, free_bytes, total_bytes;
+};
+
+struct run {
+	const struct bench_config *cfg;
+	const struct run_meta *meta; /* NULL for `deqbench run` */
+	json_t *rec;		     /* the record being built */
+	enum run_status status;
+	char err[1024]; /* why, when status is not RUN_OK */
+
+	struct corpus corpus;
+	int have_corpus;
+	struct batcher train; /* the train split's ordered iterator */
+	int V, B, T;	      /* vocabulary, batch, sequence length */
+	struct run_ctx rc;
+	struct pretrain pt;
+	void *adam_m, *adam_v; /* (n_param_elems) Adam moments, MEM_OPTIMIZER */
+	int32_t *tok;	       /* (B, T+1) host batch */
+	struct step_log log;
+	struct pool_track pool;
+
+	/* method_memory's prediction of the deq method's buffers (bytes) */
+	int have_pred;
+	size_t pred_depth, pred_solver;
+	struct backend_mem_stats setup_mem; /* allocator after setup */
+
+	/* steps_done: steps whose loss is known; ok_steps: steps completed
+	 * with every statistic (a diverged or failed step is not) */
+	int steps_done, ok_steps;
+	double t_setup, t_train, t_eval; /* wall seconds */
+};
+
+/* Monotonic wall clock, seconds. */
+static inline double run_wall_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+#endif

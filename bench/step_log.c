@@ -1,0 +1,66 @@
+/* step_log.c — see step_log.h: allocation of the per-step arrays and the
+ * method's statistics of one step. */
+#include "step_log.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The double arrays of l, in the order they sit in the block. */
+#define LOG_DOUBLES(l)                                                         \
+	{                                                                      \
+		&(l)->loss, &(l)->ms, &(l)->fwd_ms, &(l)->bwd_ms, &(l)->gnorm, \
+		    &(l)->lr, &(l)->fwd.iters, &(l)->fwd.residual,             \
+		    &(l)->bwd.iters, &(l)->bwd.residual, &(l)->f_ev,           \
+		    &(l)->v_ev, &(l)->reads, &(l)->jac                         \
+	}
+
+int step_log_alloc(struct step_log *l, int n)
+{
+	double **d[] = LOG_DOUBLES(l);
+	size_t nd = sizeof(d) / sizeof(*d), un = (size_t)n;
+	double *block;
+
+	memset(l, 0, sizeof(*l));
+	block = calloc(un, nd * sizeof(double) + 2 * sizeof(int));
+	if (!block)
+		return -1;
+	l->mem = block;
+	l->n = n;
+	for (size_t i = 0; i < nd; i++)
+		*d[i] = block + i * un;
+	l->fwd.flags = (int *)(block + nd * un);
+	l->bwd.flags = l->fwd.flags + un;
+	return 0;
+}
+
+void step_log_free(struct step_log *l)
+{
+	free(l->mem);
+	memset(l, 0, sizeof(*l));
+}
+
+static int solve_flags(const struct solve_stats *s)
+{
+	return (s->converged ? SOLVE_CONVERGED : 0) |
+	       (s->nonfinite ? SOLVE_NONFINITE : 0) |
+	       (s->protect_break ? SOLVE_PROTECT_BREAK : 0) |
+	       (s->stall_break ? SOLVE_STALL_BREAK : 0);
+}
+
+static void solve_put(struct solve_log *l, int i, const struct solve_stats *s)
+{
+	l->iters[i] = s->iters;
+	l->residual[i] = s->residual;
+	l->flags[i] = solve_flags(s);
+}
+
+void step_log_method(struct step_log *l, int i, const struct method_stats *st)
+{
+	l->f_ev[i] = (double)st->forward_evals;
+	l->v_ev[i] = (double)st->vjp_evals;
+	l->reads[i] = (double)st->host_reads;
+	solve_put(&l->fwd, i, &st->fwd);
+	solve_put(&l->bwd, i, &st->bwd);
+	l->jac[i] = st->jac_applied ? st->jac_loss : NAN;
+}

@@ -1,0 +1,197 @@
+/* train_step.c — see train_step.h: one training step and the timed loop.
+ * Step: zero grads, load batch, inject, method forward (train) → z, head
+ * forward → loss, head backward, method backward, inject backward, clip
+ * the global gradient norm to `clip`, Adam. Nothing here allocates: the
+ * buffers are the setup's (runner.c), the statistics go to the step log
+ * allocated with them. */
+#include "train_step.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../methods/method.h"
+#include "../models/model.h"
+#include "progress.h"
+
+/* Adam hyper-parameters (Kingma & Ba 2015 defaults, as the DEQ code). */
+#define ADAM_BETA1 0.9
+#define ADAM_BETA2 0.999
+#define ADAM_EPS   1e-8
+
+int step_forward(struct run_ctx *rc, const int32_t *tok, int train,
+		 double *loss, char *err, size_t errlen)
+{
+	struct model *m = rc->m;
+	if (train)
+		model_zero_grads(m);
+	if (model_set_batch(m, tok, err, errlen) != 0)
+		return -1;
+	model_inject_forward(m);
+	method_forward(rc->me, m->u, rc->z, train);
+	*loss = model_head_forward(m, rc->z);
+	return 0;
+}
+
+void step_backward(struct run_ctx *rc)
+{
+	struct model *m = rc->m;
+	model_head_backward(m);
+	method_backward(rc->me, m->gz, m->gu);
+	model_inject_backward(m);
+}
+
+int runner_grad_step(struct run_ctx *rc, const int32_t *tokens_host,
+		     double *loss, char *err, size_t errlen)
+{
+	if (step_forward(rc, tokens_host, 1, loss, err, errlen) != 0)
+		return -1;
+	step_backward(rc);
+	rc->be->ops->sync(rc->be->ctx);
+	return 0;
+}
+
+/* Learning rate of 1-based step: linear warmup lr*step/lr_warmup for the
+ * first lr_warmup steps, then cosine decay lr*(1+cos(pi*p))/2 with p going
+ * from 0 (first step after warmup) towards 1 (p = 1 would be the step after
+ * the last), as the DEQ / Transformer-XL training scripts do. */
+static double lr_at(const struct bench_config *c, int step)
+{
+	int w = c->lr_warmup;
+	if (w > 0 && step <= w)
+		return c->lr * step / w;
+	if (c->steps <= w)
+		return c->lr;
+	double p = (double)(step - 1 - w) / (c->steps - w);
+	return c->lr * 0.5 * (1 + cos(M_PI * p));
+}
+
+/* Whether the loss of step s has diverged (runner.h: not finite, or above
+ * RUNNER_DIVERGE_FACTOR · ln V nats); if so r->err says so. */
+static int loss_diverged(struct run *r, double loss, int s)
+{
+	double limit = RUNNER_DIVERGE_FACTOR * log((double)r->V);
+	if (isfinite(loss) && loss <= limit)
+		return 0;
+	snprintf(r->err, sizeof(r->err),
+		 "loss became %g at step %d%s%.4g nats (%d ln V, V = %d); "
+		 "lower lr or set clip",
+		 loss, s, isfinite(loss) ? ", above " : "; the limit is ",
+		 limit, RUNNER_DIVERGE_FACTOR, r->V);
+	return 1;
+}
+
+/* Clips the gradient to global l2 norm `clip` (when > 0) and takes Adam
+ * step s (no weight decay) at learning rate lr. Returns the norm before
+ * clipping. */
+static double optimizer_step(struct run *r, int s, double lr)
+{
+	struct backend *be = r->rc.be;
+	struct model *m = r->rc.m;
+	size_t n = m->n_param_elems;
+	double gn = be->ops->norm(be->ctx, m->grad_buf, n);
+	if (r->cfg->clip > 0 && gn > r->cfg->clip)
+		be->ops->scale(be->ctx, m->grad_buf, r->cfg->clip / gn, n);
+	be->ops->adam(be->ctx, m->param_buf, m->grad_buf, r->adam_m, r->adam_v,
+		      n, lr, ADAM_BETA1, ADAM_BETA2, ADAM_EPS, 0.0, s);
+	return gn;
+}
+
+/* Raises the pool's high-water marks by this step's. */
+static void pool_update(struct run *r)
+{
+	struct backend_pool_stats ps;
+	struct pool_track *p = &r->pool;
+	memset(&ps, 0, sizeof(ps));
+	r->rc.be->ops->pool_stats(r->rc.be->ctx, &ps);
+	if (ps.used_high_bytes > p->used_high)
+		p->used_high = ps.used_high_bytes;
+	if (ps.reserved_high_bytes > p->reserved_high)
+		p->reserved_high = ps.reserved_high_bytes;
+	p->free_bytes = ps.free_bytes;
+	p->total_bytes = ps.total_bytes;
+}
+
+/* Training step s (1-based) on the batch in r->tok, timed by the backend's
+ * timer marks 0 (start), 1 (loss) and 2 (after Adam). Returns RUN_OK,
+ * RUN_DIVERGED or RUN_ERROR (r->err says why). */
+static enum run_status train_step(struct run *r, int s, int measured)
+{
+	const struct backend_ops *ops = r->rc.be->ops;
+	void *ctx = r->rc.be->ctx;
+	struct step_log *log = &r->log;
+	double loss, gn, lr = lr_at(r->cfg, s);
+	int i = s - 1;
+
+	ops->timer_mark(ctx, 0);
+	if (step_forward(&r->rc, r->tok, 1, &loss, r->err, sizeof(r->err)))
+		return RUN_ERROR;
+	ops->timer_mark(ctx, 1);
+	log->loss[i] = loss;
+	r->steps_done = s;
+	if (loss_diverged(r, loss, s))
+		return RUN_DIVERGED;
+	step_backward(&r->rc);
+	gn = optimizer_step(r, s, lr);
+	ops->timer_mark(ctx, 2);
+	log->fwd_ms[i] = ops->timer_elapsed_ms(ctx, 0, 1);
+	log->bwd_ms[i] = ops->timer_elapsed_ms(ctx, 1, 2);
+	log->ms[i] = log->fwd_ms[i] + log->bwd_ms[i];
+	log->gnorm[i] = gn;
+	log->lr[i] = lr;
+	step_log_method(log, i, method_get_stats(r->rc.me));
+	if (r->pool.on && measured)
+		pool_update(r);
+	if (!isfinite(gn)) {
+		snprintf(r->err, sizeof(r->err),
+			 "gradient norm became %g at step %d; lower lr or "
+			 "raise clip",
+			 gn, s);
+		return RUN_DIVERGED;
+	}
+	return RUN_OK;
+}
+
+/* "[index] method" in a suite, "method" alone otherwise. */
+static void progress_start(const struct run *r, struct progress *prog)
+{
+	const char *name = method_kind_name(r->cfg->method.method);
+	char label[96];
+	if (r->meta && r->meta->suite)
+		snprintf(label, sizeof(label), "[%d] %s", r->meta->index, name);
+	else
+		snprintf(label, sizeof(label), "%s", name);
+	progress_begin(prog, r->cfg->steps, label, r->meta && r->meta->quiet);
+}
+
+void train_loop(struct run *r)
+{
+	const struct bench_config *cfg = r->cfg;
+	struct progress prog;
+	double t0, tms = 0; /* tms: device ms of the measured steps */
+
+	progress_start(r, &prog);
+	r->status = RUN_OK;
+	t0 = run_wall_s();
+	for (int s = 1; s <= cfg->steps; s++) {
+		int measured = s > cfg->warmup_steps;
+		batcher_next(&r->train, r->tok);
+		pretrain_select(&r->pt, &r->rc, s);
+		if (r->pool.on && measured)
+			r->rc.be->ops->pool_reset_peak(r->rc.be->ctx);
+		r->status = train_step(r, s, measured);
+		if (r->status != RUN_OK)
+			break;
+		r->ok_steps = s;
+		if (measured)
+			tms += r->log.ms[s - 1];
+		progress_update(&prog, s, r->log.loss[s - 1],
+				measured
+				    ? (double)r->B * r->T *
+					  (s - cfg->warmup_steps) / (tms / 1000)
+				    : NAN);
+	}
+	r->t_train = run_wall_s() - t0;
+	pretrain_end(&r->pt, &r->rc, &r->log);
+	progress_end(&prog, runner_status_name(r->status));
+}

@@ -1,0 +1,32 @@
+/* train_step.h — one training step (forward, loss, backward, gradient
+ * clipping, Adam) and the timed loop of `steps` of them over a run's
+ * state (run_state.h); the forward and backward halves are also what
+ * evaluation and `deqbench grad` run. Internal to the runner
+ * (docs/ARCHITECTURE.md §Data flow).
+ */
+#ifndef DQ_BENCH_TRAIN_STEP_H
+#define DQ_BENCH_TRAIN_STEP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "run_state.h"
+
+/* Forward of host tokens tok (B, T+1) int32 up to the loss: with train,
+ * zeroes the grads first and keeps what the backward needs; *loss is the
+ * mean over the B*T positions, nats. -1 with one line for bad token ids. */
+int step_forward(struct run_ctx *rc, const int32_t *tok, int train,
+		 double *loss, char *err, size_t errlen);
+
+/* Backward of the last training forward: dL/dθ added into m->grad_buf. */
+void step_backward(struct run_ctx *rc);
+
+/* The timed loop (runner.h): r->cfg->steps steps on r->train's batches,
+ * progress on stderr, each step's statistics in r->log. Needs everything
+ * runner.c's setup allocated; allocates nothing itself. Sets r->status
+ * (RUN_OK, RUN_DIVERGED or RUN_ERROR, with r->err), r->steps_done,
+ * r->ok_steps and r->t_train; rc.me is the deq method again afterwards
+ * (pretrain_end). */
+void train_loop(struct run *r);
+
+#endif
