@@ -15,6 +15,7 @@
 
 #include "../methods/method.h"
 #include "../models/model.h"
+#include "step_log.h"
 
 static size_t sat_add(size_t a, size_t b)
 {
@@ -71,8 +72,7 @@ int memfit_estimate(const struct bench_config *cfg, int V, size_t elem,
 	    sat_add(out->host_extra, sat_mul(3 * sizeof(int32_t),
 					     (size_t)m.B * ((size_t)m.T + 1)));
 	if (train) {
-		per_step = 13 * sizeof(double) + 2 * sizeof(int) +
-			   (cfg->trace ? 11 * 64 : 0);
+		per_step = step_log_step_bytes() + (cfg->trace ? 11 * 64 : 0);
 		out->host_steps = sat_mul(per_step, (size_t)cfg->steps);
 		out->host_extra = sat_add(out->host_extra, out->host_steps);
 	}

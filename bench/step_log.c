@@ -15,6 +15,13 @@
 		    &(l)->v_ev, &(l)->reads, &(l)->jac                         \
 	}
 
+size_t step_log_step_bytes(void)
+{
+	struct step_log l;
+	double **d[] = LOG_DOUBLES(&l);
+	return sizeof(d) / sizeof(*d) * sizeof(double) + 2 * sizeof(int);
+}
+
 int step_log_alloc(struct step_log *l, int n)
 {
 	double **d[] = LOG_DOUBLES(l);
@@ -22,7 +29,7 @@ int step_log_alloc(struct step_log *l, int n)
 	double *block;
 
 	memset(l, 0, sizeof(*l));
-	block = calloc(un, nd * sizeof(double) + 2 * sizeof(int));
+	block = calloc(un, step_log_step_bytes());
 	if (!block)
 		return -1;
 	l->mem = block;

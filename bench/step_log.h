@@ -48,6 +48,8 @@ struct step_log {
 /* Allocates n zeroed entries of every array in one block. 0, or -1 when
  * out of host memory (l is then safe to step_log_free). */
 int step_log_alloc(struct step_log *l, int n);
+/* Host bytes step_log_alloc takes per step (memfit's estimate). */
+size_t step_log_step_bytes(void);
 void step_log_free(struct step_log *l);
 
 /* Stores the method's statistics of step index i (after its backward):
