@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "rng.h"
 
 static uint64_t rng_state;
 
@@ -20,11 +21,7 @@ static uint64_t rng_state;
 
 static inline double urand(void) /* splitmix64 -> [-1, 1) */
 {
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	z ^= z >> 31;
-	return (double)(z >> 11) * 0x1.0p-52 - 1.0;
+	return (double)(splitmix64(&rng_state) >> 11) * 0x1.0p-52 - 1.0;
 }
 
 static inline double *rnd(size_t n, double scale)
