@@ -796,16 +796,6 @@ static double step(struct model *m, struct method *me, void *z)
 	return loss;
 }
 
-static double rel_max_err(const double *a, const double *b, size_t n)
-{
-	double e = 0, mx = 0;
-	for (size_t i = 0; i < n; i++) {
-		e = fmax(e, fabs(a[i] - b[i]));
-		mx = fmax(mx, fabs(b[i]));
-	}
-	return mx > 0 ? e / mx : e;
-}
-
 /* Loss, z, dL/du and every gradient, bitwise, on "cpu" (float: any
  * reordering would show): checkpoint runs the same block calls on the same
  * values in the same order as unroll. */

@@ -84,6 +84,17 @@ static inline double hdot(const double *a, const double *b, size_t n)
 	return s;
 }
 
+/* max |a − b| / max |b| over n elements (max |a − b| when b is 0). */
+static inline double rel_max_err(const double *a, const double *b, size_t n)
+{
+	double e = 0, s = 0;
+	for (size_t i = 0; i < n; i++) {
+		e = fmax(e, fabs(a[i] - b[i]));
+		s = fmax(s, fabs(b[i]));
+	}
+	return s > 0 ? e / s : e;
+}
+
 static inline void assert_finite(const double *x, size_t n, const char *what)
 {
 	for (size_t i = 0; i < n; i++)
