@@ -44,7 +44,7 @@
 #include "bench/runner.h"
 #include "bench/safetensors.h"
 #include "models/model.h"
-#include "test_util.h"
+#include "test_model_util.h"
 
 /* Shapes: every tensor has at least 256 elements. */
 enum { D = 256, H = 4, F = 384, T = 64, B = 2, V = 500 };
@@ -54,24 +54,12 @@ static struct model *make(struct backend *be, enum model_kind kind,
 			  double embed_std, uint64_t seed, int d, int f, int t,
 			  int v)
 {
-	struct model_config c = {
-	    .kind = kind,
-	    .d_model = d,
-	    .n_heads = H,
-	    .d_ff = f,
-	    .seq_len = t,
-	    .batch_size = B,
-	    .vocab_size = v,
-	    .seed = seed,
-	    .init = init,
-	    .init_std = init_std,
-	    .embed_std = embed_std,
-	};
-	struct model *m = NULL;
-	char err[256] = "";
-	cr_assert_eq(model_create(&m, be, &c, err, sizeof(err)), 0,
-		     "model_create: %s", err);
-	return m;
+	struct model_config c =
+	    model_cfg(kind, (struct shape){B, t, d, H, f, v}, seed);
+	c.init = init;
+	c.init_std = init_std;
+	c.embed_std = embed_std;
+	return model_of(be, &c);
 }
 
 static double *params_of(struct backend *be, const struct model *m)
