@@ -104,6 +104,34 @@ static inline void fx_grads_free(struct fx_grads *g)
 	free(g->theta);
 }
 
+/* The block's FD experiment at a random point: a model of kind with shape
+ * s on a fresh "cpu64" backend, init seed 7; from rng_state = 1000 + s.d
+ * random O(1) parameters (random_params), z, u and R (lm = 0), and the
+ * vjp there into *g. fx_close frees it all. */
+static inline void fx_open_block(struct fx *f, struct fx_grads *g,
+				 enum model_kind kind, struct shape s)
+{
+	struct backend *be = make_be("cpu64");
+	struct model *m = make_model(be, kind, s, 7);
+	rng_state = 1000 + (uint64_t)s.d;
+	fx_init(f, be, m, 0, 1, random_params);
+	fx_vjp(f, g);
+}
+
+/* Frees g (when not NULL) and f, destroys the model and its backend,
+ * asserting that nothing else stayed allocated. */
+static inline void fx_close(struct fx *f, struct fx_grads *g)
+{
+	struct backend *be = f->be;
+	if (g)
+		fx_grads_free(g);
+	fx_free(f);
+	model_destroy(f->m);
+	cr_assert_eq(be->mem.live_total, 0, "%zu bytes leaked",
+		     be->mem.live_total);
+	backend_destroy(be);
+}
+
 /* Loss of the LM: inject, z0 = 0, `layers` applications, head. */
 static inline double lm_loss(struct fx *f)
 {

@@ -73,14 +73,10 @@ static int is_block_param(const char *name)
 
 static void check_block(enum model_kind kind, int is_pow2)
 {
-	struct shape s = shape_of(kind, is_pow2);
-	struct backend *be = make_be("cpu64");
-	struct model *m = make_model(be, kind, s, 7);
 	struct fx f;
 	struct fx_grads g;
-	rng_state = 1000 + (uint64_t)s.d;
-	fx_init(&f, be, m, 0, 1, random_params);
-	fx_vjp(&f, &g);
+	fx_open_block(&f, &g, kind, shape_of(kind, is_pow2));
+	struct model *m = f.m;
 	size_t nd = m->n_state, np = m->n_param_elems;
 	assert_finite(f.out, nd, "f");
 	assert_finite(g.z, nd, "gz_in");
@@ -109,11 +105,7 @@ static void check_block(enum model_kind kind, int is_pow2)
 				     p->name);
 	}
 
-	fx_grads_free(&g);
-	fx_free(&f);
-	model_destroy(m);
-	cr_assert_eq(be->mem.live_total, 0);
-	backend_destroy(be);
+	fx_close(&f, &g);
 }
 
 /* ------------------------------------------------ 2. vjp flags, += rule */
@@ -199,9 +191,7 @@ static void check_flags(enum model_kind kind)
 	backend_free(be, tape);
 	backend_free(be, gz_in);
 	backend_free(be, gz_out);
-	fx_free(&f);
-	model_destroy(m);
-	backend_destroy(be);
+	fx_close(&f, NULL);
 }
 
 /* --------------------------------------------------- 3. whole LM loss */
@@ -297,10 +287,7 @@ static void check_lm(enum model_kind kind, int is_pow2, int layers)
 	backend_free(be, tapes);
 	backend_free(be, g);
 	backend_free(be, g2);
-	fx_free(&f);
-	model_destroy(m);
-	cr_assert_eq(be->mem.live_total, 0);
-	backend_destroy(be);
+	fx_close(&f, NULL);
 }
 
 /* --------------------------------------------------- 4. determinism */

@@ -244,14 +244,10 @@ Test(trellis, one_layer_reaches_one_position)
  * is not. */
 static void check_last_c(struct shape s)
 {
-	struct backend *be = make_be("cpu64");
-	struct model *m = make_model(be, MODEL_TRELLISNET, s, 7);
 	struct fx f;
 	struct fx_grads g;
-	rng_state = 1000 + (uint64_t)s.d;
-	fx_init(&f, be, m, 0, 1, random_params);
-	fx_vjp(&f, &g);
-	size_t nh = m->n_state / 2, nonzero = 0;
+	fx_open_block(&f, &g, MODEL_TRELLISNET, s);
+	size_t nh = f.m->n_state / 2, nonzero = 0;
 	for (int b = 0; b < s.B; b++)
 		for (int t = 0; t < s.T; t++)
 			for (int r = 0; r < s.d; r++) {
@@ -264,10 +260,7 @@ static void check_last_c(struct shape s)
 					nonzero += gc != 0.0;
 			}
 	cr_assert_gt(nonzero, 0, "c gets no gradient at all");
-	fx_grads_free(&g);
-	fx_free(&f);
-	model_destroy(m);
-	backend_destroy(be);
+	fx_close(&f, &g);
 }
 
 Test(trellis, last_c_gets_no_gradient)
