@@ -51,9 +51,8 @@ static double *jac_grad(const char *dev, enum model_kind kind, struct shape s,
 			double *R)
 {
 	const double gamma = 0.7;
-	struct model *m = open_model(dev, kind, s, 5);
+	struct model *m = open_contractive(dev, kind, s, 5);
 	struct backend *be = m->be;
-	make_contractive(m);
 	void *z = dev_state(m);
 	size_t n = m->n_state, np = m->n_param_elems;
 	double *g[2];
@@ -95,9 +94,8 @@ static void check_jac_fd(enum model_kind kind, struct shape s, enum b_mode b)
 {
 	double *zs, *eps, R;
 	double *g = jac_grad("cpu64", kind, s, b, 0, &zs, &eps, &R);
-	struct model *m = open_model("cpu64", kind, s, 5);
+	struct model *m = open_contractive("cpu64", kind, s, 5);
 	struct backend *be = m->be;
-	make_contractive(m);
 	size_t n = m->n_state;
 	struct jac_fx f = {m,	       dev(be, n),
 			   dev(be, n), dev(be, n),
@@ -211,9 +209,8 @@ Test(jac, bias_is_second_order, .timeout = 60)
  * the probe: equal seeds give equal ε, different seeds different. */
 Test(jac, freq_and_seed)
 {
-	struct model *m = open_model("cpu", MODEL_TANH_CELL, odd, 3);
+	struct model *m = open_contractive("cpu", MODEL_TANH_CELL, odd, 3);
 	struct backend *be = m->be;
-	make_contractive(m);
 	void *z = dev_state(m);
 	size_t np = m->n_param_elems, n = m->n_state;
 	double *g[2];
@@ -317,9 +314,8 @@ static double ph_loss(void *ctx)
 static void check_phantom_fd(enum model_kind kind, struct shape s, int k,
 			     double lam)
 {
-	struct model *m = open_model("cpu64", kind, s, 8);
+	struct model *m = open_contractive("cpu64", kind, s, 8);
 	struct backend *be = m->be;
-	make_contractive(m);
 	size_t n = m->n_state;
 	void *z = dev_state(m);
 	struct method_config c = deq_cfg(BMODE_PHANTOM);
@@ -364,9 +360,8 @@ Test(phantom, gradient_fd, .timeout = 300)
  * bits in float32 (z, every gradient, dL/du). */
 Test(phantom, k1_tau1_is_jfb)
 {
-	struct model *m = open_model("cpu", MODEL_TRANSFORMER, odd, 6);
+	struct model *m = open_contractive("cpu", MODEL_TRANSFORMER, odd, 6);
 	struct backend *be = m->be;
-	make_contractive(m);
 	void *z = dev_state(m);
 	size_t np = m->n_param_elems, nu = m->n_u, n = m->n_state;
 	double *g[2], *gu[2], *zz[2], l[2];
@@ -397,9 +392,8 @@ Test(phantom, k1_tau1_is_jfb)
  * to 1e-13 (abs). Tolerance 1e-9 of each tensor's largest entry. */
 Test(phantom, many_steps_tend_to_ift)
 {
-	struct model *m = open_model("cpu64", MODEL_TANH_CELL, odd, 2);
+	struct model *m = open_contractive("cpu64", MODEL_TANH_CELL, odd, 2);
 	struct backend *be = m->be;
-	make_contractive(m);
 	void *z = dev_state(m);
 	size_t np = m->n_param_elems;
 	struct method_config c = deq_cfg(BMODE_IFT);

@@ -160,9 +160,8 @@ static size_t depth_of(struct model *m, struct method_config c,
  * radius). Evaluations: the regulariser adds 2 forwards and 3 VJPs. */
 Test(memory, exact_formulas)
 {
-	struct model *m = open_model("cpu", MODEL_TRANSFORMER, odd, 1);
+	struct model *m = open_contractive("cpu", MODEL_TRANSFORMER, odd, 1);
 	struct backend *be = m->be;
-	make_contractive(m);
 	size_t e = be->elem, tape = model_tape_elems(m), n = m->n_state;
 	struct {
 		enum b_mode b;

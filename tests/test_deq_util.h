@@ -152,6 +152,16 @@ static inline void make_contractive(struct model *m)
 	}
 }
 
+/* open_model, then made a contraction by make_contractive. */
+static inline struct model *open_contractive(const char *name,
+					     enum model_kind kind,
+					     struct shape s, uint64_t tokens)
+{
+	struct model *m = open_model(name, kind, s, tokens);
+	make_contractive(m);
+	return m;
+}
+
 /* One training step as the runner takes it: the loss and gradients (left
  * in m->grad_buf). z is a caller buffer of n_state elements; z* of the
  * forward is copied to zs_host (n_state doubles) when not NULL. Returns

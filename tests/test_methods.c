@@ -111,18 +111,17 @@ static void set_spectral_norm(struct model *m, const char *name, double target)
 	free(t);
 }
 
-/* A contraction on backend `name`, with tokens from seed: tanh_cell with
- * ‖cell.weight‖₂ = 0.45, the transformer with the strong injection of
- * make_contractive_transformer. */
-static struct model *contractive(const char *name, enum model_kind kind,
-				 struct shape s, uint64_t tokens)
+/* open_model made a contraction: tanh_cell with ‖cell.weight‖₂ = 0.45
+ * (make_contractive bounds the Frobenius norm instead), the transformer
+ * with the strong injection of make_contractive_transformer. */
+static struct model *open_spectral(const char *name, enum model_kind kind,
+				   struct shape s, uint64_t tokens)
 {
-	struct model *m = deq_model(make_be(name), kind, s);
+	struct model *m = open_model(name, kind, s, tokens);
 	if (kind == MODEL_TANH_CELL)
 		set_spectral_norm(m, "cell.weight", 0.45);
 	else
 		make_contractive_transformer(m, 1);
-	set_tokens(m, tokens);
 	return m;
 }
 
@@ -208,7 +207,7 @@ static void check_fd(enum model_kind kind, struct shape s,
 		     struct method_config c)
 {
 	const double atol = c.method == METHOD_DEQ ? 1e-6 : 1e-9;
-	struct model *m = contractive("cpu64", kind, s, 5);
+	struct model *m = open_spectral("cpu64", kind, s, 5);
 	struct backend *be = m->be;
 	struct eval_fx f = {m, new_method(m, c), dev_state(m)};
 	step(m, f.me, f.z, NULL);
@@ -416,7 +415,7 @@ static void check_deq_vs_unroll(enum model_kind kind, struct shape s,
 				enum solver_kind fs, enum solver_kind bs,
 				int L_unroll)
 {
-	struct model *m = contractive("cpu64", kind, s, 9);
+	struct model *m = open_spectral("cpu64", kind, s, 9);
 	struct method_config c = deq_solvers(fs, bs, 1e-12, 150);
 	/* λ is absolute (torchdeq's convention): once ‖G‖² ≪ λ the mixing
 	 * degenerates to averaging and stalls near ‖G‖ ~ √λ, so tight
@@ -456,7 +455,7 @@ Test(deq, solvers_agree_on_fixed_point, .timeout = 120)
 {
 	enum model_kind kinds[] = {MODEL_TANH_CELL, MODEL_TRANSFORMER};
 	for (int q = 0; q < 2; q++) {
-		struct model *m = contractive("cpu64", kinds[q], odd, 4);
+		struct model *m = open_spectral("cpu64", kinds[q], odd, 4);
 		struct backend *be = m->be;
 		void *z = dev_state(m);
 		double *zs[3];
