@@ -579,20 +579,11 @@ Test(model, tanh_cell_table_and_init)
 
 /* ------------------------------------------------------- bad input */
 
+/* assert_model_refused on a fresh "cpu" backend. */
 static void expect_fail(struct model_config c, const char *needle)
 {
 	struct backend *be = make_be("cpu");
-	struct model *m = (struct model *)0x1;
-	char err[256] = "";
-	cr_assert_eq(model_create(&m, be, &c, err, sizeof(err)), -1,
-		     "expected failure for '%s'", needle);
-	cr_assert_null(m);
-	cr_assert(strstr(err, needle) != NULL, "message '%s' lacks '%s'", err,
-		  needle);
-	cr_assert(strchr(err, '\n') == NULL);
-	cr_assert_eq(be->mem.live_total, 0, "leaked %zu bytes",
-		     be->mem.live_total);
-	cr_assert_eq(be->mem.n_allocs, 0);
+	assert_model_refused(be, &c, needle);
 	backend_destroy(be);
 }
 

@@ -86,6 +86,25 @@ static inline void random_params(const struct model *m, double *theta)
 	}
 }
 
+/* model_create of c on be is refused: -1, the model pointer NULL, a
+ * one-line message containing needle, nothing left allocated on be. */
+static inline void assert_model_refused(struct backend *be,
+					const struct model_config *c,
+					const char *needle)
+{
+	struct model *m = (struct model *)0x1;
+	char err[256] = "";
+	cr_assert_eq(model_create(&m, be, c, err, sizeof(err)), -1,
+		     "expected failure for '%s'", needle);
+	cr_assert_null(m);
+	cr_assert(strstr(err, needle) != NULL, "message '%s' lacks '%s'", err,
+		  needle);
+	cr_assert(strchr(err, '\n') == NULL);
+	cr_assert_eq(be->mem.live_total, 0, "leaked %zu bytes",
+		     be->mem.live_total);
+	cr_assert_eq(be->mem.n_allocs, 0);
+}
+
 /* A batch of tokens (B, T+1) uniform in [0, V), from rng_state; free()
  * it. */
 static inline int32_t *random_tokens(const struct model *m)
