@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* test_fd.h's step and tolerance (test_model.c argues them); only its
+ * fixture and fx_vjp are used here. */
 #define FD_H   1e-6
 #define FD_TOL 1e-6
 
