@@ -43,14 +43,14 @@
 static const struct shape odd = {3, 5, 12, 3, 20, 17};
 static const struct shape pow2 = {2, 8, 16, 4, 32, 32};
 
-/* An evaluation forward of me on m's batch: the loss (the function the
- * finite differences of check_fd differentiate). */
+/* loss_only's arguments: m with its batch, a method and a z buffer. */
 struct eval_fx {
 	struct model *m;
 	struct method *me;
 	void *z;
 };
 
+/* The loss of an evaluation forward: what check_fd differentiates. */
 static double loss_only(void *ctx)
 {
 	struct eval_fx *f = ctx;
