@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/rng.h"
 #include "method_impl.h"
 
 /* ---------------------------------------------------------- registry */
@@ -270,11 +271,7 @@ const double *method_jac_probe(const struct method *me)
 
 double method_u01(struct method *me)
 {
-	uint64_t z = (me->rng += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
-	return ((double)(z >> 11) + 0.5) * 0x1.0p-53;
+	return splitmix64_u01(&me->rng);
 }
 
 /* Box–Muller, both outputs of each pair used. O(n) host work: ~n/2 logs,

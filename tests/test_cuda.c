@@ -575,13 +575,8 @@ Test(cuda_ops, vector_ops, .timeout = 120)
 		double d2 = be->ops->dot(be->ctx, dx, dy, n);
 		cr_assert(d == d2 || (isnan(d) && isnan(d2)),
 			  "dot not deterministic: %.17g vs %.17g", d, d2);
-		double rd = 0, rn = 0, ad = 0;
-		for (size_t i = 0; i < n; i++) {
-			rd += x[i] * y[i];
-			ad += fabs(x[i] * y[i]);
-			rn += x[i] * x[i];
-		}
-		rn = sqrt(rn);
+		double rd, ad, rn;
+		ref_dot_norm(x, y, n, &rd, &ad, &rn);
 		cr_assert(fabs(d - rd) <= 1e-11 * ad || d == rd,
 			  "n=%zu dot %.17g vs %.17g", n, d, rd);
 		cr_assert(fabs(nr - rn) <= 1e-11 * rn || nr == rn,

@@ -26,53 +26,6 @@
 static const struct shape odd = {3, 5, 12, 3, 20, 17};
 static const struct shape pow2 = {2, 8, 16, 4, 32, 32};
 
-/* Checks analytic gradient g against central differences of phi(ctx) in
- * every parameter tensor at 6 sampled coordinates; h relative to the
- * coordinate's size; a coordinate off by more than tol is retried at h/16
- * and h/256 (a ReLU kink within h; a wrong formula does not improve).
- * Returns the number of tensors whose gradient was not identically 0. */
-static int fd_params(struct model *m, const double *g, double rtol, double atol,
-		     double (*phi)(void *), void *ctx, const char *what)
-{
-	struct backend *be = m->be;
-	double *p = download(be, m->param_buf, m->n_param_elems);
-	uint64_t save = rng_state;
-	int nonzero = 0;
-	rng_state = 99;
-	for (int i = 0; i < m->n_params; i++) {
-		const struct model_param *pp = &m->params[i];
-		double gmax = 0;
-		for (size_t j = 0; j < pp->numel; j++)
-			gmax = fmax(gmax, fabs(g[pp->offset + j]));
-		nonzero += gmax > 0;
-		for (int t = 0; t < 6; t++) {
-			size_t j = pp->offset +
-				   (size_t)(rnd_u01() * (double)pp->numel);
-			double h = 1e-6 * fmax(1.0, fabs(p[j])), fd = 0;
-			for (int r = 0; r < 3; r++, h /= 16) {
-				double v = p[j] + h;
-				up(be, dq_at(be, m->param_buf, j), &v, 1);
-				double fp = phi(ctx);
-				v = p[j] - h;
-				up(be, dq_at(be, m->param_buf, j), &v, 1);
-				double fm = phi(ctx);
-				up(be, dq_at(be, m->param_buf, j), &p[j], 1);
-				fd = (fp - fm) / (2 * h);
-				if (fabs(fd - g[j]) <= rtol * gmax + atol)
-					break;
-			}
-			cr_assert(fabs(fd - g[j]) <= rtol * gmax + atol,
-				  "%s %s[%zu]: analytic %.12g fd %.12g (max "
-				  "%.3g)",
-				  what, pp->name, j - pp->offset, g[j], fd,
-				  gmax);
-		}
-	}
-	rng_state = save;
-	free(p);
-	return nonzero;
-}
-
 /* ---------------------------------------- 1. Jacobian regularisation */
 
 /* R(θ) = ‖εᵀ J_f(z*; u(θ), θ)‖² / n at a fixed z* and ε: injection from
@@ -100,10 +53,8 @@ static double *jac_grad(const char *dev, enum model_kind kind, struct shape s,
 			double *R)
 {
 	const double gamma = 0.7;
-	struct backend *be = make_be(dev);
-	struct model *m = make_model(be, kind, s);
-	make_contractive(m);
-	set_tokens(m, 5);
+	struct model *m = open_contractive(dev, kind, s, 5);
+	struct backend *be = m->be;
 	void *z = dev_state(m);
 	size_t n = m->n_state, np = m->n_param_elems;
 	double *g[2];
@@ -132,8 +83,7 @@ static double *jac_grad(const char *dev, enum model_kind kind, struct shape s,
 	for (size_t i = 0; i < np; i++)
 		g[0][i] = (g[0][i] - g[1][i]) / gamma;
 	free(g[1]);
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 	return g[0];
 }
 
@@ -146,10 +96,8 @@ static void check_jac_fd(enum model_kind kind, struct shape s, enum b_mode b)
 {
 	double *zs, *eps, R;
 	double *g = jac_grad("cpu64", kind, s, b, 0, &zs, &eps, &R);
-	struct backend *be = make_be("cpu64");
-	struct model *m = make_model(be, kind, s);
-	make_contractive(m);
-	set_tokens(m, 5);
+	struct model *m = open_contractive("cpu64", kind, s, 5);
+	struct backend *be = m->be;
 	size_t n = m->n_state;
 	struct jac_fx f = {m,	       dev(be, n),
 			   dev(be, n), dev(be, n),
@@ -163,8 +111,7 @@ static void check_jac_fd(enum model_kind kind, struct shape s, enum b_mode b)
 	/* tanh_cell: cell, inject w/b, embed, pos; transformer: more */
 	cr_assert_geq(nz, kind == MODEL_TANH_CELL ? 5 : 14, "%d tensors", nz);
 	free(g), free(zs), free(eps);
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }
 
 Test(jac, gradient_fd_tanh_cell, .timeout = 120)
@@ -206,7 +153,7 @@ Test(jac, float32_matches_float64, .timeout = 120)
 		cr_assert(fabs(R[0] - R[1]) <= 1e-4 * R[1], "R %g vs %g", R[0],
 			  R[1]);
 		struct backend *be = make_be("cpu");
-		struct model *m = make_model(be, kinds[q], odd);
+		struct model *m = deq_model(be, kinds[q], odd);
 		double all = 0;
 		for (size_t j = 0; j < m->n_param_elems; j++)
 			all = fmax(all, fabs(g[1][j]));
@@ -222,8 +169,7 @@ Test(jac, float32_matches_float64, .timeout = 120)
 				  "%s: %s err %g of %g",
 				  model_kind_name(kinds[q]), p->name, e, s);
 		}
-		model_destroy(m);
-		backend_destroy(be);
+		close_model(m);
 		for (int r = 0; r < 2; r++)
 			free(g[r]), free(zs[r]), free(eps[r]);
 	}
@@ -244,7 +190,7 @@ Test(jac, bias_is_second_order, .timeout = 60)
 		free(zs), free(eps);
 	}
 	struct backend *be = make_be("cpu64");
-	struct model *m = make_model(be, MODEL_TANH_CELL, odd);
+	struct model *m = deq_model(be, MODEL_TANH_CELL, odd);
 	const struct model_param *p = model_param_find(m, "cell.weight");
 	for (size_t j = p->offset; j < p->offset + p->numel; j++) {
 		s = fmax(s, fabs(g[0][j]));
@@ -256,8 +202,7 @@ Test(jac, bias_is_second_order, .timeout = 60)
 		  "errors %g, %g: ratio %g", err[1], err[2], err[1] / err[2]);
 	for (int r = 0; r < 3; r++)
 		free(g[r]);
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }
 
 /* jac_loss_freq: 0 never applies it (the gradient is bitwise the γ = 0
@@ -266,10 +211,8 @@ Test(jac, bias_is_second_order, .timeout = 60)
  * the probe: equal seeds give equal ε, different seeds different. */
 Test(jac, freq_and_seed)
 {
-	struct backend *be = make_be("cpu");
-	struct model *m = make_model(be, MODEL_TANH_CELL, odd);
-	make_contractive(m);
-	set_tokens(m, 3);
+	struct model *m = open_contractive("cpu", MODEL_TANH_CELL, odd, 3);
+	struct backend *be = m->be;
 	void *z = dev_state(m);
 	size_t np = m->n_param_elems, n = m->n_state;
 	double *g[2];
@@ -327,8 +270,7 @@ Test(jac, freq_and_seed)
 		  s2 / n);
 	for (int r = 0; r < 3; r++)
 		free(e[r]);
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }
 
 /* ------------------------------------------------ 2. phantom gradients */
@@ -374,10 +316,8 @@ static double ph_loss(void *ctx)
 static void check_phantom_fd(enum model_kind kind, struct shape s, int k,
 			     double lam)
 {
-	struct backend *be = make_be("cpu64");
-	struct model *m = make_model(be, kind, s);
-	make_contractive(m);
-	set_tokens(m, 8);
+	struct model *m = open_contractive("cpu64", kind, s, 8);
+	struct backend *be = m->be;
 	size_t n = m->n_state;
 	void *z = dev_state(m);
 	struct method_config c = deq_cfg(BMODE_PHANTOM);
@@ -407,8 +347,7 @@ static void check_phantom_fd(enum model_kind kind, struct shape s, int k,
 	cr_assert_eq(nz, m->n_params, "a gradient is identically 0");
 	free(g), free(zs), free(zm), free(zh);
 	method_destroy(me);
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }
 
 Test(phantom, gradient_fd, .timeout = 300)
@@ -423,10 +362,8 @@ Test(phantom, gradient_fd, .timeout = 300)
  * bits in float32 (z, every gradient, dL/du). */
 Test(phantom, k1_tau1_is_jfb)
 {
-	struct backend *be = make_be("cpu");
-	struct model *m = make_model(be, MODEL_TRANSFORMER, odd);
-	make_contractive(m);
-	set_tokens(m, 6);
+	struct model *m = open_contractive("cpu", MODEL_TRANSFORMER, odd, 6);
+	struct backend *be = m->be;
 	void *z = dev_state(m);
 	size_t np = m->n_param_elems, nu = m->n_u, n = m->n_state;
 	double *g[2], *gu[2], *zz[2], l[2];
@@ -447,8 +384,7 @@ Test(phantom, k1_tau1_is_jfb)
 	cr_assert_eq(memcmp(zz[0], zz[1], n * sizeof(double)), 0);
 	for (int r = 0; r < 2; r++)
 		free(g[r]), free(gu[r]), free(zz[r]);
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }
 
 /* For a contraction (‖W‖₂ ≤ 0.45) the phantom gradient tends to the IFT
@@ -458,10 +394,8 @@ Test(phantom, k1_tau1_is_jfb)
  * to 1e-13 (abs). Tolerance 1e-9 of each tensor's largest entry. */
 Test(phantom, many_steps_tend_to_ift)
 {
-	struct backend *be = make_be("cpu64");
-	struct model *m = make_model(be, MODEL_TANH_CELL, odd);
-	make_contractive(m);
-	set_tokens(m, 2);
+	struct model *m = open_contractive("cpu64", MODEL_TANH_CELL, odd, 2);
+	struct backend *be = m->be;
 	void *z = dev_state(m);
 	size_t np = m->n_param_elems;
 	struct method_config c = deq_cfg(BMODE_IFT);
@@ -496,6 +430,5 @@ Test(phantom, many_steps_tend_to_ift)
 		method_destroy(me);
 	}
 	free(gi);
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }

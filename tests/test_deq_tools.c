@@ -53,7 +53,7 @@ static void set_cell(struct model *m, const double *w)
 Test(spectral, tanh_cell_known_radius)
 {
 	struct backend *be = make_be("cpu64");
-	struct model *m = make_model(be, MODEL_TANH_CELL, odd);
+	struct model *m = deq_model(be, MODEL_TANH_CELL, odd);
 	size_t d = (size_t)m->d, n = m->n_state, N = n / d;
 	double *w = host(d * d), *u = host(n);
 	void *z = dev_state(m), *du = dev(be, n);
@@ -95,17 +95,14 @@ Test(spectral, tanh_cell_known_radius)
 	cr_assert(fabs(r - want) <= 1e-9, "(b) %.15g vs %.15g", r, want);
 	free(zs), free(w), free(u);
 	method_destroy(me);
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }
 
 /* NAN when off, for unroll, before a forward, and after a training forward
  * (its tape awaits the backward). */
 Test(spectral, nan_when_not_measurable)
 {
-	struct backend *be = make_be("cpu");
-	struct model *m = make_model(be, MODEL_TANH_CELL, odd);
-	set_tokens(m, 1);
+	struct model *m = open_model("cpu", MODEL_TANH_CELL, odd, 1);
 	model_inject_forward(m);
 	void *z = dev_state(m);
 	struct method_config c = deq_cfg(BMODE_IFT);
@@ -126,8 +123,7 @@ Test(spectral, nan_when_not_measurable)
 	method_forward(me, m->u, z, 0);
 	cr_assert(isnan(method_spectral_radius(me)), "unroll");
 	method_destroy(me);
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }
 
 /* ----------------------------------------------------------- 4. memory */
@@ -166,10 +162,8 @@ static size_t depth_of(struct model *m, struct method_config c,
  * radius). Evaluations: the regulariser adds 2 forwards and 3 VJPs. */
 Test(memory, exact_formulas)
 {
-	struct backend *be = make_be("cpu");
-	struct model *m = make_model(be, MODEL_TRANSFORMER, odd);
-	make_contractive(m);
-	set_tokens(m, 1);
+	struct model *m = open_contractive("cpu", MODEL_TRANSFORMER, odd, 1);
+	struct backend *be = m->be;
 	size_t e = be->elem, tape = model_tape_elems(m), n = m->n_state;
 	struct {
 		enum b_mode b;
@@ -202,8 +196,7 @@ Test(memory, exact_formulas)
 		cr_assert_eq(st.forward_evals, fe, "case %zu", i);
 		cr_assert_eq(st.vjp_evals, ve, "case %zu", i);
 	}
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }
 
 /* ------------------------------------------------ 5. records, bad input */

@@ -1,36 +1,55 @@
-/* test_deq_util.h — helpers shared by test_methods.c, test_deq_grad.c and
- * test_deq_tools.c: models and methods on the CPU backends, seeded tokens,
- * a contraction per model kind, and one training step as the runner takes
- * it. Include test_util.h first. */
+/* test_deq_util.h — helpers shared by the method tests (test_methods.c,
+ * test_deq_grad.c, test_deq_tools.c, test_trellis.c): models and methods on
+ * the CPU backends, seeded tokens, method configs, a contraction per model
+ * kind, one training step as the runner takes it and what it leaves, the
+ * comparisons of two such steps, and central differences of a scalar
+ * function of the parameters at sampled coordinates. */
 #ifndef DQ_TEST_DEQ_UTIL_H
 #define DQ_TEST_DEQ_UTIL_H
 
+#include <stdio.h>
 #include <string.h>
 
 #include "../methods/checkpoint.h"
 #include "../methods/deq.h"
 #include "methods/method.h"
-#include "test_util.h"
+#include "test_model_util.h"
 
-struct shape {
-	int B, T, d, H, F, V;
-};
-
-static inline struct model *make_model(struct backend *be, enum model_kind kind,
-				       struct shape s)
+/* The model the method tests start from: kind at shape s on be, init
+ * seed 11. */
+static inline struct model *deq_model(struct backend *be, enum model_kind kind,
+				      struct shape s)
 {
-	struct model_config c = {.kind = kind,
-				 .d_model = s.d,
-				 .n_heads = s.H,
-				 .d_ff = s.F,
-				 .seq_len = s.T,
-				 .batch_size = s.B,
-				 .vocab_size = s.V,
-				 .seed = 11};
-	struct model *m = NULL;
-	char err[256] = "";
-	cr_assert_eq(model_create(&m, be, &c, err, sizeof(err)), 0, "%s", err);
+	return make_model(be, kind, s, 11);
+}
+
+/* Random tokens (B, T+1) loaded into m, drawn from rng_state = seed (the
+ * test's own stream is left as it was). */
+static inline void set_tokens(struct model *m, uint64_t seed)
+{
+	uint64_t save = rng_state;
+	rng_state = seed;
+	int32_t *t = random_tokens(m);
+	rng_state = save;
+	load_tokens(m, t);
+	free(t);
+}
+
+/* deq_model on a fresh backend `name` ("cpu", "cpu64") with a batch of
+ * tokens from seed `tokens` (set_tokens); close_model destroys both. */
+static inline struct model *open_model(const char *name, enum model_kind kind,
+				       struct shape s, uint64_t tokens)
+{
+	struct model *m = deq_model(make_be(name), kind, s);
+	set_tokens(m, tokens);
 	return m;
+}
+
+static inline void close_model(struct model *m)
+{
+	struct backend *be = m->be;
+	model_destroy(m);
+	backend_destroy(be);
 }
 
 /* method_create of c on m (its random stream as method_create leaves it);
@@ -52,6 +71,17 @@ static inline struct method *make_method(struct model *m,
 	return me;
 }
 
+/* The defaults with method k, layers L and checkpoint segment kk. */
+static inline struct method_config cfg_of(int k, int L, int kk)
+{
+	struct method_config c;
+	method_config_defaults(&c);
+	c.method = k;
+	c.layers = L;
+	checkpoint_config(&c)->k = kk;
+	return c;
+}
+
 static inline struct method_config deq_cfg(enum b_mode b)
 {
 	struct method_config c;
@@ -61,20 +91,19 @@ static inline struct method_config deq_cfg(enum b_mode b)
 	return c;
 }
 
-/* Random tokens (B, T+1) loaded into m, drawn from rng_state = seed (the
- * test's own stream is left as it was). */
-static inline void set_tokens(struct model *m, uint64_t seed)
+/* deq with forward solver fs and backward solver bs, both stopped at the
+ * absolute residual tol or after cap evaluations, the other keys at their
+ * defaults. */
+static inline struct method_config
+deq_solvers(enum solver_kind fs, enum solver_kind bs, double tol, int cap)
 {
-	int n = m->B * (m->T + 1);
-	int32_t *t = malloc(sizeof(int32_t) * (size_t)n);
-	char err[256];
-	uint64_t save = rng_state;
-	rng_state = seed;
-	for (int i = 0; i < n; i++)
-		t[i] = (int32_t)(rnd_u01() * m->cfg.vocab_size);
-	rng_state = save;
-	cr_assert_eq(model_set_batch(m, t, err, sizeof(err)), 0, "%s", err);
-	free(t);
+	struct method_config c = cfg_of(deq_kind(), 0, 0);
+	deq_config(&c)->f_solver = fs;
+	deq_config(&c)->b_solver = bs;
+	deq_config(&c)->f_tol = deq_config(&c)->b_tol = tol;
+	deq_config(&c)->f_stop_mode = deq_config(&c)->b_stop_mode = STOP_ABS;
+	deq_config(&c)->f_max_iter = deq_config(&c)->b_max_iter = cap;
+	return c;
 }
 
 static inline double *download(struct backend *be, const void *p, size_t n)
@@ -125,6 +154,16 @@ static inline void make_contractive(struct model *m)
 	}
 }
 
+/* open_model, then made a contraction by make_contractive. */
+static inline struct model *open_contractive(const char *name,
+					     enum model_kind kind,
+					     struct shape s, uint64_t tokens)
+{
+	struct model *m = open_model(name, kind, s, tokens);
+	make_contractive(m);
+	return m;
+}
+
 /* One training step as the runner takes it: the loss and gradients (left
  * in m->grad_buf). z is a caller buffer of n_state elements; z* of the
  * forward is copied to zs_host (n_state doubles) when not NULL. Returns
@@ -142,6 +181,163 @@ static inline double step(struct model *m, struct method *me, void *z,
 	method_backward(me, m->gz, m->gu);
 	model_inject_backward(m);
 	return loss;
+}
+
+/* What one training step left on the host: the loss, the parameter
+ * gradients (n_param_elems), dL/du (n_u) and the output z (n_state), with
+ * the method's stats and resolved config. */
+struct step_out {
+	double loss;
+	double *g, *gu, *z;
+	struct method_stats st;
+	struct method_config cfg;
+};
+
+/* One step of a fresh method c (new_method) on m's batch; z is a caller
+ * buffer of n_state elements. Free with step_out_free. */
+static inline struct step_out step_of(struct model *m, struct method_config c,
+				      void *z)
+{
+	struct step_out r;
+	struct method *me = new_method(m, c);
+	r.loss = step(m, me, z, NULL);
+	r.g = download(m->be, m->grad_buf, m->n_param_elems);
+	r.gu = download(m->be, m->gu, m->n_u);
+	r.z = download(m->be, z, m->n_state);
+	r.st = *method_get_stats(me);
+	r.cfg = *method_get_config(me);
+	method_destroy(me);
+	return r;
+}
+
+static inline void step_out_free(struct step_out *r)
+{
+	free(r->g);
+	free(r->gu);
+	free(r->z);
+}
+
+/* b took the same block calls on the same values in the same order as a:
+ * its loss, z, dL/du and every gradient are a's, bit for bit. */
+static inline void assert_same_step(const struct model *m,
+				    const struct step_out *a,
+				    const struct step_out *b, const char *what)
+{
+	cr_assert_eq(memcmp(&a->loss, &b->loss, sizeof(double)), 0,
+		     "%s: loss %.17g vs %.17g", what, a->loss, b->loss);
+	cr_assert_eq(memcmp(a->z, b->z, m->n_state * sizeof(double)), 0,
+		     "%s: z differs", what);
+	cr_assert_eq(memcmp(a->gu, b->gu, m->n_u * sizeof(double)), 0,
+		     "%s: dL/du differs", what);
+	for (int i = 0; i < m->n_params; i++) {
+		const struct model_param *p = &m->params[i];
+		cr_assert_eq(memcmp(a->g + p->offset, b->g + p->offset,
+				    p->numel * sizeof(double)),
+			     0, "%s: grad %s differs", what, p->name);
+	}
+}
+
+/* b, a deq step solved to tolerances ~1e-12, against a, the same loss by
+ * unrolling to convergence: the loss within 1e-10 relative, z within 1e-10
+ * and dL/du and every gradient tensor within 1e-7 of their largest entry
+ * (the callers argue the margins; a missing or doubled term is O(1)). */
+static inline void assert_step_near(const struct model *m,
+				    const struct step_out *a,
+				    const struct step_out *b, const char *what)
+{
+	cr_assert(fabs(a->loss - b->loss) <= 1e-10 * fabs(a->loss),
+		  "%s: loss %.15g vs %.15g", what, a->loss, b->loss);
+	cr_assert_leq(rel_max_err(b->z, a->z, m->n_state), 1e-10, "%s: z",
+		      what);
+	cr_assert_leq(rel_max_err(b->gu, a->gu, m->n_u), 1e-7, "%s: dL/du: %g",
+		      what, rel_max_err(b->gu, a->gu, m->n_u));
+	for (int i = 0; i < m->n_params; i++) {
+		const struct model_param *p = &m->params[i];
+		double e =
+		    rel_max_err(b->g + p->offset, a->g + p->offset, p->numel);
+		cr_assert_leq(e, 1e-7, "%s: grad %s rel err %g", what, p->name,
+			      e);
+	}
+}
+
+/* Unrolls L layers, then takes a deq step with c on m's batch (z: a
+ * buffer of n_state elements): both of deq's solves converged within f_tol
+ * and b_tol, and its step is near the unrolled one (assert_step_near).
+ * Returns deq's stats. */
+static inline struct method_stats
+deq_matches_unroll(struct model *m, void *z, struct method_config c, int L)
+{
+	struct step_out un =
+	    step_of(m, cfg_of(method_kind_parse("unroll"), L, 0), z);
+	struct step_out dq = step_of(m, c, z);
+	const struct method_stats *st = &dq.st;
+	char what[64];
+	snprintf(what, sizeof(what), "%s/%s",
+		 solver_kind_name(deq_config(&c)->f_solver),
+		 solver_kind_name(deq_config(&c)->b_solver));
+	cr_assert(st->fwd.converged &&
+		      st->fwd.residual <= deq_config(&c)->f_tol,
+		  "%s forward: %d iters, residual %g", what, st->fwd.iters,
+		  st->fwd.residual);
+	cr_assert(st->bwd.converged &&
+		      st->bwd.residual <= deq_config(&c)->b_tol,
+		  "%s backward: %d iters, residual %g", what, st->bwd.iters,
+		  st->bwd.residual);
+	assert_step_near(m, &un, &dq, what);
+	struct method_stats r = dq.st;
+	step_out_free(&un);
+	step_out_free(&dq);
+	return r;
+}
+
+/* Checks analytic gradient g (n_param_elems, host) against central
+ * differences of phi(ctx) in every parameter tensor at 6 sampled
+ * coordinates (rng_state = 99, the test's own stream kept); h = 1e-6
+ * relative to the coordinate's size (at least 1e-6); a coordinate off by
+ * more than rtol·max|g of its tensor| + atol is retried at h/16 and h/256
+ * (a ReLU kink within h; a wrong formula does not improve). Returns the
+ * number of tensors whose gradient was not identically 0. */
+static inline int fd_params(struct model *m, const double *g, double rtol,
+			    double atol, double (*phi)(void *), void *ctx,
+			    const char *what)
+{
+	struct backend *be = m->be;
+	double *p = download(be, m->param_buf, m->n_param_elems);
+	uint64_t save = rng_state;
+	int nonzero = 0;
+	rng_state = 99;
+	for (int i = 0; i < m->n_params; i++) {
+		const struct model_param *pp = &m->params[i];
+		double gmax = 0;
+		for (size_t j = 0; j < pp->numel; j++)
+			gmax = fmax(gmax, fabs(g[pp->offset + j]));
+		nonzero += gmax > 0;
+		for (int t = 0; t < 6; t++) {
+			size_t j = pp->offset +
+				   (size_t)(rnd_u01() * (double)pp->numel);
+			double h = 1e-6 * fmax(1.0, fabs(p[j])), fd = 0;
+			for (int r = 0; r < 3; r++, h /= 16) {
+				double v = p[j] + h;
+				up(be, dq_at(be, m->param_buf, j), &v, 1);
+				double fp = phi(ctx);
+				v = p[j] - h;
+				up(be, dq_at(be, m->param_buf, j), &v, 1);
+				double fm = phi(ctx);
+				up(be, dq_at(be, m->param_buf, j), &p[j], 1);
+				fd = (fp - fm) / (2 * h);
+				if (fabs(fd - g[j]) <= rtol * gmax + atol)
+					break;
+			}
+			cr_assert(fabs(fd - g[j]) <= rtol * gmax + atol,
+				  "%s %s[%zu]: analytic %.12g fd %.12g (max "
+				  "%.3g)",
+				  what, pp->name, j - pp->offset, g[j], fd,
+				  gmax);
+		}
+	}
+	rng_state = save;
+	free(p);
+	return nonzero;
 }
 
 /* A device buffer of n_state elements (tagged MEM_HEAD). */

@@ -346,6 +346,24 @@ static void no_tmp_left(void)
 	closedir(d);
 }
 
+/* args (out= the link `link` to the regular file `target`) exit 0: the
+ * link stays a link and target holds a safetensors file, with tensor
+ * `tensor` when not NULL. */
+static void link_followed(const char *const *args, const char *link,
+			  const char *target, const char *tensor)
+{
+	char err[4096];
+	struct stat st;
+	struct st_file f;
+	cr_assert_eq(cli_run(args, 0, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(lstat(link, &st), 0);
+	cr_assert(S_ISLNK(st.st_mode), "the link was replaced");
+	cr_assert_eq(st_read(&f, target, err, sizeof(err)), 0, "%s", err);
+	if (tensor)
+		cr_assert_not_null(st_find(&f, tensor));
+	st_close(&f);
+}
+
 #define PARAMS_CFG "corpus=synthetic", "vocab_size=10", TINY
 
 /* out= of params init and grad: a FIFO, a character device, a directory,
@@ -397,13 +415,7 @@ Test(files, outputs_never_replace_special_files, .init = cli_setup,
 	{
 		const char *const args[] = {"params", "init", PARAMS_CFG, a,
 					    NULL};
-		struct st_file f;
-		cr_assert_eq(cli_run(args, 0, err, sizeof(err)), 0, "%s", err);
-		cr_assert_eq(lstat(link, &st), 0);
-		cr_assert(S_ISLNK(st.st_mode), "the link was replaced");
-		cr_assert_eq(st_read(&f, params, err, sizeof(err)), 0, "%s",
-			     err);
-		st_close(&f);
+		link_followed(args, link, params, NULL);
 	}
 
 	/* grad: refused before any work; a link is followed */
@@ -441,14 +453,7 @@ Test(files, outputs_never_replace_special_files, .init = cli_setup,
 	{
 		const char *const args[] = {"grad",   PARAMS_CFG, a_params,
 					    a_tokens, a,	  NULL};
-		struct st_file f;
-		cr_assert_eq(cli_run(args, 0, err, sizeof(err)), 0, "%s", err);
-		cr_assert_eq(lstat(link, &st), 0);
-		cr_assert(S_ISLNK(st.st_mode), "the link was replaced");
-		cr_assert_eq(st_read(&f, params, err, sizeof(err)), 0, "%s",
-			     err);
-		cr_assert_not_null(st_find(&f, "loss"));
-		st_close(&f);
+		link_followed(args, link, params, "loss");
 	}
 	no_tmp_left();
 }

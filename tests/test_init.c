@@ -44,7 +44,7 @@
 #include "bench/runner.h"
 #include "bench/safetensors.h"
 #include "models/model.h"
-#include "test_util.h"
+#include "test_model_util.h"
 
 /* Shapes: every tensor has at least 256 elements. */
 enum { D = 256, H = 4, F = 384, T = 64, B = 2, V = 500 };
@@ -54,24 +54,12 @@ static struct model *make(struct backend *be, enum model_kind kind,
 			  double embed_std, uint64_t seed, int d, int f, int t,
 			  int v)
 {
-	struct model_config c = {
-	    .kind = kind,
-	    .d_model = d,
-	    .n_heads = H,
-	    .d_ff = f,
-	    .seq_len = t,
-	    .batch_size = B,
-	    .vocab_size = v,
-	    .seed = seed,
-	    .init = init,
-	    .init_std = init_std,
-	    .embed_std = embed_std,
-	};
-	struct model *m = NULL;
-	char err[256] = "";
-	cr_assert_eq(model_create(&m, be, &c, err, sizeof(err)), 0,
-		     "model_create: %s", err);
-	return m;
+	struct model_config c =
+	    model_cfg(kind, (struct shape){B, t, d, H, f, v}, seed);
+	c.init = init;
+	c.init_std = init_std;
+	c.embed_std = embed_std;
+	return model_of(be, &c);
 }
 
 static double *params_of(struct backend *be, const struct model *m)
@@ -341,14 +329,8 @@ Test(init, presets_differ_scales_not_draws)
 Test(init, bad_config_refused)
 {
 	struct backend *be = make_be("cpu");
-	struct model_config ok = {.kind = MODEL_TRANSFORMER,
-				  .d_model = 8,
-				  .n_heads = 2,
-				  .d_ff = 8,
-				  .seq_len = 4,
-				  .batch_size = 1,
-				  .vocab_size = 9,
-				  .seed = 1};
+	struct model_config ok =
+	    model_cfg(MODEL_TRANSFORMER, (struct shape){1, 4, 8, 2, 8, 9}, 1);
 	struct {
 		struct model_config c;
 		const char *needle;
@@ -359,17 +341,8 @@ Test(init, bad_config_refused)
 	bad[1].c.init_std = -0.1, bad[1].needle = "init_std=-0.1";
 	bad[2].c.embed_std = NAN, bad[2].needle = "embed_std=nan";
 	bad[3].c.init_std = INFINITY, bad[3].needle = "init_std=inf";
-	for (int i = 0; i < 4; i++) {
-		struct model *m = (struct model *)0x1;
-		char err[256] = "";
-		cr_assert_eq(model_create(&m, be, &bad[i].c, err, sizeof(err)),
-			     -1, "%s accepted", bad[i].needle);
-		cr_assert_null(m);
-		cr_assert(strstr(err, bad[i].needle), "'%s' lacks '%s'", err,
-			  bad[i].needle);
-		cr_assert_null(strchr(err, '\n'));
-		cr_assert_eq(be->mem.live_total, 0);
-	}
+	for (int i = 0; i < 4; i++)
+		assert_model_refused(be, &bad[i].c, bad[i].needle);
 	/* the config keys: names, ranges, and the one-line messages */
 	struct bench_config c;
 	char err[256];

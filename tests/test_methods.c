@@ -45,21 +45,20 @@
 static const struct shape odd = {3, 5, 12, 3, 20, 17};
 static const struct shape pow2 = {2, 8, 16, 4, 32, 32};
 
-static struct method_config cfg_of(int k, int L, int kk)
-{
-	struct method_config c;
-	method_config_defaults(&c);
-	c.method = k;
-	c.layers = L;
-	checkpoint_config(&c)->k = kk;
-	return c;
-}
+/* loss_only's arguments: m with its batch, a method and a z buffer. */
+struct eval_fx {
+	struct model *m;
+	struct method *me;
+	void *z;
+};
 
-static double loss_only(struct model *m, struct method *me, void *z)
+/* The loss of an evaluation forward: what check_fd differentiates. */
+static double loss_only(void *ctx)
 {
-	model_inject_forward(m);
-	method_forward(me, m->u, z, 0);
-	return model_head_forward(m, z);
+	struct eval_fx *f = ctx;
+	model_inject_forward(f->m);
+	method_forward(f->me, f->m->u, f->z, 0);
+	return model_head_forward(f->m, f->z);
 }
 
 /* Scales parameter `name` so that its spectral norm is `target` (power
@@ -114,15 +113,18 @@ static void set_spectral_norm(struct model *m, const char *name, double target)
 	free(t);
 }
 
-/* max |a−b| / (max |b|) over n elements. */
-static double rel_max_err(const double *a, const double *b, size_t n)
+/* open_model made a contraction: tanh_cell with ‖cell.weight‖₂ = 0.45
+ * (make_contractive bounds the Frobenius norm instead), the transformer
+ * with the strong injection of make_contractive_transformer. */
+static struct model *open_spectral(const char *name, enum model_kind kind,
+				   struct shape s, uint64_t tokens)
 {
-	double e = 0, s = 0;
-	for (size_t i = 0; i < n; i++) {
-		e = fmax(e, fabs(a[i] - b[i]));
-		s = fmax(s, fabs(b[i]));
-	}
-	return s > 0 ? e / s : e;
+	struct model *m = open_model(name, kind, s, tokens);
+	if (kind == MODEL_TANH_CELL)
+		set_spectral_norm(m, "cell.weight", 0.45);
+	else
+		make_contractive_transformer(m, 1);
+	return m;
 }
 
 /* ------------------------------------------- 1. checkpoint == unroll */
@@ -132,47 +134,24 @@ static double rel_max_err(const double *a, const double *b, size_t n)
 static void check_ckpt_equals_unroll(enum model_kind kind, struct shape s,
 				     int L, int k)
 {
-	struct backend *be = make_be("cpu");
-	struct model *m = make_model(be, kind, s);
+	struct model *m = open_model("cpu", kind, s, 3);
 	void *z = dev_state(m);
-	set_tokens(m, 3);
-	size_t np = m->n_param_elems, nu = m->n_u, n = m->n_state;
-
-	struct method *un =
-	    new_method(m, cfg_of(method_kind_parse("unroll"), L, 0));
-	double l1 = step(m, un, z, NULL);
-	double *g1 = download(be, m->grad_buf, np),
-	       *u1 = download(be, m->gu, nu), *z1 = download(be, z, n);
-	long fe1 = method_get_stats(un)->forward_evals;
-	method_destroy(un);
-
-	struct method *ck = new_method(m, cfg_of(checkpoint_kind(), L, k));
-	double l2 = step(m, ck, z, NULL);
-	double *g2 = download(be, m->grad_buf, np),
-	       *u2 = download(be, m->gu, nu), *z2 = download(be, z, n);
-	const struct method_stats *st = method_get_stats(ck);
-	int kk = checkpoint_config(method_get_config(ck))->k;
-	int last = L - ((L + kk - 1) / kk - 1) * kk;
-
-	cr_assert_eq(memcmp(&l1, &l2, sizeof(double)), 0,
-		     "L=%d k=%d: loss %.17g vs %.17g", L, k, l1, l2);
-	cr_assert_eq(memcmp(z1, z2, n * sizeof(double)), 0, "z differs");
-	cr_assert_eq(memcmp(u1, u2, nu * sizeof(double)), 0, "dL/du differs");
-	for (int i = 0; i < m->n_params; i++) {
-		const struct model_param *p = &m->params[i];
-		cr_assert_eq(memcmp(g1 + p->offset, g2 + p->offset,
-				    p->numel * sizeof(double)),
-			     0, "L=%d k=%d: grad %s differs", L, k, p->name);
-	}
+	struct step_out un =
+	    step_of(m, cfg_of(method_kind_parse("unroll"), L, 0), z);
+	struct step_out ck = step_of(m, cfg_of(checkpoint_kind(), L, k), z);
+	char what[32];
+	snprintf(what, sizeof(what), "L=%d k=%d", L, k);
+	assert_same_step(m, &un, &ck, what);
 	/* one extra forward per layer outside the last segment */
-	cr_assert_eq(fe1, L);
-	cr_assert_eq(st->forward_evals, L + (L - last), "forward evals %ld",
-		     st->forward_evals);
-	cr_assert_eq(st->vjp_evals, L);
-	method_destroy(ck);
-	free(g1), free(g2), free(u1), free(u2), free(z1), free(z2);
-	model_destroy(m);
-	backend_destroy(be);
+	int kk = checkpoint_config(&ck.cfg)->k,
+	    last = L - ((L + kk - 1) / kk - 1) * kk;
+	cr_assert_eq(un.st.forward_evals, L);
+	cr_assert_eq(ck.st.forward_evals, L + (L - last), "forward evals %ld",
+		     ck.st.forward_evals);
+	cr_assert_eq(ck.st.vjp_evals, L);
+	step_out_free(&un);
+	step_out_free(&ck);
+	close_model(m);
 }
 
 Test(checkpoint, equals_unroll_transformer)
@@ -193,7 +172,7 @@ Test(checkpoint, equals_unroll_tanh_cell)
 Test(checkpoint, k_auto_is_round_sqrt)
 {
 	struct backend *be = make_be("cpu");
-	struct model *m = make_model(be, MODEL_TANH_CELL, odd);
+	struct model *m = deq_model(be, MODEL_TANH_CELL, odd);
 	int Ls[] = {1, 2, 3, 7, 12, 13, 70};
 	int ks[] = {1, 1, 2, 3, 3, 4, 8};
 	for (int i = 0; i < 7; i++) {
@@ -204,39 +183,24 @@ Test(checkpoint, k_auto_is_round_sqrt)
 			     checkpoint_config(method_get_config(me))->k);
 		method_destroy(me);
 	}
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }
 
 /* ------------------------------------- 2. gradients vs finite differences */
 
-/* Central difference of the loss in parameter element j, step h. */
-static double fd_at(struct model *m, struct method *me, void *z, size_t j,
-		    double keep, double h)
-{
-	struct backend *be = m->be;
-	void *pj = dq_at(be, m->param_buf, j);
-	double v = keep + h;
-	be->ops->upload(be->ctx, pj, &v, 1);
-	double lp = loss_only(m, me, z);
-	v = keep - h;
-	be->ops->upload(be->ctx, pj, &v, 1);
-	double lm = loss_only(m, me, z);
-	be->ops->upload(be->ctx, pj, &keep, 1);
-	return (lp - lm) / (2 * h);
-}
-
 /* Central differences of the whole loss on cpu64 at 6 sampled coordinates
- * of every parameter tensor, h = 1e-6 (O(1) values). The transformer is
- * checked with the strong injection of make_contractive_transformer: at
- * plain init its first layer takes LayerNorm of a residual of ~1e-4
- * (z₀ = 0 plus products of 0.02-scale weights), so the loss has
- * gradients of ~200 and curvature that makes any quotient inaccurate
- * (measured: 0.5% off at h = 1e-6) — a property of that point, not of
- * the code. Error budget: truncation h² L'''/6 below 1e-9, rounding
- * ε|L|/h ~ 3e-10. A ReLU pre-activation within h of 0 mixes two slopes;
- * such a coordinate is re-checked at h/16 and h/256 (a kink that close is
- * 16× less likely, a wrong formula does not improve).
+ * of every parameter tensor (fd_params), h = 1e-6 relative to the
+ * coordinate (O(1) values mostly; the transformer's scaled injection and
+ * embeddings reach ~20). The transformer is checked with the strong
+ * injection of make_contractive_transformer: at plain init its first layer
+ * takes LayerNorm of a residual of ~1e-4 (z₀ = 0 plus products of
+ * 0.02-scale weights), so the loss has gradients of ~200 and curvature
+ * that makes any quotient inaccurate (measured: 0.5% off at h = 1e-6) — a
+ * property of that point, not of the code. Error budget: truncation
+ * h² L'''/6 below 1e-9, rounding ε|L|/h ~ 3e-10. A ReLU pre-activation
+ * within h of 0 mixes two slopes; such a coordinate is re-checked at h/16
+ * and h/256 (a kink that close is 16× less likely, a wrong formula does
+ * not improve).
  * For deq the loss is computed through solves stopped at tol: the solved
  * z* moves with θ smoothly only up to the solver error, ≤ tol/(1−ρ) with
  * contraction ρ ≤ 0.45 here, so with f_tol = 1e-13 the quotient carries
@@ -248,57 +212,20 @@ static void check_fd(enum model_kind kind, struct shape s,
 		     struct method_config c)
 {
 	const double atol = c.method == deq_kind() ? 1e-6 : 1e-9;
-	struct backend *be = make_be("cpu64");
-	struct model *m = make_model(be, kind, s);
-	if (kind == MODEL_TANH_CELL)
-		set_spectral_norm(m, "cell.weight", 0.45);
-	else
-		make_contractive_transformer(m, 1);
-	void *z = dev_state(m);
-	set_tokens(m, 5);
-	struct method *me = new_method(m, c);
-	step(m, me, z, NULL);
-	size_t np = m->n_param_elems;
-	double *g = download(be, m->grad_buf, np);
-	double *p = download(be, m->param_buf, np);
-	uint64_t save = rng_state;
-	rng_state = 99;
-	for (int i = 0; i < m->n_params; i++) {
-		const struct model_param *pp = &m->params[i];
-		double gmax = 0;
-		for (size_t j = 0; j < pp->numel; j++)
-			gmax = fmax(gmax, fabs(g[pp->offset + j]));
-		double tol = 1e-6 * gmax + atol;
-		for (int t = 0; t < 6; t++) {
-			size_t j = pp->offset +
-				   (size_t)(rnd_u01() * (double)pp->numel);
-			double h = 1e-6, fd = fd_at(m, me, z, j, p[j], h);
-			for (int r = 0; r < 2 && fabs(fd - g[j]) > tol; r++) {
-				h /= 16;
-				fd = fd_at(m, me, z, j, p[j], h);
-			}
-			cr_assert(fabs(fd - g[j]) <= tol,
-				  "%s %s[%zu]: analytic %.12g fd %.12g",
-				  method_kind_name(c.method), pp->name,
-				  j - pp->offset, g[j], fd);
-		}
-	}
-	rng_state = save;
+	struct model *m = open_spectral("cpu64", kind, s, 5);
+	struct backend *be = m->be;
+	struct eval_fx f = {m, new_method(m, c), dev_state(m)};
+	step(m, f.me, f.z, NULL);
+	double *g = download(be, m->grad_buf, m->n_param_elems);
+	fd_params(m, g, 1e-6, atol, loss_only, &f, method_kind_name(c.method));
 	free(g);
-	free(p);
-	method_destroy(me);
-	model_destroy(m);
-	backend_destroy(be);
+	method_destroy(f.me);
+	close_model(m);
 }
 
 static struct method_config deq_tight(enum solver_kind fs, enum solver_kind bs)
 {
-	struct method_config c = cfg_of(deq_kind(), 0, 0);
-	deq_config(&c)->f_solver = fs;
-	deq_config(&c)->b_solver = bs;
-	deq_config(&c)->f_tol = deq_config(&c)->b_tol = 1e-13;
-	deq_config(&c)->f_stop_mode = deq_config(&c)->b_stop_mode = STOP_ABS;
-	deq_config(&c)->f_max_iter = deq_config(&c)->b_max_iter = 200;
+	struct method_config c = deq_solvers(fs, bs, 1e-13, 200);
 	deq_config(&c)->anderson_lambda =
 	    0; /* absolute λ: see check_deq_vs_unroll */
 	return c;
@@ -366,9 +293,8 @@ static struct mem_seen measure(struct model *m, struct method_config c,
 
 Test(memory, unroll_linear_in_L)
 {
-	struct backend *be = make_be("cpu");
-	struct model *m = make_model(be, MODEL_TRANSFORMER, odd);
-	set_tokens(m, 1);
+	struct model *m = open_model("cpu", MODEL_TRANSFORMER, odd, 1);
+	struct backend *be = m->be;
 	size_t e = be->elem, tape = model_tape_elems(m), n = m->n_state;
 	int Ls[] = {1, 2, 5, 9, 16};
 	for (int i = 0; i < 5; i++) {
@@ -381,15 +307,13 @@ Test(memory, unroll_linear_in_L)
 		cr_assert_eq(r.allocs_before, r.allocs_after,
 			     "a step allocated");
 	}
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }
 
 Test(memory, checkpoint_formula)
 {
-	struct backend *be = make_be("cpu");
-	struct model *m = make_model(be, MODEL_TRANSFORMER, pow2);
-	set_tokens(m, 1);
+	struct model *m = open_model("cpu", MODEL_TRANSFORMER, pow2, 1);
+	struct backend *be = m->be;
 	size_t e = be->elem, tape = model_tape_elems(m), n = m->n_state;
 	int cases[][2] = {{1, 1},  {6, 2},  {7, 3},   {9, 3},
 			  {10, 4}, {16, 4}, {13, 13}, {12, 1}};
@@ -410,15 +334,13 @@ Test(memory, checkpoint_formula)
 	    measure(m, cfg_of(method_kind_parse("unroll"), 64, 0), NULL);
 	cr_assert_eq(ck.depth_peak, e * (7 * n + 8 * tape + 4 * n));
 	cr_assert_lt(ck.depth_peak * 4, un.depth_peak);
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }
 
 Test(memory, deq_depth_flat_solver_affine_in_history)
 {
-	struct backend *be = make_be("cpu");
-	struct model *m = make_model(be, MODEL_TANH_CELL, odd);
-	set_tokens(m, 1);
+	struct model *m = open_model("cpu", MODEL_TANH_CELL, odd, 1);
+	struct backend *be = m->be;
 	size_t e = be->elem, tape = model_tape_elems(m), n = m->n_state;
 	size_t depth0 = 0, S = (size_t)m->B;
 	int caps[] = {1, 5, 50};
@@ -474,15 +396,12 @@ Test(memory, deq_depth_flat_solver_affine_in_history)
 	deq_config(&c)->f_history = 3;
 	cr_assert_eq(measure(m, c, NULL).solver_peak,
 		     e * ((6 + 6) * n + S * 3));
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }
 
 Test(memory, depth_solver_ordering)
 {
-	struct backend *be = make_be("cpu");
-	struct model *m = make_model(be, MODEL_TRANSFORMER, pow2);
-	set_tokens(m, 1);
+	struct model *m = open_model("cpu", MODEL_TRANSFORMER, pow2, 1);
 	struct method_config d = cfg_of(deq_kind(), 0, 0);
 	deq_config(&d)->f_history = deq_config(&d)->b_history = 8;
 	size_t un = measure(m, cfg_of(method_kind_parse("unroll"), 32, 0), NULL)
@@ -491,8 +410,7 @@ Test(memory, depth_solver_ordering)
 	size_t dq = measure(m, d, NULL).ds_peak;
 	cr_assert(un > ck && ck > dq, "unroll %zu checkpoint %zu deq %zu", un,
 		  ck, dq);
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }
 
 /* ------------------------------------------------------------- 4. deq */
@@ -509,64 +427,17 @@ static void check_deq_vs_unroll(enum model_kind kind, struct shape s,
 				enum solver_kind fs, enum solver_kind bs,
 				int L_unroll)
 {
-	struct backend *be = make_be("cpu64");
-	struct model *m = make_model(be, kind, s);
-	if (kind == MODEL_TANH_CELL)
-		set_spectral_norm(m, "cell.weight", 0.45);
-	else
-		make_contractive_transformer(m, 1);
-	void *z = dev_state(m);
-	set_tokens(m, 9);
-	size_t np = m->n_param_elems, nu = m->n_u, n = m->n_state;
-
-	struct method *un =
-	    new_method(m, cfg_of(method_kind_parse("unroll"), L_unroll, 0));
-	double l1 = step(m, un, z, NULL);
-	double *g1 = download(be, m->grad_buf, np),
-	       *u1 = download(be, m->gu, nu), *z1 = download(be, z, n);
-	method_destroy(un);
-
-	struct method_config c = cfg_of(deq_kind(), 0, 0);
-	deq_config(&c)->f_solver = fs;
-	deq_config(&c)->b_solver = bs;
-	deq_config(&c)->f_tol = deq_config(&c)->b_tol = 1e-12;
-	deq_config(&c)->f_stop_mode = deq_config(&c)->b_stop_mode = STOP_ABS;
-	deq_config(&c)->f_max_iter = deq_config(&c)->b_max_iter = 150;
+	struct model *m = open_spectral("cpu64", kind, s, 9);
+	struct method_config c = deq_solvers(fs, bs, 1e-12, 150);
 	/* λ is absolute (torchdeq's convention): once ‖G‖² ≪ λ the mixing
 	 * degenerates to averaging and stalls near ‖G‖ ~ √λ, so tight
 	 * tolerances need λ = 0 */
 	deq_config(&c)->anderson_lambda = 0;
-	struct method *dq = new_method(m, c);
-	double l2 = step(m, dq, z, NULL);
-	const struct method_stats *st = method_get_stats(dq);
-	cr_assert(st->fwd.converged && st->fwd.residual <= 1e-12,
-		  "%s forward: %d iters, residual %g", solver_kind_name(fs),
-		  st->fwd.iters, st->fwd.residual);
-	cr_assert(st->bwd.converged && st->bwd.residual <= 1e-12,
-		  "%s backward: %d iters, residual %g", solver_kind_name(bs),
-		  st->bwd.iters, st->bwd.residual);
-	cr_assert_eq(st->forward_evals, st->fwd.iters + 1);
-	cr_assert_eq(st->vjp_evals, st->bwd.iters + 1);
-	double *g2 = download(be, m->grad_buf, np),
-	       *u2 = download(be, m->gu, nu), *z2 = download(be, z, n);
-
-	cr_assert(fabs(l1 - l2) <= 1e-10 * fabs(l1), "loss %.15g vs %.15g", l1,
-		  l2);
-	cr_assert_leq(rel_max_err(z2, z1, n), 1e-10);
-	cr_assert_leq(rel_max_err(u2, u1, nu), 1e-7, "dL/du: %g",
-		      rel_max_err(u2, u1, nu));
-	for (int i = 0; i < m->n_params; i++) {
-		const struct model_param *p = &m->params[i];
-		double e =
-		    rel_max_err(g2 + p->offset, g1 + p->offset, p->numel);
-		cr_assert_leq(e, 1e-7, "%s/%s: grad %s rel err %g",
-			      solver_kind_name(fs), solver_kind_name(bs),
-			      p->name, e);
-	}
-	free(g1), free(g2), free(u1), free(u2), free(z1), free(z2);
-	method_destroy(dq);
-	model_destroy(m);
-	backend_destroy(be);
+	struct method_stats st =
+	    deq_matches_unroll(m, dev_state(m), c, L_unroll);
+	cr_assert_eq(st.forward_evals, st.fwd.iters + 1);
+	cr_assert_eq(st.vjp_evals, st.bwd.iters + 1);
+	close_model(m);
 }
 
 Test(deq, ift_matches_unroll_tanh_cell, .timeout = 120)
@@ -596,22 +467,15 @@ Test(deq, solvers_agree_on_fixed_point, .timeout = 120)
 {
 	enum model_kind kinds[] = {MODEL_TANH_CELL, MODEL_TRANSFORMER};
 	for (int q = 0; q < 2; q++) {
-		struct backend *be = make_be("cpu64");
-		struct model *m = make_model(be, kinds[q], odd);
-		if (kinds[q] == MODEL_TANH_CELL)
-			set_spectral_norm(m, "cell.weight", 0.45);
-		else
-			make_contractive_transformer(m, 1);
+		struct model *m = open_spectral("cpu64", kinds[q], odd, 4);
+		struct backend *be = m->be;
 		void *z = dev_state(m);
-		set_tokens(m, 4);
 		double *zs[3];
 		int iters[3];
 		for (int k = 0; k < 3; k++) {
-			struct method_config c = cfg_of(deq_kind(), 0, 0);
-			deq_config(&c)->f_solver = (enum solver_kind)k;
-			deq_config(&c)->f_tol = 1e-12;
-			deq_config(&c)->f_stop_mode = STOP_ABS;
-			deq_config(&c)->f_max_iter = 300;
+			/* forward only: the backward keys do not matter */
+			struct method_config c = deq_solvers(
+			    (enum solver_kind)k, SOLVER_BROYDEN, 1e-12, 300);
 			deq_config(&c)->anderson_lambda = 0;
 			struct method *me = new_method(m, c);
 			model_inject_forward(m);
@@ -632,8 +496,7 @@ Test(deq, solvers_agree_on_fixed_point, .timeout = 120)
 			     iters[SOLVER_BROYDEN], iters[SOLVER_FIXED_POINT]);
 		for (int k = 0; k < 3; k++)
 			free(zs[k]);
-		model_destroy(m);
-		backend_destroy(be);
+		close_model(m);
 	}
 }
 
@@ -645,11 +508,9 @@ Test(deq, caps_exact)
 	/* cpu64 and a weak contraction: no solver gets near an exactly
 	 * representable fixed point (residual 0) within 31 evaluations, and
 	 * the backward iteration does not diverge */
-	struct backend *be = make_be("cpu64");
-	struct model *m = make_model(be, MODEL_TRANSFORMER, odd);
+	struct model *m = open_model("cpu64", MODEL_TRANSFORMER, odd, 2);
 	make_contractive_transformer(m, 0);
 	void *z = dev_state(m);
-	set_tokens(m, 2);
 	int caps[] = {1, 2, 3, 7, 31};
 	for (int k = 0; k < 3; k++)
 		for (int i = 0; i < 5; i++) {
@@ -683,8 +544,7 @@ Test(deq, caps_exact)
 					      st->fwd.residual);
 			method_destroy(me);
 		}
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }
 
 /* W = −3 I (‖W‖₂ = 3): f(z) = tanh(u − 3z) has a unique fixed point, where
@@ -698,7 +558,7 @@ Test(deq, caps_exact)
 Test(deq, non_contractive_reported)
 {
 	struct backend *be = make_be("cpu64");
-	struct model *m = make_model(be, MODEL_TANH_CELL, pow2);
+	struct model *m = deq_model(be, MODEL_TANH_CELL, pow2);
 	const struct model_param *p = model_param_find(m, "cell.weight");
 	size_t d = (size_t)m->d, n = m->n_state;
 	double *w = calloc(d * d, sizeof(double));
@@ -740,8 +600,7 @@ Test(deq, non_contractive_reported)
 		cr_assert_eq(st->fwd.converged, r <= 1e-6);
 		method_destroy(me);
 	}
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }
 
 /* A map that produces inf: the first residual is not finite, the solve
@@ -750,7 +609,7 @@ Test(deq, non_contractive_reported)
 Test(deq, nonfinite_ends_solve)
 {
 	struct backend *be = make_be("cpu");
-	struct model *m = make_model(be, MODEL_TANH_CELL, odd);
+	struct model *m = deq_model(be, MODEL_TANH_CELL, odd);
 	const struct model_param *p = model_param_find(m, "inject.bias");
 	double inf = INFINITY;
 	be->ops->upload(be->ctx, dq_at(be, m->param_buf, p->offset), &inf, 1);
@@ -775,20 +634,18 @@ Test(deq, nonfinite_ends_solve)
 		free(zs);
 		method_destroy(me);
 	}
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }
 
 /* jfb: the gradient is one VJP of f at z* with ḡ = ∂L/∂z — recomputed
  * here by hand from method_fixed_point and compared bit for bit. */
 Test(deq, jfb_is_one_vjp_at_fixed_point)
 {
-	struct backend *be = make_be("cpu");
-	struct model *m = make_model(be, MODEL_TRANSFORMER, odd);
+	struct model *m = open_model("cpu", MODEL_TRANSFORMER, odd, 6);
+	struct backend *be = m->be;
 	make_contractive_transformer(m, 1);
 	void *z = dev_state(m), *z2 = dev_state(m), *gin = dev_state(m);
 	void *tape = backend_alloc(be, model_tape_elems(m), MEM_DEPTH);
-	set_tokens(m, 6);
 	size_t np = m->n_param_elems, nu = m->n_u;
 	struct method_config c = cfg_of(deq_kind(), 0, 0);
 	deq_config(&c)->b_mode = BMODE_JFB;
@@ -813,17 +670,15 @@ Test(deq, jfb_is_one_vjp_at_fixed_point)
 	cr_assert_eq(memcmp(u1, u2, nu * sizeof(double)), 0);
 	free(g1), free(g2), free(u1), free(u2);
 	method_destroy(me);
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }
 
 /* A step run twice gives the same bits (solvers included). */
 Test(deq, deterministic)
 {
-	struct backend *be = make_be("cpu");
-	struct model *m = make_model(be, MODEL_TRANSFORMER, pow2);
+	struct model *m = open_model("cpu", MODEL_TRANSFORMER, pow2, 8);
+	struct backend *be = m->be;
 	void *z = dev_state(m);
-	set_tokens(m, 8);
 	double l[2], *g[2];
 	for (int r = 0; r < 2; r++) {
 		struct method *me = new_method(m, cfg_of(deq_kind(), 0, 0));
@@ -835,8 +690,7 @@ Test(deq, deterministic)
 	cr_assert_eq(memcmp(g[0], g[1], m->n_param_elems * sizeof(double)), 0);
 	free(g[0]);
 	free(g[1]);
-	model_destroy(m);
-	backend_destroy(be);
+	close_model(m);
 }
 
 /* ------------------------------------------------------ 5. bad configs */

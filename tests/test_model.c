@@ -1,34 +1,41 @@
 /*
- * test_model.c — models/ (model.c, transformer.c, tanh_cell.c) on the CPU
- * backends:
- *   1. the block vjp (gz_in, gu, every parameter gradient, every coordinate)
- *      against central finite differences of <R, f(z; u)> on "cpu64", at odd
- *      shapes (B=3 T=5 d=12 H=3 F=20 V=17) and powers of two (B=2 T=8 d=16
- *      H=4 F=32 V=32), for the transformer and tanh_cell;
+ * test_model.c — models/ on the CPU backends: one harness run for every
+ * model kind (transformer, tanh_cell, trellisnet; KIND_TESTS below), then
+ * the tests of the transformer and tanh_cell alone (test_trellis.c has
+ * trellisnet's own):
+ *   1. the block vjp (gz_in, gu, every parameter gradient, every coordinate;
+ *      each part of the state on its own, so trellisnet's c cannot hide
+ *      behind h) against central finite differences of <R, f(z; u)> on
+ *      "cpu64", at odd shapes and powers of two (shape_of);
  *   2. vjp flags: param_grads=0 leaves the gradients untouched, gu=NULL
- *      works, gz_in does not depend on either; two vjps add (+=);
- *   3. the whole LM loss (inject -> two block applications -> head) gradient
- *      of every parameter against finite differences (sampled coordinates);
- *   4. "cpu" (float) against "cpu64" forward and loss; NaN/inf; the same
- *      seed gives bitwise the same loss twice;
- *   5. the parameter table, init statistics, tape/workspace sizes and FLOPs
- *      against the documented formulas; bad configs and token ids return -1
- *      with a message and leave nothing allocated.
+ *      works, gz_in does not depend on either and is overwritten; two vjps
+ *      add (+=); zero_grads clears;
+ *   3. the whole LM loss (inject -> 2 or 3 block applications -> head)
+ *      gradient of every parameter against finite differences (sampled
+ *      coordinates); the head's dL/dz is 0 past the B·T·E elements it
+ *      reads;
+ *   4. the same seed gives bitwise the same loss and gradient twice;
+ *   5. transformer and tanh_cell: "cpu" (float) against "cpu64" forward and
+ *      loss; NaN/inf; the parameter table, init statistics, tape/workspace
+ *      sizes and FLOPs against the documented formulas; bad configs and
+ *      token ids return -1 with a message and leave nothing allocated.
  *
  * Finite differences (double, ε = 1.1e-16): central quotient with h = 1e-6
  * (the scale of every perturbed value is O(1)): truncation h² f''' / 6 ~
  * 1e-13, rounding ~ ε |φ| / h with |φ| ≲ 1e2 → ~1e-8 per coordinate at the
  * very worst. Tolerance: |fd - an| ≤ 1e-6 (1 + max|an| of the tensor) per
  * element and ‖fd - an‖ / ‖an‖ ≤ 1e-6 per tensor; a wrong formula gives
- * O(max|an|) errors, 10⁵× above that. ReLU kinks: a pre-activation within
- * h of 0 makes the quotient mix the two slopes; such a coordinate is
- * re-checked at h/16 and h/256 (a kink that close is 16× less likely), a
- * real bug does not go away with smaller h.
+ * O(max|an|) errors, 10⁵× above that. ReLU kinks (transformer): a
+ * pre-activation within h of 0 makes the quotient mix the two slopes; such
+ * a coordinate is re-checked at h/16 and h/256 (a kink that close is 16×
+ * less likely), a real bug does not go away with smaller h. tanh_cell and
+ * trellisnet (σ, tanh, products) are smooth.
  */
 #include "models/model.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,63 +46,24 @@
 
 #include "test_fd.h"
 
-/* ------------------------------------------------------------- helpers */
+/* ------------------------------------------------------------- shapes */
 
-struct shape {
-	int B, T, d, H, F, V;
-};
 static const struct shape odd = {3, 5, 12, 3, 20, 17};
 static const struct shape pow2 = {2, 8, 16, 4, 32, 32};
 
-static struct model *make_model(struct backend *be, enum model_kind kind,
-				struct shape s, uint64_t seed)
+/* The shapes the shared checks run at: odd sizes, or powers of two.
+ * trellisnet's d is its hidden width h (the state [h; c] is 2h wide); it
+ * takes no heads or d_ff. */
+static struct shape shape_of(enum model_kind kind, int is_pow2)
 {
-	struct model_config c = {
-	    .kind = kind,
-	    .d_model = s.d,
-	    .n_heads = s.H,
-	    .d_ff = s.F,
-	    .seq_len = s.T,
-	    .batch_size = s.B,
-	    .vocab_size = s.V,
-	    .seed = seed,
-	};
-	struct model *m = NULL;
-	char err[256] = "";
-	cr_assert_eq(model_create(&m, be, &c, err, sizeof(err)), 0,
-		     "model_create: %s", err);
-	return m;
+	static const struct shape trellis[2] = {{3, 5, 6, 0, 0, 17},
+						{2, 8, 8, 0, 0, 32}};
+	if (kind == MODEL_TRELLISNET)
+		return trellis[is_pow2];
+	return is_pow2 ? pow2 : odd;
 }
 
-/* Random parameters of O(1) effect, so every path of the block matters
- * (the default init makes attention nearly uniform): weights N(0, 1/in),
- * biases and embeddings N(0, 0.3²), LayerNorm weights 1 + N(0, 0.2²). */
-static void random_params(const struct model *m, double *theta)
-{
-	for (int i = 0; i < m->n_params; i++) {
-		const struct model_param *p = &m->params[i];
-		double *x = theta + p->offset;
-		int ln = strstr(p->name, ".ln") != NULL;
-		if (ln && strstr(p->name, "weight")) {
-			for (size_t k = 0; k < p->numel; k++)
-				x[k] = 1.0 + 0.2 * rnd_normal();
-		} else if (p->ndim == 2) {
-			double sd = 1.0 / sqrt((double)p->shape[1]);
-			if (strcmp(p->name, "cell.weight") == 0)
-				sd *= 0.5;
-			rnd_fill(x, p->numel, sd);
-		} else {
-			rnd_fill(x, p->numel, 0.3);
-		}
-	}
-}
-
-/* ------------------------------------------------ objectives for the FD */
-
-/* State of one FD experiment. Host copies are the truth; every objective
- * evaluation uploads them. lm = 0: φ = <R, f(z; u)>; lm = 1: φ = the LM
- * loss through `layers` block applications from z = 0. */
-/* ---------------------------------------------------- block vjp vs FD */
+/* ---------------------------------------------------- 1. block vjp vs FD */
 
 static int is_block_param(const char *name)
 {
@@ -103,87 +71,49 @@ static int is_block_param(const char *name)
 	       strncmp(name, "cell.", 5) == 0;
 }
 
-static void check_block(enum model_kind kind, struct shape s)
+static void check_block(enum model_kind kind, int is_pow2)
 {
-	struct backend *be = make_be("cpu64");
-	struct model *m = make_model(be, kind, s, 7);
 	struct fx f;
-	rng_state = 1000 + (uint64_t)s.d;
-	fx_init(&f, be, m, 0, 1, random_params);
-
-	size_t nd = m->n_state, nu = m->n_u, np = m->n_param_elems;
-	void *tape = dev(be, model_tape_elems(m));
-	void *gz_in = dev(be, nd), *gz_out = dev(be, nd);
-	model_block_forward(m, f.dout, f.dz, f.du, tape);
-	up(be, gz_out, f.R, nd);
-	model_zero_grads(m);
-	model_block_vjp(m, gz_in, m->gu, gz_out, tape, 1);
-
-	double *gz = host(nd), *gu = host(nu), *gth = host(np);
-	down(be, gz, gz_in, nd);
-	down(be, gu, m->gu, nu);
-	down(be, gth, m->grad_buf, np);
-	down(be, f.out, f.dout, nd);
+	struct fx_grads g;
+	fx_open_block(&f, &g, kind, shape_of(kind, is_pow2));
+	struct model *m = f.m;
+	size_t nd = m->n_state, np = m->n_param_elems;
 	assert_finite(f.out, nd, "f");
-	assert_finite(gz, nd, "gz_in");
-	assert_finite(gth, np, "grads");
+	assert_finite(g.z, nd, "gz_in");
+	assert_finite(g.theta, np, "grads");
 
-	fd_check(&f, "z", f.z, gz, nd, NULL, 0);
-	fd_check(&f, "u", f.u, gu, nu, NULL, 0);
-	for (int i = 0; i < m->n_params; i++) {
-		const struct model_param *p = &m->params[i];
-		if (!is_block_param(p->name))
-			continue;
-		fd_check(&f, p->name, f.theta + p->offset, gth + p->offset,
-			 p->numel, NULL, 0);
+	/* each part of the state (model.h: state_parts) on its own */
+	size_t part = nd / (size_t)m->state_parts;
+	for (int q = 0; q < m->state_parts; q++) {
+		char what[32];
+		snprintf(what, sizeof(what), "z part %d of %d", q,
+			 m->state_parts);
+		fd_check(&f, what, f.z + q * part, g.z + q * part, part, NULL,
+			 0);
 	}
-	/* embeddings, injection and head do not enter the block */
+	fd_check(&f, "u", f.u, g.u, m->n_u, NULL, 0);
 	for (int i = 0; i < m->n_params; i++) {
 		const struct model_param *p = &m->params[i];
-		if (is_block_param(p->name))
+		if (is_block_param(p->name)) {
+			fd_check(&f, p->name, f.theta + p->offset,
+				 g.theta + p->offset, p->numel, NULL, 0);
 			continue;
+		}
+		/* embeddings, injection and head do not enter the block */
 		for (size_t k = 0; k < p->numel; k++)
-			cr_assert_eq(gth[p->offset + k], 0.0, "%s", p->name);
+			cr_assert_eq(g.theta[p->offset + k], 0.0, "%s",
+				     p->name);
 	}
 
-	free(gz);
-	free(gu);
-	free(gth);
-	backend_free(be, tape);
-	backend_free(be, gz_in);
-	backend_free(be, gz_out);
-	fx_free(&f);
-	model_destroy(m);
-	cr_assert_eq(be->mem.live_total, 0);
-	backend_destroy(be);
+	fx_close(&f, &g);
 }
 
-Test(model, transformer_vjp_odd)
-{
-	check_block(MODEL_TRANSFORMER, odd);
-}
-
-Test(model, transformer_vjp_pow2)
-{
-	check_block(MODEL_TRANSFORMER, pow2);
-}
-
-Test(model, tanh_cell_vjp_odd)
-{
-	check_block(MODEL_TANH_CELL, odd);
-}
-
-Test(model, tanh_cell_vjp_pow2)
-{
-	check_block(MODEL_TANH_CELL, pow2);
-}
-
-/* ------------------------------------------------ vjp flags and += rule */
+/* ------------------------------------------------ 2. vjp flags, += rule */
 
 static void check_flags(enum model_kind kind)
 {
 	struct backend *be = make_be("cpu64");
-	struct model *m = make_model(be, kind, odd, 3);
+	struct model *m = make_model(be, kind, shape_of(kind, 0), 3);
 	struct fx f;
 	rng_state = 77;
 	fx_init(&f, be, m, 0, 1, random_params);
@@ -229,9 +159,9 @@ static void check_flags(enum model_kind kind)
 			      1e-14 * (1 + fabs(gu2[i])),
 			  "gu += at %zu", i);
 
-	/* two vjps from the sentinel values: grads = sent + 2 g, gu = usent +
-	 * 3 g (one more above); gemm with beta = 1 may sum in another order,
-	 * so compare to 1e-13 relative rather than bitwise */
+	/* two vjps from the sentinel values (gu reset to them): grads = sent
+	 * + 2 g, gu = usent + 2 g; gemm with beta = 1 may sum in another
+	 * order, so compare to 1e-13 relative rather than bitwise */
 	up(be, m->gu, usent, nu);
 	model_block_vjp(m, gz_in, m->gu, gz_out, tape, 1);
 	model_block_vjp(m, gz_in, m->gu, gz_out, tape, 1);
@@ -256,64 +186,59 @@ static void check_flags(enum model_kind kind)
 	for (size_t i = 0; i < nu; i++)
 		cr_assert_eq(gu2[i], 0.0);
 
-	free(g1);
-	free(g2);
-	free(gu1);
-	free(gu2);
-	free(th1);
-	free(th2);
-	free(sent);
-	free(usent);
+	free(g1), free(g2), free(gu1), free(gu2), free(th1), free(th2),
+	    free(sent), free(usent);
 	backend_free(be, tape);
 	backend_free(be, gz_in);
 	backend_free(be, gz_out);
-	fx_free(&f);
-	model_destroy(m);
-	backend_destroy(be);
+	fx_close(&f, NULL);
 }
 
-Test(model, transformer_vjp_flags)
-{
-	check_flags(MODEL_TRANSFORMER);
-}
+/* --------------------------------------------------- 3. whole LM loss */
 
-Test(model, tanh_cell_vjp_flags)
-{
-	check_flags(MODEL_TANH_CELL);
-}
+enum { LM_COORDS = 24 };
 
-/* --------------------------------------------------- whole LM loss vs FD */
-
-static int32_t *random_tokens(const struct model *m)
+/* LM_COORDS coordinates of parameter i (all when it has fewer) into idx,
+ * their count returned: random ones, but for embed.weight every other one
+ * in the row of an input token of the batch, so that its mostly-zero
+ * gradient is checked where it is not 0. */
+static size_t lm_coords(const struct model *m, int i, const int32_t *tok,
+			size_t idx[LM_COORDS])
 {
-	size_t n = (size_t)m->B * (m->T + 1);
-	int32_t *t = malloc(n * sizeof(*t));
-	cr_assert_not_null(t);
-	for (size_t i = 0; i < n; i++)
-		t[i] = (int32_t)(rnd_u01() * m->cfg.vocab_size) %
-		       m->cfg.vocab_size;
-	return t;
+	const struct model_param *p = &m->params[i];
+	size_t n = p->numel < LM_COORDS ? p->numel : LM_COORDS;
+	size_t T = (size_t)m->T, E = (size_t)m->E;
+	for (size_t k = 0; k < n; k++) {
+		if (p->numel <= LM_COORDS) {
+			idx[k] = k;
+		} else if (i == 0 && k % 2 == 0) {
+			size_t bt = (k * 7) % ((size_t)m->B * T);
+			size_t row = (size_t)tok[bt / T * (T + 1) + bt % T];
+			idx[k] = row * E + (size_t)(rnd_u01() * E) % E;
+		} else {
+			idx[k] = (size_t)(rnd_u01() * p->numel) % p->numel;
+		}
+	}
+	return n;
 }
 
 /* inject -> `layers` block applications from z = 0 -> head; backward the
  * way a method does it (head, vjps from the last application back, each
- * with gu +=, inject). Every parameter tensor is checked on 24 sampled
- * coordinates (all when smaller), with the rows of embed.weight that the
- * batch uses favoured so its gradient is not mostly zeros. */
-static void check_lm(enum model_kind kind, struct shape s, int layers)
+ * with gu +=, inject). Every parameter tensor is checked on lm_coords. */
+static void check_lm(enum model_kind kind, int is_pow2, int layers)
 {
+	struct shape s = shape_of(kind, is_pow2);
 	struct backend *be = make_be("cpu64");
 	struct model *m = make_model(be, kind, s, 11);
 	struct fx f;
-	char err[256];
 	rng_state = 4242 + (uint64_t)s.V + (uint64_t)layers;
 	fx_init(&f, be, m, 1, layers, random_params);
 	int32_t *tok = random_tokens(m);
-	cr_assert_eq(model_set_batch(m, tok, err, sizeof(err)), 0, "%s", err);
+	load_tokens(m, tok);
 
 	size_t nd = m->n_state, np = m->n_param_elems, nt = model_tape_elems(m);
 	char *tapes = dev(be, nt * (size_t)layers);
-	void *zs[3] = {f.dz, f.dout, f.dtmp};
+	void *zs[2] = {f.dz, f.dout};
 	void *g = dev(be, nd), *g2 = dev(be, nd);
 
 	model_zero_grads(m);
@@ -327,6 +252,12 @@ static void check_lm(enum model_kind kind, struct shape s, int layers)
 	cr_assert(isfinite(loss));
 	cr_assert(loss > 0 && loss < 3 * log((double)s.V), "loss %g", loss);
 	model_head_backward(m);
+	double *gzh = host(nd);
+	down(be, gzh, m->gz, nd);
+	for (size_t k = (size_t)m->B * m->T * m->E; k < nd; k++)
+		cr_assert_eq(gzh[k], 0.0, "gz past what the head reads: %zu",
+			     k);
+	free(gzh);
 	be->ops->copy(be->ctx, g, m->gz, nd);
 	for (int l = layers - 1; l >= 0; l--) {
 		model_block_vjp(m, g2, m->gu, g,
@@ -343,25 +274,10 @@ static void check_lm(enum model_kind kind, struct shape s, int layers)
 	/* loss through the FD objective agrees with the one above */
 	cr_assert(fabs(fx_eval(&f) - loss) <= 1e-13 * loss);
 
-	enum { NS = 24 };
-	size_t idx[NS];
+	size_t idx[LM_COORDS];
 	for (int i = 0; i < m->n_params; i++) {
 		const struct model_param *p = &m->params[i];
-		size_t n = p->numel < NS ? p->numel : NS;
-		for (size_t k = 0; k < n; k++) {
-			if (p->numel <= NS) {
-				idx[k] = k;
-			} else if (i == 0 && k % 2 == 0) {
-				/* a used row of embed.weight */
-				size_t r = (size_t)
-				    tok[(k * 7) % (size_t)(m->B * m->T)];
-				idx[k] = r * (size_t)m->d +
-					 (size_t)(rnd_u01() * m->d) % m->d;
-			} else {
-				idx[k] =
-				    (size_t)(rnd_u01() * p->numel) % p->numel;
-			}
-		}
+		size_t n = lm_coords(m, i, tok, idx);
 		fd_check(&f, p->name, f.theta + p->offset, gth + p->offset,
 			 p->numel, idx, n);
 	}
@@ -371,31 +287,84 @@ static void check_lm(enum model_kind kind, struct shape s, int layers)
 	backend_free(be, tapes);
 	backend_free(be, g);
 	backend_free(be, g2);
-	fx_free(&f);
+	fx_close(&f, NULL);
+}
+
+/* --------------------------------------------------- 4. determinism */
+
+/* A step (inject, two layers, head, the vjp of the first layer, inject
+ * backward) on "cpu" from the seeded init: the loss plus the gradient
+ * norm, so the gradient is compared too. */
+static double seeded_loss(enum model_kind kind, uint64_t seed)
+{
+	struct backend *be = make_be("cpu");
+	struct model *m = make_model(be, kind, shape_of(kind, 1), seed);
+	rng_state = 31;
+	int32_t *tok = random_tokens(m);
+	void *z0 = dev(be, m->n_state), *z1 = dev(be, m->n_state);
+	void *tape = dev(be, model_tape_elems(m));
+	load_tokens(m, tok);
+	model_zero_grads(m);
+	model_inject_forward(m);
+	be->ops->fill(be->ctx, z0, 0.0, m->n_state);
+	model_block_forward(m, z1, z0, m->u, tape);
+	model_block_forward(m, z0, z1, m->u, NULL);
+	double loss = model_head_forward(m, z0);
+	model_head_backward(m);
+	model_block_vjp(m, z1, m->gu, m->gz, tape, 1);
+	model_inject_backward(m);
+	loss += be->ops->norm(be->ctx, m->grad_buf, m->n_param_elems);
+	free(tok);
+	backend_free(be, z0);
+	backend_free(be, z1);
+	backend_free(be, tape);
 	model_destroy(m);
-	cr_assert_eq(be->mem.live_total, 0);
 	backend_destroy(be);
+	return loss;
 }
 
-Test(model, transformer_lm_grad_odd)
+static void check_same_seed(enum model_kind kind)
 {
-	check_lm(MODEL_TRANSFORMER, odd, 2);
+	double a = seeded_loss(kind, 2024), b = seeded_loss(kind, 2024),
+	       c = seeded_loss(kind, 2025);
+	cr_assert(memcmp(&a, &b, sizeof(a)) == 0, "%.17g vs %.17g", a, b);
+	cr_assert(a != c, "seed does not change the init");
 }
 
-Test(model, transformer_lm_grad_pow2)
-{
-	check_lm(MODEL_TRANSFORMER, pow2, 3);
-}
+/* ------------------------------------------ every kind, every check */
 
-Test(model, tanh_cell_lm_grad_odd)
-{
-	check_lm(MODEL_TANH_CELL, odd, 2);
-}
+/* The shared checks of one model kind as Criterion tests named
+ * model/<name>_<check>. A new kind adds one line below and its shapes to
+ * shape_of. */
+#define KIND_TESTS(name, kind)                                                 \
+	Test(model, name##_vjp_odd)                                            \
+	{                                                                      \
+		check_block(kind, 0);                                          \
+	}                                                                      \
+	Test(model, name##_vjp_pow2)                                           \
+	{                                                                      \
+		check_block(kind, 1);                                          \
+	}                                                                      \
+	Test(model, name##_vjp_flags)                                          \
+	{                                                                      \
+		check_flags(kind);                                             \
+	}                                                                      \
+	Test(model, name##_lm_grad_odd)                                        \
+	{                                                                      \
+		check_lm(kind, 0, 2);                                          \
+	}                                                                      \
+	Test(model, name##_lm_grad_pow2)                                       \
+	{                                                                      \
+		check_lm(kind, 1, 3);                                          \
+	}                                                                      \
+	Test(model, name##_same_seed_same_bits)                                \
+	{                                                                      \
+		check_same_seed(kind);                                         \
+	}
 
-Test(model, tanh_cell_lm_grad_pow2)
-{
-	check_lm(MODEL_TANH_CELL, pow2, 3);
-}
+KIND_TESTS(transformer, MODEL_TRANSFORMER)
+KIND_TESTS(tanh_cell, MODEL_TANH_CELL)
+KIND_TESTS(trellisnet, MODEL_TRELLISNET)
 
 /* --------------------------------------------- float vs double, NaN/inf */
 
@@ -409,20 +378,13 @@ static void check_float(enum model_kind kind, struct shape s)
 	struct backend *bf = make_be("cpu"), *bd = make_be("cpu64");
 	struct model *mf = make_model(bf, kind, s, 5),
 		     *md = make_model(bd, kind, s, 5);
-	size_t nd = md->n_state, nu = md->n_u, np = md->n_param_elems;
-	double *z = host(nd), *u = host(nu), *of = host(nd), *od = host(nd),
-	       *pf = host(np), *pd = host(np);
-	char err[256];
+	size_t nd = md->n_state, nu = md->n_u;
+	double *z = host(nd), *u = host(nu), *of = host(nd), *od = host(nd);
 	rng_state = 99;
 	rnd_fill(z, nd, 1.0);
 	rnd_fill(u, nu, 1.0);
 	int32_t *tok = random_tokens(md);
-
-	/* identical parameters up to float rounding */
-	down(bf, pf, mf->param_buf, np);
-	down(bd, pd, md->param_buf, np);
-	for (size_t i = 0; i < np; i++)
-		cr_assert_eq((float)pd[i], (float)pf[i], "param %zu", i);
+	assert_same_init(mf, md);
 
 	struct backend *bes[2] = {bf, bd};
 	struct model *ms[2] = {mf, md};
@@ -437,7 +399,7 @@ static void check_float(enum model_kind kind, struct shape s)
 		model_block_forward(m, o, dz, du, tape);
 		down(be, outs[k], o, nd);
 		assert_finite(outs[k], nd, be->ops->name);
-		cr_assert_eq(model_set_batch(m, tok, err, sizeof(err)), 0);
+		load_tokens(m, tok);
 		model_inject_forward(m);
 		model_block_forward(m, o, m->u, m->u, NULL); /* z = u[:, :d] */
 		loss[k] = model_head_forward(m, o);
@@ -459,8 +421,6 @@ static void check_float(enum model_kind kind, struct shape s)
 	free(u);
 	free(of);
 	free(od);
-	free(pf);
-	free(pd);
 	free(tok);
 	model_destroy(mf);
 	model_destroy(md);
@@ -511,46 +471,6 @@ Test(model, nonfinite_propagates)
 	backend_destroy(be);
 }
 
-/* ------------------------------------------------------- determinism */
-
-static double seeded_loss(uint64_t seed)
-{
-	struct backend *be = make_be("cpu");
-	struct model *m = make_model(be, MODEL_TRANSFORMER, pow2, seed);
-	char err[256];
-	rng_state = 31;
-	int32_t *tok = random_tokens(m);
-	void *z0 = dev(be, m->n_state), *z1 = dev(be, m->n_state);
-	void *tape = dev(be, model_tape_elems(m));
-	cr_assert_eq(model_set_batch(m, tok, err, sizeof(err)), 0);
-	model_zero_grads(m);
-	model_inject_forward(m);
-	be->ops->fill(be->ctx, z0, 0.0, m->n_state);
-	model_block_forward(m, z1, z0, m->u, tape);
-	model_block_forward(m, z0, z1, m->u, NULL);
-	double loss = model_head_forward(m, z0);
-	model_head_backward(m);
-	model_block_vjp(m, z1, m->gu, m->gz, tape, 1);
-	model_inject_backward(m);
-	/* fold the gradient in, so it is compared too */
-	loss += be->ops->norm(be->ctx, m->grad_buf, m->n_param_elems);
-	free(tok);
-	backend_free(be, z0);
-	backend_free(be, z1);
-	backend_free(be, tape);
-	model_destroy(m);
-	backend_destroy(be);
-	return loss;
-}
-
-Test(model, same_seed_same_bits)
-{
-	double a = seeded_loss(2024), b = seeded_loss(2024),
-	       c = seeded_loss(2025);
-	cr_assert(memcmp(&a, &b, sizeof(a)) == 0, "%.17g vs %.17g", a, b);
-	cr_assert(a != c, "seed does not change the init");
-}
-
 /* ------------------------------------------- table, init, sizes, flops */
 
 Test(model, param_table)
@@ -559,47 +479,27 @@ Test(model, param_table)
 	struct shape s = odd;
 	struct model *m = make_model(be, MODEL_TRANSFORMER, s, 1);
 	int64_t d = s.d, F = s.F, V = s.V, T = s.T;
-	const struct {
-		const char *name;
-		int64_t r, c;
-	} want[] = {
-	    {"embed.weight", V, d},
-	    {"pos_embed.weight", T, d},
-	    {"inject.weight", 3 * d, d},
-	    {"inject.bias", 3 * d, 0},
-	    {"block.attn.qkv.weight", 3 * d, d},
-	    {"block.attn.qkv.bias", 3 * d, 0},
-	    {"block.attn.out.weight", d, d},
-	    {"block.attn.out.bias", d, 0},
-	    {"block.ln1.weight", d, 0},
-	    {"block.ln1.bias", d, 0},
-	    {"block.ff1.weight", F, d},
-	    {"block.ff1.bias", F, 0},
-	    {"block.ff2.weight", d, F},
-	    {"block.ff2.bias", d, 0},
-	    {"block.ln2.weight", d, 0},
-	    {"block.ln2.bias", d, 0},
-	    {"head.weight", V, d},
-	    {"head.bias", V, 0},
+	const struct param_want want[] = {
+	    {"embed.weight", 2, {V, d}},
+	    {"pos_embed.weight", 2, {T, d}},
+	    {"inject.weight", 2, {3 * d, d}},
+	    {"inject.bias", 1, {3 * d}},
+	    {"block.attn.qkv.weight", 2, {3 * d, d}},
+	    {"block.attn.qkv.bias", 1, {3 * d}},
+	    {"block.attn.out.weight", 2, {d, d}},
+	    {"block.attn.out.bias", 1, {d}},
+	    {"block.ln1.weight", 1, {d}},
+	    {"block.ln1.bias", 1, {d}},
+	    {"block.ff1.weight", 2, {F, d}},
+	    {"block.ff1.bias", 1, {F}},
+	    {"block.ff2.weight", 2, {d, F}},
+	    {"block.ff2.bias", 1, {d}},
+	    {"block.ln2.weight", 1, {d}},
+	    {"block.ln2.bias", 1, {d}},
+	    {"head.weight", 2, {V, d}},
+	    {"head.bias", 1, {V}},
 	};
-	int n = (int)(sizeof(want) / sizeof(want[0]));
-	cr_assert_eq(m->n_params, n);
-	size_t off = 0;
-	for (int i = 0; i < n; i++) {
-		const struct model_param *p = &m->params[i];
-		cr_assert_str_eq(p->name, want[i].name);
-		cr_assert_eq(p->ndim, want[i].c ? 2 : 1, "%s", p->name);
-		cr_assert_eq(p->shape[0], want[i].r, "%s", p->name);
-		if (want[i].c)
-			cr_assert_eq(p->shape[1], want[i].c, "%s", p->name);
-		cr_assert_eq(p->offset, off, "%s", p->name);
-		cr_assert_eq(p->numel,
-			     (size_t)(want[i].r * (want[i].c ? want[i].c : 1)));
-		cr_assert_eq(model_param_find(m, p->name), p);
-		off += p->numel;
-	}
-	cr_assert_eq(m->n_param_elems, off);
-	cr_assert_null(model_param_find(m, "block.nope"));
+	size_t off = assert_param_table(m, want, sizeof(want) / sizeof(*want));
 
 	/* memory per category: one params and one grads allocation */
 	cr_assert_eq(be->mem.live[MEM_PARAMS], off * 8);
@@ -621,34 +521,8 @@ Test(model, param_table)
 		    4.0 * s.B * (double)T * T * d;
 	cr_assert_eq(model_block_flops(m), fl);
 
-	/* init: N(0, 0.02) weights, zero biases, LN weight 1 */
-	size_t np = m->n_param_elems;
-	double *th = host(np);
-	down(be, th, m->param_buf, np);
-	for (int i = 0; i < n; i++) {
-		const struct model_param *p = &m->params[i];
-		const double *x = th + p->offset;
-		int ln = strstr(p->name, ".ln") != NULL;
-		int bias = strstr(p->name, "bias") != NULL;
-		if (ln || bias) {
-			double want_v = (ln && !bias) ? 1.0 : 0.0;
-			for (size_t k = 0; k < p->numel; k++)
-				cr_assert_eq(x[k], want_v, "%s", p->name);
-			continue;
-		}
-		double s1 = 0, s2 = 0;
-		for (size_t k = 0; k < p->numel; k++) {
-			s1 += x[k];
-			s2 += x[k] * x[k];
-		}
-		double mean = s1 / p->numel, sd = sqrt(s2 / p->numel);
-		/* ≥ 60 samples: sd within 35%, mean within 4 sd/sqrt(n) */
-		cr_assert(fabs(sd - 0.02) < 0.35 * 0.02, "%s sd %g", p->name,
-			  sd);
-		cr_assert(fabs(mean) < 4 * 0.02 / sqrt((double)p->numel),
-			  "%s mean %g", p->name, mean);
-	}
-	free(th);
+	/* init: N(0, 0.02) weights, zero biases, LN weight 1 (≥ 60 samples) */
+	assert_default_init(m);
 	model_destroy(m);
 	cr_assert_eq(be->mem.live_total, 0);
 	backend_destroy(be);
@@ -705,49 +579,40 @@ Test(model, tanh_cell_table_and_init)
 
 /* ------------------------------------------------------- bad input */
 
+/* assert_model_refused on a fresh "cpu" backend. */
 static void expect_fail(struct model_config c, const char *needle)
 {
 	struct backend *be = make_be("cpu");
-	struct model *m = (struct model *)0x1;
-	char err[256] = "";
-	cr_assert_eq(model_create(&m, be, &c, err, sizeof(err)), -1,
-		     "expected failure for '%s'", needle);
-	cr_assert_null(m);
-	cr_assert(strstr(err, needle) != NULL, "message '%s' lacks '%s'", err,
-		  needle);
-	cr_assert(strchr(err, '\n') == NULL);
-	cr_assert_eq(be->mem.live_total, 0, "leaked %zu bytes",
-		     be->mem.live_total);
-	cr_assert_eq(be->mem.n_allocs, 0);
+	assert_model_refused(be, &c, needle);
 	backend_destroy(be);
 }
 
+#define CFG_FIELD(f) offsetof(struct model_config, f)
+
 Test(model, bad_config)
 {
-	struct model_config ok = {MODEL_TRANSFORMER, 12, 3, 20, 5, 3, 17, 1,
-				  MODEL_INIT_GPT2,   0,	 0};
+	const struct model_config ok = model_cfg(MODEL_TRANSFORMER, odd, 1);
+	/* one int field of ok changed, and the message it must give */
+	const struct {
+		size_t field;
+		int value;
+		const char *needle;
+	} bad[] = {
+	    {CFG_FIELD(d_model), 10,
+	     "d_model=10 is not divisible by n_heads=3"},
+	    {CFG_FIELD(d_model), 0, "d_model=0"},
+	    {CFG_FIELD(n_heads), -2, "n_heads=-2"},
+	    {CFG_FIELD(d_ff), 0, "d_ff=0"},
+	    {CFG_FIELD(seq_len), -1, "seq_len=-1"},
+	    {CFG_FIELD(batch_size), 0, "batch_size=0"},
+	    {CFG_FIELD(vocab_size), 0, "vocab_size=0"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		struct model_config c = ok;
+		memcpy((char *)&c + bad[i].field, &bad[i].value, sizeof(int));
+		expect_fail(c, bad[i].needle);
+	}
 	struct model_config c = ok;
-	c.d_model = 10;
-	expect_fail(c, "d_model=10 is not divisible by n_heads=3");
-	c = ok;
-	c.d_model = 0;
-	expect_fail(c, "d_model=0");
-	c = ok;
-	c.n_heads = -2;
-	expect_fail(c, "n_heads=-2");
-	c = ok;
-	c.d_ff = 0;
-	expect_fail(c, "d_ff=0");
-	c = ok;
-	c.seq_len = -1;
-	expect_fail(c, "seq_len=-1");
-	c = ok;
-	c.batch_size = 0;
-	expect_fail(c, "batch_size=0");
-	c = ok;
-	c.vocab_size = 0;
-	expect_fail(c, "vocab_size=0");
-	c = ok;
 	c.kind = MODEL_TRELLISNET; /* its weight transposition needs 4 d² */
 	c.d_model = 30000;	   /* <= INT_MAX (models/trellisnet.c) */
 	expect_fail(c, "d_model=30000 is too large for model=trellisnet");
@@ -758,10 +623,7 @@ Test(model, bad_config)
 	c.d_ff = 0;
 	c.d_model = 10;
 	struct backend *be = make_be("cpu");
-	struct model *m = NULL;
-	char err[256];
-	cr_assert_eq(model_create(&m, be, &c, err, sizeof(err)), 0, "%s", err);
-	model_destroy(m);
+	model_destroy(model_of(be, &c));
 	cr_assert_eq(be->mem.live_total, 0);
 	backend_destroy(be);
 

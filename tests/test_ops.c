@@ -861,13 +861,8 @@ Test(ops, vector_ops)
 			pool_down(&pl, y, dy, n);
 			double d = be->ops->dot(be->ctx, dx, dy, n);
 			double nr = be->ops->norm(be->ctx, dx, n);
-			double rd = 0, rn = 0, ad = 0;
-			for (size_t i = 0; i < n; i++) {
-				rd += x[i] * y[i];
-				ad += fabs(x[i] * y[i]);
-				rn += x[i] * x[i];
-			}
-			rn = sqrt(rn);
+			double rd, ad, rn;
+			ref_dot_norm(x, y, n, &rd, &ad, &rn);
 			cr_assert(fabs(d - rd) <= 1e-12 * (ad + 1e-300) ||
 				      d == rd,
 				  "dot %.17g vs %.17g", d, rd);

@@ -1,8 +1,10 @@
 /* test_ops_util.h — helpers shared by the op tests (test_ops.c) and the
- * CUDA tests (test_cuda.c): a seeded splitmix64 generator, backends by
- * name, a pool of device buffers freed together (with a check that nothing
- * else stayed allocated), normalised mean squared error, finiteness checks
- * and a naive double-precision GEMM reference. Header-only, static inline. */
+ * CUDA tests (test_cuda.c), on top of test_util.h: uniform draws in
+ * [-1, 1) from its splitmix64 stream (rng_state starts at 0 here), backends
+ * by name and thread count, a pool of device buffers freed together (with a
+ * check that nothing else stayed allocated), normalised mean squared error,
+ * double-precision references for dot/norm and GEMM. Header-only, static
+ * inline. */
 #ifndef DQ_TEST_OPS_UTIL_H
 #define DQ_TEST_OPS_UTIL_H
 
@@ -12,19 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-
-static uint64_t rng_state;
+#ifndef DQ_TEST_SEED
+#define DQ_TEST_SEED 0
+#endif
+#include "test_util.h"
 
 #define POOL_MAX 24
 
 static inline double urand(void) /* splitmix64 -> [-1, 1) */
 {
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	z ^= z >> 31;
-	return (double)(z >> 11) * 0x1.0p-52 - 1.0;
+	return (double)(splitmix64(&rng_state) >> 11) * 0x1.0p-52 - 1.0;
 }
 
 static inline double *rnd(size_t n, double scale)
@@ -36,11 +35,10 @@ static inline double *rnd(size_t n, double scale)
 	return p;
 }
 
+/* n zeroed doubles on the host (test_util.h's host). */
 static inline double *zeros(size_t n)
 {
-	double *p = calloc(n ? n : 1, sizeof(double));
-	cr_assert_not_null(p);
-	return p;
+	return host(n);
 }
 
 static inline struct backend *make(const char *name, int threads)
@@ -99,12 +97,27 @@ static inline void pool_free(struct pool *pl)
 	pl->n = 0;
 }
 
+/* Σ a b over n elements (test_util.h's hdot). */
 static inline double vdot(const double *a, const double *b, size_t n)
 {
-	double s = 0;
-	for (size_t i = 0; i < n; i++)
-		s += a[i] * b[i];
-	return s;
+	return hdot(a, b, n);
+}
+
+/* The references for dot(x, y) and norm(x) over n elements, summed in
+ * order in double: *dot = Σ x y, *abs_dot = Σ |x y| (the scale of dot's
+ * rounding error), *norm = √Σ x². */
+static inline void ref_dot_norm(const double *x, const double *y, size_t n,
+				double *dot, double *abs_dot, double *norm)
+{
+	double rd = 0, rn = 0, ad = 0;
+	for (size_t i = 0; i < n; i++) {
+		rd += x[i] * y[i];
+		ad += fabs(x[i] * y[i]);
+		rn += x[i] * x[i];
+	}
+	*dot = rd;
+	*abs_dot = ad;
+	*norm = sqrt(rn);
 }
 
 static inline double nmse(const double *a, const double *ref, size_t n)
@@ -115,12 +128,6 @@ static inline double nmse(const double *a, const double *ref, size_t n)
 		r += ref[i] * ref[i];
 	}
 	return e / (r > 1e-300 ? r : 1e-300);
-}
-
-static inline void assert_finite(const double *a, size_t n, const char *what)
-{
-	for (size_t i = 0; i < n; i++)
-		cr_assert(isfinite(a[i]), "%s[%zu] = %g", what, i, a[i]);
 }
 
 static inline void naive_gemm(double *Cm, int ldc, int ta, int tb, int M, int N,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "kernels/backend.h"
+#include "kernels/rng.h"
 
 /* A test file may pick another starting state by defining DQ_TEST_SEED
  * before including this header. */
@@ -20,14 +21,10 @@
 #endif
 static uint64_t rng_state = DQ_TEST_SEED;
 
-/* Uniform in (0, 1), from splitmix64 (Steele et al. 2014). */
+/* Uniform in (0, 1], from splitmix64 (kernels/rng.h). */
 static inline double rnd_u01(void)
 {
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
-	return ((double)(z >> 11) + 0.5) * 0x1.0p-53;
+	return splitmix64_u01(&rng_state);
 }
 
 /* Standard normal (Box–Muller). */
@@ -85,6 +82,17 @@ static inline double hdot(const double *a, const double *b, size_t n)
 	for (size_t i = 0; i < n; i++)
 		s += a[i] * b[i];
 	return s;
+}
+
+/* max |a − b| / max |b| over n elements (max |a − b| when b is 0). */
+static inline double rel_max_err(const double *a, const double *b, size_t n)
+{
+	double e = 0, s = 0;
+	for (size_t i = 0; i < n; i++) {
+		e = fmax(e, fabs(a[i] - b[i]));
+		s = fmax(s, fabs(b[i]));
+	}
+	return s > 0 ? e / s : e;
 }
 
 static inline void assert_finite(const double *x, size_t n, const char *what)
