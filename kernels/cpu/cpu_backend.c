@@ -175,6 +175,39 @@ static void cpu_fill(void *ctx, void *dst, double value, size_t n)
 		d[i] = v;
 }
 
+/* Row by row: each row of the block is cols contiguous elements. memset
+ * writes +0 for float and double (IEEE 754: all bits zero). */
+static void cpu_zero_rows(void *ctx, void *dst, size_t rows, size_t cols,
+			  size_t ld)
+{
+	(void)ctx;
+	real *d = dst;
+	if (!cols)
+		return;
+	for (size_t r = 0; r < rows; r++)
+		memset(d + r * ld, 0, cols * sizeof(real));
+}
+
+/* dst(C,R) = src(R,C)ᵀ, or +=. Parallel over the rows of dst (each thread
+ * writes its own rows; src is read with stride C): O(R C). */
+static void cpu_transpose(void *ctx, void *dst_, const void *src_, int R,
+			  int C, int add)
+{
+	(void)ctx;
+	real *dst = dst_;
+	const real *src = src_;
+#pragma omp parallel for if ((long long)R * C >= PAR_MIN_N)
+	for (int c = 0; c < C; c++) {
+		real *d = dst + (size_t)c * R;
+		if (add)
+			for (int r = 0; r < R; r++)
+				d[r] += src[(size_t)r * C + c];
+		else
+			for (int r = 0; r < R; r++)
+				d[r] = src[(size_t)r * C + c];
+	}
+}
+
 /* ---------------------------------------------------------- dense algebra */
 
 static void cpu_gemm(void *ctx, int ta, int tb, int M, int N, int K,
@@ -736,6 +769,8 @@ const struct backend_ops DQ_FN(dq_cpu_ops_) = {
     .download_bytes = cpu_bytes,
     .copy = cpu_copy,
     .fill = cpu_fill,
+    .zero_rows = cpu_zero_rows,
+    .transpose = cpu_transpose,
     .gemm = cpu_gemm,
     .bias_forward = cpu_bias_forward,
     .bias_backward = cpu_bias_backward,
