@@ -522,15 +522,13 @@ int model_create(struct model **out, struct backend *be,
 	}
 
 	init_values(m, specs, host);
-	be->ops->upload(be->ctx, m->param_buf, host, off);
+	be_upload(be, m->param_buf, host, off);
 	free(host);
 	/* Tokens 0 until the first batch, so a forward before
 	 * model_set_batch reads valid ids. */
 	memset(pv->staging, 0, 2 * N * sizeof(int32_t));
-	be->ops->upload_bytes(be->ctx, m->tokens, pv->staging,
-			      N * sizeof(int32_t));
-	be->ops->upload_bytes(be->ctx, m->targets, pv->staging,
-			      N * sizeof(int32_t));
+	be_upload_bytes(be, m->tokens, pv->staging, N * sizeof(int32_t));
+	be_upload_bytes(be, m->targets, pv->staging, N * sizeof(int32_t));
 	model_zero_grads(m);
 	*out = m;
 	return 0;
@@ -617,9 +615,8 @@ int model_set_batch(struct model *m, const int32_t *tokens_host, char *err,
 		memcpy(tg + (size_t)b * T, row + 1,
 		       (size_t)T * sizeof(int32_t));
 	}
-	const struct backend_ops *o = m->be->ops;
-	o->upload_bytes(m->be->ctx, m->tokens, in, N * sizeof(int32_t));
-	o->upload_bytes(m->be->ctx, m->targets, tg, N * sizeof(int32_t));
+	be_upload_bytes(m->be, m->tokens, in, N * sizeof(int32_t));
+	be_upload_bytes(m->be, m->targets, tg, N * sizeof(int32_t));
 	return 0;
 }
 
@@ -629,55 +626,55 @@ void model_inject_forward(struct model *m)
 		m->ops->inject_forward(m);
 		return;
 	}
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx, *P = m->param_buf;
+	struct backend *be = m->be;
+	void *P = m->param_buf;
 	int N = m->B * m->T, E = m->E, U = m->U;
 	/* x (N,E) = embed[tok] + pos; u (N,U) = x Winjᵀ + b */
-	o->embed_forward(c, m->x, m->tokens, model_p(m, P, P_EMBED_W),
+	be_embed_forward(be, m->x, m->tokens, model_p(m, P, P_EMBED_W),
 			 model_p(m, P, P_POS_W), m->B, m->T, E);
-	o->gemm(c, 0, 1, N, U, E, 1.0, m->x, E, model_p(m, P, P_INJ_W), E, 0.0,
+	be_gemm(be, 0, 1, N, U, E, 1.0, m->x, E, model_p(m, P, P_INJ_W), E, 0.0,
 		m->u, U);
-	o->bias_forward(c, m->u, model_p(m, P, P_INJ_B), N, U);
+	be_bias_forward(be, m->u, model_p(m, P, P_INJ_B), N, U);
 }
 
 double model_head_forward(struct model *m, const void *z)
 {
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx, *P = m->param_buf;
+	struct backend *be = m->be;
+	void *P = m->param_buf;
 	int N = m->B * m->T, E = m->E, V = m->cfg.vocab_size;
 	int hw = m->n_params - 2, hb = m->n_params - 1;
 	((struct model_priv *)m->priv)->head_z = z;
 	/* logits (N,V) = z[:, :E] Whᵀ + b, then probabilities in place;
 	 * z[:, :E] is the (N,E) matrix at the start of z */
-	o->gemm(c, 0, 1, N, V, E, 1.0, z, E, model_p(m, P, hw), E, 0.0,
+	be_gemm(be, 0, 1, N, V, E, 1.0, z, E, model_p(m, P, hw), E, 0.0,
 		m->logits, V);
-	o->bias_forward(c, m->logits, model_p(m, P, hb), N, V);
-	return o->xent_forward(c, m->logits, m->logits, m->targets, N, V);
+	be_bias_forward(be, m->logits, model_p(m, P, hb), N, V);
+	return be_xent_forward(be, m->logits, m->logits, m->targets, N, V);
 }
 
 /* Reads the z given to the last model_head_forward: the caller keeps it
  * unchanged in between. */
 void model_head_backward(struct model *m)
 {
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx, *P = m->param_buf, *G = m->grad_buf;
+	struct backend *be = m->be;
+	void *P = m->param_buf, *G = m->grad_buf;
 	int N = m->B * m->T, E = m->E, V = m->cfg.vocab_size;
 	int hw = m->n_params - 2, hb = m->n_params - 1;
 	const void *z = ((struct model_priv *)m->priv)->head_z;
 	/* dlogits (N,V) = (probs - onehot) / N, in place */
-	o->xent_backward(c, m->logits, m->logits, m->targets, N, V,
+	be_xent_backward(be, m->logits, m->logits, m->targets, N, V,
 			 1.0 / (double)N);
 	/* gz[:, :E] (N,E) = dlogits Wh; dWh (V,E) += dlogitsᵀ z[:, :E];
 	 * dbh += Σ rows */
-	o->gemm(c, 0, 0, N, E, V, 1.0, m->logits, V, model_p(m, P, hw), E, 0.0,
+	be_gemm(be, 0, 0, N, E, V, 1.0, m->logits, V, model_p(m, P, hw), E, 0.0,
 		m->gz, E);
-	o->gemm(c, 1, 0, V, E, N, 1.0, m->logits, V, z, E, 1.0,
+	be_gemm(be, 1, 0, V, E, N, 1.0, m->logits, V, z, E, 1.0,
 		model_p(m, G, hw), E);
-	o->bias_backward(c, model_p(m, G, hb), m->logits, N, V);
+	be_bias_backward(be, model_p(m, G, hb), m->logits, N, V);
 	/* the rest of the state (trellisnet's c) does not reach the head */
 	size_t ne = (size_t)N * E;
 	if (m->n_state > ne)
-		o->fill(c, dq_at(m->be, m->gz, ne), 0.0, m->n_state - ne);
+		be_fill(be, dq_at(m->be, m->gz, ne), 0.0, m->n_state - ne);
 }
 
 void model_inject_backward(struct model *m)
@@ -686,25 +683,24 @@ void model_inject_backward(struct model *m)
 		m->ops->inject_backward(m);
 		return;
 	}
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx, *P = m->param_buf, *G = m->grad_buf;
+	struct backend *be = m->be;
+	void *P = m->param_buf, *G = m->grad_buf;
 	int N = m->B * m->T, E = m->E, U = m->U;
 	void *dx = model_ws(m); /* (N,E), workspace is >= n_state */
 	/* dWinj (U,E) += guᵀ x; dbinj += Σ rows gu; dx (N,E) = gu Winj */
-	o->gemm(c, 1, 0, U, E, N, 1.0, m->gu, U, m->x, E, 1.0,
+	be_gemm(be, 1, 0, U, E, N, 1.0, m->gu, U, m->x, E, 1.0,
 		model_p(m, G, P_INJ_W), E);
-	o->bias_backward(c, model_p(m, G, P_INJ_B), m->gu, N, U);
-	o->gemm(c, 0, 0, N, E, U, 1.0, m->gu, U, model_p(m, P, P_INJ_W), E, 0.0,
-		dx, E);
-	o->embed_backward(c, model_p(m, G, P_EMBED_W), model_p(m, G, P_POS_W),
+	be_bias_backward(be, model_p(m, G, P_INJ_B), m->gu, N, U);
+	be_gemm(be, 0, 0, N, E, U, 1.0, m->gu, U, model_p(m, P, P_INJ_W), E,
+		0.0, dx, E);
+	be_embed_backward(be, model_p(m, G, P_EMBED_W), model_p(m, G, P_POS_W),
 			  dx, m->tokens, m->B, m->T, E, m->cfg.vocab_size);
 }
 
 void model_zero_grads(struct model *m)
 {
-	const struct backend_ops *o = m->be->ops;
-	o->fill(m->be->ctx, m->grad_buf, 0.0, m->n_param_elems);
-	o->fill(m->be->ctx, m->gu, 0.0, m->n_u);
+	be_fill(m->be, m->grad_buf, 0.0, m->n_param_elems);
+	be_fill(m->be, m->gu, 0.0, m->n_u);
 }
 
 const struct model_param *model_param_find(const struct model *m,

@@ -93,41 +93,41 @@ static size_t tf_workspace_elems(const struct model *m)
 static void tf_forward(struct model *m, void *z_out, const void *z_in,
 		       const void *u, void *tape)
 {
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx, *P = m->param_buf;
+	struct backend *be = m->be;
+	void *P = m->param_buf;
 	int B = m->B, T = m->T, N = B * T, d = m->d, H = m->cfg.n_heads;
 	int F = m->cfg.d_ff;
 	struct tape t;
 	tape_layout(m, tape ? tape : model_ws(m), &t);
 	const void *z = z_in;
 	if (tape)
-		o->copy(c, t.z, z_in, m->n_state);
+		be_copy(be, t.z, z_in, m->n_state);
 
 	/* qkv = u + z Wqkvᵀ + bqkv */
-	o->copy(c, t.qkv, u, m->n_u);
-	o->gemm(c, 0, 1, N, 3 * d, d, 1.0, z, d, model_p(m, P, TP_QKV_W), d,
+	be_copy(be, t.qkv, u, m->n_u);
+	be_gemm(be, 0, 1, N, 3 * d, d, 1.0, z, d, model_p(m, P, TP_QKV_W), d,
 		1.0, t.qkv, 3 * d);
-	o->bias_forward(c, t.qkv, model_p(m, P, TP_QKV_B), N, 3 * d);
-	o->attention_forward(c, t.a, t.att, t.qkv, B, T, d, H);
+	be_bias_forward(be, t.qkv, model_p(m, P, TP_QKV_B), N, 3 * d);
+	be_attention_forward(be, t.a, t.att, t.qkv, B, T, d, H);
 	/* r1 = z + a Woᵀ + bo; h = LN1(r1) */
-	o->copy(c, t.r1, z, m->n_state);
-	o->gemm(c, 0, 1, N, d, d, 1.0, t.a, d, model_p(m, P, TP_OUT_W), d, 1.0,
+	be_copy(be, t.r1, z, m->n_state);
+	be_gemm(be, 0, 1, N, d, d, 1.0, t.a, d, model_p(m, P, TP_OUT_W), d, 1.0,
 		t.r1, d);
-	o->bias_forward(c, t.r1, model_p(m, P, TP_OUT_B), N, d);
-	o->layernorm_forward(c, t.h, t.mu1, t.rs1, t.r1,
+	be_bias_forward(be, t.r1, model_p(m, P, TP_OUT_B), N, d);
+	be_layernorm_forward(be, t.h, t.mu1, t.rs1, t.r1,
 			     model_p(m, P, TP_LN1_W), model_p(m, P, TP_LN1_B),
 			     N, d);
 	/* p = relu(h W1ᵀ + b1), in place */
-	o->gemm(c, 0, 1, N, F, d, 1.0, t.h, d, model_p(m, P, TP_FF1_W), d, 0.0,
+	be_gemm(be, 0, 1, N, F, d, 1.0, t.h, d, model_p(m, P, TP_FF1_W), d, 0.0,
 		t.p, F);
-	o->bias_forward(c, t.p, model_p(m, P, TP_FF1_B), N, F);
-	o->act_forward(c, ACT_RELU, t.p, t.p, (size_t)N * F);
+	be_bias_forward(be, t.p, model_p(m, P, TP_FF1_B), N, F);
+	be_act_forward(be, ACT_RELU, t.p, t.p, (size_t)N * F);
 	/* r2 = h + p W2ᵀ + b2; f = LN2(r2) */
-	o->copy(c, t.r2, t.h, m->n_state);
-	o->gemm(c, 0, 1, N, d, F, 1.0, t.p, F, model_p(m, P, TP_FF2_W), F, 1.0,
+	be_copy(be, t.r2, t.h, m->n_state);
+	be_gemm(be, 0, 1, N, d, F, 1.0, t.p, F, model_p(m, P, TP_FF2_W), F, 1.0,
 		t.r2, d);
-	o->bias_forward(c, t.r2, model_p(m, P, TP_FF2_B), N, d);
-	o->layernorm_forward(c, z_out, t.mu2, t.rs2, t.r2,
+	be_bias_forward(be, t.r2, model_p(m, P, TP_FF2_B), N, d);
+	be_layernorm_forward(be, z_out, t.mu2, t.rs2, t.r2,
 			     model_p(m, P, TP_LN2_W), model_p(m, P, TP_LN2_B),
 			     N, d);
 }
@@ -139,8 +139,8 @@ static void tf_forward(struct model *m, void *z_out, const void *z_in,
 static void tf_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
 		   const void *tape_, int pg)
 {
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx, *P = m->param_buf, *G = m->grad_buf;
+	struct backend *be = m->be;
+	void *P = m->param_buf, *G = m->grad_buf;
 	int B = m->B, T = m->T, N = B * T, d = m->d, H = m->cfg.n_heads;
 	int F = m->cfg.d_ff;
 	size_t w = (size_t)(F > 3 * d ? F : 3 * d);
@@ -155,52 +155,52 @@ static void tf_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
 	void *dum_b = (char *)dum_w + (size_t)d * e;
 
 	/* g1 = dr2 from LN2 */
-	o->layernorm_backward(c, g1, pg ? model_p(m, G, TP_LN2_W) : dum_w,
+	be_layernorm_backward(be, g1, pg ? model_p(m, G, TP_LN2_W) : dum_w,
 			      pg ? model_p(m, G, TP_LN2_B) : dum_b, gz_out,
 			      t.r2, t.mu2, t.rs2, model_p(m, P, TP_LN2_W), N,
 			      d);
 	/* g2 = dh = dr2 (residual) + dp W1 below; gw = dp = dr2 W2 */
-	o->copy(c, g2, g1, nd);
-	o->gemm(c, 0, 0, N, F, d, 1.0, g1, d, model_p(m, P, TP_FF2_W), F, 0.0,
+	be_copy(be, g2, g1, nd);
+	be_gemm(be, 0, 0, N, F, d, 1.0, g1, d, model_p(m, P, TP_FF2_W), F, 0.0,
 		gw, F);
 	if (pg) {
-		o->gemm(c, 1, 0, d, F, N, 1.0, g1, d, t.p, F, 1.0,
+		be_gemm(be, 1, 0, d, F, N, 1.0, g1, d, t.p, F, 1.0,
 			model_p(m, G, TP_FF2_W), F);
-		o->bias_backward(c, model_p(m, G, TP_FF2_B), g1, N, d);
+		be_bias_backward(be, model_p(m, G, TP_FF2_B), g1, N, d);
 	}
-	o->act_backward(c, ACT_RELU, gw, gw, NULL, t.p, (size_t)N * F);
+	be_act_backward(be, ACT_RELU, gw, gw, NULL, t.p, (size_t)N * F);
 	if (pg) {
-		o->gemm(c, 1, 0, F, d, N, 1.0, gw, F, t.h, d, 1.0,
+		be_gemm(be, 1, 0, F, d, N, 1.0, gw, F, t.h, d, 1.0,
 			model_p(m, G, TP_FF1_W), d);
-		o->bias_backward(c, model_p(m, G, TP_FF1_B), gw, N, F);
+		be_bias_backward(be, model_p(m, G, TP_FF1_B), gw, N, F);
 	}
-	o->gemm(c, 0, 0, N, d, F, 1.0, gw, F, model_p(m, P, TP_FF1_W), d, 1.0,
+	be_gemm(be, 0, 0, N, d, F, 1.0, gw, F, model_p(m, P, TP_FF1_W), d, 1.0,
 		g2, d);
 	/* g1 = dr1 from LN1 */
-	o->layernorm_backward(c, g1, pg ? model_p(m, G, TP_LN1_W) : dum_w,
+	be_layernorm_backward(be, g1, pg ? model_p(m, G, TP_LN1_W) : dum_w,
 			      pg ? model_p(m, G, TP_LN1_B) : dum_b, g2, t.r1,
 			      t.mu1, t.rs1, model_p(m, P, TP_LN1_W), N, d);
 	/* gz_in = dr1 (residual) + dqkv Wqkv below; g2 = da = dr1 Wo */
-	o->copy(c, gz_in, g1, nd);
-	o->gemm(c, 0, 0, N, d, d, 1.0, g1, d, model_p(m, P, TP_OUT_W), d, 0.0,
+	be_copy(be, gz_in, g1, nd);
+	be_gemm(be, 0, 0, N, d, d, 1.0, g1, d, model_p(m, P, TP_OUT_W), d, 0.0,
 		g2, d);
 	if (pg) {
-		o->gemm(c, 1, 0, d, d, N, 1.0, g1, d, t.a, d, 1.0,
+		be_gemm(be, 1, 0, d, d, N, 1.0, g1, d, t.a, d, 1.0,
 			model_p(m, G, TP_OUT_W), d);
-		o->bias_backward(c, model_p(m, G, TP_OUT_B), g1, N, d);
+		be_bias_backward(be, model_p(m, G, TP_OUT_B), g1, N, d);
 	}
 	/* gw = dqkv (N,3d) */
-	o->attention_backward(c, gw, gs, g2, t.qkv, t.att, B, T, d, H);
-	o->gemm(c, 0, 0, N, d, 3 * d, 1.0, gw, 3 * d, model_p(m, P, TP_QKV_W),
+	be_attention_backward(be, gw, gs, g2, t.qkv, t.att, B, T, d, H);
+	be_gemm(be, 0, 0, N, d, 3 * d, 1.0, gw, 3 * d, model_p(m, P, TP_QKV_W),
 		d, 1.0, gz_in, d);
 	if (pg) {
-		o->gemm(c, 1, 0, 3 * d, d, N, 1.0, gw, 3 * d, t.z, d, 1.0,
+		be_gemm(be, 1, 0, 3 * d, d, N, 1.0, gw, 3 * d, t.z, d, 1.0,
 			model_p(m, G, TP_QKV_W), d);
-		o->bias_backward(c, model_p(m, G, TP_QKV_B), gw, N, 3 * d);
+		be_bias_backward(be, model_p(m, G, TP_QKV_B), gw, N, 3 * d);
 	}
 	/* u enters qkv additively: du = dqkv */
 	if (gu)
-		o->axpy(c, gu, 1.0, gw, m->n_u);
+		be_axpy(be, gu, 1.0, gw, m->n_u);
 }
 
 /* 2 per multiply-add: the four GEMMs 2N(3d² + d² + 2dF), plus q kᵀ and

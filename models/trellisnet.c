@@ -137,16 +137,16 @@ static void tape_layout(const struct model *m, void *base, struct tn_tape *t)
  * constants: one zero fill and the identity's two ones. */
 static void ws_layout(struct model *m, size_t s_off, struct tn_ws *w)
 {
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx, *ws = model_ws(m);
+	struct backend *be = m->be;
+	void *ws = model_ws(m);
 	size_t h = tn_h(m), off = 8 * tn_n(m) * h;
 	w->S = dq_at(m->be, ws, s_off);
 	w->wk = dq_at(m->be, ws, off);
 	w->ident = dq_at(m->be, ws, off + 8 * h * h);
 	w->zeros = dq_at(m->be, w->ident, 4);
-	o->fill(c, w->ident, 0.0, 4 + tn_zeros(m));
-	o->fill(c, w->ident, 1.0, 1);
-	o->fill(c, dq_at(m->be, w->ident, 3), 1.0, 1);
+	be_fill(be, w->ident, 0.0, 4 + tn_zeros(m));
+	be_fill(be, w->ident, 1.0, 1);
+	be_fill(be, dq_at(m->be, w->ident, 3), 1.0, 1);
 }
 
 /* Wk (2, 4h, in) = W [4h, in, 2] with the last axis moved first: viewing W
@@ -155,8 +155,7 @@ static void conv_weight_kmajor(struct model *m, const struct tn_ws *w, void *wk,
 			       const void *W, int in)
 {
 	int n = 4 * m->E * in;
-	m->be->ops->gemm(m->be->ctx, 0, 1, 2, n, 2, 1.0, w->ident, 2, W, 2, 0.0,
-			 wk, n);
+	be_gemm(m->be, 0, 1, 2, n, 2, 1.0, w->ident, 2, W, 2, 0.0, wk, n);
 }
 
 /* G [4h, in, 2] += the kernel-major gradient dWk (2, 4h, in): viewing G as
@@ -165,8 +164,7 @@ static void conv_grad_add(struct model *m, const struct tn_ws *w, void *G,
 			  const void *dwk, int in)
 {
 	int n = 4 * m->E * in;
-	m->be->ops->gemm(m->be->ctx, 1, 0, n, 2, 2, 1.0, dwk, n, w->ident, 2,
-			 1.0, G, 2);
+	be_gemm(m->be, 1, 0, n, 2, 2, 1.0, dwk, n, w->ident, 2, 1.0, G, 2);
 }
 
 /* Rows t = t0 of every batch row of y (N, C) set to 0: one (B, C) gemm of
@@ -175,9 +173,8 @@ static void zero_rows_at(struct model *m, const struct tn_ws *w, void *y,
 			 int t0, int C)
 {
 	int T = m->T;
-	m->be->ops->gemm(m->be->ctx, 0, 0, m->B, C, 1, 1.0, w->zeros, 1,
-			 w->zeros, C, 0.0, dq_at(m->be, y, (size_t)t0 * C),
-			 T * C);
+	be_gemm(m->be, 0, 0, m->B, C, 1, 1.0, w->zeros, 1, w->zeros, C, 0.0,
+		dq_at(m->be, y, (size_t)t0 * C), T * C);
 }
 
 /* dst[b,t] = src[b,t-1], dst[b,0] = 0; (N, C) each, no aliasing. */
@@ -185,8 +182,7 @@ static void shift_down(struct model *m, const struct tn_ws *w, void *dst,
 		       const void *src, int C)
 {
 	size_t N = tn_n(m);
-	m->be->ops->copy(m->be->ctx, dq_at(m->be, dst, (size_t)C), src,
-			 (N - 1) * (size_t)C);
+	be_copy(m->be, dq_at(m->be, dst, (size_t)C), src, (N - 1) * (size_t)C);
 	zero_rows_at(m, w, dst, 0, C);
 }
 
@@ -197,8 +193,8 @@ static void shift_up_add(struct model *m, const struct tn_ws *w, void *dst,
 {
 	size_t N = tn_n(m);
 	zero_rows_at(m, w, S, 0, C);
-	m->be->ops->axpy(m->be->ctx, dst, 1.0, dq_at(m->be, S, (size_t)C),
-			 (N - 1) * (size_t)C);
+	be_axpy(m->be, dst, 1.0, dq_at(m->be, S, (size_t)C),
+		(N - 1) * (size_t)C);
 }
 
 /* y_j (N,h) = x_prev W_{j,0}ᵀ + x W_{j,1}ᵀ + beta y_j for the four gates j;
@@ -206,17 +202,16 @@ static void shift_up_add(struct model *m, const struct tn_ws *w, void *dst,
 static void conv_forward(struct model *m, void *y, const void *x_prev,
 			 const void *x, const void *wk, int in, double beta)
 {
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx;
+	struct backend *be = m->be;
 	int N = m->B * m->T, h = m->E;
 	size_t nh = tn_n(m) * tn_h(m), hin = (size_t)h * in;
 	for (int j = 0; j < 4; j++) {
 		void *yj = dq_at(m->be, y, j * nh);
 		const void *w0 = dq_at(m->be, wk, j * hin);
 		const void *w1 = dq_at(m->be, wk, (4 + j) * hin);
-		o->gemm(c, 0, 1, N, h, in, 1.0, x_prev, in, w0, in, beta, yj,
+		be_gemm(be, 0, 1, N, h, in, 1.0, x_prev, in, w0, in, beta, yj,
 			h);
-		o->gemm(c, 0, 1, N, h, in, 1.0, x, in, w1, in, 1.0, yj, h);
+		be_gemm(be, 0, 1, N, h, in, 1.0, x, in, w1, in, 1.0, yj, h);
 	}
 }
 
@@ -226,16 +221,15 @@ static void conv_forward(struct model *m, void *y, const void *x_prev,
 static void conv_backward_input(struct model *m, void *gx, void *gS,
 				const void *dy, const void *wk, int in)
 {
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx;
+	struct backend *be = m->be;
 	int N = m->B * m->T, h = m->E;
 	size_t nh = tn_n(m) * tn_h(m), hin = (size_t)h * in;
 	for (int j = 0; j < 4; j++) {
 		const void *dyj = dq_at(m->be, dy, j * nh);
 		double beta = j ? 1.0 : 0.0;
-		o->gemm(c, 0, 0, N, in, h, 1.0, dyj, h,
+		be_gemm(be, 0, 0, N, in, h, 1.0, dyj, h,
 			dq_at(m->be, wk, (4 + j) * hin), in, beta, gx, in);
-		o->gemm(c, 0, 0, N, in, h, 1.0, dyj, h,
+		be_gemm(be, 0, 0, N, in, h, 1.0, dyj, h,
 			dq_at(m->be, wk, j * hin), in, beta, gS, in);
 	}
 }
@@ -245,15 +239,14 @@ static void conv_backward_input(struct model *m, void *gx, void *gS,
 static void conv_backward_weight(struct model *m, void *dwk, const void *dy,
 				 const void *x_prev, const void *x, int in)
 {
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx;
+	struct backend *be = m->be;
 	int N = m->B * m->T, h = m->E;
 	size_t nh = tn_n(m) * tn_h(m), hin = (size_t)h * in;
 	for (int j = 0; j < 4; j++) {
 		const void *dyj = dq_at(m->be, dy, j * nh);
-		o->gemm(c, 1, 0, h, in, N, 1.0, dyj, h, x_prev, in, 0.0,
+		be_gemm(be, 1, 0, h, in, N, 1.0, dyj, h, x_prev, in, 0.0,
 			dq_at(m->be, dwk, j * hin), in);
-		o->gemm(c, 1, 0, h, in, N, 1.0, dyj, h, x, in, 0.0,
+		be_gemm(be, 1, 0, h, in, N, 1.0, dyj, h, x, in, 0.0,
 			dq_at(m->be, dwk, (4 + j) * hin), in);
 	}
 }
@@ -264,8 +257,8 @@ static void gate_bias_forward(struct model *m, void *y, const void *b)
 	int N = m->B * m->T, h = m->E;
 	size_t nh = tn_n(m) * tn_h(m);
 	for (int j = 0; j < 4; j++)
-		m->be->ops->bias_forward(m->be->ctx, dq_at(m->be, y, j * nh),
-					 dq_at(m->be, b, (size_t)j * h), N, h);
+		be_bias_forward(m->be, dq_at(m->be, y, j * nh),
+				dq_at(m->be, b, (size_t)j * h), N, h);
 }
 
 static void gate_bias_backward(struct model *m, void *db, const void *dy)
@@ -273,16 +266,15 @@ static void gate_bias_backward(struct model *m, void *db, const void *dy)
 	int N = m->B * m->T, h = m->E;
 	size_t nh = tn_n(m) * tn_h(m);
 	for (int j = 0; j < 4; j++)
-		m->be->ops->bias_backward(m->be->ctx,
-					  dq_at(m->be, db, (size_t)j * h),
-					  dq_at(m->be, dy, j * nh), N, h);
+		be_bias_backward(m->be, dq_at(m->be, db, (size_t)j * h),
+				 dq_at(m->be, dy, j * nh), N, h);
 }
 
 static void tn_forward(struct model *m, void *z_out, const void *z_in,
 		       const void *u, void *tape)
 {
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx, *P = m->param_buf;
+	struct backend *be = m->be;
+	void *P = m->param_buf;
 	int h = m->E;
 	size_t nh = tn_n(m) * tn_h(m);
 	struct tn_tape t;
@@ -292,28 +284,28 @@ static void tn_forward(struct model *m, void *z_out, const void *z_in,
 	const void *H = z_in, *C = dq_at(m->be, z_in, nh);
 	void *h_out = z_out, *c_out = dq_at(m->be, z_out, nh);
 	if (tape)
-		o->copy(c, t.z, z_in, m->n_state);
+		be_copy(be, t.z, z_in, m->n_state);
 	void *gi = t.gates, *go = dq_at(m->be, t.gates, nh);
 	void *gg = dq_at(m->be, t.gates, 2 * nh);
 	void *gf = dq_at(m->be, t.gates, 3 * nh);
 
 	/* pre = u + Conv1d_k2(h) + b, in the gates buffer */
 	conv_weight_kmajor(m, &w, w.wk, model_p(m, P, NP_CONV_W), h);
-	o->copy(c, t.gates, u, m->n_u);
+	be_copy(be, t.gates, u, m->n_u);
 	shift_down(m, &w, w.S, H, h);
 	conv_forward(m, t.gates, w.S, H, w.wk, h, 1.0);
 	gate_bias_forward(m, t.gates, model_p(m, P, NP_CONV_B));
 	/* i, o (adjacent) σ; g tanh; f σ */
-	o->act_forward(c, ACT_SIGMOID, gi, gi, 2 * nh);
-	o->act_forward(c, ACT_TANH, gg, gg, nh);
-	o->act_forward(c, ACT_SIGMOID, gf, gf, nh);
+	be_act_forward(be, ACT_SIGMOID, gi, gi, 2 * nh);
+	be_act_forward(be, ACT_TANH, gg, gg, nh);
+	be_act_forward(be, ACT_SIGMOID, gf, gf, nh);
 	/* c' = f ⊙ c[t-1] + i ⊙ g ; h' = o ⊙ tanh(c') */
 	shift_down(m, &w, w.S, C, h);
-	o->mul(c, c_out, gf, w.S, nh);
-	o->mul(c, w.S, gi, gg, nh);
-	o->axpy(c, c_out, 1.0, w.S, nh);
-	o->act_forward(c, ACT_TANH, t.tc, c_out, nh);
-	o->mul(c, h_out, go, t.tc, nh);
+	be_mul(be, c_out, gf, w.S, nh);
+	be_mul(be, w.S, gi, gg, nh);
+	be_axpy(be, c_out, 1.0, w.S, nh);
+	be_act_forward(be, ACT_TANH, t.tc, c_out, nh);
+	be_mul(be, h_out, go, t.tc, nh);
 }
 
 /* Reverse of tn_forward. With param_grads == 0 the two weight-gradient
@@ -321,8 +313,8 @@ static void tn_forward(struct model *m, void *z_out, const void *z_in,
 static void tn_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
 		   const void *tape_, int pg)
 {
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx, *P = m->param_buf, *G = m->grad_buf;
+	struct backend *be = m->be;
+	void *P = m->param_buf, *G = m->grad_buf;
 	int h = m->E;
 	size_t nh = tn_n(m) * tn_h(m);
 	struct tn_tape t;
@@ -339,22 +331,22 @@ static void tn_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
 	void *gH = gz_in, *gC = dq_at(m->be, gz_in, nh);
 
 	/* h' = o ⊙ tc: do = gh ⊙ tc σ'; dc = gh ⊙ o tanh' + gc */
-	o->mul(c, d_o, gh, t.tc, nh);
-	o->act_backward(c, ACT_SIGMOID, d_o, d_o, NULL, ao, nh);
-	o->mul(c, dc, gh, ao, nh);
-	o->act_backward(c, ACT_TANH, dc, dc, NULL, t.tc, nh);
-	o->axpy(c, dc, 1.0, gc, nh);
+	be_mul(be, d_o, gh, t.tc, nh);
+	be_act_backward(be, ACT_SIGMOID, d_o, d_o, NULL, ao, nh);
+	be_mul(be, dc, gh, ao, nh);
+	be_act_backward(be, ACT_TANH, dc, dc, NULL, t.tc, nh);
+	be_axpy(be, dc, 1.0, gc, nh);
 	/* c' = f ⊙ c[t-1] + i ⊙ g */
-	o->mul(c, di, dc, ag, nh);
-	o->act_backward(c, ACT_SIGMOID, di, di, NULL, ai, nh);
-	o->mul(c, dg, dc, ai, nh);
-	o->act_backward(c, ACT_TANH, dg, dg, NULL, ag, nh);
+	be_mul(be, di, dc, ag, nh);
+	be_act_backward(be, ACT_SIGMOID, di, di, NULL, ai, nh);
+	be_mul(be, dg, dc, ai, nh);
+	be_act_backward(be, ACT_TANH, dg, dg, NULL, ag, nh);
 	shift_down(m, &w, w.S, t.c, h);
-	o->mul(c, df, dc, w.S, nh);
-	o->act_backward(c, ACT_SIGMOID, df, df, NULL, af, nh);
+	be_mul(be, df, dc, w.S, nh);
+	be_act_backward(be, ACT_SIGMOID, df, df, NULL, af, nh);
 	/* gC[t-1] = dc[t] ⊙ f[t]; gC at t = T-1 is 0 */
-	o->mul(c, w.S, dc, af, nh);
-	o->fill(c, gC, 0.0, nh);
+	be_mul(be, w.S, dc, af, nh);
+	be_fill(be, gC, 0.0, nh);
 	shift_up_add(m, &w, gC, w.S, h);
 	/* gH = Σ_j dpre_j W_{j,1} + shifted-up Σ_j dpre_j W_{j,0} */
 	conv_weight_kmajor(m, &w, w.wk, model_p(m, P, NP_CONV_W), h);
@@ -362,7 +354,7 @@ static void tn_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
 	shift_up_add(m, &w, gH, w.S, h);
 	/* u enters pre additively */
 	if (gu)
-		o->axpy(c, gu, 1.0, dpre, m->n_u);
+		be_axpy(be, gu, 1.0, dpre, m->n_u);
 	if (pg) {
 		shift_down(m, &w, w.S, t.z, h);
 		conv_backward_weight(m, w.wk, dpre, w.S, t.z, h);
@@ -374,12 +366,12 @@ static void tn_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
 /* x = embed + pos (N,E); u = Conv1d_k2(x) + inject.bias, gate-major. */
 static void tn_inject_forward(struct model *m)
 {
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx, *P = m->param_buf;
+	struct backend *be = m->be;
+	void *P = m->param_buf;
 	int E = m->E;
 	struct tn_ws w;
 	ws_layout(m, 0, &w);
-	o->embed_forward(c, m->x, m->tokens, model_p(m, P, P_EMBED_W),
+	be_embed_forward(be, m->x, m->tokens, model_p(m, P, P_EMBED_W),
 			 model_p(m, P, P_POS_W), m->B, m->T, E);
 	conv_weight_kmajor(m, &w, w.wk, model_p(m, P, P_INJ_W), E);
 	shift_down(m, &w, w.S, m->x, E);
@@ -390,8 +382,8 @@ static void tn_inject_forward(struct model *m)
 /* From m->gu: inject.weight, inject.bias, embed and pos grads +=. */
 static void tn_inject_backward(struct model *m)
 {
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx, *P = m->param_buf, *G = m->grad_buf;
+	struct backend *be = m->be;
+	void *P = m->param_buf, *G = m->grad_buf;
 	int E = m->E;
 	struct tn_ws w;
 	ws_layout(m, 0, &w);
@@ -403,7 +395,7 @@ static void tn_inject_backward(struct model *m)
 	conv_weight_kmajor(m, &w, w.wk, model_p(m, P, P_INJ_W), E);
 	conv_backward_input(m, dx, w.S, m->gu, w.wk, E);
 	shift_up_add(m, &w, dx, w.S, E);
-	o->embed_backward(c, model_p(m, G, P_EMBED_W), model_p(m, G, P_POS_W),
+	be_embed_backward(be, model_p(m, G, P_EMBED_W), model_p(m, G, P_POS_W),
 			  dx, m->tokens, m->B, m->T, E, m->cfg.vocab_size);
 }
 
