@@ -59,12 +59,12 @@
  *                             elements as (N,h), model.c);
  *   u = [u_i | u_o | u_g | u_f], each (N,h)  (n_u = 4 N h, gate-major).
  * The methods treat z and u as flat vectors. The Conv1d weights are
- * transposed per call into kernel-major Wk (2,4h,h) (one gemm against the
- * 2x2 identity, exact: 1 w + 0 w' = w for finite weights), so each gate and
- * tap is a contiguous (h,h) block W_{j,k} and the layer is eight (N,h,h)
- * GEMMs. Tap 0 reads the input shifted one position down inside each batch
- * row: a copy of N-1 rows, then the B rows at t = 0 zeroed by one strided
- * gemm of zeros (ldc = T h).
+ * transposed per call into kernel-major Wk (2,4h,h) (the transpose op:
+ * exact), so each gate and tap is a contiguous (h,h) block W_{j,k} and the
+ * layer is eight (N,h,h) GEMMs; the kernel-major weight gradient is added
+ * back by a transpose with add. Tap 0 reads the input shifted one position
+ * down inside each batch row: a copy of N-1 rows, then the B rows at t = 0
+ * zeroed by zero_rows (row stride T h).
  *
  * Tape layout (elements of the backend type, in this order):
  *   z      (2,N,h)  z_in: h for dW, c for df and the c-gradient
@@ -75,11 +75,14 @@
  *
  * Workspace: tape-sized region (a no-tape forward writes its tape there; z
  * is read in place), then S (N,h), then Wk (8 h²), then 4 + max(B,h)
- * constants (2x2 identity, zeros):
+ * elements that nothing uses any more (they held the 2x2 identity and the
+ * zeros of the GEMMs that transposed and zeroed before the transpose and
+ * zero_rows ops; kept so that the workspace bytes of records and of
+ * tests/test_trellis.c stay as they were):
  *   8 N h + 8 h² + 4 + max(B, h).
  * The vjp uses dpre (4,N,h), dc (N,h), S (N,h) from offset 0 (6 N h); the
- * injection backward S, dx (N,E) from offset 0. Wk and the constants sit
- * at the same offset in all three.
+ * injection backward S, dx (N,E) from offset 0. Wk sits at the same offset
+ * in all three.
  *
  * Gradient rule: the vjp and the injection backward ADD (+=) into the
  * parameter gradients and into gu.
@@ -88,10 +91,8 @@
 
 /* Buffers one call works on, carved from the workspace. */
 struct tn_ws {
-	void *S;     /* (N,h) shifted copies and partial sums */
-	void *wk;    /* (2,4h,h) kernel-major weights or their gradient */
-	void *ident; /* 2x2 identity */
-	void *zeros; /* max(B,h) zeros */
+	void *S;  /* (N,h) shifted copies and partial sums */
+	void *wk; /* (2,4h,h) kernel-major weights or their gradient */
 };
 
 struct tn_tape {
@@ -108,20 +109,16 @@ static size_t tn_n(const struct model *m)
 	return (size_t)m->B * m->T;
 }
 
-static size_t tn_zeros(const struct model *m)
-{
-	return (size_t)(m->B > m->E ? m->B : m->E);
-}
-
 static size_t tn_tape_elems(const struct model *m)
 {
 	return 7 * tn_n(m) * tn_h(m);
 }
 
+/* The tail 4 + max(B, h) is not used (see the top of the file). */
 static size_t tn_workspace_elems(const struct model *m)
 {
-	size_t h = tn_h(m);
-	return 8 * tn_n(m) * h + 8 * h * h + 4 + tn_zeros(m);
+	size_t h = tn_h(m), tail = (size_t)(m->B > m->E ? m->B : m->E);
+	return 8 * tn_n(m) * h + 8 * h * h + 4 + tail;
 }
 
 static void tape_layout(const struct model *m, void *base, struct tn_tape *t)
@@ -133,66 +130,48 @@ static void tape_layout(const struct model *m, void *base, struct tn_tape *t)
 	t->tc = dq_at(m->be, base, 6 * nh);
 }
 
-/* S at offset s_off; Wk and the constants after 8 N h. Fills the
- * constants: one zero fill and the identity's two ones. */
+/* S at offset s_off; Wk after 8 N h. */
 static void ws_layout(struct model *m, size_t s_off, struct tn_ws *w)
 {
-	struct backend *be = m->be;
 	void *ws = model_ws(m);
-	size_t h = tn_h(m), off = 8 * tn_n(m) * h;
 	w->S = dq_at(m->be, ws, s_off);
-	w->wk = dq_at(m->be, ws, off);
-	w->ident = dq_at(m->be, ws, off + 8 * h * h);
-	w->zeros = dq_at(m->be, w->ident, 4);
-	be_fill(be, w->ident, 0.0, 4 + tn_zeros(m));
-	be_fill(be, w->ident, 1.0, 1);
-	be_fill(be, dq_at(m->be, w->ident, 3), 1.0, 1);
+	w->wk = dq_at(m->be, ws, 8 * tn_n(m) * tn_h(m));
 }
 
-/* Wk (2, 4h, in) = W [4h, in, 2] with the last axis moved first: viewing W
- * as (4h in, 2), Wk = I · Wᵀ. */
-static void conv_weight_kmajor(struct model *m, const struct tn_ws *w, void *wk,
-			       const void *W, int in)
+/* Wk (2, 4h, in) = W [4h, in, 2] with the last axis moved first: the
+ * transpose of W viewed as (4h in, 2). */
+static void conv_weight_kmajor(struct model *m, void *wk, const void *W, int in)
 {
-	int n = 4 * m->E * in;
-	be_gemm(m->be, 0, 1, 2, n, 2, 1.0, w->ident, 2, W, 2, 0.0, wk, n);
+	be_transpose(m->be, wk, W, 4 * m->E * in, 2, 0);
 }
 
-/* G [4h, in, 2] += the kernel-major gradient dWk (2, 4h, in): viewing G as
- * (4h in, 2), G += dWkᵀ · I. */
-static void conv_grad_add(struct model *m, const struct tn_ws *w, void *G,
-			  const void *dwk, int in)
+/* G [4h, in, 2] += the kernel-major gradient dWk (2, 4h, in): G viewed as
+ * (4h in, 2) += dWkᵀ. */
+static void conv_grad_add(struct model *m, void *G, const void *dwk, int in)
 {
-	int n = 4 * m->E * in;
-	be_gemm(m->be, 1, 0, n, 2, 2, 1.0, dwk, n, w->ident, 2, 1.0, G, 2);
+	be_transpose(m->be, G, dwk, 2, 4 * m->E * in, 1);
 }
 
-/* Rows t = t0 of every batch row of y (N, C) set to 0: one (B, C) gemm of
- * zeros with row stride T C. C <= max(B, h) zeros are needed. */
-static void zero_rows_at(struct model *m, const struct tn_ws *w, void *y,
-			 int t0, int C)
+/* Rows t = 0 of every batch row of y (N, C) set to 0. */
+static void zero_first_rows(struct model *m, void *y, int C)
 {
-	int T = m->T;
-	be_gemm(m->be, 0, 0, m->B, C, 1, 1.0, w->zeros, 1, w->zeros, C, 0.0,
-		dq_at(m->be, y, (size_t)t0 * C), T * C);
+	be_zero_rows(m->be, y, (size_t)m->B, (size_t)C, (size_t)m->T * C);
 }
 
 /* dst[b,t] = src[b,t-1], dst[b,0] = 0; (N, C) each, no aliasing. */
-static void shift_down(struct model *m, const struct tn_ws *w, void *dst,
-		       const void *src, int C)
+static void shift_down(struct model *m, void *dst, const void *src, int C)
 {
 	size_t N = tn_n(m);
 	be_copy(m->be, dq_at(m->be, dst, (size_t)C), src, (N - 1) * (size_t)C);
-	zero_rows_at(m, w, dst, 0, C);
+	zero_first_rows(m, dst, C);
 }
 
 /* dst[b,t] += S[b,t+1] for t < T-1 (the adjoint of shift_down, added).
  * Zeroes the rows t = 0 of S first. */
-static void shift_up_add(struct model *m, const struct tn_ws *w, void *dst,
-			 void *S, int C)
+static void shift_up_add(struct model *m, void *dst, void *S, int C)
 {
 	size_t N = tn_n(m);
-	zero_rows_at(m, w, S, 0, C);
+	zero_first_rows(m, S, C);
 	be_axpy(m->be, dst, 1.0, dq_at(m->be, S, (size_t)C),
 		(N - 1) * (size_t)C);
 }
@@ -290,9 +269,9 @@ static void tn_forward(struct model *m, void *z_out, const void *z_in,
 	void *gf = dq_at(m->be, t.gates, 3 * nh);
 
 	/* pre = u + Conv1d_k2(h) + b, in the gates buffer */
-	conv_weight_kmajor(m, &w, w.wk, model_p(m, P, NP_CONV_W), h);
+	conv_weight_kmajor(m, w.wk, model_p(m, P, NP_CONV_W), h);
 	be_copy(be, t.gates, u, m->n_u);
-	shift_down(m, &w, w.S, H, h);
+	shift_down(m, w.S, H, h);
 	conv_forward(m, t.gates, w.S, H, w.wk, h, 1.0);
 	gate_bias_forward(m, t.gates, model_p(m, P, NP_CONV_B));
 	/* i, o (adjacent) σ; g tanh; f σ */
@@ -300,7 +279,7 @@ static void tn_forward(struct model *m, void *z_out, const void *z_in,
 	be_act_forward(be, ACT_TANH, gg, gg, nh);
 	be_act_forward(be, ACT_SIGMOID, gf, gf, nh);
 	/* c' = f ⊙ c[t-1] + i ⊙ g ; h' = o ⊙ tanh(c') */
-	shift_down(m, &w, w.S, C, h);
+	shift_down(m, w.S, C, h);
 	be_mul(be, c_out, gf, w.S, nh);
 	be_mul(be, w.S, gi, gg, nh);
 	be_axpy(be, c_out, 1.0, w.S, nh);
@@ -341,24 +320,24 @@ static void tn_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
 	be_act_backward(be, ACT_SIGMOID, di, di, NULL, ai, nh);
 	be_mul(be, dg, dc, ai, nh);
 	be_act_backward(be, ACT_TANH, dg, dg, NULL, ag, nh);
-	shift_down(m, &w, w.S, t.c, h);
+	shift_down(m, w.S, t.c, h);
 	be_mul(be, df, dc, w.S, nh);
 	be_act_backward(be, ACT_SIGMOID, df, df, NULL, af, nh);
 	/* gC[t-1] = dc[t] ⊙ f[t]; gC at t = T-1 is 0 */
 	be_mul(be, w.S, dc, af, nh);
 	be_fill(be, gC, 0.0, nh);
-	shift_up_add(m, &w, gC, w.S, h);
+	shift_up_add(m, gC, w.S, h);
 	/* gH = Σ_j dpre_j W_{j,1} + shifted-up Σ_j dpre_j W_{j,0} */
-	conv_weight_kmajor(m, &w, w.wk, model_p(m, P, NP_CONV_W), h);
+	conv_weight_kmajor(m, w.wk, model_p(m, P, NP_CONV_W), h);
 	conv_backward_input(m, gH, w.S, dpre, w.wk, h);
-	shift_up_add(m, &w, gH, w.S, h);
+	shift_up_add(m, gH, w.S, h);
 	/* u enters pre additively */
 	if (gu)
 		be_axpy(be, gu, 1.0, dpre, m->n_u);
 	if (pg) {
-		shift_down(m, &w, w.S, t.z, h);
+		shift_down(m, w.S, t.z, h);
 		conv_backward_weight(m, w.wk, dpre, w.S, t.z, h);
-		conv_grad_add(m, &w, model_p(m, G, NP_CONV_W), w.wk, h);
+		conv_grad_add(m, model_p(m, G, NP_CONV_W), w.wk, h);
 		gate_bias_backward(m, model_p(m, G, NP_CONV_B), dpre);
 	}
 }
@@ -373,8 +352,8 @@ static void tn_inject_forward(struct model *m)
 	ws_layout(m, 0, &w);
 	be_embed_forward(be, m->x, m->tokens, model_p(m, P, P_EMBED_W),
 			 model_p(m, P, P_POS_W), m->B, m->T, E);
-	conv_weight_kmajor(m, &w, w.wk, model_p(m, P, P_INJ_W), E);
-	shift_down(m, &w, w.S, m->x, E);
+	conv_weight_kmajor(m, w.wk, model_p(m, P, P_INJ_W), E);
+	shift_down(m, w.S, m->x, E);
 	conv_forward(m, m->u, w.S, m->x, w.wk, E, 0.0);
 	gate_bias_forward(m, m->u, model_p(m, P, P_INJ_B));
 }
@@ -388,13 +367,13 @@ static void tn_inject_backward(struct model *m)
 	struct tn_ws w;
 	ws_layout(m, 0, &w);
 	void *dx = dq_at(m->be, w.S, tn_n(m) * (size_t)E);
-	shift_down(m, &w, w.S, m->x, E);
+	shift_down(m, w.S, m->x, E);
 	conv_backward_weight(m, w.wk, m->gu, w.S, m->x, E);
-	conv_grad_add(m, &w, model_p(m, G, P_INJ_W), w.wk, E);
+	conv_grad_add(m, model_p(m, G, P_INJ_W), w.wk, E);
 	gate_bias_backward(m, model_p(m, G, P_INJ_B), m->gu);
-	conv_weight_kmajor(m, &w, w.wk, model_p(m, P, P_INJ_W), E);
+	conv_weight_kmajor(m, w.wk, model_p(m, P, P_INJ_W), E);
 	conv_backward_input(m, dx, w.S, m->gu, w.wk, E);
-	shift_up_add(m, &w, dx, w.S, E);
+	shift_up_add(m, dx, w.S, E);
 	be_embed_backward(be, model_p(m, G, P_EMBED_W), model_p(m, G, P_POS_W),
 			  dx, m->tokens, m->B, m->T, E, m->cfg.vocab_size);
 }
