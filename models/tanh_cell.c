@@ -5,7 +5,29 @@
  * Tape: z (N,d) for dW, y = f (N,d) for tanh' = 1 - y²; size 2 N d.
  * Workspace: g = dpre (N,d) in the vjp; size N d.
  */
+#include <math.h>
+
 #include "model_impl.h"
+
+enum { CP_CELL_W = P_BLOCK0 }; /* cell.weight [d,d] */
+
+/* cell.weight N(0, (0.25/√d)²) under every preset (R_FIXED): its spectral
+ * norm is about 0.25 * 2 = 0.5 for a square Gaussian matrix
+ * (Marchenko-Pastur edge 2 σ √d), so the cell is a contraction whatever
+ * the injection. */
+static int tc_block_specs(const struct model_config *c, struct param_spec *s)
+{
+	int64_t d = c->d_model;
+	s[0] = SPEC("cell.weight", d, d, 0, R_FIXED, d);
+	s[0].init = INIT_NORMAL;
+	s[0].a = 0.25 / sqrt((double)c->d_model);
+	return 1;
+}
+
+static struct model_extent tc_extent(const struct model_config *c)
+{
+	return (struct model_extent){c->d_model, 0};
+}
 
 static size_t tc_tape_elems(const struct model *m)
 {
@@ -57,7 +79,13 @@ static double tc_flops(const struct model *m)
 	return 2.0 * (double)m->B * m->T * (double)m->d * m->d;
 }
 
-const struct model_ops model_tanh_cell_ops = {
+const struct model_def model_tanh_cell = {
+    .name = "tanh_cell",
+    .d_mult = 1,
+    .u_mult = 1,
+    .state_parts = 1,
+    .extent = tc_extent,
+    .block_specs = tc_block_specs,
     .tape_elems = tc_tape_elems,
     .workspace_elems = tc_workspace_elems,
     .forward = tc_forward,

@@ -36,8 +36,8 @@
  * Init (model.c, key `init`): gpt2 N(0, 0.02²) conv weights, 0 biases;
  * deq the reference's N(0, 0.01²) block.conv weight and bias (drawn under
  * weight normalisation, which leaves the weight unchanged at init) and
- * PyTorch's default U(±1/√(2E)) injection; pytorch U(±1/√(2h)) weights
- * and biases. At z = 0 with small u every gate is about 1/2 and g about 0,
+ * PyTorch's default U(±1/√(2E)) injection (tn_init_deq below); pytorch
+ * U(±1/√(2h)) weights and biases. At z = 0 with small u every gate is about 1/2 and g about 0,
  * so the Jacobian of f in the (h, c) state is block lower-triangular in
  * time with diagonal blocks [[~W_g1/4, 0], [~W_g1/2, 0]] (W_g1 the g rows
  * of tap 1; c enters only through c[t-1]): its spectral radius is about
@@ -87,7 +87,71 @@
  * Gradient rule: the vjp and the injection backward ADD (+=) into the
  * parameter gradients and into gu.
  */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+
 #include "model_impl.h"
+
+/* Block parameters (h = d/2 = E); Conv1d [out, in, kernel] */
+enum {
+	NP_CONV_W = P_BLOCK0, /* block.conv.weight [4h,h,2] */
+	NP_CONV_B,	      /* block.conv.bias [4h] */
+};
+
+static int tn_block_specs(const struct model_config *c, struct param_spec *s)
+{
+	int64_t h = c->d_model;
+	s[0] = SPEC("block.conv.weight", 4 * h, h, 2, R_BLOCK_W, 2 * h);
+	s[1] = SPEC("block.conv.bias", 4 * h, 0, 0, R_BLOCK_B, 2 * h);
+	return 2;
+}
+
+/* init=deq is DEQ-TrellisNet's own (deq_trellisnet.py): embed (its
+ * encoder) and head.weight (its decoder, tied to the encoder) U(±0.1),
+ * head.bias 0, block.conv weight and bias N(0, 0.01²) (WeightShareConv1d;
+ * weight normalisation leaves the weight unchanged at init), inject.weight
+ * and inject.bias PyTorch's Conv1d default U(±1/√(2E)), pos_embed 0 (the
+ * reference has no positions). */
+static void tn_init_deq(struct param_spec *p)
+{
+	double fb = 1.0 / sqrt((double)p->fan_in);
+	switch (p->role) {
+	case R_EMBED:
+	case R_HEAD_W:
+		p->init = INIT_UNIFORM, p->a = 0.1;
+		break;
+	case R_INJ_W:
+	case R_INJ_B:
+		p->init = INIT_UNIFORM, p->a = fb;
+		break;
+	case R_BLOCK_W:
+	case R_BLOCK_B:
+		p->init = INIT_NORMAL, p->a = 0.01;
+		break;
+	default: /* pos_embed, head.bias */
+		p->init = INIT_CONST, p->a = 0.0;
+	}
+}
+
+/* The transpose of the conv weights takes int rows: 4 d_model² of them. */
+static int tn_check(const struct model_config *c, char *err, size_t errlen)
+{
+	if (4LL * c->d_model * c->d_model > INT_MAX) {
+		snprintf(err, errlen,
+			 "d_model=%d is too large for model=trellisnet "
+			 "(4*d_model^2 must be at most %d)",
+			 c->d_model, INT_MAX);
+		return -1;
+	}
+	return 0;
+}
+
+/* Rows of 4h (the gates). */
+static struct model_extent tn_extent(const struct model_config *c)
+{
+	return (struct model_extent){4LL * c->d_model, 0};
+}
 
 /* Buffers one call works on, carved from the workspace. */
 struct tn_ws {
@@ -386,7 +450,17 @@ static double tn_flops(const struct model *m)
 	return 16.0 * N * h * h;
 }
 
-const struct model_ops model_trellisnet_ops = {
+/* z = [h; c], u = the four gates */
+const struct model_def model_trellisnet = {
+    .name = "trellisnet",
+    .d_mult = 2,
+    .u_mult = 4,
+    .state_parts = 2,
+    .inject_kernel = 2,
+    .check = tn_check,
+    .extent = tn_extent,
+    .block_specs = tn_block_specs,
+    .init_deq = tn_init_deq,
     .tape_elems = tn_tape_elems,
     .workspace_elems = tn_workspace_elems,
     .forward = tn_forward,
