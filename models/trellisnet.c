@@ -240,22 +240,29 @@ static void shift_up_add(struct model *m, void *dst, void *S, int C)
 		(N - 1) * (size_t)C);
 }
 
+/* Gate j (N,h) of a gate-major (4, N, h) buffer y. */
+static void *gate(const struct model *m, const void *y, int j)
+{
+	return dq_at(m->be, y, (size_t)j * tn_n(m) * tn_h(m));
+}
+
+/* W_{j,k} (h, in), tap k of gate j, of kernel-major weights wk (2, 4h, in). */
+static void *tap(const struct model *m, const void *wk, int j, int k, int in)
+{
+	return dq_at(m->be, wk, (size_t)(4 * k + j) * tn_h(m) * (size_t)in);
+}
+
 /* y_j (N,h) = x_prev W_{j,0}ᵀ + x W_{j,1}ᵀ + beta y_j for the four gates j;
  * x, x_prev (N, in); wk (2, 4h, in); y gate-major (4, N, h). */
 static void conv_forward(struct model *m, void *y, const void *x_prev,
 			 const void *x, const void *wk, int in, double beta)
 {
-	struct backend *be = m->be;
 	int N = m->B * m->T, h = m->E;
-	size_t nh = tn_n(m) * tn_h(m), hin = (size_t)h * in;
-	for (int j = 0; j < 4; j++) {
-		void *yj = dq_at(m->be, y, j * nh);
-		const void *w0 = dq_at(m->be, wk, j * hin);
-		const void *w1 = dq_at(m->be, wk, (4 + j) * hin);
-		be_gemm(be, 0, 1, N, h, in, 1.0, x_prev, in, w0, in, beta, yj,
-			h);
-		be_gemm(be, 0, 1, N, h, in, 1.0, x, in, w1, in, 1.0, yj, h);
-	}
+	for (int j = 0; j < 4; j++)
+		for (int k = 0; k < 2; k++)
+			be_gemm(m->be, 0, 1, N, h, in, 1.0, k ? x : x_prev, in,
+				tap(m, wk, j, k, in), in, k ? 1.0 : beta,
+				gate(m, y, j), h);
 }
 
 /* Input gradients of conv_forward: gx = Σ_j dy_j W_{j,1} and gS = Σ_j dy_j
@@ -264,53 +271,41 @@ static void conv_forward(struct model *m, void *y, const void *x_prev,
 static void conv_backward_input(struct model *m, void *gx, void *gS,
 				const void *dy, const void *wk, int in)
 {
-	struct backend *be = m->be;
 	int N = m->B * m->T, h = m->E;
-	size_t nh = tn_n(m) * tn_h(m), hin = (size_t)h * in;
-	for (int j = 0; j < 4; j++) {
-		const void *dyj = dq_at(m->be, dy, j * nh);
-		double beta = j ? 1.0 : 0.0;
-		be_gemm(be, 0, 0, N, in, h, 1.0, dyj, h,
-			dq_at(m->be, wk, (4 + j) * hin), in, beta, gx, in);
-		be_gemm(be, 0, 0, N, in, h, 1.0, dyj, h,
-			dq_at(m->be, wk, j * hin), in, beta, gS, in);
-	}
+	for (int j = 0; j < 4; j++)
+		for (int k = 0; k < 2; k++)
+			be_gemm(m->be, 0, 0, N, in, h, 1.0, gate(m, dy, j), h,
+				tap(m, wk, j, k, in), in, j ? 1.0 : 0.0,
+				k ? gx : gS, in);
 }
 
-/* Kernel-major weight gradient dwk (2, 4h, in) = (dy_jᵀ x_prev, dy_jᵀ x),
- * overwritten. */
+/* Kernel-major weight gradient dwk (2, 4h, in): W_{j,0} = dy_jᵀ x_prev,
+ * W_{j,1} = dy_jᵀ x, overwritten. */
 static void conv_backward_weight(struct model *m, void *dwk, const void *dy,
 				 const void *x_prev, const void *x, int in)
 {
-	struct backend *be = m->be;
 	int N = m->B * m->T, h = m->E;
-	size_t nh = tn_n(m) * tn_h(m), hin = (size_t)h * in;
-	for (int j = 0; j < 4; j++) {
-		const void *dyj = dq_at(m->be, dy, j * nh);
-		be_gemm(be, 1, 0, h, in, N, 1.0, dyj, h, x_prev, in, 0.0,
-			dq_at(m->be, dwk, j * hin), in);
-		be_gemm(be, 1, 0, h, in, N, 1.0, dyj, h, x, in, 0.0,
-			dq_at(m->be, dwk, (4 + j) * hin), in);
-	}
+	for (int j = 0; j < 4; j++)
+		for (int k = 0; k < 2; k++)
+			be_gemm(m->be, 1, 0, h, in, N, 1.0, gate(m, dy, j), h,
+				k ? x : x_prev, in, 0.0, tap(m, dwk, j, k, in),
+				in);
 }
 
-/* Per-gate bias: y_j (N,h) += b[j h .. (j+1) h). */
+/* Per-gate bias: y_j (N,h) += b[j h .. (j+1) h), and its gradient. */
 static void gate_bias_forward(struct model *m, void *y, const void *b)
 {
-	int N = m->B * m->T, h = m->E;
-	size_t nh = tn_n(m) * tn_h(m);
 	for (int j = 0; j < 4; j++)
-		be_bias_forward(m->be, dq_at(m->be, y, j * nh),
-				dq_at(m->be, b, (size_t)j * h), N, h);
+		be_bias_forward(m->be, gate(m, y, j),
+				dq_at(m->be, b, (size_t)j * m->E), m->B * m->T,
+				m->E);
 }
 
 static void gate_bias_backward(struct model *m, void *db, const void *dy)
 {
-	int N = m->B * m->T, h = m->E;
-	size_t nh = tn_n(m) * tn_h(m);
 	for (int j = 0; j < 4; j++)
-		be_bias_backward(m->be, dq_at(m->be, db, (size_t)j * h),
-				 dq_at(m->be, dy, j * nh), N, h);
+		be_bias_backward(m->be, dq_at(m->be, db, (size_t)j * m->E),
+				 gate(m, dy, j), m->B * m->T, m->E);
 }
 
 static void tn_forward(struct model *m, void *z_out, const void *z_in,
@@ -328,9 +323,8 @@ static void tn_forward(struct model *m, void *z_out, const void *z_in,
 	void *h_out = z_out, *c_out = dq_at(m->be, z_out, nh);
 	if (tape)
 		be_copy(be, t.z, z_in, m->n_state);
-	void *gi = t.gates, *go = dq_at(m->be, t.gates, nh);
-	void *gg = dq_at(m->be, t.gates, 2 * nh);
-	void *gf = dq_at(m->be, t.gates, 3 * nh);
+	void *gi = gate(m, t.gates, 0), *go = gate(m, t.gates, 1);
+	void *gg = gate(m, t.gates, 2), *gf = gate(m, t.gates, 3);
 
 	/* pre = u + Conv1d_k2(h) + b, in the gates buffer */
 	conv_weight_kmajor(m, w.wk, model_p(m, P, NP_CONV_W), h);
@@ -365,11 +359,10 @@ static void tn_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
 	tape_layout(m, (void *)tape_, &t);
 	ws_layout(m, 5 * nh, &w);
 	void *dpre = model_ws(m), *dc = dq_at(m->be, dpre, 4 * nh);
-	void *di = dpre, *d_o = dq_at(m->be, dpre, nh);
-	void *dg = dq_at(m->be, dpre, 2 * nh), *df = dq_at(m->be, dpre, 3 * nh);
-	const void *ai = t.gates, *ao = dq_at(m->be, t.gates, nh);
-	const void *ag = dq_at(m->be, t.gates, 2 * nh);
-	const void *af = dq_at(m->be, t.gates, 3 * nh);
+	void *di = gate(m, dpre, 0), *d_o = gate(m, dpre, 1);
+	void *dg = gate(m, dpre, 2), *df = gate(m, dpre, 3);
+	const void *ai = gate(m, t.gates, 0), *ao = gate(m, t.gates, 1);
+	const void *ag = gate(m, t.gates, 2), *af = gate(m, t.gates, 3);
 	const void *gh = gz_out, *gc = dq_at(m->be, gz_out, nh);
 	void *gH = gz_in, *gC = dq_at(m->be, gz_in, nh);
 
