@@ -3,17 +3,33 @@
  * from pointer to (bytes, category). O(1) per alloc/free. */
 #include "backend.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend_impl.h"
 
-struct backend_alloc_entry {
+struct alloc_entry {
 	void *p; /* NULL: empty; TOMBSTONE: deleted */
 	size_t bytes;
 	int cat;
 };
+
+/* What backend_create allocates: the public struct and, behind it, the
+ * allocator's table (open addressing, a power-of-2 capacity). */
+struct backend_owned {
+	struct backend be;
+	struct alloc_entry *table;
+	size_t cap;
+	size_t used; /* live entries + tombstones */
+};
+
+static struct backend_owned *owned(const struct backend *be)
+{
+	return (struct backend_owned *)((char *)be -
+					offsetof(struct backend_owned, be));
+}
 
 static char tombstone_byte;
 #define TOMBSTONE ((void *)&tombstone_byte)
@@ -39,11 +55,12 @@ const char *const backend_names[] = {
 int backend_create(struct backend **out, const char *name, int threads,
 		   char *err, size_t errlen)
 {
-	struct backend *be = calloc(1, sizeof(*be));
+	struct backend_owned *o = calloc(1, sizeof(*o));
+	struct backend *be = o ? &o->be : NULL;
 	int rc = -1;
 
 	*out = NULL;
-	if (!be) {
+	if (!o) {
 		snprintf(err, errlen, "out of host memory");
 		return -1;
 	}
@@ -70,14 +87,14 @@ int backend_create(struct backend **out, const char *name, int threads,
 		);
 	}
 	if (rc != 0) {
-		free(be);
+		free(o);
 		return -1;
 	}
-	be->table_cap = 64;
-	be->table = calloc(be->table_cap, sizeof(*be->table));
-	if (!be->table) {
+	o->cap = 64;
+	o->table = calloc(o->cap, sizeof(*o->table));
+	if (!o->table) {
 		be->ops->destroy(be->ctx);
-		free(be);
+		free(o);
 		snprintf(err, errlen, "out of host memory");
 		return -1;
 	}
@@ -89,14 +106,20 @@ void backend_destroy(struct backend *be)
 {
 	if (!be)
 		return;
-	for (size_t i = 0; i < be->table_cap; i++) {
-		void *p = be->table[i].p;
+	struct backend_owned *o = owned(be);
+	for (size_t i = 0; i < o->cap; i++) {
+		void *p = o->table[i].p;
 		if (p && p != TOMBSTONE)
 			be->ops->raw_free(be->ctx, p);
 	}
-	free(be->table);
+	free(o->table);
 	be->ops->destroy(be->ctx);
-	free(be);
+	free(o);
+}
+
+size_t backend_alloc_table_cap(const struct backend *be)
+{
+	return owned(be)->cap;
 }
 
 static size_t hash_ptr(const void *p, size_t cap)
@@ -110,16 +133,16 @@ static size_t hash_ptr(const void *p, size_t cap)
 
 /* Rehashes (dropping tombstones) into a table at least 4x the live count,
  * so the load factor of live + tombstones stays under 1/2. */
-static int table_grow(struct backend *be)
+static int table_grow(struct backend_owned *o)
 {
 	size_t cap = 64;
-	while (cap < 4 * (be->mem.n_allocs + 1))
+	while (cap < 4 * (o->be.mem.n_allocs + 1))
 		cap *= 2;
-	struct backend_alloc_entry *t = calloc(cap, sizeof(*t));
+	struct alloc_entry *t = calloc(cap, sizeof(*t));
 	if (!t)
 		return -1;
-	for (size_t i = 0; i < be->table_cap; i++) {
-		struct backend_alloc_entry e = be->table[i];
+	for (size_t i = 0; i < o->cap; i++) {
+		struct alloc_entry e = o->table[i];
 		if (!e.p || e.p == TOMBSTONE)
 			continue;
 		size_t j = hash_ptr(e.p, cap);
@@ -127,10 +150,10 @@ static int table_grow(struct backend *be)
 			j = (j + 1) & (cap - 1);
 		t[j] = e;
 	}
-	free(be->table);
-	be->table = t;
-	be->table_cap = cap;
-	be->table_used = be->mem.n_allocs;
+	free(o->table);
+	o->table = t;
+	o->cap = cap;
+	o->used = o->be.mem.n_allocs;
 	return 0;
 }
 
@@ -158,21 +181,22 @@ static void account(struct backend *be, int cat, size_t bytes, int sign)
 void *backend_alloc_bytes(struct backend *be, size_t bytes,
 			  enum mem_category cat)
 {
+	struct backend_owned *o = owned(be);
 	if (cat < 0 || cat >= MEM_NCAT)
 		return NULL;
-	if (2 * (be->table_used + 1) > be->table_cap && table_grow(be) != 0)
+	if (2 * (o->used + 1) > o->cap && table_grow(o) != 0)
 		return NULL;
 	/* Zero-sized requests still get a unique pointer so that free and the
 	 * table work uniformly. */
 	void *p = be->ops->raw_alloc(be->ctx, bytes ? bytes : 1);
 	if (!p)
 		return NULL;
-	size_t j = hash_ptr(p, be->table_cap);
-	while (be->table[j].p && be->table[j].p != TOMBSTONE)
-		j = (j + 1) & (be->table_cap - 1);
-	if (!be->table[j].p)
-		be->table_used++;
-	be->table[j] = (struct backend_alloc_entry){p, bytes, (int)cat};
+	size_t j = hash_ptr(p, o->cap);
+	while (o->table[j].p && o->table[j].p != TOMBSTONE)
+		j = (j + 1) & (o->cap - 1);
+	if (!o->table[j].p)
+		o->used++;
+	o->table[j] = (struct alloc_entry){p, bytes, (int)cat};
 	account(be, cat, bytes, +1);
 	return p;
 }
@@ -188,17 +212,19 @@ void backend_free(struct backend *be, void *p)
 {
 	if (!p)
 		return;
-	size_t j = hash_ptr(p, be->table_cap);
-	for (size_t probes = 0; probes < be->table_cap; probes++) {
-		if (!be->table[j].p)
+	struct backend_owned *o = owned(be);
+	size_t j = hash_ptr(p, o->cap);
+	for (size_t probes = 0; probes < o->cap; probes++) {
+		struct alloc_entry *e = &o->table[j];
+		if (!e->p)
 			break;
-		if (be->table[j].p == p) {
-			account(be, be->table[j].cat, be->table[j].bytes, -1);
-			be->table[j].p = TOMBSTONE;
+		if (e->p == p) {
+			account(be, e->cat, e->bytes, -1);
+			e->p = TOMBSTONE;
 			be->ops->raw_free(be->ctx, p);
 			return;
 		}
-		j = (j + 1) & (be->table_cap - 1);
+		j = (j + 1) & (o->cap - 1);
 	}
 	fprintf(stderr, "deqbench: backend_free of untracked pointer %p\n", p);
 	abort();

@@ -1,8 +1,8 @@
 /* model.c — the parts every model kind shares: config validation, the
  * parameter table and its seeded initialisation, the head (embeddings,
- * injection, LM projection, cross-entropy) and dispatch to the per-kind
- * block (transformer.c, tanh_cell.c, trellisnet.c). docs/ARCHITECTURE.md
- * §Model.
+ * injection, LM projection, cross-entropy) and dispatch to the kind's block
+ * through its struct model_def (model_impl.h; the kinds are listed in
+ * registry.c). docs/ARCHITECTURE.md §Model.
  *
  * Letters: B batch, T sequence, N = B*T positions, d state width, E
  * embedding width = head input width (d, or h = d/2 for trellisnet), U
@@ -21,30 +21,61 @@
 
 #include "model_impl.h"
 
-static const char *const kind_names[] = {"transformer", "tanh_cell",
-					 "trellisnet"};
+/* ----------------------------------------------------------------- names */
 
-int model_kind_parse(const char *s)
+static const char *kind_name_at(int i)
 {
-	for (int i = 0; i < 3; i++)
-		if (s && strcmp(s, kind_names[i]) == 0)
-			return i;
-	return -1;
-}
-
-const char *model_kind_name(enum model_kind k)
-{
-	return ((int)k >= 0 && (int)k < 3) ? kind_names[k] : "?";
+	return model_registry[i]->name;
 }
 
 static const char *const init_names[] = {"gpt2", "pytorch", "deq"};
 
-int model_init_parse(const char *s)
+static const char *init_name_at(int i)
 {
-	for (int i = 0; i < 3; i++)
-		if (s && strcmp(s, init_names[i]) == 0)
+	return init_names[i];
+}
+
+/* Index of s among the n names name_at(0 .. n-1); -1 when absent. */
+static int find_name(const char *s, const char *(*name_at)(int), int n)
+{
+	for (int i = 0; i < n; i++)
+		if (s && strcmp(s, name_at(i)) == 0)
 			return i;
 	return -1;
+}
+
+int model_kind_parse(const char *s)
+{
+	return find_name(s, kind_name_at, model_registry_len);
+}
+
+const char *model_kind_name(enum model_kind k)
+{
+	return ((int)k >= 0 && (int)k < model_registry_len) ? kind_name_at(k)
+							    : "?";
+}
+
+int model_kind_count(void)
+{
+	return model_registry_len;
+}
+
+void model_kind_list(char *buf, size_t n)
+{
+	size_t len = 0;
+	if (!n)
+		return;
+	buf[0] = '\0';
+	for (int i = 0; i < model_registry_len && len < n; i++) {
+		int w = snprintf(buf + len, n - len, "%s%s", i ? ", " : "",
+				 kind_name_at(i));
+		len += w > 0 ? (size_t)w : 0;
+	}
+}
+
+int model_init_parse(const char *s)
+{
+	return find_name(s, init_name_at, 3);
 }
 
 const char *model_init_name(enum model_init k)
@@ -52,12 +83,19 @@ const char *model_init_name(enum model_init k)
 	return ((int)k >= 0 && (int)k < 3) ? init_names[k] : "?";
 }
 
+static const struct model_def *def_of(enum model_kind k)
+{
+	return ((int)k >= 0 && (int)k < model_registry_len) ? model_registry[k]
+							    : NULL;
+}
+
 /* ------------------------------------------------------------ parameters */
 
 /* Initialisation (the `init`, `init_std`, `embed_std` keys; README
  * "Initialisation" carries the same table). fan_in is the layer's input
  * width times its kernel (nn.Linear: in; nn.Conv1d: in * kernel): inject
- * E (trellisnet 2E), qkv / out / ff1 d, ff2 F, block.conv 2h, head E.
+ * E (a Conv1d injection k E), qkv / out / ff1 d, ff2 F, block.conv 2h,
+ * head E.
  *
  *   tensor            gpt2          pytorch          deq
  *   embed.weight      N(0, 0.02²)   N(0, 1)          N(0, (0.01 √E)²)
@@ -65,7 +103,7 @@ const char *model_init_name(enum model_init k)
  *   linear/conv W     N(0, 0.02²)   U(±1/√fan_in)    N(0, 0.01²)
  *   their biases      0             U(±1/√fan_in)    0
  *   ln*.weight / bias 1 / 0         1 / 0            1 / 0
- *   cell.weight       N(0, (0.25/√d)²) under every preset
+ *   R_FIXED           the kind's own under every preset (tanh_cell.c)
  *
  * "linear/conv W" is inject.weight, the block's weights (qkv, out, ff1,
  * ff2; block.conv) and head.weight. U(±b) is drawn as b (2 u − 1) with u
@@ -80,51 +118,19 @@ const char *model_init_name(enum model_init k)
  * scale than the reference's); its LayerNorm has no affine parameters (1 /
  * 0 here); it has no learned positions (sinusoidal relative ones) and ties
  * the head to the (unscaled) embedding: pos_embed follows embed, head.weight
- * the weights. tanh_cell has no reference and takes the same. trellisnet
- * takes DEQ-TrellisNet's own (deq_trellisnet.py): embed (its encoder) and
- * head.weight (its decoder, tied to the encoder) U(±0.1), head.bias 0,
- * block.conv weight and bias N(0, 0.01²) (WeightShareConv1d; weight
- * normalisation leaves the weight unchanged at init), inject.weight and
- * inject.bias PyTorch's Conv1d default U(±1/√(2E)), pos_embed 0 (the
- * reference has no positions).
+ * the weights. A kind with a reference of its own replaces this recipe by
+ * its init_deq (trellisnet.c: DEQ-TrellisNet's); tanh_cell has no reference
+ * and takes this one.
  *
  * init_std > 0 replaces every linear/conv weight's distribution (any
- * preset, any kind; not cell.weight) by N(0, init_std²); embed_std > 0
+ * preset, any kind; not R_FIXED) by N(0, init_std²); embed_std > 0
  * replaces embed's and pos_embed's by N(0, embed_std²). Each tensor draws
  * from its own stream seeded by (seed, index), whatever the preset: a
  * preset changes scales, not draws (the N(0, 0.02²) weights of gpt2
  * are exactly twice deq's N(0, 0.01²) ones), and gpt2 is bitwise the init
- * before presets existed. Why each kind's block is well posed at init: tanh_cell below,
- * trellisnet in trellisnet.c; the transformer's post-LN block is not a
- * contraction at the gpt2 init (issue 11). */
-
-/* What a tensor is, for the presets. */
-enum param_role {
-	R_EMBED,
-	R_POS,
-	R_INJ_W,
-	R_INJ_B,
-	R_BLOCK_W,
-	R_BLOCK_B,
-	R_LN_W,
-	R_LN_B,
-	R_CELL,
-	R_HEAD_W,
-	R_HEAD_B,
-};
-
-enum init_kind { INIT_NORMAL, INIT_UNIFORM, INIT_CONST };
-
-/* Table entry plus how to initialise it. */
-struct param_spec {
-	const char *name;
-	int64_t rows, cols; /* cols = 0: a vector of `rows` */
-	int64_t kern;	    /* > 0: a Conv1d weight [rows, cols, kern] */
-	enum param_role role;
-	int64_t fan_in; /* of the layer (weights and biases) */
-	enum init_kind init;
-	double a; /* NORMAL: std; UNIFORM: bound b of (−b, b]; CONST: value */
-};
+ * before presets existed. Why each kind's block is well posed at init: in
+ * its file (tanh_cell.c, trellisnet.c); the transformer's post-LN block is
+ * not a contraction at the gpt2 init (issue 11). */
 
 static int is_weight(enum param_role r)
 {
@@ -136,49 +142,26 @@ static int is_bias(enum param_role r)
 	return r == R_INJ_B || r == R_BLOCK_B || r == R_HEAD_B;
 }
 
-/* DEQ-TrellisNet's init (see above). */
-static void init_deq_trellisnet(struct param_spec *p)
-{
-	double fb = 1.0 / sqrt((double)p->fan_in);
-	switch (p->role) {
-	case R_EMBED:
-	case R_HEAD_W:
-		p->init = INIT_UNIFORM, p->a = 0.1;
-		break;
-	case R_INJ_W:
-	case R_INJ_B:
-		p->init = INIT_UNIFORM, p->a = fb;
-		break;
-	case R_BLOCK_W:
-	case R_BLOCK_B:
-		p->init = INIT_NORMAL, p->a = 0.01;
-		break;
-	default: /* pos_embed, head.bias */
-		p->init = INIT_CONST, p->a = 0.0;
-	}
-}
-
 /* Sets p->init and p->a from the preset and the overrides of c; E is the
  * embedding width. */
-static void spec_init(const struct model_config *c, int E, struct param_spec *p)
+static void spec_init(const struct model_def *def, const struct model_config *c,
+		      int E, struct param_spec *p)
 {
 	enum param_role r = p->role;
 	if (r == R_LN_W || r == R_LN_B) {
 		p->init = INIT_CONST, p->a = r == R_LN_W ? 1.0 : 0.0;
 		return;
 	}
-	if (r == R_CELL) {
-		p->init = INIT_NORMAL, p->a = 0.25 / sqrt((double)c->d_model);
+	if (r == R_FIXED)
 		return;
-	}
 	if (c->init == MODEL_INIT_PYTORCH) {
 		if (r == R_EMBED || r == R_POS)
 			p->init = INIT_NORMAL, p->a = 1.0;
 		else
 			p->init = INIT_UNIFORM,
 			p->a = 1.0 / sqrt((double)p->fan_in);
-	} else if (c->init == MODEL_INIT_DEQ && c->kind == MODEL_TRELLISNET) {
-		init_deq_trellisnet(p);
+	} else if (c->init == MODEL_INIT_DEQ && def->init_deq) {
+		def->init_deq(p);
 	} else if (c->init == MODEL_INIT_DEQ) {
 		if (r == R_EMBED || r == R_POS)
 			p->init = INIT_NORMAL, p->a = 0.01 * sqrt((double)E);
@@ -198,62 +181,28 @@ static void spec_init(const struct model_config *c, int E, struct param_spec *p)
 		p->init = INIT_NORMAL, p->a = c->embed_std;
 }
 
-#define SPEC(nm, r, c, k, role, fin)                                           \
-	(struct param_spec)                                                    \
-	{                                                                      \
-		nm, r, c, k, role, fin, INIT_CONST, 0                          \
-	}
-
-/* Appends the block table of the transformer (d, F) to s. */
-static int transformer_specs(int64_t d, int64_t F, struct param_spec *s)
-{
-	int n = 0;
-	s[n++] = SPEC("block.attn.qkv.weight", 3 * d, d, 0, R_BLOCK_W, d);
-	s[n++] = SPEC("block.attn.qkv.bias", 3 * d, 0, 0, R_BLOCK_B, d);
-	s[n++] = SPEC("block.attn.out.weight", d, d, 0, R_BLOCK_W, d);
-	s[n++] = SPEC("block.attn.out.bias", d, 0, 0, R_BLOCK_B, d);
-	s[n++] = SPEC("block.ln1.weight", d, 0, 0, R_LN_W, 0);
-	s[n++] = SPEC("block.ln1.bias", d, 0, 0, R_LN_B, 0);
-	s[n++] = SPEC("block.ff1.weight", F, d, 0, R_BLOCK_W, d);
-	s[n++] = SPEC("block.ff1.bias", F, 0, 0, R_BLOCK_B, d);
-	s[n++] = SPEC("block.ff2.weight", d, F, 0, R_BLOCK_W, F);
-	s[n++] = SPEC("block.ff2.bias", d, 0, 0, R_BLOCK_B, F);
-	s[n++] = SPEC("block.ln2.weight", d, 0, 0, R_LN_W, 0);
-	s[n++] = SPEC("block.ln2.bias", d, 0, 0, R_LN_B, 0);
-	return n;
-}
-
-/* Appends the table of cfg's kind to specs, with each tensor's init;
- * returns the count. Names and shapes as docs/ARCHITECTURE.md §Model lists
- * them (PyTorch nn.Linear layout, weight [out, in]; nn.Conv1d [out, in,
- * kernel] for trellisnet). tanh_cell's cell.weight N(0, (0.25/√d)²) has
- * spectral norm about 0.25 * 2 = 0.5 for a square Gaussian matrix
- * (Marchenko-Pastur edge 2 σ √d), so the cell is a contraction whatever
- * the injection. U is the injection width, E the embedding width. */
-static int param_specs(const struct model_config *c, int U, int E,
+/* The whole table of c's kind into specs, with each tensor's init;
+ * returns the count. Names and shapes exactly as docs/ARCHITECTURE.md
+ * §Model lists them (PyTorch nn.Linear layout, weight [out, in];
+ * nn.Conv1d [out, in, kernel]). U is the injection width, E the embedding
+ * width. */
+static int param_specs(const struct model_def *def,
+		       const struct model_config *c, int U, int E,
 		       struct param_spec *s)
 {
-	int64_t d = c->d_model, T = c->seq_len, V = c->vocab_size;
+	int64_t T = c->seq_len, V = c->vocab_size;
 	int n = 0;
-	int64_t kin = c->kind == MODEL_TRELLISNET ? 2 : 0;
-	int64_t fin = kin ? 2 * (int64_t)E : E;
+	int64_t kin = def->inject_kernel;
+	int64_t fin = (kin ? kin : 1) * (int64_t)E;
 	s[n++] = SPEC("embed.weight", V, E, 0, R_EMBED, 0);
 	s[n++] = SPEC("pos_embed.weight", T, E, 0, R_POS, 0);
 	s[n++] = SPEC("inject.weight", U, E, kin, R_INJ_W, fin);
 	s[n++] = SPEC("inject.bias", U, 0, 0, R_INJ_B, fin);
-	if (c->kind == MODEL_TRELLISNET) {
-		s[n++] =
-		    SPEC("block.conv.weight", 4 * d, d, 2, R_BLOCK_W, 2 * d);
-		s[n++] = SPEC("block.conv.bias", 4 * d, 0, 0, R_BLOCK_B, 2 * d);
-	} else if (c->kind == MODEL_TRANSFORMER) {
-		n += transformer_specs(d, c->d_ff, s + n);
-	} else {
-		s[n++] = SPEC("cell.weight", d, d, 0, R_CELL, d);
-	}
+	n += def->block_specs(c, s + n);
 	s[n++] = SPEC("head.weight", V, E, 0, R_HEAD_W, E);
 	s[n++] = SPEC("head.bias", V, 0, 0, R_HEAD_B, E);
 	for (int i = 0; i < n; i++)
-		spec_init(c, E, &s[i]);
+		spec_init(def, c, E, &s[i]);
 	return n;
 }
 
@@ -306,56 +255,34 @@ static void init_values(const struct model *m, const struct param_spec *s,
 
 /* --------------------------------------------------------------- create */
 
-static int check_dims(const struct model_config *c, char *err, size_t errlen)
+static int check_dims(const struct model_def *def, const struct model_config *c,
+		      char *err, size_t errlen)
 {
 	struct {
 		const char *key;
 		int v;
-		int needed;
 	} dims[] = {
-	    {"d_model", c->d_model, 1},
-	    {"n_heads", c->n_heads, c->kind == MODEL_TRANSFORMER},
-	    {"d_ff", c->d_ff, c->kind == MODEL_TRANSFORMER},
-	    {"seq_len", c->seq_len, 1},
-	    {"batch_size", c->batch_size, 1},
-	    {"vocab_size", c->vocab_size, 1},
+	    {"d_model", c->d_model},
+	    {"seq_len", c->seq_len},
+	    {"batch_size", c->batch_size},
+	    {"vocab_size", c->vocab_size},
 	};
 	for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++) {
-		if (dims[i].needed && dims[i].v <= 0) {
+		if (dims[i].v <= 0) {
 			snprintf(err, errlen, "%s=%d must be positive",
 				 dims[i].key, dims[i].v);
 			return -1;
 		}
 	}
-	if (c->kind == MODEL_TRANSFORMER && c->d_model % c->n_heads != 0) {
-		snprintf(err, errlen,
-			 "d_model=%d is not divisible by n_heads=%d",
-			 c->d_model, c->n_heads);
+	if (def->check && def->check(c, err, errlen) != 0)
 		return -1;
-	}
-	/* The ops take int row/column counts: N*max(V,3d,F) and B*H*T*T must
-	 * fit (the products themselves are formed in size_t inside). */
+	/* The ops take int row/column counts: N*max(V, the kind's widest
+	 * row) and its extra per position (B*H*T*T for attention) must fit
+	 * (the products themselves are formed in size_t inside). */
+	struct model_extent x = def->extent(c);
 	long long N = (long long)c->batch_size * c->seq_len;
-	long long wide = c->vocab_size;
-	if (3LL * c->d_model > wide)
-		wide = 3LL * c->d_model;
-	if (c->kind == MODEL_TRELLISNET && 4LL * c->d_model > wide)
-		wide = 4LL * c->d_model;
-	if (c->kind == MODEL_TRANSFORMER && c->d_ff > wide)
-		wide = c->d_ff;
-	double big = (double)N * (double)wide;
-	if (c->kind == MODEL_TRANSFORMER)
-		big += (double)N * c->n_heads * c->seq_len;
-	/* trellisnet transposes its conv weights with one gemm whose N is
-	 * 4 d_model² (trellisnet.c) */
-	if (c->kind == MODEL_TRELLISNET &&
-	    4LL * c->d_model * c->d_model > INT_MAX) {
-		snprintf(err, errlen,
-			 "d_model=%d is too large for model=trellisnet "
-			 "(4*d_model^2 must be at most %d)",
-			 c->d_model, INT_MAX);
-		return -1;
-	}
+	long long wide = c->vocab_size > x.row ? c->vocab_size : x.row;
+	double big = (double)N * (double)wide + (double)N * (double)x.extra;
 	if (N > INT_MAX || big > 1e15) {
 		snprintf(err, errlen,
 			 "batch_size=%d seq_len=%d: the activations are too "
@@ -386,47 +313,9 @@ static int check_init(const struct model_config *c, char *err, size_t errlen)
 	return 0;
 }
 
-/* Kind, shapes and parameter table of cfg into m (no allocation); the
- * init specs into specs. */
-static int shape_init(struct model *m, struct backend *be,
-		      const struct model_config *cfg, struct param_spec *specs,
-		      char *err, size_t errlen)
+/* The parameter table of specs into m (offsets in one allocation). */
+static void param_table(struct model *m, const struct param_spec *specs)
 {
-	if (cfg->kind != MODEL_TRANSFORMER && cfg->kind != MODEL_TANH_CELL &&
-	    cfg->kind != MODEL_TRELLISNET) {
-		snprintf(err, errlen, "model: unknown kind %d", (int)cfg->kind);
-		return -1;
-	}
-	if (check_dims(cfg, err, errlen) != 0 ||
-	    check_init(cfg, err, errlen) != 0)
-		return -1;
-	m->be = be;
-	m->cfg = *cfg;
-	m->B = cfg->batch_size;
-	m->T = cfg->seq_len;
-	m->d = cfg->d_model;
-	m->E = cfg->d_model;
-	switch (cfg->kind) {
-	case MODEL_TRANSFORMER:
-		m->ops = &model_transformer_ops;
-		m->U = 3 * m->d;
-		break;
-	case MODEL_TANH_CELL:
-		m->ops = &model_tanh_cell_ops;
-		m->U = m->d;
-		break;
-	case MODEL_TRELLISNET: /* z = [h; c], u = the four gates */
-		m->ops = &model_trellisnet_ops;
-		m->d = 2 * cfg->d_model;
-		m->U = 4 * cfg->d_model;
-		break;
-	}
-	size_t N = (size_t)m->B * m->T;
-	m->n_state = N * m->d;
-	m->state_parts = cfg->kind == MODEL_TRELLISNET ? 2 : 1;
-	m->n_u = N * m->U;
-
-	m->n_params = param_specs(cfg, m->U, m->E, specs);
 	size_t off = 0;
 	for (int i = 0; i < m->n_params; i++) {
 		struct model_param *p = &m->params[i];
@@ -442,6 +331,36 @@ static int shape_init(struct model *m, struct backend *be,
 		off += p->numel;
 	}
 	m->n_param_elems = off;
+}
+
+/* Kind, shapes and parameter table of cfg into m (no allocation); the
+ * init specs into specs. */
+static int shape_init(struct model *m, struct backend *be,
+		      const struct model_config *cfg, struct param_spec *specs,
+		      char *err, size_t errlen)
+{
+	const struct model_def *def = def_of(cfg->kind);
+	if (!def) {
+		snprintf(err, errlen, "model: unknown kind %d", (int)cfg->kind);
+		return -1;
+	}
+	if (check_dims(def, cfg, err, errlen) != 0 ||
+	    check_init(cfg, err, errlen) != 0)
+		return -1;
+	m->be = be;
+	m->cfg = *cfg;
+	m->def = def;
+	m->B = cfg->batch_size;
+	m->T = cfg->seq_len;
+	m->d = def->d_mult * cfg->d_model;
+	m->E = cfg->d_model;
+	m->U = def->u_mult * cfg->d_model;
+	size_t N = (size_t)m->B * m->T;
+	m->n_state = N * m->d;
+	m->state_parts = def->state_parts;
+	m->n_u = N * m->U;
+	m->n_params = param_specs(def, cfg, m->U, m->E, specs);
+	param_table(m, specs);
 	return 0;
 }
 
@@ -464,45 +383,19 @@ void model_memory(const struct model *m, size_t bytes[MEM_NCAT])
 	bytes[MEM_HEAD] = 2 * N * sizeof(int32_t) +
 			  e * (N * (size_t)m->E + 2 * m->n_u +
 			       N * (size_t)m->cfg.vocab_size + m->n_state);
-	bytes[MEM_WORKSPACE] = e * m->ops->workspace_elems(m);
+	bytes[MEM_WORKSPACE] = e * m->def->workspace_elems(m);
 }
 
-int model_create(struct model **out, struct backend *be,
-		 const struct model_config *cfg, char *err, size_t errlen)
+/* Device buffers of m: params, grads, head and workspace; -1 with the
+ * message when the device is out of memory (model_destroy frees what was
+ * allocated). */
+static int alloc_device(struct model *m, char *err, size_t errlen)
 {
-	struct param_spec specs[MODEL_MAX_PARAMS];
-	struct model *m = NULL;
-	struct model_priv *pv = NULL;
-	double *host = NULL;
-	size_t N, off;
-
-	*out = NULL;
-	m = calloc(1, sizeof(*m));
-	pv = calloc(1, sizeof(*pv));
-	if (!m || !pv) {
-		free(m);
-		free(pv);
-		snprintf(err, errlen, "out of host memory creating the model");
-		return -1;
-	}
-	if (shape_init(m, be, cfg, specs, err, errlen) != 0) {
-		free(m);
-		free(pv);
-		return -1;
-	}
-	m->priv = pv;
-	N = (size_t)m->B * m->T;
-	off = m->n_param_elems;
-
-	pv->ws_elems = m->ops->workspace_elems(m);
-	pv->staging = malloc(2 * N * sizeof(int32_t));
-	host = malloc(sizeof(double) * (off ? off : 1));
-	if (!pv->staging || !host)
-		goto oom_host;
-
-	size_t V = (size_t)cfg->vocab_size;
-	m->param_buf = backend_alloc(be, off, MEM_PARAMS);
-	m->grad_buf = backend_alloc(be, off, MEM_GRADS);
+	struct backend *be = m->be;
+	struct model_priv *pv = m->priv;
+	size_t N = (size_t)m->B * m->T, V = (size_t)m->cfg.vocab_size;
+	m->param_buf = backend_alloc(be, m->n_param_elems, MEM_PARAMS);
+	m->grad_buf = backend_alloc(be, m->n_param_elems, MEM_GRADS);
 	m->tokens = backend_alloc_bytes(be, N * sizeof(int32_t), MEM_HEAD);
 	m->targets = backend_alloc_bytes(be, N * sizeof(int32_t), MEM_HEAD);
 	m->x = backend_alloc(be, N * (size_t)m->E, MEM_HEAD);
@@ -516,27 +409,56 @@ int model_create(struct model **out, struct backend *be,
 		snprintf(err, errlen,
 			 "out of device memory creating model=%s (d_model=%d "
 			 "batch_size=%d seq_len=%d vocab_size=%d)",
-			 model_kind_name(cfg->kind), cfg->d_model, m->B, m->T,
-			 cfg->vocab_size);
+			 model_kind_name(m->cfg.kind), m->cfg.d_model, m->B,
+			 m->T, m->cfg.vocab_size);
+		return -1;
+	}
+	return 0;
+}
+
+int model_create(struct model **out, struct backend *be,
+		 const struct model_config *cfg, char *err, size_t errlen)
+{
+	struct param_spec specs[MODEL_MAX_PARAMS];
+	struct model *m = calloc(1, sizeof(*m));
+	struct model_priv *pv = calloc(1, sizeof(*pv));
+	double *host = NULL;
+
+	*out = NULL;
+	if (!m || !pv) {
+		free(m);
+		free(pv);
+		snprintf(err, errlen, "out of host memory creating the model");
+		return -1;
+	}
+	if (shape_init(m, be, cfg, specs, err, errlen) != 0) {
+		free(m);
+		free(pv);
+		return -1;
+	}
+	m->priv = pv;
+	size_t N = (size_t)m->B * m->T, np = m->n_param_elems;
+	pv->ws_elems = m->def->workspace_elems(m);
+	pv->staging = malloc(2 * N * sizeof(int32_t));
+	host = malloc(sizeof(double) * (np ? np : 1));
+	if (!pv->staging || !host) {
+		snprintf(err, errlen, "out of host memory creating the model");
 		goto fail;
 	}
-
+	if (alloc_device(m, err, errlen) != 0)
+		goto fail;
 	init_values(m, specs, host);
-	be->ops->upload(be->ctx, m->param_buf, host, off);
+	be_upload(be, m->param_buf, host, np);
 	free(host);
 	/* Tokens 0 until the first batch, so a forward before
 	 * model_set_batch reads valid ids. */
 	memset(pv->staging, 0, 2 * N * sizeof(int32_t));
-	be->ops->upload_bytes(be->ctx, m->tokens, pv->staging,
-			      N * sizeof(int32_t));
-	be->ops->upload_bytes(be->ctx, m->targets, pv->staging,
-			      N * sizeof(int32_t));
+	be_upload_bytes(be, m->tokens, pv->staging, N * sizeof(int32_t));
+	be_upload_bytes(be, m->targets, pv->staging, N * sizeof(int32_t));
 	model_zero_grads(m);
 	*out = m;
 	return 0;
 
-oom_host:
-	snprintf(err, errlen, "out of host memory creating the model");
 fail:
 	free(host);
 	model_destroy(m);
@@ -572,24 +494,24 @@ void model_destroy(struct model *m)
 
 size_t model_tape_elems(const struct model *m)
 {
-	return m->ops->tape_elems(m);
+	return m->def->tape_elems(m);
 }
 
 void model_block_forward(struct model *m, void *z_out, const void *z_in,
 			 const void *u, void *tape)
 {
-	m->ops->forward(m, z_out, z_in, u, tape);
+	m->def->forward(m, z_out, z_in, u, tape);
 }
 
 void model_block_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
 		     const void *tape, int param_grads)
 {
-	m->ops->vjp(m, gz_in, gu, gz_out, tape, param_grads);
+	m->def->vjp(m, gz_in, gu, gz_out, tape, param_grads);
 }
 
 double model_block_flops(const struct model *m)
 {
-	return m->ops->flops(m);
+	return m->def->flops(m);
 }
 
 /* ------------------------------------------------------------------ head */
@@ -617,94 +539,97 @@ int model_set_batch(struct model *m, const int32_t *tokens_host, char *err,
 		memcpy(tg + (size_t)b * T, row + 1,
 		       (size_t)T * sizeof(int32_t));
 	}
-	const struct backend_ops *o = m->be->ops;
-	o->upload_bytes(m->be->ctx, m->tokens, in, N * sizeof(int32_t));
-	o->upload_bytes(m->be->ctx, m->targets, tg, N * sizeof(int32_t));
+	be_upload_bytes(m->be, m->tokens, in, N * sizeof(int32_t));
+	be_upload_bytes(m->be, m->targets, tg, N * sizeof(int32_t));
 	return 0;
+}
+
+void model_linear_forward(struct model *m, void *y, double beta, const void *x,
+			  int w, int N, int in, int out)
+{
+	const void *P = m->param_buf;
+	be_gemm(m->be, 0, 1, N, out, in, 1.0, x, in, model_p(m, P, w), in, beta,
+		y, out);
+	be_bias_forward(m->be, y, model_p(m, P, w + 1), N, out);
+}
+
+void model_linear_backward(struct model *m, void *dx, double beta,
+			   const void *dy, const void *x, int w, int N, int in,
+			   int out, int param_grads)
+{
+	const void *P = m->param_buf, *G = m->grad_buf;
+	be_gemm(m->be, 0, 0, N, in, out, 1.0, dy, out, model_p(m, P, w), in,
+		beta, dx, in);
+	if (!param_grads)
+		return;
+	be_gemm(m->be, 1, 0, out, in, N, 1.0, dy, out, x, in, 1.0,
+		model_p(m, G, w), in);
+	be_bias_backward(m->be, model_p(m, G, w + 1), dy, N, out);
 }
 
 void model_inject_forward(struct model *m)
 {
-	if (m->ops->inject_forward) {
-		m->ops->inject_forward(m);
+	if (m->def->inject_forward) {
+		m->def->inject_forward(m);
 		return;
 	}
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx, *P = m->param_buf;
-	int N = m->B * m->T, E = m->E, U = m->U;
+	void *P = m->param_buf;
 	/* x (N,E) = embed[tok] + pos; u (N,U) = x Winjᵀ + b */
-	o->embed_forward(c, m->x, m->tokens, model_p(m, P, P_EMBED_W),
-			 model_p(m, P, P_POS_W), m->B, m->T, E);
-	o->gemm(c, 0, 1, N, U, E, 1.0, m->x, E, model_p(m, P, P_INJ_W), E, 0.0,
-		m->u, U);
-	o->bias_forward(c, m->u, model_p(m, P, P_INJ_B), N, U);
+	be_embed_forward(m->be, m->x, m->tokens, model_p(m, P, P_EMBED_W),
+			 model_p(m, P, P_POS_W), m->B, m->T, m->E);
+	model_linear_forward(m, m->u, 0.0, m->x, P_INJ_W, m->B * m->T, m->E,
+			     m->U);
 }
 
 double model_head_forward(struct model *m, const void *z)
 {
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx, *P = m->param_buf;
-	int N = m->B * m->T, E = m->E, V = m->cfg.vocab_size;
-	int hw = m->n_params - 2, hb = m->n_params - 1;
+	int N = m->B * m->T, V = m->cfg.vocab_size;
 	((struct model_priv *)m->priv)->head_z = z;
 	/* logits (N,V) = z[:, :E] Whᵀ + b, then probabilities in place;
 	 * z[:, :E] is the (N,E) matrix at the start of z */
-	o->gemm(c, 0, 1, N, V, E, 1.0, z, E, model_p(m, P, hw), E, 0.0,
-		m->logits, V);
-	o->bias_forward(c, m->logits, model_p(m, P, hb), N, V);
-	return o->xent_forward(c, m->logits, m->logits, m->targets, N, V);
+	model_linear_forward(m, m->logits, 0.0, z, m->n_params - 2, N, m->E, V);
+	return be_xent_forward(m->be, m->logits, m->logits, m->targets, N, V);
 }
 
 /* Reads the z given to the last model_head_forward: the caller keeps it
  * unchanged in between. */
 void model_head_backward(struct model *m)
 {
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx, *P = m->param_buf, *G = m->grad_buf;
 	int N = m->B * m->T, E = m->E, V = m->cfg.vocab_size;
-	int hw = m->n_params - 2, hb = m->n_params - 1;
 	const void *z = ((struct model_priv *)m->priv)->head_z;
 	/* dlogits (N,V) = (probs - onehot) / N, in place */
-	o->xent_backward(c, m->logits, m->logits, m->targets, N, V,
+	be_xent_backward(m->be, m->logits, m->logits, m->targets, N, V,
 			 1.0 / (double)N);
 	/* gz[:, :E] (N,E) = dlogits Wh; dWh (V,E) += dlogitsᵀ z[:, :E];
 	 * dbh += Σ rows */
-	o->gemm(c, 0, 0, N, E, V, 1.0, m->logits, V, model_p(m, P, hw), E, 0.0,
-		m->gz, E);
-	o->gemm(c, 1, 0, V, E, N, 1.0, m->logits, V, z, E, 1.0,
-		model_p(m, G, hw), E);
-	o->bias_backward(c, model_p(m, G, hb), m->logits, N, V);
+	model_linear_backward(m, m->gz, 0.0, m->logits, z, m->n_params - 2, N,
+			      E, V, 1);
 	/* the rest of the state (trellisnet's c) does not reach the head */
 	size_t ne = (size_t)N * E;
 	if (m->n_state > ne)
-		o->fill(c, dq_at(m->be, m->gz, ne), 0.0, m->n_state - ne);
+		be_fill(m->be, dq_at(m->be, m->gz, ne), 0.0, m->n_state - ne);
 }
 
 void model_inject_backward(struct model *m)
 {
-	if (m->ops->inject_backward) {
-		m->ops->inject_backward(m);
+	if (m->def->inject_backward) {
+		m->def->inject_backward(m);
 		return;
 	}
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx, *P = m->param_buf, *G = m->grad_buf;
-	int N = m->B * m->T, E = m->E, U = m->U;
+	void *G = m->grad_buf;
 	void *dx = model_ws(m); /* (N,E), workspace is >= n_state */
-	/* dWinj (U,E) += guᵀ x; dbinj += Σ rows gu; dx (N,E) = gu Winj */
-	o->gemm(c, 1, 0, U, E, N, 1.0, m->gu, U, m->x, E, 1.0,
-		model_p(m, G, P_INJ_W), E);
-	o->bias_backward(c, model_p(m, G, P_INJ_B), m->gu, N, U);
-	o->gemm(c, 0, 0, N, E, U, 1.0, m->gu, U, model_p(m, P, P_INJ_W), E, 0.0,
-		dx, E);
-	o->embed_backward(c, model_p(m, G, P_EMBED_W), model_p(m, G, P_POS_W),
-			  dx, m->tokens, m->B, m->T, E, m->cfg.vocab_size);
+	/* dx (N,E) = gu Winj; dWinj (U,E) += guᵀ x; dbinj += Σ rows gu */
+	model_linear_backward(m, dx, 0.0, m->gu, m->x, P_INJ_W, m->B * m->T,
+			      m->E, m->U, 1);
+	be_embed_backward(m->be, model_p(m, G, P_EMBED_W),
+			  model_p(m, G, P_POS_W), dx, m->tokens, m->B, m->T,
+			  m->E, m->cfg.vocab_size);
 }
 
 void model_zero_grads(struct model *m)
 {
-	const struct backend_ops *o = m->be->ops;
-	o->fill(m->be->ctx, m->grad_buf, 0.0, m->n_param_elems);
-	o->fill(m->be->ctx, m->gu, 0.0, m->n_u);
+	be_fill(m->be, m->grad_buf, 0.0, m->n_param_elems);
+	be_fill(m->be, m->gu, 0.0, m->n_u);
 }
 
 const struct model_param *model_param_find(const struct model *m,

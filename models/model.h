@@ -30,11 +30,22 @@
 
 #include "../kernels/backend.h"
 
+/* A model kind is an index into the registry of models/registry.c, in
+ * which every kind's file registers its struct model_def. The three below
+ * name the first three entries for tests and bench; a kind added later
+ * needs no enumerator (model_kind_parse gives its index). */
 enum model_kind { MODEL_TRANSFORMER, MODEL_TANH_CELL, MODEL_TRELLISNET };
 
-/* Parses "transformer", "tanh_cell", "trellisnet"; -1 when unknown. */
+/* Index of the registered kind named s; -1 when none is. */
 int model_kind_parse(const char *s);
+/* Name of kind k; "?" when k is not registered. */
 const char *model_kind_name(enum model_kind k);
+/* Number of registered kinds (indices 0 .. count-1). */
+int model_kind_count(void);
+/* Writes the registered names, ", "-separated in registry order
+ * ("transformer, tanh_cell, trellisnet"), NUL-terminated and cut to fit
+ * n bytes: the `model` key's allowed values. */
+void model_kind_list(char *buf, size_t n);
 
 /* Parameter init presets (model.c, README "Initialisation" give every
  * tensor's distribution per model kind):
@@ -81,12 +92,12 @@ struct model_param {
 	size_t numel;
 };
 
-struct model_ops; /* per-kind implementation (private) */
+struct model_def; /* the kind's implementation (models/model_impl.h) */
 
 struct model {
 	struct backend *be;
 	struct model_config cfg;
-	const struct model_ops *ops;
+	const struct model_def *def;
 	int B, T, d, U;
 	int E;		/* embedding width = head input width (<= d) */
 	size_t n_state; /* B*T*d */

@@ -1,9 +1,11 @@
-/* model_impl.h — private to models/: the per-kind operations table behind
- * struct model, the host-side state m->priv points to, and the parameter
- * indices shared by model.c and the per-kind files.
+/* model_impl.h — private to models/: what one model kind provides (struct
+ * model_def, defined in the kind's own file and listed in models/registry.c),
+ * the parameter specs the kinds contribute to the table, the host-side state
+ * m->priv points to, and helpers shared by model.c and the kind files.
  *
  * Parameter table order (docs/ARCHITECTURE.md §Model): the four injection
- * parameters first, the kind's block parameters next, the head last. */
+ * parameters first, the kind's block parameters next (its block_specs, at
+ * P_BLOCK0 on), the head last. */
 #ifndef DQ_MODEL_IMPL_H
 #define DQ_MODEL_IMPL_H
 
@@ -13,42 +15,74 @@
 enum {
 	P_EMBED_W, /* embed.weight [V,E] */
 	P_POS_W,   /* pos_embed.weight [T,E] */
-	P_INJ_W,   /* inject.weight [U,E] ([U,E,2] for trellisnet) */
+	P_INJ_W,   /* inject.weight [U,E] ([U,E,k] for a Conv1d injection) */
 	P_INJ_B,   /* inject.bias [U] */
 	P_BLOCK0,  /* first block parameter */
 };
 
-/* transformer block parameters, in table order from P_BLOCK0 */
-enum {
-	TP_QKV_W = P_BLOCK0, /* block.attn.qkv.weight [3d,d] */
-	TP_QKV_B,	     /* block.attn.qkv.bias [3d] */
-	TP_OUT_W,	     /* block.attn.out.weight [d,d] */
-	TP_OUT_B,	     /* block.attn.out.bias [d] */
-	TP_LN1_W,	     /* block.ln1.weight [d] */
-	TP_LN1_B,	     /* block.ln1.bias [d] */
-	TP_FF1_W,	     /* block.ff1.weight [F,d] */
-	TP_FF1_B,	     /* block.ff1.bias [F] */
-	TP_FF2_W,	     /* block.ff2.weight [d,F] */
-	TP_FF2_B,	     /* block.ff2.bias [d] */
-	TP_LN2_W,	     /* block.ln2.weight [d] */
-	TP_LN2_B,	     /* block.ln2.bias [d] */
-	TP_END,
+/* What a tensor is, for the init presets of model.c. */
+enum param_role {
+	R_EMBED,
+	R_POS,
+	R_INJ_W,
+	R_INJ_B,
+	R_BLOCK_W,
+	R_BLOCK_B,
+	R_LN_W,
+	R_LN_B,
+	R_FIXED, /* the kind sets init and a itself; presets leave them */
+	R_HEAD_W,
+	R_HEAD_B,
 };
 
-/* tanh_cell block parameters */
-enum {
-	CP_CELL_W = P_BLOCK0, /* cell.weight [d,d] */
-	CP_END,
+enum init_kind { INIT_NORMAL, INIT_UNIFORM, INIT_CONST };
+
+/* Table entry plus how to initialise it. */
+struct param_spec {
+	const char *name;
+	int64_t rows, cols; /* cols = 0: a vector of `rows` */
+	int64_t kern;	    /* > 0: a Conv1d weight [rows, cols, kern] */
+	enum param_role role;
+	int64_t fan_in; /* of the layer (weights and biases) */
+	enum init_kind init;
+	double a; /* NORMAL: std; UNIFORM: bound b of (−b, b]; CONST: value */
 };
 
-/* trellisnet block parameters (h = d/2 = E); Conv1d [out, in, kernel] */
-enum {
-	NP_CONV_W = P_BLOCK0, /* block.conv.weight [4h,h,2] */
-	NP_CONV_B,	      /* block.conv.bias [4h] */
-	NP_END,
+/* A spec whose init the preset fills in (model.c). */
+#define SPEC(nm, r, c, k, role, fin)                                           \
+	(struct param_spec)                                                    \
+	{                                                                      \
+		nm, r, c, k, role, fin, INIT_CONST, 0                          \
+	}
+
+/* Elements per position of a kind's activations, for model.c's size
+ * check: its widest row beside the head's V, and what it keeps on top of
+ * that (the transformer's attention scores, H T). */
+struct model_extent {
+	long long row, extra;
 };
 
-struct model_ops {
+/* One model kind. model.c reads nothing kind-specific but this. Required
+ * members unless marked optional (NULL then means what it says). Sizes:
+ * d = d_mult d_model, U = u_mult d_model, E = d_model. */
+struct model_def {
+	const char *name; /* the `model` key's value */
+	int d_mult, u_mult;
+	int state_parts;   /* struct model's state_parts */
+	int inject_kernel; /* 0: inject.weight [U,E], u = x Wᵀ + b; k > 0: a
+			    * Conv1d weight [U,E,k] (fan-in k E) */
+	/* Kind-specific checks of c (n_heads, d_ff, limits of its own ops);
+	 * -1 with one line in err. Optional. */
+	int (*check)(const struct model_config *c, char *err, size_t errlen);
+	struct model_extent (*extent)(const struct model_config *c);
+	/* Appends the block's parameter specs (SPEC, in table order from
+	 * P_BLOCK0) to s; returns their count. */
+	int (*block_specs)(const struct model_config *c, struct param_spec *s);
+	/* The kind's own recipe under init=deq for every role but LayerNorm
+	 * and R_FIXED: sets p->init and p->a. Optional (NULL: the
+	 * DEQ-Transformer recipe of model.c). */
+	void (*init_deq)(struct param_spec *p);
+
 	/* tape elements of one block application (model_tape_elems) */
 	size_t (*tape_elems)(const struct model *m);
 	/* workspace elements: no-tape forward, vjp scratch, and at least
@@ -66,9 +100,9 @@ struct model_ops {
 	void (*inject_backward)(struct model *m);
 };
 
-extern const struct model_ops model_transformer_ops;
-extern const struct model_ops model_tanh_cell_ops;
-extern const struct model_ops model_trellisnet_ops;
+/* The registry (models/registry.c): entry i is enum model_kind i. */
+extern const struct model_def *const model_registry[];
+extern const int model_registry_len;
 
 /* What m->priv points to (host memory, owned by the model). */
 struct model_priv {
@@ -88,5 +122,16 @@ static inline void *model_p(const struct model *m, const void *base, int i)
 {
 	return dq_at(m->be, base, m->params[i].offset);
 }
+
+/* A linear layer of parameters w (weight [out,in]) and w + 1 (bias [out]):
+ *   forward   y (N,out) = x (N,in) Wᵀ + beta y + b;
+ *   backward  dx (N,in) = dy W + beta dx, and with param_grads
+ *             dW += dyᵀ x, db += Σ rows dy.
+ * Each is one GEMM (two, and a column sum, backward). */
+void model_linear_forward(struct model *m, void *y, double beta, const void *x,
+			  int w, int N, int in, int out);
+void model_linear_backward(struct model *m, void *dx, double beta,
+			   const void *dy, const void *x, int w, int N, int in,
+			   int out, int param_grads);
 
 #endif

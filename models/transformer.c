@@ -31,8 +31,73 @@
  * (the vjp reads a method-owned tape), so they share one buffer.
  */
 #include <stddef.h>
+#include <stdio.h>
 
 #include "model_impl.h"
+
+/* Block parameters, in table order from P_BLOCK0 */
+enum {
+	TP_QKV_W = P_BLOCK0, /* block.attn.qkv.weight [3d,d] */
+	TP_QKV_B,	     /* block.attn.qkv.bias [3d] */
+	TP_OUT_W,	     /* block.attn.out.weight [d,d] */
+	TP_OUT_B,	     /* block.attn.out.bias [d] */
+	TP_LN1_W,	     /* block.ln1.weight [d] */
+	TP_LN1_B,	     /* block.ln1.bias [d] */
+	TP_FF1_W,	     /* block.ff1.weight [F,d] */
+	TP_FF1_B,	     /* block.ff1.bias [F] */
+	TP_FF2_W,	     /* block.ff2.weight [d,F] */
+	TP_FF2_B,	     /* block.ff2.bias [d] */
+	TP_LN2_W,	     /* block.ln2.weight [d] */
+	TP_LN2_B,	     /* block.ln2.bias [d] */
+};
+
+static int tf_block_specs(const struct model_config *c, struct param_spec *s)
+{
+	int64_t d = c->d_model, F = c->d_ff;
+	int n = 0;
+	s[n++] = SPEC("block.attn.qkv.weight", 3 * d, d, 0, R_BLOCK_W, d);
+	s[n++] = SPEC("block.attn.qkv.bias", 3 * d, 0, 0, R_BLOCK_B, d);
+	s[n++] = SPEC("block.attn.out.weight", d, d, 0, R_BLOCK_W, d);
+	s[n++] = SPEC("block.attn.out.bias", d, 0, 0, R_BLOCK_B, d);
+	s[n++] = SPEC("block.ln1.weight", d, 0, 0, R_LN_W, 0);
+	s[n++] = SPEC("block.ln1.bias", d, 0, 0, R_LN_B, 0);
+	s[n++] = SPEC("block.ff1.weight", F, d, 0, R_BLOCK_W, d);
+	s[n++] = SPEC("block.ff1.bias", F, 0, 0, R_BLOCK_B, d);
+	s[n++] = SPEC("block.ff2.weight", d, F, 0, R_BLOCK_W, F);
+	s[n++] = SPEC("block.ff2.bias", d, 0, 0, R_BLOCK_B, F);
+	s[n++] = SPEC("block.ln2.weight", d, 0, 0, R_LN_W, 0);
+	s[n++] = SPEC("block.ln2.bias", d, 0, 0, R_LN_B, 0);
+	return n;
+}
+
+/* n_heads and d_ff positive, heads of d / H columns. */
+static int tf_check(const struct model_config *c, char *err, size_t errlen)
+{
+	if (c->n_heads <= 0) {
+		snprintf(err, errlen, "n_heads=%d must be positive",
+			 c->n_heads);
+		return -1;
+	}
+	if (c->d_ff <= 0) {
+		snprintf(err, errlen, "d_ff=%d must be positive", c->d_ff);
+		return -1;
+	}
+	if (c->d_model % c->n_heads != 0) {
+		snprintf(err, errlen,
+			 "d_model=%d is not divisible by n_heads=%d",
+			 c->d_model, c->n_heads);
+		return -1;
+	}
+	return 0;
+}
+
+/* Rows of 3d (qkv) or F, and the H T attention scores per position. */
+static struct model_extent tf_extent(const struct model_config *c)
+{
+	long long qkv = 3LL * c->d_model;
+	return (struct model_extent){qkv > c->d_ff ? qkv : c->d_ff,
+				     (long long)c->n_heads * c->seq_len};
+}
 
 struct tape {
 	void *z, *qkv, *att, *a, *r1, *mu1, *rs1, *h, *p, *r2, *mu2, *rs2;
@@ -93,43 +158,48 @@ static size_t tf_workspace_elems(const struct model *m)
 static void tf_forward(struct model *m, void *z_out, const void *z_in,
 		       const void *u, void *tape)
 {
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx, *P = m->param_buf;
+	struct backend *be = m->be;
+	void *P = m->param_buf;
 	int B = m->B, T = m->T, N = B * T, d = m->d, H = m->cfg.n_heads;
 	int F = m->cfg.d_ff;
 	struct tape t;
 	tape_layout(m, tape ? tape : model_ws(m), &t);
 	const void *z = z_in;
 	if (tape)
-		o->copy(c, t.z, z_in, m->n_state);
+		be_copy(be, t.z, z_in, m->n_state);
 
 	/* qkv = u + z Wqkvᵀ + bqkv */
-	o->copy(c, t.qkv, u, m->n_u);
-	o->gemm(c, 0, 1, N, 3 * d, d, 1.0, z, d, model_p(m, P, TP_QKV_W), d,
-		1.0, t.qkv, 3 * d);
-	o->bias_forward(c, t.qkv, model_p(m, P, TP_QKV_B), N, 3 * d);
-	o->attention_forward(c, t.a, t.att, t.qkv, B, T, d, H);
+	be_copy(be, t.qkv, u, m->n_u);
+	model_linear_forward(m, t.qkv, 1.0, z, TP_QKV_W, N, d, 3 * d);
+	be_attention_forward(be, t.a, t.att, t.qkv, B, T, d, H);
 	/* r1 = z + a Woᵀ + bo; h = LN1(r1) */
-	o->copy(c, t.r1, z, m->n_state);
-	o->gemm(c, 0, 1, N, d, d, 1.0, t.a, d, model_p(m, P, TP_OUT_W), d, 1.0,
-		t.r1, d);
-	o->bias_forward(c, t.r1, model_p(m, P, TP_OUT_B), N, d);
-	o->layernorm_forward(c, t.h, t.mu1, t.rs1, t.r1,
+	be_copy(be, t.r1, z, m->n_state);
+	model_linear_forward(m, t.r1, 1.0, t.a, TP_OUT_W, N, d, d);
+	be_layernorm_forward(be, t.h, t.mu1, t.rs1, t.r1,
 			     model_p(m, P, TP_LN1_W), model_p(m, P, TP_LN1_B),
 			     N, d);
 	/* p = relu(h W1ᵀ + b1), in place */
-	o->gemm(c, 0, 1, N, F, d, 1.0, t.h, d, model_p(m, P, TP_FF1_W), d, 0.0,
-		t.p, F);
-	o->bias_forward(c, t.p, model_p(m, P, TP_FF1_B), N, F);
-	o->act_forward(c, ACT_RELU, t.p, t.p, (size_t)N * F);
+	model_linear_forward(m, t.p, 0.0, t.h, TP_FF1_W, N, d, F);
+	be_act_forward(be, ACT_RELU, t.p, t.p, (size_t)N * F);
 	/* r2 = h + p W2ᵀ + b2; f = LN2(r2) */
-	o->copy(c, t.r2, t.h, m->n_state);
-	o->gemm(c, 0, 1, N, d, F, 1.0, t.p, F, model_p(m, P, TP_FF2_W), F, 1.0,
-		t.r2, d);
-	o->bias_forward(c, t.r2, model_p(m, P, TP_FF2_B), N, d);
-	o->layernorm_forward(c, z_out, t.mu2, t.rs2, t.r2,
+	be_copy(be, t.r2, t.h, m->n_state);
+	model_linear_forward(m, t.r2, 1.0, t.p, TP_FF2_W, N, F, d);
+	be_layernorm_forward(be, z_out, t.mu2, t.rs2, t.r2,
 			     model_p(m, P, TP_LN2_W), model_p(m, P, TP_LN2_B),
 			     N, d);
+}
+
+/* LayerNorm backward of parameters w, w + 1 (weight, bias): dx overwritten;
+ * their gradients += when pg, else into the dummies dum (2d elements). */
+static void ln_backward(struct model *m, void *dx, const void *dy,
+			const void *x, const void *mu, const void *rs, int w,
+			int pg, void *dum)
+{
+	void *G = m->grad_buf;
+	int N = m->B * m->T, d = m->d;
+	be_layernorm_backward(m->be, dx, pg ? model_p(m, G, w) : dum,
+			      pg ? model_p(m, G, w + 1) : dq_at(m->be, dum, d),
+			      dy, x, mu, rs, model_p(m, m->param_buf, w), N, d);
 }
 
 /* Reverse of tf_forward. Weight gradients are dW += dyᵀ x (gemm, beta 1);
@@ -139,68 +209,37 @@ static void tf_forward(struct model *m, void *z_out, const void *z_in,
 static void tf_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
 		   const void *tape_, int pg)
 {
-	const struct backend_ops *o = m->be->ops;
-	void *c = m->be->ctx, *P = m->param_buf, *G = m->grad_buf;
+	struct backend *be = m->be;
 	int B = m->B, T = m->T, N = B * T, d = m->d, H = m->cfg.n_heads;
 	int F = m->cfg.d_ff;
-	size_t w = (size_t)(F > 3 * d ? F : 3 * d);
+	size_t w = (size_t)(F > 3 * d ? F : 3 * d), nd = m->n_state;
 	struct tape t;
 	tape_layout(m, (void *)tape_, &t);
 
-	char *ws = model_ws(m);
-	const size_t e = m->be->elem, nd = m->n_state;
-	void *g1 = ws, *g2 = ws + nd * e, *gw = ws + 2 * nd * e;
-	void *gs = ws + (2 * nd + (size_t)N * w) * e;
-	void *dum_w = ws + (2 * nd + (size_t)N * w + att_elems(m)) * e;
-	void *dum_b = (char *)dum_w + (size_t)d * e;
+	void *g1 = model_ws(m), *g2 = dq_at(be, g1, nd);
+	void *gw = dq_at(be, g1, 2 * nd);
+	void *gs = dq_at(be, gw, (size_t)N * w);
+	void *dum = dq_at(be, gs, att_elems(m)); /* 2d */
 
 	/* g1 = dr2 from LN2 */
-	o->layernorm_backward(c, g1, pg ? model_p(m, G, TP_LN2_W) : dum_w,
-			      pg ? model_p(m, G, TP_LN2_B) : dum_b, gz_out,
-			      t.r2, t.mu2, t.rs2, model_p(m, P, TP_LN2_W), N,
-			      d);
+	ln_backward(m, g1, gz_out, t.r2, t.mu2, t.rs2, TP_LN2_W, pg, dum);
 	/* g2 = dh = dr2 (residual) + dp W1 below; gw = dp = dr2 W2 */
-	o->copy(c, g2, g1, nd);
-	o->gemm(c, 0, 0, N, F, d, 1.0, g1, d, model_p(m, P, TP_FF2_W), F, 0.0,
-		gw, F);
-	if (pg) {
-		o->gemm(c, 1, 0, d, F, N, 1.0, g1, d, t.p, F, 1.0,
-			model_p(m, G, TP_FF2_W), F);
-		o->bias_backward(c, model_p(m, G, TP_FF2_B), g1, N, d);
-	}
-	o->act_backward(c, ACT_RELU, gw, gw, NULL, t.p, (size_t)N * F);
-	if (pg) {
-		o->gemm(c, 1, 0, F, d, N, 1.0, gw, F, t.h, d, 1.0,
-			model_p(m, G, TP_FF1_W), d);
-		o->bias_backward(c, model_p(m, G, TP_FF1_B), gw, N, F);
-	}
-	o->gemm(c, 0, 0, N, d, F, 1.0, gw, F, model_p(m, P, TP_FF1_W), d, 1.0,
-		g2, d);
+	be_copy(be, g2, g1, nd);
+	model_linear_backward(m, gw, 0.0, g1, t.p, TP_FF2_W, N, F, d, pg);
+	be_act_backward(be, ACT_RELU, gw, gw, NULL, t.p, (size_t)N * F);
+	model_linear_backward(m, g2, 1.0, gw, t.h, TP_FF1_W, N, d, F, pg);
 	/* g1 = dr1 from LN1 */
-	o->layernorm_backward(c, g1, pg ? model_p(m, G, TP_LN1_W) : dum_w,
-			      pg ? model_p(m, G, TP_LN1_B) : dum_b, g2, t.r1,
-			      t.mu1, t.rs1, model_p(m, P, TP_LN1_W), N, d);
+	ln_backward(m, g1, g2, t.r1, t.mu1, t.rs1, TP_LN1_W, pg, dum);
 	/* gz_in = dr1 (residual) + dqkv Wqkv below; g2 = da = dr1 Wo */
-	o->copy(c, gz_in, g1, nd);
-	o->gemm(c, 0, 0, N, d, d, 1.0, g1, d, model_p(m, P, TP_OUT_W), d, 0.0,
-		g2, d);
-	if (pg) {
-		o->gemm(c, 1, 0, d, d, N, 1.0, g1, d, t.a, d, 1.0,
-			model_p(m, G, TP_OUT_W), d);
-		o->bias_backward(c, model_p(m, G, TP_OUT_B), g1, N, d);
-	}
+	be_copy(be, gz_in, g1, nd);
+	model_linear_backward(m, g2, 0.0, g1, t.a, TP_OUT_W, N, d, d, pg);
 	/* gw = dqkv (N,3d) */
-	o->attention_backward(c, gw, gs, g2, t.qkv, t.att, B, T, d, H);
-	o->gemm(c, 0, 0, N, d, 3 * d, 1.0, gw, 3 * d, model_p(m, P, TP_QKV_W),
-		d, 1.0, gz_in, d);
-	if (pg) {
-		o->gemm(c, 1, 0, 3 * d, d, N, 1.0, gw, 3 * d, t.z, d, 1.0,
-			model_p(m, G, TP_QKV_W), d);
-		o->bias_backward(c, model_p(m, G, TP_QKV_B), gw, N, 3 * d);
-	}
+	be_attention_backward(be, gw, gs, g2, t.qkv, t.att, B, T, d, H);
+	model_linear_backward(m, gz_in, 1.0, gw, t.z, TP_QKV_W, N, d, 3 * d,
+			      pg);
 	/* u enters qkv additively: du = dqkv */
 	if (gu)
-		o->axpy(c, gu, 1.0, gw, m->n_u);
+		be_axpy(be, gu, 1.0, gw, m->n_u);
 }
 
 /* 2 per multiply-add: the four GEMMs 2N(3d² + d² + 2dF), plus q kᵀ and
@@ -214,7 +253,14 @@ static double tf_flops(const struct model *m)
 	       4.0 * (double)m->B * m->T * (double)m->T * d;
 }
 
-const struct model_ops model_transformer_ops = {
+const struct model_def model_transformer = {
+    .name = "transformer",
+    .d_mult = 1,
+    .u_mult = 3,
+    .state_parts = 1,
+    .check = tf_check,
+    .extent = tf_extent,
+    .block_specs = tf_block_specs,
     .tape_elems = tf_tape_elems,
     .workspace_elems = tf_workspace_elems,
     .forward = tf_forward,

@@ -2,13 +2,16 @@
  * test_backend.c — the backend registry and the tracked allocator
  * (kernels/backend.c) on the CPU backends: exact live/peak byte counts per
  * category, the depth+solver high-water mark, peak reset, table growth,
- * zero-size allocations, error messages of backend_create, and the CPU
- * backend's info / timer / alignment.
+ * zero-size allocations, error messages of backend_create, the CPU
+ * backend's info / timer / alignment, and the be_* call wrappers (they
+ * reach the ops; their asserts abort on a bad shape or pointer).
  */
 #include "backend.h"
+#include "backend_impl.h"
 #include "dq_build.h"
 
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -158,7 +161,7 @@ Test(backend, many_allocations)
 	cr_assert_eq(be->mem.n_allocs, NA);
 	cr_assert_eq(be->mem.live_total, want);
 	cr_assert_eq(be->mem.peak_total, want);
-	cr_assert_geq(be->table_cap, 2 * NA);
+	cr_assert_geq(backend_alloc_table_cap(be), 2 * NA);
 	/* free evens, reallocate half, then free everything */
 	for (int i = 0; i < NA; i += 2) {
 		backend_free(be, p[i]);
@@ -235,24 +238,69 @@ Test(backend, info_timer_threads)
 	char err[256];
 	cr_assert_eq(backend_create(&be, "cpu", 1, err, sizeof(err)), 0);
 	struct backend_info info;
-	be->ops->info(be->ctx, &info);
+	be_info(be, &info);
 	cr_assert_not_null(strstr(info.name, "OpenBLAS"), "%s", info.name);
 	cr_assert_not_null(strstr(info.name, "float32"), "%s", info.name);
 	cr_assert_gt(info.total_mem_bytes, (size_t)1 << 26);
 	cr_assert_eq(info.compute_major, 0);
 
-	be->ops->timer_mark(be->ctx, 0);
+	be_timer_mark(be, 0);
 	struct timespec ts = {0, 5 * 1000 * 1000};
 	nanosleep(&ts, NULL);
-	be->ops->sync(be->ctx);
-	be->ops->timer_mark(be->ctx, BACKEND_TIMER_SLOTS - 1);
-	double ms =
-	    be->ops->timer_elapsed_ms(be->ctx, 0, BACKEND_TIMER_SLOTS - 1);
+	be_sync(be);
+	be_timer_mark(be, BACKEND_TIMER_SLOTS - 1);
+	double ms = be_timer_elapsed_ms(be, 0, BACKEND_TIMER_SLOTS - 1);
 	cr_assert(ms >= 4.5 && ms < 5000, "elapsed %g ms", ms);
 	backend_destroy(be);
 
 	struct backend *d = make("cpu64");
-	d->ops->info(d->ctx, &info);
+	be_info(d, &info);
 	cr_assert_not_null(strstr(info.name, "float64"), "%s", info.name);
 	backend_destroy(d);
+}
+
+/* The be_* wrappers reach the ops; the optional members answer -1 on the
+ * CPU, which has none of them. */
+Test(backend, wrappers_call_the_ops)
+{
+	struct backend *be = make("cpu64");
+	double h[6] = {1, 2, 3, 4, 5, 6}, g[6];
+	void *x = backend_alloc(be, 6, MEM_WORKSPACE);
+	be_upload(be, x, h, 6);
+	be_scale(be, x, 2.0, 6);
+	be_zero_rows(be, x, 2, 1, 3); /* elements 0 and 3 */
+	be_download(be, g, x, 6);
+	cr_assert(g[0] == 0 && g[1] == 4 && g[3] == 0 && g[5] == 12);
+	cr_assert_eq(be_dot(be, x, x, 6), 4 * (4 + 9 + 25 + 36));
+	struct backend_pool_stats ps = {.total_bytes = 1};
+	cr_assert_eq(be_pool_stats(be, &ps), -1);
+	cr_assert_eq(ps.total_bytes, 0);
+	cr_assert_eq(be_pool_reset_peak(be), -1);
+	cr_assert_eq(be_set_tf32(be, 1), -1);
+	backend_free(be, x);
+	backend_destroy(be);
+}
+
+/* The wrappers' asserts are on (b_ndebug=false): a row stride shorter than
+ * the row, a NULL buffer of nonzero size and bad heads abort. */
+Test(backend, wrapper_rejects_short_stride, .signal = SIGABRT)
+{
+	struct backend *be = make("cpu");
+	void *a = backend_alloc(be, 16, MEM_WORKSPACE);
+	/* A (3,4) stored with row stride 3 */
+	be_gemm(be, 0, 0, 3, 4, 4, 1.0, a, 3, a, 4, 0.0, a, 4);
+}
+
+Test(backend, wrapper_rejects_null, .signal = SIGABRT)
+{
+	struct backend *be = make("cpu");
+	void *a = backend_alloc(be, 5, MEM_WORKSPACE);
+	be_copy(be, NULL, a, 5);
+}
+
+Test(backend, wrapper_rejects_bad_heads, .signal = SIGABRT)
+{
+	struct backend *be = make("cpu");
+	void *a = backend_alloc(be, 64, MEM_WORKSPACE);
+	be_attention_forward(be, a, a, a, 1, 2, 6, 4); /* 6 % 4 != 0 */
 }

@@ -18,8 +18,8 @@
  *   2. GEMM with padded row strides (padding untouched), TF32 on and off;
  *      Adam against its formula; dot/norm/axpy/scale up to 3·10⁶ elements
  *      (multi-block reductions), NaN/inf propagation; transfers larger than
- *      the staging buffer; fill/copy; bitwise determinism of every op but
- *      the embedding scatter;
+ *      the staging buffer; fill/copy; zero_rows and transpose bit for bit;
+ *      bitwise determinism of every op but the embedding scatter;
  *   3. the allocator's accounting, pool statistics and peak reset, out of
  *      memory returning NULL and leaving the backend usable, timers, info;
  *   4. methods: unroll, checkpoint and deq (Broyden, IFT) on tanh_cell,
@@ -47,6 +47,7 @@
 #include "../methods/checkpoint.h"
 #include "../methods/deq.h"
 #include "test_ops_util.h"
+#include "test_move_ops.h"
 #include "config.h"
 #include "runner.h"
 
@@ -623,6 +624,17 @@ Test(cuda_ops, batched_solver_ops, .timeout = 120)
 
 /* upload/download over more than the 2^20-element staging buffer; copy,
  * fill (0 through memset, -0 and 4.5 through the kernel), byte copies. */
+/* zero_rows and transpose (test_move_ops.h): the exact host reference,
+ * which "cpu" meets too, so the same bits as the CPU. */
+Test(cuda_ops, move_ops)
+{
+	struct backend *be = cuda_or_skip();
+	rng_state = 77;
+	check_zero_rows(be);
+	check_transpose(be);
+	backend_destroy(be);
+}
+
 Test(cuda_ops, transfers)
 {
 	struct backend *be = cuda_or_skip();

@@ -5,8 +5,9 @@
  *      backward (R fixed and random),
  *   3. "cpu" (float32) against "cpu64" by normalised mean squared error,
  * at odd shapes (B=3 T=5 C=12 H=3 F=20 V=17) and powers of two (B=2 T=8 C=16
- * H=4 F=64 V=32); plus Adam, the solver vector ops, transfers and bitwise
- * determinism (two runs, and 1 vs 2 threads).
+ * H=4 F=64 V=32); plus Adam, the solver vector ops, transfers, the ops
+ * that move values (zero_rows, transpose: exact) and bitwise determinism
+ * (two runs, and 1 vs 2 threads).
  *
  * Tolerances (double: ε = 1.1e-16):
  *   FD_TOL 1e-6: the central difference (L(x+h) - L(x-h)) / 2h with h = 1e-6
@@ -23,6 +24,7 @@
  *     single wrong element (O(1) error among ≤ 10³) gives NMSE ≥ 1e-3.
  */
 #include "test_ops_util.h"
+#include "test_move_ops.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -911,6 +913,19 @@ Test(ops, batched_solver_ops, .timeout = 120)
 		struct backend *be = make(names[bi], 0);
 		rng_state = 4242;
 		check_batched_ops(be, gtol[bi]);
+		backend_destroy(be);
+	}
+}
+
+/* zero_rows and transpose (test_move_ops.h): exact, on both types. */
+Test(ops, move_ops)
+{
+	const char *names[] = {"cpu64", "cpu"};
+	for (int bi = 0; bi < 2; bi++) {
+		struct backend *be = make(names[bi], 0);
+		rng_state = 77;
+		check_zero_rows(be);
+		check_transpose(be);
 		backend_destroy(be);
 	}
 }

@@ -190,6 +190,8 @@ __device__ __forceinline__ float dq_block_max_f(float v, float *sh)
 
 /* cuda_ops.cu */
 void cu_fill(void *ctx, void *dst, double value, size_t n);
+void cu_zero_rows(void *ctx, void *dst, size_t rows, size_t cols, size_t ld);
+void cu_transpose(void *ctx, void *dst, const void *src, int R, int C, int add);
 void cu_gemm(void *ctx, int ta, int tb, int M, int N, int K, double alpha,
 	     const void *A, int lda, const void *B, int ldb, double beta,
 	     void *C, int ldc);

@@ -289,6 +289,8 @@ static struct backend_ops cu_ops_make(void)
 	o.download_bytes = cu_download_bytes;
 	o.copy = cu_copy;
 	o.fill = cu_fill;
+	o.zero_rows = cu_zero_rows;
+	o.transpose = cu_transpose;
 	o.gemm = cu_gemm;
 	o.bias_forward = cu_bias_forward;
 	o.bias_backward = cu_bias_backward;

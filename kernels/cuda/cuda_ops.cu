@@ -35,7 +35,7 @@
  */
 #include "cuda_common.cuh"
 
-/* ------------------------------------------------------------ fill, copy */
+/* ------------------------------------------ fill, zero rows, transpose */
 
 __global__ void fill_kernel(float *d, float v, size_t n)
 {
@@ -56,6 +56,44 @@ void cu_fill(void *ctx, void *dst, double value, size_t n)
 	}
 	fill_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
 		      c->stream>>>((float *)dst, v, n);
+	cuda_check_launch();
+}
+
+/* One strided 2-D memset on the stream: the (rows, cols) block with row
+ * pitch ld floats, all bytes 0 (+0.0f). */
+void cu_zero_rows(void *ctx, void *dst, size_t rows, size_t cols, size_t ld)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (!rows || !cols)
+		return;
+	cuda_check(cudaMemset2DAsync(dst, ld * sizeof(float), 0,
+				     cols * sizeof(float), rows, c->stream));
+}
+
+/* dst(C,R) = src(R,C)ᵀ or +=: a grid-stride loop over dst (coalesced
+ * writes; src is read with stride C). O(R C); trellisnet's (4 h², 2)
+ * weights are its use, a few MiB per block call at most. */
+__global__ void transpose_kernel(float *dst, const float *src, int R, int C,
+				 int add)
+{
+	const size_t n = (size_t)R * (size_t)C;
+	DQ_GRID_STRIDE(i, n)
+	{
+		size_t c = i / (size_t)R, r = i % (size_t)R;
+		float v = src[r * (size_t)C + c];
+		dst[i] = add ? dst[i] + v : v;
+	}
+}
+
+void cu_transpose(void *ctx, void *dst, const void *src, int R, int C, int add)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	size_t n = (size_t)(R > 0 ? R : 0) * (size_t)(C > 0 ? C : 0);
+	if (!n)
+		return;
+	transpose_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
+			   c->stream>>>((float *)dst, (const float *)src, R, C,
+					add);
 	cuda_check_launch();
 }
 
