@@ -11,21 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/rng.h"
 #include "errmsg.h"
 
 const char *corpus_split_name(int split)
 {
 	static const char *const names[] = {"train", "valid", "test"};
 	return split >= 0 && split < 3 ? names[split] : "?";
-}
-
-/* splitmix64 (Steele, Lea, Flood 2014): the synthetic corpus' generator. */
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
 }
 
 void corpus_free(struct corpus *c)

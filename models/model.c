@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/rng.h"
 #include "model_impl.h"
 
 /* ----------------------------------------------------------------- names */
@@ -204,16 +205,6 @@ static int param_specs(const struct model_def *def,
 	for (int i = 0; i < n; i++)
 		spec_init(def, c, E, &s[i]);
 	return n;
-}
-
-/* splitmix64 (Steele, Lea, Flood 2014): a tiny seedable generator whose
- * output is the same on every platform. */
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
 }
 
 /* uniform in (0, 1]: 53 random bits, never 0 (log below). */
