@@ -297,11 +297,14 @@ static int numeric_text(const char *s)
  * config file, so a value means the same in a file and on the command
  * line. Whole numbers written that way are exact only up to 2^53; beyond
  * they are out of range (no key allows more, seed's digits aside). */
+static enum num_parse parse_number(const char *s, double *out);
+
 static enum num_parse parse_integer(const char *s, long long *out)
 {
 	char *end;
 	long long v;
 	double x;
+	enum num_parse r;
 	if (!numeric_text(s))
 		return NUM_SYNTAX;
 	errno = 0;
@@ -312,12 +315,9 @@ static enum num_parse parse_integer(const char *s, long long *out)
 		*out = v;
 		return NUM_OK;
 	}
-	errno = 0;
-	x = strtod(s, &end);
-	if (*end)
-		return NUM_SYNTAX;
-	if (errno == ERANGE && fabs(x) > 1)
-		return NUM_RANGE;
+	r = parse_number(s, &x); /* leaves strtod's errno */
+	if (r != NUM_OK)
+		return r;
 	if (errno == ERANGE || x != floor(x))
 		return NUM_SYNTAX; /* 3.5, or 1e-400 (no integer) */
 	if (fabs(x) > 9007199254740992.0)
