@@ -7,6 +7,10 @@
  * compiled for double: the reference that finite-difference tests use) and
  * "cuda" (float32, cuBLAS).
  *
+ * struct backend_ops is what a backend implements; everything above the
+ * kernels calls an op through its wrapper be_<op>(be, ...) at the end of
+ * this file, which asserts the shapes and pointers of the call.
+ *
  * Conventions for every op below:
  *   - Buffers are device pointers returned by backend_alloc(); their element
  *     type is the backend's (be->elem bytes: 4 for float, 8 for double).
