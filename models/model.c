@@ -59,10 +59,16 @@ int model_kind_parse(const char *s)
 	return find_name(s, kind_name_at, model_registry_len);
 }
 
+static const struct model_def *def_of(enum model_kind k)
+{
+	return ((int)k >= 0 && (int)k < model_registry_len) ? model_registry[k]
+							    : NULL;
+}
+
 const char *model_kind_name(enum model_kind k)
 {
-	return ((int)k >= 0 && (int)k < model_registry_len) ? kind_name_at(k)
-							    : "?";
+	const struct model_def *d = def_of(k);
+	return d ? d->name : "?";
 }
 
 int model_kind_count(void)
@@ -91,12 +97,6 @@ int model_init_parse(const char *s)
 const char *model_init_name(enum model_init k)
 {
 	return ((int)k >= 0 && (int)k < 3) ? init_names[k] : "?";
-}
-
-static const struct model_def *def_of(enum model_kind k)
-{
-	return ((int)k >= 0 && (int)k < model_registry_len) ? model_registry[k]
-							    : NULL;
 }
 
 /* ------------------------------------------------------------ parameters */
