@@ -7,6 +7,10 @@
  * compiled for double: the reference that finite-difference tests use) and
  * "cuda" (float32, cuBLAS).
  *
+ * struct backend_ops is what a backend implements; everything above the
+ * kernels calls an op through its wrapper be_<op>(be, ...) at the end of
+ * this file, which asserts the shapes and pointers of the call.
+ *
  * Conventions for every op below:
  *   - Buffers are device pointers returned by backend_alloc(); their element
  *     type is the backend's (be->elem bytes: 4 for float, 8 for double).
@@ -272,7 +276,6 @@ static inline void *dq_at(const struct backend *be, const void *p, size_t i)
 	return (char *)p + i * be->elem;
 }
 
-
 /* ---- call wrappers: be_<op>(be, args) runs be->ops-><op>(be->ctx, args).
  * Code above the kernels calls the ops through these; the ops table stays
  * the interface a backend implements (its comments are the contract).
@@ -314,40 +317,21 @@ static inline double be_timer_elapsed_ms(const struct backend *be, int from,
 	return be->ops->timer_elapsed_ms(be->ctx, from, to);
 }
 
-static inline void be_upload(const struct backend *be, void *dst,
-			     const double *src, size_t n)
-{
-	DQ_NEED(n, dst), DQ_NEED(n, src);
-	be->ops->upload(be->ctx, dst, src, n);
-}
-
-static inline void be_download(const struct backend *be, double *dst,
-			       const void *src, size_t n)
-{
-	DQ_NEED(n, dst), DQ_NEED(n, src);
-	be->ops->download(be->ctx, dst, src, n);
-}
-
-static inline void be_upload_bytes(const struct backend *be, void *dst,
-				   const void *src, size_t bytes)
-{
-	DQ_NEED(bytes, dst), DQ_NEED(bytes, src);
-	be->ops->upload_bytes(be->ctx, dst, src, bytes);
-}
-
-static inline void be_download_bytes(const struct backend *be, void *dst,
-				     const void *src, size_t bytes)
-{
-	DQ_NEED(bytes, dst), DQ_NEED(bytes, src);
-	be->ops->download_bytes(be->ctx, dst, src, bytes);
-}
-
-static inline void be_copy(const struct backend *be, void *dst,
-			   const void *src, size_t n)
-{
-	DQ_NEED(n, dst), DQ_NEED(n, src);
-	be->ops->copy(be->ctx, dst, src, n);
-}
+/* be_upload, be_download, be_upload_bytes, be_download_bytes, be_copy:
+ * n elements (bytes for the _bytes ones) from src to dst. */
+#define DQ_MOVE_WRAPPER(op, dst_type, src_type)                                \
+	static inline void be_##op(const struct backend *be, dst_type *dst,    \
+				   const src_type *src, size_t n)              \
+	{                                                                      \
+		DQ_NEED(n, dst), DQ_NEED(n, src);                              \
+		be->ops->op(be->ctx, dst, src, n);                             \
+	}
+DQ_MOVE_WRAPPER(upload, void, double)
+DQ_MOVE_WRAPPER(download, double, void)
+DQ_MOVE_WRAPPER(upload_bytes, void, void)
+DQ_MOVE_WRAPPER(download_bytes, void, void)
+DQ_MOVE_WRAPPER(copy, void, void)
+#undef DQ_MOVE_WRAPPER
 
 static inline void be_fill(const struct backend *be, void *dst, double value,
 			   size_t n)
@@ -390,8 +374,8 @@ static inline void be_gemm(const struct backend *be, int ta, int tb, int M,
 			   int ldc)
 {
 	dq_gemm_shape(ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
-	be->ops->gemm(be->ctx, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta,
-		      C, ldc);
+	be->ops->gemm(be->ctx, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C,
+		      ldc);
 }
 
 static inline void be_gemm_batched(const struct backend *be, int ta, int tb,
@@ -431,9 +415,9 @@ static inline void be_act_forward(const struct backend *be, enum act_kind act,
 	be->ops->act_forward(be->ctx, act, y, x, n);
 }
 
-static inline void be_act_backward(const struct backend *be,
-				   enum act_kind act, void *dx, const void *dy,
-				   const void *x, const void *y, size_t n)
+static inline void be_act_backward(const struct backend *be, enum act_kind act,
+				   void *dx, const void *dy, const void *x,
+				   const void *y, size_t n)
 {
 	assert(act >= ACT_RELU && act <= ACT_SIGMOID);
 	DQ_NEED(n, dx), DQ_NEED(n, dy), DQ_NEED(n, act == ACT_GELU ? x : y);
@@ -461,8 +445,8 @@ static inline void be_layernorm_forward(const struct backend *be, void *y,
 static inline void be_layernorm_backward(const struct backend *be, void *dx,
 					 void *dw, void *db, const void *dy,
 					 const void *x, const void *mean,
-					 const void *rstd, const void *w,
-					 int N, int C)
+					 const void *rstd, const void *w, int N,
+					 int C)
 {
 	assert(N >= 0 && C >= 0);
 	DQ_NEED(N && C, dx), DQ_NEED(N && C, dy), DQ_NEED(N && C, x);
@@ -488,11 +472,10 @@ static inline void be_attention_forward(const struct backend *be, void *out,
 	be->ops->attention_forward(be->ctx, out, att, qkv, B, T, C, H);
 }
 
-static inline void be_attention_backward(const struct backend *be,
-					 void *dqkv, void *scratch,
-					 const void *dout, const void *qkv,
-					 const void *att, int B, int T, int C,
-					 int H)
+static inline void be_attention_backward(const struct backend *be, void *dqkv,
+					 void *scratch, const void *dout,
+					 const void *qkv, const void *att,
+					 int B, int T, int C, int H)
 {
 	dq_attention_shape(B, T, C, H);
 	DQ_NEED(B && T && C, dqkv), DQ_NEED(B && T, scratch);
@@ -524,8 +507,8 @@ static inline void be_embed_backward(const struct backend *be, void *dwte,
 }
 
 static inline double be_xent_forward(const struct backend *be, void *probs,
-				     const void *logits,
-				     const int32_t *targets, int N, int V)
+				     const void *logits, const int32_t *targets,
+				     int N, int V)
 {
 	assert(N >= 0 && V > 0);
 	DQ_NEED(N, probs), DQ_NEED(N, logits), DQ_NEED(N, targets);
@@ -557,8 +540,7 @@ static inline double be_dot(const struct backend *be, const void *x,
 	return be->ops->dot(be->ctx, x, y, n);
 }
 
-static inline double be_norm(const struct backend *be, const void *x,
-			     size_t n)
+static inline double be_norm(const struct backend *be, const void *x, size_t n)
 {
 	DQ_NEED(n, x);
 	return be->ops->norm(be->ctx, x, n);

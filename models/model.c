@@ -15,12 +15,22 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../kernels/rng.h"
 #include "model_impl.h"
+
+int model_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
 
 /* ----------------------------------------------------------------- names */
 
@@ -50,10 +60,16 @@ int model_kind_parse(const char *s)
 	return find_name(s, kind_name_at, model_registry_len);
 }
 
+static const struct model_def *def_of(enum model_kind k)
+{
+	return ((int)k >= 0 && (int)k < model_registry_len) ? model_registry[k]
+							    : NULL;
+}
+
 const char *model_kind_name(enum model_kind k)
 {
-	return ((int)k >= 0 && (int)k < model_registry_len) ? kind_name_at(k)
-							    : "?";
+	const struct model_def *d = def_of(k);
+	return d ? d->name : "?";
 }
 
 int model_kind_count(void)
@@ -82,12 +98,6 @@ int model_init_parse(const char *s)
 const char *model_init_name(enum model_init k)
 {
 	return ((int)k >= 0 && (int)k < 3) ? init_names[k] : "?";
-}
-
-static const struct model_def *def_of(enum model_kind k)
-{
-	return ((int)k >= 0 && (int)k < model_registry_len) ? model_registry[k]
-							    : NULL;
 }
 
 /* ------------------------------------------------------------ parameters */
@@ -259,11 +269,9 @@ static int check_dims(const struct model_def *def, const struct model_config *c,
 	    {"vocab_size", c->vocab_size},
 	};
 	for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++) {
-		if (dims[i].v <= 0) {
-			snprintf(err, errlen, "%s=%d must be positive",
-				 dims[i].key, dims[i].v);
-			return -1;
-		}
+		if (dims[i].v <= 0)
+			return model_err(err, errlen, "%s=%d must be positive",
+					 dims[i].key, dims[i].v);
 	}
 	if (def->check && def->check(c, err, errlen) != 0)
 		return -1;
@@ -274,33 +282,27 @@ static int check_dims(const struct model_def *def, const struct model_config *c,
 	long long N = (long long)c->batch_size * c->seq_len;
 	long long wide = c->vocab_size > x.row ? c->vocab_size : x.row;
 	double big = (double)N * (double)wide + (double)N * (double)x.extra;
-	if (N > INT_MAX || big > 1e15) {
-		snprintf(err, errlen,
-			 "batch_size=%d seq_len=%d: the activations are too "
-			 "large",
-			 c->batch_size, c->seq_len);
-		return -1;
-	}
+	if (N > INT_MAX || big > 1e15)
+		return model_err(
+		    err, errlen,
+		    "batch_size=%d seq_len=%d: the activations are too large",
+		    c->batch_size, c->seq_len);
 	return 0;
 }
 
 static int check_init(const struct model_config *c, char *err, size_t errlen)
 {
-	if ((int)c->init < 0 || (int)c->init > MODEL_INIT_DEQ) {
-		snprintf(err, errlen,
-			 "init=%d is not a known preset; use gpt2, pytorch or "
-			 "deq",
-			 (int)c->init);
-		return -1;
-	}
+	if ((int)c->init < 0 || (int)c->init > MODEL_INIT_DEQ)
+		return model_err(
+		    err, errlen,
+		    "init=%d is not a known preset; use gpt2, pytorch or deq",
+		    (int)c->init);
 	if (!(c->init_std >= 0 && isfinite(c->init_std)) ||
-	    !(c->embed_std >= 0 && isfinite(c->embed_std))) {
-		snprintf(err, errlen,
-			 "init_std=%g embed_std=%g: each must be a finite "
-			 "number >= 0 (0 = the preset's)",
-			 c->init_std, c->embed_std);
-		return -1;
-	}
+	    !(c->embed_std >= 0 && isfinite(c->embed_std)))
+		return model_err(err, errlen,
+				 "init_std=%g embed_std=%g: each must be a "
+				 "finite number >= 0 (0 = the preset's)",
+				 c->init_std, c->embed_std);
 	return 0;
 }
 
@@ -331,10 +333,9 @@ static int shape_init(struct model *m, struct backend *be,
 		      char *err, size_t errlen)
 {
 	const struct model_def *def = def_of(cfg->kind);
-	if (!def) {
-		snprintf(err, errlen, "model: unknown kind %d", (int)cfg->kind);
-		return -1;
-	}
+	if (!def)
+		return model_err(err, errlen, "model: unknown kind %d",
+				 (int)cfg->kind);
 	if (check_dims(def, cfg, err, errlen) != 0 ||
 	    check_init(cfg, err, errlen) != 0)
 		return -1;
@@ -396,14 +397,13 @@ static int alloc_device(struct model *m, char *err, size_t errlen)
 	m->gz = backend_alloc(be, m->n_state, MEM_HEAD);
 	pv->ws = backend_alloc(be, pv->ws_elems, MEM_WORKSPACE);
 	if (!m->param_buf || !m->grad_buf || !m->tokens || !m->targets ||
-	    !m->x || !m->u || !m->gu || !m->logits || !m->gz || !pv->ws) {
-		snprintf(err, errlen,
-			 "out of device memory creating model=%s (d_model=%d "
-			 "batch_size=%d seq_len=%d vocab_size=%d)",
-			 model_kind_name(m->cfg.kind), m->cfg.d_model, m->B,
-			 m->T, m->cfg.vocab_size);
-		return -1;
-	}
+	    !m->x || !m->u || !m->gu || !m->logits || !m->gz || !pv->ws)
+		return model_err(
+		    err, errlen,
+		    "out of device memory creating model=%s (d_model=%d "
+		    "batch_size=%d seq_len=%d vocab_size=%d)",
+		    model_kind_name(m->cfg.kind), m->cfg.d_model, m->B, m->T,
+		    m->cfg.vocab_size);
 	return 0;
 }
 
@@ -419,8 +419,8 @@ int model_create(struct model **out, struct backend *be,
 	if (!m || !pv) {
 		free(m);
 		free(pv);
-		snprintf(err, errlen, "out of host memory creating the model");
-		return -1;
+		return model_err(err, errlen,
+				 "out of host memory creating the model");
 	}
 	if (shape_init(m, be, cfg, specs, err, errlen) != 0) {
 		free(m);
@@ -517,14 +517,12 @@ int model_set_batch(struct model *m, const int32_t *tokens_host, char *err,
 	for (int b = 0; b < B; b++) {
 		const int32_t *row = tokens_host + (size_t)b * (T + 1);
 		for (int t = 0; t <= T; t++) {
-			if (row[t] < 0 || row[t] >= V) {
-				snprintf(err, errlen,
-					 "token id %d at batch row %d, "
-					 "position %d is outside [0, "
-					 "vocab_size=%d)",
-					 (int)row[t], b, t, V);
-				return -1;
-			}
+			if (row[t] < 0 || row[t] >= V)
+				return model_err(
+				    err, errlen,
+				    "token id %d at batch row %d, position %d "
+				    "is outside [0, vocab_size=%d)",
+				    (int)row[t], b, t, V);
 		}
 		memcpy(in + (size_t)b * T, row, (size_t)T * sizeof(int32_t));
 		memcpy(tg + (size_t)b * T, row + 1,

@@ -123,6 +123,11 @@ static inline void *model_p(const struct model *m, const void *base, int i)
 	return dq_at(m->be, base, m->params[i].offset);
 }
 
+/* Writes the printf-style message into err (errlen bytes) and returns -1,
+ * for `return model_err(err, errlen, "d_ff=%d must be positive", F);`. */
+int model_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* A linear layer of parameters w (weight [out,in]) and w + 1 (bias [out]):
  *   forward   y (N,out) = x (N,in) Wᵀ + beta y + b;
  *   backward  dx (N,in) = dy W + beta dx, and with param_grads

@@ -73,21 +73,16 @@ static int tf_block_specs(const struct model_config *c, struct param_spec *s)
 /* n_heads and d_ff positive, heads of d / H columns. */
 static int tf_check(const struct model_config *c, char *err, size_t errlen)
 {
-	if (c->n_heads <= 0) {
-		snprintf(err, errlen, "n_heads=%d must be positive",
-			 c->n_heads);
-		return -1;
-	}
-	if (c->d_ff <= 0) {
-		snprintf(err, errlen, "d_ff=%d must be positive", c->d_ff);
-		return -1;
-	}
-	if (c->d_model % c->n_heads != 0) {
-		snprintf(err, errlen,
-			 "d_model=%d is not divisible by n_heads=%d",
-			 c->d_model, c->n_heads);
-		return -1;
-	}
+	if (c->n_heads <= 0)
+		return model_err(err, errlen, "n_heads=%d must be positive",
+				 c->n_heads);
+	if (c->d_ff <= 0)
+		return model_err(err, errlen, "d_ff=%d must be positive",
+				 c->d_ff);
+	if (c->d_model % c->n_heads != 0)
+		return model_err(err, errlen,
+				 "d_model=%d is not divisible by n_heads=%d",
+				 c->d_model, c->n_heads);
 	return 0;
 }
 

@@ -137,13 +137,11 @@ static void tn_init_deq(struct param_spec *p)
 /* The transpose of the conv weights takes int rows: 4 d_model² of them. */
 static int tn_check(const struct model_config *c, char *err, size_t errlen)
 {
-	if (4LL * c->d_model * c->d_model > INT_MAX) {
-		snprintf(err, errlen,
-			 "d_model=%d is too large for model=trellisnet "
-			 "(4*d_model^2 must be at most %d)",
-			 c->d_model, INT_MAX);
-		return -1;
-	}
+	if (4LL * c->d_model * c->d_model > INT_MAX)
+		return model_err(err, errlen,
+				 "d_model=%d is too large for model=trellisnet "
+				 "(4*d_model^2 must be at most %d)",
+				 c->d_model, INT_MAX);
 	return 0;
 }
 

@@ -62,9 +62,9 @@ static inline void check_zero_rows(struct backend *be)
 	check_zero_rows_at(be, 3 * 5 * 4, 0, 3, 4, 5 * 4);
 	check_zero_rows_at(be, 3 * 5 * 4, 2 * 4, 3, 4, 5 * 4);
 	check_zero_rows_at(be, 1000 * 50 + 7, 3, 1000, 37, 50);
-	check_zero_rows_at(be, 9, 1, 2, 4, 4);	/* ld = cols */
-	check_zero_rows_at(be, 9, 1, 0, 4, 4);	/* no rows */
-	check_zero_rows_at(be, 9, 1, 2, 0, 4);	/* no columns */
+	check_zero_rows_at(be, 9, 1, 2, 4, 4); /* ld = cols */
+	check_zero_rows_at(be, 9, 1, 0, 4, 4); /* no rows */
+	check_zero_rows_at(be, 9, 1, 2, 0, 4); /* no columns */
 }
 
 /* transpose of an (R,C) src with nan, ±inf and -0 planted: add = 0 into a
@@ -102,8 +102,8 @@ static inline void check_transpose_at(struct backend *be, int R, int C)
  * large enough for the parallel paths, single rows and columns. */
 static inline void check_transpose(struct backend *be)
 {
-	const int shapes[][2] = {{1, 1}, {96, 2}, {2, 96},  {5, 7},
-				 {7, 5}, {1, 9}, {9, 1},    {333, 129}};
+	const int shapes[][2] = {{1, 1}, {96, 2}, {2, 96}, {5, 7},
+				 {7, 5}, {1, 9},  {9, 1},  {333, 129}};
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
 		check_transpose_at(be, shapes[i][0], shapes[i][1]);
 }

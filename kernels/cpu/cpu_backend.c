@@ -70,6 +70,19 @@ static inline long long min_ll(long long a, long long b)
 	return a < b ? a : b;
 }
 
+/* for i in [0, n): the statement, on the OpenMP threads from PAR_MIN_N
+ * elements on (an elementwise op writes element i only, so any split gives
+ * the same bits). */
+/* clang-format off */
+#define PAR_EACH(n, ...)                                                       \
+	do {                                                                   \
+		const long long nn_ = (long long)(n);                          \
+		_Pragma("omp parallel for if (nn_ >= PAR_MIN_N)")              \
+		for (long long i = 0; i < nn_; i++)                            \
+			__VA_ARGS__;                                           \
+	} while (0)
+/* clang-format on */
+
 /* ---------------------------------------------------------------- memory */
 
 static void *cpu_raw_alloc(void *ctx, size_t bytes)
@@ -169,10 +182,7 @@ static void cpu_fill(void *ctx, void *dst, double value, size_t n)
 {
 	(void)ctx;
 	real *d = dst, v = (real)value;
-	long long nn = (long long)n;
-#pragma omp parallel for if (nn >= PAR_MIN_N)
-	for (long long i = 0; i < nn; i++)
-		d[i] = v;
+	PAR_EACH(n, d[i] = v);
 }
 
 /* Row by row: each row of the block is cols contiguous elements. memset
@@ -188,24 +198,27 @@ static void cpu_zero_rows(void *ctx, void *dst, size_t rows, size_t cols,
 		memset(d + r * ld, 0, cols * sizeof(real));
 }
 
-/* dst(C,R) = src(R,C)ᵀ, or +=. Parallel over the rows of dst (each thread
- * writes its own rows; src is read with stride C): O(R C). */
-static void cpu_transpose(void *ctx, void *dst_, const void *src_, int R, int C,
+/* d (R) = column c of src (R,C), read with stride C, or d += it. */
+static void transpose_column(real *d, const real *src, int R, int C, int add)
+{
+	if (add)
+		for (int r = 0; r < R; r++)
+			d[r] += src[(size_t)r * C];
+	else
+		for (int r = 0; r < R; r++)
+			d[r] = src[(size_t)r * C];
+}
+
+/* dst(C,R) = src(R,C)ᵀ, or +=: parallel over the rows of dst, each
+ * thread writing its own. O(R C). */
+static void cpu_transpose(void *ctx, void *dst, const void *src, int R, int C,
 			  int add)
 {
 	(void)ctx;
-	real *dst = dst_;
-	const real *src = src_;
 #pragma omp parallel for if ((long long)R * C >= PAR_MIN_N)
-	for (int c = 0; c < C; c++) {
-		real *d = dst + (size_t)c * R;
-		if (add)
-			for (int r = 0; r < R; r++)
-				d[r] += src[(size_t)r * C + c];
-		else
-			for (int r = 0; r < R; r++)
-				d[r] = src[(size_t)r * C + c];
-	}
+	for (int c = 0; c < C; c++)
+		transpose_column((real *)dst + (size_t)c * R,
+				 (const real *)src + c, R, C, add);
 }
 
 /* ---------------------------------------------------------- dense algebra */
@@ -288,22 +301,16 @@ static void cpu_bias_backward(void *ctx, void *db_, const void *dy_, int N,
  * fixed so that it vectorises on its own (a switch inside one shared loop
  * costs relu ~30%). The backward's s is x for GELU, y = act(x) for the
  * others. */
-/* clang-format off */
 #define ACT_LOOPS(NAME, VALUE, SLOPE)                                          \
-	static void act_forward_##NAME(real *y, const real *x, long long n)    \
+	static void act_forward_##NAME(real *y, const real *x, size_t n)       \
 	{                                                                      \
-		_Pragma("omp parallel for if (n >= PAR_MIN_N)")                \
-		for (long long i = 0; i < n; i++)                              \
-			y[i] = VALUE(x[i]);                                    \
+		PAR_EACH(n, y[i] = VALUE(x[i]));                               \
 	}                                                                      \
 	static void act_backward_##NAME(real *dx, const real *dy,              \
-					const real *s, long long n)            \
+					const real *s, size_t n)               \
 	{                                                                      \
-		_Pragma("omp parallel for if (n >= PAR_MIN_N)")                \
-		for (long long i = 0; i < n; i++)                              \
-			dx[i] = dy[i] * SLOPE(s[i]);                           \
+		PAR_EACH(n, dx[i] = dy[i] * SLOPE(s[i]));                      \
 	}
-/* clang-format on */
 
 static inline real tanh_real(real x)
 {
@@ -316,8 +323,8 @@ ACT_LOOPS(tanh, tanh_real, tanh_grad)
 ACT_LOOPS(sigmoid, sigm, sigm_grad)
 
 static const struct {
-	void (*forward)(real *y, const real *x, long long n);
-	void (*backward)(real *dx, const real *dy, const real *s, long long n);
+	void (*forward)(real *y, const real *x, size_t n);
+	void (*backward)(real *dx, const real *dy, const real *s, size_t n);
 } act_loops[] = {
     [ACT_RELU] = {act_forward_relu, act_backward_relu},
     [ACT_GELU] = {act_forward_gelu, act_backward_gelu},
@@ -329,7 +336,7 @@ static void cpu_act_forward(void *ctx, enum act_kind act, void *y,
 			    const void *x, size_t n)
 {
 	(void)ctx;
-	act_loops[act].forward(y, x, (long long)n);
+	act_loops[act].forward(y, x, n);
 }
 
 static void cpu_act_backward(void *ctx, enum act_kind act, void *dx,
@@ -337,7 +344,7 @@ static void cpu_act_backward(void *ctx, enum act_kind act, void *dx,
 			     size_t n)
 {
 	(void)ctx;
-	act_loops[act].backward(dx, dy, act == ACT_GELU ? x : y, (long long)n);
+	act_loops[act].backward(dx, dy, act == ACT_GELU ? x : y, n);
 }
 
 static void cpu_mul(void *ctx, void *dst_, const void *a_, const void *b_,
@@ -346,10 +353,7 @@ static void cpu_mul(void *ctx, void *dst_, const void *a_, const void *b_,
 	(void)ctx;
 	real *dst = dst_;
 	const real *a = a_, *b = b_;
-	long long nn = (long long)n;
-#pragma omp parallel for if (nn >= PAR_MIN_N)
-	for (long long i = 0; i < nn; i++)
-		dst[i] = a[i] * b[i];
+	PAR_EACH(n, dst[i] = a[i] * b[i]);
 }
 
 /* -------------------------------------------------------------- layernorm */
@@ -647,11 +651,8 @@ static void cpu_adam(void *ctx, void *p_, const void *g_, void *m_, void *v_,
 	const real *g = g_;
 	real bc1 = (real)(1.0 - pow(beta1, t)),
 	     bc2 = (real)(1.0 - pow(beta2, t));
-	long long nn = (long long)n;
-#pragma omp parallel for if (nn >= PAR_MIN_N)
-	for (long long i = 0; i < nn; i++)
-		adam_step(&p[i], g[i], &m[i], &v[i], (real)lr, (real)beta1,
-			  (real)beta2, (real)eps, (real)wd, bc1, bc2);
+	PAR_EACH(n, adam_step(&p[i], g[i], &m[i], &v[i], (real)lr, (real)beta1,
+			      (real)beta2, (real)eps, (real)wd, bc1, bc2));
 }
 
 /* ------------------------------------------------------ solver vector ops */
@@ -731,20 +732,14 @@ static void cpu_axpy(void *ctx, void *y_, double a, const void *x_, size_t n)
 	(void)ctx;
 	real *y = y_, ra = (real)a;
 	const real *x = x_;
-	long long nn = (long long)n;
-#pragma omp parallel for if (nn >= PAR_MIN_N)
-	for (long long i = 0; i < nn; i++)
-		y[i] += ra * x[i];
+	PAR_EACH(n, y[i] += ra * x[i]);
 }
 
 static void cpu_scale(void *ctx, void *x_, double a, size_t n)
 {
 	(void)ctx;
 	real *x = x_, ra = (real)a;
-	long long nn = (long long)n;
-#pragma omp parallel for if (nn >= PAR_MIN_N)
-	for (long long i = 0; i < nn; i++)
-		x[i] *= ra;
+	PAR_EACH(n, x[i] *= ra);
 }
 
 const struct backend_ops DQ_FN(dq_cpu_ops_) = {

@@ -42,6 +42,20 @@
 #define AT_TILE	   32
 #define AT_THREADS 256 /* 8 warps; rows ty + 8 j, j < 4, per thread */
 
+/* acc[j] += Σ_kk sa[ty + 8j][kk] b(kk, tx) over one tile, with b(kk, tx)
+ * = sb[tx][kk] (TB: sb holds b transposed) or sb[kk][tx]. */
+template <bool TB>
+__device__ __forceinline__ void tile_mac(float acc[4], float (*sa)[33],
+					 float (*sb)[33])
+{
+	const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+	for (int kk = 0; kk < AT_TILE; kk++) {
+		float bv = TB ? sb[tx][kk] : sb[kk][tx];
+		for (int j = 0; j < 4; j++)
+			acc[j] += sa[ty + 8 * j][kk] * bv;
+	}
+}
+
 /* Scores tile: acc[j] = Σ_i a[r0 + ty + 8j][i] b[c0 + tx][i] over i < dh,
  * a and b row-major with row strides lda, ldb; rows >= na / nb read as 0. */
 __device__ __forceinline__ void tile_abt(float acc[4], float (*sa)[33],
@@ -50,7 +64,7 @@ __device__ __forceinline__ void tile_abt(float acc[4], float (*sa)[33],
 					 const float *b, size_t ldb, int c0,
 					 int nb, int dh)
 {
-	const int tid = threadIdx.x, tx = tid & 31, ty = tid >> 5;
+	const int tid = threadIdx.x;
 	for (int i0 = 0; i0 < dh; i0 += AT_TILE) {
 		__syncthreads(); /* previous readers of sa, sb are done */
 		for (int e = tid; e < AT_TILE * AT_TILE; e += AT_THREADS) {
@@ -63,11 +77,7 @@ __device__ __forceinline__ void tile_abt(float acc[4], float (*sa)[33],
 					 : 0.0f;
 		}
 		__syncthreads();
-		for (int kk = 0; kk < AT_TILE; kk++) {
-			float bv = sb[tx][kk];
-			for (int j = 0; j < 4; j++)
-				acc[j] += sa[ty + 8 * j][kk] * bv;
-		}
+		tile_mac<true>(acc, sa, sb);
 	}
 }
 
@@ -98,11 +108,7 @@ __device__ __forceinline__ void tile_pm(float (*sa)[33], float (*sb)[33],
 						 : 0.0f;
 			}
 			__syncthreads();
-			for (int kk = 0; kk < AT_TILE; kk++) {
-				float mv = sb[kk][tx];
-				for (int j = 0; j < 4; j++)
-					acc[j] += sa[ty + 8 * j][kk] * mv;
-			}
+			tile_mac<false>(acc, sa, sb);
 		}
 		for (int j = 0; j < 4; j++) {
 			int t = t0 + ty + 8 * j, i = i0 + tx;
@@ -112,37 +118,59 @@ __device__ __forceinline__ void tile_pm(float (*sa)[33], float (*sb)[33],
 	}
 }
 
-__global__ void __launch_bounds__(AT_THREADS)
-    attention_forward_kernel(float *out, float *att, const float *qkv, int T,
-			     int C, int H, float scale)
-{
-	__shared__ float sa[AT_TILE][33];
-	__shared__ float sb[AT_TILE][33];
-	const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
-	const int bh = blockIdx.x, b = bh / H, h = bh % H, dh = C / H;
-	const int t0 = blockIdx.y * AT_TILE;
-	const int t_last = min(T, t0 + AT_TILE) - 1;
-	const size_t C3 = 3 * (size_t)C;
-	const float *q = qkv + (size_t)b * T * C3 + (size_t)h * dh;
-	const float *k = q + C, *v = q + 2 * (size_t)C;
-	float *A = att + (size_t)bh * T * T;
-	float *o = out + (size_t)b * T * C + (size_t)h * dh;
+/* Where one block works: head h of batch row b (blockIdx.x = b H + h),
+ * rows t0 .. t_last (blockIdx.y): query rows in the forward and dq
+ * kernels, key rows in the dk/dv kernel. */
+struct at_block {
+	int dh, t0, t_last;
+	size_t C3;   /* row stride of qkv */
+	size_t qoff; /* q of the head in qkv; k at + C, v at + 2C */
+	size_t ooff; /* the head in (B,T,C) out / dout */
+	size_t aoff; /* (b, h) in (B,H,T,T) att / scratch */
+};
 
-	/* (1) scaled scores for s <= t */
-	for (int s0 = 0; s0 <= t_last; s0 += AT_TILE) {
+__device__ __forceinline__ struct at_block at_block_of(int T, int C, int H)
+{
+	struct at_block a;
+	const int bh = blockIdx.x, b = bh / H, h = bh % H;
+	a.dh = C / H;
+	a.t0 = blockIdx.y * AT_TILE;
+	a.t_last = min(T, a.t0 + AT_TILE) - 1;
+	a.C3 = 3 * (size_t)C;
+	a.qoff = (size_t)b * T * a.C3 + (size_t)h * a.dh;
+	a.ooff = (size_t)b * T * C + (size_t)h * a.dh;
+	a.aoff = (size_t)bh * T * T;
+	return a;
+}
+
+/* M[t][s] = factor Σ_i x[t][i] y[s][i] for the block's rows t and s <= t;
+ * x, y with row strides ldx, ldy (T rows each). */
+__device__ __forceinline__ void
+causal_xyt(float *M, float (*sa)[33], float (*sb)[33], const float *x,
+	   size_t ldx, const float *y, size_t ldy, int T,
+	   const struct at_block &a, float factor)
+{
+	const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+	for (int s0 = 0; s0 <= a.t_last; s0 += AT_TILE) {
 		float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-		tile_abt(acc, sa, sb, q, C3, t0, T, k, C3, s0, T, dh);
+		tile_abt(acc, sa, sb, x, ldx, a.t0, T, y, ldy, s0, T, a.dh);
 		for (int j = 0; j < 4; j++) {
-			int t = t0 + ty + 8 * j, s = s0 + tx;
+			int t = a.t0 + ty + 8 * j, s = s0 + tx;
 			if (t < T && s <= t)
-				A[(size_t)t * T + s] = acc[j] * scale;
+				M[(size_t)t * T + s] = acc[j] * factor;
 		}
 	}
-	__syncthreads();
-	/* (2) softmax of each row in place; zeros above the diagonal. The
-	 * row index is the same for the whole warp. */
+}
+
+/* The block's rows of A (T,T) in place: causal softmax of each row (max
+ * subtracted, sums in float), zeros above the diagonal. A warp per row:
+ * the row index is the same for the whole warp. */
+__device__ __forceinline__ void softmax_rows(float *A, int T,
+					     const struct at_block &a)
+{
+	const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
 	for (int j = 0; j < 4; j++) {
-		int t = t0 + ty + 8 * j;
+		int t = a.t0 + ty + 8 * j;
 		if (t >= T)
 			break;
 		float *row = A + (size_t)t * T;
@@ -157,47 +185,22 @@ __global__ void __launch_bounds__(AT_THREADS)
 		for (int s = tx; s < T; s += 32)
 			row[s] = s <= t ? expf(row[s] - mx) * inv : 0.0f;
 	}
-	/* (3) out = att v (tile_pm starts with a barrier) */
-	tile_pm(sa, sb, A, T, t0, v, C3, o, (size_t)C, dh);
 }
 
-__global__ void __launch_bounds__(AT_THREADS)
-    attention_backward_q_kernel(float *dqkv, float *G, const float *dout,
-				const float *qkv, const float *att, int T,
-				int C, int H, float scale)
+/* The block's rows of G (T,T), holding datt, in place: G = att (datt -
+ * Σ att datt) scale (the sum in double), 0 above the diagonal. */
+__device__ __forceinline__ void softmax_backward_rows(float *G, const float *A,
+						      int T,
+						      const struct at_block &a,
+						      float scale)
 {
-	__shared__ float sa[AT_TILE][33];
-	__shared__ float sb[AT_TILE][33];
 	const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
-	const int bh = blockIdx.x, b = bh / H, h = bh % H, dh = C / H;
-	const int t0 = blockIdx.y * AT_TILE;
-	const int t_last = min(T, t0 + AT_TILE) - 1;
-	const size_t C3 = 3 * (size_t)C;
-	const size_t off = (size_t)b * T * C3 + (size_t)h * dh;
-	const float *k = qkv + off + C, *v = qkv + off + 2 * (size_t)C;
-	float *dq = dqkv + off;
-	const float *go = dout + (size_t)b * T * C + (size_t)h * dh;
-	const float *A = att + (size_t)bh * T * T;
-	float *Gm = G + (size_t)bh * T * T;
-
-	/* (1) datt = dout vᵀ for s <= t */
-	for (int s0 = 0; s0 <= t_last; s0 += AT_TILE) {
-		float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-		tile_abt(acc, sa, sb, go, (size_t)C, t0, T, v, C3, s0, T, dh);
-		for (int j = 0; j < 4; j++) {
-			int t = t0 + ty + 8 * j, s = s0 + tx;
-			if (t < T && s <= t)
-				Gm[(size_t)t * T + s] = acc[j];
-		}
-	}
-	__syncthreads();
-	/* (2) G = att (datt - Σ att datt) scale; 0 above the diagonal */
 	for (int j = 0; j < 4; j++) {
-		int t = t0 + ty + 8 * j;
+		int t = a.t0 + ty + 8 * j;
 		if (t >= T)
 			break;
 		const float *arow = A + (size_t)t * T;
-		float *grow = Gm + (size_t)t * T;
+		float *grow = G + (size_t)t * T;
 		double ds = 0.0;
 		for (int s = tx; s <= t; s += 32)
 			ds += (double)arow[s] * grow[s];
@@ -208,8 +211,44 @@ __global__ void __launch_bounds__(AT_THREADS)
 						((double)grow[s] - ds) * scale)
 				      : 0.0f;
 	}
+}
+
+__global__ void __launch_bounds__(AT_THREADS)
+    attention_forward_kernel(float *out, float *att, const float *qkv, int T,
+			     int C, int H, float scale)
+{
+	__shared__ float sa[AT_TILE][33], sb[AT_TILE][33];
+	const struct at_block a = at_block_of(T, C, H);
+	const float *q = qkv + a.qoff;
+	float *A = att + a.aoff;
+
+	/* (1) scaled scores q kᵀ for s <= t */
+	causal_xyt(A, sa, sb, q, a.C3, q + C, a.C3, T, a, scale);
+	__syncthreads();
+	/* (2) probabilities */
+	softmax_rows(A, T, a);
+	/* (3) out = att v (tile_pm starts with a barrier) */
+	tile_pm(sa, sb, A, T, a.t0, q + 2 * (size_t)C, a.C3, out + a.ooff,
+		(size_t)C, a.dh);
+}
+
+__global__ void __launch_bounds__(AT_THREADS)
+    attention_backward_q_kernel(float *dqkv, float *G, const float *dout,
+				const float *qkv, const float *att, int T,
+				int C, int H, float scale)
+{
+	__shared__ float sa[AT_TILE][33], sb[AT_TILE][33];
+	const struct at_block a = at_block_of(T, C, H);
+	const float *k = qkv + a.qoff + C, *v = k + C;
+	float *Gm = G + a.aoff;
+
+	/* (1) datt = dout vᵀ for s <= t */
+	causal_xyt(Gm, sa, sb, dout + a.ooff, (size_t)C, v, a.C3, T, a, 1.0f);
+	__syncthreads();
+	/* (2) the softmax gradient, scaled */
+	softmax_backward_rows(Gm, att + a.aoff, T, a, scale);
 	/* (3) dq = G k */
-	tile_pm(sa, sb, Gm, T, t0, k, C3, dq, C3, dh);
+	tile_pm(sa, sb, Gm, T, a.t0, k, a.C3, dqkv + a.qoff, a.C3, a.dh);
 }
 
 __global__ void __launch_bounds__(AT_THREADS)
@@ -222,15 +261,13 @@ __global__ void __launch_bounds__(AT_THREADS)
 	__shared__ float sq[AT_TILE][33]; /* q[t][i] */
 	__shared__ float so[AT_TILE][33]; /* dout[t][i] */
 	const int tid = threadIdx.x, tx = tid & 31, ty = tid >> 5;
-	const int bh = blockIdx.x, b = bh / H, h = bh % H, dh = C / H;
-	const int s0 = blockIdx.y * AT_TILE;
-	const size_t C3 = 3 * (size_t)C;
-	const size_t off = (size_t)b * T * C3 + (size_t)h * dh;
-	const float *q = qkv + off;
-	float *dk = dqkv + off + C, *dv = dqkv + off + 2 * (size_t)C;
-	const float *go = dout + (size_t)b * T * C + (size_t)h * dh;
-	const float *A = att + (size_t)bh * T * T;
-	const float *Gm = G + (size_t)bh * T * T;
+	const struct at_block a = at_block_of(T, C, H); /* rows: keys */
+	const int s0 = a.t0, dh = a.dh;
+	const size_t C3 = a.C3;
+	const float *q = qkv + a.qoff;
+	float *dk = dqkv + a.qoff + C, *dv = dqkv + a.qoff + 2 * (size_t)C;
+	const float *go = dout + a.ooff;
+	const float *A = att + a.aoff, *Gm = G + a.aoff;
 
 	for (int i0 = 0; i0 < dh; i0 += AT_TILE) {
 		float ak[4] = {0.0f, 0.0f, 0.0f, 0.0f};

@@ -7,8 +7,9 @@
  * (`cu_<op>`, the struct backend_ops signature). Files:
  *   cuda_init.cu       init/destroy, info, memory (pool), sync, events,
  *                      transfers, pool stats, TF32, the ops table
- *   cuda_ops.cu        GEMM (cuBLAS), bias, activations, LayerNorm,
- *                      embeddings, cross-entropy, Adam, solver vector ops
+ *   cuda_ops.cu        fill, zero_rows, transpose, GEMM (cuBLAS), bias,
+ *                      activations, LayerNorm, embeddings
+ *   cuda_vector.cu     cross-entropy, Adam, solver vector ops
  *   cuda_attention.cu  causal multi-head attention forward/backward
  *
  * Everything runs on one non-blocking stream per backend (ctx->stream);
@@ -143,21 +144,24 @@ __device__ __forceinline__ double dq_warp_sum_d(double v)
 	return v;
 }
 
-/* Sum over a 1-D block (blockDim.x a multiple of 32, <= 1024), returned to
- * every thread. sh: 32 doubles of shared memory; may be reused by the next
- * call (the leading barrier protects it). Every thread must call it. */
-__device__ __forceinline__ double dq_block_sum_d(double v, double *sh)
+/* Reduction over a 1-D block (blockDim.x a multiple of 32, <= 1024) with
+ * the warp reduction warp and pad for the lanes past the last warp,
+ * returned to every thread. sh: 32 T of shared memory; may be reused by
+ * the next call (the leading barrier protects it). Every thread must call
+ * it. */
+template <class T, T (*warp)(T)>
+__device__ __forceinline__ T dq_block_reduce(T v, T *sh, T pad)
 {
 	const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
 	const int nw = blockDim.x >> 5;
-	v = dq_warp_sum_d(v);
+	v = warp(v);
 	__syncthreads();
 	if (lane == 0)
 		sh[w] = v;
 	__syncthreads();
 	if (w == 0) {
-		v = lane < nw ? sh[lane] : 0.0;
-		v = dq_warp_sum_d(v);
+		v = lane < nw ? sh[lane] : pad;
+		v = warp(v);
 		if (lane == 0)
 			sh[0] = v;
 	}
@@ -165,25 +169,17 @@ __device__ __forceinline__ double dq_block_sum_d(double v, double *sh)
 	return sh[0];
 }
 
-/* Max over a 1-D block, as dq_block_sum_d. NaN inputs are dropped by fmaxf;
- * callers that need NaN to propagate (softmax) get it through the sum. */
+/* Sum of a double over the block. */
+__device__ __forceinline__ double dq_block_sum_d(double v, double *sh)
+{
+	return dq_block_reduce<double, dq_warp_sum_d>(v, sh, 0.0);
+}
+
+/* Max over the block. NaN inputs are dropped by fmaxf; callers that need
+ * NaN to propagate (softmax) get it through the sum. */
 __device__ __forceinline__ float dq_block_max_f(float v, float *sh)
 {
-	const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-	const int nw = blockDim.x >> 5;
-	v = dq_warp_max_f(v);
-	__syncthreads();
-	if (lane == 0)
-		sh[w] = v;
-	__syncthreads();
-	if (w == 0) {
-		v = lane < nw ? sh[lane] : -INFINITY;
-		v = dq_warp_max_f(v);
-		if (lane == 0)
-			sh[0] = v;
-	}
-	__syncthreads();
-	return sh[0];
+	return dq_block_reduce<float, dq_warp_max_f>(v, sh, -INFINITY);
 }
 
 /* ---- op entries (struct backend_ops signatures), by file ---- */
@@ -195,6 +191,10 @@ void cu_transpose(void *ctx, void *dst, const void *src, int R, int C, int add);
 void cu_gemm(void *ctx, int ta, int tb, int M, int N, int K, double alpha,
 	     const void *A, int lda, const void *B, int ldb, double beta,
 	     void *C, int ldc);
+void cu_gemm_batched(void *ctx, int ta, int tb, int M, int N, int K,
+		     double alpha, const void *A, int lda, size_t sA,
+		     const void *B, int ldb, size_t sB, double beta, void *C,
+		     int ldc, size_t sC, int batch);
 void cu_bias_forward(void *ctx, void *y, const void *b, int N, int C);
 void cu_bias_backward(void *ctx, void *db, const void *dy, int N, int C);
 void cu_act_forward(void *ctx, enum act_kind act, void *y, const void *x,
@@ -212,6 +212,8 @@ void cu_embed_forward(void *ctx, void *out, const int32_t *tok, const void *wte,
 		      const void *wpe, int B, int T, int C);
 void cu_embed_backward(void *ctx, void *dwte, void *dwpe, const void *dout,
 		       const int32_t *tok, int B, int T, int C, int V);
+
+/* cuda_vector.cu */
 double cu_xent_forward(void *ctx, void *probs, const void *logits,
 		       const int32_t *targets, int N, int V);
 void cu_xent_backward(void *ctx, void *dlogits, const void *probs,
@@ -222,10 +224,6 @@ void cu_adam(void *ctx, void *p, const void *g, void *m, void *v, size_t n,
 double cu_dot(void *ctx, const void *x, const void *y, size_t n);
 void cu_dot_segments(void *ctx, double *out, const void *x, const void *y,
 		     size_t nseg, size_t len);
-void cu_gemm_batched(void *ctx, int ta, int tb, int M, int N, int K,
-		     double alpha, const void *A, int lda, size_t sA,
-		     const void *B, int ldb, size_t sB, double beta, void *C,
-		     int ldc, size_t sC, int batch);
 double cu_norm(void *ctx, const void *x, size_t n);
 void cu_axpy(void *ctx, void *y, double a, const void *x, size_t n);
 void cu_scale(void *ctx, void *x, double a, size_t n);

@@ -1,6 +1,6 @@
 /* cuda_init.cu — the CUDA backend ("cuda", float32): construction, device
  * facts, memory, synchronisation, timing, transfers and the ops table. The
- * compute ops are in cuda_ops.cu and cuda_attention.cu.
+ * compute ops are in cuda_ops.cu, cuda_vector.cu and cuda_attention.cu.
  *
  * What runs where: one GPU (the CUDA runtime's current device, so
  * CUDA_VISIBLE_DEVICES picks it), one non-blocking stream per backend that
@@ -322,7 +322,8 @@ static const struct backend_ops cu_ops = cu_ops_make();
 
 /* ------------------------------------------------------------------ init */
 
-/* Stops init with one line naming the failed call. */
+/* Stops an init step (a function returning int) with one line naming the
+ * failed call; backend_cuda_init then frees what was made. */
 #define INIT_TRY(call)                                                         \
 	do {                                                                   \
 		cudaError_t e_ = (call);                                       \
@@ -330,7 +331,7 @@ static const struct backend_ops cu_ops = cu_ops_make();
 			snprintf(err, errlen,                                  \
 				 "CUDA initialisation failed: %s: %s", #call,  \
 				 cudaGetErrorString(e_));                      \
-			goto fail;                                             \
+			return -1;                                             \
 		}                                                              \
 	} while (0)
 
@@ -341,30 +342,16 @@ static const struct backend_ops cu_ops = cu_ops_make();
 			snprintf(err, errlen,                                  \
 				 "cuBLAS initialisation failed: %s: %s",       \
 				 #call, cublasGetStatusString(s_));            \
-			goto fail;                                             \
+			return -1;                                             \
 		}                                                              \
 	} while (0)
 
-extern "C" int backend_cuda_init(struct backend *be, char *err, size_t errlen)
+/* The current device, which must support stream-ordered pools, and its
+ * facts (c->info, c->sm_count). */
+static int init_device(struct dq_cuda_ctx *c, char *err, size_t errlen)
 {
-	struct dq_cuda_ctx *c = NULL;
 	struct cudaDeviceProp prop;
-	int n = 0, pools = 0, drv = 0, rt = 0;
-	uint64_t threshold = UINT64_MAX;
-	cudaError_t e = cudaGetDeviceCount(&n);
-
-	if (e != cudaSuccess || n <= 0) {
-		(void)cudaGetLastError();
-		snprintf(err, errlen, "no CUDA device was found (%s)",
-			 e != cudaSuccess ? cudaGetErrorString(e)
-					  : "cudaGetDeviceCount gave 0");
-		return -1;
-	}
-	c = (struct dq_cuda_ctx *)calloc(1, sizeof(*c));
-	if (!c) {
-		snprintf(err, errlen, "out of host memory");
-		return -1;
-	}
+	int pools = 0, drv = 0, rt = 0;
 	INIT_TRY(cudaGetDevice(&c->device));
 	INIT_TRY(cudaSetDevice(c->device));
 	INIT_TRY(cudaGetDeviceProperties(&prop, c->device));
@@ -375,7 +362,7 @@ extern "C" int backend_cuda_init(struct backend *be, char *err, size_t errlen)
 			 "CUDA device %d (%s) does not support stream-ordered "
 			 "memory pools (cudaMallocAsync)",
 			 c->device, prop.name);
-		goto fail;
+		return -1;
 	}
 	INIT_TRY(cudaDriverGetVersion(&drv));
 	INIT_TRY(cudaRuntimeGetVersion(&rt));
@@ -388,14 +375,28 @@ extern "C" int backend_cuda_init(struct backend *be, char *err, size_t errlen)
 	c->info.sm_count = prop.multiProcessorCount;
 	c->info.driver_version = drv;
 	c->info.runtime_version = rt;
+	return 0;
+}
 
+/* The stream, the timer events and the device's default pool, whose
+ * release threshold goes to UINT64_MAX (see the top of the file). */
+static int init_stream(struct dq_cuda_ctx *c, char *err, size_t errlen)
+{
+	uint64_t threshold = UINT64_MAX;
 	INIT_TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
 	for (; c->n_ev < BACKEND_TIMER_SLOTS; c->n_ev++)
 		INIT_TRY(cudaEventCreate(&c->ev[c->n_ev]));
 	INIT_TRY(cudaDeviceGetDefaultMemPool(&c->pool, c->device));
 	INIT_TRY(cudaMemPoolSetAttribute(
 	    c->pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+	return 0;
+}
 
+/* The fixed buffers outside the pool: cuBLAS workspace, reduction scratch
+ * and its tickets (zeroed), the result slot, and the staging buffer
+ * (pinned where possible, else pageable, which works more slowly). */
+static int init_buffers(struct dq_cuda_ctx *c, char *err, size_t errlen)
+{
 	INIT_TRY(cudaMalloc(&c->cublas_ws, DQ_CU_CUBLAS_WS));
 	INIT_TRY(cudaMalloc((void **)&c->red, DQ_CU_RED_CAP * sizeof(double)));
 	INIT_TRY(cudaMalloc((void **)&c->tickets,
@@ -408,15 +409,21 @@ extern "C" int backend_cuda_init(struct backend *be, char *err, size_t errlen)
 	if (cudaHostAlloc((void **)&c->staging, DQ_CU_STAGING * sizeof(float),
 			  cudaHostAllocDefault) == cudaSuccess) {
 		c->staging_pinned = 1;
-	} else {
-		(void)cudaGetLastError(); /* pageable works, more slowly */
-		c->staging = (float *)malloc(DQ_CU_STAGING * sizeof(float));
-		if (!c->staging) {
-			snprintf(err, errlen, "out of host memory");
-			goto fail;
-		}
+		return 0;
 	}
+	(void)cudaGetLastError();
+	c->staging = (float *)malloc(DQ_CU_STAGING * sizeof(float));
+	if (!c->staging) {
+		snprintf(err, errlen, "out of host memory");
+		return -1;
+	}
+	return 0;
+}
 
+/* cuBLAS on the stream with the fixed workspace, exact FP32 math. Ends
+ * with a device synchronisation: the memsets of init are done. */
+static int init_cublas(struct dq_cuda_ctx *c, char *err, size_t errlen)
+{
 	/* cublasSetStream resets the workspace to cuBLAS's own pool, so the
 	 * workspace is set after it. */
 	INIT_TRY_BLAS(cublasCreate(&c->cublas));
@@ -424,13 +431,36 @@ extern "C" int backend_cuda_init(struct backend *be, char *err, size_t errlen)
 	INIT_TRY_BLAS(
 	    cublasSetWorkspace(c->cublas, c->cublas_ws, DQ_CU_CUBLAS_WS));
 	INIT_TRY_BLAS(cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH));
-	INIT_TRY(cudaDeviceSynchronize()); /* the memsets above are done */
+	INIT_TRY(cudaDeviceSynchronize());
+	return 0;
+}
 
+extern "C" int backend_cuda_init(struct backend *be, char *err, size_t errlen)
+{
+	int n = 0;
+	cudaError_t e = cudaGetDeviceCount(&n);
+	if (e != cudaSuccess || n <= 0) {
+		(void)cudaGetLastError();
+		snprintf(err, errlen, "no CUDA device was found (%s)",
+			 e != cudaSuccess ? cudaGetErrorString(e)
+					  : "cudaGetDeviceCount gave 0");
+		return -1;
+	}
+	struct dq_cuda_ctx *c =
+	    (struct dq_cuda_ctx *)calloc(1, sizeof(struct dq_cuda_ctx));
+	if (!c) {
+		snprintf(err, errlen, "out of host memory");
+		return -1;
+	}
+	if (init_device(c, err, errlen) != 0 ||
+	    init_stream(c, err, errlen) != 0 ||
+	    init_buffers(c, err, errlen) != 0 ||
+	    init_cublas(c, err, errlen) != 0) {
+		cu_destroy(c);
+		return -1;
+	}
 	be->ops = &cu_ops;
 	be->ctx = c;
 	be->elem = sizeof(float);
 	return 0;
-fail:
-	cu_destroy(c);
-	return -1;
 }

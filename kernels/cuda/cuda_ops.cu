@@ -1,29 +1,25 @@
-/* cuda_ops.cu — the CUDA backend's ops except attention: GEMM through
- * cuBLAS, and kernels for bias, activations, LayerNorm, embeddings, softmax
- * cross-entropy, Adam and the solvers' vector ops. float32 throughout;
+/* cuda_ops.cu — the CUDA backend's dense and per-row ops: fill, zero_rows,
+ * transpose, GEMM through cuBLAS, and kernels for bias, activations,
+ * LayerNorm and embeddings (cuda_vector.cu has cross-entropy, Adam and the
+ * solvers' vector ops; cuda_attention.cu attention). float32 throughout;
  * per-element formulas from elementwise.h (the CPU backend uses the same).
  * The contracts (aliasing, += vs overwrite) are kernels/backend.h's and
  * match kernels/cpu/cpu_backend.c op for op.
  *
- * What runs where: everything on the GPU, on ctx->stream, asynchronously.
- * Only dot, norm and xent_forward synchronise (they return a number to the
- * host): one 8-byte device-to-host copy into pinned memory each.
+ * What runs where: everything on the GPU, on ctx->stream, asynchronously;
+ * nothing here synchronises.
  *
  * Letters: N rows, C columns, B batch, T sequence, V vocabulary.
  *
  * Determinism: every kernel but embed_backward's dwte scatter gives the
- * same bits run to run on one GPU model. Reductions use fixed layouts:
- *   - column sums (bias_backward, LayerNorm dw/db) split the rows into S
- *     slabs (S from N, C and the SM count), sum each slab in a fixed order
- *     in double, and the last block of each column group (a ticket counter
- *     per group) adds the S partials in slab order;
- *   - dot / norm: per-block double sums in a fixed grid-stride assignment,
- *     then the last block adds the partials in block order;
- *   - cross-entropy: per-row losses in double, summed by one block.
- *   dwte += scatter(dout) uses float atomicAdd, so rows whose token occurs
- *   several times in a batch get their terms in an unspecified order: the
- *   last bits of those rows of dwte vary run to run (nothing else does).
- *   dwpe is summed over the batch in order, without atomics.
+ * same bits run to run on one GPU model. Column sums (bias_backward,
+ * LayerNorm dw/db) split the rows into S slabs (S from N, C and the SM
+ * count), sum each slab in a fixed order in double, and the last block of
+ * each column group (a ticket counter per group) adds the S partials in
+ * slab order. dwte += scatter(dout) uses float atomicAdd, so rows whose
+ * token occurs several times in a batch get their terms in an unspecified
+ * order: the last bits of those rows of dwte vary run to run (nothing else
+ * does). dwpe is summed over the batch in order, without atomics.
  * Reductions accumulate in double like the CPU backend; results differ
  * from it only by float rounding and summation order.
  *
@@ -34,6 +30,8 @@
  * Math mode: CUBLAS_DEFAULT_MATH (exact FP32) unless set_tf32(1).
  */
 #include "cuda_common.cuh"
+
+#include <type_traits>
 
 /* ------------------------------------------ fill, zero rows, transpose */
 
@@ -335,6 +333,20 @@ __global__ void act_backward_kernel(float *dx, const float *dy, const float *x,
 	}
 }
 
+/* Calls launch(std::integral_constant<int, ACT>()) for the runtime act:
+ * one kernel instance per activation, each with its formula fixed. Walks
+ * the enum from A = ACT_RELU to ACT_SIGMOID at compile time. */
+template <int A = ACT_RELU, class Launch>
+static void act_dispatch(enum act_kind act, Launch launch)
+{
+	if constexpr (A <= ACT_SIGMOID) {
+		if (act == A)
+			launch(std::integral_constant<int, A>());
+		else
+			act_dispatch<A + 1>(act, launch);
+	}
+}
+
 void cu_act_forward(void *ctx, enum act_kind act, void *y_, const void *x_,
 		    size_t n)
 {
@@ -344,24 +356,10 @@ void cu_act_forward(void *ctx, enum act_kind act, void *y_, const void *x_,
 	if (!n)
 		return;
 	unsigned int g = dq_grid_1d(c, n, DQ_CU_THREADS);
-	switch (act) {
-	case ACT_RELU:
-		act_forward_kernel<ACT_RELU>
+	act_dispatch(act, [&](auto k) {
+		act_forward_kernel<decltype(k)::value>
 		    <<<g, DQ_CU_THREADS, 0, c->stream>>>(y, x, n);
-		break;
-	case ACT_GELU:
-		act_forward_kernel<ACT_GELU>
-		    <<<g, DQ_CU_THREADS, 0, c->stream>>>(y, x, n);
-		break;
-	case ACT_TANH:
-		act_forward_kernel<ACT_TANH>
-		    <<<g, DQ_CU_THREADS, 0, c->stream>>>(y, x, n);
-		break;
-	case ACT_SIGMOID:
-		act_forward_kernel<ACT_SIGMOID>
-		    <<<g, DQ_CU_THREADS, 0, c->stream>>>(y, x, n);
-		break;
-	}
+	});
 	cuda_check_launch();
 }
 
@@ -375,24 +373,10 @@ void cu_act_backward(void *ctx, enum act_kind act, void *dx_, const void *dy_,
 	if (!n)
 		return;
 	unsigned int g = dq_grid_1d(c, n, DQ_CU_THREADS);
-	switch (act) {
-	case ACT_RELU:
-		act_backward_kernel<ACT_RELU>
+	act_dispatch(act, [&](auto k) {
+		act_backward_kernel<decltype(k)::value>
 		    <<<g, DQ_CU_THREADS, 0, c->stream>>>(dx, dy, x, y, n);
-		break;
-	case ACT_GELU:
-		act_backward_kernel<ACT_GELU>
-		    <<<g, DQ_CU_THREADS, 0, c->stream>>>(dx, dy, x, y, n);
-		break;
-	case ACT_TANH:
-		act_backward_kernel<ACT_TANH>
-		    <<<g, DQ_CU_THREADS, 0, c->stream>>>(dx, dy, x, y, n);
-		break;
-	case ACT_SIGMOID:
-		act_backward_kernel<ACT_SIGMOID>
-		    <<<g, DQ_CU_THREADS, 0, c->stream>>>(dx, dy, x, y, n);
-		break;
-	}
+	});
 	cuda_check_launch();
 }
 
@@ -414,6 +398,13 @@ void cu_mul(void *ctx, void *dst, const void *a, const void *b, size_t n)
 }
 
 /* ------------------------------------------------------------- layernorm */
+
+/* Blocks of DQ_CU_THREADS for one warp per row over rows > 0 rows. */
+static unsigned int warp_row_blocks(int rows)
+{
+	const int per = DQ_CU_THREADS / 32;
+	return (unsigned int)((rows + per - 1) / per);
+}
 
 /* One warp per row (8 rows per 256-thread block): two-pass mean and biased
  * variance in double, as the CPU backend. A whole warp leaves together when
@@ -453,9 +444,8 @@ void cu_layernorm_forward(void *ctx, void *y, void *mean, void *rstd,
 	struct dq_cuda_ctx *c = dq_cu(ctx);
 	if (N <= 0 || C <= 0)
 		return;
-	const int rows = DQ_CU_THREADS / 32;
-	layernorm_forward_kernel<<<(unsigned int)((N + rows - 1) / rows),
-				   DQ_CU_THREADS, 0, c->stream>>>(
+	layernorm_forward_kernel<<<warp_row_blocks(N), DQ_CU_THREADS, 0,
+				   c->stream>>>(
 	    (float *)y, (float *)mean, (float *)rstd, (const float *)x,
 	    (const float *)w, (const float *)b, N, C);
 	cuda_check_launch();
@@ -517,9 +507,8 @@ void cu_layernorm_backward(void *ctx, void *dx, void *dw, void *db,
 	struct ln_grad_elem e = {(const float *)dy, (const float *)x,
 				 (const float *)mean, (const float *)rstd, C};
 	colsum_launch<2>(c, e, (float *)dw, (float *)db, N, C);
-	const int rows = DQ_CU_THREADS / 32;
-	layernorm_backward_dx_kernel<<<(unsigned int)((N + rows - 1) / rows),
-				       DQ_CU_THREADS, 0, c->stream>>>(
+	layernorm_backward_dx_kernel<<<warp_row_blocks(N), DQ_CU_THREADS, 0,
+				       c->stream>>>(
 	    (float *)dx, (const float *)dy, (const float *)x,
 	    (const float *)mean, (const float *)rstd, (const float *)w, N, C);
 	cuda_check_launch();
@@ -549,11 +538,11 @@ void cu_embed_forward(void *ctx, void *out, const int32_t *tok, const void *wte,
 	struct dq_cuda_ctx *c = dq_cu(ctx);
 	if (B <= 0 || T <= 0 || C <= 0)
 		return;
-	const int BT = B * T, rows = DQ_CU_THREADS / 32;
-	embed_forward_kernel<<<(unsigned int)((BT + rows - 1) / rows),
-			       DQ_CU_THREADS, 0, c->stream>>>(
-	    (float *)out, tok, (const float *)wte, (const float *)wpe, BT, T,
-	    C);
+	const int BT = B * T;
+	embed_forward_kernel<<<warp_row_blocks(BT), DQ_CU_THREADS, 0,
+			       c->stream>>>((float *)out, tok,
+					    (const float *)wte,
+					    (const float *)wpe, BT, T, C);
 	cuda_check_launch();
 }
 
@@ -597,324 +586,14 @@ void cu_embed_backward(void *ctx, void *dwte, void *dwpe, const void *dout,
 	struct dq_cuda_ctx *c = dq_cu(ctx);
 	if (B <= 0 || T <= 0 || C <= 0)
 		return;
-	const int BT = B * T, rows = DQ_CU_THREADS / 32;
-	embed_backward_wte_kernel<<<(unsigned int)((BT + rows - 1) / rows),
-				    DQ_CU_THREADS, 0, c->stream>>>(
+	const int BT = B * T;
+	embed_backward_wte_kernel<<<warp_row_blocks(BT), DQ_CU_THREADS, 0,
+				    c->stream>>>(
 	    (float *)dwte, (const float *)dout, tok, BT, C, V);
 	cuda_check_launch();
 	size_t n = (size_t)T * (size_t)C;
 	embed_backward_wpe_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS),
 				    DQ_CU_THREADS, 0, c->stream>>>(
 	    (float *)dwpe, (const float *)dout, B, n);
-	cuda_check_launch();
-}
-
-/* ------------------------------------------------- softmax cross-entropy */
-
-/* One block per row n of logits (V columns): max, Σ exp in double, the
- * probabilities, and loss[n] = log Σ exp + max - logits[target] in double.
- * The target logit is read before the first barrier, i.e. before any
- * thread writes probs (which may alias logits). A target outside [0, V)
- * gives a NaN loss instead of an out-of-bounds read. */
-__global__ void __launch_bounds__(256)
-    xent_forward_kernel(float *probs, const float *logits,
-			const int32_t *targets, int V, double *loss)
-{
-	__shared__ float shf[32];
-	__shared__ double shd[32];
-	const size_t n = blockIdx.x;
-	const float *l = logits + n * (size_t)V;
-	float *p = probs + n * (size_t)V;
-	const int tg = targets[n];
-	const float lt = (tg >= 0 && tg < V) ? l[tg] : NAN;
-	float mx = -INFINITY;
-	for (int j = threadIdx.x; j < V; j += blockDim.x)
-		mx = fmaxf(mx, l[j]);
-	mx = dq_block_max_f(mx, shf);
-	double sum = 0.0;
-	for (int j = threadIdx.x; j < V; j += blockDim.x)
-		sum += (double)expf(l[j] - mx);
-	sum = dq_block_sum_d(sum, shd);
-	const float inv = (float)(1.0 / sum);
-	for (int j = threadIdx.x; j < V; j += blockDim.x)
-		p[j] = expf(l[j] - mx) * inv;
-	if (threadIdx.x == 0)
-		loss[n] = log(sum) + (double)mx - (double)lt;
-}
-
-/* *res = Σ x[0..n) in a fixed order: one block of 1024 threads, thread i
- * sums i, i+1024, ..., then the block tree. */
-__global__ void __launch_bounds__(1024)
-    sum_rows_kernel(double *res, const double *x, int n)
-{
-	__shared__ double sh[32];
-	double s = 0.0;
-	for (int i = threadIdx.x; i < n; i += blockDim.x)
-		s += x[i];
-	s = dq_block_sum_d(s, sh);
-	if (threadIdx.x == 0)
-		*res = s;
-}
-
-/* Mean loss over N rows; per-row losses go through ctx->red in chunks of
- * DQ_CU_RED_CAP rows. Synchronises (returns a number to the host). */
-double cu_xent_forward(void *ctx, void *probs, const void *logits,
-		       const int32_t *targets, int N, int V)
-{
-	struct dq_cuda_ctx *c = dq_cu(ctx);
-	if (N <= 0)
-		return 0.0;
-	double total = 0.0;
-	for (int n0 = 0; n0 < N; n0 += (int)DQ_CU_RED_CAP) {
-		int cnt =
-		    N - n0 < (int)DQ_CU_RED_CAP ? N - n0 : (int)DQ_CU_RED_CAP;
-		size_t off = (size_t)n0 * (size_t)V;
-		xent_forward_kernel<<<(unsigned int)cnt, 256, 0, c->stream>>>(
-		    (float *)probs + off, (const float *)logits + off,
-		    targets + n0, V, c->red);
-		cuda_check_launch();
-		sum_rows_kernel<<<1, 1024, 0, c->stream>>>(c->dres, c->red,
-							   cnt);
-		cuda_check_launch();
-		cuda_check(cudaMemcpyAsync(c->hres, c->dres, sizeof(double),
-					   cudaMemcpyDeviceToHost, c->stream));
-		cuda_check(cudaStreamSynchronize(c->stream));
-		total += *c->hres;
-	}
-	return total / N;
-}
-
-/* dlogits = scale (probs - onehot(target)), one block per row; computed as
- * scale*p, then -= scale at the target, the CPU backend's two roundings.
- * Each element is read and written by one thread: dlogits may alias
- * probs. */
-__global__ void xent_backward_kernel(float *dl, const float *p,
-				     const int32_t *targets, int V, float s)
-{
-	const size_t n = blockIdx.x;
-	const int tg = targets[n];
-	const float *pn = p + n * (size_t)V;
-	float *dn = dl + n * (size_t)V;
-	for (int j = threadIdx.x; j < V; j += blockDim.x) {
-		float v = s * pn[j];
-		if (j == tg)
-			v -= s;
-		dn[j] = v;
-	}
-}
-
-void cu_xent_backward(void *ctx, void *dlogits, const void *probs,
-		      const int32_t *targets, int N, int V, double scale)
-{
-	struct dq_cuda_ctx *c = dq_cu(ctx);
-	if (N <= 0 || V <= 0)
-		return;
-	xent_backward_kernel<<<(unsigned int)N, 256, 0, c->stream>>>(
-	    (float *)dlogits, (const float *)probs, targets, V, (float)scale);
-	cuda_check_launch();
-}
-
-/* ------------------------------------------------------------------ adam */
-
-__global__ void adam_kernel(float *p, const float *g, float *m, float *v,
-			    size_t n, float lr, float b1, float b2, float eps,
-			    float wd, float bc1, float bc2)
-{
-	DQ_GRID_STRIDE(i, n)
-	dq_adam_f(&p[i], g[i], &m[i], &v[i], lr, b1, b2, eps, wd, bc1, bc2);
-}
-
-/* Bias corrections computed once on the host in double, rounded to float,
- * as the CPU backend. */
-void cu_adam(void *ctx, void *p, const void *g, void *m, void *v, size_t n,
-	     double lr, double beta1, double beta2, double eps, double wd,
-	     int t)
-{
-	struct dq_cuda_ctx *c = dq_cu(ctx);
-	if (!n)
-		return;
-	float bc1 = (float)(1.0 - pow(beta1, t)),
-	      bc2 = (float)(1.0 - pow(beta2, t));
-	adam_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
-		      c->stream>>>(
-	    (float *)p, (const float *)g, (float *)m, (float *)v, n, (float)lr,
-	    (float)beta1, (float)beta2, (float)eps, (float)wd, bc1, bc2);
-	cuda_check_launch();
-}
-
-/* ------------------------------------------------------ solver vector ops */
-
-/* *res = Σ x[i] y[i] in double (float products are exact in double).
- * Block sums over a fixed grid-stride assignment go to part[block]; the
- * last block (ticket) adds them in a fixed order and resets the ticket. */
-__global__ void __launch_bounds__(256)
-    dot_kernel(const float *x, const float *y, size_t n, double *part,
-	       unsigned int *ticket, double *res)
-{
-	__shared__ double sh[32];
-	__shared__ int is_last;
-	double s = 0.0;
-	DQ_GRID_STRIDE(i, n)
-	s += (double)x[i] * (double)y[i];
-	s = dq_block_sum_d(s, sh);
-	if (gridDim.x == 1) {
-		if (threadIdx.x == 0)
-			*res = s;
-		return;
-	}
-	if (threadIdx.x == 0) {
-		part[blockIdx.x] = s;
-		__threadfence();
-		is_last = atomicAdd(ticket, 1u) == gridDim.x - 1;
-	}
-	__syncthreads();
-	if (!is_last)
-		return;
-	double t = 0.0;
-	for (unsigned int j = threadIdx.x; j < gridDim.x; j += blockDim.x)
-		t += __ldcg(&part[j]);
-	t = dq_block_sum_d(t, sh);
-	if (threadIdx.x == 0) {
-		*res = t;
-		*ticket = 0;
-	}
-}
-
-/* Synchronises: the sum comes back to the host. */
-static double dot_launch(struct dq_cuda_ctx *c, const float *x, const float *y,
-			 size_t n)
-{
-	if (!n)
-		return 0.0;
-	unsigned int g = dq_grid_1d(c, n, 256);
-	if (g > 4u * (unsigned int)c->sm_count)
-		g = 4u * (unsigned int)c->sm_count;
-	dot_kernel<<<g, 256, 0, c->stream>>>(x, y, n, c->red, c->tickets,
-					     c->dres);
-	cuda_check_launch();
-	cuda_check(cudaMemcpyAsync(c->hres, c->dres, sizeof(double),
-				   cudaMemcpyDeviceToHost, c->stream));
-	cuda_check(cudaStreamSynchronize(c->stream));
-	return *c->hres;
-}
-
-double cu_dot(void *ctx, const void *x, const void *y, size_t n)
-{
-	return dot_launch(dq_cu(ctx), (const float *)x, (const float *)y, n);
-}
-
-/* nan and inf propagate through the sum of squares. */
-double cu_norm(void *ctx, const void *x, size_t n)
-{
-	const float *f = (const float *)x;
-	return sqrt(dot_launch(dq_cu(ctx), f, f, n));
-}
-
-/* part[s G + g] = Σ over block g's grid-stride share of segment s
- * (blockIdx.y) of x·y, in double. */
-__global__ void __launch_bounds__(256)
-    dot_segments_kernel(const float *x, const float *y, size_t len,
-			double *part)
-{
-	__shared__ double sh[32];
-	const size_t s = blockIdx.y, G = gridDim.x;
-	const float *xs = x + s * len, *ys = y + s * len;
-	double acc = 0.0;
-	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < len;
-	     i += G * blockDim.x)
-		acc += (double)xs[i] * (double)ys[i];
-	acc = dq_block_sum_d(acc, sh);
-	if (threadIdx.x == 0)
-		part[s * G + blockIdx.x] = acc;
-}
-
-/* res[s] = Σ_g part[s G + g] in order: one thread per segment. */
-__global__ void dot_segments_finish_kernel(const double *part, int G,
-					   size_t nseg, double *res)
-{
-	DQ_GRID_STRIDE(s, nseg)
-	{
-		double t = 0.0;
-		for (int g = 0; g < G; g++)
-			t += part[s * (size_t)G + g];
-		res[s] = t;
-	}
-}
-
-/* Segments go in chunks that fit the reduction scratch and gridDim.y;
- * each chunk is two launches and one copy back, then one synchronisation
- * for all. G blocks per segment: enough blocks to fill the device about
- * four times over, none idle on short segments. */
-void cu_dot_segments(void *ctx, double *out, const void *x, const void *y,
-		     size_t nseg, size_t len)
-{
-	struct dq_cuda_ctx *c = dq_cu(ctx);
-	if (!nseg)
-		return;
-	if (!len) {
-		for (size_t i = 0; i < nseg; i++)
-			out[i] = 0.0;
-		return;
-	}
-	size_t G = (4 * (size_t)c->sm_count + nseg - 1) / nseg;
-	size_t gmax = (len + 4 * 256 - 1) / (4 * 256);
-	if (G > gmax)
-		G = gmax;
-	if (G > 64)
-		G = 64;
-	if (G < 1)
-		G = 1;
-	size_t chunk = DQ_CU_RED_CAP / (G + 1);
-	if (chunk > 65535)
-		chunk = 65535;
-	for (size_t s0 = 0; s0 < nseg; s0 += chunk) {
-		size_t ns = nseg - s0 < chunk ? nseg - s0 : chunk;
-		const float *xs = (const float *)x + s0 * len;
-		const float *ys = (const float *)y + s0 * len;
-		double *res = c->red + ns * G;
-		dot_segments_kernel<<<dim3((unsigned)G, (unsigned)ns), 256, 0,
-				      c->stream>>>(xs, ys, len, c->red);
-		cuda_check_launch();
-		dot_segments_finish_kernel<<<dq_grid_1d(c, ns, DQ_CU_THREADS),
-					     DQ_CU_THREADS, 0, c->stream>>>(
-		    c->red, (int)G, ns, res);
-		cuda_check_launch();
-		cuda_check(cudaMemcpyAsync(out + s0, res, ns * sizeof(double),
-					   cudaMemcpyDeviceToHost, c->stream));
-		if (s0 + ns < nseg) /* the next chunk reuses the scratch */
-			cuda_check(cudaStreamSynchronize(c->stream));
-	}
-	cuda_check(cudaStreamSynchronize(c->stream));
-}
-
-__global__ void axpy_kernel(float *y, float a, const float *x, size_t n)
-{
-	DQ_GRID_STRIDE(i, n)
-	y[i] += a * x[i];
-}
-
-void cu_axpy(void *ctx, void *y, double a, const void *x, size_t n)
-{
-	struct dq_cuda_ctx *c = dq_cu(ctx);
-	if (!n)
-		return;
-	axpy_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
-		      c->stream>>>((float *)y, (float)a, (const float *)x, n);
-	cuda_check_launch();
-}
-
-__global__ void scale_kernel(float *x, float a, size_t n)
-{
-	DQ_GRID_STRIDE(i, n)
-	x[i] *= a;
-}
-
-void cu_scale(void *ctx, void *x, double a, size_t n)
-{
-	struct dq_cuda_ctx *c = dq_cu(ctx);
-	if (!n)
-		return;
-	scale_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
-		       c->stream>>>((float *)x, (float)a, n);
 	cuda_check_launch();
 }

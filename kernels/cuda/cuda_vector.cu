@@ -1,0 +1,330 @@
+/* cuda_vector.cu — the CUDA backend's ops over whole vectors: softmax
+ * cross-entropy (its mean loss reduced to one number), Adam, and the
+ * solvers' vector ops (dot, norm, dot_segments, axpy, scale). float32
+ * data, double reductions, per-element formulas from elementwise.h; the
+ * contracts are kernels/backend.h's and match kernels/cpu/cpu_backend.c.
+ *
+ * What runs where: everything on the GPU, on ctx->stream. dot, norm,
+ * dot_segments and xent_forward synchronise (they return numbers to the
+ * host): an 8-byte device-to-host copy into pinned memory each (nseg
+ * doubles for dot_segments); the others are asynchronous.
+ *
+ * Letters: N rows, V vocabulary, n elements.
+ *
+ * Determinism: the same bits run to run on one GPU model. dot / norm sum
+ * per block in double over a fixed grid-stride assignment, then the last
+ * block (ticket) adds the partials in block order; dot_segments sums each
+ * segment's blocks in order; cross-entropy keeps per-row losses in double,
+ * summed by one block.
+ */
+#include "cuda_common.cuh"
+
+/* ------------------------------------------------- softmax cross-entropy */
+
+/* One block per row n of logits (V columns): max, Σ exp in double, the
+ * probabilities, and loss[n] = log Σ exp + max - logits[target] in double.
+ * The target logit is read before the first barrier, i.e. before any
+ * thread writes probs (which may alias logits). A target outside [0, V)
+ * gives a NaN loss instead of an out-of-bounds read. */
+__global__ void __launch_bounds__(256)
+    xent_forward_kernel(float *probs, const float *logits,
+			const int32_t *targets, int V, double *loss)
+{
+	__shared__ float shf[32];
+	__shared__ double shd[32];
+	const size_t n = blockIdx.x;
+	const float *l = logits + n * (size_t)V;
+	float *p = probs + n * (size_t)V;
+	const int tg = targets[n];
+	const float lt = (tg >= 0 && tg < V) ? l[tg] : NAN;
+	float mx = -INFINITY;
+	for (int j = threadIdx.x; j < V; j += blockDim.x)
+		mx = fmaxf(mx, l[j]);
+	mx = dq_block_max_f(mx, shf);
+	double sum = 0.0;
+	for (int j = threadIdx.x; j < V; j += blockDim.x)
+		sum += (double)expf(l[j] - mx);
+	sum = dq_block_sum_d(sum, shd);
+	const float inv = (float)(1.0 / sum);
+	for (int j = threadIdx.x; j < V; j += blockDim.x)
+		p[j] = expf(l[j] - mx) * inv;
+	if (threadIdx.x == 0)
+		loss[n] = log(sum) + (double)mx - (double)lt;
+}
+
+/* *res = Σ x[0..n) in a fixed order: one block of 1024 threads, thread i
+ * sums i, i+1024, ..., then the block tree. */
+__global__ void __launch_bounds__(1024)
+    sum_rows_kernel(double *res, const double *x, int n)
+{
+	__shared__ double sh[32];
+	double s = 0.0;
+	for (int i = threadIdx.x; i < n; i += blockDim.x)
+		s += x[i];
+	s = dq_block_sum_d(s, sh);
+	if (threadIdx.x == 0)
+		*res = s;
+}
+
+/* Mean loss over N rows; per-row losses go through ctx->red in chunks of
+ * DQ_CU_RED_CAP rows. Synchronises (returns a number to the host). */
+double cu_xent_forward(void *ctx, void *probs, const void *logits,
+		       const int32_t *targets, int N, int V)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (N <= 0)
+		return 0.0;
+	double total = 0.0;
+	for (int n0 = 0; n0 < N; n0 += (int)DQ_CU_RED_CAP) {
+		int cnt =
+		    N - n0 < (int)DQ_CU_RED_CAP ? N - n0 : (int)DQ_CU_RED_CAP;
+		size_t off = (size_t)n0 * (size_t)V;
+		xent_forward_kernel<<<(unsigned int)cnt, 256, 0, c->stream>>>(
+		    (float *)probs + off, (const float *)logits + off,
+		    targets + n0, V, c->red);
+		cuda_check_launch();
+		sum_rows_kernel<<<1, 1024, 0, c->stream>>>(c->dres, c->red,
+							   cnt);
+		cuda_check_launch();
+		cuda_check(cudaMemcpyAsync(c->hres, c->dres, sizeof(double),
+					   cudaMemcpyDeviceToHost, c->stream));
+		cuda_check(cudaStreamSynchronize(c->stream));
+		total += *c->hres;
+	}
+	return total / N;
+}
+
+/* dlogits = scale (probs - onehot(target)), one block per row; computed as
+ * scale*p, then -= scale at the target, the CPU backend's two roundings.
+ * Each element is read and written by one thread: dlogits may alias
+ * probs. */
+__global__ void xent_backward_kernel(float *dl, const float *p,
+				     const int32_t *targets, int V, float s)
+{
+	const size_t n = blockIdx.x;
+	const int tg = targets[n];
+	const float *pn = p + n * (size_t)V;
+	float *dn = dl + n * (size_t)V;
+	for (int j = threadIdx.x; j < V; j += blockDim.x) {
+		float v = s * pn[j];
+		if (j == tg)
+			v -= s;
+		dn[j] = v;
+	}
+}
+
+void cu_xent_backward(void *ctx, void *dlogits, const void *probs,
+		      const int32_t *targets, int N, int V, double scale)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (N <= 0 || V <= 0)
+		return;
+	xent_backward_kernel<<<(unsigned int)N, 256, 0, c->stream>>>(
+	    (float *)dlogits, (const float *)probs, targets, V, (float)scale);
+	cuda_check_launch();
+}
+
+/* ------------------------------------------------------------------ adam */
+
+__global__ void adam_kernel(float *p, const float *g, float *m, float *v,
+			    size_t n, float lr, float b1, float b2, float eps,
+			    float wd, float bc1, float bc2)
+{
+	DQ_GRID_STRIDE(i, n)
+	dq_adam_f(&p[i], g[i], &m[i], &v[i], lr, b1, b2, eps, wd, bc1, bc2);
+}
+
+/* Bias corrections computed once on the host in double, rounded to float,
+ * as the CPU backend. */
+void cu_adam(void *ctx, void *p, const void *g, void *m, void *v, size_t n,
+	     double lr, double beta1, double beta2, double eps, double wd,
+	     int t)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (!n)
+		return;
+	float bc1 = (float)(1.0 - pow(beta1, t)),
+	      bc2 = (float)(1.0 - pow(beta2, t));
+	adam_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
+		      c->stream>>>(
+	    (float *)p, (const float *)g, (float *)m, (float *)v, n, (float)lr,
+	    (float)beta1, (float)beta2, (float)eps, (float)wd, bc1, bc2);
+	cuda_check_launch();
+}
+
+/* ------------------------------------------------------ solver vector ops */
+
+/* *res = Σ x[i] y[i] in double (float products are exact in double).
+ * Block sums over a fixed grid-stride assignment go to part[block]; the
+ * last block (ticket) adds them in a fixed order and resets the ticket. */
+__global__ void __launch_bounds__(256)
+    dot_kernel(const float *x, const float *y, size_t n, double *part,
+	       unsigned int *ticket, double *res)
+{
+	__shared__ double sh[32];
+	__shared__ int is_last;
+	double s = 0.0;
+	DQ_GRID_STRIDE(i, n)
+	s += (double)x[i] * (double)y[i];
+	s = dq_block_sum_d(s, sh);
+	if (gridDim.x == 1) {
+		if (threadIdx.x == 0)
+			*res = s;
+		return;
+	}
+	if (threadIdx.x == 0) {
+		part[blockIdx.x] = s;
+		__threadfence();
+		is_last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+	}
+	__syncthreads();
+	if (!is_last)
+		return;
+	double t = 0.0;
+	for (unsigned int j = threadIdx.x; j < gridDim.x; j += blockDim.x)
+		t += __ldcg(&part[j]);
+	t = dq_block_sum_d(t, sh);
+	if (threadIdx.x == 0) {
+		*res = t;
+		*ticket = 0;
+	}
+}
+
+/* Synchronises: the sum comes back to the host. */
+static double dot_launch(struct dq_cuda_ctx *c, const float *x, const float *y,
+			 size_t n)
+{
+	if (!n)
+		return 0.0;
+	unsigned int g = dq_grid_1d(c, n, 256);
+	if (g > 4u * (unsigned int)c->sm_count)
+		g = 4u * (unsigned int)c->sm_count;
+	dot_kernel<<<g, 256, 0, c->stream>>>(x, y, n, c->red, c->tickets,
+					     c->dres);
+	cuda_check_launch();
+	cuda_check(cudaMemcpyAsync(c->hres, c->dres, sizeof(double),
+				   cudaMemcpyDeviceToHost, c->stream));
+	cuda_check(cudaStreamSynchronize(c->stream));
+	return *c->hres;
+}
+
+double cu_dot(void *ctx, const void *x, const void *y, size_t n)
+{
+	return dot_launch(dq_cu(ctx), (const float *)x, (const float *)y, n);
+}
+
+/* nan and inf propagate through the sum of squares. */
+double cu_norm(void *ctx, const void *x, size_t n)
+{
+	const float *f = (const float *)x;
+	return sqrt(dot_launch(dq_cu(ctx), f, f, n));
+}
+
+/* part[s G + g] = Σ over block g's grid-stride share of segment s
+ * (blockIdx.y) of x·y, in double. */
+__global__ void __launch_bounds__(256)
+    dot_segments_kernel(const float *x, const float *y, size_t len,
+			double *part)
+{
+	__shared__ double sh[32];
+	const size_t s = blockIdx.y, G = gridDim.x;
+	const float *xs = x + s * len, *ys = y + s * len;
+	double acc = 0.0;
+	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < len;
+	     i += G * blockDim.x)
+		acc += (double)xs[i] * (double)ys[i];
+	acc = dq_block_sum_d(acc, sh);
+	if (threadIdx.x == 0)
+		part[s * G + blockIdx.x] = acc;
+}
+
+/* res[s] = Σ_g part[s G + g] in order: one thread per segment. */
+__global__ void dot_segments_finish_kernel(const double *part, int G,
+					   size_t nseg, double *res)
+{
+	DQ_GRID_STRIDE(s, nseg)
+	{
+		double t = 0.0;
+		for (int g = 0; g < G; g++)
+			t += part[s * (size_t)G + g];
+		res[s] = t;
+	}
+}
+
+/* Segments go in chunks that fit the reduction scratch and gridDim.y;
+ * each chunk is two launches and one copy back, then one synchronisation
+ * for all. G blocks per segment: enough blocks to fill the device about
+ * four times over, none idle on short segments. */
+void cu_dot_segments(void *ctx, double *out, const void *x, const void *y,
+		     size_t nseg, size_t len)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (!nseg)
+		return;
+	if (!len) {
+		for (size_t i = 0; i < nseg; i++)
+			out[i] = 0.0;
+		return;
+	}
+	size_t G = (4 * (size_t)c->sm_count + nseg - 1) / nseg;
+	size_t gmax = (len + 4 * 256 - 1) / (4 * 256);
+	if (G > gmax)
+		G = gmax;
+	if (G > 64)
+		G = 64;
+	if (G < 1)
+		G = 1;
+	size_t chunk = DQ_CU_RED_CAP / (G + 1);
+	if (chunk > 65535)
+		chunk = 65535;
+	for (size_t s0 = 0; s0 < nseg; s0 += chunk) {
+		size_t ns = nseg - s0 < chunk ? nseg - s0 : chunk;
+		const float *xs = (const float *)x + s0 * len;
+		const float *ys = (const float *)y + s0 * len;
+		double *res = c->red + ns * G;
+		dot_segments_kernel<<<dim3((unsigned)G, (unsigned)ns), 256, 0,
+				      c->stream>>>(xs, ys, len, c->red);
+		cuda_check_launch();
+		dot_segments_finish_kernel<<<dq_grid_1d(c, ns, DQ_CU_THREADS),
+					     DQ_CU_THREADS, 0, c->stream>>>(
+		    c->red, (int)G, ns, res);
+		cuda_check_launch();
+		cuda_check(cudaMemcpyAsync(out + s0, res, ns * sizeof(double),
+					   cudaMemcpyDeviceToHost, c->stream));
+		if (s0 + ns < nseg) /* the next chunk reuses the scratch */
+			cuda_check(cudaStreamSynchronize(c->stream));
+	}
+	cuda_check(cudaStreamSynchronize(c->stream));
+}
+
+__global__ void axpy_kernel(float *y, float a, const float *x, size_t n)
+{
+	DQ_GRID_STRIDE(i, n)
+	y[i] += a * x[i];
+}
+
+void cu_axpy(void *ctx, void *y, double a, const void *x, size_t n)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (!n)
+		return;
+	axpy_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
+		      c->stream>>>((float *)y, (float)a, (const float *)x, n);
+	cuda_check_launch();
+}
+
+__global__ void scale_kernel(float *x, float a, size_t n)
+{
+	DQ_GRID_STRIDE(i, n)
+	x[i] *= a;
+}
+
+void cu_scale(void *ctx, void *x, double a, size_t n)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (!n)
+		return;
+	scale_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
+		       c->stream>>>((float *)x, (float)a, n);
+	cuda_check_launch();
+}
