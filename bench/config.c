@@ -2,6 +2,7 @@
  * key (type, field offset, range, default, meaning) drives parsing, range
  * checks, JSON output and --help, so adding a key is one table row. */
 #include "config.h"
+#include "config_keys.h"
 
 #include "../methods/deq.h"
 
@@ -102,16 +103,9 @@ static const struct key_desc tail_keys[] = {
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
-/* A key row and the struct its offset is relative to: bench_config for
- * head_keys and tail_keys, a method's options slot for its own rows. */
-struct key_ref {
-	const struct key_desc *d;
-	int owner; /* -1: bench_config; else the method's registry index */
-};
-
 /* Key i of the whole table, in its order (head, methods', tail); d NULL
  * past the end. */
-static struct key_ref key_at(size_t i)
+struct key_ref key_at(size_t i)
 {
 	struct key_ref r = {NULL, -1};
 	size_t n;
@@ -135,7 +129,7 @@ static struct key_ref key_at(size_t i)
 }
 
 /* The field of key r in c. */
-static void *key_field(const struct bench_config *c, struct key_ref r)
+void *key_field(const struct bench_config *c, struct key_ref r)
 {
 	const void *base = r.owner < 0 ? (const void *)c
 				       : method_opts_slot(&c->method, r.owner);
@@ -175,7 +169,7 @@ void config_defaults(struct bench_config *c)
 	c->trace = 0;
 }
 
-static struct key_ref key_find(const char *name)
+struct key_ref key_find(const char *name)
 {
 	struct key_ref r;
 	for (size_t i = 0; (r = key_at(i)).d; i++)
@@ -660,164 +654,4 @@ int config_validate(const struct bench_config *c, char *err, size_t errlen)
 		}
 	}
 	return 0;
-}
-
-static json_t *key_json(const struct bench_config *c, struct key_ref r)
-{
-	const struct key_desc *d = r.d;
-	const void *field = key_field(c, r);
-	switch (d->type) {
-	case KT_INT:
-		return json_integer(*(const int *)field);
-	case KT_LONG:
-		return json_integer(*(const long *)field);
-	case KT_U64:
-		return json_integer((json_int_t) * (const uint64_t *)field);
-	case KT_DOUBLE:
-		return json_real(*(const double *)field);
-	case KT_BOOL:
-		return json_boolean(*(const int *)field);
-	case KT_ENUM: {
-		const char *s = d->enum_name(*(const int *)field);
-		return json_string(s ? s : "?");
-	}
-	case KT_STR:
-		return json_string((const char *)field);
-	}
-	return json_null();
-}
-
-json_t *config_key_json(const struct bench_config *c, const char *key)
-{
-	struct key_ref r = key_find(key);
-	return r.d ? key_json(c, r) : NULL;
-}
-
-json_t *config_to_json(const struct bench_config *c)
-{
-	json_t *o = json_object();
-	struct key_ref r;
-	for (size_t i = 0; (r = key_at(i)).d; i++)
-		json_object_set_new(o, r.d->name, key_json(c, r));
-	return o;
-}
-
-json_t *config_method_json(const struct method_config *m)
-{
-	struct bench_config c;
-	struct key_ref r;
-	json_t *o = json_object();
-	memset(&c, 0, sizeof(c));
-	c.method = *m;
-	for (size_t i = 0; (r = key_at(i)).d; i++)
-		if (r.owner >= 0 || !strcmp(r.d->group, "method"))
-			json_object_set_new(o, r.d->name, key_json(&c, r));
-	return o;
-}
-
-/* Allowed values of a key, for --help and the README table. */
-static void key_allowed(const struct key_desc *d, char *buf, size_t n)
-{
-	switch (d->type) {
-	case KT_INT:
-	case KT_LONG:
-		snprintf(buf, n, "integer %.0f..%.0f", d->min, d->max);
-		break;
-	case KT_U64:
-		snprintf(buf, n, "integer 0..2^63-1");
-		break;
-	case KT_DOUBLE:
-		snprintf(buf, n, "number %s %g, <= %g",
-			 d->min_open ? ">" : ">=", d->min, d->max);
-		break;
-	case KT_BOOL:
-		snprintf(buf, n, "true, false");
-		break;
-	default:
-		key_choices(d, buf, n);
-		if (!*buf)
-			snprintf(buf, n, "a path");
-	}
-}
-
-/* Prints one line per key with `fmt` (five %s: name, group, default,
- * allowed, meaning). */
-static void print_key_lines(FILE *f, const char *fmt)
-{
-	struct bench_config c;
-	struct key_ref r;
-	config_defaults(&c);
-	for (size_t i = 0; (r = key_at(i)).d; i++) {
-		json_t *v = key_json(&c, r);
-		char *s =
-		    json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
-		char allowed[160];
-		key_allowed(r.d, allowed, sizeof(allowed));
-		fprintf(f, fmt, r.d->name, r.d->group, s ? s : "?", allowed,
-			r.d->help);
-		free(s);
-		json_decref(v);
-	}
-}
-
-void config_print_help(FILE *f)
-{
-	fprintf(f,
-		"usage: deqbench run [FILE.json] [key=value ...]\n"
-		"  FILE.json is a flat JSON object of the keys below; "
-		"key=value arguments override it.\n\n"
-		"  %-16s %-9s %-21s %-34s %s\n",
-		"key", "group", "default", "allowed", "meaning");
-	print_key_lines(f, "  %-16s %-9s %-21s %-34s %s\n");
-}
-
-static const char *const type_names[] = {"int",	 "int",	   "int", "number",
-					 "bool", "string", "enum"};
-
-/* One key's metadata for config_print_json (new reference). */
-static json_t *key_meta(const struct bench_config *defaults, struct key_ref r)
-{
-	const struct key_desc *d = r.d;
-	char allowed[256];
-	json_t *o = json_object();
-	key_allowed(d, allowed, sizeof(allowed));
-	json_object_set_new(o, "name", json_string(d->name));
-	json_object_set_new(o, "group", json_string(d->group));
-	json_object_set_new(o, "type", json_string(type_names[d->type]));
-	json_object_set_new(o, "default", key_json(defaults, r));
-	json_object_set_new(o, "allowed", json_string(allowed));
-	json_object_set_new(o, "help", json_string(d->help));
-	json_object_set_new(o, "method",
-			    json_boolean(config_key_is_method(d->name)));
-	json_object_set_new(o, "output", json_boolean(d->role & KEY_OUTPUT));
-	if (d->type == KT_INT || d->type == KT_LONG || d->type == KT_DOUBLE) {
-		json_object_set_new(o, "min", json_real(d->min));
-		json_object_set_new(o, "max", json_real(d->max));
-		json_object_set_new(o, "min_open", json_boolean(d->min_open));
-	}
-	if (d->type == KT_ENUM || d->choices) {
-		key_choices(d, allowed, sizeof(allowed));
-		json_object_set_new(o, "choices", json_string(allowed));
-	}
-	return o;
-}
-
-void config_print_json(FILE *f)
-{
-	struct bench_config c;
-	struct key_ref r;
-	json_t *a = json_array();
-	config_defaults(&c);
-	for (size_t i = 0; (r = key_at(i)).d; i++)
-		json_array_append_new(a, key_meta(&c, r));
-	json_dumpf(a, f, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
-	fputc('\n', f);
-	json_decref(a);
-}
-
-void config_print_markdown(FILE *f)
-{
-	fprintf(f, "| key | group | default | allowed | meaning |\n"
-		   "|---|---|---|---|---|\n");
-	print_key_lines(f, "| `%s` | %s | `%s` | %s | %s |\n");
 }

@@ -101,11 +101,7 @@ static void ckpt_backward(struct method *me, const void *gz, void *gu)
 	for (int s = n_segments(&me->cfg) - 1; s >= 0; s--) {
 		if (s < n_segments(&me->cfg) - 1)
 			seg_taped(me, s, me->u, NULL);
-		for (int j = seg_len(&me->cfg, s) - 1; j >= 0; j--) {
-			void *out = g == ga ? gb : ga;
-			method_vjp(me, out, gu, g, method_tape(me, j), 1);
-			g = out;
-		}
+		g = method_vjp_taped(me, g, gu, seg_len(&me->cfg, s), ga, gb);
 	}
 }
 

@@ -297,3 +297,14 @@ void method_run_plain(struct method *me, const void *u, const void *z_in,
 		in = out;
 	}
 }
+
+const void *method_vjp_taped(struct method *me, const void *g, void *gu, int n,
+			     void *a, void *b)
+{
+	for (int j = n - 1; j >= 0; j--) {
+		void *out = g == a ? b : a;
+		method_vjp(me, out, gu, g, method_tape(me, j), 1);
+		g = out;
+	}
+	return g;
+}

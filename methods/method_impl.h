@@ -126,4 +126,12 @@ double method_u01(struct method *me);
 void method_run_plain(struct method *me, const void *u, const void *z_in,
 		      void *z, int n_layers, void *a, void *b);
 
+/* VJP back through the n ≥ 0 layers taped in tapes 0..n-1, last first, from
+ * the cotangent g; parameter gradients accumulate, the input cotangents
+ * alternate between work vectors a and b (g may be a or b). Returns the
+ * vector holding the cotangent of layer 0's input (g itself when n = 0).
+ * Shared by unroll and checkpoint. */
+const void *method_vjp_taped(struct method *me, const void *g, void *gu, int n,
+			     void *a, void *b);
+
 #endif

@@ -40,13 +40,8 @@ static void unroll_forward(struct method *me, const void *u, void *z, int train)
 
 static void unroll_backward(struct method *me, const void *gz, void *gu)
 {
-	void *a = method_vec(me, 0), *b = method_vec(me, 1);
-	const void *g = gz;
-	for (int i = me->cfg.layers - 1; i >= 0; i--) {
-		void *out = g == a ? b : a;
-		method_vjp(me, out, gu, g, method_tape(me, i), 1);
-		g = out;
-	}
+	method_vjp_taped(me, gz, gu, me->cfg.layers, method_vec(me, 0),
+			 method_vec(me, 1));
 }
 
 static const struct method_ops method_unroll_ops = {
