@@ -88,6 +88,12 @@ static const struct key_desc tail_keys[] = {
     DBL("clip", "training", clip, 0, 1e30, "grad-norm clip; 0 = off"),
     {"eval_tokens", "training", KT_LONG, KEY_OFF(S, eval_tokens), 0, 1e15, NULL,
      NULL, NULL, 0, "tokens evaluated per split (valid, test); 0 = none", 0, 0},
+    INT("eval_warmup", "training", eval_warmup, 0, 1000000,
+	"first valid batches left out of the inference timing"),
+    STR("params", "training", params, NULL,
+	"safetensors parameters to start from (run) or to evaluate (eval), "
+	"as params init or save_params write them; empty = init from seed",
+	KEY_EMPTY_OK),
 
     STR("device", "device", device, "cpu, cpu64, cuda", "backend", 0),
     INT("threads", "device", threads, 0, 4096,
@@ -98,6 +104,10 @@ static const struct key_desc tail_keys[] = {
     STR("out", "output", out, NULL, "JSONL file records are appended to",
 	KEY_OUTPUT),
     BOOL("trace", "output", trace, "per-step traces in the record", KEY_OUTPUT),
+    STR("save_params", "output", save_params, NULL,
+	"write the trained parameters here (safetensors, PyTorch names, the "
+	"resolved config in its metadata); empty = not saved",
+	KEY_OUTPUT | KEY_EMPTY_OK),
 };
 #undef S
 
@@ -162,6 +172,7 @@ void config_defaults(struct bench_config *c)
 	c->lr_warmup = 20;
 	c->clip = 1.0;
 	c->eval_tokens = 16384;
+	c->eval_warmup = 2;
 	snprintf(c->device, sizeof(c->device), "cpu");
 	c->threads = 0;
 	c->tf32 = 0;
@@ -454,7 +465,7 @@ int config_set(struct bench_config *c, const char *key, const char *value,
 				return -1;
 			}
 		}
-		if (!*value) {
+		if (!*value && !(d->role & KEY_EMPTY_OK)) {
 			snprintf(err, errlen, "%s is empty; give a value", key);
 			return -1;
 		}

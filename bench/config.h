@@ -35,6 +35,11 @@ struct bench_config {
 	int lr_warmup;	  /* linear warmup steps, then cosine decay to 0 */
 	double clip;	  /* global grad-norm clip; 0 = off */
 	long eval_tokens; /* per split (valid, test); 0 = skip evaluation */
+	int eval_warmup;  /* first valid batches left out of inference timing */
+	char params[CONFIG_PATH];      /* start from (run) or evaluate (eval)
+					  these parameters; "" = init */
+	char save_params[CONFIG_PATH]; /* trained parameters written here;
+					  "" = not saved */
 
 	/* method=deq only: the first pretrain_steps steps train the block
 	 * unrolled pretrain_layers deep (0 = off), then the solver */

@@ -1,44 +1,66 @@
 /* evaluate.c — see evaluate.h. Evaluation comes after training and is not
- * in the step statistics; it allocates nothing on the device (the batch
- * buffer is the training loop's). */
+ * in the training step statistics; it allocates nothing on the device (the
+ * batch buffer is the training loop's), and on the host only the per-batch
+ * log r->inf. */
 #include "evaluate.h"
 
 #include <math.h>
+#include <stdio.h>
 
 #include "../methods/method.h"
 #include "../models/model.h"
 #include "train_step.h"
 
-/* Mean per-token loss of the first max_tokens tokens of split (whole
- * batches; each weighs by its B*T target positions) into *mean_loss (NAN
- * when none) and the tokens evaluated into *n_tokens. tok: (B, T+1) host
- * buffer. 0, or -1 with err for bad token ids. */
-static int evaluate_split(struct run_ctx *rc, const struct corpus *c, int split,
-			  long max_tokens, int32_t *tok, double *mean_loss,
-			  long *n_tokens, char *err, size_t errlen)
+/* Whole batches of B*T tokens evaluated from a split of the batcher b. */
+static size_t eval_batches(const struct run *r, const struct batcher *b)
 {
-	struct batcher b;
-	long per = (long)rc->m->B * rc->m->T;
-	size_t nb;
+	long per = (long)r->rc.m->B * r->rc.m->T;
+	size_t nb = (size_t)(r->cfg->eval_tokens / per);
+	return nb < batcher_n_batches(b) ? nb : batcher_n_batches(b);
+}
+
+/* Batch k of an evaluation: the forward timed by the backend's timer marks
+ * 0 and 1, its loss into *l; with log, the time and the method's
+ * statistics into entry k. 0, or -1 with r->err for bad token ids. */
+static int eval_batch(struct run *r, struct step_log *log, int k, double *l)
+{
+	struct backend *be = r->rc.be;
+	be_timer_mark(be, 0);
+	if (step_forward(&r->rc, r->tok, 0, l, r->err, sizeof(r->err)) != 0)
+		return -1;
+	be_timer_mark(be, 1);
+	if (log) {
+		log->ms[k] = log->fwd_ms[k] =
+		    be->ops->timer_elapsed_ms(be->ctx, 0, 1);
+		log->loss[k] = *l;
+		step_log_method(log, k, method_get_stats(r->rc.me));
+	}
+	return 0;
+}
+
+/* Mean per-token loss of nb batches of split (each weighs by its B*T
+ * target positions) into *mean_loss (NAN when none) and the tokens
+ * evaluated into *n_tokens; per-batch figures into log when not NULL. 0,
+ * or -1 with r->err for bad token ids. */
+static int evaluate_split(struct run *r, int split, struct batcher *b,
+			  size_t nb, struct step_log *log, double *mean_loss,
+			  long *n_tokens)
+{
+	long per = (long)r->rc.m->B * r->rc.m->T;
 	double sum = 0;
 
 	*n_tokens = 0;
 	*mean_loss = NAN;
-	if (max_tokens <= 0 || batcher_init(&b, c->ids[split], c->n[split],
-					    rc->m->B, rc->m->T) != 0)
-		return 0;
-	nb = (size_t)(max_tokens / per);
-	if (nb > batcher_n_batches(&b))
-		nb = batcher_n_batches(&b);
 	for (size_t k = 0; k < nb; k++) {
 		double l;
-		batcher_get(&b, k, tok);
-		if (step_forward(rc, tok, 0, &l, err, errlen) != 0)
+		batcher_get(b, k, r->tok);
+		if (eval_batch(r, log, (int)k, &l) != 0)
 			return -1;
 		/* as the DEQ code at validation: ρ(J_f(z*)) on the first
 		 * valid batch (NAN unless deq with spectral_radius_iters) */
 		if (k == 0 && split == CORPUS_VALID)
-			rc->spectral_radius = method_spectral_radius(rc->me);
+			r->rc.spectral_radius =
+			    method_spectral_radius(r->rc.me);
 		sum += l * per;
 		*n_tokens += per;
 	}
@@ -47,20 +69,49 @@ static int evaluate_split(struct run_ctx *rc, const struct corpus *c, int split,
 	return 0;
 }
 
+/* Batcher of split, or 0 when the split is too short for one batch. */
+static int split_batcher(struct run *r, int split, struct batcher *b)
+{
+	return batcher_init(b, r->corpus.ids[split], r->corpus.n[split],
+			    r->rc.m->B, r->rc.m->T) == 0;
+}
+
+static int evaluate_valid(struct run *r, struct eval_result *q)
+{
+	struct backend *be = r->rc.be;
+	struct batcher b;
+	size_t nb = 0;
+
+	if (split_batcher(r, CORPUS_VALID, &b))
+		nb = eval_batches(r, &b);
+	if (step_log_alloc(&r->inf, nb ? (int)nb : 1) != 0) {
+		snprintf(r->err, sizeof(r->err),
+			 "out of host memory for the evaluation log");
+		return -1;
+	}
+	r->inf.n = (int)nb;
+	be_sync(be);
+	backend_mem_reset_peak(be);
+	if (evaluate_split(r, CORPUS_VALID, &b, nb, &r->inf, &q->valid_loss,
+			   &q->valid_tokens) != 0)
+		return -1;
+	be_sync(be);
+	r->inf_mem = be->mem;
+	return 0;
+}
+
 void run_evaluate(struct run *r, struct eval_result *q)
 {
-	long max_tokens = r->cfg->eval_tokens;
 	double t0 = run_wall_s();
+	struct batcher b;
 
 	q->valid_loss = q->test_loss = NAN;
 	q->valid_tokens = q->test_tokens = 0;
-	if (r->status == RUN_OK && max_tokens > 0) {
-		if (evaluate_split(&r->rc, &r->corpus, CORPUS_VALID, max_tokens,
-				   r->tok, &q->valid_loss, &q->valid_tokens,
-				   r->err, sizeof(r->err)) != 0 ||
-		    evaluate_split(&r->rc, &r->corpus, CORPUS_TEST, max_tokens,
-				   r->tok, &q->test_loss, &q->test_tokens,
-				   r->err, sizeof(r->err)) != 0)
+	if (r->status == RUN_OK && r->cfg->eval_tokens > 0) {
+		if (evaluate_valid(r, q) != 0 ||
+		    (split_batcher(r, CORPUS_TEST, &b) &&
+		     evaluate_split(r, CORPUS_TEST, &b, eval_batches(r, &b),
+				    NULL, &q->test_loss, &q->test_tokens) != 0))
 			r->status = RUN_ERROR;
 	}
 	r->t_eval = run_wall_s() - t0;

@@ -1,6 +1,8 @@
-/* evaluate.h — perplexity data of a trained run on its valid and test
- * splits, and the spectral radius ρ(J_f(z*)) at the first valid batch.
- * Internal to the runner (docs/ARCHITECTURE.md §Data flow).
+/* evaluate.h — perplexity of a trained model on its valid and test splits,
+ * inference timing and solver statistics per valid batch, and the spectral
+ * radius ρ(J_f(z*)) at the first valid batch. Used after training
+ * (runner_run) and by deqbench eval (runner_eval). Internal to the runner
+ * (docs/ARCHITECTURE.md §Data flow).
  */
 #ifndef DQ_BENCH_EVALUATE_H
 #define DQ_BENCH_EVALUATE_H
@@ -13,13 +15,19 @@ struct eval_result {
 	long valid_tokens, test_tokens; /* tokens evaluated */
 };
 
-/* When the run ended ok and eval_tokens > 0: evaluates valid, then test
- * (the first eval_tokens tokens of each, rounded down to whole batches of
- * B*T, read as the training batcher would; a split too short for one batch
- * of B streams gives no tokens), the method in inference mode; the
- * spectral radius of the first valid batch goes to r->rc.spectral_radius
- * (NAN unless deq with spectral_radius_iters). Always sets r->t_eval (wall
- * seconds). Bad token ids: r->status = RUN_ERROR with r->err. */
+/* When the run is ok and eval_tokens > 0: evaluates valid, then test (the
+ * first eval_tokens tokens of each, rounded down to whole batches of B*T,
+ * read as the training batcher would; a split too short for one batch of B
+ * streams gives no tokens), the method in inference mode (train = 0).
+ * Each valid batch's forward (batch upload to loss, the backend's timer:
+ * CUDA events on the GPU) and the method's statistics go to r->inf (one
+ * entry per batch, r->inf.n of them; the caller leaves the first
+ * eval_warmup out of timing figures); the allocator's figures of the valid
+ * evaluation (peaks since its start) to r->inf_mem. The spectral radius of
+ * the first valid batch goes to r->rc.spectral_radius (NAN unless deq with
+ * spectral_radius_iters). Always sets r->t_eval (wall seconds). Bad token
+ * ids: r->status = RUN_ERROR; out of host memory for r->inf: RUN_ERROR;
+ * r->err says why. */
 void run_evaluate(struct run *r, struct eval_result *q);
 
 #endif

@@ -1,6 +1,7 @@
 /* main.c — the deqbench command line.
  *
  *   deqbench run [FILE.json] [key=value ...]
+ *   deqbench eval [FILE.json] [key=value ...] params=P.safetensors
  *   deqbench suite FILE.json [--dry-run] [--shard I/N] [key=value ...]
  *   deqbench report FILE.jsonl ...
  *   deqbench env
@@ -52,6 +53,9 @@ static void usage(FILE *f)
 		"usage: deqbench COMMAND ...\n"
 		"  run [FILE.json] [key=value ...]     train once, append a "
 		"record\n"
+		"  eval [FILE.json] [key=value ...] params=P.safetensors\n"
+		"                                      evaluate trained "
+		"parameters, append a record\n"
 		"  suite FILE.json [--dry-run] [--shard I/N] [key=value ...]\n"
 		"  report FILE.jsonl ...               summary table of "
 		"records\n"
@@ -183,7 +187,27 @@ static void print_summary(const json_t *records)
 	fflush(stdout);
 }
 
-/* ---- run ---- */
+/* params= of a run (required with eval): readable, or -1 with one line. */
+static int check_params_key(const struct bench_config *c, int eval, char *err,
+			    size_t errlen)
+{
+	if (eval && !c->params[0]) {
+		snprintf(err, errlen,
+			 "params= is required: the safetensors file of the "
+			 "parameters to evaluate (save_params= of a run)");
+		return -1;
+	}
+	if (c->params[0] && access(c->params, R_OK) != 0) {
+		snprintf(err, errlen,
+			 "params=%.900s: %s; give the path of a file written "
+			 "by save_params= or deqbench params init",
+			 c->params, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- run, eval ---- */
 
 /* Exit status of `run` (README): 0 for a result (ok or diverged) appended
  * to out=; 1 when the run failed after setup or its record could not be
@@ -194,7 +218,30 @@ static int run_exit_status(enum run_status st, int saved)
 	return st == RUN_ERROR || !saved ? 1 : 0;
 }
 
-static int cmd_run(int argc, char **argv)
+/* One line after `deqbench eval`: perplexities, inference time and the
+ * forward solve. */
+static void print_eval_line(const json_t *rec)
+{
+	const json_t *cfg = json_object_get(rec, "config");
+	const char *st = json_string_value(json_object_get(rec, "status"));
+	printf("%s: eval %s %s of %s: valid ppl %.5g (%.0f tokens), test ppl "
+	       "%.5g, inference %.3g ms per batch (median of %.0f), %.3g "
+	       "forward evals per batch, depth+solver peak %.3g MiB\n",
+	       st ? st : "?", json_string_value(json_object_get(cfg, "model")),
+	       json_string_value(json_object_get(cfg, "method")),
+	       json_string_value(json_object_get(cfg, "params")),
+	       record_num(rec, "quality.valid_ppl"),
+	       record_num(rec, "quality.valid_eval_tokens"),
+	       record_num(rec, "quality.test_ppl"),
+	       record_num(rec, "inference.step_ms.median"),
+	       record_num(rec, "inference.batches_timed"),
+	       record_num(rec, "inference.forward_evals_per_batch"),
+	       record_num(rec, "inference.memory.peak_depth_solver_bytes") /
+		   1048576.0);
+}
+
+/* `run` or, with eval, `eval`. */
+static int cmd_run_or_eval(int argc, char **argv, int eval)
 {
 	struct bench_config cfg;
 	char err[1024];
@@ -212,6 +259,12 @@ static int cmd_run(int argc, char **argv)
 		return 0;
 	}
 	if (has_help(argc, argv)) {
+		if (eval)
+			printf(
+			    "usage: deqbench eval [FILE.json] [key=value ...] "
+			    "params=P.safetensors\n  evaluates P on the "
+			    "valid and test splits with the configured "
+			    "method's forward; the keys are run's:\n\n");
 		config_print_help(stdout);
 		return 0;
 	}
@@ -219,10 +272,11 @@ static int cmd_run(int argc, char **argv)
 		return bad_input(err);
 	/* cheap checks first, so bad input leaves no empty results file */
 	if (corpus_check(cfg.corpus, cfg.data_dir, err, sizeof(err)) != 0 ||
-	    runner_precheck(&cfg, err, sizeof(err)) != 0 ||
+	    check_params_key(&cfg, eval, err, sizeof(err)) != 0 ||
+	    (!eval && runner_precheck(&cfg, err, sizeof(err)) != 0) ||
 	    record_check_out(cfg.out, err, sizeof(err)) != 0)
 		return bad_input(err);
-	st = runner_run(&cfg, NULL, &rec);
+	st = (eval ? runner_eval : runner_run)(&cfg, NULL, &rec);
 	msg = json_string_value(json_object_get(rec, "message"));
 	if (st == RUN_SETUP_FAILED) {
 		/* missing corpus, bad sizes: bad input, no record */
@@ -238,7 +292,7 @@ static int cmd_run(int argc, char **argv)
 	json_array_append(all, rec);
 	print_summary(all);
 	printf("\n");
-	print_run_line(rec);
+	(eval ? print_eval_line : print_run_line)(rec);
 	if (saved)
 		printf("record appended to %s\n", cfg.out);
 	json_decref(rec);
@@ -312,14 +366,14 @@ static char *read_to_end(int fd)
 /* Child side of run_isolated: runs, saves the record, sends it to the
  * parent through fd and exits 0, or CHILD_UNSAVED when the record could not
  * be appended to out= (record_save kept it). */
-static void child_run(const struct suite_run *r, const struct run_meta *meta,
-		      int fd)
+static void child_run(const struct suite *s, const struct suite_run *r,
+		      const struct run_meta *meta, int fd)
 {
 	json_t *x;
 	char *s2;
 	size_t n, off = 0;
 	int saved;
-	runner_run(&r->cfg, meta, &x);
+	(s->eval ? runner_eval : runner_run)(&r->cfg, meta, &x);
 	saved = record_save(r->cfg.out, x) == 0;
 	s2 = json_dumps(x, JSON_COMPACT | JSON_REAL_PRECISION(10));
 	n = s2 ? strlen(s2) : 0;
@@ -355,13 +409,13 @@ static json_t *run_isolated(const struct suite *s, const struct suite_run *r,
 		close(fds[1]);
 	}
 	if (pid < 0) {
-		runner_run(&r->cfg, &meta, &rec);
+		(s->eval ? runner_eval : runner_run)(&r->cfg, &meta, &rec);
 		*saved = record_save(r->cfg.out, rec) == 0;
 		return rec;
 	}
 	if (pid == 0) {
 		close(fds[0]);
-		child_run(r, &meta, fds[1]);
+		child_run(s, r, &meta, fds[1]);
 	}
 	close(fds[1]);
 	buf = read_to_end(fds[0]);
@@ -418,6 +472,9 @@ static int suite_check_runs(const struct suite *s, int si, int sn, char *err,
 				continue;
 			if (pass == 1) {
 				rc = record_check_out(c->out, err, errlen);
+				if (rc == 0)
+					rc = check_params_key(c, s->eval, err,
+							      errlen);
 			} else {
 				if (!prev || strcmp(c->corpus, prev->corpus) ||
 				    strcmp(c->data_dir, prev->data_dir) ||
@@ -426,8 +483,8 @@ static int suite_check_runs(const struct suite *s, int si, int sn, char *err,
 					rc = runner_resolve_vocab(c, &V, err,
 								  errlen);
 				if (rc == 0)
-					rc = memfit_check(c, V, NULL, 1, err,
-							  errlen);
+					rc = memfit_check(c, V, NULL, !s->eval,
+							  err, errlen);
 				prev = c;
 			}
 			if (rc != 0)
@@ -743,13 +800,23 @@ static void omp_wait_policy_default(char **argv)
 	unsetenv("OMP_WAIT_POLICY");
 }
 
+static int cmd_run(int argc, char **argv)
+{
+	return cmd_run_or_eval(argc, argv, 0);
+}
+
+static int cmd_eval(int argc, char **argv)
+{
+	return cmd_run_or_eval(argc, argv, 1);
+}
+
 /* The commands that take the arguments after their name. */
 static const struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-    {"run", cmd_run},	    {"suite", cmd_suite}, {"report", cmd_report},
-    {"params", cmd_params}, {"grad", cmd_grad},
+    {"run", cmd_run},	    {"eval", cmd_eval},	    {"suite", cmd_suite},
+    {"report", cmd_report}, {"params", cmd_params}, {"grad", cmd_grad},
 };
 
 int main(int argc, char **argv)
@@ -775,12 +842,13 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!*cmd)
-		return bad_input("give a command: run, suite, report, env, "
-				 "params, grad or bench-block (deqbench --help "
-				 "lists them)");
+		return bad_input(
+		    "give a command: run, eval, suite, report, "
+		    "env, params, grad or bench-block (deqbench --help "
+		    "lists them)");
 	fprintf(stderr,
-		"deqbench: unknown command '%s'; use run, suite, report, env, "
-		"params, grad or bench-block (deqbench --help)\n",
+		"deqbench: unknown command '%s'; use run, eval, suite, report, "
+		"env, params, grad or bench-block (deqbench --help)\n",
 		cmd);
 	return EXIT_BAD_INPUT;
 }

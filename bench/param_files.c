@@ -16,6 +16,59 @@
 #include "dq_build.h"
 #include "safetensors.h"
 
+/* The model keys that change what the parameters mean without changing
+ * their shapes, checked against the file's "config" metadata when it has
+ * them (files written by params init, save_params); n_heads only for the
+ * transformer, the one block that reads it. */
+static const char *const meaning_keys[] = {"model", "n_heads", NULL};
+
+/* Key `key` of meaning_keys as the model has it (new reference); JSON null
+ * when the model does not read it. */
+static json_t *model_key_json(const struct model *m, const char *key)
+{
+	if (!strcmp(key, "model"))
+		return json_string(model_kind_name(m->cfg.kind));
+	return m->cfg.kind == MODEL_TRANSFORMER ? json_integer(m->cfg.n_heads)
+						: json_null();
+}
+
+/* A JSON string's text or a number's JSON, malloc'd (NULL when out of
+ * memory). */
+static char *value_text(const json_t *v)
+{
+	return json_is_string(v) ? strdup(json_string_value(v))
+				 : json_dumps(v, JSON_ENCODE_ANY);
+}
+
+/* 0 when the file's "config" metadata (if any) agrees with the model on
+ * meaning_keys; else -1 with one line naming the key and both values. */
+static int check_meaning(const struct st_file *f, const struct run_ctx *rc,
+			 const char *path, char *err, size_t errlen)
+{
+	const char *s = st_metadata(f, "config");
+	json_t *fc = s ? json_loads(s, 0, NULL) : NULL;
+	int rv = 0;
+	for (int i = 0; fc && meaning_keys[i] && rv == 0; i++) {
+		json_t *have = json_object_get(fc, meaning_keys[i]);
+		json_t *want = model_key_json(rc->m, meaning_keys[i]);
+		if (have && !json_is_null(want) && !json_equal(have, want)) {
+			char *h = value_text(have), *w = value_text(want);
+			snprintf(err, errlen,
+				 "%s: written for %s=%s, configured %s=%s; use "
+				 "%s=%s or the matching parameter file",
+				 path, meaning_keys[i], h ? h : "?",
+				 meaning_keys[i], w ? w : "?", meaning_keys[i],
+				 h ? h : "?");
+			free(h);
+			free(w);
+			rv = -1;
+		}
+		json_decref(want);
+	}
+	json_decref(fc);
+	return rv;
+}
+
 int runner_load_params(struct run_ctx *rc, const char *path, char *err,
 		       size_t errlen)
 {
@@ -26,6 +79,8 @@ int runner_load_params(struct run_ctx *rc, const char *path, char *err,
 
 	if (st_read(&f, path, err, errlen) != 0)
 		return -1;
+	if (check_meaning(&f, rc, path, err, errlen) != 0)
+		goto out;
 	tmp =
 	    malloc(sizeof(double) * (m->n_param_elems ? m->n_param_elems : 1));
 	if (!tmp) {
@@ -67,8 +122,7 @@ out:
  * of one solve; safetensors metadata values are strings. -1 when out of
  * memory. */
 static int solve_metadata(struct st_writer *w, const char *pre,
-			  const struct solve_stats *s, double tol,
-			  int mode)
+			  const struct solve_stats *s, double tol, int mode)
 {
 	static const char *const names[] = {"iters", "residual", "stop_mode",
 					    "tol", "converged"};
@@ -122,17 +176,45 @@ static char *model_keys_json(const struct bench_config *cfg,
 	return s;
 }
 
-/* "format", "writer" and "config" (model_keys_json) metadata, and the
- * solves with with_solves. -1 when out of memory. */
-static int add_metadata(struct st_writer *w, const struct run_ctx *rc,
-			const struct bench_config *cfg, int with_solves)
+/* The whole config (every key, as the record's "config", with vocab_size
+ * and seq_len as the model has them) as compact JSON with sorted keys
+ * (metadata "config" of save_params), and the method's resolved config
+ * (the record's "method") into *method. NULL when out of memory. */
+static char *full_config_json(const struct bench_config *cfg,
+			      const struct run_ctx *rc, char **method)
 {
-	char *mks = model_keys_json(cfg, rc->m);
+	json_t *c = config_to_json(cfg);
+	json_t *mj = config_method_json(method_get_config(rc->me));
+	char *s;
+	json_object_set_new(c, "vocab_size",
+			    json_integer(rc->m->cfg.vocab_size));
+	json_object_set_new(c, "seq_len", json_integer(rc->m->T));
+	s = json_dumps(c,
+		       JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+	*method = json_dumps(mj, JSON_COMPACT | JSON_SORT_KEYS |
+				     JSON_REAL_PRECISION(17));
+	json_decref(c);
+	json_decref(mj);
+	return s;
+}
+
+/* "format", "writer" and "config" metadata (model_keys_json; with full,
+ * full_config_json and "method"), and the solves with with_solves. -1 when
+ * out of memory. */
+static int add_metadata(struct st_writer *w, const struct run_ctx *rc,
+			const struct bench_config *cfg, int with_solves,
+			int full)
+{
+	char *meth = NULL;
+	char *mks = full ? full_config_json(cfg, rc, &meth)
+			 : model_keys_json(cfg, rc->m);
 	int bad =
 	    st_writer_set_metadata(w, "format", "pt") != 0 ||
 	    st_writer_set_metadata(w, "writer", "deqbench " DQ_VERSION) != 0 ||
-	    (mks && st_writer_set_metadata(w, "config", mks) != 0);
+	    !mks || st_writer_set_metadata(w, "config", mks) != 0 ||
+	    (full && (!meth || st_writer_set_metadata(w, "method", meth) != 0));
 	free(mks);
+	free(meth);
 	if (!bad && with_solves)
 		bad = solves_metadata(w, rc->me) != 0;
 	return bad ? -1 : 0;
@@ -171,17 +253,25 @@ static int add_tensors(struct st_writer *w, const struct run_ctx *rc,
 	return 0;
 }
 
+/* What save_buffer writes besides the tensors. */
+struct save_what {
+	const char *prefix; /* of every parameter's tensor name */
+	const double *loss; /* a float32 [1] "loss" tensor when not NULL */
+	int with_solves;    /* the last step's solves in the metadata */
+	int full_config;    /* the whole config and "method" as metadata */
+};
+
 /* Writes the model's buffer `buf` (params or grads) as float32 tensors
- * named prefix + parameter name, plus a float32 [1] "loss" when loss !=
- * NULL, with the metadata of add_metadata; atomically (st_writer_write).
- * -1 with one line. */
-static int save_buffer(struct run_ctx *rc, const void *buf, const char *prefix,
-		       const double *loss, int with_solves,
+ * named prefix + parameter name, with what's loss tensor and the metadata
+ * of add_metadata; atomically (st_writer_write). -1 with one line. */
+static int save_buffer(struct run_ctx *rc, const void *buf,
+		       const struct save_what *what,
 		       const struct bench_config *cfg, const char *path,
 		       char *err, size_t errlen)
 {
 	struct st_writer *w = st_writer_new();
 	float *f32 = malloc(sizeof(float) * (rc->m->n_param_elems + 1));
+	const double *loss = what->loss;
 	float loss_f = loss ? (float)*loss : 0;
 	int rv = -1;
 
@@ -189,10 +279,11 @@ static int save_buffer(struct run_ctx *rc, const void *buf, const char *prefix,
 		snprintf(err, errlen, "out of host memory");
 		goto out;
 	}
-	if (add_tensors(w, rc, buf, prefix, loss ? &loss_f : NULL, f32, err,
-			errlen) != 0)
+	if (add_tensors(w, rc, buf, what->prefix, loss ? &loss_f : NULL, f32,
+			err, errlen) != 0)
 		goto out;
-	if (add_metadata(w, rc, cfg, with_solves) != 0) {
+	if (add_metadata(w, rc, cfg, what->with_solves, what->full_config) !=
+	    0) {
 		snprintf(err, errlen, "out of host memory");
 		goto out;
 	}
@@ -212,10 +303,18 @@ int runner_params_init(const struct bench_config *cfg, const char *out_path,
 		return -1;
 	if (runner_ctx_create(&rc, cfg, V, err, errlen) != 0)
 		return -1;
-	rv = save_buffer(&rc, rc.m->param_buf, "", NULL, 0, cfg, out_path, err,
+	struct save_what what = {"", NULL, 0, 0};
+	rv = save_buffer(&rc, rc.m->param_buf, &what, cfg, out_path, err,
 			 errlen);
 	runner_ctx_destroy(&rc);
 	return rv;
+}
+
+int runner_save_params(struct run_ctx *rc, const struct bench_config *cfg,
+		       const char *path, char *err, size_t errlen)
+{
+	struct save_what what = {"", NULL, 0, 1};
+	return save_buffer(rc, rc->m->param_buf, &what, cfg, path, err, errlen);
 }
 
 /* ---- deqbench grad ---- */
@@ -316,8 +415,9 @@ int runner_grad(const struct bench_config *cfg_in, const char *params_path,
 	}
 	if (runner_load_params(&rc, params_path, err, errlen) == 0) {
 		if (runner_grad_step(&rc, tokens, &loss, e2, sizeof(e2)) == 0) {
-			rv = save_buffer(&rc, rc.m->grad_buf, "grad.", &loss, 1,
-					 &cfg, out_path, err, errlen);
+			struct save_what what = {"grad.", &loss, 1, 0};
+			rv = save_buffer(&rc, rc.m->grad_buf, &what, &cfg,
+					 out_path, err, errlen);
 			if (stats && rv == 0)
 				*stats = *method_get_stats(rc.me);
 		} else

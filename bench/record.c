@@ -14,15 +14,16 @@
 #include "fileio.h"
 
 static const char *const sections[] = {
-    "suite",  "config", "method",   "model",   "data", "timing",
-    "memory", "solver", "evals",    "quality", "host", "device",
-    "build",  "trace",	"pretrain", NULL,
+    "suite",  "config", "method", "model",    "data",	   "timing",
+    "memory", "solver", "evals",  "quality",  "inference", "host",
+    "device", "build",	"trace",  "pretrain", NULL,
 };
 
 json_t *record_new(void)
 {
 	json_t *r = json_object();
 	json_object_set_new(r, "schema", json_integer(RECORD_SCHEMA));
+	json_object_set_new(r, "kind", json_string("train"));
 	json_object_set_new(r, "status", json_string("error"));
 	json_object_set_new(r, "message", json_string(""));
 	json_object_set_new(r, "started_at", json_null());

@@ -413,8 +413,60 @@ void run_record_quality(struct run *r, const struct eval_result *e)
 	json_object_set_new(q, "valid_spectral_radius",
 			    num_or_null(r->rc.spectral_radius));
 	json_object_set_new(r->rec, "quality", q);
-	json_object_set_new(json_object_get(r->rec, "timing"), "eval_s",
-			    json_real(r->t_eval));
+	if (json_is_object(json_object_get(r->rec, "timing")))
+		json_object_set_new(json_object_get(r->rec, "timing"), "eval_s",
+				    json_real(r->t_eval));
+}
+
+/* Inference figures of the valid evaluation (evaluate.h): timing over the
+ * batches after eval_warmup, evaluations, host reads and the forward solve
+ * over all of them; with memory, the allocator's peaks (meaningful for
+ * deqbench eval, whose method holds only inference's buffers). */
+static json_t *inference_json(const struct run *r, int memory)
+{
+	const struct step_log *l = &r->inf;
+	int n = l->n, w = r->cfg->eval_warmup < n ? r->cfg->eval_warmup : n;
+	int nt = n - w;
+	const struct method_stats *st = method_get_stats(r->rc.me);
+	json_t *o = json_object(), *mem = json_null();
+	double sum_ms = 0;
+
+	for (int i = w; i < n; i++)
+		sum_ms += l->ms[i];
+	json_object_set_new(o, "split", json_string("valid"));
+	json_object_set_new(o, "batches", json_integer(n));
+	json_object_set_new(o, "batches_timed", json_integer(nt));
+	json_object_set_new(o, "step_ms", record_stats_json(l->ms + w, nt));
+	json_object_set_new(o, "tokens_per_s",
+			    nt && sum_ms > 0 ? json_real((double)r->B * r->T *
+							 nt / (sum_ms / 1000))
+					     : json_null());
+	json_object_set_new(o, "forward_evals_per_batch",
+			    num_or_null(mean_of(l->f_ev, n)));
+	json_object_set_new(o, "host_reads_per_batch",
+			    num_or_null(mean_of(l->reads, n)));
+	json_object_set_new(o, "forward_solve",
+			    n && st->has_fwd_solve ? solve_json(&l->fwd, 0, n)
+						   : json_null());
+	if (memory) {
+		mem = json_object();
+		json_object_set_new(mem, "peak_bytes",
+				    mem_json(r->inf_mem.peak));
+		json_object_set_new(mem, "peak_depth_solver_bytes",
+				    size_json(r->inf_mem.peak_depth_solver));
+		json_object_set_new(mem, "peak_total_bytes",
+				    size_json(r->inf_mem.peak_total));
+	}
+	json_object_set_new(o, "memory", mem);
+	json_object_set_new(o, "eval_s", json_real(r->t_eval));
+	return o;
+}
+
+void run_record_inference(struct run *r)
+{
+	if (r->cfg->eval_tokens > 0 && r->inf.mem)
+		json_object_set_new(r->rec, "inference",
+				    inference_json(r, r->eval_only));
 }
 
 void run_record_end(struct run *r)

@@ -31,6 +31,11 @@ void run_record_train(struct run *r);
 /* After evaluation: quality, and timing.eval_s. */
 void run_record_quality(struct run *r, const struct eval_result *q);
 
+/* The record's "inference" object after run_evaluate (results/SCHEMA.md),
+ * when the valid split was evaluated; memory figures only with
+ * r->eval_only. */
+void run_record_inference(struct run *r);
+
 /* Last: status, message (empty when ok, else r->err) and finished_at. */
 void run_record_end(struct run *r);
 

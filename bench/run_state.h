@@ -39,6 +39,11 @@ struct run {
 	void *adam_m, *adam_v; /* (n_param_elems) Adam moments, MEM_OPTIMIZER */
 	int32_t *tok;	       /* (B, T+1) host batch */
 	struct step_log log;
+	/* the evaluation (evaluate.h): per valid batch, and the allocator's
+	 * figures over the valid evaluation */
+	struct step_log inf;
+	struct backend_mem_stats inf_mem;
+	int eval_only; /* deqbench eval: no training */
 	struct pool_track pool;
 
 	/* method_memory's prediction of the deq method's buffers (bytes) */

@@ -151,14 +151,16 @@ void runner_ctx_destroy(struct run_ctx *rc)
 
 /* ---- setup: everything allocated before the timed loop ---- */
 
-/* Corpus, the train split's batcher and the context (backend, model,
- * method, z). 0, or -1 with r->err. */
+/* Corpus, the train split's batcher, the context (backend, model, method,
+ * z) and the parameters of cfg->params when given. 0, or -1 with
+ * r->err. */
 static int setup_context(struct run *r)
 {
 	const struct bench_config *cfg = r->cfg;
 	struct corpus *c = &r->corpus;
 
-	if (runner_precheck(cfg, r->err, sizeof(r->err)) != 0)
+	/* eval: ctx_create checks the inference-only memory */
+	if (!r->eval_only && runner_precheck(cfg, r->err, sizeof(r->err)) != 0)
 		return -1;
 	if (data_load(c, cfg, &r->V, r->err, sizeof(r->err)) != 0)
 		return -1;
@@ -172,9 +174,13 @@ static int setup_context(struct run *r)
 			 cfg->corpus, c->n[CORPUS_TRAIN], r->B, r->T + 1);
 		return -1;
 	}
-	if (ctx_create(&r->rc, cfg, r->V, 1, r->err, sizeof(r->err)) != 0)
+	if (ctx_create(&r->rc, cfg, r->V, !r->eval_only, r->err,
+		       sizeof(r->err)) != 0)
 		return -1;
 	run_record_device(r);
+	if (cfg->params[0] && runner_load_params(&r->rc, cfg->params, r->err,
+						 sizeof(r->err)) != 0)
+		return -1;
 	return 0;
 }
 
@@ -212,6 +218,19 @@ static int setup_training(struct run *r)
 	return 0;
 }
 
+/* deqbench eval's setup: the host batch and the record's method, model
+ * and data; fresh allocator peaks. 0, or -1 with r->err. */
+static int setup_eval(struct run *r)
+{
+	r->tok = malloc((size_t)r->B * (r->T + 1) * sizeof(*r->tok));
+	if (!r->tok) {
+		snprintf(r->err, sizeof(r->err), "out of host memory");
+		return -1;
+	}
+	run_record_setup(r);
+	return 0;
+}
+
 static void run_teardown(struct run *r)
 {
 	free(r->tok);
@@ -224,6 +243,22 @@ static void run_teardown(struct run *r)
 	if (r->have_corpus)
 		corpus_free(&r->corpus);
 	step_log_free(&r->log);
+	step_log_free(&r->inf);
+}
+
+/* save_params= of an ok run: the trained parameters (runner_save_params);
+ * a failed write makes the run an error with the reason. */
+static void save_params(struct run *r)
+{
+	char e[900];
+	if (r->status != RUN_OK || !r->cfg->save_params[0])
+		return;
+	if (runner_save_params(&r->rc, r->cfg, r->cfg->save_params, e,
+			       sizeof(e)) != 0) {
+		snprintf(r->err, sizeof(r->err), "save_params=%.300s: %.600s",
+			 r->cfg->save_params, e);
+		r->status = RUN_ERROR;
+	}
 }
 
 enum run_status runner_run(const struct bench_config *cfg,
@@ -251,6 +286,42 @@ enum run_status runner_run(const struct bench_config *cfg,
 		run_record_train(&r);
 		run_evaluate(&r, &q);
 		run_record_quality(&r, &q);
+		run_record_inference(&r);
+		save_params(&r);
+	}
+	run_record_end(&r);
+	run_teardown(&r);
+	*record = r.rec;
+	return r.status;
+}
+
+enum run_status runner_eval(const struct bench_config *cfg_in,
+			    const struct run_meta *meta, json_t **record)
+{
+	struct bench_config cfg = *cfg_in;
+	struct run r;
+	struct eval_result q;
+
+	cfg.method.inference = 1;
+	memset(&r, 0, sizeof(r));
+	r.cfg = &cfg;
+	r.meta = meta;
+	r.eval_only = 1;
+	r.rec = record_new();
+	r.status = RUN_SETUP_FAILED;
+	r.B = cfg.model.batch_size;
+	r.T = cfg.model.seq_len;
+	json_object_set_new(r.rec, "kind", json_string("eval"));
+	run_record_begin(&r);
+	if (!cfg.params[0])
+		snprintf(r.err, sizeof(r.err),
+			 "params= is required: the safetensors file of the "
+			 "parameters to evaluate (save_params= of a run)");
+	else if (setup_context(&r) == 0 && setup_eval(&r) == 0) {
+		r.status = RUN_OK;
+		run_evaluate(&r, &q);
+		run_record_quality(&r, &q);
+		run_record_inference(&r);
 	}
 	run_record_end(&r);
 	run_teardown(&r);

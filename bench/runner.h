@@ -101,9 +101,31 @@ void runner_ctx_destroy(struct run_ctx *rc);
 int runner_grad_step(struct run_ctx *rc, const int32_t *tokens_host,
 		     double *loss, char *err, size_t errlen);
 
+/* Writes the model's parameters to path as float32 safetensors named as
+ * the model's parameters (params init's layout), with metadata "config"
+ * (every key of cfg as the record's "config", vocab_size and seq_len as the
+ * model has them; compact JSON, sorted keys), "method" (the resolved
+ * method config, as the record's "method"), "format" and "writer";
+ * atomically (a temporary file next to path, then rename). -1 with one
+ * line. */
+int runner_save_params(struct run_ctx *rc, const struct bench_config *cfg,
+		       const char *path, char *err, size_t errlen);
+
+/* deqbench eval: loads cfg->params into cfg's model and method (created
+ * for inference only: method_config.inference), evaluates the valid and
+ * test splits as a training run's evaluation does (evaluate.h) and stores
+ * a record with "kind": "eval" in *record (results/SCHEMA.md): quality,
+ * inference (timing, solver statistics, the allocator's peaks), method,
+ * model, data. Returns the status; RUN_SETUP_FAILED for a missing or
+ * mismatched parameter file or corpus (bad input). */
+enum run_status runner_eval(const struct bench_config *cfg,
+			    const struct run_meta *meta, json_t **record);
+
 /* Loads float32 parameters from a safetensors file into the model: every
- * parameter must be present with the model's shape (1-D to 3-D). -1 with
- * one line naming the file and tensor. */
+ * parameter must be present with the model's shape (1-D to 3-D), and the
+ * file's "config" metadata, when present, must name the same model kind
+ * (and n_heads for the transformer). -1 with one line naming the file and
+ * the tensor or key. */
 int runner_load_params(struct run_ctx *rc, const char *path, char *err,
 		       size_t errlen);
 

@@ -218,7 +218,7 @@ static int expand_runs(struct suite *s, const struct expansion *x,
 }
 
 /* Refuses a member of the suite object other than name, description,
- * base, axes, exclude and repeats. */
+ * command, base, axes, exclude and repeats. */
 static int check_members(const json_t *root, const char *source, char *err,
 			 size_t errlen)
 {
@@ -228,15 +228,35 @@ static int check_members(const json_t *root, const char *source, char *err,
 	{
 		if (strcmp(key, "name") && strcmp(key, "base") &&
 		    strcmp(key, "axes") && strcmp(key, "exclude") &&
-		    strcmp(key, "repeats") && strcmp(key, "description")) {
+		    strcmp(key, "repeats") && strcmp(key, "description") &&
+		    strcmp(key, "command")) {
 			snprintf(err, errlen,
 				 "%s: unknown suite member '%s'; use name, "
-				 "description, base, axes, exclude, repeats",
+				 "description, command, base, axes, exclude, "
+				 "repeats",
 				 source, key);
 			return -1;
 		}
 	}
 	return 0;
+}
+
+/* "command" (NULL: "run") into *eval: "run" trains each run, "eval"
+ * evaluates each run's params= (deqbench eval). */
+static int parse_command(const json_t *cmd, const char *source, int *eval,
+			 char *err, size_t errlen)
+{
+	const char *c = json_string_value(cmd);
+	*eval = 0;
+	if (!cmd)
+		return 0;
+	if (c && (!strcmp(c, "run") || !strcmp(c, "eval"))) {
+		*eval = !strcmp(c, "eval");
+		return 0;
+	}
+	snprintf(err, errlen, "%s: command must be \"run\" or \"eval\"",
+		 source);
+	return -1;
 }
 
 /* "repeats" (NULL: 1) into *repeats: an integer in 1..100000. */
@@ -403,7 +423,9 @@ int suite_expand(struct suite *s, const json_t *root, const char *source,
 	exclude = json_object_get(root, "exclude");
 	snprintf(s->name, sizeof(s->name), "%s",
 		 json_is_string(name) ? json_string_value(name) : source);
-	if (parse_repeats(json_object_get(root, "repeats"), source, &s->repeats,
+	if (parse_command(json_object_get(root, "command"), source, &s->eval,
+			  err, errlen) != 0 ||
+	    parse_repeats(json_object_get(root, "repeats"), source, &s->repeats,
 			  err, errlen) != 0 ||
 	    check_shapes(base, axes, exclude, source, err, errlen) != 0 ||
 	    collect_axes(axes, &ax, source, err, errlen) != 0 ||

@@ -37,6 +37,7 @@ struct suite_run {
 
 struct suite {
 	char name[256];
+	int eval; /* "command": "eval": each run is deqbench eval (params=) */
 	int repeats;
 	struct suite_run *runs;
 	int n_runs;

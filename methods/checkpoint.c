@@ -18,7 +18,8 @@
  * +  4 · n_state        z ping-pong for (re)computation, ḡ ping-pong
  * so with k = round(√L) it grows like √L. Evaluations per training step:
  * L + (L − len(last segment)) forward (one extra per layer outside the last
- * segment), L VJPs.
+ * segment), L VJPs. Inference only (method_config.inference): 4 · n_state
+ * (the layout's vectors), no tapes or checkpoints.
  */
 #include <math.h>
 #include <stdio.h>
@@ -50,8 +51,9 @@ static void ckpt_layout(const struct model *m, const struct method_config *c,
 			struct method_layout *l)
 {
 	(void)m;
-	l->n_tapes = k_of(c);
-	l->n_ckpts = n_segments(c) - 1;
+	/* inference runs all L layers plainly through vectors 0 and 1 */
+	l->n_tapes = c->inference ? 0 : k_of(c);
+	l->n_ckpts = c->inference ? 0 : n_segments(c) - 1;
 	l->n_vecs = 4;
 }
 

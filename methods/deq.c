@@ -73,6 +73,9 @@
  * (solvers.h), shared because the two solves never overlap; with Broyden,
  * 6 n + 2 h n + S h for history h and S = B samples (1 with
  * solver_batching=global). jfb and phantom have no backward solve.
+ * Inference only (method_config.inference, deqbench eval): n_tapes = 1 if
+ * spectral_radius_iters > 0 else 0, n_vecs = 2 for phantom or the spectral
+ * radius else 1, and the forward solver's memory alone.
  * Evaluations per training step: forward solve iterations + 1 forward (+
  * k − 1 for phantom); backward solve iterations + 1 VJPs (jfb: 1, phantom:
  * k); + 2 forwards and 3 VJPs when the regulariser applies.
@@ -131,6 +134,14 @@ static void deq_layout(const struct model *m, const struct method_config *mc,
 	l->n_tapes = phantom ? c->phantom_steps : 1;
 	l->n_vecs = v;
 	l->n_solve = c->b_mode == BMODE_IFT ? 2 : 1;
+	if (mc->inference) {
+		/* the forward solve, the phantom steps' ping-pong vectors, and
+		 * the spectral radius's tape at z* and two vectors */
+		int sr = c->spectral_radius_iters > 0;
+		l->n_tapes = sr;
+		l->n_vecs = phantom || sr ? 2 : 1;
+		l->n_solve = 1;
+	}
 	l->solve[0] = params_of(m, c, 0);
 	l->solve[1] = params_of(m, c, 1);
 }

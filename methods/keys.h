@@ -25,6 +25,9 @@ enum key_role {
 	/* says where results or inputs go, not what is measured (out,
 	 * trace, data_dir): runs differing only here are the same run */
 	KEY_OUTPUT = 2,
+	/* a string key whose empty value means "none" (params,
+	 * save_params); other string keys refuse "" */
+	KEY_EMPTY_OK = 4,
 };
 
 struct key_desc {

@@ -225,6 +225,11 @@ void method_destroy(struct method *me)
 
 void method_forward(struct method *me, const void *u, void *z, int train)
 {
+	if (train && me->cfg.inference) {
+		fprintf(stderr, "deqbench: a training forward on a method "
+				"created for inference\n");
+		abort();
+	}
 	memset(&me->st, 0, sizeof(me->st));
 	me->have_train = train != 0;
 	me->eval_forward = train == 0;

@@ -27,6 +27,12 @@ struct method_config {
 	int method; /* index in the method registry: method_kind_parse() */
 	int layers; /* L for unroll / checkpoint */
 	struct method_opts opts;
+	/* not a key: 1 = the method is created for inference only (deqbench
+	 * eval): its layout holds no tapes or checkpoints beyond what a
+	 * forward with train = 0 uses and only the forward solver's memory,
+	 * so the allocator's peak is inference's; method_forward with
+	 * train != 0 and method_backward abort */
+	int inference;
 };
 
 /* Every method's defaults; method = unroll, layers = 12. */

@@ -7,7 +7,7 @@
  * Depth memory (elements): L · tape + 2 · n_state — every tape is kept, plus
  * two work vectors that carry z between layers in the forward pass and ḡ in
  * the backward pass. Linear in L. Evaluations per training step: L forward,
- * L VJPs.
+ * L VJPs. Inference only (method_config.inference): 2 · n_state, no tapes.
  */
 #include "method_impl.h"
 
@@ -15,7 +15,7 @@ static void unroll_layout(const struct model *m, const struct method_config *c,
 			  struct method_layout *l)
 {
 	(void)m;
-	l->n_tapes = c->layers;
+	l->n_tapes = c->inference ? 0 : c->layers;
 	l->n_vecs = 2;
 }
 

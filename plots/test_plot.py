@@ -106,7 +106,7 @@ def check_key_table(root):
     groups by, not from a copied list."""
     sys.path.insert(0, os.path.join(root, "plots"))
     import records as R  # noqa: E402  (needs the path above)
-    if R.OUTPUT_KEYS != {"out", "trace", "data_dir"}:
+    if R.OUTPUT_KEYS != {"out", "trace", "data_dir", "save_params"}:
         fail(f"output-only keys {sorted(R.OUTPUT_KEYS)}")
     for k in ("method", "k", "f_tol", "solver_batching", "pretrain_steps"):
         if k not in R.METHOD_KEYS:

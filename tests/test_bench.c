@@ -705,6 +705,9 @@ static void drop_volatile(json_t *r)
 	json_object_del(tr, "step_ms");
 	json_object_del(tr, "forward_ms");
 	json_object_del(tr, "backward_ms");
+	json_object_del(json_object_get(r, "inference"), "step_ms");
+	json_object_del(json_object_get(r, "inference"), "tokens_per_s");
+	json_object_del(json_object_get(r, "inference"), "eval_s");
 }
 
 Test(record, deterministic_on_cpu, .timeout = 120)
@@ -1864,4 +1867,220 @@ Test(cli, safetensors_bad_input_exits_2, .init = cli_setup,
 	free(data);
 	json_decref(h);
 	json_decref(h2);
+}
+
+/* ---- save_params and deqbench eval (issue: ε at inference) ---- */
+
+/* Number at path of r (NAN when absent). */
+static double num_at(const json_t *r, const char *path)
+{
+	return json_number_value(at(r, path));
+}
+
+/* A run with save_params, then runner_eval of the file with the same
+ * config: the eval record matches the schema, has kind "eval" and the
+ * run's valid and test perplexity bitwise (same forward, same batches);
+ * the training record carries inference timing too. */
+Test(eval, save_then_eval_reproduces_run, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	const char *methods[] = {"unroll", "deq"};
+	for (int i = 0; i < 2; i++) {
+		struct bench_config c;
+		json_t *tr = NULL, *ev = NULL;
+		struct run_meta meta = {NULL, 0, 0, 0, 1};
+		char p[512], err[256];
+		tiny_config(&c, methods[i]);
+		cli_path(p, sizeof(p), "trained.safetensors");
+		snprintf(c.save_params, sizeof(c.save_params), "%s", p);
+		c.eval_warmup = 0; /* 2 valid batches: time both */
+		cr_assert_eq(runner_run(&c, &meta, &tr), RUN_OK);
+		check_schema(tr);
+		cr_assert_str_eq(json_string_value(at(tr, "kind")), "train");
+		cr_assert_eq(json_integer_value(at(tr, "inference.batches")),
+			     2); /* eval_tokens 64 / (4 * 8) */
+		cr_assert(num_at(tr, "inference.step_ms.median") > 0);
+		cr_assert(json_is_null(at(tr, "inference.memory")));
+		cr_assert(cli_exists(p));
+
+		config_defaults(&c);
+		tiny_config(&c, methods[i]);
+		cr_assert_eq(config_set(&c, "params", p, err, sizeof(err)), 0);
+		cr_assert_eq(runner_eval(&c, &meta, &ev), RUN_OK, "%s",
+			     json_string_value(at(ev, "message")));
+		check_schema(ev);
+		cr_assert_str_eq(json_string_value(at(ev, "kind")), "eval");
+		cr_assert(json_is_null(at(ev, "timing")));
+		cr_assert_eq(num_at(ev, "quality.valid_loss"),
+			     num_at(tr, "quality.valid_loss"), "%s",
+			     methods[i]);
+		cr_assert_eq(num_at(ev, "quality.test_loss"),
+			     num_at(tr, "quality.test_loss"));
+		cr_assert_eq(num_at(ev, "inference.forward_evals_per_batch"),
+			     num_at(tr, "inference.forward_evals_per_batch"));
+		cr_assert(num_at(ev, "inference.memory.peak_total_bytes") > 0);
+		/* inference holds no tapes: depth+solver below training's */
+		cr_assert_lt(
+		    num_at(ev, "inference.memory.peak_depth_solver_bytes"),
+		    num_at(tr, "memory.peak_depth_solver_bytes"));
+		json_decref(tr);
+		json_decref(ev);
+	}
+}
+
+/* The file save_params writes: every parameter under its name, and the
+ * whole resolved config and method as metadata. */
+Test(eval, save_params_metadata, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 60)
+{
+	struct bench_config c;
+	json_t *r = NULL, *h, *md, *cfg, *meth;
+	char p[512], *data;
+	size_t n;
+	tiny_config(&c, "checkpoint");
+	cli_path(p, sizeof(p), "p.safetensors");
+	snprintf(c.save_params, sizeof(c.save_params), "%s", p);
+	cr_assert_eq(runner_run(&c, NULL, &r), RUN_OK);
+	h = st_read(p, &data);
+	cr_assert_not_null(st_get(h, data, "embed.weight", &n));
+	cr_assert_eq(n, 50 * 16);
+	md = json_object_get(h, "__metadata__");
+	cfg = json_loads(json_string_value(json_object_get(md, "config")), 0,
+			 NULL);
+	meth = json_loads(json_string_value(json_object_get(md, "method")), 0,
+			  NULL);
+	cr_assert_not_null(cfg);
+	cr_assert_not_null(meth);
+	cr_assert(
+	    json_equal(json_object_get(cfg, "steps"), at(r, "config.steps")));
+	cr_assert_str_eq(json_string_value(json_object_get(cfg, "method")),
+			 "checkpoint");
+	/* resolved: k = round(sqrt(4)) = 2, not the given 0 */
+	cr_assert_eq(json_integer_value(json_object_get(meth, "k")), 2);
+	json_decref(cfg);
+	json_decref(meth);
+	json_decref(h);
+	free(data);
+	json_decref(r);
+}
+
+/* A looser tolerance at inference stops the solver earlier: fewer forward
+ * evaluations per batch than at the training tolerance. */
+Test(eval, looser_tolerance_fewer_evals, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	struct bench_config c;
+	json_t *r = NULL;
+	struct run_meta meta = {NULL, 0, 0, 0, 1};
+	char p[512], err[256];
+	double evals[2];
+	tiny_config(&c, "deq");
+	cli_path(p, sizeof(p), "d.safetensors");
+	snprintf(c.save_params, sizeof(c.save_params), "%s", p);
+	cr_assert_eq(runner_run(&c, &meta, &r), RUN_OK);
+	json_decref(r);
+	for (int i = 0; i < 2; i++) {
+		tiny_config(&c, "deq");
+		cr_assert_eq(config_set(&c, "params", p, err, sizeof(err)), 0);
+		cr_assert_eq(config_set(&c, "f_tol", i ? "0.3" : "1e-6", err,
+					sizeof(err)),
+			     0);
+		cr_assert_eq(runner_eval(&c, &meta, &r), RUN_OK);
+		evals[i] = num_at(r, "inference.forward_evals_per_batch");
+		json_decref(r);
+	}
+	cr_assert_lt(evals[1], evals[0], "f_tol 0.3: %g, 1e-6: %g", evals[1],
+		     evals[0]);
+}
+
+/* deqbench eval refuses a missing, mismatched or broken parameter file
+ * (and a missing params=) with exit 2 and one line; out= is untouched. */
+Test(eval, bad_params_exit_2, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
+{
+	char res[512], arg[600], p[512], pa[600], junk[512], ja[600];
+	char err[4096];
+	cli_path(res, sizeof(res), "keep.jsonl");
+	cli_write_text(res, "{\"schema\":1,\"status\":\"ok\"}\n");
+	snprintf(arg, sizeof(arg), "out=%s", res);
+	cli_path(p, sizeof(p), "init.safetensors");
+	snprintf(pa, sizeof(pa), "params=%s", p);
+	cli_path(junk, sizeof(junk), "junk.safetensors");
+	cli_write_text(junk, "not a safetensors file");
+	snprintf(ja, sizeof(ja), "params=%s", junk);
+	{
+		char o[600];
+		snprintf(o, sizeof(o), "out=%s", p);
+		const char *a[] = {"params", "init", TINY, o, NULL};
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
+	}
+	{
+		const char *a[] = {"eval", TINY, arg, NULL};
+		expect_bad(a, res, "params= is required");
+	}
+	{
+		const char *a[] = {"eval", TINY, "params=/nonexistent/p", arg,
+				   NULL};
+		expect_bad(a, res, "/nonexistent/p");
+	}
+	{
+		const char *a[] = {"eval", TINY, ja, arg, NULL};
+		expect_bad(a, res, "junk.safetensors");
+	}
+	{
+		const char *a[] = {"eval",
+				   "corpus=synthetic",
+				   "d_model=32",
+				   "n_heads=2",
+				   "d_ff=32",
+				   "seq_len=8",
+				   "batch_size=4",
+				   "eval_tokens=32",
+				   pa,
+				   arg,
+				   NULL};
+		expect_bad(a, res, "embed");
+	}
+	{
+		const char *a[] = {"eval",
+				   "corpus=synthetic",
+				   "d_model=16",
+				   "n_heads=4",
+				   "d_ff=32",
+				   "seq_len=8",
+				   "batch_size=4",
+				   "eval_tokens=32",
+				   pa,
+				   arg,
+				   NULL};
+		expect_bad(a, res, "n_heads=2");
+	}
+	{
+		const char *a[] = {"eval", TINY, pa, arg, NULL};
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
+	}
+}
+
+/* "command" of a suite: "run" (default) or "eval"; anything else is
+ * refused. */
+Test(suite, command_member)
+{
+	struct suite s;
+	char err[512];
+	json_t *ok = json_loads("{\"command\": \"eval\", \"base\": "
+				"{\"params\": \"p.safetensors\"}, \"axes\": "
+				"{\"f_tol\": [0.1, 0.01]}}",
+				0, NULL);
+	json_t *bad =
+	    json_loads("{\"command\": \"train\", \"axes\": {}}", 0, NULL);
+	cr_assert_eq(suite_expand(&s, ok, "s.json", 0, NULL, err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(s.eval, 1);
+	cr_assert_eq(s.n_runs, 2);
+	suite_free(&s);
+	cr_assert_eq(suite_expand(&s, bad, "s.json", 0, NULL, err, sizeof(err)),
+		     -1);
+	cr_assert(strstr(err, "command"), "%s", err);
+	json_decref(ok);
+	json_decref(bad);
 }
