@@ -187,7 +187,32 @@ static void print_summary(const json_t *records)
 	fflush(stdout);
 }
 
-/* params= of a run (required with eval): readable, or -1 with one line. */
+/* save_params= (when given): its directory exists and is writable, so a
+ * long run does not end unable to save. 0, or -1 with one line. */
+static int check_save_params(const struct bench_config *c, char *err,
+			     size_t errlen)
+{
+	char dir[CONFIG_PATH];
+	char *slash;
+	if (!c->save_params[0])
+		return 0;
+	snprintf(dir, sizeof(dir), "%s", c->save_params);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		slash[slash == dir] = 0; /* "/x" keeps "/" */
+	if (access(dir, W_OK | X_OK) == 0)
+		return 0;
+	snprintf(err, errlen,
+		 "save_params=%.800s: directory %.100s: %s; create it or "
+		 "choose another path",
+		 c->save_params, dir, strerror(errno));
+	return -1;
+}
+
+/* params= of a run (required with eval): readable; save_params= of a run
+ * (check_save_params). 0, or -1 with one line. */
 static int check_params_key(const struct bench_config *c, int eval, char *err,
 			    size_t errlen)
 {
@@ -204,7 +229,7 @@ static int check_params_key(const struct bench_config *c, int eval, char *err,
 			 c->params, strerror(errno));
 		return -1;
 	}
-	return 0;
+	return check_save_params(c, err, errlen);
 }
 
 /* ---- run, eval ---- */
