@@ -293,7 +293,8 @@ struct row {
 	char *key, *group;
 	const json_t *first;
 	int n, n_ok;
-	double step_ms[64], ds[64], tot[64], fit[64], bit[64], ppl[64];
+	double step_ms[64], inf_ms[64], ds[64], tot[64], fit[64], bit[64];
+	double ppl[64];
 	double fcv[64], bcv[64]; /* converged fractions */
 	const char *status;
 };
@@ -364,7 +365,7 @@ static struct row *row_for(struct table *t, const json_t *rec,
 /* Adds record REC's figures to row R (the first 64 records of a row). */
 static void row_add(struct row *r, const json_t *rec)
 {
-	int k, ok;
+	int k, ok, eval;
 	const char *st;
 	if (r->n >= 64)
 		return;
@@ -375,11 +376,20 @@ static void row_add(struct row *r, const json_t *rec)
 		r->status = st;
 	r->n_ok += ok;
 	r->step_ms[k] = ok ? record_num(rec, "timing.step_ms.median") : NAN;
-	r->ds[k] = record_num(rec, "memory.peak_depth_solver_bytes");
-	r->tot[k] = record_num(rec, "memory.peak_total_bytes");
-	r->fit[k] = record_num(rec, "solver.forward.iters_mean");
+	r->inf_ms[k] = ok ? record_num(rec, "inference.step_ms.median") : NAN;
+	/* an eval record's memory and solve are its inference's */
+	eval = !strcmp(str_of(rec, "kind", "train"), "eval");
+	r->ds[k] = record_num(rec, eval ? "inference.memory."
+					  "peak_depth_solver_bytes"
+					: "memory.peak_depth_solver_bytes");
+	r->tot[k] = record_num(rec, eval ? "inference.memory.peak_total_bytes"
+					 : "memory.peak_total_bytes");
+	r->fit[k] = record_num(rec, eval ? "inference.forward_solve.iters_mean"
+					 : "solver.forward.iters_mean");
 	r->bit[k] = record_num(rec, "solver.backward.iters_mean");
-	r->fcv[k] = record_num(rec, "solver.forward.converged_fraction");
+	r->fcv[k] = record_num(rec, eval ? "inference.forward_solve."
+					   "converged_fraction"
+					 : "solver.forward.converged_fraction");
 	r->bcv[k] = record_num(rec, "solver.backward.converged_fraction");
 	r->ppl[k] = record_num(rec, "quality.valid_ppl");
 }
@@ -451,11 +461,12 @@ static void group_label(char *group, size_t n, const json_t *cfg,
 static void print_header(FILE *f)
 {
 	fprintf(f, "| group | method | status | runs | step ms | × unroll "
+		   "| infer ms | × unroll "
 		   "| depth+solver MiB | × unroll | total peak MiB | × unroll "
 		   "| fwd iters | fwd converged | bwd iters | bwd converged "
 		   "| valid ppl |\n");
-	fprintf(f, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-		   "---:|---:|---:|---:|\n");
+	fprintf(f, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+		   "---:|---:|---:|---:|---:|\n");
 }
 
 /* One table line: row R's medians and its ratios to its group's unroll
@@ -464,14 +475,18 @@ static void print_row(FILE *f, const struct table *t, struct row *r)
 {
 	const struct row *base = unroll_row(t, r);
 	const json_t *cfg = json_object_get(r->first, "config");
-	char label[256], group[256], c[11][32];
+	char label[256], group[256], c[11][32], inf[2][32];
 	double ms = median_of(r->step_ms, r->n);
+	double ims = median_of(r->inf_ms, r->n);
 	double ds = median_of(r->ds, r->n);
 	double tot = median_of(r->tot, r->n);
 	group_label(group, sizeof(group), cfg, t->varying);
 	method_label(label, sizeof(label), r->first, t->vary_deq);
 	fmt(c[0], 32, ms, "%.2f");
 	fmt(c[1], 32, base ? ms / median_of(base->step_ms, base->n) : NAN,
+	    "%.2f");
+	fmt(inf[0], 32, ims, "%.2f");
+	fmt(inf[1], 32, base ? ims / median_of(base->inf_ms, base->n) : NAN,
 	    "%.2f");
 	fmt(c[2], 32, ds / 1048576.0, "%.2f");
 	fmt(c[3], 32, base ? ds / median_of(base->ds, base->n) : NAN, "%.3f");
@@ -483,10 +498,10 @@ static void print_row(FILE *f, const struct table *t, struct row *r)
 	fmt_pct(c[9], 32, median_of(r->bcv, r->n));
 	fmt(c[10], 32, median_of(r->ppl, r->n), "%.2f");
 	fprintf(f,
-		"| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | "
+		"| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | "
 		"%s | %s | %s | %s | %s |\n",
-		group, label, r->status, r->n, c[0], c[1], c[2], c[3], c[4],
-		c[5], c[6], c[7], c[8], c[9], c[10]);
+		group, label, r->status, r->n, c[0], c[1], inf[0], inf[1], c[2],
+		c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10]);
 }
 
 void record_summary(FILE *f, const json_t *records)

@@ -22,10 +22,18 @@ support, as PNG and SVG beside the file (or in --out-dir), named
   eps-sweep        deq tolerance ε = f_tol against time per step, valid
                    perplexity and solver iterations, and time against
                    perplexity with the Pareto front (lower time and lower
-                   perplexity) marked; needs two f_tol values
+                   perplexity) marked; unroll runs of the same file as
+                   dotted reference lines and points; needs two f_tol values
   residuals        residual after each solver iteration of the last training
                    step, forward and backward (trace.last_fwd_residual_trace,
                    trace.last_bwd_residual_trace; records run with trace=true)
+  eps-infer        records of deqbench eval (kind "eval"): ε = f_tol against
+                   inference time per batch and valid perplexity (one line
+                   per iteration cap f_max_iter), forward evaluations per
+                   batch, and inference time against perplexity for the deq
+                   runs and the unroll runs at each depth L on one chart,
+                   with the Pareto front of all of them; needs two f_tol
+                   values or two unroll depths
   convergence      per deq run, the final residual of the forward and the
                    backward solve at every training step and the fraction of
                    steps whose solve reached its tolerance over a trailing
@@ -120,6 +128,8 @@ class Run:
         self.ds = med("memory.peak_depth_solver_bytes")
         self.tot = med("memory.peak_total_bytes")
         self.ppl = med("quality.valid_ppl")
+        self.inf_ms = med("inference.step_ms.median")
+        self.inf_evals = med("inference.forward_evals_per_batch")
         self.fit = med("solver.forward.iters_mean")
         self.bit = med("solver.backward.iters_mean")
         self.group = R.group_key(self.rec)
@@ -171,6 +181,8 @@ def group_labels(runs):
     """Text of each group: the non-method keys that differ between groups
     ("layers=16"), or "all runs" when there is one group."""
     groups = list(dict.fromkeys(r.group for r in runs))
+    if not groups:
+        return groups, {}
     if len(groups) == 1:
         return groups, {groups[0]: "all runs"}
     cfgs = {g: json.loads(g) for g in groups}
@@ -330,7 +342,21 @@ def pareto(points):
     return keep
 
 
+def unroll_refs(runs, a_time, a_ppl, a_par, t_attr):
+    """Unroll runs as dotted reference lines on the ε panels and starred
+    points on the time-perplexity panel (t_attr: the time to use)."""
+    unr = sorted((r for r in runs if R.method(r.rec) == "unroll"
+                  and getattr(r, t_attr) and r.ppl), key=lambda r: R.cfg(r.rec, "layers"))
+    for u in unr:
+        name = f"unroll L={R.cfg(u.rec, 'layers')}"
+        a_time.axhline(getattr(u, t_attr), color="0.4", ls=":", lw=1.0, label=name)
+        a_ppl.axhline(u.ppl, color="0.4", ls=":", lw=1.0, label=name)
+        a_par.scatter([getattr(u, t_attr)], [u.ppl], marker="*", s=60, color="0.3", label=name)
+    return unr
+
+
 def fig_eps(runs, recs, prefix, written):
+    runs = [r for r in runs if R.kind(r.rec) == "train"]
     deq = [r for r in runs if R.method(r.rec) == "deq"]
     if len({R.cfg(r.rec, "f_tol") for r in deq}) < 2:
         return False
@@ -361,6 +387,8 @@ def fig_eps(runs, recs, prefix, written):
             if r.step_ms and r.ppl:
                 a_par.annotate(f"ε={R.fmt_g(R.cfg(r.rec, 'f_tol'))}", (r.step_ms, r.ppl),
                                textcoords="offset points", xytext=(3, 2), fontsize=5)
+    if len(groups) == 1:
+        unroll_refs(runs, a_time, a_ppl, a_par, "step_ms")
     fr = sorted((pts[i] for i in front), key=lambda p: p[0])
     if fr:
         for ax, idx in ((a_time, 0), (a_ppl, 1)):
@@ -389,6 +417,70 @@ def fig_eps(runs, recs, prefix, written):
     a_it.legend(fontsize=5, ncol=2)
     a_par.legend(fontsize=6)
     return finish(fig, "DEQ solver tolerance sweep", recs, prefix, "eps-sweep", written)
+
+
+def fig_eps_infer(runs, recs, prefix, written):
+    ev = [r for r in runs if R.kind(r.rec) == "eval" and r.inf_ms and r.ppl]
+    deq = [r for r in ev if R.method(r.rec) == "deq"]
+    unr = [r for r in ev if R.method(r.rec) == "unroll"]
+    if len({R.cfg(r.rec, "f_tol") for r in deq}) < 2 and len(unr) < 2:
+        return False
+    caps = sorted({R.cfg(r.rec, "f_max_iter") for r in deq})
+    names = [f"deq f_max_iter={c}" for c in caps]
+    col = colours(names)
+    marks = "osD^v<>"
+    fig, ((a_t, a_p), (a_e, a_par)) = plt.subplots(2, 2, layout="constrained",
+                                                   figsize=(11, 8))
+    for ci, (c, name) in enumerate(zip(caps, names)):
+        rs = sorted((r for r in deq if R.cfg(r.rec, "f_max_iter") == c),
+                    key=lambda r: R.cfg(r.rec, "f_tol"))
+        eps = [R.cfg(r.rec, "f_tol") for r in rs]
+        m = marks[ci % len(marks)]
+        for ax, ys in ((a_t, [r.inf_ms for r in rs]), (a_p, [r.ppl for r in rs]),
+                       (a_e, [r.inf_evals for r in rs])):
+            ax.plot(eps, ys, marker=m, ms=4, color=col[name], label=name)
+        a_par.scatter([r.inf_ms for r in rs], [r.ppl for r in rs], marker=m, s=18,
+                      color=col[name], label=name)
+        for r in rs:
+            a_par.annotate(f"ε={R.fmt_g(R.cfg(r.rec, 'f_tol'))}", (r.inf_ms, r.ppl),
+                           textcoords="offset points", xytext=(3, 2), fontsize=5)
+    unr.sort(key=lambda r: R.cfg(r.rec, "layers"))
+    if unr:
+        a_par.plot([u.inf_ms for u in unr], [u.ppl for u in unr], marker="*", ms=7,
+                   color="0.3", lw=0.8, label="unroll at depth L")
+        for u in unr:
+            a_par.annotate(f"L={R.cfg(u.rec, 'layers')}", (u.inf_ms, u.ppl),
+                           textcoords="offset points", xytext=(3, -7), fontsize=5)
+        best = min(unr, key=lambda u: u.ppl)
+        lab = f"unroll L={R.cfg(best.rec, 'layers')} (its best depth)"
+        a_t.axhline(best.inf_ms, color="0.4", ls=":", lw=1.0, label=lab)
+        a_p.axhline(best.ppl, color="0.4", ls=":", lw=1.0, label=lab)
+        a_e.axhline(best.inf_evals, color="0.4", ls=":", lw=1.0, label=lab)
+    pts = [(r.inf_ms, r.ppl) for r in ev]
+    fr = sorted((pts[i] for i in pareto(pts)), key=lambda p: p[0])
+    a_par.plot([p[0] for p in fr], [p[1] for p in fr], color="k", lw=1.0,
+               drawstyle="steps-post", label="Pareto front (all runs)")
+    a_par.scatter([p[0] for p in fr], [p[1] for p in fr], s=80, facecolors="none",
+                  edgecolors="k", lw=1.0)
+    for ax in (a_t, a_p, a_e):
+        ax.set_xscale("log")
+        ax.set_xlabel("inference tolerance ε = f_tol (relative residual)")
+        ax.grid(True, which="both", alpha=0.3)
+    a_t.set_ylabel("inference time per batch (ms, median)")
+    a_t.set_title("ε against inference time")
+    a_p.set_ylabel("valid perplexity")
+    a_p.set_title("ε against valid perplexity")
+    a_e.set_ylabel("block evaluations per batch (mean)")
+    a_e.set_title("ε against forward evaluations")
+    a_par.set_xlabel("inference time per batch (ms, median)")
+    a_par.set_ylabel("valid perplexity")
+    a_par.set_yscale("log")
+    a_par.set_title("time against perplexity: deq at (ε, cap), unroll at depth L")
+    a_par.grid(True, which="both", alpha=0.3)
+    a_t.legend(fontsize=6)
+    a_par.legend(fontsize=6)
+    return finish(fig, "inference: DEQ tolerance and unrolled depth", recs, prefix,
+                  "eps-infer", written)
 
 
 def trace_of(rec, name):
@@ -525,8 +617,8 @@ def fig_convergence(runs, recs, prefix, written):
                   "convergence", written)
 
 
-FIGURES = (fig_memory_vs_depth, fig_time_ratio, fig_memory_ratio, fig_eps, fig_residuals,
-           fig_convergence)
+FIGURES = (fig_memory_vs_depth, fig_time_ratio, fig_memory_ratio, fig_eps, fig_eps_infer,
+           fig_residuals, fig_convergence)
 
 
 def plot_file(path, out_dir):
@@ -543,7 +635,10 @@ def plot_file(path, out_dir):
         prefix = os.path.join(out_dir, os.path.basename(prefix))
     runs = runs_of(recs)
     label_series(runs)
-    drawn = [f.__name__[4:] for f in FIGURES if f(runs, recs, prefix, written)]
+    # training figures see training records only; eps-infer its eval ones
+    train = [r for r in runs if R.kind(r.rec) == "train"]
+    drawn = [f.__name__[4:] for f in FIGURES
+             if f(runs if f is fig_eps_infer else train, recs, prefix, written)]
     if not drawn:
         print(f"note: {path}: {len(recs)} records support none of the figures "
               "(see plot.py's header for what each needs)", file=sys.stderr)

@@ -120,6 +120,7 @@ def group_key(rec):
     with equal keys are compared with the unroll row among them."""
     c = {k: v for k, v in get(rec, "config", {}).items()
          if k not in METHOD_KEYS and k not in OUTPUT_KEYS}
+    c[" kind"] = kind(rec)
     return json.dumps(c, sort_keys=True)
 
 
@@ -127,7 +128,13 @@ def run_key(rec):
     """Whole config apart from output keys: records with equal keys are
     repeats of one configuration."""
     c = {k: v for k, v in get(rec, "config", {}).items() if k not in OUTPUT_KEYS}
+    c[" kind"] = kind(rec)
     return json.dumps(c, sort_keys=True)
+
+
+def kind(rec):
+    """"train" or "eval" (records before 2026-11-23 lack the field: train)."""
+    return rec.get("kind") or "train"
 
 
 def variant(rec, with_tol=False, with_cap=False):
@@ -221,7 +228,9 @@ def describe(recs):
     if corpus:
         parts.append(f"corpus={corpus}")
     steps = common(lambda r: get(r, "config.steps"))
-    if steps is not None:
+    if all(kind(r) == "eval" for r in recs):
+        parts.append("eval of trained parameters")
+    elif steps is not None:
         parts.append(f"{steps} steps")
     dev = common(device_text)
     parts.append("· " + (dev if dev else "several devices"))

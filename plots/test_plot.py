@@ -14,8 +14,9 @@ status 2 on a missing file; that the convergence figure's per-step flags
 are the records' (their mean is solver.*.converged_fraction) and that the
 fallback for traces without flags (residual <= tolerance) gives the same
 flags; that table.py prints one row per non-unroll run with the converged
-fractions for the deq rows;
-and that the reviewer-question suites in bench/suites expand to the expected
+fractions for the deq rows; that a tiny model saved with save_params and
+evaluated by an eval suite gives kind "eval" records from which plot.py
+draws eps-infer; and that the reviewer-question suites in bench/suites expand to the expected
 number of runs (--dry-run). Exits 77 (meson's skip) when matplotlib is
 missing from this interpreter.
 """
@@ -39,7 +40,7 @@ FIGURES = ["memory-vs-depth", "time-ratio", "memory-ratio", "eps-sweep", "residu
 
 # The reviewer-question suites and the runs each expands to.
 SUITES = {"gc-vs-deq.json": 3, "gc-vs-deq-trellisnet.json": 4, "depth.json": 81,
-          "eps-sweep.json": 20}
+          "eps-sweep.json": 20, "eps-train.json": 6, "eps-infer.json": 31}
 
 TINY = {
     "name": "plots-test",
@@ -98,6 +99,43 @@ def check_convergence_flags(root, recs):
             n += sum(flags)
     if n == 0:
         fail("no deq step of the tiny suite converged: the flags are not exercised")
+
+
+def check_eval_figure(deqbench, tmp, env):
+    """A trained tiny model saved with save_params, evaluated by an eval
+    suite (deq at two tolerances and two caps, unroll at two depths): the
+    records are kind "eval" and plot.py draws eps-infer from them (and no
+    training figure)."""
+    params = os.path.join(tmp, "p.safetensors")
+    base = TINY["base"]
+    kv = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in base.items()]
+    rc, _, err = run([deqbench, "run", *kv, "method=deq", f"save_params={params}",
+                      f"out={os.path.join(tmp, 'train.jsonl')}"])
+    if rc != 0:
+        fail(f"run with save_params exited {rc}: {err[-2000:]}")
+    suite = dict(name="eval-test", command="eval",
+                 base=dict(base, params=params, eval_warmup=0),
+                 axes={"net": [{"method": "deq"}, {"method": "unroll"}],
+                       "f_tol": [0.1, 0.001], "f_max_iter": [2, 4], "layers": [2, 4]},
+                 exclude=[{"method": "unroll", "f_tol": 0.1},
+                          {"method": "unroll", "f_max_iter": 4},
+                          {"method": "deq", "layers": 4}])
+    path = os.path.join(tmp, "eval.json")
+    recs = os.path.join(tmp, "ev", "eval.jsonl")
+    with open(path, "w") as f:
+        json.dump(suite, f)
+    rc, _, err = run([deqbench, "suite", path, f"out={recs}"])
+    if rc != 0:
+        fail(f"eval suite exited {rc}: {err[-2000:]}")
+    with open(recs) as f:
+        lines = [json.loads(l) for l in f if l.strip()]
+    if len(lines) != 6 or any(r.get("kind") != "eval" or r["status"] != "ok" for r in lines):
+        fail(f"eval suite: {[(r.get('kind'), r['status']) for r in lines]}")
+    rc, out, err = run([sys.executable, os.path.join(os.path.dirname(__file__), "plot.py"),
+                        recs], env)
+    stem = recs[: -len(".jsonl")]
+    if rc != 0 or out.split() != [f"{stem}.eps-infer.png", f"{stem}.eps-infer.svg"]:
+        fail(f"plot.py on eval records: exit {rc}, listed {out.split()}: {err}")
 
 
 def check_key_table(root):
@@ -192,6 +230,7 @@ def main():
             fail(f"plot.py on a missing file exited {rc}, want 2")
 
         check_convergence_flags(root, lines)
+        check_eval_figure(deqbench, tmp, env)
 
         # one row per run that is not unroll: 2 checkpoint + 8 deq; the
         # deq rows give "fwd% / bwd%" converged, checkpoint rows a dash
