@@ -28,6 +28,7 @@
 
 #include "../methods/deq.h"
 #include "bench_block.h"
+#include "cmd.h"
 #include "config.h"
 #include "data.h"
 #include "dq_build.h"
@@ -39,9 +40,7 @@
 #include "runner.h"
 #include "suite.h"
 
-#define EXIT_BAD_INPUT 2
-
-static int bad_input(const char *msg)
+int bad_input(const char *msg)
 {
 	fprintf(stderr, "deqbench: %s\n", msg);
 	return EXIT_BAD_INPUT;
@@ -179,7 +178,7 @@ static void print_run_line(const json_t *rec)
 	       record_num(rec, "quality.test_eval_tokens"));
 }
 
-static void print_summary(const json_t *records)
+void print_summary(const json_t *records)
 {
 	fflush(stderr);
 	printf("\n");
@@ -213,8 +212,8 @@ static int check_save_params(const struct bench_config *c, char *err,
 
 /* params= of a run (required with eval): readable; save_params= of a run
  * (check_save_params). 0, or -1 with one line. */
-static int check_params_key(const struct bench_config *c, int eval, char *err,
-			    size_t errlen)
+int check_params_key(const struct bench_config *c, int eval, char *err,
+		     size_t errlen)
 {
 	if (eval && !c->params[0]) {
 		snprintf(err, errlen,
@@ -323,332 +322,6 @@ static int cmd_run_or_eval(int argc, char **argv, int eval)
 	json_decref(rec);
 	json_decref(all);
 	return run_exit_status(st, saved);
-}
-
-/* ---- suite ---- */
-
-/* Exit status of a suite child whose record went to the rescue file. */
-#define CHILD_UNSAVED 3
-
-/* The error record of a suite run whose child died before reporting. */
-static json_t *crash_record(const struct suite *s, const struct suite_run *r,
-			    int wst)
-{
-	json_t *rec = record_new();
-	struct run_meta meta = {s->name, r->index, r->combo, r->repeat, 0};
-	char ts[32];
-	time_t t = time(NULL);
-	struct tm tm;
-
-	json_object_set_new(rec, "config", config_to_json(&r->cfg));
-	json_object_set_new(
-	    rec, "message",
-	    WIFSIGNALED(wst)
-		? json_sprintf("run crashed with signal %d (%s)", WTERMSIG(wst),
-			       strsignal(WTERMSIG(wst)))
-		: json_sprintf("run exited with status %d before writing its "
-			       "record",
-			       WEXITSTATUS(wst)));
-	json_object_set_new(rec, "suite", runner_meta_json(&meta));
-	json_object_set_new(rec, "build", env_build_json());
-	json_object_set_new(rec, "host", env_host_json());
-	gmtime_r(&t, &tm);
-	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	json_object_set_new(rec, "finished_at", json_string(ts));
-	return rec;
-}
-
-/* Reads fd to its end into a NUL-terminated buffer (NULL when empty). */
-static char *read_to_end(int fd)
-{
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		ssize_t got;
-		if (cap - len < 65536) {
-			char *nb = realloc(buf, cap + 65536 + 1);
-			if (!nb)
-				break;
-			buf = nb;
-			cap += 65536;
-		}
-		got = read(fd, buf + len, cap - len);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			break;
-		len += (size_t)got;
-	}
-	if (buf && len)
-		buf[len] = 0;
-	else {
-		free(buf);
-		buf = NULL;
-	}
-	return buf;
-}
-
-/* Child side of run_isolated: runs, saves the record, sends it to the
- * parent through fd and exits 0, or CHILD_UNSAVED when the record could not
- * be appended to out= (record_save kept it). */
-static void child_run(const struct suite *s, const struct suite_run *r,
-		      const struct run_meta *meta, int fd)
-{
-	json_t *x;
-	char *s2;
-	size_t n, off = 0;
-	int saved;
-	(s->eval ? runner_eval : runner_run)(&r->cfg, meta, &x);
-	saved = record_save(r->cfg.out, x) == 0;
-	s2 = json_dumps(x, JSON_COMPACT | JSON_REAL_PRECISION(10));
-	n = s2 ? strlen(s2) : 0;
-	while (off < n) {
-		ssize_t w = write(fd, s2 + off, n - off);
-		if (w <= 0)
-			break;
-		off += (size_t)w;
-	}
-	fflush(NULL);
-	_exit(saved ? 0 : CHILD_UNSAVED);
-}
-
-/* Runs one suite entry in a child process: a crash or an abort inside one
- * run becomes that run's error record and the suite goes on; each record's
- * max RSS is its own run's. The parent never starts OpenMP or BLAS threads,
- * so fork() is safe. *saved: whether the record reached out= (else it is
- * in the rescue file and on stderr). */
-static json_t *run_isolated(const struct suite *s, const struct suite_run *r,
-			    int *saved)
-{
-	int fds[2];
-	pid_t pid;
-	struct run_meta meta = {s->name, r->index, r->combo, r->repeat, 0};
-	char *buf;
-	int wst = 0;
-	json_t *rec = NULL;
-
-	fflush(NULL);
-	pid = pipe(fds) == 0 ? fork() : -2;
-	if (pid == -1) {
-		close(fds[0]);
-		close(fds[1]);
-	}
-	if (pid < 0) {
-		(s->eval ? runner_eval : runner_run)(&r->cfg, &meta, &rec);
-		*saved = record_save(r->cfg.out, rec) == 0;
-		return rec;
-	}
-	if (pid == 0) {
-		close(fds[0]);
-		child_run(s, r, &meta, fds[1]);
-	}
-	close(fds[1]);
-	buf = read_to_end(fds[0]);
-	close(fds[0]);
-	while (waitpid(pid, &wst, 0) < 0 && errno == EINTR)
-		;
-	if (buf)
-		rec = json_loads(buf, 0, NULL);
-	free(buf);
-	if (rec) {
-		*saved = WIFEXITED(wst) && WEXITSTATUS(wst) == 0;
-		return rec;
-	}
-	/* the child died before reporting: record why */
-	rec = crash_record(s, r, wst);
-	*saved = record_save(r->cfg.out, rec) == 0;
-	return rec;
-}
-
-/* The suite's last line: where the records went, or how many of them could
- * not be appended (those are in the rescue file and on stderr). */
-static void suite_final_line(const struct suite *s, size_t n_runs,
-			     int n_unsaved)
-{
-	char rescue[1024];
-	if (!n_unsaved) {
-		printf("\nrecords appended to %s\n", s->runs[0].cfg.out);
-		return;
-	}
-	fflush(stdout);
-	fprintf(stderr,
-		"deqbench: %d of %zu records could not be appended to out=%s; "
-		"each is on stderr above and, unless noted there, in %s\n",
-		n_unsaved, n_runs, s->runs[0].cfg.out,
-		fileio_rescue_path(rescue, sizeof(rescue)));
-}
-
-/* Up-front checks of the runs of shard si/sn, so that bad input exits 2
- * with nothing written whichever shard meets it: every corpus there
- * (loading it also builds its cache once, before the runs fork; a corpus
- * is resolved again only when it differs from the previous run of this
- * shard), every run within memory (memfit.h), then every output
- * writable. */
-static int suite_check_runs(const struct suite *s, int si, int sn, char *err,
-			    size_t errlen)
-{
-	for (int pass = 0; pass < 2; pass++) {
-		const struct bench_config *prev = NULL;
-		int V = 0;
-		for (int i = 0; i < s->n_runs; i++) {
-			const struct bench_config *c = &s->runs[i].cfg;
-			int rc = 0;
-			if (!suite_in_shard(i, si, sn))
-				continue;
-			if (pass == 1) {
-				rc = record_check_out(c->out, err, errlen);
-				if (rc == 0)
-					rc = check_params_key(c, s->eval, err,
-							      errlen);
-			} else {
-				if (!prev || strcmp(c->corpus, prev->corpus) ||
-				    strcmp(c->data_dir, prev->data_dir) ||
-				    c->model.vocab_size !=
-					prev->model.vocab_size)
-					rc = runner_resolve_vocab(c, &V, err,
-								  errlen);
-				if (rc == 0)
-					rc = memfit_check(c, V, NULL, !s->eval,
-							  err, errlen);
-				prev = c;
-			}
-			if (rc != 0)
-				return -1;
-		}
-	}
-	return 0;
-}
-
-#define SUITE_USAGE                                                            \
-	"deqbench suite FILE.json [--dry-run] [--shard I/N] [key=value ...]"
-
-/* What `deqbench suite` was given. */
-struct suite_args {
-	const char *path; /* the suite file */
-	int dry, si, sn;  /* --dry-run, --shard si/sn */
-	int help;	  /* --help given: the usage is printed, nothing runs */
-	int n_over;
-	char **over; /* n_over key=value overrides (argc slots) */
-};
-
-/* Reads the arguments of `deqbench suite` into *a. 0 (after printing the
- * usage when --help comes before any bad argument), or bad input's exit
- * status after its message. */
-static int parse_suite_args(int argc, char **argv, struct suite_args *a)
-{
-	char err[1024];
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--dry-run"))
-			a->dry = 1;
-		else if (!strcmp(argv[i], "--shard") ||
-			 !strncmp(argv[i], "--shard=", 8)) {
-			const char *v = argv[i][7] == '=' ? argv[i] + 8
-					: i + 1 < argc	  ? argv[++i]
-							  : "";
-			if (suite_shard_parse(v, &a->si, &a->sn, err,
-					      sizeof(err)))
-				return bad_input(err);
-		} else if (!strcmp(argv[i], "--help") ||
-			   !strcmp(argv[i], "-h")) {
-			printf("usage: " SUITE_USAGE "\n");
-			a->help = 1;
-			return 0;
-		} else if (argv[i][0] == '-') {
-			snprintf(err, sizeof(err),
-				 "unknown flag '%s'; suite takes --dry-run and "
-				 "--shard I/N",
-				 argv[i]);
-			return bad_input(err);
-		} else if (strchr(argv[i], '='))
-			a->over[a->n_over++] = argv[i];
-		else if (!a->path)
-			a->path = argv[i];
-		else {
-			snprintf(
-			    err, sizeof(err),
-			    "unexpected argument '%s'; usage: " SUITE_USAGE,
-			    argv[i]);
-			return bad_input(err);
-		}
-	}
-	if (!a->path)
-		return bad_input("suite: give a suite file, e.g. deqbench "
-				 "suite bench/suites/default.json");
-	return 0;
-}
-
-/* Loads A's suite file with its overrides, which may not repeat a key. 0,
- * or bad input's exit status after its message. */
-static int load_suite(const struct suite_args *a, struct suite *s)
-{
-	char err[1024], e[1100];
-	if (config_args_unique(a->n_over, a->over, err, sizeof(err)) != 0) {
-		snprintf(e, sizeof(e), "command line: %s", err);
-		return bad_input(e);
-	}
-	if (suite_load(s, a->path, a->n_over, a->over, err, sizeof(err)) != 0)
-		return bad_input(err);
-	return 0;
-}
-
-/* Runs the runs of shard si/sn, each in its own process (run_isolated),
- * then prints the summary table and the last line. Exit status 1 when a
- * run ended in error or a record could not be appended, else 0 (a
- * diverged run is a result). */
-static int run_suite(const struct suite *s, int si, int sn)
-{
-	json_t *records = json_array();
-	int any_error = 0, n_unsaved = 0;
-	for (int i = 0; i < s->n_runs; i++) {
-		json_t *rec;
-		const char *st;
-		int saved;
-		if (!suite_in_shard(i, si, sn))
-			continue;
-		rec = run_isolated(s, &s->runs[i], &saved);
-		n_unsaved += !saved;
-		st = json_string_value(json_object_get(rec, "status"));
-		if (strcmp(st, "ok")) {
-			fprintf(
-			    stderr, "deqbench: run %d %s: %s\n", i, st,
-			    json_string_value(json_object_get(rec, "message")));
-			any_error |= !strcmp(st, "error");
-		}
-		json_array_append_new(records, rec);
-	}
-	print_summary(records);
-	suite_final_line(s, json_array_size(records), n_unsaved);
-	json_decref(records);
-	return any_error || n_unsaved ? 1 : 0;
-}
-
-static int cmd_suite(int argc, char **argv)
-{
-	struct suite_args a = {.sn = 1};
-	char err[1024];
-	struct suite s;
-	int rc;
-
-	if (!(a.over = calloc((size_t)argc + 1, sizeof(*a.over))))
-		return bad_input("out of host memory");
-	rc = parse_suite_args(argc, argv, &a);
-	if (rc == 0 && !a.help)
-		rc = load_suite(&a, &s);
-	free(a.over);
-	if (rc != 0 || a.help)
-		return rc;
-	if (a.dry) {
-		suite_print_runs(&s, a.si, a.sn, stdout);
-		suite_free(&s);
-		return 0;
-	}
-	if (suite_check_runs(&s, a.si, a.sn, err, sizeof(err)) != 0) {
-		suite_free(&s);
-		return bad_input(err);
-	}
-	rc = run_suite(&s, a.si, a.sn);
-	suite_free(&s);
-	return rc;
 }
 
 /* ---- report ---- */
