@@ -63,6 +63,8 @@ static int evaluate_split(struct run *r, int split, struct batcher *b,
 			    method_spectral_radius(r->rc.me);
 		sum += l * per;
 		*n_tokens += per;
+		if (r->eval_prog)
+			progress_update(r->eval_prog, ++r->eval_done, l, NAN);
 	}
 	if (*n_tokens > 0)
 		*mean_loss = sum / *n_tokens;
@@ -100,13 +102,36 @@ static int evaluate_valid(struct run *r, struct eval_result *q)
 	return 0;
 }
 
+/* deqbench eval: a progress bar over the valid and test batches, labelled
+ * like a training run's ("[index] eval METHOD" in a suite). */
+static void eval_progress_begin(struct run *r, struct progress *prog)
+{
+	struct batcher b;
+	size_t n = 0;
+	char label[96];
+	for (int s = CORPUS_VALID; s <= CORPUS_TEST; s++)
+		if (split_batcher(r, s, &b))
+			n += eval_batches(r, &b);
+	if (r->meta && r->meta->suite)
+		snprintf(label, sizeof(label), "[%d] eval %s", r->meta->index,
+			 method_kind_name(r->cfg->method.method));
+	else
+		snprintf(label, sizeof(label), "eval %s",
+			 method_kind_name(r->cfg->method.method));
+	progress_begin(prog, (int)n, label, r->meta && r->meta->quiet);
+	r->eval_prog = prog;
+}
+
 void run_evaluate(struct run *r, struct eval_result *q)
 {
 	double t0 = run_wall_s();
 	struct batcher b;
+	struct progress prog;
 
 	q->valid_loss = q->test_loss = NAN;
 	q->valid_tokens = q->test_tokens = 0;
+	if (r->eval_only && r->status == RUN_OK && r->cfg->eval_tokens > 0)
+		eval_progress_begin(r, &prog);
 	if (r->status == RUN_OK && r->cfg->eval_tokens > 0) {
 		if (evaluate_valid(r, q) != 0 ||
 		    (split_batcher(r, CORPUS_TEST, &b) &&
@@ -114,5 +139,8 @@ void run_evaluate(struct run *r, struct eval_result *q)
 				    NULL, &q->test_loss, &q->test_tokens) != 0))
 			r->status = RUN_ERROR;
 	}
+	if (r->eval_prog)
+		progress_end(&prog, runner_status_name(r->status));
+	r->eval_prog = NULL;
 	r->t_eval = run_wall_s() - t0;
 }

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "data.h"
 #include "pretrain.h"
+#include "progress.h"
 #include "runner.h"
 #include "step_log.h"
 
@@ -44,6 +45,10 @@ struct run {
 	struct step_log inf;
 	struct backend_mem_stats inf_mem;
 	int eval_only; /* deqbench eval: no training */
+	/* deqbench eval's progress over valid and test batches (NULL in a
+	 * training run, whose evaluation is short beside its training) */
+	struct progress *eval_prog;
+	int eval_done;
 	struct pool_track pool;
 
 	/* method_memory's prediction of the deq method's buffers (bytes) */
