@@ -666,3 +666,11 @@ int config_validate(const struct bench_config *c, char *err, size_t errlen)
 	}
 	return 0;
 }
+
+int config_finish(struct bench_config *c, char *err, size_t errlen)
+{
+	if (config_validate(c, err, errlen) != 0)
+		return -1;
+	method_config_resolve(&c->method);
+	return 0;
+}

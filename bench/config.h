@@ -95,6 +95,12 @@ int config_load_file(struct bench_config *c, const char *path, char *err,
  * -1 with one line. */
 int config_validate(const struct bench_config *c, char *err, size_t errlen);
 
+/* The last step of making a config, once: config_validate, then the
+ * method's derived values (method_config_resolve: k = 0 → round(√L),
+ * histories 0 → caps), so that every layer and the record read one
+ * resolved config. 0, or -1 with config_validate's line (c unresolved). */
+int config_finish(struct bench_config *c, char *err, size_t errlen);
+
 /* Every key with its typed value, in table order (new reference). */
 json_t *config_to_json(const struct bench_config *c);
 /* The method keys of m (method, layers and every registered method's own

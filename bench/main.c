@@ -127,7 +127,7 @@ static int parse_config_args(struct bench_config *cfg, int argc, char **argv,
 			return -1;
 		}
 	}
-	if (config_validate(cfg, e, sizeof(e)) != 0) {
+	if (config_finish(cfg, e, sizeof(e)) != 0) {
 		snprintf(err, errlen, "%s", e);
 		return -1;
 	}

@@ -155,7 +155,7 @@ static int resolve_combo(const struct expansion *x, size_t ci,
 	if (x->exclude)
 		json_array_foreach(x->exclude, i,
 				   v) if (excluded_by(c, v)) *keep = 0;
-	if (*keep && config_validate(c, e, sizeof(e)) != 0) {
+	if (*keep && config_finish(c, e, sizeof(e)) != 0) {
 		snprintf(err, errlen, "%s: combination %zu: %s", x->source, ci,
 			 e);
 		return -1;

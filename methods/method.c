@@ -3,6 +3,7 @@
  * (method_impl.h), dispatch and statistics. */
 #include "method.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -107,6 +108,7 @@ void method_config_resolve(struct method_config *c)
 	const struct method_desc *d = desc_of(c);
 	if (d->resolve)
 		d->resolve(c, method_opts_slot(c, c->method));
+	c->resolved = 1;
 }
 
 static size_t solver_need(const struct method_layout *l, size_t n)
@@ -140,9 +142,9 @@ int method_memory(const struct model *m, const struct method_config *cfg,
 	struct method_config c = *cfg;
 	struct method_layout l;
 	size_t tapes, states, solver, e = m->be->elem;
+	assert(cfg->resolved && "method_config_resolve the config first");
 	if (method_config_validate(&c, err, errlen) != 0)
 		return -1;
-	method_config_resolve(&c);
 	memset(&l, 0, sizeof(l));
 	desc_of(&c)->ops->layout(m, &c, &l);
 	depth_elems(m, &l, &tapes, &states);
@@ -167,6 +169,7 @@ int method_create(struct method **out, struct model *m,
 {
 	struct method *me;
 	*out = NULL;
+	assert(cfg->resolved && "method_config_resolve the config first");
 	if (method_config_validate(cfg, err, errlen) != 0)
 		return -1;
 	me = calloc(1, sizeof(*me));
@@ -177,7 +180,6 @@ int method_create(struct method **out, struct model *m,
 	me->m = m;
 	me->cfg = *cfg;
 	me->rng = 1;
-	method_config_resolve(&me->cfg);
 	me->desc = desc_of(&me->cfg);
 	me->ops = me->desc->ops;
 	me->ops->layout(m, &me->cfg, &me->lay);

@@ -33,6 +33,9 @@ struct method_config {
 	 * so the allocator's peak is inference's; method_forward with
 	 * train != 0 and method_backward abort */
 	int inference;
+	/* not a key: set by method_config_resolve; method_create and
+	 * method_memory take only resolved configs (they assert it) */
+	int resolved;
 };
 
 /* Every method's defaults; method = unroll, layers = 12. */
@@ -43,8 +46,9 @@ void method_config_defaults(struct method_config *c);
 int method_config_validate(const struct method_config *c, char *err,
 			   size_t errlen);
 /* Fills the derived values of the chosen method in place: k = 0 →
- * round(√L), f_history/b_history = 0 → f_max_iter/b_max_iter. Idempotent;
- * method_create and method_memory apply it to their copy too. */
+ * round(√L), f_history/b_history = 0 → f_max_iter/b_max_iter, and marks c
+ * resolved. Idempotent. The bench layer resolves its config once
+ * (config_finish); method_create and method_memory assert that it was. */
 void method_config_resolve(struct method_config *c);
 
 /* The method registry (methods/registry.c): registry index of a method

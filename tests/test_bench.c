@@ -33,7 +33,7 @@ Test(config, defaults_are_valid)
 	struct bench_config c;
 	char err[512];
 	config_defaults(&c);
-	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_finish(&c, err, sizeof(err)), 0, "%s", err);
 	cr_assert_str_eq(c.out, "results/runs.jsonl");
 }
 
@@ -113,15 +113,15 @@ Test(config, ranges)
 	/* cross-key checks */
 	config_defaults(&c);
 	c.model.d_model = 65;
-	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert_eq(config_finish(&c, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "n_heads"), "%s", err);
 	config_defaults(&c);
 	c.warmup_steps = c.steps;
-	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert_eq(config_finish(&c, err, sizeof(err)), -1);
 	config_defaults(&c);
 	c.method.method = checkpoint_kind();
 	checkpoint_config(&c.method)->k = 13;
-	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert_eq(config_finish(&c, err, sizeof(err)), -1);
 }
 
 Test(config, file_and_overrides, .init = cli_setup, .fini = cli_teardown)
@@ -317,7 +317,7 @@ static void tiny_config(struct bench_config *c, const char *method)
 		cr_assert_eq(config_set_arg(c, kv[i], err, sizeof(err)), 0,
 			     "%s", err);
 	cr_assert_eq(config_set(c, "method", method, err, sizeof(err)), 0);
-	cr_assert_eq(config_validate(c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_finish(c, err, sizeof(err)), 0, "%s", err);
 }
 
 static const json_t *at(const json_t *o, const char *path)
@@ -779,7 +779,7 @@ Test(record, deq_pretrain_phases, .timeout = 120)
 		     "%s", err);
 	cr_assert_eq(config_set(&c, "pretrain_layers", "3", err, sizeof(err)),
 		     0, "%s", err);
-	cr_assert_eq(config_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_finish(&c, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(runner_run(&c, &meta, &r), RUN_OK, "%s",
 		     json_string_value(json_object_get(r, "message")));
 	check_schema(r);
@@ -957,7 +957,7 @@ Test(config, tf32_only_on_cuda)
 	char err[512];
 	config_defaults(&c);
 	cr_assert_eq(config_set(&c, "tf32", "true", err, sizeof(err)), 0);
-	cr_assert_eq(config_validate(&c, err, sizeof(err)), -1);
+	cr_assert_eq(config_finish(&c, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "tf32") && strstr(err, "device=cuda"), "%s", err);
 }
 
@@ -1689,6 +1689,7 @@ Test(cli, grad_matches_in_process, .init = cli_setup, .fini = cli_teardown,
 		for (int i = 0; gcfg[i]; i++)
 			config_set_arg(&c, gcfg[i], e2, sizeof(e2));
 		if (config_set_arg(&c, karg, e2, sizeof(e2)) != 0 ||
+		    config_finish(&c, e2, sizeof(e2)) != 0 ||
 		    runner_ctx_create(&rc, &c, 40, e2, sizeof(e2)) != 0) {
 			cr_log_info("model=%s skipped: %s", models[ki], e2);
 			continue;
@@ -1727,6 +1728,8 @@ Test(cli, grad_matches_in_process, .init = cli_setup, .fini = cli_teardown,
 			config_set_arg(&c, karg, e2, sizeof(e2));
 			config_set_arg(&c, marg, e2, sizeof(e2));
 			c.model.batch_size = 3;
+			cr_assert_eq(config_finish(&c, e2, sizeof(e2)), 0, "%s",
+				     e2);
 			cr_assert_eq(
 			    runner_ctx_create(&rc, &c, 40, e2, sizeof(e2)), 0,
 			    "%s", e2);

@@ -882,6 +882,7 @@ static void mcase_config(struct bench_config *cfg, const struct mcase *mc,
 	snprintf(cfg->device, sizeof(cfg->device), "%s", device);
 	cfg->threads = 0;
 	cfg->tf32 = 0;
+	method_config_resolve(&cfg->method);
 }
 
 /* Creates the run context, or skips when device is cuda and there is no

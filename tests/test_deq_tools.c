@@ -148,6 +148,7 @@ static size_t depth_of(struct model *m, struct method_config c,
 	if (deq_config(&c)->spectral_radius_iters > 0)
 		cr_assert(isfinite(method_spectral_radius(me)));
 	cr_assert_eq(be->mem.n_allocs, allocs, "a step allocated");
+	method_config_resolve(&c);
 	cr_assert_eq(method_memory(m, &c, &db, &sb, err, sizeof(err)), 0);
 	cr_assert_eq(db, at_create);
 	cr_assert_eq(sb, be->mem.live[MEM_SOLVER]);
@@ -215,7 +216,7 @@ static void tiny(struct bench_config *c, const char *extra[])
 	for (int i = 0; extra[i]; i++)
 		cr_assert_eq(config_set_arg(c, extra[i], err, sizeof(err)), 0,
 			     "%s", err);
-	cr_assert_eq(config_validate(c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(config_finish(c, err, sizeof(err)), 0, "%s", err);
 }
 
 static const json_t *at(const json_t *r, const char *a, const char *b)

@@ -58,6 +58,7 @@ static inline struct method *new_method(struct model *m, struct method_config c)
 {
 	struct method *me = NULL;
 	char err[256] = "";
+	method_config_resolve(&c);
 	cr_assert_eq(method_create(&me, m, &c, err, sizeof(err)), 0, "%s", err);
 	return me;
 }

@@ -377,6 +377,7 @@ Test(init, params_init_writes_preset, .timeout = 60)
 			     "%s", err);
 	snprintf(path, sizeof(path), "/tmp/dq_test_init_%d.safetensors",
 		 (int)getpid());
+	cr_assert_eq(config_finish(&c, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(runner_params_init(&c, path, err, sizeof(err)), 0, "%s",
 		     err);
 	cr_assert_eq(st_read(&f, path, err, sizeof(err)), 0, "%s", err);

@@ -120,6 +120,8 @@ Test(memfit, estimate_equals_the_allocator, .timeout = 120)
 					   sizeof(err));
 			config_set(&c, methods[j][0], methods[j][1], err,
 				   sizeof(err));
+			cr_assert_eq(config_finish(&c, err, sizeof(err)), 0,
+				     "%s", err);
 			cr_assert_eq(
 			    runner_ctx_create(&rc, &c, 37, err, sizeof(err)), 0,
 			    "%s", err);
@@ -166,6 +168,7 @@ Test(memfit, estimate_counts_the_pretraining_unroll, .timeout = 60)
 		cr_assert_eq(
 		    config_set(&c, kv[i][0], kv[i][1], err, sizeof(err)), 0,
 		    "%s", err);
+	cr_assert_eq(config_finish(&c, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(runner_ctx_create(&rc, &c, 37, err, sizeof(err)), 0, "%s",
 		     err);
 	cr_assert_eq(pretrain_create(&pt, &rc, &c, err, sizeof(err)), 0, "%s",

@@ -280,6 +280,7 @@ static struct mem_seen measure(struct model *m, struct method_config c,
 
 	size_t db, sb;
 	char err[256];
+	method_config_resolve(&c);
 	cr_assert_eq(method_memory(m, &c, &db, &sb, err, sizeof(err)), 0);
 	cr_assert_eq(db, r.depth_after_create, "method_memory depth %zu vs %zu",
 		     db, r.depth_after_create);

@@ -337,6 +337,7 @@ static struct method_stats run_deq(struct model *m, struct method_config c)
 {
 	struct method *me = NULL;
 	char err[256];
+	method_config_resolve(&c);
 	cr_assert_eq(method_create(&me, m, &c, err, sizeof(err)), 0, "%s", err);
 	void *z = backend_alloc(m->be, m->n_state, MEM_HEAD);
 	model_zero_grads(m);
@@ -424,6 +425,7 @@ static size_t solver_bytes(struct model *m, struct method_config c)
 	struct method *me = NULL;
 	char err[256];
 	size_t before = m->be->mem.live[MEM_SOLVER], pd, ps;
+	method_config_resolve(&c);
 	cr_assert_eq(method_create(&me, m, &c, err, sizeof(err)), 0, "%s", err);
 	size_t got = m->be->mem.live[MEM_SOLVER] - before;
 	cr_assert_eq(method_memory(m, &c, &pd, &ps, err, sizeof(err)), 0);
