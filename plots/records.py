@@ -159,7 +159,9 @@ def variant(rec, with_tol=False, with_cap=False):
         s += f" JR γ={fmt_g(cfg(rec, 'jac_loss_weight'))}"
     if "broyden" in (fs, bs):
         fh = get(rec, "config.f_history", 0)
-        s += " full history" if fh == 0 else f" history={fh}"
+        # 0 (records before 2026-11-23) or the cap (resolved): every update
+        full = fh == 0 or fh >= get(rec, "config.f_max_iter", 0)
+        s += " full history" if full else f" history={fh}"
     if "anderson" in (fs, bs):
         s += f" m={cfg(rec, 'anderson_m')}"
     if with_cap:
