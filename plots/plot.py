@@ -342,6 +342,23 @@ def pareto(points):
     return keep
 
 
+def front_line(ax, fr, label):
+    """The Pareto front fr (points sorted by time) as a black step line with
+    its points ringed."""
+    ax.plot([p[0] for p in fr], [p[1] for p in fr], color="k", lw=1.0,
+            drawstyle="steps-post", label=label)
+    ax.scatter([p[0] for p in fr], [p[1] for p in fr], s=80, facecolors="none",
+               edgecolors="k", lw=1.0)
+
+
+def eps_axes(axes, xlabel):
+    """Log ε x axes with a grid."""
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xlabel(xlabel)
+        ax.grid(True, which="both", alpha=0.3)
+
+
 def unroll_refs(runs, a_time, a_ppl, a_par, t_attr):
     """Unroll runs as dotted reference lines on the ε panels and starred
     points on the time-perplexity panel (t_attr: the time to use)."""
@@ -395,14 +412,9 @@ def fig_eps(runs, recs, prefix, written):
             ax.scatter([R.cfg(deq[i].rec, "f_tol") for i in front],
                        [pts[i][idx] for i in front], s=80, facecolors="none",
                        edgecolors="k", lw=1.0, label="Pareto front (time, ppl)")
-        a_par.plot([p[0] for p in fr], [p[1] for p in fr], color="k", lw=1.0,
-                   drawstyle="steps-post", label="Pareto front")
-        a_par.scatter([p[0] for p in fr], [p[1] for p in fr], s=80, facecolors="none",
-                      edgecolors="k", lw=1.0)
-    for ax in (a_time, a_ppl, a_it):
-        ax.set_xscale("log")
-        ax.set_xlabel("tolerance ε = f_tol (relative residual ‖f(z)−z‖/‖f(z)‖)")
-        ax.grid(True, which="both", alpha=0.3)
+        front_line(a_par, fr, "Pareto front")
+    eps_axes((a_time, a_ppl, a_it),
+             "tolerance ε = f_tol (relative residual ‖f(z)−z‖/‖f(z)‖)")
     a_time.set_ylabel("time per training step (ms, median)")
     a_time.set_title("ε against time per step")
     a_ppl.set_ylabel("valid perplexity (exp of nats per token)")
@@ -458,14 +470,8 @@ def fig_eps_infer(runs, recs, prefix, written):
         a_e.axhline(best.inf_evals, color="0.4", ls=":", lw=1.0, label=lab)
     pts = [(r.inf_ms, r.ppl) for r in ev]
     fr = sorted((pts[i] for i in pareto(pts)), key=lambda p: p[0])
-    a_par.plot([p[0] for p in fr], [p[1] for p in fr], color="k", lw=1.0,
-               drawstyle="steps-post", label="Pareto front (all runs)")
-    a_par.scatter([p[0] for p in fr], [p[1] for p in fr], s=80, facecolors="none",
-                  edgecolors="k", lw=1.0)
-    for ax in (a_t, a_p, a_e):
-        ax.set_xscale("log")
-        ax.set_xlabel("inference tolerance ε = f_tol (relative residual)")
-        ax.grid(True, which="both", alpha=0.3)
+    front_line(a_par, fr, "Pareto front (all runs)")
+    eps_axes((a_t, a_p, a_e), "inference tolerance ε = f_tol (relative residual)")
     a_t.set_ylabel("inference time per batch (ms, median)")
     a_t.set_title("ε against inference time")
     a_p.set_ylabel("valid perplexity")
