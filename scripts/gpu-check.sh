@@ -10,7 +10,9 @@
 #      next to cuBLAS SGEMM's on the same GEMM shapes, at the issue's shape
 #      (d=128 H=4 F=512 T=64 B=16) and three larger ones;
 #   5. the default suite (unroll, checkpoint, deq) with device=cuda on the
-#      synthetic corpus, records in <dir>/<gpu-name>.jsonl, then the report.
+#      synthetic corpus, records in <dir>/<gpu-name>.jsonl, then the report;
+#   6. save_params and deqbench eval: a DEQ trained 200 steps, evaluated at
+#      two tolerances and unrolled, records in <dir>/<gpu-name>-eval.jsonl.
 #
 #   scripts/gpu-check.sh [LOG_DIR]        (default results/gpu)
 # Environment: DQ_BUILDDIR (default build-gpu), DQ_GPU_STEPS (override the
@@ -96,6 +98,26 @@ step "default suite" "$logdir/suite.log" \
 	"$builddir/bench/deqbench" suite bench/suites/default.json \
 	device=cuda out="$out" "${extra[@]}"
 step report "$logdir/report.txt" "$builddir/bench/deqbench" report "$out"
+
+# 6. save_params and deqbench eval on the GPU (CUDA-event inference timing,
+# inference-only memory): a DEQ of the default suite's shape trained briefly,
+# then evaluated at its training tolerance (valid ppl equal to the run's)
+# and at a loose one, and unrolled at L=12.
+ev="$logdir/$gpu_tag-eval.jsonl"
+params="$logdir/$gpu_tag-deq.safetensors"
+model=(model=transformer d_model=128 n_heads=4 d_ff=512 seq_len=32
+	batch_size=16 init=pytorch device=cuda "${extra[@]}")
+step "train with save_params" "$logdir/eval-train.log" \
+	"$builddir/bench/deqbench" run "${model[@]}" method=deq steps=200 \
+	warmup_steps=20 save_params="$params" out="$ev"
+for e in "method=deq f_tol=0.001" "method=deq f_tol=0.1" \
+	"method=unroll layers=12"; do
+	read -r -a kv <<<"$e"
+	step "eval $e" "$logdir/eval-${kv[1]}.log" \
+		"$builddir/bench/deqbench" eval "${model[@]}" "${kv[@]}" \
+		params="$params" out="$ev"
+done
+rm -f "$params"
 
 if ((${#failed[@]})); then
 	echo "gpu-check: FAILED: ${failed[*]} (logs in $logdir)" >&2
