@@ -87,7 +87,7 @@ int method_config_validate(const struct method_config *c, char *err,
 		return -1;
 	}
 	d = desc_of(c);
-	/* deq has no depth of its own: layers is unroll's and checkpoint's */
+	/* deq has no depth of its own: layers is the others' */
 	if (d->uses_layers && (c->layers < 1 || c->layers > 100000)) {
 		snprintf(
 		    err, errlen,
@@ -294,15 +294,16 @@ void method_gaussian(struct method *me, double *x, size_t n)
 	}
 }
 
-void method_run_plain(struct method *me, const void *u, const void *z_in,
-		      void *z, int n_layers, void *a, void *b)
+const void *method_run_plain(struct method *me, const void *u, const void *z_in,
+			     void *z, int n_layers, void *a, void *b)
 {
 	const void *in = z_in;
 	for (int i = 0; i < n_layers; i++) {
-		void *out = i == n_layers - 1 ? z : (in == a ? b : a);
+		void *out = i == n_layers - 1 && z ? z : (in == a ? b : a);
 		method_f(me, out, in, u, NULL);
 		in = out;
 	}
+	return in;
 }
 
 const void *method_vjp_taped(struct method *me, const void *g, void *gu, int n,

@@ -122,15 +122,17 @@ double method_u01(struct method *me);
 
 /* Applies n_layers ≥ 1 block layers without tapes from z_in, the last
  * output into z, the others alternating between work vectors a and b (z_in
- * may be a or b, z neither). Shared by unroll and checkpoint. */
-void method_run_plain(struct method *me, const void *u, const void *z_in,
-		      void *z, int n_layers, void *a, void *b);
+ * may be a or b, z neither); z NULL: the last output alternates too. Returns
+ * the vector holding the last output. Shared by unroll, checkpoint and
+ * revolve. */
+const void *method_run_plain(struct method *me, const void *u, const void *z_in,
+			     void *z, int n_layers, void *a, void *b);
 
 /* VJP back through the n ≥ 0 layers taped in tapes 0..n-1, last first, from
  * the cotangent g; parameter gradients accumulate, the input cotangents
  * alternate between work vectors a and b (g may be a or b). Returns the
  * vector holding the cotangent of layer 0's input (g itself when n = 0).
- * Shared by unroll and checkpoint. */
+ * Shared by unroll, checkpoint and revolve. */
 const void *method_vjp_taped(struct method *me, const void *g, void *gu, int n,
 			     void *a, void *b);
 
