@@ -63,7 +63,7 @@ static const struct key_desc head_keys[] = {
     ENUM("method", "method", method.method, method_kind_parse, method_kind_name,
 	 "how depth is trained", KEY_METHOD),
     INT("layers", "method", method.layers, 1, 100000,
-	"L for unroll / checkpoint"),
+	"L for unroll / checkpoint / revolve"),
 };
 
 static const struct key_desc tail_keys[] = {

@@ -7,10 +7,12 @@
 
 #include "checkpoint.h"
 #include "deq.h"
+#include "revolve.h"
 
 struct method_opts {
 	struct checkpoint_config checkpoint;
 	struct deq_config deq;
+	struct revolve_config revolve;
 };
 
 #endif

@@ -3,11 +3,13 @@
  * method: docs/ARCHITECTURE.md §Adding a method. */
 #include "method_impl.h"
 
-extern const struct method_desc method_unroll, method_checkpoint, method_deq;
+extern const struct method_desc method_unroll, method_checkpoint, method_deq,
+    method_revolve;
 
 const struct method_desc *const method_registry[] = {
     &method_unroll,
     &method_checkpoint,
     &method_deq,
+    &method_revolve,
     NULL,
 };
