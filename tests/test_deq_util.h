@@ -341,6 +341,23 @@ static inline int fd_params(struct model *m, const double *g, double rtol,
 	return nonzero;
 }
 
+/* loss_only's arguments: m with its batch, a method and a z buffer. */
+struct eval_fx {
+	struct model *m;
+	struct method *me;
+	void *z;
+};
+
+/* The loss of an evaluation forward: what the methods' finite-difference
+ * checks differentiate (fd_params's phi). */
+static inline double loss_only(void *ctx)
+{
+	struct eval_fx *f = ctx;
+	model_inject_forward(f->m);
+	method_forward(f->me, f->m->u, f->z, 0);
+	return model_head_forward(f->m, f->z);
+}
+
 /* A device buffer of n_state elements (tagged MEM_HEAD). */
 static inline void *dev_state(struct model *m)
 {

@@ -45,22 +45,6 @@
 static const struct shape odd = {3, 5, 12, 3, 20, 17};
 static const struct shape pow2 = {2, 8, 16, 4, 32, 32};
 
-/* loss_only's arguments: m with its batch, a method and a z buffer. */
-struct eval_fx {
-	struct model *m;
-	struct method *me;
-	void *z;
-};
-
-/* The loss of an evaluation forward: what check_fd differentiates. */
-static double loss_only(void *ctx)
-{
-	struct eval_fx *f = ctx;
-	model_inject_forward(f->m);
-	method_forward(f->me, f->m->u, f->z, 0);
-	return model_head_forward(f->m, f->z);
-}
-
 /* Scales parameter `name` so that its spectral norm is `target` (power
  * iteration on WᵀW in double, 200 rounds: for these d ≤ 16 matrices the
  * gap makes it exact to ~1e-12). */
