@@ -157,6 +157,10 @@ static void print_run_line(const json_t *rec)
 		snprintf(depth, sizeof(depth), "L=%.0f k=%.0f",
 			 record_num(cfg, "layers"),
 			 record_num(json_object_get(rec, "method"), "k"));
+	else if (meth && !strcmp(meth, "revolve"))
+		snprintf(depth, sizeof(depth), "L=%.0f slots=%.0f",
+			 record_num(cfg, "layers"),
+			 record_num(json_object_get(rec, "method"), "slots"));
 	else
 		snprintf(depth, sizeof(depth), "L=%.0f",
 			 record_num(cfg, "layers"));

@@ -262,11 +262,12 @@ static void method_label(char *buf, size_t n, const json_t *rec,
 	double L = record_num(cfg, "layers");
 	if (!strcmp(meth, "unroll"))
 		snprintf(buf, n, "unroll L=%.0f", L);
-	else if (!strcmp(meth, "checkpoint")) {
-		double k = record_num(m, "k");
+	else if (!strcmp(meth, "checkpoint") || !strcmp(meth, "revolve")) {
+		const char *key = meth[0] == 'c' ? "k" : "slots";
+		double k = record_num(m, key);
 		if (!isfinite(k))
-			k = record_num(cfg, "k");
-		snprintf(buf, n, "checkpoint L=%.0f k=%.0f", L, k);
+			k = record_num(cfg, key);
+		snprintf(buf, n, "%s L=%.0f %s=%.0f", meth, L, key, k);
 	} else if (!strcmp(meth, "deq")) {
 		const char *k2;
 		json_t *v2, *x;

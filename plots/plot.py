@@ -73,8 +73,8 @@ METADATA = {"svg": {"Date": None}, "png": {"Software": None}}
 
 # Keys variant() already shows; other method keys that vary inside a group
 # are appended to the series label.
-SHOWN_KEYS = {"method", "k", "f_solver", "b_solver", "f_history", "b_history",
-              "anderson_m", "b_mode"}
+SHOWN_KEYS = {"method", "k", "slots", "f_solver", "b_solver", "f_history",
+              "b_history", "anderson_m", "b_mode"}
 
 
 def save(fig, prefix, name, written):

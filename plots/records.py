@@ -80,9 +80,9 @@ def method(rec):
 
 
 def depth_of(rec):
-    """The depth axis of the depth plots: L for unroll and checkpoint, the
-    forward iteration cap f_max_iter for deq (the number of block
-    applications the solve may make)."""
+    """The depth axis of the depth plots: L for unroll, checkpoint and
+    revolve, the forward iteration cap f_max_iter for deq (the number of
+    block applications the solve may make)."""
     if method(rec) == "deq":
         return cfg(rec, "f_max_iter")
     return cfg(rec, "layers")
@@ -146,6 +146,9 @@ def variant(rec, with_tol=False, with_cap=False):
     if m == "checkpoint":
         k = get(rec, "config.k", 0)
         return "checkpoint k=round(√L)" if k == 0 else f"checkpoint k={k}"
+    if m == "revolve":
+        s = get(rec, "config.slots", 0)
+        return "revolve slots=round(log2 L)" if s == 0 else f"revolve slots={s}"
     if m != "deq":
         return m
     fs, bs = cfg(rec, "f_solver", "?"), cfg(rec, "b_solver", "?")
@@ -182,6 +185,8 @@ def label(rec):
         return f"unroll L={cfg(rec, 'layers')}"
     if m == "checkpoint":
         return f"checkpoint L={cfg(rec, 'layers')} k={cfg(rec, 'k')}"
+    if m == "revolve":
+        return f"revolve L={cfg(rec, 'layers')} slots={cfg(rec, 'slots')}"
     return variant(rec, with_tol=True, with_cap=True)
 
 
