@@ -480,7 +480,14 @@ def fig_eps_infer(runs, recs, prefix, written):
     a_e.set_title("ε against forward evaluations")
     a_par.set_xlabel("inference time per batch (ms, median)")
     a_par.set_ylabel("valid perplexity")
-    a_par.set_yscale("log")
+    lo = min(p[1] for p in pts)
+    off = [r for r in ev if r.ppl > lo * 1.04]
+    if off:  # zoom on the competitive runs; say which are above
+        a_par.set_ylim(lo * 0.997, lo * 1.04)
+        a_par.text(0.01, 0.99, "above the chart: " + ", ".join(
+            (f"unroll L={R.cfg(r.rec, 'layers')}" if R.method(r.rec) == "unroll"
+             else f"deq ε={R.fmt_g(R.cfg(r.rec, 'f_tol'))}") + f" (ppl {r.ppl:.1f})"
+            for r in off), transform=a_par.transAxes, va="top", fontsize=6)
     a_par.set_title("time against perplexity: deq at (ε, cap), unroll at depth L")
     a_par.grid(True, which="both", alpha=0.3)
     a_t.legend(fontsize=6)
