@@ -5,6 +5,7 @@
  * (docs/ARCHITECTURE.md §Model), written atomically. */
 #include "runner.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,24 @@ static int check_meaning(const struct st_file *f, const struct run_ctx *rc,
 	return rv;
 }
 
+/* Parameters are finite: a NaN or infinity (a diverged run's save, a
+ * corrupted file) would make every loss and gradient NaN without saying
+ * why, so it is refused, naming the tensor and the first bad element. */
+static int check_finite(const double *x, size_t n, const char *path,
+			const char *name, char *err, size_t errlen)
+{
+	for (size_t k = 0; k < n; k++)
+		if (!isfinite(x[k])) {
+			snprintf(err, errlen,
+				 "%s: tensor '%s' holds %g at element %zu; "
+				 "parameters must be finite (a diverged or "
+				 "corrupted save?)",
+				 path, name, x[k], k);
+			return -1;
+		}
+	return 0;
+}
+
 int runner_load_params(struct run_ctx *rc, const char *path, char *err,
 		       size_t errlen)
 {
@@ -104,6 +123,9 @@ int runner_load_params(struct run_ctx *rc, const char *path, char *err,
 		}
 		for (size_t k = 0; k < p->numel; k++)
 			tmp[p->offset + k] = ((const float *)t->data)[k];
+		if (check_finite(tmp + p->offset, p->numel, path, p->name, err,
+				 errlen) != 0)
+			goto out;
 	}
 	rc->be->ops->upload(rc->be->ctx, m->param_buf, tmp, m->n_param_elems);
 	rc->be->ops->sync(rc->be->ctx);

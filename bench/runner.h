@@ -124,8 +124,8 @@ enum run_status runner_eval(const struct bench_config *cfg,
 /* Loads float32 parameters from a safetensors file into the model: every
  * parameter must be present with the model's shape (1-D to 3-D), and the
  * file's "config" metadata, when present, must name the same model kind
- * (and n_heads for the transformer). -1 with one line naming the file and
- * the tensor or key. */
+ * (and n_heads for the transformer), and every value must be finite. -1
+ * with one line naming the file and the tensor or key. */
 int runner_load_params(struct run_ctx *rc, const char *path, char *err,
 		       size_t errlen);
 

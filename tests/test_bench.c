@@ -1838,6 +1838,22 @@ Test(cli, safetensors_bad_input_exits_2, .init = cli_setup,
 		const char *a[] = {"grad", GRAD_CFG, a1, a2, a3, NULL};
 		expect_bad(a, res, "block.ff1.bias");
 	}
+	/* a NaN in a parameter (a diverged run's save): refused by grad
+	 * and eval, naming the tensor */
+	{
+		float *w = (float *)t[0].data;
+		float keep = w[1];
+		char nanp[512], na[600];
+		w[1] = NAN;
+		cli_path(nanp, sizeof(nanp), "nan.safetensors");
+		st_write(nanp, t, n);
+		w[1] = keep;
+		snprintf(na, sizeof(na), "params=%s", nanp);
+		const char *a[] = {"grad", GRAD_CFG, na, a2, a3, NULL};
+		expect_bad(a, res, t[0].name);
+		const char *b[] = {"eval", GRAD_CFG, na, "out=/dev/null", NULL};
+		expect_bad(b, res, "finite");
+	}
 	/* wrong model size: the shapes do not match d_model=32 */
 	cli_path(pp, sizeof(pp), "p.safetensors");
 	snprintf(a1, sizeof(a1), "params=%s", pp);
