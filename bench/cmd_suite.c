@@ -18,6 +18,7 @@
 #include "data.h"
 #include "env.h"
 #include "fileio.h"
+#include "interrupt.h"
 #include "memfit.h"
 #include "record.h"
 #include "runner.h"
@@ -289,6 +290,24 @@ static int load_suite(const struct suite_args *a, struct suite *s)
 	return 0;
 }
 
+/* What an interrupted suite says: from which run on nothing ran (stopped_at
+ * -1: the signal came during the shard's last run). */
+static void interrupted_line(const struct suite *s, int stopped_at)
+{
+	fflush(stdout);
+	if (stopped_at < 0)
+		fprintf(stderr,
+			"deqbench: suite %s interrupted during its last "
+			"run; the records so far are in out=\n",
+			s->name);
+	else
+		fprintf(stderr,
+			"deqbench: suite %s interrupted: runs %d.. of %d did "
+			"not run (deqbench suite FILE --dry-run lists them by "
+			"index); the records so far are in out=\n",
+			s->name, stopped_at, s->n_runs);
+}
+
 /* Runs the runs of shard si/sn, each in its own process (run_isolated),
  * then prints the summary table and the last line. Exit status 1 when a
  * run ended in error or a record could not be appended, else 0 (a
@@ -296,13 +315,18 @@ static int load_suite(const struct suite_args *a, struct suite *s)
 static int run_suite(const struct suite *s, int si, int sn)
 {
 	json_t *records = json_array();
-	int any_error = 0, n_unsaved = 0;
+	int any_error = 0, n_unsaved = 0, stopped_at = -1;
+	interrupt_install();
 	for (int i = 0; i < s->n_runs; i++) {
 		json_t *rec;
 		const char *st;
 		int saved;
 		if (!suite_in_shard(i, si, sn))
 			continue;
+		if (interrupt_signal()) {
+			stopped_at = i;
+			break;
+		}
 		rec = run_isolated(s, &s->runs[i], &saved);
 		n_unsaved += !saved;
 		st = json_string_value(json_object_get(rec, "status"));
@@ -317,6 +341,10 @@ static int run_suite(const struct suite *s, int si, int sn)
 	print_summary(records);
 	suite_final_line(s, json_array_size(records), n_unsaved);
 	json_decref(records);
+	if (interrupt_signal()) {
+		interrupted_line(s, stopped_at);
+		return interrupt_exit_status();
+	}
 	return any_error || n_unsaved ? 1 : 0;
 }
 

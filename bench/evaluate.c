@@ -5,10 +5,12 @@
 #include "evaluate.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 
 #include "../methods/method.h"
 #include "../models/model.h"
+#include "interrupt.h"
 #include "train_step.h"
 
 /* Whole batches of B*T tokens evaluated from a split of the batcher b. */
@@ -65,6 +67,14 @@ static int evaluate_split(struct run *r, int split, struct batcher *b,
 		*n_tokens += per;
 		if (r->eval_prog)
 			progress_update(r->eval_prog, ++r->eval_done, l, NAN);
+		if (interrupt_signal()) {
+			r->status = RUN_INTERRUPTED;
+			snprintf(r->err, sizeof(r->err),
+				 "interrupted by %s during evaluation",
+				 interrupt_signal() == SIGTERM ? "SIGTERM"
+							       : "SIGINT");
+			return -1;
+		}
 	}
 	if (*n_tokens > 0)
 		*mean_loss = sum / *n_tokens;
@@ -137,7 +147,9 @@ void run_evaluate(struct run *r, struct eval_result *q)
 		    (split_batcher(r, CORPUS_TEST, &b) &&
 		     evaluate_split(r, CORPUS_TEST, &b, eval_batches(r, &b),
 				    NULL, &q->test_loss, &q->test_tokens) != 0))
-			r->status = RUN_ERROR;
+			r->status = r->status == RUN_INTERRUPTED
+					? RUN_INTERRUPTED
+					: RUN_ERROR;
 	}
 	if (r->eval_prog)
 		progress_end(&prog, runner_status_name(r->status));

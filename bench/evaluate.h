@@ -27,7 +27,8 @@ struct eval_result {
  * the first valid batch goes to r->rc.spectral_radius (NAN unless deq with
  * spectral_radius_iters). Always sets r->t_eval (wall seconds). Bad token
  * ids: r->status = RUN_ERROR; out of host memory for r->inf: RUN_ERROR;
- * r->err says why. */
+ * r->err says why. SIGINT/SIGTERM (interrupt.h): stops after the current
+ * batch with r->status = RUN_INTERRUPTED. */
 void run_evaluate(struct run *r, struct eval_result *q);
 
 #endif

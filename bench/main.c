@@ -35,6 +35,7 @@
 #include "dq_git.h"
 #include "env.h"
 #include "fileio.h"
+#include "interrupt.h"
 #include "memfit.h"
 #include "record.h"
 #include "runner.h"
@@ -239,10 +240,14 @@ int check_params_key(const struct bench_config *c, int eval, char *err,
 
 /* Exit status of `run` (README): 0 for a result (ok or diverged) appended
  * to out=; 1 when the run failed after setup or its record could not be
- * appended (record_save kept it in the rescue file). RUN_SETUP_FAILED is
- * bad input (2) and handled before any record is saved. */
+ * appended (record_save kept it in the rescue file); 130 / 143 when
+ * SIGINT / SIGTERM interrupted it (its record, status interrupted, is
+ * saved). RUN_SETUP_FAILED is bad input (2) and handled before any record
+ * is saved. */
 static int run_exit_status(enum run_status st, int saved)
 {
+	if (st == RUN_INTERRUPTED)
+		return interrupt_exit_status();
 	return st == RUN_ERROR || !saved ? 1 : 0;
 }
 
@@ -304,6 +309,7 @@ static int cmd_run_or_eval(int argc, char **argv, int eval)
 	    (!eval && runner_precheck(&cfg, err, sizeof(err)) != 0) ||
 	    record_check_out(cfg.out, err, sizeof(err)) != 0)
 		return bad_input(err);
+	interrupt_install();
 	st = (eval ? runner_eval : runner_run)(&cfg, NULL, &rec);
 	msg = json_string_value(json_object_get(rec, "message"));
 	if (st == RUN_SETUP_FAILED) {
@@ -315,7 +321,10 @@ static int cmd_run_or_eval(int argc, char **argv, int eval)
 	saved = record_save(cfg.out, rec) == 0;
 	if (st != RUN_OK)
 		fprintf(stderr, "deqbench: run %s: %s\n",
-			st == RUN_DIVERGED ? "diverged" : "failed", msg);
+			st == RUN_DIVERGED	? "diverged"
+			: st == RUN_INTERRUPTED ? "interrupted"
+						: "failed",
+			msg);
 	all = json_array();
 	json_array_append(all, rec);
 	print_summary(all);

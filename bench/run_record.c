@@ -54,7 +54,10 @@ static void set_now(json_t *rec, const char *key)
 
 const char *runner_status_name(enum run_status s)
 {
-	return s == RUN_OK ? "ok" : s == RUN_DIVERGED ? "diverged" : "error";
+	return s == RUN_OK	      ? "ok"
+	       : s == RUN_DIVERGED    ? "diverged"
+	       : s == RUN_INTERRUPTED ? "interrupted"
+				      : "error";
 }
 
 json_t *runner_meta_json(const struct run_meta *meta)

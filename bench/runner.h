@@ -51,6 +51,9 @@ enum run_status {
 	 * batch_size x (seq_len+1), vocab_size below the corpus's, a run
 	 * that does not fit in memory; the record has no timing */
 	RUN_SETUP_FAILED = 3,
+	/* SIGINT or SIGTERM (interrupt.h): stopped after the current step
+	 * or evaluation batch; the record has the statistics so far */
+	RUN_INTERRUPTED = 4,
 };
 
 /* A run diverges (status "diverged"; it stops at that step, and `deqbench
@@ -68,7 +71,8 @@ enum run_status {
 enum run_status runner_run(const struct bench_config *cfg,
 			   const struct run_meta *meta, json_t **record);
 
-/* The record's status string of s: "ok", "diverged" or "error". */
+/* The record's status string of s: "ok", "diverged", "interrupted" or
+ * "error". */
 const char *runner_status_name(enum run_status s);
 
 /* The record's "suite" object of a suite run: {"name", "index", "combo",

@@ -7,11 +7,13 @@
 #include "train_step.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../methods/method.h"
 #include "../models/model.h"
+#include "interrupt.h"
 #include "progress.h"
 
 /* Adam hyper-parameters (Kingma & Ba 2015 defaults, as the DEQ code). */
@@ -152,6 +154,17 @@ static enum run_status train_step(struct run *r, int s, int measured)
 	return RUN_OK;
 }
 
+/* After step s completed: the run stops here as interrupted (its steps so
+ * far count; no evaluation follows). */
+static void interrupted(struct run *r, int s)
+{
+	r->status = RUN_INTERRUPTED;
+	snprintf(r->err, sizeof(r->err),
+		 "interrupted by %s after step %d of %d",
+		 interrupt_signal() == SIGTERM ? "SIGTERM" : "SIGINT", s,
+		 r->cfg->steps);
+}
+
 /* "[index] method" in a suite, "method" alone otherwise. */
 static void progress_start(const struct run *r, struct progress *prog)
 {
@@ -190,6 +203,10 @@ void train_loop(struct run *r)
 				    ? (double)r->B * r->T *
 					  (s - cfg->warmup_steps) / (tms / 1000)
 				    : NAN);
+		if (interrupt_signal()) {
+			interrupted(r, s);
+			break;
+		}
 	}
 	r->t_train = run_wall_s() - t0;
 	pretrain_end(&r->pt, &r->rc, &r->log);

@@ -2103,3 +2103,130 @@ Test(suite, command_member)
 	json_decref(ok);
 	json_decref(bad);
 }
+
+/* ---- SIGINT / SIGTERM (interrupt.h) ---- */
+
+/* Starts deqbench with args in its own process group (so a test can
+ * signal the group, as a terminal's Ctrl-C does), stderr to cli_dir/
+ * stderr.txt; returns its pid once that file shows a progress line. */
+static pid_t spawn_until_progress(const char *const *args)
+{
+	const char *bin = getenv("DQ_DEQBENCH");
+	char *argv[64], err_p[512];
+	int n = 0;
+	pid_t pid;
+	cr_assert_not_null(bin, "DQ_DEQBENCH must give the deqbench binary");
+	argv[n++] = (char *)bin;
+	for (int i = 0; args[i] && n < 63; i++)
+		argv[n++] = (char *)args[i];
+	argv[n] = NULL;
+	cli_path(err_p, sizeof(err_p), "stderr.txt");
+	fflush(NULL);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		int o = open(err_p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int nul = open("/dev/null", O_WRONLY);
+		setpgid(0, 0);
+		if (o < 0 || nul < 0 || dup2(o, 2) < 0 || dup2(nul, 1) < 0)
+			_exit(126);
+		execv(bin, argv);
+		_exit(127);
+	}
+	for (int t = 0; t < 600; t++) { /* up to 60 s */
+		char *e = cli_read(err_p, NULL);
+		int seen = e && strstr(e, " step ");
+		free(e);
+		if (seen)
+			return pid;
+		usleep(100000);
+	}
+	kill(pid, SIGKILL);
+	cr_assert_fail("deqbench showed no progress line in 60 s");
+	return pid;
+}
+
+static int wait_status(pid_t pid)
+{
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "deqbench died of signal %d",
+		  WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	return WEXITSTATUS(st);
+}
+
+#define LONG_RUN                                                               \
+	"corpus=synthetic", "d_model=16", "n_heads=2", "d_ff=32", "seq_len=8", \
+	    "batch_size=4", "layers=3", "warmup_steps=1", "eval_tokens=32",    \
+	    "threads=1"
+
+/* SIGINT (and SIGTERM) during a run: it stops after the current step,
+ * appends its record with status "interrupted" and the steps so far, and
+ * exits 130 (143). */
+Test(cli, signal_interrupts_run, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
+{
+	const int sigs[2] = {SIGINT, SIGTERM};
+	char out[512], arg[600], err[512];
+	cli_path(out, sizeof(out), "int.jsonl");
+	snprintf(arg, sizeof(arg), "out=%s", out);
+	for (int k = 0; k < 2; k++) {
+		const char *a[] = {
+		    "run",	  LONG_RUN,	  "steps=100000000",
+		    "method=deq", "f_max_iter=3", arg,
+		    NULL};
+		json_t *arr = json_array(), *r;
+		pid_t pid = spawn_until_progress(a);
+		kill(-pid, sigs[k]);
+		cr_assert_eq(wait_status(pid), 128 + sigs[k]);
+		cr_assert_eq(record_read_jsonl(out, arr, err, sizeof(err)), 0,
+			     "%s", err);
+		cr_assert_eq(json_array_size(arr), (size_t)k + 1);
+		r = json_array_get(arr, k);
+		check_schema(r);
+		cr_assert_str_eq(json_string_value(at(r, "status")),
+				 "interrupted");
+		cr_assert(strstr(json_string_value(at(r, "message")),
+				 k ? "SIGTERM" : "SIGINT"));
+		cr_assert_gt(
+		    json_integer_value(at(r, "quality.tokens_trained")), 0);
+		cr_assert(json_is_object(at(r, "solver.forward")));
+		json_decref(arr);
+	}
+}
+
+/* SIGTERM to a suite's parent: the current run (its own process, not
+ * signalled) finishes ok, no later run starts, exit 143 with a line that
+ * says which runs did not run. */
+Test(cli, signal_stops_suite_after_current_run, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	char out[512], arg[600], sp[512], err[512], *e, err_p[512];
+	json_t *arr = json_array();
+	cli_path(out, sizeof(out), "suite.jsonl");
+	snprintf(arg, sizeof(arg), "out=%s", out);
+	cli_path(sp, sizeof(sp), "s.json");
+	cli_write_text(sp, "{\"name\": \"sig\", \"base\": {\"corpus\": "
+			   "\"synthetic\", \"d_model\": 16, \"n_heads\": 2, "
+			   "\"d_ff\": 32, \"seq_len\": 8, \"batch_size\": 4, "
+			   "\"steps\": 3000, \"warmup_steps\": 1, "
+			   "\"eval_tokens\": 32, \"threads\": 1}, \"axes\": "
+			   "{\"layers\": [2, 3, 4]}}");
+	{
+		const char *a[] = {"suite", sp, arg, NULL};
+		pid_t pid = spawn_until_progress(a);
+		kill(pid, SIGTERM); /* the parent only */
+		cr_assert_eq(wait_status(pid), 143);
+	}
+	cr_assert_eq(record_read_jsonl(out, arr, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(json_array_size(arr), 1);
+	cr_assert_str_eq(
+	    json_string_value(at(json_array_get(arr, 0), "status")), "ok");
+	cli_path(err_p, sizeof(err_p), "stderr.txt");
+	e = cli_read(err_p, NULL);
+	cr_assert(e && strstr(e, "interrupted: runs 1.. of 3 did not run"),
+		  "%s", e ? e : "");
+	free(e);
+	json_decref(arr);
+}

@@ -1,0 +1,23 @@
+/* interrupt.h — clean interruption by SIGINT or SIGTERM (README, Exit
+ * status): the first signal only sets a flag that the training loop and the
+ * evaluation read after each step or batch, so the run ends after the
+ * current step and its record says `interrupted` with the statistics so
+ * far; a second signal of either kind ends the process at once (the default
+ * action). A suite's parent process reads the same flag between runs and
+ * stops there. */
+#ifndef DQ_BENCH_INTERRUPT_H
+#define DQ_BENCH_INTERRUPT_H
+
+/* Installs the handlers for SIGINT and SIGTERM (sigaction, SA_RESTART). A
+ * forked child inherits them and its own copy of the flag. */
+void interrupt_install(void);
+
+/* The first signal received (SIGINT or SIGTERM), or 0. */
+int interrupt_signal(void);
+
+/* Exit status of a process ended by interruption: 128 + the signal
+ * (130 for SIGINT, 143 for SIGTERM), as a shell reports a process killed by
+ * it. */
+int interrupt_exit_status(void);
+
+#endif
