@@ -219,12 +219,14 @@ static int suite_check_runs(const struct suite *s, int si, int sn, char *err,
 }
 
 #define SUITE_USAGE                                                            \
-	"deqbench suite FILE.json [--dry-run] [--shard I/N] [key=value ...]"
+	"deqbench suite FILE.json [--dry-run] [--shard I/N] [--resume] "       \
+	"[key=value ...]"
 
 /* What `deqbench suite` was given. */
 struct suite_args {
 	const char *path; /* the suite file */
 	int dry, si, sn;  /* --dry-run, --shard si/sn */
+	int resume;	  /* --resume: skip runs with an ok record in out= */
 	int help;	  /* --help given: the usage is printed, nothing runs */
 	int n_over;
 	char **over; /* n_over key=value overrides (argc slots) */
@@ -239,6 +241,8 @@ static int parse_suite_args(int argc, char **argv, struct suite_args *a)
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--dry-run"))
 			a->dry = 1;
+		else if (!strcmp(argv[i], "--resume"))
+			a->resume = 1;
 		else if (!strcmp(argv[i], "--shard") ||
 			 !strncmp(argv[i], "--shard=", 8)) {
 			const char *v = argv[i][7] == '=' ? argv[i] + 8
@@ -254,8 +258,8 @@ static int parse_suite_args(int argc, char **argv, struct suite_args *a)
 			return 0;
 		} else if (argv[i][0] == '-') {
 			snprintf(err, sizeof(err),
-				 "unknown flag '%s'; suite takes --dry-run and "
-				 "--shard I/N",
+				 "unknown flag '%s'; suite takes --dry-run, "
+				 "--shard I/N and --resume",
 				 argv[i]);
 			return bad_input(err);
 		} else if (strchr(argv[i], '='))
@@ -290,6 +294,83 @@ static int load_suite(const struct suite_args *a, struct suite *s)
 	return 0;
 }
 
+/* ---- --resume ---- */
+
+/* cfg without its output-only keys (out, trace, data_dir, save_params):
+ * what makes two runs the same run. New reference. */
+static json_t *run_identity(const json_t *cfg)
+{
+	json_t *o = json_object(), *v;
+	const char *k;
+	json_object_foreach((json_t *)cfg, k, v)
+	{
+		if (!config_key_is_output(k))
+			json_object_set(o, k, v);
+	}
+	return o;
+}
+
+/* The ok records of the out= files of shard si/sn's runs (each file read
+ * once; a missing file has none), as an array of records; NULL with one
+ * line in err for an unreadable or malformed file. */
+static json_t *load_done(const struct suite *s, int si, int sn, char *err,
+			 size_t errlen)
+{
+	json_t *all = json_array(), *ok = json_array(), *r;
+	size_t i;
+	for (int k = 0; k < s->n_runs; k++) {
+		const char *out = s->runs[k].cfg.out;
+		int seen = 0;
+		if (!suite_in_shard(k, si, sn) || access(out, F_OK) != 0)
+			continue;
+		for (int j = 0; j < k && !seen; j++)
+			seen = suite_in_shard(j, si, sn) &&
+			       !strcmp(s->runs[j].cfg.out, out);
+		if (!seen && record_read_jsonl(out, all, err, errlen) != 0) {
+			json_decref(all);
+			json_decref(ok);
+			return NULL;
+		}
+	}
+	json_array_foreach(all, i, r)
+	{
+		const char *st =
+		    json_string_value(json_object_get(r, "status"));
+		if (st && !strcmp(st, "ok"))
+			json_array_append(ok, r);
+	}
+	json_decref(all);
+	return ok;
+}
+
+/* The ok record in done of the run with config c (same kind, same config
+ * but for output-only keys), or NULL (also when done is NULL). Borrowed. */
+static json_t *done_record(const json_t *done, const struct suite *s,
+			   const struct bench_config *c)
+{
+	json_t *cj, *want, *r, *found = NULL;
+	size_t i;
+	if (!done)
+		return NULL;
+	cj = config_to_json(c);
+	want = run_identity(cj);
+	json_decref(cj);
+	json_array_foreach((json_t *)done, i, r)
+	{
+		const char *kind =
+		    json_string_value(json_object_get(r, "kind"));
+		json_t *have;
+		if (found || (s->eval != (kind && !strcmp(kind, "eval"))))
+			continue;
+		have = run_identity(json_object_get(r, "config"));
+		if (json_equal(have, want))
+			found = r;
+		json_decref(have);
+	}
+	json_decref(want);
+	return found;
+}
+
 /* What an interrupted suite says: from which run on nothing ran (stopped_at
  * -1: the signal came during the shard's last run). */
 static void interrupted_line(const struct suite *s, int stopped_at)
@@ -304,7 +385,9 @@ static void interrupted_line(const struct suite *s, int stopped_at)
 		fprintf(stderr,
 			"deqbench: suite %s interrupted: runs %d.. of %d did "
 			"not run (deqbench suite FILE --dry-run lists them by "
-			"index); the records so far are in out=\n",
+			"index); the records so far are in out=; the same "
+			"command with --resume runs only what has no ok "
+			"record\n",
 			s->name, stopped_at, s->n_runs);
 }
 
@@ -312,10 +395,10 @@ static void interrupted_line(const struct suite *s, int stopped_at)
  * then prints the summary table and the last line. Exit status 1 when a
  * run ended in error or a record could not be appended, else 0 (a
  * diverged run is a result). */
-static int run_suite(const struct suite *s, int si, int sn)
+static int run_suite(const struct suite *s, int si, int sn, const json_t *done)
 {
 	json_t *records = json_array();
-	int any_error = 0, n_unsaved = 0, stopped_at = -1;
+	int any_error = 0, n_unsaved = 0, stopped_at = -1, n_skip = 0;
 	interrupt_install();
 	for (int i = 0; i < s->n_runs; i++) {
 		json_t *rec;
@@ -326,6 +409,15 @@ static int run_suite(const struct suite *s, int si, int sn)
 		if (interrupt_signal()) {
 			stopped_at = i;
 			break;
+		}
+		if ((rec = done_record(done, s, &s->runs[i].cfg))) {
+			fprintf(stderr,
+				"[%d] skipped (--resume): its ok record "
+				"is in out=\n",
+				i);
+			json_array_append(records, rec);
+			n_skip++;
+			continue;
 		}
 		rec = run_isolated(s, &s->runs[i], &saved);
 		n_unsaved += !saved;
@@ -339,6 +431,11 @@ static int run_suite(const struct suite *s, int si, int sn)
 		json_array_append_new(records, rec);
 	}
 	print_summary(records);
+	if (n_skip)
+		printf(
+		    "\n--resume: %d run(s) skipped, their ok records already "
+		    "in out=; their rows above are those records\n",
+		    n_skip);
 	suite_final_line(s, json_array_size(records), n_unsaved);
 	json_decref(records);
 	if (interrupt_signal()) {
@@ -353,6 +450,7 @@ int cmd_suite(int argc, char **argv)
 	struct suite_args a = {.sn = 1};
 	char err[1024];
 	struct suite s;
+	json_t *done = NULL;
 	int rc;
 
 	if (!(a.over = calloc((size_t)argc + 1, sizeof(*a.over))))
@@ -368,11 +466,14 @@ int cmd_suite(int argc, char **argv)
 		suite_free(&s);
 		return 0;
 	}
-	if (suite_check_runs(&s, a.si, a.sn, err, sizeof(err)) != 0) {
+	if (suite_check_runs(&s, a.si, a.sn, err, sizeof(err)) != 0 ||
+	    (a.resume &&
+	     !(done = load_done(&s, a.si, a.sn, err, sizeof(err))))) {
 		suite_free(&s);
 		return bad_input(err);
 	}
-	rc = run_suite(&s, a.si, a.sn);
+	rc = run_suite(&s, a.si, a.sn, done);
+	json_decref(done);
 	suite_free(&s);
 	return rc;
 }

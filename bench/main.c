@@ -2,7 +2,8 @@
  *
  *   deqbench run [FILE.json] [key=value ...]
  *   deqbench eval [FILE.json] [key=value ...] params=P.safetensors
- *   deqbench suite FILE.json [--dry-run] [--shard I/N] [key=value ...]
+ *   deqbench suite FILE.json [--dry-run] [--shard I/N] [--resume]
+ *                  [key=value ...]
  *   deqbench report FILE.jsonl ...
  *   deqbench env
  *   deqbench params init [FILE.json] [key=value ...] out=P.safetensors
@@ -56,7 +57,8 @@ static void usage(FILE *f)
 		"  eval [FILE.json] [key=value ...] params=P.safetensors\n"
 		"                                      evaluate trained "
 		"parameters, append a record\n"
-		"  suite FILE.json [--dry-run] [--shard I/N] [key=value ...]\n"
+		"  suite FILE.json [--dry-run] [--shard I/N] [--resume] "
+		"[key=value ...]\n"
 		"  report FILE.jsonl ...               summary table of "
 		"records\n"
 		"  env                                 host and device facts "

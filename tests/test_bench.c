@@ -2230,3 +2230,72 @@ Test(cli, signal_stops_suite_after_current_run, .init = cli_setup,
 	free(e);
 	json_decref(arr);
 }
+
+/* A suite killed with SIGKILL (parent and child, mid-run) and run again
+ * with --resume ends with exactly one ok record per run; the runs done
+ * before the kill are not run again. */
+Test(cli, resume_after_sigkill, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 180)
+{
+	char out[512], arg[600], sp[512], err[4096], err_p[512];
+	json_t *arr = json_array(), *r;
+	int per_layers[5] = {0}, n_ok = 0;
+	size_t i;
+	cli_path(out, sizeof(out), "suite.jsonl");
+	snprintf(arg, sizeof(arg), "out=%s", out);
+	cli_path(sp, sizeof(sp), "s.json");
+	cli_path(err_p, sizeof(err_p), "stderr.txt");
+	cli_write_text(sp, "{\"name\": \"kill\", \"base\": {\"corpus\": "
+			   "\"synthetic\", \"d_model\": 16, \"n_heads\": 2, "
+			   "\"d_ff\": 32, \"seq_len\": 8, \"batch_size\": 4, "
+			   "\"steps\": 1500, \"warmup_steps\": 1, "
+			   "\"eval_tokens\": 32, \"threads\": 1}, \"axes\": "
+			   "{\"layers\": [2, 3, 4]}}");
+	{
+		const char *a[] = {"suite", sp, arg, NULL};
+		pid_t pid = spawn_until_progress(a);
+		int in_run1 = 0;
+		for (int t = 0; t < 600 && !in_run1; t++) {
+			char *e = cli_read(err_p, NULL);
+			in_run1 = e && strstr(e, "[1] unroll step");
+			free(e);
+			if (!in_run1)
+				usleep(100000);
+		}
+		cr_assert(in_run1, "run 1 never started");
+		kill(-pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	cr_assert_eq(record_read_jsonl(out, arr, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(json_array_size(arr), 1, "only run 0 had finished");
+	json_array_clear(arr);
+	{
+		const char *a[] = {"suite", sp, arg, "--resume", NULL};
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
+		cr_assert(strstr(err, "[0] skipped (--resume)"), "%s", err);
+	}
+	cr_assert_eq(record_read_jsonl(out, arr, err, sizeof(err)), 0, "%s",
+		     err);
+	json_array_foreach(arr, i, r)
+	{
+		if (strcmp(json_string_value(at(r, "status")), "ok"))
+			continue;
+		n_ok++;
+		per_layers[json_integer_value(at(r, "config.layers"))]++;
+	}
+	cr_assert_eq(n_ok, 3);
+	for (int L = 2; L <= 4; L++)
+		cr_assert_eq(per_layers[L], 1, "layers=%d: %d ok records", L,
+			     per_layers[L]);
+	/* resuming a finished suite runs nothing */
+	{
+		const char *a[] = {"suite", sp, arg, "--resume", NULL};
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
+	}
+	json_array_clear(arr);
+	cr_assert_eq(record_read_jsonl(out, arr, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(json_array_size(arr), 3);
+	json_decref(arr);
+}
