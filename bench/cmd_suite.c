@@ -399,6 +399,7 @@ static int run_suite(const struct suite *s, int si, int sn, const json_t *done)
 {
 	json_t *records = json_array();
 	int any_error = 0, n_unsaved = 0, stopped_at = -1, n_skip = 0;
+	int unsaved_at = -1;
 	interrupt_install();
 	for (int i = 0; i < s->n_runs; i++) {
 		json_t *rec;
@@ -429,6 +430,10 @@ static int run_suite(const struct suite *s, int si, int sn, const json_t *done)
 			any_error |= !strcmp(st, "error");
 		}
 		json_array_append_new(records, rec);
+		if (!saved) { /* out= cannot take records: stop here */
+			unsaved_at = i;
+			break;
+		}
 	}
 	print_summary(records);
 	if (n_skip)
@@ -438,6 +443,13 @@ static int run_suite(const struct suite *s, int si, int sn, const json_t *done)
 		    n_skip);
 	suite_final_line(s, json_array_size(records), n_unsaved);
 	json_decref(records);
+	if (unsaved_at >= 0)
+		fprintf(stderr,
+			"deqbench: suite %s stopped after run %d: its record "
+			"could not be appended to out=; the later runs did not "
+			"run; once out= is writable, the same command with "
+			"--resume runs what has no ok record there\n",
+			s->name, unsaved_at);
 	if (interrupt_signal()) {
 		interrupted_line(s, stopped_at);
 		return interrupt_exit_status();

@@ -317,6 +317,50 @@ Test(files, short_write_undone, .init = cli_setup, .fini = cli_teardown,
 	free(after);
 }
 
+/* A suite whose out= stops taking records (a file-size limit as a full
+ * disk) stops after that run instead of running the rest into the rescue
+ * file, keeps out= as it was and says how to go on (--resume). */
+Test(files, suite_stops_when_out_fails, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
+{
+	char out[600], a_out[700], sp[600], rescue[600], err[8192];
+	char *line, *before, *after;
+	size_t len, n0, n1;
+	const char *const one[] = {"run", "corpus=synthetic", a_out, TINY,
+				   NULL};
+	const char *const suite[] = {"suite", sp, a_out, NULL};
+	cli_path(out, sizeof(out), "r.jsonl");
+	snprintf(a_out, sizeof(a_out), "out=%s", out);
+	cli_path(sp, sizeof(sp), "s.json");
+	cli_write_text(sp, "{\"name\": \"full\", \"base\": {\"corpus\": "
+			   "\"synthetic\", \"d_model\": 16, \"n_heads\": 2, "
+			   "\"d_ff\": 32, \"seq_len\": 8, \"batch_size\": 4, "
+			   "\"steps\": 3, \"warmup_steps\": 1, "
+			   "\"eval_tokens\": 32, \"threads\": 1}, \"axes\": "
+			   "{\"layers\": [2, 3, 4]}}");
+	cr_assert_eq(cli_run(one, 0, err, sizeof(err)), 0, "%s", err);
+	line = cli_read(out, &len);
+	{
+		FILE *f = fopen(out, "ab");
+		for (size_t n = len; n < 32768; n += len)
+			fwrite(line, 1, len, f);
+		fclose(f);
+	}
+	before = cli_read(out, &n0);
+	cr_assert_eq(cli_run(suite, (long)n0 + 100, err, sizeof(err)), 1, "%s",
+		     err);
+	cr_assert(strstr(err, "stopped after run 0") && strstr(err, "--resume"),
+		  "stderr: %s", err);
+	cr_assert_null(strstr(err, "run 1"), "run 1 ran: %s", err);
+	after = cli_read(out, &n1);
+	cr_assert(n1 == n0 && !memcmp(before, after, n0), "out= changed");
+	rescue_path(rescue, sizeof(rescue));
+	expect_records(rescue, 1);
+	free(line);
+	free(before);
+	free(after);
+}
+
 /* ---- c. outputs never replace special files -------------------------------- */
 
 /* Identity of what is at path: type, inode and device numbers. */
@@ -496,12 +540,15 @@ Test(files, failed_append_keeps_record, .init = cli_setup, .fini = cli_teardown,
 	cli_path(suite, sizeof(suite), "s.json");
 	cli_write(suite, suite_text, strlen(suite_text));
 	cr_assert_eq(cli_run(st, 0, err, sizeof(err)), 1, "%s", err);
-	cr_assert(strstr(err, "2 of 2 records could not be appended"),
+	/* the suite stops after its first unsaved run (the second would
+	 * only go to the rescue file too) */
+	cr_assert(strstr(err, "1 of 1 records could not be appended") &&
+		      strstr(err, "stopped after run 0"),
 		  "stderr: %s", err);
 	text = cli_read(so, NULL);
 	cr_assert_null(strstr(text, "appended"), "stdout: %s", text);
 	free(text);
-	expect_records(rescue, 3);
+	expect_records(rescue, 2);
 }
 
 /* ---- f. refusals leave nothing; stale temporary files ---------------------- */
