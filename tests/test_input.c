@@ -88,6 +88,22 @@ Test(shard, every_shard_checks_the_corpus_up_front, .init = cli_setup,
 
 /* --------------------------------------------------------- g: memory */
 
+/* c from the defaults and the n pairs key = value of kv, then
+ * runner_ctx_create of it into rc with V = 37; fails the test on error. */
+static void ctx_of(struct bench_config *c, struct run_ctx *rc,
+		   const char *const (*kv)[2], size_t n)
+{
+	char err[512];
+	config_defaults(c);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(
+		    config_set(c, kv[i][0], kv[i][1], err, sizeof(err)), 0,
+		    "%s", err);
+	cr_assert_eq(config_finish(c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(runner_ctx_create(rc, c, 37, err, sizeof(err)), 0, "%s",
+		     err);
+}
+
 /* runner_ctx_create of model `kind`, d_model 12, N = 3·5 = 15 positions,
  * V = 37, key k = v and head_chunk = hc: every category of the tracked
  * allocator equals memfit_estimate's (and training adds Adam's two
@@ -104,16 +120,10 @@ static size_t estimate_vs_allocator(const char *kind, const char *k,
 	    {"d_ff", "20"},	  {"seq_len", "5"},	{"batch_size", "3"},
 	    {"layers", "7"},	  {"threads", "1"},	{"head_chunk", hc},
 	    {"method", "unroll"}, {"method", "unroll"}, {k, v}};
-	config_defaults(&c);
 	if (strcmp(k, "f_solver") == 0)
 		kv[10][1] = "deq";
-	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
-		cr_assert_eq(
-		    config_set(&c, kv[i][0], kv[i][1], err, sizeof(err)), 0,
-		    "%s", err);
-	cr_assert_eq(config_finish(&c, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(runner_ctx_create(&rc, &c, 37, err, sizeof(err)), 0, "%s",
-		     err);
+	ctx_of(&c, &rc, (const char *const(*)[2])kv,
+	       sizeof(kv) / sizeof(kv[0]));
 	cr_assert_eq(
 	    memfit_estimate(&c, 37, rc.be->elem, 0, &e, err, sizeof(err)), 0,
 	    "%s", err);
@@ -181,14 +191,7 @@ Test(memfit, estimate_counts_the_pretraining_unroll, .timeout = 60)
 	struct run_memory e;
 	struct pretrain pt;
 	char err[512];
-	config_defaults(&c);
-	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
-		cr_assert_eq(
-		    config_set(&c, kv[i][0], kv[i][1], err, sizeof(err)), 0,
-		    "%s", err);
-	cr_assert_eq(config_finish(&c, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(runner_ctx_create(&rc, &c, 37, err, sizeof(err)), 0, "%s",
-		     err);
+	ctx_of(&c, &rc, kv, sizeof(kv) / sizeof(kv[0]));
 	cr_assert_eq(pretrain_create(&pt, &rc, &c, err, sizeof(err)), 0, "%s",
 		     err);
 	cr_assert_gt(pt.depth_bytes, 0);
