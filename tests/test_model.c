@@ -18,7 +18,7 @@
  *   5. the chunked head (head_chunk): loss and every gradient equal the
  *      whole head's (cpu, cpu64; bitwise for head_chunk >= N), the head's
  *      peak shrinks by (N - head_chunk)·V elements, and 3. with it;
- *   5. transformer and tanh_cell: "cpu" (float) against "cpu64" forward and
+ *   6. transformer and tanh_cell: "cpu" (float) against "cpu64" forward and
  *      loss; NaN/inf; the parameter table, init statistics, tape/workspace
  *      sizes and FLOPs against the documented formulas; bad configs and
  *      token ids return -1 with a message and leave nothing allocated.
