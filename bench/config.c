@@ -59,6 +59,10 @@ static const struct key_desc head_keys[] = {
     DBL("embed_std", "model", model.embed_std, 0, 1e3,
 	"std of token and position embeddings, N(0, embed_std^2); 0 = the "
 	"preset's"),
+    INT("head_chunk", "model", model.head_chunk, 0, 1 << 30,
+	"positions per chunk of the LM head's softmax-cross-entropy: "
+	"head_chunk*V logits live instead of batch_size*seq_len*V, one more "
+	"head GEMM per step; 0 = off (all at once)"),
 
     ENUM("method", "method", method.method, method_kind_parse, method_kind_name,
 	 "how depth is trained", KEY_METHOD),

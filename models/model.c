@@ -273,6 +273,10 @@ static int check_dims(const struct model_def *def, const struct model_config *c,
 			return model_err(err, errlen, "%s=%d must be positive",
 					 dims[i].key, dims[i].v);
 	}
+	if (c->head_chunk < 0)
+		return model_err(err, errlen,
+				 "head_chunk=%d must be >= 0 (0 = off)",
+				 c->head_chunk);
 	if (def->check && def->check(c, err, errlen) != 0)
 		return -1;
 	/* The ops take int row/column counts: N*max(V, the kind's widest
@@ -364,6 +368,12 @@ int model_shape(struct model *m, struct backend *be,
 	return shape_init(m, be, cfg, specs, err, errlen);
 }
 
+size_t model_head_rows(const struct model *m)
+{
+	size_t N = (size_t)m->B * m->T, K = (size_t)m->cfg.head_chunk;
+	return K > 0 && K < N ? K : N;
+}
+
 void model_memory(const struct model *m, size_t bytes[MEM_NCAT])
 {
 	size_t e = m->be->elem, N = (size_t)m->B * m->T;
@@ -372,9 +382,10 @@ void model_memory(const struct model *m, size_t bytes[MEM_NCAT])
 	bytes[MEM_PARAMS] = e * m->n_param_elems;
 	bytes[MEM_GRADS] = e * m->n_param_elems;
 	/* tokens and targets (int32), x, u, gu, logits, gz: model_create */
-	bytes[MEM_HEAD] = 2 * N * sizeof(int32_t) +
-			  e * (N * (size_t)m->E + 2 * m->n_u +
-			       N * (size_t)m->cfg.vocab_size + m->n_state);
+	bytes[MEM_HEAD] =
+	    2 * N * sizeof(int32_t) +
+	    e * (N * (size_t)m->E + 2 * m->n_u +
+		 model_head_rows(m) * (size_t)m->cfg.vocab_size + m->n_state);
 	bytes[MEM_WORKSPACE] = e * m->def->workspace_elems(m);
 }
 
@@ -393,7 +404,7 @@ static int alloc_device(struct model *m, char *err, size_t errlen)
 	m->x = backend_alloc(be, N * (size_t)m->E, MEM_HEAD);
 	m->u = backend_alloc(be, m->n_u, MEM_HEAD);
 	m->gu = backend_alloc(be, m->n_u, MEM_HEAD);
-	m->logits = backend_alloc(be, N * V, MEM_HEAD);
+	m->logits = backend_alloc(be, model_head_rows(m) * V, MEM_HEAD);
 	m->gz = backend_alloc(be, m->n_state, MEM_HEAD);
 	pv->ws = backend_alloc(be, pv->ws_elems, MEM_WORKSPACE);
 	if (!m->param_buf || !m->grad_buf || !m->tokens || !m->targets ||
@@ -570,29 +581,65 @@ void model_inject_forward(struct model *m)
 			     m->U);
 }
 
+/* Rows [r0, r0 + n) of the head: logits (n,V) = z[r0 .. r0+n, :E] Whᵀ + b
+ * into m->logits, then probabilities in place; returns their mean
+ * cross-entropy. z[:, :E] is the (N,E) matrix at the start of z. */
+static double head_chunk_forward(struct model *m, const void *z, int r0, int n)
+{
+	int V = m->cfg.vocab_size;
+	const void *zc = dq_at(m->be, z, (size_t)r0 * m->E);
+	model_linear_forward(m, m->logits, 0.0, zc, m->n_params - 2, n, m->E,
+			     V);
+	return be_xent_forward(m->be, m->logits, m->logits, m->targets + r0, n,
+			       V);
+}
+
+/* Rows [r0, r0 + n) of the head's backward from the probabilities in
+ * m->logits: dlogits = (probs - onehot) / N in place; gz rows (n,E) =
+ * dlogits Wh; dWh (V,E) += dlogitsᵀ z rows; dbh += Σ rows. */
+static void head_chunk_backward(struct model *m, const void *z, int r0, int n)
+{
+	int N = m->B * m->T, E = m->E, V = m->cfg.vocab_size;
+	size_t off = (size_t)r0 * E;
+	be_xent_backward(m->be, m->logits, m->logits, m->targets + r0, n, V,
+			 1.0 / (double)N);
+	model_linear_backward(m, dq_at(m->be, m->gz, off), 0.0, m->logits,
+			      dq_at(m->be, z, off), m->n_params - 2, n, E, V,
+			      1);
+}
+
 double model_head_forward(struct model *m, const void *z)
 {
-	int N = m->B * m->T, V = m->cfg.vocab_size;
+	int N = m->B * m->T, K = (int)model_head_rows(m);
 	((struct model_priv *)m->priv)->head_z = z;
-	/* logits (N,V) = z[:, :E] Whᵀ + b, then probabilities in place;
-	 * z[:, :E] is the (N,E) matrix at the start of z */
-	model_linear_forward(m, m->logits, 0.0, z, m->n_params - 2, N, m->E, V);
-	return be_xent_forward(m->be, m->logits, m->logits, m->targets, N, V);
+	if (K == N)
+		return head_chunk_forward(m, z, 0, N);
+	/* chunked: Σ over chunks of rows · chunk mean, in double */
+	double total = 0;
+	for (int r0 = 0; r0 < N; r0 += K) {
+		int n = N - r0 < K ? N - r0 : K;
+		total += (double)n * head_chunk_forward(m, z, r0, n);
+	}
+	return total / (double)N;
 }
 
 /* Reads the z given to the last model_head_forward: the caller keeps it
  * unchanged in between. */
 void model_head_backward(struct model *m)
 {
-	int N = m->B * m->T, E = m->E, V = m->cfg.vocab_size;
+	int N = m->B * m->T, E = m->E, K = (int)model_head_rows(m);
 	const void *z = ((struct model_priv *)m->priv)->head_z;
-	/* dlogits (N,V) = (probs - onehot) / N, in place */
-	be_xent_backward(m->be, m->logits, m->logits, m->targets, N, V,
-			 1.0 / (double)N);
-	/* gz[:, :E] (N,E) = dlogits Wh; dWh (V,E) += dlogitsᵀ z[:, :E];
-	 * dbh += Σ rows */
-	model_linear_backward(m, m->gz, 0.0, m->logits, z, m->n_params - 2, N,
-			      E, V, 1);
+	if (K == N) {
+		/* one chunk: the forward left its probabilities */
+		head_chunk_backward(m, z, 0, N);
+	} else {
+		/* each chunk's probabilities again, then its backward */
+		for (int r0 = 0; r0 < N; r0 += K) {
+			int n = N - r0 < K ? N - r0 : K;
+			head_chunk_forward(m, z, r0, n);
+			head_chunk_backward(m, z, r0, n);
+		}
+	}
 	/* the rest of the state (trellisnet's c) does not reach the head */
 	size_t ne = (size_t)N * E;
 	if (m->n_state > ne)

@@ -79,6 +79,9 @@ struct model_config {
 	double init_std;      /* > 0: every linear/conv weight N(0, init_std²)
 			   * instead of the preset's (not cell.weight) */
 	double embed_std;     /* > 0: embed and pos_embed N(0, embed_std²) */
+	int head_chunk;	      /* > 0: the head works on chunks of this many
+			       * positions (see model_head_forward); 0 = all
+			       * N = B·T at once */
 };
 
 /* One named parameter tensor inside the single parameter allocation.
@@ -121,7 +124,8 @@ struct model {
 	void *x;	  /* (B,T,E) embed + pos */
 	void *u;	  /* (B,T,U) injection */
 	void *gu;	  /* (B,T,U) dL/du accumulated by block vjps */
-	void *logits;	  /* (B,T,V) logits, then probs, then dlogits */
+	void *logits;	  /* (K,V) logits, then probs, then dlogits of K =
+			   * model_head_rows() positions at a time */
 	void *gz;	  /* (B,T,d) dL/dz from the head */
 
 	void *priv; /* private state (model_impl.h), incl. workspace */
@@ -131,7 +135,7 @@ struct model {
  * head buffers and workspace, and initialises parameters deterministically
  * from cfg->seed (identical values on every backend).
  * Errors (-1, one line in err, nothing left allocated): d, H, F, T, B, V not
- * positive; d not divisible by H; trellisnet with 4 d_model² > INT_MAX;
+ * positive; head_chunk negative; d not divisible by H; trellisnet with 4 d_model² > INT_MAX;
  * an unknown init preset, init_std or embed_std negative or not finite;
  * out of device memory. */
 int model_create(struct model **out, struct backend *be,
@@ -149,9 +153,14 @@ int model_shape(struct model *m, struct backend *be,
 
 /* Bytes model_create allocates for m, per category (params, grads, head,
  * workspace; the others 0): params and grads n_param_elems elements each,
- * head 2·N int32 token ids plus N·E + 2·N·U + N·V + n_state elements (x, u,
- * gu, logits, gz), workspace the kind's workspace (N = B·T). */
+ * head 2·N int32 token ids plus N·E + 2·N·U + K·V + n_state elements (x, u,
+ * gu, logits, gz; K = model_head_rows(m)), workspace the kind's workspace
+ * (N = B·T). */
 void model_memory(const struct model *m, size_t bytes[MEM_NCAT]);
+
+/* Rows K of the head's logits buffer m->logits (K, V): N = B·T when
+ * cfg.head_chunk is 0 or >= N, else head_chunk. */
+size_t model_head_rows(const struct model *m);
 
 /* Elements (of the backend type) one block application's tape needs; the
  * tape holds everything model_block_vjp reads, z_in included. */
@@ -182,11 +191,22 @@ int model_set_batch(struct model *m, const int32_t *tokens_host, char *err,
 void model_inject_forward(struct model *m);
 /* logits = z[:, :E] headᵀ + head.bias, z[:, :E] the first B*T*E elements
  * of z; returns the mean next-token cross-entropy in nats over B*T
- * positions. Leaves probabilities for model_head_backward. */
+ * positions. Leaves probabilities for model_head_backward.
+ *
+ * Chunked head (cfg.head_chunk = K, 0 < K < N = B·T): the positions are
+ * taken K at a time (the last chunk N mod K when that is not 0), so only
+ * K·V logits are live instead of N·V: per chunk the logits (one GEMM),
+ * the softmax in place and the chunk's loss (be_xent_forward, one host
+ * read per chunk); the mean over N is Σ chunk losses · rows / N, summed in
+ * double. With K >= N or K = 0 it is the unchunked head, bitwise. */
 double model_head_forward(struct model *m, const void *z);
 /* m->gz = dL/dz (n_state, overwritten; 0 past the first B*T*E elements);
  * head grads +=. Needs model_head_forward
- * first, and reads the z given to it: keep z unchanged in between. */
+ * first, and reads the z given to it: keep z unchanged in between.
+ * Chunked head: per chunk it recomputes the logits and softmax (one extra
+ * head GEMM, 2·N·E·V FLOPs per step, and one more host read per chunk),
+ * forms (probs − onehot) / N in place, writes the chunk's rows of gz and
+ * adds into head.weight / head.bias grads. */
 void model_head_backward(struct model *m);
 /* inject, embed and pos grads += from m->gu (dL/du). */
 void model_inject_backward(struct model *m);

@@ -88,10 +88,66 @@ Test(shard, every_shard_checks_the_corpus_up_front, .init = cli_setup,
 
 /* --------------------------------------------------------- g: memory */
 
+/* c from the defaults and the n pairs key = value of kv, then
+ * runner_ctx_create of it into rc with V = 37; fails the test on error. */
+static void ctx_of(struct bench_config *c, struct run_ctx *rc,
+		   const char *const (*kv)[2], size_t n)
+{
+	char err[512];
+	config_defaults(c);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(
+		    config_set(c, kv[i][0], kv[i][1], err, sizeof(err)), 0,
+		    "%s", err);
+	cr_assert_eq(config_finish(c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(runner_ctx_create(rc, c, 37, err, sizeof(err)), 0, "%s",
+		     err);
+}
+
+/* runner_ctx_create of model `kind`, d_model 12, N = 3·5 = 15 positions,
+ * V = 37, key k = v and head_chunk = hc: every category of the tracked
+ * allocator equals memfit_estimate's (and training adds Adam's two
+ * moments); returns the head's bytes. */
+static size_t estimate_vs_allocator(const char *kind, const char *k,
+				    const char *v, const char *hc)
+{
+	struct bench_config c;
+	struct run_ctx rc;
+	struct run_memory e;
+	char err[512];
+	const char *kv[][2] = {
+	    {"model", kind},	  {"d_model", "12"},	{"n_heads", "3"},
+	    {"d_ff", "20"},	  {"seq_len", "5"},	{"batch_size", "3"},
+	    {"layers", "7"},	  {"threads", "1"},	{"head_chunk", hc},
+	    {"method", "unroll"}, {"method", "unroll"}, {k, v}};
+	if (strcmp(k, "f_solver") == 0)
+		kv[10][1] = "deq";
+	ctx_of(&c, &rc, (const char *const(*)[2])kv,
+	       sizeof(kv) / sizeof(kv[0]));
+	cr_assert_eq(
+	    memfit_estimate(&c, 37, rc.be->elem, 0, &e, err, sizeof(err)), 0,
+	    "%s", err);
+	for (int m = 0; m < MEM_NCAT; m++)
+		cr_assert_eq(e.device[m], rc.be->mem.live[m],
+			     "%s %s head_chunk=%s %s: estimate %zu, "
+			     "allocated %zu",
+			     kind, v, hc, mem_category_name(m), e.device[m],
+			     rc.be->mem.live[m]);
+	cr_assert_eq(e.device_total, rc.be->mem.live_total);
+	cr_assert_eq(
+	    memfit_estimate(&c, 37, rc.be->elem, 1, &e, err, sizeof(err)), 0);
+	cr_assert_eq(e.device[MEM_OPTIMIZER], 2 * rc.be->mem.live[MEM_PARAMS]);
+	size_t head = rc.be->mem.live[MEM_HEAD];
+	runner_ctx_destroy(&rc);
+	return head;
+}
+
 /* The estimate is what setup allocates: every category of the tracked
  * allocator after runner_ctx_create equals memfit_estimate's, for every
- * model kind and method (a formula off by one buffer fails here). */
-Test(memfit, estimate_equals_the_allocator, .timeout = 120)
+ * model kind and method, with the head whole and chunked (a formula off by
+ * one buffer fails here); head_chunk = K shrinks the head by exactly
+ * (N − K)·V elements (K ≥ N: by nothing). */
+Test(memfit, estimate_equals_the_allocator, .timeout = 240)
 {
 	static const char *const kinds[] = {"transformer", "tanh_cell",
 					    "trellisnet"};
@@ -102,47 +158,19 @@ Test(memfit, estimate_equals_the_allocator, .timeout = 120)
 						 {"f_solver", "fixed_point"}};
 	for (int k = 0; k < 3; k++)
 		for (int j = 0; j < 5; j++) {
-			struct bench_config c;
-			struct run_ctx rc;
-			struct run_memory e;
-			char err[512];
-			config_defaults(&c);
-			config_set(&c, "model", kinds[k], err, sizeof(err));
-			config_set(&c, "d_model", "12", err, sizeof(err));
-			config_set(&c, "n_heads", "3", err, sizeof(err));
-			config_set(&c, "d_ff", "20", err, sizeof(err));
-			config_set(&c, "seq_len", "5", err, sizeof(err));
-			config_set(&c, "batch_size", "3", err, sizeof(err));
-			config_set(&c, "layers", "7", err, sizeof(err));
-			config_set(&c, "threads", "1", err, sizeof(err));
-			if (j >= 2)
-				config_set(&c, "method", "deq", err,
-					   sizeof(err));
-			config_set(&c, methods[j][0], methods[j][1], err,
-				   sizeof(err));
-			cr_assert_eq(config_finish(&c, err, sizeof(err)), 0,
-				     "%s", err);
-			cr_assert_eq(
-			    runner_ctx_create(&rc, &c, 37, err, sizeof(err)), 0,
-			    "%s", err);
-			cr_assert_eq(memfit_estimate(&c, 37, rc.be->elem, 0, &e,
-						     err, sizeof(err)),
-				     0, "%s", err);
-			for (int m = 0; m < MEM_NCAT; m++)
-				cr_assert_eq(e.device[m], rc.be->mem.live[m],
-					     "%s %s %s: estimate %zu, "
-					     "allocated %zu",
-					     kinds[k], methods[j][1],
-					     mem_category_name(m), e.device[m],
-					     rc.be->mem.live[m]);
-			cr_assert_eq(e.device_total, rc.be->mem.live_total);
-			/* training adds Adam's two moments */
-			cr_assert_eq(memfit_estimate(&c, 37, rc.be->elem, 1, &e,
-						     err, sizeof(err)),
-				     0);
-			cr_assert_eq(e.device[MEM_OPTIMIZER],
-				     2 * rc.be->mem.live[MEM_PARAMS]);
-			runner_ctx_destroy(&rc);
+			const char *const *mj = methods[j];
+			size_t h0 =
+			    estimate_vs_allocator(kinds[k], mj[0], mj[1], "0");
+			size_t h4 =
+			    estimate_vs_allocator(kinds[k], mj[0], mj[1], "4");
+			size_t h1 =
+			    estimate_vs_allocator(kinds[k], mj[0], mj[1], "1");
+			size_t h15 =
+			    estimate_vs_allocator(kinds[k], mj[0], mj[1], "15");
+			/* cpu: float elements */
+			cr_assert_eq(h0 - h4, (15 - 4) * 37 * sizeof(float));
+			cr_assert_eq(h0 - h1, (15 - 1) * 37 * sizeof(float));
+			cr_assert_eq(h15, h0);
 		}
 }
 
@@ -163,14 +191,7 @@ Test(memfit, estimate_counts_the_pretraining_unroll, .timeout = 60)
 	struct run_memory e;
 	struct pretrain pt;
 	char err[512];
-	config_defaults(&c);
-	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
-		cr_assert_eq(
-		    config_set(&c, kv[i][0], kv[i][1], err, sizeof(err)), 0,
-		    "%s", err);
-	cr_assert_eq(config_finish(&c, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(runner_ctx_create(&rc, &c, 37, err, sizeof(err)), 0, "%s",
-		     err);
+	ctx_of(&c, &rc, kv, sizeof(kv) / sizeof(kv[0]));
 	cr_assert_eq(pretrain_create(&pt, &rc, &c, err, sizeof(err)), 0, "%s",
 		     err);
 	cr_assert_gt(pt.depth_bytes, 0);
@@ -479,6 +500,19 @@ Test(messages, ranges_state_the_real_limits)
 				      "0, <= 1000 |"));
 		free(buf);
 	}
+}
+
+/* head_chunk: negative, past its range or not an integer is bad input:
+ * exit 2, one line naming the key, before anything runs. */
+Test(messages, head_chunk_refused, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 60)
+{
+	expect_bad(W("run", TINY, "head_chunk=-1", "out=r.jsonl"), "r.jsonl",
+		   W("head_chunk=-1", "[0, 1073741824]"));
+	expect_bad(W("run", TINY, "head_chunk=1073741825", "out=r.jsonl"),
+		   "r.jsonl", W("head_chunk"));
+	expect_bad(W("run", TINY, "head_chunk=2.5", "out=r.jsonl"), "r.jsonl",
+		   W("head_chunk"));
 }
 
 Test(messages, suggestions_only_for_typos)

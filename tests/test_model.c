@@ -15,7 +15,10 @@
  *      coordinates); the head's dL/dz is 0 past the B·T·E elements it
  *      reads;
  *   4. the same seed gives bitwise the same loss and gradient twice;
- *   5. transformer and tanh_cell: "cpu" (float) against "cpu64" forward and
+ *   5. the chunked head (head_chunk): loss and every gradient equal the
+ *      whole head's (cpu, cpu64; bitwise for head_chunk >= N), the head's
+ *      peak shrinks by (N - head_chunk)·V elements, and 3. with it;
+ *   6. transformer and tanh_cell: "cpu" (float) against "cpu64" forward and
  *      loss; NaN/inf; the parameter table, init statistics, tape/workspace
  *      sizes and FLOPs against the documented formulas; bad configs and
  *      token ids return -1 with a message and leave nothing allocated.
@@ -222,14 +225,17 @@ static size_t lm_coords(const struct model *m, int i, const int32_t *tok,
 	return n;
 }
 
-/* inject -> `layers` block applications from z = 0 -> head; backward the
- * way a method does it (head, vjps from the last application back, each
- * with gu +=, inject). Every parameter tensor is checked on lm_coords. */
-static void check_lm(enum model_kind kind, int is_pow2, int layers)
+/* inject -> `layers` block applications from z = 0 -> head (head_chunk
+ * hc); backward the way a method does it (head, vjps from the last
+ * application back, each with gu +=, inject). Every parameter tensor is
+ * checked on lm_coords. */
+static void check_lm(enum model_kind kind, int is_pow2, int layers, int hc)
 {
 	struct shape s = shape_of(kind, is_pow2);
 	struct backend *be = make_be("cpu64");
-	struct model *m = make_model(be, kind, s, 11);
+	struct model_config cfg = model_cfg(kind, s, 11);
+	cfg.head_chunk = hc;
+	struct model *m = model_of(be, &cfg);
 	struct fx f;
 	rng_state = 4242 + (uint64_t)s.V + (uint64_t)layers;
 	fx_init(&f, be, m, 1, layers, random_params);
@@ -331,6 +337,101 @@ static void check_same_seed(enum model_kind kind)
 	cr_assert(a != c, "seed does not change the init");
 }
 
+/* ------------------------------------------------ 5. chunked head */
+
+/* One LM step on backend `bn` (inject, two block applications from z = 0,
+ * head, both vjps, inject backward) of kind at the odd shape (N = 15) with
+ * head_chunk hc, from parameters theta and tokens tok: returns the loss;
+ * the gradient into g (n_param_elems), the head's peak bytes into *head. */
+static double chunk_step(const char *bn, enum model_kind kind, int hc,
+			 const double *theta, const int32_t *tok, double *g,
+			 size_t *head)
+{
+	struct backend *be = make_be(bn);
+	struct model_config c = model_cfg(kind, shape_of(kind, 0), 3);
+	c.head_chunk = hc;
+	struct model *m = model_of(be, &c);
+	size_t nd = m->n_state, nt = model_tape_elems(m);
+	void *z0 = dev(be, nd), *z1 = dev(be, nd), *t0 = dev(be, nt),
+	     *t1 = dev(be, nt);
+	up(be, m->param_buf, theta, m->n_param_elems);
+	load_tokens(m, tok);
+	model_zero_grads(m);
+	model_inject_forward(m);
+	be->ops->fill(be->ctx, z0, 0.0, nd);
+	model_block_forward(m, z1, z0, m->u, t0);
+	model_block_forward(m, z0, z1, m->u, t1);
+	double loss = model_head_forward(m, z0);
+	model_head_backward(m);
+	model_block_vjp(m, z1, m->gu, m->gz, t1, 1);
+	model_block_vjp(m, z0, m->gu, z1, t0, 1);
+	model_inject_backward(m);
+	down(be, g, m->grad_buf, m->n_param_elems);
+	*head = be->mem.peak[MEM_HEAD];
+	backend_free(be, z0);
+	backend_free(be, z1);
+	backend_free(be, t0);
+	backend_free(be, t1);
+	model_destroy(m);
+	backend_destroy(be);
+	return loss;
+}
+
+/* head_chunk ∈ {1, 5 (divides N = 15), 4 (does not), 15, 40 (≥ N)}: loss
+ * and every parameter gradient equal the unchunked head's, on "cpu" within
+ * 1e-5 (relative; per tensor against 1 + its max |g|: float rounding of
+ * the per-chunk sums) and on "cpu64" within 1e-12; bitwise for K ≥ N. The
+ * head's peak shrinks by exactly (N − K)·V elements. */
+static void check_head_chunk(enum model_kind kind)
+{
+	static const int chunks[] = {1, 5, 4, 15, 40};
+	static const char *const bns[] = {"cpu", "cpu64"};
+	static const double tol[] = {1e-5, 1e-12};
+	struct backend *be = make_be("cpu64");
+	struct model *m = make_model(be, kind, shape_of(kind, 0), 3);
+	size_t np = m->n_param_elems, N = (size_t)m->B * m->T, h0, h;
+	size_t V = (size_t)m->cfg.vocab_size;
+	double *theta = host(np), *g0 = host(np), *g = host(np);
+	rng_state = 77;
+	random_params(m, theta);
+	int32_t *tok = random_tokens(m);
+	for (int b = 0; b < 2; b++) {
+		double l0 = chunk_step(bns[b], kind, 0, theta, tok, g0, &h0);
+		for (size_t k = 0; k < sizeof(chunks) / sizeof(*chunks); k++) {
+			int K = chunks[k];
+			double l =
+			    chunk_step(bns[b], kind, K, theta, tok, g, &h);
+			size_t rows = (size_t)K < N ? (size_t)K : N;
+			size_t el = b ? sizeof(double) : sizeof(float);
+			cr_assert_eq(h0 - h, (N - rows) * V * el, "%s K=%d",
+				     bns[b], K);
+			cr_assert(fabs(l - l0) <= tol[b] * l0,
+				  "%s K=%d loss %.17g vs %.17g", bns[b], K, l,
+				  l0);
+			if ((size_t)K >= N)
+				cr_assert(memcmp(&l, &l0, sizeof(l)) == 0 &&
+					      memcmp(g, g0, np * sizeof(*g)) ==
+						  0,
+					  "K=%d >= N is not bitwise", K);
+			for (int i = 0; i < m->n_params; i++) {
+				const struct model_param *p = &m->params[i];
+				double mx = 0, err = 0;
+				for (size_t j = p->offset;
+				     j < p->offset + p->numel; j++) {
+					mx = fmax(mx, fabs(g0[j]));
+					err = fmax(err, fabs(g[j] - g0[j]));
+				}
+				cr_assert(err <= tol[b] * (1 + mx),
+					  "%s K=%d %s: err %g, max %g", bns[b],
+					  K, p->name, err, mx);
+			}
+		}
+	}
+	free(theta), free(g0), free(g), free(tok);
+	model_destroy(m);
+	backend_destroy(be);
+}
+
 /* ------------------------------------------ every kind, every check */
 
 /* The shared checks of one model kind as Criterion tests named
@@ -351,15 +452,23 @@ static void check_same_seed(enum model_kind kind)
 	}                                                                      \
 	Test(model, name##_lm_grad_odd)                                        \
 	{                                                                      \
-		check_lm(kind, 0, 2);                                          \
+		check_lm(kind, 0, 2, 0);                                       \
 	}                                                                      \
 	Test(model, name##_lm_grad_pow2)                                       \
 	{                                                                      \
-		check_lm(kind, 1, 3);                                          \
+		check_lm(kind, 1, 3, 0);                                       \
 	}                                                                      \
 	Test(model, name##_same_seed_same_bits)                                \
 	{                                                                      \
 		check_same_seed(kind);                                         \
+	}                                                                      \
+	Test(model, name##_lm_grad_head_chunk)                                 \
+	{                                                                      \
+		check_lm(kind, 0, 2, 4);                                       \
+	}                                                                      \
+	Test(model, name##_head_chunk_equals_whole)                            \
+	{                                                                      \
+		check_head_chunk(kind);                                        \
 	}
 
 KIND_TESTS(transformer, MODEL_TRANSFORMER)
@@ -606,6 +715,7 @@ Test(model, bad_config)
 	    {CFG_FIELD(seq_len), -1, "seq_len=-1"},
 	    {CFG_FIELD(batch_size), 0, "batch_size=0"},
 	    {CFG_FIELD(vocab_size), 0, "vocab_size=0"},
+	    {CFG_FIELD(head_chunk), -1, "head_chunk=-1 must be >= 0"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		struct model_config c = ok;
