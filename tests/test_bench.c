@@ -2220,7 +2220,7 @@ Test(cli, signal_interrupts_run, .init = cli_setup, .fini = cli_teardown,
 	snprintf(arg, sizeof(arg), "out=%s", out);
 	for (int k = 0; k < 2; k++) {
 		const char *a[] = {
-		    "run",	  LONG_RUN,	  "steps=100000000",
+		    "run",	  LONG_RUN,	  "steps=1000000",
 		    "method=deq", "f_max_iter=3", arg,
 		    NULL};
 		json_t *arr = json_array(), *r;
