@@ -2060,6 +2060,11 @@ Test(eval, looser_tolerance_fewer_evals, .init = cli_setup,
 		     evals[0]);
 }
 
+/* TINY's keys but d_model and n_heads, for the mismatch cases below */
+#define EVAL_SHAPE                                                             \
+	"corpus=synthetic", "d_ff=32", "seq_len=8", "batch_size=4",            \
+	    "eval_tokens=32"
+
 /* deqbench eval refuses a missing, mismatched or broken parameter file
  * (and a missing params=) with exit 2 and one line; out= is untouched. */
 Test(eval, bad_params_exit_2, .init = cli_setup, .fini = cli_teardown,
@@ -2095,30 +2100,14 @@ Test(eval, bad_params_exit_2, .init = cli_setup, .fini = cli_teardown,
 		expect_bad(a, res, "junk.safetensors");
 	}
 	{
-		const char *a[] = {"eval",
-				   "corpus=synthetic",
-				   "d_model=32",
-				   "n_heads=2",
-				   "d_ff=32",
-				   "seq_len=8",
-				   "batch_size=4",
-				   "eval_tokens=32",
-				   pa,
-				   arg,
+		const char *a[] = {"eval",	EVAL_SHAPE, "d_model=32",
+				   "n_heads=2", pa,	    arg,
 				   NULL};
 		expect_bad(a, res, "embed");
 	}
 	{
-		const char *a[] = {"eval",
-				   "corpus=synthetic",
-				   "d_model=16",
-				   "n_heads=4",
-				   "d_ff=32",
-				   "seq_len=8",
-				   "batch_size=4",
-				   "eval_tokens=32",
-				   pa,
-				   arg,
+		const char *a[] = {"eval",	EVAL_SHAPE, "d_model=16",
+				   "n_heads=4", pa,	    arg,
 				   NULL};
 		expect_bad(a, res, "n_heads=2");
 	}
@@ -2159,15 +2148,9 @@ Test(suite, command_member)
  * stderr.txt; returns its pid once that file shows a progress line. */
 static pid_t spawn_until_progress(const char *const *args)
 {
-	const char *bin = getenv("DQ_DEQBENCH");
 	char *argv[64], err_p[512];
-	int n = 0;
+	const char *bin = cli_argv(args, argv);
 	pid_t pid;
-	cr_assert_not_null(bin, "DQ_DEQBENCH must give the deqbench binary");
-	argv[n++] = (char *)bin;
-	for (int i = 0; args[i] && n < 63; i++)
-		argv[n++] = (char *)args[i];
-	argv[n] = NULL;
 	cli_path(err_p, sizeof(err_p), "stderr.txt");
 	fflush(NULL);
 	pid = fork();

@@ -99,6 +99,21 @@ static inline char *cli_read(const char *path, size_t *len)
 	return buf;
 }
 
+/* argv for execv into argv[64]: the deqbench binary DQ_DEQBENCH names,
+ * then args (at most 62), NULL-terminated. Returns the binary; fails the
+ * test when DQ_DEQBENCH is not set. */
+static inline const char *cli_argv(const char *const *args, char **argv)
+{
+	const char *bin = getenv("DQ_DEQBENCH");
+	int n = 0;
+	cr_assert_not_null(bin, "DQ_DEQBENCH must give the deqbench binary");
+	argv[n++] = (char *)bin;
+	for (int i = 0; args[i] && n < 63; i++)
+		argv[n++] = (char *)args[i];
+	argv[n] = NULL;
+	return bin;
+}
+
 /* Options of cli_run_with; all zero runs as cli_run(args, 0, ...) does. */
 struct cli_opts {
 	/* > 0: the size limit in bytes of any file the run writes
@@ -121,16 +136,11 @@ static inline int cli_run_with(const char *const *args,
 			       const struct cli_opts *o, char *err_text,
 			       size_t errlen)
 {
-	const char *bin = getenv("DQ_DEQBENCH");
 	char *argv[64], out_p[512], err_p[512], *e;
-	int st, n = 0;
+	const char *bin = cli_argv(args, argv);
+	int st;
 	pid_t pid;
 
-	cr_assert_not_null(bin, "DQ_DEQBENCH must give the deqbench binary");
-	argv[n++] = (char *)bin;
-	for (int i = 0; args[i] && n < 63; i++)
-		argv[n++] = (char *)args[i];
-	argv[n] = NULL;
 	cli_path(out_p, sizeof(out_p), "stdout.txt");
 	cli_path(err_p, sizeof(err_p), "stderr.txt");
 	fflush(NULL);

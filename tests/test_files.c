@@ -280,6 +280,22 @@ Test(files, full_disk_append_leaves_file_unchanged, .init = cli_setup,
 	free(after);
 }
 
+/* Repeats out='s one record until the file holds 32 KiB (so that a
+ * file-size limit just above it still lets the empty rescue file be
+ * written); returns the file's bytes, their count in *n. */
+static char *fill_with_records(const char *out, size_t *n)
+{
+	size_t len;
+	char *line = cli_read(out, &len);
+	FILE *f = fopen(out, "ab");
+	cr_assert(line && f);
+	for (size_t k = len; k < 32768; k += len)
+		fwrite(line, 1, len, f);
+	fclose(f);
+	free(line);
+	return cli_read(out, n);
+}
+
 /* The same without a mount: a file-size limit just above the results
  * file's size makes the append's first write come back short (100 bytes)
  * and the next fail (EFBIG). The fragment must be truncated away. */
@@ -287,22 +303,14 @@ Test(files, short_write_undone, .init = cli_setup, .fini = cli_teardown,
      .timeout = 120)
 {
 	char out[600], a_out[700], rescue[600], err[8192];
-	char *line, *before, *after;
-	size_t len, n0, n1;
+	char *before, *after;
+	size_t n0, n1;
 	const char *const args[] = {"run", "corpus=synthetic", a_out, TINY,
 				    NULL};
 	cli_path(out, sizeof(out), "r.jsonl");
 	snprintf(a_out, sizeof(a_out), "out=%s", out);
 	cr_assert_eq(cli_run(args, 0, err, sizeof(err)), 0, "%s", err);
-	/* 32 KiB of records: the rescue file, empty, stays under the limit */
-	line = cli_read(out, &len);
-	{
-		FILE *f = fopen(out, "ab");
-		for (size_t n = len; n < 32768; n += len)
-			fwrite(line, 1, len, f);
-		fclose(f);
-	}
-	before = cli_read(out, &n0);
+	before = fill_with_records(out, &n0);
 	cr_assert_eq(cli_run(args, (long)n0 + 100, err, sizeof(err)), 1, "%s",
 		     err);
 	rescue_path(rescue, sizeof(rescue));
@@ -312,7 +320,6 @@ Test(files, short_write_undone, .init = cli_setup, .fini = cli_teardown,
 	cr_assert(n1 == n0 && !memcmp(before, after, n0),
 		  "out= changed: %zu bytes before, %zu after", n0, n1);
 	expect_records(rescue, 1);
-	free(line);
 	free(before);
 	free(after);
 }
@@ -324,8 +331,8 @@ Test(files, suite_stops_when_out_fails, .init = cli_setup, .fini = cli_teardown,
      .timeout = 120)
 {
 	char out[600], a_out[700], sp[600], rescue[600], err[8192];
-	char *line, *before, *after;
-	size_t len, n0, n1;
+	char *before, *after;
+	size_t n0, n1;
 	const char *const one[] = {"run", "corpus=synthetic", a_out, TINY,
 				   NULL};
 	const char *const suite[] = {"suite", sp, a_out, NULL};
@@ -339,14 +346,7 @@ Test(files, suite_stops_when_out_fails, .init = cli_setup, .fini = cli_teardown,
 			   "\"eval_tokens\": 32, \"threads\": 1}, \"axes\": "
 			   "{\"layers\": [2, 3, 4]}}");
 	cr_assert_eq(cli_run(one, 0, err, sizeof(err)), 0, "%s", err);
-	line = cli_read(out, &len);
-	{
-		FILE *f = fopen(out, "ab");
-		for (size_t n = len; n < 32768; n += len)
-			fwrite(line, 1, len, f);
-		fclose(f);
-	}
-	before = cli_read(out, &n0);
+	before = fill_with_records(out, &n0);
 	cr_assert_eq(cli_run(suite, (long)n0 + 100, err, sizeof(err)), 1, "%s",
 		     err);
 	cr_assert(strstr(err, "stopped after run 0") && strstr(err, "--resume"),
@@ -356,7 +356,6 @@ Test(files, suite_stops_when_out_fails, .init = cli_setup, .fini = cli_teardown,
 	cr_assert(n1 == n0 && !memcmp(before, after, n0), "out= changed");
 	rescue_path(rescue, sizeof(rescue));
 	expect_records(rescue, 1);
-	free(line);
 	free(before);
 	free(after);
 }
