@@ -2152,6 +2152,7 @@ static pid_t spawn_until_progress(const char *const *args)
 	const char *bin = cli_argv(args, argv);
 	pid_t pid;
 	cli_path(err_p, sizeof(err_p), "stderr.txt");
+	unlink(err_p); /* not the previous run's progress lines */
 	fflush(NULL);
 	pid = fork();
 	cr_assert(pid >= 0);
@@ -2164,6 +2165,7 @@ static pid_t spawn_until_progress(const char *const *args)
 		execv(bin, argv);
 		_exit(127);
 	}
+	setpgid(pid, pid); /* as the child does: no race with kill(-pid) */
 	for (int t = 0; t < 600; t++) { /* up to 60 s */
 		char *e = cli_read(err_p, NULL);
 		int seen = e && strstr(e, " step ");
