@@ -5,7 +5,6 @@
 #include "evaluate.h"
 
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 
 #include "../methods/method.h"
@@ -71,8 +70,7 @@ static int evaluate_split(struct run *r, int split, struct batcher *b,
 			r->status = RUN_INTERRUPTED;
 			snprintf(r->err, sizeof(r->err),
 				 "interrupted by %s during evaluation",
-				 interrupt_signal() == SIGTERM ? "SIGTERM"
-							       : "SIGINT");
+				 interrupt_name());
 			return -1;
 		}
 	}

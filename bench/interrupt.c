@@ -33,6 +33,11 @@ int interrupt_signal(void)
 	return first_signal;
 }
 
+const char *interrupt_name(void)
+{
+	return first_signal == SIGTERM ? "SIGTERM" : "SIGINT";
+}
+
 int interrupt_exit_status(void)
 {
 	return 128 + (first_signal ? first_signal : SIGINT);

@@ -15,6 +15,9 @@ void interrupt_install(void);
 /* The first signal received (SIGINT or SIGTERM), or 0. */
 int interrupt_signal(void);
 
+/* "SIGINT" or "SIGTERM" for interrupt_signal()'s signal (messages). */
+const char *interrupt_name(void);
+
 /* Exit status of a process ended by interruption: 128 + the signal
  * (130 for SIGINT, 143 for SIGTERM), as a shell reports a process killed by
  * it. */

@@ -7,7 +7,6 @@
 #include "train_step.h"
 
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -160,8 +159,7 @@ static void interrupted(struct run *r, int s)
 {
 	r->status = RUN_INTERRUPTED;
 	snprintf(r->err, sizeof(r->err),
-		 "interrupted by %s after step %d of %d",
-		 interrupt_signal() == SIGTERM ? "SIGTERM" : "SIGINT", s,
+		 "interrupted by %s after step %d of %d", interrupt_name(), s,
 		 r->cfg->steps);
 }
 
