@@ -57,12 +57,15 @@ int memfit_estimate(const struct bench_config *cfg, int V, size_t elem,
 	n = m.n_param_elems;
 	out->device[MEM_DEPTH] = depth;
 	out->device[MEM_SOLVER] = solver;
+	out->device[MEM_HOST] = method_host_memory(&m, &cfg->method);
 	out->device[MEM_HEAD] =
 	    sat_add(out->device[MEM_HEAD], sat_mul(elem, m.n_state));
 	if (train)
 		out->device[MEM_OPTIMIZER] = sat_mul(2 * elem, n);
 	for (int c = 0; c < MEM_NCAT; c++)
-		out->device_total = sat_add(out->device_total, out->device[c]);
+		if (c != MEM_HOST) /* the device's total, as the allocator's */
+			out->device_total =
+			    sat_add(out->device_total, out->device[c]);
 
 	/* float64 staging: model init (8 n); grad / params init also hold
 	 * the float32 file and a float64 copy, or the float64 and float32
@@ -76,7 +79,7 @@ int memfit_estimate(const struct bench_config *cfg, int V, size_t elem,
 		out->host_steps = sat_mul(per_step, (size_t)cfg->steps);
 		out->host_extra = sat_add(out->host_extra, out->host_steps);
 	}
-	out->host_total = out->host_extra;
+	out->host_total = sat_add(out->host_extra, out->device[MEM_HOST]);
 	if (strcmp(cfg->device, "cuda") != 0)
 		out->host_total = sat_add(out->host_total, out->device_total);
 	return 0;
@@ -133,6 +136,7 @@ static const char *lower_hint(const struct run_memory *e, int host)
 	    "layers, batch_size or seq_len (or use method=checkpoint or deq)",
 	    "f_history, b_history or anderson_m",
 	    "batch_size, seq_len or d_ff",
+	    "layers, batch_size or seq_len (the offloaded tapes)",
 	};
 	int big = 0;
 	for (int c = 1; c < MEM_NCAT; c++)
@@ -152,7 +156,8 @@ static void describe(char *buf, size_t n, const struct run_memory *e, int host)
 	off = (size_t)snprintf(buf, n, "an estimated %s of %s memory (", t,
 			       host ? "host" : "device");
 	for (int k = 0; k < MEM_NCAT && off < n; k++) {
-		if (!e->device[k] || (host && e->host_total == e->host_extra))
+		if (!e->device[k] || (!host && k == MEM_HOST) ||
+		    (host && e->host_total == e->host_extra))
 			continue;
 		fmt_bytes(c, sizeof(c), e->device[k]);
 		off += (size_t)snprintf(buf + off, n - off, "%s %s, ",

@@ -17,7 +17,9 @@
 struct run_memory {
 	/* tracked allocations per category, as the record's memory.peak_bytes
 	 * reports them: model_memory, method_memory, the depth output z
-	 * (head), and with training Adam's two moments (optimizer) */
+	 * (head), with training Adam's two moments (optimizer), and
+	 * method_host_memory (host: offloaded tapes, in host RAM, outside
+	 * device_total) */
 	size_t device[MEM_NCAT];
 	size_t device_total;
 	/* host memory outside the tracked allocator: the float64 staging of
@@ -27,8 +29,8 @@ struct run_memory {
 	 * step) */
 	size_t host_extra;
 	size_t host_steps; /* the per-step part of host_extra */
-	/* host total: host_extra, plus device_total when the device is the
-	 * host (cpu, cpu64) */
+	/* host total: host_extra and device[MEM_HOST], plus device_total
+	 * when the device is the host (cpu, cpu64) */
 	size_t host_total;
 };
 

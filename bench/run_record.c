@@ -204,6 +204,32 @@ static json_t *pool_json(const struct pool_track *p)
 	return o;
 }
 
+/* The offload copies of the timed steps (null when the method moved
+ * nothing): bytes and copy/stall statistics per step, and the share of the
+ * copy time hidden behind compute. */
+static json_t *offload_json(const struct run *r)
+{
+	const struct step_log *l = &r->log;
+	int w = timed_from(r), nt = r->ok_steps - w > 0 ? r->ok_steps - w : 0;
+	double copy = 0, stall = 0;
+	json_t *o;
+	if (nt == 0 || !(l->moved[w] > 0))
+		return json_null();
+	for (int q = w; q < w + nt; q++)
+		copy += l->copy_ms[q], stall += l->stall_ms[q];
+	o = json_object();
+	json_object_set_new(o, "bytes_per_step",
+			    num_or_null(mean_of(l->moved + w, nt)));
+	json_object_set_new(o, "copy_ms", record_stats_json(l->copy_ms + w, nt));
+	json_object_set_new(o, "stall_ms",
+			    record_stats_json(l->stall_ms + w, nt));
+	json_object_set_new(
+	    o, "overlap",
+	    num_or_null(copy > 0 ? 1.0 - (stall < copy ? stall : copy) / copy
+				 : NAN));
+	return o;
+}
+
 static json_t *memory_json(const struct run *r)
 {
 	const struct backend_mem_stats *ms = &r->rc.be->mem;
@@ -224,6 +250,10 @@ static json_t *memory_json(const struct run *r)
 	json_object_set_new(mem, "predicted_solver_bytes",
 			    r->have_pred ? size_json(r->pred_solver)
 					 : json_null());
+	json_object_set_new(mem, "predicted_host_bytes",
+			    r->have_pred ? size_json(r->pred_host)
+					 : json_null());
+	json_object_set_new(mem, "offload", offload_json(r));
 	getrusage(RUSAGE_SELF, &ru);
 	json_object_set_new(mem, "max_rss_bytes",
 			    json_integer((json_int_t)ru.ru_maxrss * 1024));

@@ -12,7 +12,8 @@
 		&(l)->loss, &(l)->ms, &(l)->fwd_ms, &(l)->bwd_ms, &(l)->gnorm, \
 		    &(l)->lr, &(l)->fwd.iters, &(l)->fwd.residual,             \
 		    &(l)->bwd.iters, &(l)->bwd.residual, &(l)->f_ev,           \
-		    &(l)->v_ev, &(l)->reads, &(l)->jac                         \
+		    &(l)->v_ev, &(l)->reads, &(l)->jac, &(l)->moved,           \
+		    &(l)->copy_ms, &(l)->stall_ms                              \
 	}
 
 size_t step_log_step_bytes(void)
@@ -70,4 +71,5 @@ void step_log_method(struct step_log *l, int i, const struct method_stats *st)
 	solve_put(&l->fwd, i, &st->fwd);
 	solve_put(&l->bwd, i, &st->bwd);
 	l->jac[i] = st->jac_applied ? st->jac_loss : NAN;
+	l->moved[i] = (double)st->offload_bytes;
 }

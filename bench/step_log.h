@@ -42,6 +42,10 @@ struct step_log {
 	double *reads; /* values the solvers read back to the host */
 	double *jac;   /* R of the steps that applied the Jacobian
 			  regulariser, NAN elsewhere */
+	/* offload: bytes the method copied between device and host, the
+	 * copy stream's ms and the ms the compute stream waited for copies
+	 * (backend_copy_stats; 0 when nothing moved) */
+	double *moved, *copy_ms, *stall_ms;
 	void *mem;     /* the one allocation behind every array */
 };
 

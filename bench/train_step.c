@@ -141,6 +141,12 @@ static enum run_status train_step(struct run *r, int s, int measured)
 	log->gnorm[i] = gn;
 	log->lr[i] = lr;
 	step_log_method(log, i, method_get_stats(r->rc.me));
+	if (log->moved[i] > 0) {
+		struct backend_copy_stats cs;
+		be_copy_stats(r->rc.be, &cs);
+		log->copy_ms[i] = cs.copy_ms;
+		log->stall_ms[i] = cs.stall_ms;
+	}
 	if (r->pool.on && measured)
 		pool_update(r);
 	if (!isfinite(gn)) {

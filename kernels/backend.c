@@ -35,7 +35,8 @@ static char tombstone_byte;
 #define TOMBSTONE ((void *)&tombstone_byte)
 
 static const char *const category_names[MEM_NCAT] = {
-    "params", "grads", "optimizer", "head", "depth", "solver", "workspace",
+    "params", "grads",	"optimizer", "head",
+    "depth",  "solver", "workspace", "host",
 };
 
 const char *mem_category_name(enum mem_category c)
@@ -109,7 +110,11 @@ void backend_destroy(struct backend *be)
 	struct backend_owned *o = owned(be);
 	for (size_t i = 0; i < o->cap; i++) {
 		void *p = o->table[i].p;
-		if (p && p != TOMBSTONE)
+		if (!p || p == TOMBSTONE)
+			continue;
+		if (o->table[i].cat == MEM_HOST && be->ops->host_free)
+			be->ops->host_free(be->ctx, p);
+		else
 			be->ops->raw_free(be->ctx, p);
 	}
 	free(o->table);
@@ -160,13 +165,14 @@ static int table_grow(struct backend_owned *o)
 static void account(struct backend *be, int cat, size_t bytes, int sign)
 {
 	struct backend_mem_stats *m = &be->mem;
+	size_t dev = cat == MEM_HOST ? 0 : bytes; /* totals: device only */
 	if (sign > 0) {
 		m->live[cat] += bytes;
-		m->live_total += bytes;
+		m->live_total += dev;
 		m->n_allocs++;
 	} else {
 		m->live[cat] -= bytes;
-		m->live_total -= bytes;
+		m->live_total -= dev;
 		m->n_allocs--;
 	}
 	if (m->live[cat] > m->peak[cat])
@@ -188,7 +194,9 @@ void *backend_alloc_bytes(struct backend *be, size_t bytes,
 		return NULL;
 	/* Zero-sized requests still get a unique pointer so that free and the
 	 * table work uniformly. */
-	void *p = be->ops->raw_alloc(be->ctx, bytes ? bytes : 1);
+	void *p = cat == MEM_HOST && be->ops->host_alloc
+		      ? be->ops->host_alloc(be->ctx, bytes ? bytes : 1)
+		      : be->ops->raw_alloc(be->ctx, bytes ? bytes : 1);
 	if (!p)
 		return NULL;
 	size_t j = hash_ptr(p, o->cap);
@@ -219,9 +227,13 @@ void backend_free(struct backend *be, void *p)
 		if (!e->p)
 			break;
 		if (e->p == p) {
+			int host = e->cat == MEM_HOST && be->ops->host_free;
 			account(be, e->cat, e->bytes, -1);
 			e->p = TOMBSTONE;
-			be->ops->raw_free(be->ctx, p);
+			if (host)
+				be->ops->host_free(be->ctx, p);
+			else
+				be->ops->raw_free(be->ctx, p);
 			return;
 		}
 		j = (j + 1) & (o->cap - 1);

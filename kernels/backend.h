@@ -43,6 +43,10 @@ enum mem_category {
 	MEM_DEPTH, /* method-owned activations: tapes, checkpoints */
 	MEM_SOLVER,    /* Broyden / Anderson history */
 	MEM_WORKSPACE, /* scratch */
+	/* host RAM the method moved activations to (offload; cuda: pinned).
+	 * Not device memory: the totals (live_total, peak_total) leave it
+	 * out; the cpu backend keeps the same accounting, as a model */
+	MEM_HOST,
 	MEM_NCAT
 };
 
@@ -77,6 +81,17 @@ struct backend_pool_stats {
 
 /* Number of timer slots a backend keeps (timer_mark / timer_elapsed_ms). */
 #define BACKEND_TIMER_SLOTS 16
+/* Number of copy events (copy_async / copy_wait). */
+#define BACKEND_COPY_EVENTS 4
+
+/* The copies of copy_async since the last copy_stats call. */
+struct backend_copy_stats {
+	long copies;
+	size_t bytes;
+	double copy_ms;	 /* time the copy stream spent copying */
+	double stall_ms; /* time the compute stream stood in copy_wait (cpu:
+			    the copies themselves, which run in line) */
+};
 
 struct backend_ops {
 	const char *name;
@@ -215,6 +230,27 @@ struct backend_ops {
 	void (*dot_segments)(void *ctx, double *out, const void *x,
 			     const void *y, size_t nseg, size_t len);
 
+	/* ---- offload (docs/ARCHITECTURE.md §Offload): copies between
+	 * device and host memory on a copy stream beside the compute stream
+	 * ---- */
+	/* Memory of category MEM_HOST (cuda: page-locked, cudaMallocHost, so
+	 * that copies are asynchronous; cpu: the raw allocator). NULL on
+	 * failure. */
+	void *(*host_alloc)(void *ctx, size_t bytes);
+	void (*host_free)(void *ctx, void *p);
+	/* Copies `bytes` from src to dst (device or MEM_HOST memory) once
+	 * every op issued before the call has finished, on the copy stream,
+	 * then marks copy event ev (0 <= ev < BACKEND_COPY_EVENTS). cpu: a
+	 * memcpy now (the ops before it have finished). */
+	void (*copy_async)(void *ctx, void *dst, const void *src, size_t bytes,
+			   int ev);
+	/* Ops issued after this call start once copy event ev is reached (the
+	 * last copy_async that marked it has finished). cpu: returns. */
+	void (*copy_wait)(void *ctx, int ev);
+	/* The copies since the last call (then starts counting anew); waits
+	 * for both streams. */
+	void (*copy_stats)(void *ctx, struct backend_copy_stats *out);
+
 	/* ---- optional members: NULL where the backend has no such thing ----
 	 */
 	/* Pool high-water marks and device free/total (cuda; NULL on cpu). */
@@ -332,6 +368,27 @@ DQ_MOVE_WRAPPER(upload_bytes, void, void)
 DQ_MOVE_WRAPPER(download_bytes, void, void)
 DQ_MOVE_WRAPPER(copy, void, void)
 #undef DQ_MOVE_WRAPPER
+
+static inline void be_copy_async(const struct backend *be, void *dst,
+				 const void *src, size_t bytes, int ev)
+{
+	assert(ev >= 0 && ev < BACKEND_COPY_EVENTS);
+	DQ_NEED(bytes, dst), DQ_NEED(bytes, src);
+	be->ops->copy_async(be->ctx, dst, src, bytes, ev);
+}
+
+static inline void be_copy_wait(const struct backend *be, int ev)
+{
+	assert(ev >= 0 && ev < BACKEND_COPY_EVENTS);
+	be->ops->copy_wait(be->ctx, ev);
+}
+
+static inline void be_copy_stats(const struct backend *be,
+				 struct backend_copy_stats *out)
+{
+	assert(out != NULL);
+	be->ops->copy_stats(be->ctx, out);
+}
 
 static inline void be_fill(const struct backend *be, void *dst, double value,
 			   size_t n)

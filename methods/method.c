@@ -135,6 +135,27 @@ static void depth_elems(const struct model *m, const struct method_layout *l,
 	*states = (double)ns * (double)n >= 0x1p62 ? SIZE_MAX : (size_t)ns * n;
 }
 
+/* Elements of layout l's offloaded tapes, saturating like depth_elems. */
+static size_t host_tape_elems(const struct model *m,
+			      const struct method_layout *l)
+{
+	size_t t = model_tape_elems(m);
+	return (double)l->n_host_tapes * (double)t >= 0x1p62
+		   ? SIZE_MAX
+		   : (size_t)l->n_host_tapes * t;
+}
+
+size_t method_host_memory(const struct model *m,
+			  const struct method_config *cfg)
+{
+	struct method_layout l;
+	assert(cfg->resolved && "method_config_resolve the config first");
+	memset(&l, 0, sizeof(l));
+	desc_of(cfg)->ops->layout(m, cfg, &l);
+	size_t e = host_tape_elems(m, &l);
+	return e > SIZE_MAX / m->be->elem ? SIZE_MAX : e * m->be->elem;
+}
+
 int method_memory(const struct model *m, const struct method_config *cfg,
 		  size_t *depth_bytes, size_t *solver_bytes, char *err,
 		  size_t errlen)
@@ -190,6 +211,18 @@ int method_create(struct method **out, struct model *m,
 	depth_elems(m, &me->lay, &tapes, &states);
 	me->tapes = backend_alloc(be, tapes, MEM_DEPTH);
 	me->states = backend_alloc(be, states, MEM_DEPTH);
+	if (me->lay.n_host_tapes > 0 &&
+	    !(me->host_tapes = backend_alloc(
+		  be, host_tape_elems(m, &me->lay), MEM_HOST))) {
+		snprintf(err, errlen,
+			 "out of host memory for method=%s's %d offloaded "
+			 "tapes of %zu elements; lower layers, batch_size or "
+			 "seq_len",
+			 method_kind_name(me->cfg.method),
+			 me->lay.n_host_tapes, me->tape_elems);
+		method_destroy(me);
+		return -1;
+	}
 	if (!me->tapes || !me->states) {
 		snprintf(err, errlen,
 			 "out of device memory for method=%s's depth buffers "
@@ -220,6 +253,7 @@ void method_destroy(struct method *me)
 		return;
 	backend_free(me->m->be, me->tapes);
 	backend_free(me->m->be, me->states);
+	backend_free(me->m->be, me->host_tapes);
 	solver_destroy(me->solver);
 	free(me->host);
 	free(me);

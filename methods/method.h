@@ -92,6 +92,9 @@ struct method_stats {
 	 * coefficient downloads): each is a device synchronisation on a GPU.
 	 * Forward and backward together. */
 	long host_reads;
+	/* Bytes the method copied between device and host memory (offload:
+	 * tapes out in the forward, back in the backward). */
+	long offload_bytes;
 	/* Jacobian regularisation of this step (deq, jac_loss_weight > 0):
 	 * jac_applied is 1 when the step drew it (probability
 	 * jac_loss_freq), jac_loss the unweighted R = ‖εᵀ J_f(z*)‖² / n
@@ -113,6 +116,13 @@ struct method;
 int method_memory(const struct model *m, const struct method_config *cfg,
 		  size_t *depth_bytes, size_t *solver_bytes, char *err,
 		  size_t errlen);
+
+/* Bytes of host memory (MEM_HOST) method cfg keeps its offloaded tapes in
+ * (method=offload: (L − 2) tapes; 0 for every other method), computed like
+ * method_memory from the layout; SIZE_MAX when it would pass 2^64. cfg must
+ * be resolved and valid. */
+size_t method_host_memory(const struct model *m,
+			  const struct method_config *cfg);
 
 /* Creates a method for model m: validates cfg and allocates every buffer
  * (depth, solver) the method needs. -1 with a one-line message on error. */

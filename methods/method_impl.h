@@ -5,7 +5,8 @@
  * from the numbers a method's `layout` returns:
  *   depth = n_tapes · tape + (n_ckpts + n_vecs) · n_state   elements,
  * tapes in one MEM_DEPTH allocation, checkpoints then state vectors in a
- * second; solver memory (MEM_SOLVER) comes from solvers.h.
+ * second; solver memory (MEM_SOLVER) comes from solvers.h; offloaded tapes
+ * n_host_tapes · tape elements in one MEM_HOST allocation.
  */
 #ifndef DQ_METHOD_IMPL_H
 #define DQ_METHOD_IMPL_H
@@ -14,7 +15,8 @@
 #include "solvers.h"
 
 struct method_layout {
-	int n_tapes; /* block tapes kept at once */
+	int n_tapes;	  /* block tapes kept at once (device) */
+	int n_host_tapes; /* tapes moved to host memory (MEM_HOST, offload) */
 	int n_ckpts; /* saved states */
 	int n_vecs;  /* work vectors of n_state (ping-pong z and ḡ) */
 	int n_solve; /* solver parameter sets (deq: 1 or 2), in solve[] */
@@ -67,6 +69,7 @@ struct method {
 
 	size_t tape_elems; /* model_tape_elems(m) */
 	void *tapes;	   /* (n_tapes, tape_elems), MEM_DEPTH */
+	void *host_tapes;  /* (n_host_tapes, tape_elems), MEM_HOST */
 	void *states;	   /* (n_ckpts + n_vecs, n_state), MEM_DEPTH */
 	struct solver *solver;
 
@@ -87,6 +90,12 @@ struct method {
 static inline void *method_tape(const struct method *me, int i)
 {
 	return dq_at(me->m->be, me->tapes, (size_t)i * me->tape_elems);
+}
+
+/* Host tape i (offload). */
+static inline void *method_host_tape(const struct method *me, int i)
+{
+	return dq_at(me->m->be, me->host_tapes, (size_t)i * me->tape_elems);
 }
 
 static inline void *method_ckpt(const struct method *me, int i)

@@ -4,12 +4,13 @@
 #include "method_impl.h"
 
 extern const struct method_desc method_unroll, method_checkpoint, method_deq,
-    method_revolve;
+    method_revolve, method_offload;
 
 const struct method_desc *const method_registry[] = {
     &method_unroll,
     &method_checkpoint,
     &method_deq,
     &method_revolve,
+    &method_offload,
     NULL,
 };

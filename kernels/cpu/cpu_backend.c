@@ -780,4 +780,7 @@ const struct backend_ops DQ_FN(dq_cpu_ops_) = {
     .norm = cpu_norm,
     .axpy = cpu_axpy,
     .scale = cpu_scale,
+    .copy_async = dq_cpu_copy_async,
+    .copy_wait = dq_cpu_copy_wait,
+    .copy_stats = dq_cpu_copy_stats,
 };

@@ -10,7 +10,15 @@
 struct dq_cpu_ctx {
 	struct timespec marks[BACKEND_TIMER_SLOTS]; /* CLOCK_MONOTONIC */
 	int is_double;
+	struct backend_copy_stats copies; /* since the last copy_stats */
 };
+
+/* The offload copies of both instantiations (cpu_init.c): memcpy in line,
+ * timed (backend.h, copy_async / copy_wait / copy_stats). */
+void dq_cpu_copy_async(void *ctx, void *dst, const void *src, size_t bytes,
+		       int ev);
+void dq_cpu_copy_wait(void *ctx, int ev);
+void dq_cpu_copy_stats(void *ctx, struct backend_copy_stats *out);
 
 /* The two ops tables, one per compilation of cpu_backend.c. */
 extern const struct backend_ops dq_cpu_ops_f;

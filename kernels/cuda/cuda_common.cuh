@@ -11,6 +11,8 @@
  *                      activations, LayerNorm, embeddings
  *   cuda_vector.cu     cross-entropy, Adam, solver vector ops
  *   cuda_attention.cu  causal multi-head attention forward/backward
+ *   cuda_copy.cu       offload: pinned host memory, the copy stream, its
+ *                      events and statistics
  *
  * Everything runs on one non-blocking stream per backend (ctx->stream);
  * cuBLAS is bound to it. Element type float32; token ids int32.
@@ -64,6 +66,22 @@ struct dq_cuda_ctx {
 	float *staging;	       /* DQ_CU_STAGING floats */
 	int staging_pinned;    /* cudaHostAlloc (1) or malloc (0) */
 	struct backend_info info;
+	/* offload (cuda_copy.cu): the copy stream, the copy events, an event
+	 * to order it after the compute stream, and timing event pairs */
+	cudaStream_t copy_stream;
+	cudaEvent_t cev[BACKEND_COPY_EVENTS];
+	cudaEvent_t order_ev;
+	int n_cev; /* copy events created, order_ev included */
+	struct dq_cu_timing *timing; /* cap_timing pairs, n_timing in use */
+	int n_timing, cap_timing;
+	struct backend_copy_stats copies; /* counts since copy_stats */
+};
+
+/* A pair of timing events: a copy on the copy stream (stall 0) or a wait of
+ * the compute stream (stall 1). */
+struct dq_cu_timing {
+	cudaEvent_t a, b;
+	int stall;
 };
 
 /* ---- error checks: print the failing call, file and line, then abort
@@ -234,5 +252,16 @@ void cu_attention_forward(void *ctx, void *out, void *att, const void *qkv,
 void cu_attention_backward(void *ctx, void *dqkv, void *scratch,
 			   const void *dout, const void *qkv, const void *att,
 			   int B, int T, int C, int H);
+
+/* cuda_copy.cu: the ops, and their setup and teardown (called by
+ * backend_cuda_init's steps and cu_destroy). */
+void *cu_host_alloc(void *ctx, size_t bytes);
+void cu_host_free(void *ctx, void *p);
+void cu_copy_async(void *ctx, void *dst, const void *src, size_t bytes,
+		   int ev);
+void cu_copy_wait(void *ctx, int ev);
+void cu_copy_stats(void *ctx, struct backend_copy_stats *out);
+cudaError_t cu_copy_init(struct dq_cuda_ctx *c);
+void cu_copy_destroy(struct dq_cuda_ctx *c);
 
 #endif

@@ -86,6 +86,7 @@ static void cu_destroy(void *ctx)
 		cu_warn(cudaStreamSynchronize(c->stream), "stream sync");
 	for (int i = 0; i < c->n_ev; i++)
 		cu_warn(cudaEventDestroy(c->ev[i]), "cudaEventDestroy");
+	cu_copy_destroy(c);
 	if (c->cublas)
 		cublasDestroy(c->cublas);
 	if (c->cublas_ws)
@@ -170,7 +171,10 @@ static void cu_set_tf32(void *ctx, int allow)
 
 static void cu_sync(void *ctx)
 {
-	cuda_check(cudaStreamSynchronize(dq_cu(ctx)->stream));
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	cuda_check(cudaStreamSynchronize(c->stream));
+	if (c->copy_stream)
+		cuda_check(cudaStreamSynchronize(c->copy_stream));
 }
 
 static void cu_timer_mark(void *ctx, int slot)
@@ -312,6 +316,11 @@ static struct backend_ops cu_ops_make(void)
 	o.norm = cu_norm;
 	o.axpy = cu_axpy;
 	o.scale = cu_scale;
+	o.host_alloc = cu_host_alloc;
+	o.host_free = cu_host_free;
+	o.copy_async = cu_copy_async;
+	o.copy_wait = cu_copy_wait;
+	o.copy_stats = cu_copy_stats;
 	o.pool_stats = cu_pool_stats;
 	o.pool_reset_peak = cu_pool_reset_peak;
 	o.set_tf32 = cu_set_tf32;
@@ -378,7 +387,8 @@ static int init_device(struct dq_cuda_ctx *c, char *err, size_t errlen)
 	return 0;
 }
 
-/* The stream, the timer events and the device's default pool, whose
+/* The stream, the timer events, the copy stream and its events
+ * (cuda_copy.cu) and the device's default pool, whose
  * release threshold goes to UINT64_MAX (see the top of the file). */
 static int init_stream(struct dq_cuda_ctx *c, char *err, size_t errlen)
 {
@@ -386,6 +396,7 @@ static int init_stream(struct dq_cuda_ctx *c, char *err, size_t errlen)
 	INIT_TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
 	for (; c->n_ev < BACKEND_TIMER_SLOTS; c->n_ev++)
 		INIT_TRY(cudaEventCreate(&c->ev[c->n_ev]));
+	INIT_TRY(cu_copy_init(c));
 	INIT_TRY(cudaDeviceGetDefaultMemPool(&c->pool, c->device));
 	INIT_TRY(cudaMemPoolSetAttribute(
 	    c->pool, cudaMemPoolAttrReleaseThreshold, &threshold));

@@ -1,0 +1,216 @@
+/*
+ * test_offload.c — method=offload (methods/offload.c) and the host memory
+ * category:
+ *
+ *   1. a training step equals unroll's bitwise (loss, z, dL/du, every
+ *      gradient) on "cpu" and "cpu64" for L = 1, 2, 3, 7, 12 on all three
+ *      models, with L forward evaluations and L VJPs, 2·(L−2) tapes copied
+ *      (method_stats.offload_bytes and the backend's copy statistics); an
+ *      inference forward too;
+ *   2. the whole-loss gradient against central differences on "cpu64";
+ *   3. memory: device depth = allocator = method_memory =
+ *      min(L, 2)·tape + 2n, host = allocator's MEM_HOST =
+ *      method_host_memory = (L−2)·tape, MEM_HOST outside the device
+ *      totals, nothing allocated during a step; memfit's estimate of a
+ *      whole run equals the allocator's live bytes after setup;
+ *   4. the CLI: `deqbench run method=offload` writes a record whose
+ *      memory.offload counts the bytes and whose host peak is the
+ *      predicted one.
+ */
+#include "methods/method.h"
+
+#define DQ_TEST_SEED 23
+#include "test_util.h"
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_cli.h"
+#include "test_deq_util.h"
+
+static struct method_config offload_cfg(int L)
+{
+	return cfg_of(method_kind_parse("offload"), L, 0);
+}
+
+static size_t tape_bytes(const struct model *m)
+{
+	return model_tape_elems(m) * m->be->elem;
+}
+
+/* ------------------------------------------- 1. bitwise vs unroll */
+
+static void check_equals_unroll(const char *be, enum model_kind kind,
+				struct shape s, int L)
+{
+	struct model *m = open_model(be, kind, s, 3);
+	void *z = dev_state(m);
+	struct backend_copy_stats cs;
+	struct step_out un =
+	    step_of(m, cfg_of(method_kind_parse("unroll"), L, 0), z);
+	be_copy_stats(m->be, &cs); /* nothing moved so far */
+	cr_assert_eq(cs.copies, 0);
+	struct step_out of = step_of(m, offload_cfg(L), z);
+	char what[64];
+	snprintf(what, sizeof(what), "%s kind %d L=%d", be, kind, L);
+	assert_same_step(m, &un, &of, what);
+	long moved = L > 2 ? 2L * (L - 2) * (long)tape_bytes(m) : 0;
+	cr_assert_eq(of.st.forward_evals, L, "%s", what);
+	cr_assert_eq(of.st.vjp_evals, L, "%s", what);
+	cr_assert_eq(of.st.offload_bytes, moved, "%s: %ld bytes", what,
+		     of.st.offload_bytes);
+	be_copy_stats(m->be, &cs);
+	cr_assert_eq((long)cs.bytes, moved, "%s", what);
+	cr_assert_eq(cs.copies, L > 2 ? 2 * (L - 2) : 0, "%s", what);
+	cr_assert(cs.copy_ms >= 0 && cs.stall_ms >= 0);
+	step_out_free(&un);
+	step_out_free(&of);
+	backend_free(m->be, z);
+	close_model(m);
+}
+
+static const struct shape odd = {3, 5, 12, 3, 20, 17};
+static const struct shape pow2 = {2, 8, 16, 4, 32, 32};
+static const struct shape trellis = {3, 5, 6, 0, 0, 17};
+
+Test(offload, equals_unroll, .timeout = 120)
+{
+	const char *bes[] = {"cpu", "cpu64"};
+	int Ls[] = {1, 2, 3, 7, 12};
+	for (int b = 0; b < 2; b++) {
+		for (int i = 0; i < 5; i++)
+			check_equals_unroll(bes[b], MODEL_TRANSFORMER,
+					    i % 2 ? pow2 : odd, Ls[i]);
+		check_equals_unroll(bes[b], MODEL_TANH_CELL, pow2, 9);
+		check_equals_unroll(bes[b], MODEL_TRELLISNET, trellis, 6);
+	}
+}
+
+Test(offload, inference_equals_unroll)
+{
+	struct model *m = open_model("cpu", MODEL_TRANSFORMER, odd, 4);
+	size_t n = m->n_state;
+	void *z = dev_state(m);
+	double *h[2];
+	struct method_config c[2] = {cfg_of(method_kind_parse("unroll"), 6, 0),
+				     offload_cfg(6)};
+	for (int i = 0; i < 2; i++) {
+		c[i].inference = 1;
+		struct method *me = new_method(m, c[i]);
+		cr_assert_eq(m->be->mem.live[MEM_HOST], 0);
+		model_inject_forward(m);
+		method_forward(me, m->u, z, 0);
+		cr_assert_eq(method_get_stats(me)->offload_bytes, 0);
+		h[i] = download(m->be, z, n);
+		method_destroy(me);
+	}
+	cr_assert_eq(memcmp(h[0], h[1], n * sizeof(double)), 0);
+	free(h[0]);
+	free(h[1]);
+	backend_free(m->be, z);
+	close_model(m);
+}
+
+/* --------------------------------- 2. gradients vs finite differences */
+
+/* As test_revolve's check_fd: central differences of the whole loss on
+ * cpu64 at sampled coordinates of every tensor (h = 1e-6 relative,
+ * tolerance 1e-6 of the tensor's largest gradient + 1e-9). */
+static void check_fd(enum model_kind kind, struct shape s, int L)
+{
+	struct model *m = open_contractive("cpu64", kind, s, 5);
+	struct eval_fx f = {m, new_method(m, offload_cfg(L)), dev_state(m)};
+	step(m, f.me, f.z, NULL);
+	double *g = download(m->be, m->grad_buf, m->n_param_elems);
+	cr_assert_gt(fd_params(m, g, 1e-6, 1e-9, loss_only, &f, "offload"), 0);
+	free(g);
+	method_destroy(f.me);
+	backend_free(m->be, f.z);
+	close_model(m);
+}
+
+Test(offload, gradient_fd, .timeout = 120)
+{
+	check_fd(MODEL_TRANSFORMER, odd, 5);
+	check_fd(MODEL_TANH_CELL, pow2, 4);
+}
+
+/* ------------------------------------------------------- 3. memory */
+
+static void check_memory(struct model *m, int L)
+{
+	struct backend *be = m->be;
+	struct method_config c = offload_cfg(L);
+	size_t db, sb, n = m->n_state, tape = tape_bytes(m);
+	size_t dev0 = be->mem.live_total;
+	char err[256];
+	method_config_resolve(&c);
+	cr_assert_eq(method_memory(m, &c, &db, &sb, err, sizeof(err)), 0, "%s",
+		     err);
+	size_t want_host = L > 2 ? (size_t)(L - 2) * tape : 0;
+	cr_assert_eq(method_host_memory(m, &c), want_host, "L=%d", L);
+	cr_assert_eq(db, (size_t)(L < 2 ? L : 2) * tape + 2 * n * be->elem,
+		     "L=%d", L);
+	cr_assert_eq(sb, 0);
+	void *z = dev_state(m);
+	struct method *me = new_method(m, c);
+	cr_assert_eq(be->mem.live[MEM_DEPTH], db, "L=%d", L);
+	cr_assert_eq(be->mem.live[MEM_HOST], want_host, "L=%d", L);
+	/* the host tapes are not device memory */
+	cr_assert_eq(be->mem.live_total, dev0 + db + n * be->elem, "L=%d", L);
+	backend_mem_reset_peak(be);
+	size_t allocs = be->mem.n_allocs;
+	step(m, me, z, NULL);
+	cr_assert_eq(be->mem.n_allocs, allocs, "a step allocated");
+	cr_assert_eq(be->mem.peak[MEM_DEPTH], db);
+	cr_assert_eq(be->mem.peak[MEM_HOST], want_host);
+	method_destroy(me);
+	backend_free(be, z);
+	cr_assert_eq(be->mem.live[MEM_HOST], 0);
+	cr_assert_eq(be->mem.live_total, dev0);
+}
+
+Test(memory, layout)
+{
+	struct model *m = open_model("cpu", MODEL_TRANSFORMER, odd, 2);
+	int Ls[] = {1, 2, 3, 4, 12, 40};
+	for (int i = 0; i < 6; i++)
+		check_memory(m, Ls[i]);
+	close_model(m);
+}
+
+/* ---------------------------------------------------------- 4. CLI */
+
+Test(cli, record_counts_the_copies, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
+{
+	char out[512], path[512], err[4096];
+	json_error_t je;
+	snprintf(out, sizeof(out), "out=%s/o.jsonl", cli_dir);
+	const char *argv[] = {
+	    "run",	   "method=offload", "layers=5",	 "d_model=16",
+	    "n_heads=2",   "d_ff=32",	     "seq_len=8",	 "batch_size=2",
+	    "steps=4",	   "warmup_steps=1", "corpus=synthetic", "vocab_size=50",
+	    "threads=1",   "eval_tokens=64", out,		 NULL};
+	cr_assert_eq(cli_run(argv, 0, err, sizeof(err)), 0, "%s", err);
+	cli_path(path, sizeof(path), "o.jsonl");
+	json_t *rec = json_load_file(path, 0, &je);
+	cr_assert_not_null(rec, "%s", je.text);
+	json_t *mem = json_object_get(rec, "memory");
+	double host = json_number_value(
+	    json_object_get(json_object_get(mem, "peak_bytes"), "host"));
+	double pred =
+	    json_number_value(json_object_get(mem, "predicted_host_bytes"));
+	json_t *off = json_object_get(mem, "offload");
+	cr_assert(host > 0 && host == pred, "host %g predicted %g", host,
+		  pred);
+	cr_assert(json_is_object(off));
+	/* 3 of 5 tapes go out and come back each step */
+	cr_assert_eq(json_number_value(json_object_get(off, "bytes_per_step")),
+		     2 * host);
+	json_decref(rec);
+}
