@@ -25,6 +25,18 @@ void print_summary(const json_t *records);
 int check_params_key(const struct bench_config *c, int eval, char *err,
 		     size_t errlen);
 
+/* [FILE.json] key=value... into cfg (defaults first; a key given twice
+ * is refused). extra: NULL-terminated keys the caller handles itself (e.g.
+ * "params"), their values returned through extra_val. 0, or -1 with one
+ * line in err. */
+int parse_config_args(struct bench_config *cfg, int argc, char **argv,
+		      const char *const *extra, const char **extra_val,
+		      char *err, size_t errlen);
+
+/* deqbench plan budget_mib=M [FILE.json] [key=value ...] [--run N]
+ * (cmd_plan.c). */
+int cmd_plan(int argc, char **argv);
+
 /* deqbench suite FILE.json [--dry-run] [--shard I/N] [key=value ...]. */
 int cmd_suite(int argc, char **argv);
 

@@ -78,9 +78,7 @@ static int ends_with(const char *s, const char *suffix)
 	return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-/* [FILE.json] key=value... into cfg. extra: keys handled by the caller
- * (e.g. "params"), returned through extra_val. */
-static int parse_config_args(struct bench_config *cfg, int argc, char **argv,
+int parse_config_args(struct bench_config *cfg, int argc, char **argv,
 			     const char *const *extra, const char **extra_val,
 			     char *err, size_t errlen)
 {
@@ -530,6 +528,7 @@ static const struct command {
 } commands[] = {
     {"run", cmd_run},	    {"eval", cmd_eval},	    {"suite", cmd_suite},
     {"report", cmd_report}, {"params", cmd_params}, {"grad", cmd_grad},
+    {"plan", cmd_plan},
 };
 
 int main(int argc, char **argv)

@@ -16,7 +16,7 @@
 static const char *const sections[] = {
     "suite",  "config", "method", "model",    "data",	   "timing",
     "memory", "solver", "evals",  "quality",  "inference", "host",
-    "device", "build",	"trace",  "pretrain", NULL,
+    "device", "build",	"trace",  "pretrain", "plan",	   NULL,
 };
 
 json_t *record_new(void)

@@ -161,6 +161,15 @@ int checkpoint_kind(void)
 	return method_kind_parse(method_checkpoint.name);
 }
 
+/* L + (L − len(last segment)) forwards, L VJPs (the header). */
+static void checkpoint_evals(const struct method_config *c, long *fwd,
+			     long *vjp)
+{
+	int last = c->layers - (n_segments(c) - 1) * k_of(c);
+	*fwd = 2L * c->layers - last;
+	*vjp = c->layers;
+}
+
 const struct method_desc method_checkpoint = {
     .name = "checkpoint",
     .ops = &method_checkpoint_ops,
@@ -171,4 +180,5 @@ const struct method_desc method_checkpoint = {
     .check = checkpoint_check,
     .resolve = checkpoint_resolve,
     .uses_layers = 1,
+    .evals = checkpoint_evals,
 };

@@ -145,6 +145,16 @@ static size_t host_tape_elems(const struct model *m,
 		   : (size_t)l->n_host_tapes * t;
 }
 
+int method_evals_per_step(const struct method_config *cfg, long *fwd,
+			  long *vjp)
+{
+	assert(cfg->resolved && "method_config_resolve the config first");
+	if (!desc_of(cfg)->evals)
+		return -1;
+	desc_of(cfg)->evals(cfg, fwd, vjp);
+	return 0;
+}
+
 size_t method_host_memory(const struct model *m,
 			  const struct method_config *cfg)
 {

@@ -124,6 +124,13 @@ int method_memory(const struct model *m, const struct method_config *cfg,
 size_t method_host_memory(const struct model *m,
 			  const struct method_config *cfg);
 
+/* Block forward and VJP evaluations of one training step of resolved cfg,
+ * by the formulas in each method's file header (unroll/offload L and L;
+ * checkpoint L + (L − last segment) and L; revolve L + A(L, s) and L): 0,
+ * or -1 when they depend on the solves (deq: the record's `evals`). */
+int method_evals_per_step(const struct method_config *cfg, long *fwd,
+			  long *vjp);
+
 /* Creates a method for model m: validates cfg and allocates every buffer
  * (depth, solver) the method needs. -1 with a one-line message on error. */
 int method_create(struct method **out, struct model *m,

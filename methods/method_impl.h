@@ -53,6 +53,10 @@ struct method_desc {
 	 * (deq: the Jacobian probe). 0, or -1 with a message. */
 	int (*init)(struct method *me, char *err, size_t errlen);
 	int uses_layers; /* 1: the `layers` key sets its depth */
+	/* Block forward and VJP evaluations of one training step of the
+	 * resolved c, where they follow from the config alone (NULL: they
+	 * depend on the solves, deq). */
+	void (*evals)(const struct method_config *c, long *fwd, long *vjp);
 };
 
 /* NULL-terminated, in registry order (the index is the `method` key). */

@@ -176,6 +176,14 @@ int revolve_kind(void)
 	return method_kind_parse(method_revolve.name);
 }
 
+/* L + A(L, s) forwards, L VJPs (the header). */
+static void revolve_evals(const struct method_config *c, long *fwd, long *vjp)
+{
+	*fwd = c->layers +
+	       (long)revolve_advances(c->layers, revolve_config(c)->slots);
+	*vjp = c->layers;
+}
+
 const struct method_desc method_revolve = {
     .name = "revolve",
     .ops = &method_revolve_ops,
@@ -185,4 +193,5 @@ const struct method_desc method_revolve = {
     .defaults = revolve_defaults,
     .resolve = revolve_resolve,
     .uses_layers = 1,
+    .evals = revolve_evals,
 };

@@ -191,11 +191,22 @@ Test(cli, record_counts_the_copies, .init = cli_setup, .fini = cli_teardown,
 	char out[512], path[512], err[4096];
 	json_error_t je;
 	snprintf(out, sizeof(out), "out=%s/o.jsonl", cli_dir);
-	const char *argv[] = {
-	    "run",	   "method=offload", "layers=5",	 "d_model=16",
-	    "n_heads=2",   "d_ff=32",	     "seq_len=8",	 "batch_size=2",
-	    "steps=4",	   "warmup_steps=1", "corpus=synthetic", "vocab_size=50",
-	    "threads=1",   "eval_tokens=64", out,		 NULL};
+	const char *argv[] = {"run",
+			      "method=offload",
+			      "layers=5",
+			      "d_model=16",
+			      "n_heads=2",
+			      "d_ff=32",
+			      "seq_len=8",
+			      "batch_size=2",
+			      "steps=4",
+			      "warmup_steps=1",
+			      "corpus=synthetic",
+			      "vocab_size=50",
+			      "threads=1",
+			      "eval_tokens=64",
+			      out,
+			      NULL};
 	cr_assert_eq(cli_run(argv, 0, err, sizeof(err)), 0, "%s", err);
 	cli_path(path, sizeof(path), "o.jsonl");
 	json_t *rec = json_load_file(path, 0, &je);
@@ -206,8 +217,7 @@ Test(cli, record_counts_the_copies, .init = cli_setup, .fini = cli_teardown,
 	double pred =
 	    json_number_value(json_object_get(mem, "predicted_host_bytes"));
 	json_t *off = json_object_get(mem, "offload");
-	cr_assert(host > 0 && host == pred, "host %g predicted %g", host,
-		  pred);
+	cr_assert(host > 0 && host == pred, "host %g predicted %g", host, pred);
 	cr_assert(json_is_object(off));
 	/* 3 of 5 tapes go out and come back each step */
 	cr_assert_eq(json_number_value(json_object_get(off, "bytes_per_step")),

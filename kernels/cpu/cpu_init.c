@@ -47,7 +47,8 @@ void dq_cpu_copy_async(void *ctx, void *dst, const void *src, size_t bytes,
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	memcpy(dst, src, bytes);
 	clock_gettime(CLOCK_MONOTONIC, &b);
-	double ms = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) * 1e-6;
+	double ms =
+	    (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) * 1e-6;
 	c->copies.copies++;
 	c->copies.bytes += bytes;
 	c->copies.copy_ms += ms;

@@ -71,8 +71,7 @@ static struct dq_cu_timing *timing_next(struct dq_cuda_ctx *c, int stall)
 	return p;
 }
 
-void cu_copy_async(void *ctx, void *dst, const void *src, size_t bytes,
-		   int ev)
+void cu_copy_async(void *ctx, void *dst, const void *src, size_t bytes, int ev)
 {
 	struct dq_cuda_ctx *c = dq_cu(ctx);
 	if (!bytes)
@@ -109,8 +108,8 @@ void cu_copy_stats(void *ctx, struct backend_copy_stats *out)
 	cuda_check(cudaStreamSynchronize(c->stream));
 	for (int i = 0; i < c->n_timing; i++) {
 		float ms = 0.0f;
-		cuda_check(cudaEventElapsedTime(&ms, c->timing[i].a,
-						c->timing[i].b));
+		cuda_check(
+		    cudaEventElapsedTime(&ms, c->timing[i].a, c->timing[i].b));
 		if (c->timing[i].stall)
 			c->copies.stall_ms += ms;
 		else
