@@ -1,0 +1,183 @@
+/*
+ * test_plan.c — `deqbench plan` (bench/cmd_plan.c) and the closed-form
+ * evaluation counts it uses:
+ *
+ *   1. method_evals_per_step equals the counts a real training step makes
+ *      for unroll, offload, checkpoint (every k) and revolve (every slots),
+ *      and refuses deq (its counts depend on the solves);
+ *   2. `plan budget_mib=M --run N` on a tiny model trains every candidate
+ *      that fits and, for each record, the predicted peak equals the
+ *      allocator's measured peak_total_bytes and the predicted host bytes
+ *      the measured host peak, for every method; each appended record's
+ *      measured peak is within the budget;
+ *   3. bad input: budget_mib missing, ≤ 0 or not a number, --run without
+ *      a count, layers < 3: exit 2, one line naming the key or flag.
+ */
+#include "methods/method.h"
+
+#define DQ_TEST_SEED 29
+#include "test_util.h"
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_cli.h"
+#include "test_deq_util.h"
+
+/* ------------------------------------------------- 1. evaluation counts */
+
+static void check_counts(struct model *m, struct method_config c,
+			 const char *what)
+{
+	long f, v;
+	void *z = dev_state(m);
+	method_config_resolve(&c);
+	cr_assert_eq(method_evals_per_step(&c, &f, &v), 0, "%s", what);
+	struct method *me = new_method(m, c);
+	step(m, me, z, NULL);
+	const struct method_stats *st = method_get_stats(me);
+	cr_assert_eq(st->forward_evals, f, "%s: %ld forwards, formula %ld",
+		     what, st->forward_evals, f);
+	cr_assert_eq(st->vjp_evals, v, "%s", what);
+	method_destroy(me);
+	backend_free(m->be, z);
+}
+
+Test(evals, closed_forms_match_a_step, .timeout = 120)
+{
+	const struct shape s = {2, 4, 8, 2, 16, 11};
+	struct model *m = open_model("cpu", MODEL_TANH_CELL, s, 1);
+	char what[64];
+	for (int L = 1; L <= 9; L += 4) {
+		snprintf(what, sizeof(what), "unroll L=%d", L);
+		check_counts(m, cfg_of(method_kind_parse("unroll"), L, 0),
+			     what);
+		snprintf(what, sizeof(what), "offload L=%d", L);
+		check_counts(m, cfg_of(method_kind_parse("offload"), L, 0),
+			     what);
+		for (int k = 1; k <= L; k++) {
+			snprintf(what, sizeof(what), "checkpoint L=%d k=%d", L,
+				 k);
+			check_counts(
+			    m, cfg_of(method_kind_parse("checkpoint"), L, k),
+			    what);
+		}
+		for (int sl = 1; sl <= L; sl++) {
+			struct method_config c =
+			    cfg_of(method_kind_parse("revolve"), L, 0);
+			method_opts_slot(&c, c.method);
+			*(int *)method_opts_slot(&c, c.method) = sl;
+			snprintf(what, sizeof(what), "revolve L=%d s=%d", L,
+				 sl);
+			check_counts(m, c, what);
+		}
+	}
+	struct method_config d = cfg_of(method_kind_parse("deq"), 4, 0);
+	long f, v;
+	method_config_resolve(&d);
+	cr_assert_eq(method_evals_per_step(&d, &f, &v), -1);
+	close_model(m);
+}
+
+/* ---------------------------------------------------- 2. plan --run */
+
+static const char *const tiny[] = {
+    "model=transformer", "d_model=16",	   "n_heads=2",	       "d_ff=32",
+    "seq_len=8",	 "batch_size=4",   "corpus=synthetic", "vocab_size=40",
+    "steps=3",		 "warmup_steps=1", "eval_tokens=64",   "threads=1"};
+#define NTINY ((int)(sizeof(tiny) / sizeof(*tiny)))
+
+Test(plan, predicted_peak_is_measured, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 300)
+{
+	char out[600], path[512], err[4096];
+	const char *argv[40];
+	int n = 0;
+	argv[n++] = "plan";
+	argv[n++] = "budget_mib=1000";
+	argv[n++] = "layers=4";
+	for (int i = 0; i < NTINY; i++)
+		argv[n++] = tiny[i];
+	snprintf(out, sizeof(out), "out=%s/p.jsonl", cli_dir);
+	argv[n++] = out;
+	argv[n++] = "--run";
+	argv[n++] = "100";
+	argv[n] = NULL;
+	cr_assert_eq(cli_run(argv, 0, err, sizeof(err)), 0, "%s", err);
+	cli_path(path, sizeof(path), "p.jsonl");
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	char line[1 << 16];
+	int recs = 0, methods_seen[8] = {0};
+	while (fgets(line, sizeof(line), f)) {
+		json_error_t je;
+		json_t *r = json_loads(line, 0, &je);
+		cr_assert_not_null(r, "%s", je.text);
+		json_t *p = json_object_get(r, "plan");
+		json_t *mem = json_object_get(r, "memory");
+		cr_assert_str_eq(
+		    json_string_value(json_object_get(r, "status")), "ok");
+		json_int_t pred = json_integer_value(
+		    json_object_get(p, "predicted_peak_total_bytes"));
+		json_int_t meas = json_integer_value(
+		    json_object_get(mem, "peak_total_bytes"));
+		json_int_t ph = json_integer_value(
+		    json_object_get(p, "predicted_host_bytes"));
+		json_int_t mh = json_integer_value(json_object_get(
+		    json_object_get(mem, "peak_bytes"), "host"));
+		const char *cand =
+		    json_string_value(json_object_get(p, "candidate"));
+		cr_assert_eq(pred, meas, "%s: predicted %lld measured %lld",
+			     cand, (long long)pred, (long long)meas);
+		cr_assert_eq(ph, mh, "%s host", cand);
+		int mk = method_kind_parse(json_string_value(
+		    json_object_get(json_object_get(r, "config"), "method")));
+		cr_assert(mk >= 0 && mk < 8);
+		methods_seen[mk] = 1;
+		recs++;
+		json_decref(r);
+	}
+	fclose(f);
+	/* 4 layers: unroll, offload, checkpoint k=1..4, revolve slots=1..2,
+	 * 7 deq solvers; each with and without head_chunk */
+	cr_assert_eq(recs, 2 * (1 + 1 + 4 + 2 + 7), "%d records", recs);
+	for (int k = 0; k < method_kind_count(); k++)
+		cr_assert(methods_seen[k], "no record of %s",
+			  method_kind_name(k));
+}
+
+/* ------------------------------------------------------ 3. bad input */
+
+static void bad(const char *a1, const char *a2, const char *want)
+{
+	char err[4096];
+	const char *argv[40];
+	int n = 0;
+	argv[n++] = "plan";
+	for (int i = 0; i < NTINY; i++)
+		argv[n++] = tiny[i];
+	if (a1)
+		argv[n++] = a1;
+	if (a2)
+		argv[n++] = a2;
+	argv[n] = NULL;
+	cr_assert_eq(cli_run(argv, 0, err, sizeof(err)), 2, "%s %s: %s", a1, a2,
+		     err);
+	char *nl = strchr(err, '\n');
+	cr_assert(nl && nl[1] == 0, "one line expected: %s", err);
+	cr_assert(strstr(err, want), "%s %s: %s", a1, a2, err);
+}
+
+Test(plan, bad_input, .init = cli_setup, .fini = cli_teardown, .timeout = 60)
+{
+	bad(NULL, NULL, "budget_mib=(missing)");
+	bad("budget_mib=0", NULL, "budget_mib=0");
+	bad("budget_mib=-5", NULL, "budget_mib=-5");
+	bad("budget_mib=lots", NULL, "budget_mib=lots");
+	bad("budget_mib=inf", NULL, "budget_mib=inf");
+	bad("budget_mib=64", "--run", "--run needs");
+	bad("budget_mib=64", "layers=2", "needs layers >= 3");
+	bad("budget_mib=64", "method=nope", "method=nope");
+}
