@@ -34,6 +34,9 @@ support, as PNG and SVG beside the file (or in --out-dir), named
                    runs and the unroll runs at each depth L on one chart,
                    with the Pareto front of all of them; needs two f_tol
                    values or two unroll depths
+  budget           step time (median) against total device peak for every
+                   method and parameter, circles without and triangles with
+                   head_chunk, and the Pareto front; needs three methods
   convergence      per deq run, the final residual of the forward and the
                    backward solve at every training step and the fraction of
                    steps whose solve reached its tolerance over a trailing
@@ -496,6 +499,59 @@ def fig_eps_infer(runs, recs, prefix, written):
                   "eps-infer", written)
 
 
+def budget_label(r):
+    """'checkpoint k=3', 'revolve slots=2', 'deq broyden h=8', ... of a run."""
+    m = R.method(r.rec)
+    if m == "checkpoint":
+        return f"checkpoint k={R.cfg(r.rec, 'k')}"
+    if m == "revolve":
+        return f"revolve slots={R.cfg(r.rec, 'slots')}"
+    if m == "deq":
+        fs = R.cfg(r.rec, "f_solver")
+        if fs == "anderson":
+            return f"deq anderson m={R.cfg(r.rec, 'anderson_m')}"
+        return f"deq {fs} h={R.cfg(r.rec, 'f_history')}"
+    return m
+
+
+def fig_budget(runs, recs, prefix, written):
+    """Step time against total device peak for every method and parameter,
+    with and without head_chunk, and the Pareto front (issue 14's chart)."""
+    pts = [r for r in runs if r.step_ms and r.tot]
+    methods = {R.method(r.rec) for r in pts}
+    if len(methods) < 3 or len(pts) < 6:
+        return False
+    fams = sorted(methods)
+    col = colours(fams)
+    fig, ax = plt.subplots(layout="constrained", figsize=(10, 6.5))
+    for f in fams:
+        for chunk, mk in ((False, "o"), (True, "^")):
+            rs = [r for r in pts if R.method(r.rec) == f and
+                  bool(R.cfg(r.rec, "head_chunk")) == chunk]
+            if not rs:
+                continue
+            ax.scatter([r.tot / 2**20 for r in rs], [r.step_ms for r in rs], marker=mk,
+                       s=28, color=col[f], label=f + (" + head_chunk" if chunk else ""))
+            for r in rs:
+                ax.annotate(budget_label(r).replace(f + " ", ""),
+                            (r.tot / 2**20, r.step_ms), textcoords="offset points",
+                            xytext=(3, 2), fontsize=5)
+    xy = [(r.tot / 2**20, r.step_ms) for r in pts]
+    fr = sorted((xy[i] for i in pareto(xy)), key=lambda p: p[0])
+    ax.plot([p[0] for p in fr], [p[1] for p in fr], color="k", lw=1.0,
+            drawstyle="steps-post", label="Pareto front")
+    ax.scatter([p[0] for p in fr], [p[1] for p in fr], s=90, facecolors="none",
+               edgecolors="k", lw=1.0)
+    ax.set_xlabel("total device peak (MiB; params, grads, Adam, head, depth, solver, "
+                  "workspace)")
+    ax.set_ylabel("step time (ms, median)")
+    ax.set_title("what a memory saving costs: step time against peak memory "
+                 "(triangles: head_chunk)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6, ncol=2)
+    return finish(fig, "memory budget: every method", recs, prefix, "budget", written)
+
+
 def trace_of(rec, name):
     t = R.get(rec, "trace." + name)
     if not isinstance(t, list):
@@ -631,7 +687,7 @@ def fig_convergence(runs, recs, prefix, written):
 
 
 FIGURES = (fig_memory_vs_depth, fig_time_ratio, fig_memory_ratio, fig_eps, fig_eps_infer,
-           fig_residuals, fig_convergence)
+           fig_residuals, fig_convergence, fig_budget)
 
 
 def plot_file(path, out_dir):
