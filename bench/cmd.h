@@ -1,5 +1,5 @@
 /* cmd.h — what the command files of deqbench (main.c: run, eval, report,
- * env, params, grad; cmd_suite.c: suite) share. Exit status and messages:
+ * env, params, grad; cmd_suite.c: suite; cmd_validate.c: validate) share. Exit status and messages:
  * main.c's header comment and the README. */
 #ifndef DQ_BENCH_CMD_H
 #define DQ_BENCH_CMD_H
@@ -39,5 +39,8 @@ int cmd_plan(int argc, char **argv);
 
 /* deqbench suite FILE.json [--dry-run] [--shard I/N] [key=value ...]. */
 int cmd_suite(int argc, char **argv);
+
+/* deqbench validate [--strict] FILE.jsonl ... (cmd_validate.c). */
+int cmd_validate(int argc, char **argv);
 
 #endif

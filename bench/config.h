@@ -120,7 +120,28 @@ int config_key_is_method(const char *key);
  * configuration (`deqbench report` and plots/ group them together). */
 int config_key_is_output(const char *key);
 
-/* Prints the key table (key, group, default, allowed values, meaning). */
+/* Name of key i in table order (--help's), NULL past the last key. */
+const char *config_key_name(size_t i);
+
+/* What config_check_json found wrong (0: nothing). */
+enum config_check {
+	CONFIG_CHECK_UNKNOWN = 1, /* not a config key */
+	CONFIG_CHECK_TYPE,	  /* not the JSON type records give it */
+	CONFIG_CHECK_RANGE,	  /* a number outside the key's range */
+	CONFIG_CHECK_CHOICE,	  /* a string outside the key's values */
+};
+/* config_check_json — checks v as a record's value of config key `key`
+ * (`config` and `method` objects, results/SCHEMA.md): the JSON type records
+ * write for it (an integer for integer keys, any number for reals, a
+ * boolean, a string for enums and strings), its range, and for an enum or
+ * a string key with a fixed list (corpus, device) one of its values.
+ * Returns 0 when it is fine, else an enum config_check with what was
+ * expected in `expected` (n bytes): "int", "int in [1, 100000]", "one of
+ * unroll, checkpoint, deq, revolve". */
+int config_check_json(const char *key, const json_t *v, char *expected,
+		      size_t n);
+
+/* Prints the key table (key, group, default, allowed values, meaning). */ /* Prints the key table (key, group, default, allowed values, meaning). */
 void config_print_help(FILE *f);
 /* The key table as JSON for tools (`deqbench run --help-json`, read by
  * plots/records.py): an array of {name, group, type, default, allowed,

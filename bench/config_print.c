@@ -61,6 +61,78 @@ json_t *config_method_json(const struct method_config *m)
 	return o;
 }
 
+const char *config_key_name(size_t i)
+{
+	return key_at(i).d ? key_at(i).d->name : NULL;
+}
+
+/* 1 when s is one of the ", "-separated names in list. */
+static int in_list(const char *s, const char *list)
+{
+	size_t n = strlen(s);
+	for (const char *p = list; p && *p;) {
+		const char *e = strstr(p, ", ");
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (len == n && !strncmp(p, s, n))
+			return 1;
+		p = e ? e + 2 : NULL;
+	}
+	return 0;
+}
+
+/* The JSON type a key's value has in records: "int", "number", "bool" or
+ * "string" (enums are written as their names). */
+static const char *key_json_type(const struct key_desc *d)
+{
+	switch (d->type) {
+	case KT_INT:
+	case KT_LONG:
+	case KT_U64:
+		return "int";
+	case KT_DOUBLE:
+		return "number";
+	case KT_BOOL:
+		return "bool";
+	default:
+		return "string";
+	}
+}
+
+int config_check_json(const char *key, const json_t *v, char *expected,
+		      size_t n)
+{
+	struct key_ref r = key_find(key);
+	const struct key_desc *d = r.d;
+	const char *t;
+	char buf[256];
+	if (!d)
+		return CONFIG_CHECK_UNKNOWN;
+	t = key_json_type(d);
+	snprintf(expected, n, "%s", t);
+	if (!strcmp(t, "int")	   ? !json_is_integer(v)
+	    : !strcmp(t, "number") ? !json_is_number(v)
+	    : !strcmp(t, "bool")   ? !json_is_boolean(v)
+				   : !json_is_string(v))
+		return CONFIG_CHECK_TYPE;
+	if (json_is_number(v) && d->type != KT_U64 &&
+	    !key_in_range(d, json_number_value(v))) {
+		key_range_text(d, buf, sizeof(buf));
+		snprintf(expected, n, "%s in %s", t, buf);
+		return CONFIG_CHECK_RANGE;
+	}
+	if (d->type == KT_U64 && json_integer_value(v) < 0) {
+		snprintf(expected, n, "int in [0, 9223372036854775807]");
+		return CONFIG_CHECK_RANGE;
+	}
+	key_choices(d, buf, sizeof(buf));
+	if (json_is_string(v) && buf[0] &&
+	    !in_list(json_string_value(v), buf)) {
+		snprintf(expected, n, "one of %s", buf);
+		return CONFIG_CHECK_CHOICE;
+	}
+	return 0;
+}
+
 /* Allowed values of a key, for --help and the README table. */
 static void key_allowed(const struct key_desc *d, char *buf, size_t n)
 {

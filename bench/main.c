@@ -5,6 +5,7 @@
  *   deqbench suite FILE.json [--dry-run] [--shard I/N] [--resume]
  *                  [key=value ...]
  *   deqbench report FILE.jsonl ...
+ *   deqbench validate [--strict] FILE.jsonl ...
  *   deqbench env
  *   deqbench params init [FILE.json] [key=value ...] out=P.safetensors
  *   deqbench grad [FILE.json] [key=value ...] params=P.safetensors
@@ -61,6 +62,8 @@ static void usage(FILE *f)
 		"[key=value ...]\n"
 		"  report FILE.jsonl ...               summary table of "
 		"records\n"
+		"  validate [--strict] FILE.jsonl ...  check records against "
+		"results/SCHEMA.md\n"
 		"  env                                 host and device facts "
 		"(JSON)\n"
 		"  params init [key=value ...] out=P.safetensors\n"
@@ -526,9 +529,9 @@ static const struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-    {"run", cmd_run},	    {"eval", cmd_eval},	    {"suite", cmd_suite},
-    {"report", cmd_report}, {"params", cmd_params}, {"grad", cmd_grad},
-    {"plan", cmd_plan},
+    {"run", cmd_run},		{"eval", cmd_eval},	{"suite", cmd_suite},
+    {"report", cmd_report},	{"params", cmd_params}, {"grad", cmd_grad},
+    {"plan", cmd_plan},		{"validate", cmd_validate},
 };
 
 int main(int argc, char **argv)
@@ -555,12 +558,13 @@ int main(int argc, char **argv)
 	}
 	if (!*cmd)
 		return bad_input(
-		    "give a command: run, eval, suite, report, "
+		    "give a command: run, eval, suite, report, validate, "
 		    "env, params, grad or bench-block (deqbench --help "
 		    "lists them)");
-	fprintf(stderr,
-		"deqbench: unknown command '%s'; use run, eval, suite, report, "
-		"env, params, grad or bench-block (deqbench --help)\n",
-		cmd);
+	fprintf(
+	    stderr,
+	    "deqbench: unknown command '%s'; use run, eval, suite, report, "
+	    "validate, env, params, grad or bench-block (deqbench --help)\n",
+	    cmd);
 	return EXIT_BAD_INPUT;
 }

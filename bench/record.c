@@ -146,13 +146,14 @@ json_t *record_stats_json(const double *x, int n)
 	return o;
 }
 
-int record_read_jsonl(const char *path, json_t *arr, char *err, size_t errlen)
+int record_each_line(const char *path, record_line_fn fn, void *ctx, char *err,
+		     size_t errlen)
 {
 	FILE *f = fopen(path, "r");
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
-	int lineno = 0, rerr;
+	int lineno = 0, rerr, stop = 0;
 	struct stat st;
 
 	if (!f) {
@@ -168,7 +169,7 @@ int record_read_jsonl(const char *path, json_t *arr, char *err, size_t errlen)
 		fclose(f);
 		return -1;
 	}
-	while ((len = getline(&line, &cap, f)) >= 0) {
+	while (!stop && (len = getline(&line, &cap, f)) >= 0) {
 		json_error_t je;
 		json_t *r;
 		lineno++;
@@ -179,29 +180,55 @@ int record_read_jsonl(const char *path, json_t *arr, char *err, size_t errlen)
 		if (len == 0)
 			continue;
 		r = json_loads(line, 0, &je);
-		if (!r || !json_is_object(r)) {
-			snprintf(err, errlen,
-				 "%s:%d:%d: malformed record: %s; each line "
-				 "must be one JSON object",
-				 path, lineno, r ? 1 : je.column,
-				 r ? "not an object" : je.text);
-			json_decref(r);
-			free(line);
-			fclose(f);
-			return -1;
-		}
-		json_array_append_new(arr, r);
+		if (json_is_object(r))
+			stop = fn(ctx, lineno, r, 0, NULL);
+		else
+			stop = fn(ctx, lineno, NULL, r ? 1 : je.column,
+				  r ? "not an object" : je.text);
+		json_decref(r);
 	}
 	rerr = ferror(f) ? errno : 0;
 	free(line);
+	fclose(f);
 	if (rerr) {
 		snprintf(err, errlen, "%s: read failed after line %d (%s)",
 			 path, lineno, strerror(rerr));
-		fclose(f);
 		return -1;
 	}
-	fclose(f);
 	return 0;
+}
+
+/* record_read_jsonl's state: the array, and the first malformed line. */
+struct read_ctx {
+	json_t *arr;
+	const char *path;
+	char *err;
+	size_t errlen;
+	int bad;
+};
+
+static int read_line(void *ctx, int lineno, json_t *rec, int column,
+		     const char *why)
+{
+	struct read_ctx *c = ctx;
+	if (rec && json_array_append(c->arr, rec) == 0)
+		return 0;
+	if (rec)
+		why = "out of memory";
+	snprintf(c->err, c->errlen,
+		 "%s:%d:%d: malformed record: %s; each line must be one JSON "
+		 "object",
+		 c->path, lineno, column, why);
+	c->bad = 1;
+	return 1;
+}
+
+int record_read_jsonl(const char *path, json_t *arr, char *err, size_t errlen)
+{
+	struct read_ctx c = {arr, path, err, errlen, 0};
+	if (record_each_line(path, read_line, &c, err, errlen) != 0)
+		return -1;
+	return c.bad ? -1 : 0;
 }
 
 /* ---- summary table ---- */

@@ -36,6 +36,22 @@ int record_save(const char *path, const json_t *rec);
  * interpolation between order statistics); nulls when n == 0. */
 json_t *record_stats_json(const double *x, int n);
 
+/* Called by record_each_line for each non-blank line of a JSONL file, with
+ * its number (from 1) and either the parsed object (rec, borrowed: incref
+ * it to keep it; column 0, why NULL) or, for a line that is not one JSON
+ * object, rec NULL, the column of the error and jansson's reason ("not an
+ * object" when the line is JSON of another type). Returns 0 to go on,
+ * nonzero to stop reading. */
+typedef int (*record_line_fn)(void *ctx, int lineno, json_t *rec, int column,
+			      const char *why);
+
+/* Reads a JSONL file line by line (trailing blanks, "\r" and "\n" cut,
+ * blank lines skipped) and calls fn for each other line. 0 when the file
+ * was read to its end or fn stopped, -1 with one line in err naming the
+ * path for a file that cannot be opened, a directory, or a read error. */
+int record_each_line(const char *path, record_line_fn fn, void *ctx, char *err,
+		     size_t errlen);
+
 /* Appends every record (line) of a JSONL file to arr. Blank lines are
  * skipped; a malformed line is an error naming path:line, a directory or a
  * read error an error naming path. */

@@ -25,6 +25,7 @@
 #include "runner.h"
 #include "suite.h"
 #include "test_cli.h"
+#include "validate.h"
 
 /* ---------------------------------------------------------------- config */
 
@@ -338,210 +339,21 @@ static const json_t *at(const json_t *o, const char *path)
 #define OBJ(r, p) cr_assert(json_is_object(at(r, p)), "%s not an object", p)
 
 /* ---- results/SCHEMA.md as a checker ----
- * Sections are "## `name`" headings (or "## Top level"); each table row
- * "| `a`, `b.c` | type \\| null | meaning |" documents paths under the
- * section with a type from a small vocabulary. A record must have every
- * documented path whose parent is non-null, with a documented type, and
- * every key of a documented object that has documented children (and of
- * every section object) must be documented. */
+ * The schema's table (bench/validate.h, compared with SCHEMA.md's tables by
+ * tests/test_validate.c) in strict mode: every field of the current schema
+ * present with a documented type and value, and nothing undocumented. */
 
-struct schema_field {
-	char path[128];
-	char types[64]; /* "int|null" */
-};
-
-struct schema {
-	struct schema_field f[400];
-	int n;
-};
-
-static int schema_type_known(const char *t)
+static void report_problem(void *ctx, const char *path, const char *what)
 {
-	static const char *const known[] = {"int",   "number", "string",
-					    "bool",  "object", "array",
-					    "stats", "null",   NULL};
-	for (int i = 0; known[i]; i++)
-		if (!strcmp(t, known[i]))
-			return 1;
-	return 0;
+	(void)ctx;
+	cr_log_error("record field %s: %s", path, what);
 }
 
-static void schema_load(struct schema *sc)
-{
-	const char *root = getenv("DQ_SOURCE_ROOT");
-	char path[1024], prefix[64] = "", *line = NULL;
-	int in_section = 0;
-	size_t cap = 0;
-	FILE *f;
-	cr_assert_not_null(root, "DQ_SOURCE_ROOT must give the source tree");
-	snprintf(path, sizeof(path), "%s/results/SCHEMA.md", root);
-	f = fopen(path, "r");
-	cr_assert_not_null(f, "cannot read %s", path);
-	sc->n = 0;
-	while (getline(&line, &cap, f) > 0) {
-		char *cells[4], *p, *q, types[64] = "";
-		int nc = 0;
-		if (!strncmp(line, "## ", 3)) {
-			char *a = strchr(line, '`'),
-			     *b = a ? strchr(a + 1, '`') : NULL;
-			in_section = 1;
-			if (a && b) {
-				*b = 0;
-				snprintf(prefix, sizeof(prefix), "%s.", a + 1);
-			} else if (strstr(line, "Top level")) {
-				prefix[0] = 0;
-			} else {
-				in_section = 0;
-			}
-			continue;
-		}
-		if (!in_section || strncmp(line, "| `", 3))
-			continue;
-		/* split on '|' not preceded by a backslash */
-		p = line + 1;
-		while (nc < 4 && (q = strchr(p, '|'))) {
-			while (q && q[-1] == '\\')
-				q = strchr(q + 1, '|');
-			if (!q)
-				break;
-			*q = 0;
-			cells[nc++] = p;
-			p = q + 1;
-		}
-		cr_assert_geq(nc, 2, "SCHEMA.md: bad row %s", line);
-		/* type cell: alternatives separated by "\|" */
-		for (char *t = strtok(cells[1], " \\|"); t;
-		     t = strtok(NULL, " \\|")) {
-			cr_assert(schema_type_known(t),
-				  "SCHEMA.md: unknown type '%s' in section "
-				  "'%s'",
-				  t, prefix);
-			strcat(types, t);
-			strcat(types, "|");
-		}
-		/* field cell: `a`, `b` */
-		for (char *a = strchr(cells[0], '`'); a;
-		     a = strchr(a + 1, '`')) {
-			char *b = strchr(a + 1, '`');
-			struct schema_field *sf;
-			cr_assert_not_null(b);
-			*b = 0;
-			cr_assert_lt(sc->n, 400);
-			sf = &sc->f[sc->n++];
-			snprintf(sf->path, sizeof(sf->path), "%s%s", prefix,
-				 a + 1);
-			snprintf(sf->types, sizeof(sf->types), "%s", types);
-			a = b;
-		}
-	}
-	free(line);
-	fclose(f);
-	cr_assert_gt(sc->n, 50, "SCHEMA.md: only %d fields parsed", sc->n);
-}
-
-/* Value at a dotted path; *parent_null set when an ancestor is null. */
-static const json_t *schema_get(const json_t *r, const char *path,
-				int *parent_null)
-{
-	char buf[128], *save = NULL, *tok, *next;
-	const json_t *cur = r;
-	snprintf(buf, sizeof(buf), "%s", path);
-	*parent_null = 0;
-	tok = strtok_r(buf, ".", &save);
-	while (tok) {
-		next = strtok_r(NULL, ".", &save);
-		cur = json_object_get(cur, tok);
-		if (next && json_is_null(cur)) {
-			*parent_null = 1;
-			return NULL;
-		}
-		tok = next;
-	}
-	return cur;
-}
-
-static int schema_type_ok(const json_t *v, const char *types)
-{
-	char buf[64], *save = NULL;
-	snprintf(buf, sizeof(buf), "%s", types);
-	for (char *t = strtok_r(buf, "|", &save); t;
-	     t = strtok_r(NULL, "|", &save)) {
-		if ((!strcmp(t, "int") && json_is_integer(v)) ||
-		    (!strcmp(t, "number") && json_is_number(v)) ||
-		    (!strcmp(t, "string") && json_is_string(v)) ||
-		    (!strcmp(t, "bool") && json_is_boolean(v)) ||
-		    (!strcmp(t, "object") && json_is_object(v)) ||
-		    (!strcmp(t, "array") && json_is_array(v)) ||
-		    (!strcmp(t, "null") && json_is_null(v)))
-			return 1;
-		if (!strcmp(t, "stats") && json_is_object(v)) {
-			static const char *const k[] = {
-			    "median", "mean", "p10", "p90", "min", "max", NULL};
-			int ok = json_object_size(v) == 6;
-			for (int i = 0; ok && k[i]; i++) {
-				json_t *x = json_object_get(v, k[i]);
-				ok =
-				    x && (json_is_number(x) || json_is_null(x));
-			}
-			if (ok)
-				return 1;
-		}
-	}
-	return 0;
-}
-
-static int schema_documented(const struct schema *sc, const char *path)
-{
-	for (int i = 0; i < sc->n; i++)
-		if (!strcmp(sc->f[i].path, path))
-			return 1;
-	return 0;
-}
-
-/* Checks r against results/SCHEMA.md, both ways. */
 static void check_schema(const json_t *r)
 {
-	static struct schema sc;
-	const char *key;
-	json_t *v;
-	if (!sc.n)
-		schema_load(&sc);
-	for (int i = 0; i < sc.n; i++) {
-		int pn;
-		const json_t *x = schema_get(r, sc.f[i].path, &pn);
-		if (pn)
-			continue;
-		cr_assert_not_null(x, "record lacks %s (SCHEMA.md lists it)",
-				   sc.f[i].path);
-		cr_assert(schema_type_ok(x, sc.f[i].types),
-			  "%s has JSON type %d, SCHEMA.md says %s",
-			  sc.f[i].path, (int)json_typeof(x), sc.f[i].types);
-	}
-	/* every key of the record and of every documented object with
-	 * documented children is documented */
-	json_object_foreach((json_t *)r, key, v)
-	    cr_assert(schema_documented(&sc, key),
-		      "record key %s is not in SCHEMA.md", key);
-	for (int i = 0; i < sc.n; i++) {
-		char pre[140];
-		int pn, has_children = 0;
-		const json_t *x = schema_get(r, sc.f[i].path, &pn);
-		if (!json_is_object(x))
-			continue;
-		snprintf(pre, sizeof(pre), "%s.", sc.f[i].path);
-		for (int j = 0; j < sc.n; j++)
-			has_children |=
-			    !strncmp(sc.f[j].path, pre, strlen(pre));
-		if (!has_children)
-			continue;
-		json_object_foreach((json_t *)x, key, v)
-		{
-			char full[200];
-			snprintf(full, sizeof(full), "%s%s", pre, key);
-			cr_assert(schema_documented(&sc, full),
-				  "record field %s is not in SCHEMA.md", full);
-		}
-	}
+	int n = validate_record(r, VALIDATE_STRICT, report_problem, NULL);
+	cr_assert_eq(n, 0, "%d problems against results/SCHEMA.md (logged)",
+		     n);
 }
 
 /* The per-step converged flags of the trace: one bool per step, all false

@@ -1,0 +1,302 @@
+/* validate.c — walks a record along the schema table of validate_schema.c
+ * (validate.h): each listed field present (unless older records may lack
+ * it), of a listed type, with an allowed value; then every member the table
+ * does not list is reported as unknown. O(fields of the record).
+ */
+#include "validate.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "record.h"
+
+/* The walk's state: mode, the caller's report and the count so far. */
+struct walk {
+	enum validate_mode mode;
+	validate_report_fn report;
+	void *ctx;
+	int problems;
+};
+
+static void problem(struct walk *w, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void problem(struct walk *w, const char *path, const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	w->problems++;
+	if (w->report)
+		w->report(w->ctx, path, what);
+}
+
+const char *validate_type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "object";
+	case JSON_ARRAY:
+		return "array";
+	case JSON_STRING:
+		return "string";
+	case JSON_INTEGER:
+		return "int";
+	case JSON_REAL:
+		return "real";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "bool";
+	default:
+		return "null";
+	}
+}
+
+void validate_types_text(unsigned mask, char *buf, size_t n)
+{
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} names[] = {{VT_INT, "int"},	{VT_NUM, "number"}, {VT_STR, "string"},
+		     {VT_BOOL, "bool"}, {VT_OBJ, "object"}, {VT_ARR, "array"},
+		     {VT_NULL, "null"}};
+	size_t len = 0;
+	if (n)
+		buf[0] = 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if ((mask & names[i].bit) && len < n)
+			len +=
+			    (size_t)snprintf(buf + len, n - len, "%s%s",
+					     len ? " or " : "", names[i].name);
+}
+
+static int type_ok(const json_t *v, unsigned mask)
+{
+	return ((mask & VT_NULL) && json_is_null(v)) ||
+	       ((mask & VT_BOOL) && json_is_boolean(v)) ||
+	       ((mask & VT_INT) && json_is_integer(v)) ||
+	       ((mask & VT_NUM) && json_is_number(v)) ||
+	       ((mask & VT_STR) && json_is_string(v)) ||
+	       ((mask & VT_OBJ) && json_is_object(v)) ||
+	       ((mask & VT_ARR) && json_is_array(v));
+}
+
+/* A short text of a scalar for messages: "\"okay\"", "2.5"; the type name
+ * for objects and arrays. */
+static void value_text(const json_t *v, char *buf, size_t n)
+{
+	if (json_is_string(v))
+		snprintf(buf, n, "\"%.60s%s\"", json_string_value(v),
+			 strlen(json_string_value(v)) > 60 ? "..." : "");
+	else if (json_is_number(v) || json_is_boolean(v) || json_is_null(v)) {
+		char *s =
+		    json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(10));
+		snprintf(buf, n, "%s", s ? s : "?");
+		free(s);
+	} else
+		snprintf(buf, n, "%s", validate_type_name(v));
+}
+
+/* "2025-01-31T12:00:00Z" */
+static int time_ok(const char *s)
+{
+	static const char pat[] = "dddd-dd-ddTdd:dd:ddZ";
+	if (strlen(s) != sizeof(pat) - 1)
+		return 0;
+	for (size_t i = 0; pat[i]; i++)
+		if (pat[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9')
+				  : s[i] != pat[i])
+			return 0;
+	return 1;
+}
+
+static void check_object(struct walk *w, const json_t *o,
+			 const struct vfield *members, const char *path);
+static void check_config(struct walk *w, const json_t *o, const char *path);
+
+/* A config key's check (config_check_json) as a problem at path. */
+static void check_key(struct walk *w, const char *key, const json_t *v,
+		      const char *path)
+{
+	char expected[300], got[100];
+	int rc = config_check_json(key, v, expected, sizeof(expected));
+	if (rc == 0)
+		return;
+	if (rc == CONFIG_CHECK_UNKNOWN) {
+		problem(w, path,
+			"unknown field (not a config key; deqbench run --help "
+			"lists them)");
+		return;
+	}
+	if (rc == CONFIG_CHECK_TYPE)
+		snprintf(got, sizeof(got), "%s", validate_type_name(v));
+	else
+		value_text(v, got, sizeof(got));
+	problem(w, path, "expected %s, got %s", expected, got);
+}
+
+static void check_array(struct walk *w, const json_t *a, const struct vfield *f,
+			const char *path);
+
+/* The value of field f at path: type, then what the row asks of it. */
+static void check_value(struct walk *w, const json_t *v, const struct vfield *f,
+			const char *path)
+{
+	char t[100], got[100];
+	if (!type_ok(v, f->types)) {
+		validate_types_text(f->types, t, sizeof(t));
+		problem(w, path, "expected %s, got %s", t,
+			validate_type_name(v));
+		return;
+	}
+	if (json_is_string(v) && f->values) {
+		int ok = 0;
+		char list[300] = "";
+		size_t len = 0;
+		for (int i = 0; f->values[i]; i++) {
+			ok |= !strcmp(json_string_value(v), f->values[i]);
+			len += (size_t)snprintf(list + len, sizeof(list) - len,
+						"%s%s", i ? ", " : "",
+						f->values[i]);
+		}
+		if (!ok) {
+			value_text(v, got, sizeof(got));
+			problem(w, path, "expected one of %s, got %s", list,
+				got);
+		}
+	}
+	if (f->key && !json_is_null(v))
+		check_key(w, f->key, v, path);
+	if ((f->flags & VF_TIME) && json_is_string(v) &&
+	    !time_ok(json_string_value(v))) {
+		value_text(v, got, sizeof(got));
+		problem(w, path,
+			"expected a UTC time like 2025-01-31T12:00:00Z, "
+			"got %s",
+			got);
+	}
+	if ((f->flags & VF_VERSION) && json_integer_value(v) != RECORD_SCHEMA)
+		problem(w, path,
+			"expected %d (the schema version this deqbench "
+			"checks), got %lld",
+			RECORD_SCHEMA, (long long)json_integer_value(v));
+	if ((f->flags & VF_CONFIG) && json_is_object(v))
+		check_config(w, v, path);
+	if (f->members && json_is_object(v))
+		check_object(w, v, f->members, path);
+	if (json_is_array(v))
+		check_array(w, v, f, path);
+}
+
+static void check_array(struct walk *w, const json_t *a, const struct vfield *f,
+			const char *path)
+{
+	size_t n = json_array_size(a), i;
+	const json_t *e;
+	if ((f->min_items && n < (size_t)f->min_items) ||
+	    (f->max_items && n > (size_t)f->max_items))
+		problem(w, path, "expected %d to %d entries, got %zu",
+			f->min_items, f->max_items, n);
+	if (!f->elem)
+		return;
+	json_array_foreach(a, i, e)
+	{
+		char p[300];
+		snprintf(p, sizeof(p), "%s[%zu]", path, i);
+		check_value(w, e, f->elem, p);
+	}
+}
+
+static int listed(const struct vfield *members, const char *name)
+{
+	for (const struct vfield *f = members; f->name; f++)
+		if (!strcmp(f->name, name))
+			return 1;
+	return 0;
+}
+
+static void join(char *buf, size_t n, const char *path, const char *name)
+{
+	snprintf(buf, n, "%s%s%s", path, *path ? "." : "", name);
+}
+
+static void check_object(struct walk *w, const json_t *o,
+			 const struct vfield *members, const char *path)
+{
+	const char *key;
+	const json_t *v;
+	char p[300], t[100];
+	for (const struct vfield *f = members; f->name; f++) {
+		join(p, sizeof(p), path, f->name);
+		v = json_object_get(o, f->name);
+		if (v) {
+			check_value(w, v, f, p);
+			continue;
+		}
+		if ((f->flags & VF_OPTIONAL) ||
+		    (f->added && w->mode != VALIDATE_STRICT))
+			continue;
+		validate_types_text(f->types, t, sizeof(t));
+		problem(w, p, "missing (expected %s%s%s)", t,
+			f->added ? "; added " : "", f->added ? f->added : "");
+	}
+	json_object_foreach((json_t *)o, key, v)
+	{
+		if (listed(members, key))
+			continue;
+		join(p, sizeof(p), path, key);
+		problem(w, p, "unknown field (not in results/SCHEMA.md)");
+	}
+}
+
+static int config_key_added(const char *key)
+{
+	for (int i = 0; validate_config_added[i]; i++)
+		if (!strcmp(validate_config_added[i], key))
+			return 1;
+	return 0;
+}
+
+/* The config object: every key of the key table (those of
+ * validate_config_added only in strict mode), each value checked by
+ * config_check_json, and nothing else. */
+static void check_config(struct walk *w, const json_t *o, const char *path)
+{
+	const char *key;
+	const json_t *v;
+	char p[300];
+	for (size_t i = 0; (key = config_key_name(i)); i++) {
+		if (json_object_get(o, key) ||
+		    (w->mode != VALIDATE_STRICT && config_key_added(key)))
+			continue;
+		join(p, sizeof(p), path, key);
+		problem(w, p, "missing (a config key: deqbench run --help)");
+	}
+	json_object_foreach((json_t *)o, key, v)
+	{
+		join(p, sizeof(p), path, key);
+		check_key(w, key, v, p);
+	}
+}
+
+int validate_record(const json_t *rec, enum validate_mode mode,
+		    validate_report_fn report, void *ctx)
+{
+	struct walk w = {mode, report, ctx, 0};
+	const char *st = json_string_value(json_object_get(rec, "status"));
+	const char *msg = json_string_value(json_object_get(rec, "message"));
+	check_object(&w, rec, validate_schema(), "");
+	if (st && msg && !strcmp(st, "ok") && *msg)
+		problem(&w, "message", "expected \"\" with status ok");
+	if (st && msg && !*msg &&
+	    (!strcmp(st, "diverged") || !strcmp(st, "interrupted") ||
+	     !strcmp(st, "error")))
+		problem(&w, "message",
+			"expected a reason with status %s, got \"\"", st);
+	return w.problems;
+}

@@ -1,0 +1,636 @@
+/* test_validate.c — `deqbench validate` and its schema table
+ * (bench/validate.h): the table against results/SCHEMA.md's tables, both
+ * ways; records of real tiny runs of the current binary (every method,
+ * eval, diverged, interrupted, a crashed suite run's error record) valid
+ * in strict mode; every committed results/ JSONL file valid; bad records
+ * (wrong type, missing field, bad enum, unknown field, malformed line)
+ * exit 2 with one line each naming file, line and field. */
+#include <criterion/criterion.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "record.h"
+#include "test_cli.h"
+#include "validate.h"
+
+/* ---- results/SCHEMA.md's tables ----
+ * Sections are "## `name`" headings (or "## Top level"); each table row
+ * "| `a`, `b.c` | type \\| null | meaning |" documents the paths under the
+ * section with a type from a small vocabulary; a meaning with "Added 20"
+ * marks fields that older records lack. */
+
+struct doc_field {
+	char path[128];
+	char types[64]; /* "|int|null|" */
+	int added;
+};
+
+struct doc {
+	struct doc_field f[400];
+	int n;
+};
+
+/* Splits a table row into up to 4 cells on '|' not preceded by '\'. */
+static int row_cells(char *line, char **cells)
+{
+	char *p = line + 1, *q;
+	int nc = 0;
+	while (nc < 4 && (q = strchr(p, '|'))) {
+		while (q && q[-1] == '\\')
+			q = strchr(q + 1, '|');
+		if (!q)
+			break;
+		*q = 0;
+		cells[nc++] = p;
+		p = q + 1;
+	}
+	return nc;
+}
+
+static void doc_row(struct doc *d, const char *prefix, char *line)
+{
+	static const char *const known = "|int|number|string|bool|object|"
+					 "array|stats|null|";
+	char *cells[4], types[64] = "|";
+	int nc = row_cells(line, cells), added;
+	cr_assert_geq(nc, 3, "SCHEMA.md: bad row %s", line);
+	added = strstr(cells[2], "Added 20") != NULL;
+	for (char *t = strtok(cells[1], " \\|"); t; t = strtok(NULL, " \\|")) {
+		char tok[32];
+		snprintf(tok, sizeof(tok), "|%s|", t);
+		cr_assert(strstr(known, tok), "SCHEMA.md: unknown type '%s'",
+			  t);
+		strcat(types, t);
+		strcat(types, "|");
+	}
+	for (char *a = strchr(cells[0], '`'); a; a = strchr(a + 1, '`')) {
+		char *b = strchr(a + 1, '`');
+		struct doc_field *f;
+		cr_assert_not_null(b);
+		*b = 0;
+		cr_assert_lt(d->n, 400);
+		f = &d->f[d->n++];
+		snprintf(f->path, sizeof(f->path), "%s%s", prefix, a + 1);
+		snprintf(f->types, sizeof(f->types), "%s", types);
+		f->added = added;
+		a = b;
+	}
+}
+
+static void doc_load(struct doc *d)
+{
+	const char *root = getenv("DQ_SOURCE_ROOT");
+	char path[1024], prefix[64] = "", *line = NULL;
+	int in_section = 0;
+	size_t cap = 0;
+	FILE *f;
+	cr_assert_not_null(root, "DQ_SOURCE_ROOT must give the source tree");
+	snprintf(path, sizeof(path), "%s/results/SCHEMA.md", root);
+	f = fopen(path, "r");
+	cr_assert_not_null(f, "cannot read %s", path);
+	d->n = 0;
+	while (getline(&line, &cap, f) > 0) {
+		if (!strncmp(line, "## ", 3)) {
+			char *a = strchr(line, '`'),
+			     *b = a ? strchr(a + 1, '`') : NULL;
+			in_section = 1;
+			if (a && b) {
+				*b = 0;
+				snprintf(prefix, sizeof(prefix), "%s.", a + 1);
+			} else if (strstr(line, "Top level")) {
+				prefix[0] = 0;
+			} else {
+				in_section = 0;
+			}
+			continue;
+		}
+		if (in_section && !strncmp(line, "| `", 3))
+			doc_row(d, prefix, line);
+	}
+	free(line);
+	fclose(f);
+	cr_assert_gt(d->n, 50, "SCHEMA.md: only %d fields parsed", d->n);
+}
+
+/* The table flattened to SCHEMA.md's rows: members of rows whose members
+ * the document gives in prose (VF_PROSE) or in the key table (VF_CONFIG)
+ * are not rows there. */
+static void table_rows(const struct vfield *members, const char *prefix,
+		       struct doc *out)
+{
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} names[] = {{VT_INT, "int"},	{VT_NUM, "number"}, {VT_STR, "string"},
+		     {VT_BOOL, "bool"}, {VT_OBJ, "object"}, {VT_ARR, "array"},
+		     {VT_NULL, "null"}};
+	for (const struct vfield *f = members; f->name; f++) {
+		struct doc_field *d = &out->f[out->n++];
+		cr_assert_lt(out->n, 400);
+		snprintf(d->path, sizeof(d->path), "%s%s", prefix, f->name);
+		snprintf(d->types, sizeof(d->types), "|");
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			const char *t = names[i].name;
+			if (!(f->types & names[i].bit))
+				continue;
+			if (f->doc_type && names[i].bit != VT_NULL)
+				t = f->doc_type;
+			strcat(d->types, t);
+			strcat(d->types, "|");
+		}
+		d->added = f->added != NULL;
+		if (f->members && !(f->flags & (VF_PROSE | VF_CONFIG))) {
+			char p[140];
+			snprintf(p, sizeof(p), "%s.", d->path);
+			table_rows(f->members, p, out);
+		}
+	}
+}
+
+/* "|a|b|" and "|b|a|" name the same types. */
+static int same_types(const char *a, const char *b)
+{
+	char buf[64], *save = NULL;
+	int na = 0, nb = 0;
+	snprintf(buf, sizeof(buf), "%s", a);
+	for (char *t = strtok_r(buf, "|", &save); t;
+	     t = strtok_r(NULL, "|", &save)) {
+		char tok[40];
+		snprintf(tok, sizeof(tok), "|%s|", t);
+		if (!strstr(b, tok))
+			return 0;
+		na++;
+	}
+	for (const char *p = b + 1; *p; p++)
+		nb += *p == '|';
+	return na == nb;
+}
+
+static const struct doc_field *doc_find(const struct doc *d, const char *p)
+{
+	for (int i = 0; i < d->n; i++)
+		if (!strcmp(d->f[i].path, p))
+			return &d->f[i];
+	return NULL;
+}
+
+Test(schema, table_matches_schema_md)
+{
+	static struct doc doc, table;
+	doc_load(&doc);
+	table.n = 0;
+	table_rows(validate_schema(), "", &table);
+	for (int i = 0; i < doc.n; i++) {
+		const struct doc_field *t = doc_find(&table, doc.f[i].path);
+		cr_assert_not_null(t,
+				   "SCHEMA.md documents %s; "
+				   "bench/validate_schema.c lacks it",
+				   doc.f[i].path);
+		cr_assert(same_types(t->types, doc.f[i].types),
+			  "%s: SCHEMA.md says %s, the table %s", t->path,
+			  doc.f[i].types, t->types);
+		cr_assert_eq(t->added, doc.f[i].added,
+			     "%s: 'Added' in SCHEMA.md %d, in the table %d",
+			     t->path, doc.f[i].added, t->added);
+	}
+	for (int i = 0; i < table.n; i++)
+		cr_assert_not_null(doc_find(&doc, table.f[i].path),
+				   "bench/validate_schema.c lists %s; "
+				   "SCHEMA.md does not",
+				   table.f[i].path);
+	cr_assert_eq(doc.n, table.n);
+	for (int i = 0; validate_config_added[i]; i++)
+		cr_assert(config_key_known(validate_config_added[i]), "%s",
+			  validate_config_added[i]);
+}
+
+/* ---- deqbench validate on real records ---- */
+
+#define BASE                                                                   \
+	"corpus=synthetic", "d_model=16", "n_heads=2", "d_ff=32", "seq_len=8", \
+	    "batch_size=4", "layers=3", "warmup_steps=1", "eval_tokens=32",    \
+	    "threads=1"
+#define TINY BASE, "steps=4"
+
+/* Starts deqbench with args, stdout to /dev/null and stderr to cli_dir/
+ * stderr.txt; cpu_s > 0 limits the CPU seconds of it and its children
+ * (RLIMIT_CPU: SIGXCPU past it, no core file). */
+static pid_t spawn(const char *const *args, int cpu_s)
+{
+	char *argv[64], err_p[512];
+	const char *bin = cli_argv(args, argv);
+	pid_t pid;
+	cli_path(err_p, sizeof(err_p), "stderr.txt");
+	unlink(err_p);
+	fflush(NULL);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		int o = open(err_p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int nul = open("/dev/null", O_WRONLY);
+		struct rlimit rl = {(rlim_t)cpu_s, (rlim_t)cpu_s + 1};
+		struct rlimit nocore = {0, 0};
+		if (o < 0 || nul < 0 || dup2(o, 2) < 0 || dup2(nul, 1) < 0)
+			_exit(126);
+		/* SIGXCPU dumps core by default: no core file */
+		if (cpu_s > 0 && (setrlimit(RLIMIT_CPU, &rl) != 0 ||
+				  setrlimit(RLIMIT_CORE, &nocore) != 0))
+			_exit(126);
+		execv(bin, argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Waits for pid; its exit status (fails the test on a signal). */
+static int wait_exit(pid_t pid)
+{
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "deqbench died of signal %d",
+		  WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	return WEXITSTATUS(st);
+}
+
+/* Waits up to 60 s for a training step's progress line on stderr. */
+static void wait_progress(void)
+{
+	char err_p[512];
+	cli_path(err_p, sizeof(err_p), "stderr.txt");
+	for (int t = 0; t < 600; t++) {
+		char *e = cli_read(err_p, NULL);
+		int seen = e && strstr(e, " step ");
+		free(e);
+		if (seen)
+			return;
+		usleep(100000);
+	}
+	cr_assert_fail("no progress line in 60 s");
+}
+
+/* Runs deqbench with args; asserts the exit status. */
+static void run_ok(const char *const *args, int want)
+{
+	char err[4096];
+	int rc = cli_run(args, 0, err, sizeof(err));
+	cr_assert_eq(rc, want, "%s exited %d, not %d: %s", args[0], rc, want,
+		     err);
+}
+
+/* The records' "kind/status" in file order, comma-separated, into buf. */
+static void record_statuses(const char *path, char *buf, size_t n)
+{
+	json_t *arr = json_array(), *r;
+	char err[1024];
+	size_t i, len = 0;
+	buf[0] = 0;
+	cr_assert_eq(record_read_jsonl(path, arr, err, sizeof(err)), 0, "%s",
+		     err);
+	json_array_foreach(arr, i, r) len +=
+	    (size_t)snprintf(buf + len, n - len, "%s%s/%s", i ? "," : "",
+			     json_string_value(json_object_get(r, "kind")),
+			     json_string_value(json_object_get(r, "status")));
+	json_decref(arr);
+}
+
+/* Appends to out= (arg) a record of every way a run of the current binary
+ * ends: the four methods (traced), deq with pretraining, eval, diverged,
+ * interrupted (SIGTERM) and a suite run that crashed (error). */
+static void write_current_records(const char *arg)
+{
+	char params[512], parg[600], sp[512];
+	const char *const methods[] = {"method=unroll", "method=checkpoint",
+				       "method=revolve", "method=deq"};
+	cli_path(params, sizeof(params), "p.safetensors");
+	for (int i = 0; i < 4; i++) {
+		const char *a[] = {"run",	 TINY, methods[i],
+				   "trace=true", arg,  NULL};
+		run_ok(a, 0);
+	}
+	snprintf(parg, sizeof(parg), "save_params=%s", params);
+	{
+		const char *a[] = {
+		    "run", TINY, "method=deq", "pretrain_steps=2",
+		    parg,  arg,	 NULL};
+		run_ok(a, 0);
+	}
+	snprintf(parg, sizeof(parg), "params=%s", params);
+	{
+		const char *a[] = {"eval", TINY, "method=deq", parg, arg, NULL};
+		run_ok(a, 0);
+	}
+	{
+		const char *a[] = {"run",	  TINY, "lr=1000", "clip=0",
+				   "lr_warmup=0", arg,	NULL};
+		run_ok(a, 0);
+	}
+	{
+		const char *a[] = {"run", BASE, "steps=1000000", arg, NULL};
+		pid_t pid = spawn(a, 0);
+		wait_progress();
+		kill(pid, SIGTERM);
+		cr_assert_eq(wait_exit(pid), 143);
+	}
+	/* the suite's child runs into the CPU limit (SIGXCPU); the parent,
+	 * waiting, writes the crash's error record and exits 1 */
+	cli_path(sp, sizeof(sp), "crash.json");
+	cli_write_text(sp, "{\"name\": \"crash\", \"base\": {\"corpus\": "
+			   "\"synthetic\", \"d_model\": 16, \"n_heads\": 2, "
+			   "\"d_ff\": 32, \"seq_len\": 8, \"batch_size\": 4, "
+			   "\"layers\": 3, \"steps\": 100000000, "
+			   "\"warmup_steps\": 1, \"eval_tokens\": 32, "
+			   "\"threads\": 1}}");
+	{
+		const char *a[] = {"suite", sp, arg, NULL};
+		cr_assert_eq(wait_exit(spawn(a, 2)), 1);
+	}
+}
+
+/* stdout.txt of the last cli_run contains want. */
+static void stdout_has(const char *want)
+{
+	char p[512], *s;
+	cli_path(p, sizeof(p), "stdout.txt");
+	s = cli_read(p, NULL);
+	cr_assert(s && strstr(s, want), "stdout lacks '%s':\n%s", want,
+		  s ? s : "");
+	free(s);
+}
+
+Test(validate, current_records_are_strictly_valid, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 300)
+{
+	char out[512], arg[600], st[1024];
+	cli_path(out, sizeof(out), "runs.jsonl");
+	snprintf(arg, sizeof(arg), "out=%s", out);
+	write_current_records(arg);
+	record_statuses(out, st, sizeof(st));
+	cr_assert_str_eq(st, "train/ok,train/ok,train/ok,train/ok,train/ok,"
+			     "eval/ok,train/diverged,train/interrupted,"
+			     "train/error");
+	{
+		const char *a[] = {"validate", "--strict", out, NULL};
+		run_ok(a, 0);
+	}
+	stdout_has("runs.jsonl: 9 records valid (strict)\n");
+}
+
+/* ---- every committed record ---- */
+
+static char committed[200][512];
+static int n_committed;
+
+static int collect_jsonl(const char *p, const struct stat *st, int flag,
+			 struct FTW *ftw)
+{
+	size_t n = strlen(p);
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_F && n > 6 && !strcmp(p + n - 6, ".jsonl") &&
+	    n_committed < 200)
+		snprintf(committed[n_committed++], 512, "%s", p);
+	return 0;
+}
+
+Test(validate, committed_results_are_valid, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	const char *root = getenv("DQ_SOURCE_ROOT");
+	char dir[1024];
+	cr_assert_not_null(root, "DQ_SOURCE_ROOT must give the source tree");
+	snprintf(dir, sizeof(dir), "%s/results", root);
+	n_committed = 0;
+	cr_assert_eq(nftw(dir, collect_jsonl, 16, FTW_PHYS), 0);
+	cr_assert_gt(n_committed, 0, "no results/**/*.jsonl");
+	cr_assert_lt(n_committed, 200, "raise the limit of this test");
+	for (int i = 0; i < n_committed; i += 60) {
+		const char *a[63] = {"validate"};
+		int n = 1;
+		for (int j = i; j < n_committed && j < i + 60; j++)
+			a[n++] = committed[j];
+		a[n] = NULL;
+		run_ok(a, 0);
+		for (int j = i; j < n_committed && j < i + 60; j++) {
+			char want[600];
+			snprintf(want, sizeof(want), "%.511s: ", committed[j]);
+			stdout_has(want);
+		}
+	}
+}
+
+/* ---- bad records ---- */
+
+/* The member at dotted path p of r ("a.b.c"; a numeric part indexes an
+ * array): its parent object or array in *parent, the last part in *last. */
+static void locate(json_t *r, const char *p, json_t **parent, char *last)
+{
+	char buf[256], *save = NULL, *tok, *next;
+	json_t *cur = r;
+	snprintf(buf, sizeof(buf), "%s", p);
+	tok = strtok_r(buf, ".", &save);
+	while ((next = strtok_r(NULL, ".", &save))) {
+		cur = json_is_array(cur) ? json_array_get(cur, atoi(tok))
+					 : json_object_get(cur, tok);
+		cr_assert_not_null(cur, "%s", p);
+		tok = next;
+	}
+	*parent = cur;
+	snprintf(last, 64, "%s", tok);
+}
+
+/* A copy of r with the value at p replaced by v (stolen), or removed when
+ * v is NULL, as one JSONL line appended to f. */
+static void put_line(FILE *f, const json_t *r, const char *p, json_t *v)
+{
+	json_t *c = json_deep_copy(r), *parent;
+	char last[64], *s;
+	if (p) {
+		locate(c, p, &parent, last);
+		if (json_is_array(parent))
+			json_array_set_new(parent, (size_t)atoi(last), v);
+		else if (v)
+			json_object_set_new(parent, last, v);
+		else
+			json_object_del(parent, last);
+	}
+	s = json_dumps(c, JSON_COMPACT);
+	fprintf(f, "%s\n", s);
+	free(s);
+	json_decref(c);
+}
+
+/* One valid traced record of the current binary. */
+static json_t *one_record(void)
+{
+	char out[512], arg[600], err[1024];
+	json_t *arr = json_array(), *r;
+	cli_path(out, sizeof(out), "one.jsonl");
+	snprintf(arg, sizeof(arg), "out=%s", out);
+	{
+		const char *a[] = {"run", TINY, "trace=true", arg, NULL};
+		run_ok(a, 0);
+	}
+	cr_assert_eq(record_read_jsonl(out, arr, err, sizeof(err)), 0, "%s",
+		     err);
+	r = json_incref(json_array_get(arr, 0));
+	json_decref(arr);
+	return r;
+}
+
+/* stderr.txt of the last run: its lines, counted, and each of want[]
+ * found (NULL-terminated). */
+static void stderr_lines(const char *const *want, int n_lines)
+{
+	char p[512], *s;
+	int n = 0;
+	cli_path(p, sizeof(p), "stderr.txt");
+	s = cli_read(p, NULL);
+	cr_assert_not_null(s);
+	for (const char *c = s; *c; c++)
+		n += *c == '\n';
+	for (int i = 0; want[i]; i++)
+		cr_assert(strstr(s, want[i]), "stderr lacks '%s':\n%s", want[i],
+			  s);
+	cr_assert_eq(n, n_lines, "%d lines, not %d:\n%s", n, n_lines, s);
+	free(s);
+}
+
+/* One problem per bad line, each naming file, line and field; blank lines
+ * counted but skipped; exit 2. */
+Test(validate, bad_records_exit_2, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
+{
+	static const char *const want[] = {
+	    "bad.jsonl:2: field timing.steps_timed: expected int, got string",
+	    "bad.jsonl:3: field memory.peak_total_bytes: missing (expected "
+	    "int)",
+	    "bad.jsonl:4: field status: expected one of ok, diverged, "
+	    "interrupted, error, got \"okay\"",
+	    "bad.jsonl:5: malformed JSON at column ",
+	    "bad.jsonl:6: field quality.extra: unknown field (not in "
+	    "results/SCHEMA.md)",
+	    "bad.jsonl:7: field config.method: expected one of unroll, "
+	    "checkpoint, deq, revolve, offload, got \"magic\"",
+	    "bad.jsonl:8: field schema: expected 1 (the schema version",
+	    "bad.jsonl:10: malformed JSON at column 1: not an object",
+	    "bad.jsonl:11: field model.params[0].shape: expected 1 to 3 "
+	    "entries, got 0",
+	    "bad.jsonl:12: field trace.loss[1]: expected number or null, got "
+	    "string",
+	    "bad.jsonl:13: field started_at: expected a UTC time like "
+	    "2025-01-31T12:00:00Z, got \"yesterday\"",
+	    "bad.jsonl:14: field config.layers: expected int in [1, 100000], "
+	    "got 0",
+	    "bad.jsonl:16: field message: expected \"\" with status ok",
+	    "bad.jsonl:17: field memory.peak_bytes.depth: expected int, got "
+	    "real",
+	    "bad.jsonl:18: field config.lyers: unknown field (not a config "
+	    "key",
+	    NULL};
+	json_t *r = one_record();
+	char bad[512], good[512];
+	FILE *f;
+	cli_path(bad, sizeof(bad), "bad.jsonl");
+	cli_path(good, sizeof(good), "good.jsonl");
+	f = fopen(good, "w");
+	put_line(f, r, NULL, NULL);
+	fclose(f);
+	f = fopen(bad, "w");
+	cr_assert_not_null(f);
+	put_line(f, r, NULL, NULL);
+	put_line(f, r, "timing.steps_timed", json_string("4"));
+	put_line(f, r, "memory.peak_total_bytes", NULL);
+	put_line(f, r, "status", json_string("okay"));
+	fprintf(f, "{\"schema\": 1, \"status\": \n");
+	put_line(f, r, "quality.extra", json_integer(1));
+	put_line(f, r, "config.method", json_string("magic"));
+	put_line(f, r, "schema", json_integer(2));
+	fprintf(f, "\n[1, 2]\n");
+	put_line(f, r, "model.params.0.shape", json_array());
+	put_line(f, r, "trace.loss.1", json_string("x"));
+	put_line(f, r, "started_at", json_string("yesterday"));
+	put_line(f, r, "config.layers", json_integer(0));
+	put_line(f, r, "kind", NULL); /* valid: records before 2026-11-23 */
+	put_line(f, r, "message", json_string("boom"));
+	put_line(f, r, "memory.peak_bytes.depth", json_real(1.5));
+	put_line(f, r, "config.lyers", json_integer(3));
+	put_line(f, r, "timing", json_null()); /* valid: a section */
+	fclose(f);
+	{
+		const char *a[] = {"validate", good, bad, NULL};
+		run_ok(a, 2);
+	}
+	stderr_lines(want, 15);
+	stdout_has("good.jsonl: 1 record valid\n");
+	stdout_has("bad.jsonl: 15 of 18 records invalid, 15 problems\n");
+	/* strict: the record without "kind" is not what this build writes */
+	f = fopen(bad, "w");
+	put_line(f, r, "kind", NULL);
+	fclose(f);
+	{
+		const char *a[] = {"validate", "--strict", bad, NULL};
+		const char *const w[] = {"bad.jsonl:1: field kind: missing "
+					 "(expected string; added 2026-11-23)",
+					 NULL};
+		run_ok(a, 2);
+		stderr_lines(w, 1);
+	}
+	/* the first 20 problems of a file are shown, all are counted */
+	f = fopen(bad, "w");
+	for (int i = 0; i < 30; i++)
+		put_line(f, r, "status", json_integer(i));
+	fclose(f);
+	{
+		const char *a[] = {"validate", bad, NULL};
+		const char *const w[] = {
+		    "bad.jsonl:20: field status: expected string, got int",
+		    NULL};
+		run_ok(a, 2);
+		stderr_lines(w, 20);
+		stdout_has("bad.jsonl: 30 of 30 records invalid, 30 problems "
+			   "(the first 20 shown)\n");
+	}
+	json_decref(r);
+}
+
+/* Bad input: exit 2 and one line; --help exits 0. */
+Test(validate, bad_input_exits_2, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 60)
+{
+	char missing[512];
+	struct {
+		const char *args[4];
+		const char *says;
+	} cases[] = {
+	    {{"validate", NULL}, "give one or more FILE.jsonl"},
+	    {{"validate", "--strict", NULL}, "give one or more FILE.jsonl"},
+	    {{"validate", "--bogus", "x.jsonl", NULL}, "unknown option"},
+	    {{"validate", cli_dir, NULL}, "is a directory"},
+	    {{"validate", missing, NULL}, "cannot read"},
+	};
+	cli_path(missing, sizeof(missing), "missing.jsonl");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char err[2048];
+		cr_assert_eq(cli_run(cases[i].args, 0, err, sizeof(err)), 2,
+			     "%s", err);
+		cr_assert(strstr(err, cases[i].says), "%s", err);
+		cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1,
+			     "one line: %s", err);
+	}
+	{
+		const char *a[] = {"validate", "--help", NULL};
+		run_ok(a, 0);
+		stdout_has("usage: deqbench validate");
+	}
+	{
+		const char *a[] = {"--help", NULL};
+		run_ok(a, 0);
+		stdout_has("validate [--strict] FILE.jsonl");
+	}
+}
