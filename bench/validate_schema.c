@@ -148,8 +148,9 @@ static const struct vfield timing_f[] = {
 
 /* the memory categories (kernels/backend.h) */
 static const struct vfield cats_f[] = {
-    F("params", VT_INT),    F("grads", VT_INT), F("optimizer", VT_INT),
-    F("head", VT_INT),	    F("depth", VT_INT), F("solver", VT_INT),
+    F("params", VT_INT),    F("grads", VT_INT),
+    F("optimizer", VT_INT), F("head", VT_INT),
+    F("depth", VT_INT),	    F("solver", VT_INT),
     F("workspace", VT_INT), F("host", VT_INT, .added = ADDED),
     {.name = NULL},
 };
@@ -164,11 +165,8 @@ static const struct vfield pool_f[] = {
 
 /* memory.offload (method=offload) */
 static const struct vfield offload_f[] = {
-    F("bytes_per_step", VT_NUM),
-    STATS("copy_ms"),
-    STATS("stall_ms"),
-    F("overlap", NUM_OR_NULL),
-    {.name = NULL},
+    F("bytes_per_step", VT_NUM), STATS("copy_ms"), STATS("stall_ms"),
+    F("overlap", NUM_OR_NULL),	 {.name = NULL},
 };
 
 static const struct vfield memory_f[] = {
