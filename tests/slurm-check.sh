@@ -103,10 +103,11 @@ mkdir -p "$tmp/munge"
 chmod 0755 "$tmp/munge" # clients need to reach the socket
 mungekey --create --keyfile="$tmp/munge/munge.key"
 socket="$tmp/munge/munge.socket"
+# in the foreground munged logs to stderr, not to --log-file
 munged --foreground --force --socket="$socket" \
 	--key-file="$tmp/munge/munge.key" --log-file="$tmp/munge/munged.log" \
 	--pid-file="$tmp/munge/munged.pid" --seed-file="$tmp/munge/munged.seed" \
-	>/dev/null 2>&1 &
+	>"$tmp/munge/munged.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do
 	[ -S "$socket" ] && break
