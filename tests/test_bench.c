@@ -352,8 +352,7 @@ static void report_problem(void *ctx, const char *path, const char *what)
 static void check_schema(const json_t *r)
 {
 	int n = validate_record(r, VALIDATE_STRICT, report_problem, NULL);
-	cr_assert_eq(n, 0, "%d problems against results/SCHEMA.md (logged)",
-		     n);
+	cr_assert_eq(n, 0, "%d problems against results/SCHEMA.md (logged)", n);
 }
 
 /* The per-step converged flags of the trace: one bool per step, all false
