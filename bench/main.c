@@ -44,7 +44,21 @@
 
 int bad_input(const char *msg)
 {
-	fprintf(stderr, "deqbench: %s\n", msg);
+	/* one line whatever the input held: a newline or another control
+	 * character of a key, value or path in msg is written as \n, \t or
+	 * \xNN */
+	fputs("deqbench: ", stderr);
+	for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+		if (*p == '\n')
+			fputs("\\n", stderr);
+		else if (*p == '\t')
+			fputs("\\t", stderr);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(stderr, "\\x%02x", *p);
+		else
+			fputc(*p, stderr);
+	}
+	fputc('\n', stderr);
 	return EXIT_BAD_INPUT;
 }
 
@@ -536,6 +550,7 @@ int main(int argc, char **argv)
 {
 	omp_wait_policy_default(argv);
 	const char *cmd = argc > 1 ? argv[1] : "";
+	char e[512];
 
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(cmd, commands[i].name))
@@ -559,9 +574,9 @@ int main(int argc, char **argv)
 		    "give a command: run, eval, suite, report, "
 		    "env, params, grad or bench-block (deqbench --help "
 		    "lists them)");
-	fprintf(stderr,
-		"deqbench: unknown command '%s'; use run, eval, suite, report, "
-		"env, params, grad or bench-block (deqbench --help)\n",
-		cmd);
-	return EXIT_BAD_INPUT;
+	snprintf(e, sizeof(e),
+		 "unknown command '%.200s'; use run, eval, suite, report, env, "
+		 "params, grad or bench-block (deqbench --help)",
+		 cmd);
+	return bad_input(e);
 }
