@@ -13,7 +13,8 @@
  * that cannot be used; nothing was written. */
 #define EXIT_BAD_INPUT 2
 
-/* Prints "deqbench: MSG" (one line) on stderr; returns EXIT_BAD_INPUT. */
+/* Prints "deqbench: MSG" on stderr as one line (control characters that
+ * came from the input escaped: \n, \t, \xNN); returns EXIT_BAD_INPUT. */
 int bad_input(const char *msg);
 
 /* The summary table of records (record_summary) on stdout, after a blank

@@ -45,7 +45,21 @@
 
 int bad_input(const char *msg)
 {
-	fprintf(stderr, "deqbench: %s\n", msg);
+	/* one line whatever the input held: a newline or another control
+	 * character of a key, value or path in msg is written as \n, \t or
+	 * \xNN */
+	fputs("deqbench: ", stderr);
+	for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+		if (*p == '\n')
+			fputs("\\n", stderr);
+		else if (*p == '\t')
+			fputs("\\t", stderr);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(stderr, "\\x%02x", *p);
+		else
+			fputc(*p, stderr);
+	}
+	fputc('\n', stderr);
 	return EXIT_BAD_INPUT;
 }
 
@@ -82,8 +96,8 @@ static int ends_with(const char *s, const char *suffix)
 }
 
 int parse_config_args(struct bench_config *cfg, int argc, char **argv,
-			     const char *const *extra, const char **extra_val,
-			     char *err, size_t errlen)
+		      const char *const *extra, const char **extra_val,
+		      char *err, size_t errlen)
 {
 	/* room for the "command line: " prefix in err */
 	char e[1000];
@@ -529,15 +543,16 @@ static const struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-    {"run", cmd_run},		{"eval", cmd_eval},	{"suite", cmd_suite},
-    {"report", cmd_report},	{"params", cmd_params}, {"grad", cmd_grad},
-    {"plan", cmd_plan},		{"validate", cmd_validate},
+    {"run", cmd_run},	    {"eval", cmd_eval},		{"suite", cmd_suite},
+    {"report", cmd_report}, {"params", cmd_params},	{"grad", cmd_grad},
+    {"plan", cmd_plan},	    {"validate", cmd_validate},
 };
 
 int main(int argc, char **argv)
 {
 	omp_wait_policy_default(argv);
 	const char *cmd = argc > 1 ? argv[1] : "";
+	char e[512];
 
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(cmd, commands[i].name))
@@ -558,13 +573,13 @@ int main(int argc, char **argv)
 	}
 	if (!*cmd)
 		return bad_input(
-		    "give a command: run, eval, suite, report, validate, "
+		    "give a command: run, eval, suite, report, plan, validate, "
 		    "env, params, grad or bench-block (deqbench --help "
 		    "lists them)");
-	fprintf(
-	    stderr,
-	    "deqbench: unknown command '%s'; use run, eval, suite, report, "
-	    "validate, env, params, grad or bench-block (deqbench --help)\n",
+	snprintf(
+	    e, sizeof(e),
+	    "unknown command '%.200s'; use run, eval, suite, report, plan, "
+	    "validate, env, params, grad or bench-block (deqbench --help)",
 	    cmd);
-	return EXIT_BAD_INPUT;
+	return bad_input(e);
 }

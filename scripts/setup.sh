@@ -3,11 +3,18 @@
 # otherwise) and configures + builds it in build/.
 #   scripts/setup.sh [extra meson options...]
 # Idempotent: installs only missing packages, reconfigures only when needed.
+# DQ_BUILDDIR: the build directory (default build); CC: the compiler of a
+# new one; DQ_CONFIGURE_ONLY=1: configure, build nothing (meson test then
+# builds what the tests it runs need).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# clang, its libFuzzer runtime (libclang-rt-dev: only recommended by clang,
+# and recommends are not installed) and its OpenMP (libomp-dev) build the
+# fuzz targets (tests/fuzz, build-fuzz in scripts/test.sh)
 pkgs=(gcc g++ meson ninja-build pkg-config libjansson-dev libhwloc-dev
-      libopenblas-openmp-dev libcriterion-dev npm python3-matplotlib git)
+      libopenblas-openmp-dev libcriterion-dev npm python3-matplotlib git
+      clang libclang-rt-dev libomp-dev)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
@@ -35,6 +42,10 @@ if [ ! -f "$builddir/build.ninja" ]; then
 	meson setup "$builddir" "$@" >/dev/null
 elif (($#)); then
 	meson configure "$builddir" "$@" >/dev/null
+fi
+if [ "${DQ_CONFIGURE_ONLY:-0}" = 1 ]; then
+	echo "setup: configured $builddir" >&2
+	exit 0
 fi
 ninja -C "$builddir" >/dev/null
 echo "setup: built $builddir/bench/deqbench" >&2

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test.sh — sets up (scripts/setup.sh) and runs every test: the CPU suite in
-# the release build, then again under AddressSanitizer + UBSan. The cuda suite
-# runs too and skips, with a message, where no GPU is found.
+# the release build, then again under AddressSanitizer + UBSan, then the
+# libFuzzer targets of the input parsers (clang, build-fuzz: 20 s each,
+# tests/fuzz). The cuda suite runs too and skips, with a message, where no
+# GPU is found; so does the fuzz suite in the gcc builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -11,3 +13,8 @@ DQ_BUILDDIR=build-asan scripts/setup.sh -Dcuda=disabled \
 	-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
 meson test -C build-asan --suite cpu --print-errorlogs --num-processes 2 \
 	--timeout-multiplier 3
+echo "== libFuzzer targets (clang, ASan/UBSan) =="
+CC=clang DQ_BUILDDIR=build-fuzz DQ_CONFIGURE_ONLY=1 scripts/setup.sh \
+	-Dfuzz=enabled -Dcuda=disabled -Db_sanitize=address,undefined \
+	-Db_lundef=false -Dbuildtype=debugoptimized
+meson test -C build-fuzz --suite fuzz --print-errorlogs --num-processes 2

@@ -7,6 +7,7 @@
  *      sequence length, FIFOs as config or out=
  *   h  a key given twice (command line, JSON object, suite axes)
  *   i  messages: real limits, exclusive bounds, overflow as out of range,
+ *      control characters escaped,
  *      directories, long paths, suggestions, no arguments
  *   j  a loss blow-up ends a run as `diverged` (exit 0)
  *
@@ -513,6 +514,22 @@ Test(messages, head_chunk_refused, .init = cli_setup, .fini = cli_teardown,
 		   "r.jsonl", W("head_chunk"));
 	expect_bad(W("run", TINY, "head_chunk=2.5", "out=r.jsonl"), "r.jsonl",
 		   W("head_chunk"));
+}
+
+/* A newline or another control character in a key, a value, a path or a
+ * command stays on the message's one line, escaped (seen while writing the
+ * fuzz targets: messages quote the input as it is). */
+Test(messages, control_characters_stay_on_one_line, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 60)
+{
+	char p[512];
+	cli_path(p, sizeof(p), "nl.json");
+	cli_write_text(p, "{\"a\\nb\": 1}");
+	expect_bad(W("run", p), NULL, W("unknown key 'a\\nb'"));
+	cli_write_text(p, "{\"corpus\": \"x\\u0001\\ty\"}");
+	expect_bad(W("run", p), NULL, W("corpus=x\\x01\\ty"));
+	expect_bad(W("run", "layers=1\n2"), NULL, W("layers=1\\n2"));
+	expect_bad(W("frob\rnicate"), NULL, W("'frob\\x0dnicate'"));
 }
 
 Test(messages, suggestions_only_for_typos)
