@@ -39,6 +39,7 @@
 #include "data.h"
 #include "interrupt.h"
 #include "memfit.h"
+#include "peer.h"
 #include "record.h"
 #include "runner.h"
 
@@ -467,7 +468,8 @@ static int plan_setup(struct plan *p, int argc, char **argv, char *err,
 	const char *extra[] = {"budget_mib", NULL};
 	const char *bv[1] = {NULL};
 	char *end;
-	if (parse_config_args(&p->base, argc, argv, extra, bv, err, errlen))
+	if (parse_config_args(&p->base, argc, argv, extra, bv, err, errlen) ||
+	    peer_refuse(&p->base, "plan", err, errlen))
 		return -1;
 	p->budget_mib = bv[0] ? strtod(bv[0], &end) : NAN;
 	if (!bv[0] || *end || !(p->budget_mib > 0) || isinf(p->budget_mib)) {

@@ -20,6 +20,7 @@
 #include "fileio.h"
 #include "interrupt.h"
 #include "memfit.h"
+#include "peer.h"
 #include "record.h"
 #include "runner.h"
 #include "suite.h"
@@ -177,15 +178,42 @@ static void suite_final_line(const struct suite *s, size_t n_runs,
 		fileio_rescue_path(rescue, sizeof(rescue)));
 }
 
+/* The impl=pytorch runs of shard si/sn: refused in an eval suite, else
+ * checked by deqtorch.py in one call (peer_check). */
+static int suite_check_peer(const struct suite *s, int si, int sn, char *err,
+			    size_t errlen)
+{
+	const struct bench_config **cfgs = calloc(s->n_runs, sizeof(*cfgs));
+	int n = 0, rc = 0;
+	if (!cfgs) {
+		snprintf(err, errlen, "out of memory checking the suite");
+		return -1;
+	}
+	for (int i = 0; i < s->n_runs && rc == 0; i++) {
+		const struct bench_config *c = &s->runs[i].cfg;
+		if (!suite_in_shard(i, si, sn) || !peer_wanted(c))
+			continue;
+		if (s->eval)
+			rc = peer_refuse(c, "an eval suite", err, errlen);
+		cfgs[n++] = c;
+	}
+	if (rc == 0)
+		rc = peer_check(cfgs, n, err, errlen);
+	free(cfgs);
+	return rc;
+}
+
 /* Up-front checks of the runs of shard si/sn, so that bad input exits 2
  * with nothing written whichever shard meets it: every corpus there
  * (loading it also builds its cache once, before the runs fork; a corpus
  * is resolved again only when it differs from the previous run of this
- * shard), every run within memory (memfit.h), then every output
- * writable. */
+ * shard), every deqbench run within memory (memfit.h), the impl=pytorch
+ * runs by deqtorch.py (peer.h), then every output writable. */
 static int suite_check_runs(const struct suite *s, int si, int sn, char *err,
 			    size_t errlen)
 {
+	if (suite_check_peer(s, si, sn, err, errlen) != 0)
+		return -1;
 	for (int pass = 0; pass < 2; pass++) {
 		const struct bench_config *prev = NULL;
 		int V = 0;
@@ -206,7 +234,7 @@ static int suite_check_runs(const struct suite *s, int si, int sn, char *err,
 					prev->model.vocab_size)
 					rc = runner_resolve_vocab(c, &V, err,
 								  errlen);
-				if (rc == 0)
+				if (rc == 0 && !peer_wanted(c))
 					rc = memfit_check(c, V, NULL, !s->eval,
 							  err, errlen);
 				prev = c;

@@ -104,6 +104,11 @@ static const struct key_desc tail_keys[] = {
 	"CPU threads; 0 = library default"),
     BOOL("tf32", "device", tf32,
 	 "allow TF32 GEMMs (device=cuda only; an error elsewhere)", 0),
+    STR("impl", "device", impl, "deqbench, pytorch",
+	"implementation: deqbench (this C core) or pytorch (bench/pytorch "
+	"on Debian's python3-torch, run as a child process; README: PyTorch "
+	"beside deqbench)",
+	0),
 
     STR("out", "output", out, NULL, "JSONL file records are appended to",
 	KEY_OUTPUT),
@@ -180,6 +185,7 @@ void config_defaults(struct bench_config *c)
 	snprintf(c->device, sizeof(c->device), "cpu");
 	c->threads = 0;
 	c->tf32 = 0;
+	snprintf(c->impl, sizeof(c->impl), "deqbench");
 	snprintf(c->out, sizeof(c->out), "results/runs.jsonl");
 	c->trace = 0;
 }
@@ -468,6 +474,14 @@ int config_set(struct bench_config *c, const char *key, const char *value,
 					 key, shown, ch);
 				return -1;
 			}
+		}
+		if (strcmp(key, "impl") == 0 && strcmp(value, "deqbench") &&
+		    strcmp(value, "pytorch")) {
+			snprintf(err, errlen,
+				 "%s=%s is not a known implementation; use "
+				 "one of: %s",
+				 key, shown, ch);
+			return -1;
 		}
 		if (!*value && !(d->role & KEY_EMPTY_OK)) {
 			snprintf(err, errlen, "%s is empty; give a value", key);

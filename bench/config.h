@@ -48,6 +48,8 @@ struct bench_config {
 	char device[CONFIG_STR]; /* cpu, cpu64, cuda */
 	int threads;		 /* 0 = library default */
 	int tf32;		 /* allow TF32 GEMMs on cuda */
+	char impl[CONFIG_STR];	 /* deqbench, or pytorch (bench/pytorch,
+				    run by peer.c) */
 
 	char out[CONFIG_PATH]; /* JSONL file records are appended to */
 	int trace;	       /* per-step traces in the record */

@@ -103,6 +103,13 @@ int corpus_synthetic(struct corpus *c, int vocab_size, size_t n_train,
 		     size_t n_valid, size_t n_test, uint64_t seed, char *err,
 		     size_t errlen);
 
+/*
+ * corpus_write_ids — writes c's three splits as DIR/{train,valid,test}.ids
+ * and DIR/vocab.txt in the cache format of data_cache.c (source fingerprint
+ * 0), for another implementation to read the same tokens (peer.h). DIR must
+ * exist. Returns 0, or -1 with errno set.
+ */
+int corpus_write_ids(const struct corpus *c, const char *dir);
 /* corpus_free — frees what corpus_load / corpus_synthetic allocated and
  * zeroes *c; safe on a zeroed corpus. */
 void corpus_free(struct corpus *c);

@@ -135,6 +135,18 @@ int data_cache_write(const struct source *s, const struct corpus *c)
 	return 0;
 }
 
+int corpus_write_ids(const struct corpus *c, const char *dir)
+{
+	struct source s;
+	memset(&s, 0, sizeof(s));
+	if (strlen(dir) >= sizeof(s.cache)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(s.cache, dir, strlen(dir) + 1);
+	return data_cache_write(&s, c);
+}
+
 void data_cache_clean(const struct source *s)
 {
 	static const char *const names[] = {"vocab.txt", "train.ids",

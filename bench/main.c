@@ -30,6 +30,7 @@
 
 #include "../methods/deq.h"
 #include "bench_block.h"
+#include "peer.h"
 #include "cmd.h"
 #include "config.h"
 #include "data.h"
@@ -182,6 +183,9 @@ static void print_run_line(const json_t *rec)
 	else
 		snprintf(depth, sizeof(depth), "L=%.0f",
 			 record_num(cfg, "layers"));
+	const char *impl = json_string_value(json_object_get(rec, "impl"));
+	if (impl && strcmp(impl, "deqbench"))
+		printf("%s: ", impl);
 	printf("%s: %s %s %s on %s, %.0f steps: step %.3g ms (median), "
 	       "%.0f tokens/s, depth+solver peak %.3g MiB, total peak %.3g "
 	       "MiB, valid ppl %.5g (%.0f tokens), test ppl %.5g (%.0f "
@@ -290,6 +294,16 @@ static void print_eval_line(const json_t *rec)
 		   1048576.0);
 }
 
+/* Checks of `run` before anything is written: memory for deqbench's own
+ * runs (memfit.h), deqtorch.py check for impl=pytorch (peer.h). */
+static int precheck_run(const struct bench_config *cfg, char *err,
+			size_t errlen)
+{
+	if (peer_wanted(cfg))
+		return peer_check(&cfg, 1, err, errlen);
+	return runner_precheck(cfg, err, errlen);
+}
+
 /* `run` or, with eval, `eval`. */
 static int cmd_run_or_eval(int argc, char **argv, int eval)
 {
@@ -318,12 +332,13 @@ static int cmd_run_or_eval(int argc, char **argv, int eval)
 		config_print_help(stdout);
 		return 0;
 	}
-	if (parse_config_args(&cfg, argc, argv, NULL, NULL, err, sizeof(err)))
+	if (parse_config_args(&cfg, argc, argv, NULL, NULL, err, sizeof(err)) ||
+	    (eval && peer_refuse(&cfg, "eval", err, sizeof(err))))
 		return bad_input(err);
 	/* cheap checks first, so bad input leaves no empty results file */
 	if (corpus_check(cfg.corpus, cfg.data_dir, err, sizeof(err)) != 0 ||
 	    check_params_key(&cfg, eval, err, sizeof(err)) != 0 ||
-	    (!eval && runner_precheck(&cfg, err, sizeof(err)) != 0) ||
+	    (!eval && precheck_run(&cfg, err, sizeof(err)) != 0) ||
 	    record_check_out(cfg.out, err, sizeof(err)) != 0)
 		return bad_input(err);
 	interrupt_install();
@@ -444,7 +459,8 @@ static int cmd_params(int argc, char **argv)
 		return has_help(argc, argv) ? 0 : EXIT_BAD_INPUT;
 	}
 	if (parse_config_args(&cfg, argc - 1, argv + 1, extra, val, err,
-			      sizeof(err)))
+			      sizeof(err)) ||
+	    peer_refuse(&cfg, "params init", err, sizeof(err)))
 		return bad_input(err);
 	if (!val[0])
 		return bad_input("params init: give out=P.safetensors");
@@ -484,7 +500,8 @@ static int cmd_grad(int argc, char **argv)
 		       "out=G.safetensors\n");
 		return 0;
 	}
-	if (parse_config_args(&cfg, argc, argv, extra, val, err, sizeof(err)))
+	if (parse_config_args(&cfg, argc, argv, extra, val, err, sizeof(err)) ||
+	    peer_refuse(&cfg, "grad", err, sizeof(err)))
 		return bad_input(err);
 	for (int i = 0; i < 3; i++)
 		if (!val[i]) {

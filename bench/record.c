@@ -24,6 +24,7 @@ json_t *record_new(void)
 	json_t *r = json_object();
 	json_object_set_new(r, "schema", json_integer(RECORD_SCHEMA));
 	json_object_set_new(r, "kind", json_string("train"));
+	json_object_set_new(r, "impl", json_string("deqbench"));
 	json_object_set_new(r, "status", json_string("error"));
 	json_object_set_new(r, "message", json_string(""));
 	json_object_set_new(r, "started_at", json_null());
@@ -532,6 +533,69 @@ static void print_row(FILE *f, const struct table *t, struct row *r)
 		c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10]);
 }
 
+/* Row R's key with impl=pytorch: the key of its PyTorch peer row. */
+static char *peer_key(const struct row *r)
+{
+	json_t *c = json_deep_copy(json_object_get(r->first, "config"));
+	char *k;
+	json_object_set_new(c, "impl", json_string("pytorch"));
+	k = row_key(c, 0);
+	json_decref(c);
+	return k;
+}
+
+/* The impl=pytorch row of R's config, or NULL (R itself a pytorch row). */
+static const struct row *pytorch_row(const struct table *t, const struct row *r)
+{
+	const json_t *cfg = json_object_get(r->first, "config");
+	const struct row *found = NULL;
+	char *k;
+	if (!strcmp(str_of(cfg, "impl", "deqbench"), "pytorch"))
+		return NULL;
+	k = peer_key(r);
+	for (size_t q = 0; q < t->nrow && !found; q++)
+		if (!strcmp(t->rows[q].key, k))
+			found = &t->rows[q];
+	free(k);
+	return found;
+}
+
+/* The second table, when records of both implementations are given: each
+ * deqbench row beside the pytorch row of the same config (impl aside),
+ * step time and depth+solver peak, and PyTorch's / deqbench's. */
+static void print_peer_table(FILE *f, const struct table *t)
+{
+	int header = 0;
+	for (size_t j = 0; j < t->nrow; j++) {
+		const struct row *r = &t->rows[j], *p = pytorch_row(t, r);
+		const json_t *cfg = json_object_get(r->first, "config");
+		char label[256], group[256], c[6][32];
+		double ms, pms, ds, pds;
+		if (!p)
+			continue;
+		if (!header++)
+			fprintf(f, "\n| group | method | deqbench step ms | "
+				   "pytorch step ms | pytorch / deqbench | "
+				   "deqbench depth+solver MiB | pytorch "
+				   "depth+solver MiB | pytorch / deqbench |\n"
+				   "|---|---|---:|---:|---:|---:|---:|---:|\n");
+		group_label(group, sizeof(group), cfg, t->varying);
+		method_label(label, sizeof(label), r->first, t->vary_deq);
+		ms = median_of(r->step_ms, r->n);
+		pms = median_of(p->step_ms, p->n);
+		ds = median_of(r->ds, r->n);
+		pds = median_of(p->ds, p->n);
+		fmt(c[0], 32, ms, "%.2f");
+		fmt(c[1], 32, pms, "%.2f");
+		fmt(c[2], 32, pms / ms, "%.2f");
+		fmt(c[3], 32, ds / 1048576.0, "%.2f");
+		fmt(c[4], 32, pds / 1048576.0, "%.2f");
+		fmt(c[5], 32, pds / ds, "%.2f");
+		fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", group,
+			label, c[0], c[1], c[2], c[3], c[4], c[5]);
+	}
+}
+
 void record_summary(FILE *f, const json_t *records)
 {
 	size_t nrec = json_array_size(records), i;
@@ -555,6 +619,8 @@ void record_summary(FILE *f, const json_t *records)
 		print_header(f);
 		for (size_t j = 0; j < t.nrow; j++)
 			print_row(f, &t, &t.rows[j]);
+		json_object_del(t.varying, "impl");
+		print_peer_table(f, &t);
 		for (size_t j = 0; j < t.nrow; j++) {
 			free(t.rows[j].key);
 			free(t.rows[j].group);

@@ -18,6 +18,7 @@
 #include "data.h"
 #include "evaluate.h"
 #include "memfit.h"
+#include "peer.h"
 #include "pretrain.h"
 #include "record.h"
 #include "run_record.h"
@@ -35,8 +36,8 @@ static int is_synthetic(const struct bench_config *cfg)
  * corpus's, or vocab_size when given (synthetic: the number of distinct
  * tokens generated; a file corpus: at least the corpus's, extra rows are
  * never seen). */
-static int data_load(struct corpus *c, const struct bench_config *cfg, int *V,
-		     char *err, size_t errlen)
+int runner_load_corpus(struct corpus *c, const struct bench_config *cfg, int *V,
+		       char *err, size_t errlen)
 {
 	int want = cfg->model.vocab_size;
 	if (corpus_load(c, cfg->corpus, cfg->data_dir,
@@ -69,7 +70,7 @@ int runner_resolve_vocab(const struct bench_config *cfg, int *V, char *err,
 					       : CONFIG_SYNTHETIC_VOCAB;
 		return 0;
 	}
-	if (data_load(&c, cfg, V, err, errlen) != 0)
+	if (runner_load_corpus(&c, cfg, V, err, errlen) != 0)
 		return -1;
 	corpus_free(&c);
 	return 0;
@@ -162,7 +163,7 @@ static int setup_context(struct run *r)
 	/* eval: ctx_create checks the inference-only memory */
 	if (!r->eval_only && runner_precheck(cfg, r->err, sizeof(r->err)) != 0)
 		return -1;
-	if (data_load(c, cfg, &r->V, r->err, sizeof(r->err)) != 0)
+	if (runner_load_corpus(c, cfg, &r->V, r->err, sizeof(r->err)) != 0)
 		return -1;
 	r->have_corpus = 1;
 	if (batcher_init(&r->train, c->ids[CORPUS_TRAIN], c->n[CORPUS_TRAIN],
@@ -209,8 +210,8 @@ static int setup_training(struct run *r)
 	    method_memory(r->rc.m, method_get_config(r->rc.me), &r->pred_depth,
 			  &r->pred_solver, e2, sizeof(e2)) == 0;
 	if (r->have_pred)
-		r->pred_host = method_host_memory(r->rc.m,
-						  method_get_config(r->rc.me));
+		r->pred_host =
+		    method_host_memory(r->rc.m, method_get_config(r->rc.me));
 	run_record_setup(r);
 	if (pretrain_create(&r->pt, &r->rc, r->cfg, r->err, sizeof(r->err)))
 		return -1;
@@ -272,6 +273,8 @@ enum run_status runner_run(const struct bench_config *cfg,
 	struct eval_result q;
 	int log_ok;
 
+	if (peer_wanted(cfg))
+		return peer_run(cfg, meta, record);
 	memset(&r, 0, sizeof(r));
 	r.cfg = cfg;
 	r.meta = meta;

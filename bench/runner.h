@@ -71,6 +71,14 @@ enum run_status {
 enum run_status runner_run(const struct bench_config *cfg,
 			   const struct run_meta *meta, json_t **record);
 
+struct corpus;
+
+/* Loads cfg's corpus into *c (free with corpus_free) and the vocabulary V
+ * the model gets: the corpus's, or vocab_size when given (a file corpus:
+ * at least the corpus's). 0, or -1 with one line in err. */
+int runner_load_corpus(struct corpus *c, const struct bench_config *cfg,
+		       int *V, char *err, size_t errlen);
+
 /* The record's status string of s: "ok", "diverged", "interrupted" or
  * "error". */
 const char *runner_status_name(enum run_status s);

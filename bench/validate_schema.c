@@ -31,6 +31,7 @@ static const char *const splits[] = {"valid", NULL};
 static const char *const cpus_sources[] = {"hwloc", "sysfs", NULL};
 
 const char *const validate_config_added[] = {
+    "impl",
     "init",
     "init_std",
     "embed_std",
@@ -376,6 +377,7 @@ static const struct vfield plan_f[] = {
 static const struct vfield top_f[] = {
     F("schema", VT_INT, .flags = VF_VERSION),
     F("kind", VT_STR, .values = kinds, .added = ADDED),
+    F("impl", VT_STR, .added = ADDED),
     F("status", VT_STR, .values = statuses),
     F("message", VT_STR),
     F("started_at", STR_OR_NULL, .flags = VF_TIME),
