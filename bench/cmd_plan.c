@@ -315,6 +315,16 @@ static int predict_memory(struct plan *p, char *err, size_t errlen)
 	return 0;
 }
 
+/* How many candidates fit in the budget. */
+static int count_fit(const struct plan *p)
+{
+	size_t budget = (size_t)(p->budget_mib * 1048576.0);
+	int fit = 0;
+	for (int j = 0; j < p->n; j++)
+		fit += p->c[j].peak <= budget;
+	return fit;
+}
+
 /* ---- output ---- */
 
 static int by_ms(const void *a, const void *b)
@@ -519,10 +529,20 @@ int cmd_plan(int argc, char **argv)
 		free(p.c);
 		return bad_input(err);
 	}
+	/* peaks need no calibration: when none fits, say so at once */
+	if (runner_resolve_vocab(&p.base, &p.V, err, sizeof(err)) != 0 ||
+	    predict_memory(&p, err, sizeof(err)) != 0) {
+		free(p.c);
+		return bad_input(err);
+	}
+	if (count_fit(&p) == 0) {
+		print_table(&p);
+		free(p.c);
+		return 0;
+	}
 	interrupt_install();
 	if (calibrate_units(&p, 5 + p.n_deq, err, sizeof(err)) != 0 ||
-	    calibrate_deq(&p, 5 + p.n_deq, err, sizeof(err)) != 0 ||
-	    predict_memory(&p, err, sizeof(err)) != 0) {
+	    calibrate_deq(&p, 5 + p.n_deq, err, sizeof(err)) != 0) {
 		fprintf(stderr, "deqbench: plan: %s\n", err);
 		free(p.c);
 		return 1;

@@ -180,7 +180,9 @@ int record_each_line(const char *path, record_line_fn fn, void *ctx, char *err,
 			line[--len] = 0;
 		if (len == 0)
 			continue;
-		r = json_loads(line, 0, &je);
+		/* by length: a NUL byte inside the line is malformed, not
+		 * the end of it */
+		r = json_loadb(line, (size_t)len, 0, &je);
 		if (json_is_object(r))
 			stop = fn(ctx, lineno, r, 0, NULL);
 		else

@@ -565,6 +565,19 @@ Test(files, report_refuses_directory_and_empty, .init = cli_setup,
 	expect_refused(emp, "no records");
 }
 
+/* A record line holding a NUL byte is malformed (it was read up to the
+ * NUL and the rest ignored). */
+Test(files, report_refuses_nul_in_a_line, .init = cli_setup,
+     .fini = cli_teardown)
+{
+	char p[600];
+	const char *const rep[] = {"report", p, NULL};
+	static const char text[] = "{\"config\": {}}\0junk\n";
+	cli_path(p, sizeof(p), "nul.jsonl");
+	cli_write(p, text, sizeof(text) - 1);
+	expect_refused(rep, "nul.jsonl:1:");
+}
+
 /* A run refused after its config parsed (vocab_size below the corpus's,
  * found while loading it) creates neither out= nor its directories; nor
  * does record_check_out, which only probes. */

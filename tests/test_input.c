@@ -277,6 +277,26 @@ Test(memfit, suite_run_count_is_bounded, .init = cli_setup,
 		const char *a[] = {"suite", sp, "--dry-run", NULL};
 		expect_bad(a, NULL, W("100000000 runs", "split"));
 	}
+	/* 1e6 combinations without exclusions: refused by count, before
+	 * each of them is validated (that took 16 s) */
+	{
+		FILE *f = fopen(sp, "w");
+		cr_assert_not_null(f);
+		fprintf(f, "{\"name\": \"h\", \"base\": {\"corpus\": "
+			   "\"synthetic\", \"warmup_steps\": 1}, \"axes\": "
+			   "{\"steps\": [");
+		for (int i = 0; i < 1000; i++)
+			fprintf(f, "%s%d", i ? ", " : "", i + 2);
+		fprintf(f, "], \"seed\": [");
+		for (int i = 0; i < 1000; i++)
+			fprintf(f, "%s%d", i ? ", " : "", i);
+		fprintf(f, "]}}");
+		fclose(f);
+	}
+	{
+		const char *a[] = {"suite", sp, "--dry-run", NULL};
+		expect_bad(a, NULL, W("1000000 runs", "split"));
+	}
 }
 
 /* grad takes B and T from the tokens file: they meet the keys' ranges. */
