@@ -366,4 +366,52 @@ static inline void *dev_state(struct model *m)
 	return z;
 }
 
+/* Shapes {B, T, d, H, F, V} of the depth-method tests (test_revolve.c,
+ * test_offload.c): odd sizes, powers of two, and a TrellisNet's. */
+static const struct shape shape_odd = {3, 5, 12, 3, 20, 17};
+static const struct shape shape_pow2 = {2, 8, 16, 4, 32, 32};
+static const struct shape shape_trellis = {3, 5, 6, 0, 0, 17};
+
+/* z of an inference forward (c.inference set here) of a method made from
+ * c on m's current batch, downloaded (free it); *fwd its forward
+ * evaluations when non-NULL. Checks that inference puts nothing in host
+ * memory. */
+static inline double *inference_z(struct model *m, struct method_config c,
+				  void *z, long *fwd)
+{
+	double *h;
+	struct method *me;
+	c.inference = 1;
+	me = new_method(m, c);
+	cr_assert_eq(m->be->mem.live[MEM_HOST], 0);
+	model_inject_forward(m);
+	method_forward(me, m->u, z, 0);
+	if (fwd)
+		*fwd = method_get_stats(me)->forward_evals;
+	h = download(m->be, z, m->n_state);
+	method_destroy(me);
+	return h;
+}
+
+/* Central differences of the whole loss on cpu64 at sampled coordinates of
+ * every tensor of a contractive model of kind at shape s trained by a
+ * method made from c, as test_methods' check_fd for unroll: h = 1e-6
+ * relative to the coordinate, truncation below 1e-9, rounding ~3e-10;
+ * tolerance 1e-6 of the tensor's largest gradient + 1e-9 (a wrong term is
+ * O(1)). make_contractive's strong injection: test_methods explains why
+ * the plain init is a poor point for quotients. */
+static inline void check_fd_method(enum model_kind kind, struct shape s,
+				   struct method_config c, const char *what)
+{
+	struct model *m = open_contractive("cpu64", kind, s, 5);
+	struct eval_fx f = {m, new_method(m, c), dev_state(m)};
+	step(m, f.me, f.z, NULL);
+	double *g = download(m->be, m->grad_buf, m->n_param_elems);
+	cr_assert_gt(fd_params(m, g, 1e-6, 1e-9, loss_only, &f, what), 0);
+	free(g);
+	method_destroy(f.me);
+	backend_free(m->be, f.z);
+	close_model(m);
+}
+
 #endif

@@ -73,9 +73,9 @@ static void check_equals_unroll(const char *be, enum model_kind kind,
 	close_model(m);
 }
 
-static const struct shape odd = {3, 5, 12, 3, 20, 17};
-static const struct shape pow2 = {2, 8, 16, 4, 32, 32};
-static const struct shape trellis = {3, 5, 6, 0, 0, 17};
+#define odd	shape_odd
+#define pow2	shape_pow2
+#define trellis shape_trellis
 
 Test(offload, equals_unroll, .timeout = 120)
 {
@@ -93,44 +93,22 @@ Test(offload, equals_unroll, .timeout = 120)
 Test(offload, inference_equals_unroll)
 {
 	struct model *m = open_model("cpu", MODEL_TRANSFORMER, odd, 4);
-	size_t n = m->n_state;
 	void *z = dev_state(m);
-	double *h[2];
-	struct method_config c[2] = {cfg_of(method_kind_parse("unroll"), 6, 0),
-				     offload_cfg(6)};
-	for (int i = 0; i < 2; i++) {
-		c[i].inference = 1;
-		struct method *me = new_method(m, c[i]);
-		cr_assert_eq(m->be->mem.live[MEM_HOST], 0);
-		model_inject_forward(m);
-		method_forward(me, m->u, z, 0);
-		cr_assert_eq(method_get_stats(me)->offload_bytes, 0);
-		h[i] = download(m->be, z, n);
-		method_destroy(me);
-	}
-	cr_assert_eq(memcmp(h[0], h[1], n * sizeof(double)), 0);
-	free(h[0]);
-	free(h[1]);
+	double *h0 =
+	    inference_z(m, cfg_of(method_kind_parse("unroll"), 6, 0), z, NULL);
+	double *h1 = inference_z(m, offload_cfg(6), z, NULL);
+	cr_assert_eq(memcmp(h0, h1, m->n_state * sizeof(double)), 0);
+	free(h0);
+	free(h1);
 	backend_free(m->be, z);
 	close_model(m);
 }
 
 /* --------------------------------- 2. gradients vs finite differences */
 
-/* As test_revolve's check_fd: central differences of the whole loss on
- * cpu64 at sampled coordinates of every tensor (h = 1e-6 relative,
- * tolerance 1e-6 of the tensor's largest gradient + 1e-9). */
 static void check_fd(enum model_kind kind, struct shape s, int L)
 {
-	struct model *m = open_contractive("cpu64", kind, s, 5);
-	struct eval_fx f = {m, new_method(m, offload_cfg(L)), dev_state(m)};
-	step(m, f.me, f.z, NULL);
-	double *g = download(m->be, m->grad_buf, m->n_param_elems);
-	cr_assert_gt(fd_params(m, g, 1e-6, 1e-9, loss_only, &f, "offload"), 0);
-	free(g);
-	method_destroy(f.me);
-	backend_free(m->be, f.z);
-	close_model(m);
+	check_fd_method(kind, s, offload_cfg(L), "offload");
 }
 
 Test(offload, gradient_fd, .timeout = 120)

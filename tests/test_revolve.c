@@ -231,9 +231,9 @@ static void check_equals_unroll(const char *be, enum model_kind kind,
 	close_model(m);
 }
 
-static const struct shape odd = {3, 5, 12, 3, 20, 17};
-static const struct shape pow2 = {2, 8, 16, 4, 32, 32};
-static const struct shape trellis = {3, 5, 6, 0, 0, 17};
+#define odd	shape_odd
+#define pow2	shape_pow2
+#define trellis shape_trellis
 
 Test(revolve, equals_unroll_transformer, .timeout = 120)
 {
@@ -264,47 +264,26 @@ Test(revolve, equals_unroll_tanh_cell_trellisnet, .timeout = 120)
 Test(revolve, inference_equals_unroll)
 {
 	struct model *m = open_model("cpu", MODEL_TRANSFORMER, odd, 4);
-	size_t n = m->n_state;
 	void *z = dev_state(m);
-	double *h[2];
-	struct method_config c[2] = {cfg_of(method_kind_parse("unroll"), 6, 0),
-				     revolve_cfg(6, 2)};
-	for (int i = 0; i < 2; i++) {
-		c[i].inference = 1;
-		struct method *me = new_method(m, c[i]);
-		model_inject_forward(m);
-		method_forward(me, m->u, z, 0);
-		cr_assert_eq(method_get_stats(me)->forward_evals, 6);
-		h[i] = download(m->be, z, n);
-		method_destroy(me);
-	}
-	cr_assert_eq(memcmp(h[0], h[1], n * sizeof(double)), 0);
-	free(h[0]);
-	free(h[1]);
+	long f0, f1;
+	double *h0 =
+	    inference_z(m, cfg_of(method_kind_parse("unroll"), 6, 0), z, &f0);
+	double *h1 = inference_z(m, revolve_cfg(6, 2), z, &f1);
+	cr_assert_eq(f0, 6);
+	cr_assert_eq(f1, 6);
+	cr_assert_eq(memcmp(h0, h1, m->n_state * sizeof(double)), 0);
+	free(h0);
+	free(h1);
 	backend_free(m->be, z);
 	close_model(m);
 }
 
 /* --------------------------------- 3. gradients vs finite differences */
 
-/* Central differences of the whole loss on cpu64 at 6 sampled coordinates
- * of every tensor, as test_methods' check_fd for unroll: h = 1e-6 relative
- * to the coordinate, truncation below 1e-9, rounding ~3e-10; tolerance
- * 1e-6 of the tensor's largest gradient + 1e-9 (a wrong term is O(1)). The
- * transformer with make_contractive's strong injection (test_methods
- * explains why the plain init is a poor point for quotients). */
+/* test_deq_util.h's check_fd_method at 6 sampled coordinates per tensor. */
 static void check_fd(enum model_kind kind, struct shape s, int L, int slots)
 {
-	struct model *m = open_contractive("cpu64", kind, s, 5);
-	struct eval_fx f = {m, new_method(m, revolve_cfg(L, slots)),
-			    dev_state(m)};
-	step(m, f.me, f.z, NULL);
-	double *g = download(m->be, m->grad_buf, m->n_param_elems);
-	cr_assert_gt(fd_params(m, g, 1e-6, 1e-9, loss_only, &f, "revolve"), 0);
-	free(g);
-	method_destroy(f.me);
-	backend_free(m->be, f.z);
-	close_model(m);
+	check_fd_method(kind, s, revolve_cfg(L, slots), "revolve");
 }
 
 Test(revolve, gradient_fd, .timeout = 120)
