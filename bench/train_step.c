@@ -30,7 +30,9 @@ int step_forward(struct run_ctx *rc, const int32_t *tok, int train,
 		return -1;
 	model_inject_forward(m);
 	method_forward(rc->me, m->u, rc->z, train);
-	*loss = model_head_forward(m, rc->z);
+	/* training: a chunked head does its backward with its forward */
+	*loss = train ? model_head_forward_train(m, rc->z)
+		      : model_head_forward(m, rc->z);
 	return 0;
 }
 

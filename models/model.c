@@ -608,10 +608,14 @@ static void head_chunk_backward(struct model *m, const void *z, int r0, int n)
 			      1);
 }
 
-double model_head_forward(struct model *m, const void *z)
+/* model_head_forward; with backward, each chunk's backward follows its
+ * forward at once (chunked head only). */
+static double head_forward(struct model *m, const void *z, int backward)
 {
 	int N = m->B * m->T, K = (int)model_head_rows(m);
-	((struct model_priv *)m->priv)->head_z = z;
+	struct model_priv *pv = m->priv;
+	pv->head_z = z;
+	pv->head_grads_done = 0;
 	if (K == N)
 		return head_chunk_forward(m, z, 0, N);
 	/* chunked: Σ over chunks of rows · chunk mean, in double */
@@ -619,8 +623,21 @@ double model_head_forward(struct model *m, const void *z)
 	for (int r0 = 0; r0 < N; r0 += K) {
 		int n = N - r0 < K ? N - r0 : K;
 		total += (double)n * head_chunk_forward(m, z, r0, n);
+		if (backward)
+			head_chunk_backward(m, z, r0, n);
 	}
+	pv->head_grads_done = backward;
 	return total / (double)N;
+}
+
+double model_head_forward(struct model *m, const void *z)
+{
+	return head_forward(m, z, 0);
+}
+
+double model_head_forward_train(struct model *m, const void *z)
+{
+	return head_forward(m, z, 1);
 }
 
 /* Reads the z given to the last model_head_forward: the caller keeps it
@@ -628,8 +645,12 @@ double model_head_forward(struct model *m, const void *z)
 void model_head_backward(struct model *m)
 {
 	int N = m->B * m->T, E = m->E, K = (int)model_head_rows(m);
-	const void *z = ((struct model_priv *)m->priv)->head_z;
-	if (K == N) {
+	struct model_priv *pv = m->priv;
+	const void *z = pv->head_z;
+	if (pv->head_grads_done) {
+		/* model_head_forward_train did every chunk's backward */
+		pv->head_grads_done = 0;
+	} else if (K == N) {
 		/* one chunk: the forward left its probabilities */
 		head_chunk_backward(m, z, 0, N);
 	} else {

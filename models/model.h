@@ -200,13 +200,23 @@ void model_inject_forward(struct model *m);
  * read per chunk); the mean over N is Σ chunk losses · rows / N, summed in
  * double. With K >= N or K = 0 it is the unchunked head, bitwise. */
 double model_head_forward(struct model *m, const void *z);
+/* model_head_forward for a training step: with a chunked head, each
+ * chunk's backward (what model_head_backward would recompute the chunk's
+ * logits for) follows its forward while its probabilities are live, so
+ * gz's rows are written and the head grads added here, and the step costs
+ * no extra head GEMM; model_head_backward then only clears gz past B*T*E.
+ * Bitwise the same loss, gz and grads as model_head_forward +
+ * model_head_backward. Unchunked: exactly model_head_forward. The grads
+ * must have been zeroed first (they are accumulated). */
+double model_head_forward_train(struct model *m, const void *z);
 /* m->gz = dL/dz (n_state, overwritten; 0 past the first B*T*E elements);
  * head grads +=. Needs model_head_forward
  * first, and reads the z given to it: keep z unchanged in between.
- * Chunked head: per chunk it recomputes the logits and softmax (one extra
- * head GEMM, 2·N·E·V FLOPs per step, and one more host read per chunk),
- * forms (probs − onehot) / N in place, writes the chunk's rows of gz and
- * adds into head.weight / head.bias grads. */
+ * Chunked head after model_head_forward: per chunk it recomputes the
+ * logits and softmax (one extra head GEMM, 2·N·E·V FLOPs per step, and one
+ * more host read per chunk), forms (probs − onehot) / N in place, writes
+ * the chunk's rows of gz and adds into head.weight / head.bias grads;
+ * after model_head_forward_train that was done there. */
 void model_head_backward(struct model *m);
 /* inject, embed and pos grads += from m->gu (dL/du). */
 void model_inject_backward(struct model *m);

@@ -109,7 +109,9 @@ struct model_priv {
 	void *ws; /* MEM_WORKSPACE, workspace_elems() elements */
 	size_t ws_elems;
 	const void *head_z; /* z of the last model_head_forward */
-	int32_t *staging;   /* host (2,B,T): inputs then targets */
+	/* model_head_forward_train did the chunked head's backward too */
+	int head_grads_done;
+	int32_t *staging; /* host (2,B,T): inputs then targets */
 };
 
 static inline void *model_ws(const struct model *m)

@@ -344,8 +344,8 @@ static void check_same_seed(enum model_kind kind)
  * head_chunk hc, from parameters theta and tokens tok: returns the loss;
  * the gradient into g (n_param_elems), the head's peak bytes into *head. */
 static double chunk_step(const char *bn, enum model_kind kind, int hc,
-			 const double *theta, const int32_t *tok, double *g,
-			 size_t *head)
+			 int train, const double *theta, const int32_t *tok,
+			 double *g, size_t *head)
 {
 	struct backend *be = make_be(bn);
 	struct model_config c = model_cfg(kind, shape_of(kind, 0), 3);
@@ -361,7 +361,8 @@ static double chunk_step(const char *bn, enum model_kind kind, int hc,
 	be->ops->fill(be->ctx, z0, 0.0, nd);
 	model_block_forward(m, z1, z0, m->u, t0);
 	model_block_forward(m, z0, z1, m->u, t1);
-	double loss = model_head_forward(m, z0);
+	double loss =
+	    train ? model_head_forward_train(m, z0) : model_head_forward(m, z0);
 	model_head_backward(m);
 	model_block_vjp(m, z1, m->gu, m->gz, t1, 1);
 	model_block_vjp(m, z0, m->gu, z1, t0, 1);
@@ -381,7 +382,9 @@ static double chunk_step(const char *bn, enum model_kind kind, int hc,
  * and every parameter gradient equal the unchunked head's, on "cpu" within
  * 1e-5 (relative; per tensor against 1 + its max |g|: float rounding of
  * the per-chunk sums) and on "cpu64" within 1e-12; bitwise for K ≥ N. The
- * head's peak shrinks by exactly (N − K)·V elements. */
+ * head's peak shrinks by exactly (N − K)·V elements. A training step's
+ * head (model_head_forward_train: each chunk's backward with its forward)
+ * gives bitwise the loss and gradients of forward, then backward. */
 static void check_head_chunk(enum model_kind kind)
 {
 	static const int chunks[] = {1, 5, 4, 15, 40};
@@ -391,16 +394,21 @@ static void check_head_chunk(enum model_kind kind)
 	struct model *m = make_model(be, kind, shape_of(kind, 0), 3);
 	size_t np = m->n_param_elems, N = (size_t)m->B * m->T, h0, h;
 	size_t V = (size_t)m->cfg.vocab_size;
-	double *theta = host(np), *g0 = host(np), *g = host(np);
+	double *theta = host(np), *g0 = host(np), *g = host(np), *gt = host(np);
 	rng_state = 77;
 	random_params(m, theta);
 	int32_t *tok = random_tokens(m);
 	for (int b = 0; b < 2; b++) {
-		double l0 = chunk_step(bns[b], kind, 0, theta, tok, g0, &h0);
+		double l0 = chunk_step(bns[b], kind, 0, 0, theta, tok, g0, &h0);
 		for (size_t k = 0; k < sizeof(chunks) / sizeof(*chunks); k++) {
 			int K = chunks[k];
 			double l =
-			    chunk_step(bns[b], kind, K, theta, tok, g, &h);
+			    chunk_step(bns[b], kind, K, 0, theta, tok, g, &h);
+			double lt =
+			    chunk_step(bns[b], kind, K, 1, theta, tok, gt, &h);
+			cr_assert(memcmp(&l, &lt, sizeof(l)) == 0 &&
+				      memcmp(g, gt, np * sizeof(*g)) == 0,
+				  "%s K=%d: forward_train differs", bns[b], K);
 			size_t rows = (size_t)K < N ? (size_t)K : N;
 			size_t el = b ? sizeof(double) : sizeof(float);
 			cr_assert_eq(h0 - h, (N - rows) * V * el, "%s K=%d",
@@ -427,7 +435,7 @@ static void check_head_chunk(enum model_kind kind)
 			}
 		}
 	}
-	free(theta), free(g0), free(g), free(tok);
+	free(theta), free(g0), free(g), free(gt), free(tok);
 	model_destroy(m);
 	backend_destroy(be);
 }
