@@ -124,8 +124,9 @@ class Deq(Method):
             return m.f(zs, u)
         zin = zs.clone().requires_grad_()
         z = m.f(zin, u)
-        z.register_hook(lambda g: self._ift(g, z, zin))
-        return z
+        out = z.view_as(z)  # the hook's tensor; the solver's VJPs use z
+        out.register_hook(lambda g: self._ift(g, z, zin))
+        return out
 
     def _ift(self, g, z, zin):
         """y = y J + g by b_solver, J = ∂f/∂z at z*; VJPs of z's graph."""
