@@ -51,6 +51,8 @@ class Ctx:
     def __init__(self, cfg, V, init_params=None):
         self.cfg, self.V = cfg, V
         self.dev, self.dtype = device_of(cfg)
+        if self.dev.type == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = bool(cfg["tf32"])
         self.model = models.build(cfg, V, self.dtype, self.dev)
         if init_params:
             init.load(self.model, init_params)
