@@ -1,0 +1,152 @@
+"""Commands of deqtorch.py: check, run, grad (README.md beside this
+package gives the stdin/stdout contract). Exit status: 0 done (a diverged
+run included), 1 a run failed at run time (its record says why), 2 bad
+input, with one line on stderr."""
+import json
+import sys
+import time
+
+from . import config
+
+# deqbench's defaults (README key table), for `grad key=value ...`
+DEFAULTS = {
+    "model": "transformer", "d_model": 64, "n_heads": 2, "d_ff": 256,
+    "seq_len": 32, "batch_size": 16, "vocab_size": 0, "seed": 1,
+    "init": "gpt2", "init_std": 0.0, "embed_std": 0.0, "head_chunk": 0,
+    "method": "unroll", "layers": 12, "k": 0, "f_solver": "broyden",
+    "f_tol": 1e-3, "f_max_iter": 30, "f_stop_mode": "rel", "f_history": 0,
+    "b_mode": "ift", "b_solver": "broyden", "b_tol": 1e-3,
+    "b_max_iter": 40, "b_stop_mode": "rel", "b_history": 0,
+    "anderson_m": 5, "anderson_lambda": 1e-4, "anderson_beta": 1.0,
+    "solver_batching": "per_sample", "f_stop_scope": "batch",
+    "b_stop_scope": "batch", "protect_thres": 0.0, "stall_window": 0,
+    "jac_loss_weight": 0.0, "jac_loss_freq": 1.0, "jac_fd_eta": 0.0,
+    "phantom_steps": 5, "phantom_tau": 0.5, "spectral_radius_iters": 0,
+    "slots": 0, "corpus": "brown", "data_dir": "data", "steps": 200,
+    "pretrain_steps": 0, "pretrain_layers": 12, "warmup_steps": 10,
+    "lr": 1e-3, "lr_warmup": 20, "clip": 1.0, "eval_tokens": 16384,
+    "eval_warmup": 2, "params": "", "device": "cpu", "threads": 0,
+    "tf32": False, "out": "results/runs.jsonl", "trace": False,
+    "save_params": "",
+}
+
+
+def bad(msg):
+    print(msg, file=sys.stderr)
+    return 2
+
+
+def cmd_check(stdin):
+    try:
+        cfgs = json.loads(stdin)
+    except ValueError as e:
+        return bad(f"deqtorch: stdin is not JSON ({e}); pass a JSON array "
+                   "of resolved configs")
+    if not isinstance(cfgs, list):
+        return bad("deqtorch: check reads a JSON array of configs; wrap "
+                   "the config in [ ]")
+    try:
+        for c in cfgs:
+            config.check_config(c)
+    except config.Unsupported as e:
+        return bad(str(e))
+    return 0
+
+
+def _threads(cfg):
+    import torch
+    if cfg.get("threads", 0) > 0:
+        torch.set_num_threads(cfg["threads"])
+
+
+def _load_splits(req):
+    from . import data
+    d = req["data"]
+    return [data.read_ids(d[k]) for k in ("train", "valid", "test")]
+
+
+def _setup(req):
+    """(ctx, splits, batcher) or raises ValueError / OSError (bad input)."""
+    from . import data, train
+    cfg = req["config"]
+    config.check_config(cfg)
+    if cfg["device"] == "cuda":
+        import torch
+        if not torch.cuda.is_available():
+            raise config.Unsupported(
+                "deqtorch: device=cuda is not supported by impl=pytorch "
+                "here; torch.cuda.is_available() is false: use device=cpu")
+    _threads(cfg)
+    splits = _load_splits(req)
+    V = cfg["vocab_size"] or req["data"]["vocab_size"]
+    if int(max(s.max(initial=0) for s in splits)) >= V:
+        raise ValueError(f"token ids reach the vocabulary size {V}; set "
+                         "vocab_size=0 or at least the corpus's")
+    ctx = train.Ctx(cfg, V, req.get("init_params"))
+    return ctx, splits, data.Batcher(splits[0], cfg["batch_size"],
+                                     cfg["seq_len"])
+
+
+def _record(req, ctx, splits, log, ev, times):
+    import torch
+    from . import record as R
+    cfg = ctx.cfg
+    return {
+        "impl": "pytorch-" + torch.__version__, "kind": "train",
+        "status": log.status, "message": log.message,
+        "started_at": times["start"], "finished_at": R.utc_now(),
+        "config": cfg, "method": R.method_json(cfg),
+        "model": R.model_json(ctx), "data": R.data_json(req, splits, cfg),
+        "timing": R.timing_json(ctx, log, times["setup"], times["eval"]),
+        "memory": R.memory_json(ctx), "solver": R.solver_json(log),
+        "evals": R.evals_json(log), "quality": R.quality_json(ctx, log, ev),
+        "inference": R.inference_json(ctx, ev, times["eval"]),
+        "device": R.device_json(ctx), "trace": None, "pretrain": None,
+        "plan": None,
+    }
+
+
+def cmd_run(stdin):
+    from . import record, train
+    times = {"start": record.utc_now()}
+    t0 = time.perf_counter()
+    try:
+        req = json.loads(stdin)
+        ctx, splits, batcher = _setup(req)
+    except config.Unsupported as e:
+        return bad(str(e))
+    except (ValueError, OSError, KeyError, TypeError) as e:
+        return bad(f"deqtorch: bad run input: {e}; pass "
+                   '{"config": {...}, "data": {...}} as README.md says')
+    times["setup"] = time.perf_counter() - t0
+    log = train.train(ctx, batcher)
+    t1 = time.perf_counter()
+    empty = (None, 0, [], [], [])
+    ev = {"valid": empty, "test": empty}
+    if log.status == "ok" and ctx.cfg["eval_tokens"] > 0:
+        ev = {"valid": train.evaluate(ctx, splits[1]),
+              "test": train.evaluate(ctx, splits[2])}
+    times["eval"] = time.perf_counter() - t1
+    if ctx.cfg.get("save_params"):
+        save_params(ctx, ctx.cfg["save_params"])
+    print(json.dumps(_record(req, ctx, splits, log, ev, times)), flush=True)
+    return 0
+
+
+def save_params(ctx, path):
+    from . import safetensors
+    t = {n: p.detach().float().cpu().numpy()
+         for n, p in ctx.model.named_parameters()}
+    safetensors.write(path, t, {"format": "pt", "config":
+                                json.dumps(ctx.cfg, sort_keys=True)})
+
+
+def main(argv):
+    if len(argv) < 2 or argv[1] not in ("check", "run", "grad"):
+        return bad("deqtorch: usage: deqtorch.py check|run < JSON, or "
+                   "deqtorch.py grad key=value ... params=P tokens=T out=G")
+    if argv[1] == "grad":
+        from . import grad
+        return grad.cmd_grad(argv[2:])
+    stdin = sys.stdin.read()
+    return cmd_check(stdin) if argv[1] == "check" else cmd_run(stdin)

@@ -1,0 +1,98 @@
+"""Config keys deqtorch knows and the values impl=pytorch supports.
+
+Imports neither torch nor numpy: `deqtorch.py check` must be fast.
+"""
+import glob
+import importlib.util
+import os
+
+# Every key of `deqbench run --help` (README "Configuration keys").
+KNOWN_KEYS = (
+    "model d_model n_heads d_ff seq_len batch_size vocab_size seed init "
+    "init_std embed_std head_chunk method layers k f_solver f_tol "
+    "f_max_iter f_stop_mode f_history b_mode b_solver b_tol b_max_iter "
+    "b_stop_mode b_history anderson_m anderson_lambda anderson_beta "
+    "solver_batching f_stop_scope b_stop_scope protect_thres stall_window "
+    "jac_loss_weight jac_loss_freq jac_fd_eta phantom_steps phantom_tau "
+    "spectral_radius_iters slots corpus data_dir steps pretrain_steps "
+    "pretrain_layers warmup_steps lr lr_warmup clip eval_tokens eval_warmup "
+    "params device threads tf32 out trace save_params impl"
+).split()
+
+# Keys read by the implementation; all others are accepted only when they
+# cannot change what is computed (output paths, data location, ...).
+METHOD_KEYS = (
+    "method layers k f_solver f_tol f_max_iter f_stop_mode f_history b_mode "
+    "b_solver b_tol b_max_iter b_stop_mode b_history anderson_m "
+    "anderson_lambda anderson_beta solver_batching f_stop_scope "
+    "b_stop_scope protect_thres stall_window jac_loss_weight jac_loss_freq "
+    "jac_fd_eta phantom_steps phantom_tau spectral_radius_iters slots"
+).split()
+
+
+class Unsupported(Exception):
+    """A config value impl=pytorch refuses: str(e) is the one-line message."""
+
+
+def _refuse(key, value, fix):
+    if isinstance(value, bool):
+        value = "true" if value else "false"
+    raise Unsupported(f"deqtorch: {key}={value} is not supported by "
+                      f"impl=pytorch; {fix}")
+
+
+def cuda_torch_present():
+    """True when the installed torch has its CUDA library and a GPU device
+    node exists (without importing torch)."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    libdir = os.path.join(list(spec.submodule_search_locations)[0], "lib")
+    has_lib = bool(glob.glob(os.path.join(libdir, "libtorch_cuda*.so*")))
+    return has_lib and os.path.exists("/dev/nvidia0")
+
+
+# (key, predicate on the value that means "unsupported", how to fix)
+_RULES = (
+    ("method", lambda v: v not in ("unroll", "checkpoint", "deq"),
+     "use method=unroll, checkpoint or deq, or impl=deqbench"),
+    ("head_chunk", lambda v: v != 0,
+     "use head_chunk=0 (the whole head at once), or impl=deqbench"),
+    ("jac_loss_weight", lambda v: v != 0,
+     "use jac_loss_weight=0, or impl=deqbench"),
+    ("pretrain_steps", lambda v: v != 0,
+     "use pretrain_steps=0, or impl=deqbench"),
+    ("spectral_radius_iters", lambda v: v != 0,
+     "use spectral_radius_iters=0, or impl=deqbench"),
+    ("trace", lambda v: v is not False,
+     "use trace=false, or impl=deqbench"),
+    ("model", lambda v: v not in ("transformer", "tanh_cell", "trellisnet"),
+     "use model=transformer, tanh_cell or trellisnet"),
+    ("device", lambda v: v not in ("cpu", "cpu64", "cuda"),
+     "use device=cpu, cpu64 or cuda"),
+    ("impl", lambda v: v not in ("pytorch", ""),
+     "deqtorch runs only impl=pytorch configs"),
+)
+
+
+def check_config(cfg):
+    """Raises Unsupported for the first key of the resolved config `cfg`
+    (a record's `config` object) that deqtorch cannot run as deqbench
+    would; returns None when every value is supported."""
+    if not isinstance(cfg, dict):
+        raise Unsupported("deqtorch: a config must be a JSON object; pass "
+                          "the resolved config of a record")
+    for key in cfg:
+        if key not in KNOWN_KEYS:
+            _refuse(key, cfg[key], "remove the key: deqtorch does not "
+                    "know it (is deqtorch older than deqbench?)")
+    for key, bad, fix in _RULES:
+        if key in cfg and bad(cfg[key]):
+            _refuse(key, cfg[key], fix)
+    dev = cfg.get("device", "cpu")
+    if cfg.get("tf32", False) and dev != "cuda":
+        _refuse("tf32", True, "tf32 applies to device=cuda only; use "
+                "tf32=false")
+    if dev == "cuda" and not cuda_torch_present():
+        _refuse("device", dev, "this python3-torch has no CUDA build or no "
+                "GPU is present; use device=cpu")

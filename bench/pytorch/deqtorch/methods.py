@@ -1,0 +1,148 @@
+"""unroll, checkpoint and deq on an LM (models.py), as deqbench's methods
+(docs/ARCHITECTURE.md §Methods). forward(u, train) returns z; with train
+the graph is kept so that loss.backward() differentiates it (deq's IFT
+backward is a gradient hook on z). Statistics of the last step are in
+`last`: fwd/bwd solver Stats (or None) and VJPs taken."""
+import math
+
+import torch
+from torch.utils.checkpoint import checkpoint
+
+from . import solvers
+
+
+def resolve(cfg):
+    """deqbench's derived values: k = 0 -> round(sqrt(L)), histories 0 ->
+    the caps (method_config_resolve)."""
+    c = dict(cfg)
+    if c["k"] == 0:
+        c["k"] = int(math.floor(math.sqrt(c["layers"]) + 0.5))
+    if c["f_history"] == 0:
+        c["f_history"] = c["f_max_iter"]
+    if c["b_history"] == 0:
+        c["b_history"] = c["b_max_iter"]
+    return c
+
+
+class Method:
+    def __init__(self, model, cfg, tracker):
+        self.m, self.cfg, self.tr = model, resolve(cfg), tracker
+        self.last = {"fwd": None, "bwd": None, "vjps": 0}
+        self.held = []
+
+    def end_step(self):
+        """After the backward: drops what the forward held."""
+        self.held = []
+
+
+class Unroll(Method):
+    def forward(self, u, train):
+        z = self.m.z0(u)
+        for _ in range(self.cfg["layers"]):
+            z = self.m.f(z, u)
+        self.last["vjps"] = self.cfg["layers"] if train else 0
+        return z
+
+
+class Checkpoint(Method):
+    """Segments of k layers; every segment but the last under
+    torch.utils.checkpoint (non-reentrant), which keeps its input and
+    recomputes its tapes in the backward."""
+
+    def _segment(self, n):
+        def run(z, u):
+            for _ in range(n):
+                z = self.m.f(z, u)
+            return z
+        return run
+
+    def forward(self, u, train):
+        L, k = self.cfg["layers"], self.cfg["k"]
+        z = self.m.z0(u)
+        starts = list(range(0, L, k))
+        for i, s in enumerate(starts):
+            n = min(k, L - s)
+            if train and i < len(starts) - 1:
+                self.held.append(self.tr.hold(z))
+                z = checkpoint(self._segment(n), z, u, use_reentrant=False)
+            else:
+                z = self._segment(n)(z, u)
+        self.last["vjps"] = L if train else 0
+        return z
+
+
+def solver_params(c, bwd):
+    p = "b_" if bwd else "f_"
+    return solvers.Params(
+        kind=c[p + "solver"], tol=c[p + "tol"], max_iter=c[p + "max_iter"],
+        stop=c[p + "stop_mode"], history=c[p + "history"],
+        anderson_m=c["anderson_m"], anderson_lambda=c["anderson_lambda"],
+        anderson_beta=c["anderson_beta"], scope=c[p + "stop_scope"],
+        protect=c["protect_thres"], stall=c["stall_window"])
+
+
+class Deq(Method):
+    """Forward: solve z* = f(z*; u) from 0 without a graph, then z = f(z*)
+    (ift, jfb) or k damped phantom steps. Backward (ift): a hook on z
+    solves y = y J_f(z*) + ḡ with b_solver by VJPs and hands y on."""
+
+    def _samples(self, z):
+        return z.shape[0] if self.cfg["solver_batching"] == "per_sample" \
+            else 1
+
+    def _solve(self, F, like, bwd):
+        p = solver_params(self.cfg, bwd)
+        S = self._samples(like)
+        x0 = like.new_zeros(S, like.numel() // S)
+        nb = solvers.history_bytes(p, x0)
+        self.tr.solver_alloc(nb)
+        try:
+            x, st = solvers.solve(F, x0, p)
+        finally:
+            self.tr.solver_free(nb)
+        return x.view(like.shape), st
+
+    def forward(self, u, train):
+        c, m = self.cfg, self.m
+        ud = u.detach()
+        z0 = m.z0(u)
+        with torch.no_grad():
+            zs, self.last["fwd"] = self._solve(
+                lambda x: m.f(x.view(z0.shape), ud).reshape(x.shape), z0, 0)
+        self.last["bwd"] = None
+        if c["b_mode"] == "phantom":
+            z, lam = zs, c["phantom_tau"]
+            for _ in range(c["phantom_steps"]):
+                fz = m.f(z, u)
+                z = fz if lam == 1.0 else lam * fz + (1 - lam) * z
+            self.last["vjps"] = c["phantom_steps"] if train else 0
+            return z
+        if not train:
+            return m.f(zs, u)
+        if c["b_mode"] == "jfb":
+            self.last["vjps"] = 1
+            return m.f(zs, u)
+        zin = zs.clone().requires_grad_()
+        z = m.f(zin, u)
+        out = z.view_as(z)  # the hook's tensor; the solver's VJPs use z
+        out.register_hook(lambda g: self._ift(g, z, zin))
+        return out
+
+    def _ift(self, g, z, zin):
+        """y = y J + g by b_solver, J = ∂f/∂z at z*; VJPs of z's graph."""
+        shape = g.shape
+
+        def F(y):
+            (v,) = torch.autograd.grad(z, zin, y.view(shape),
+                                       retain_graph=True)
+            return v.reshape(y.shape) + g.reshape(y.shape)
+        with torch.no_grad():
+            y, self.last["bwd"] = self._solve(F, g, 1)
+        self.last["vjps"] = self.last["bwd"].iters + 1
+        return y
+
+
+def create(model, cfg, tracker):
+    """The method object of cfg['method'] (unroll, checkpoint, deq)."""
+    return {"unroll": Unroll, "checkpoint": Checkpoint,
+            "deq": Deq}[cfg["method"]](model, cfg, tracker)

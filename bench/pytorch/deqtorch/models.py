@@ -1,0 +1,129 @@
+"""deqbench's three weight-tied models (docs/ARCHITECTURE.md §Model) as
+torch modules with deqbench's parameter names, order and layouts.
+
+Each model has inject(tokens) -> u, f(z, u) -> f(z; u) (the block), z0(u)
+(the zero state), head_loss(z, targets) and an `evals` counter of block
+applications (recomputations included). The state is batch-first
+(B, T, d); trellisnet's is (B, T, 2h) = [h | c] per position (deqbench
+stores h and c planar; the math is the same, and solvers group per sample).
+"""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class _TransformerBlock(nn.Module):
+    """Post-LN DEQ-Transformer block: qkv = z Wqkvᵀ + b + u, causal MHA,
+    h = LN1(z + a Woᵀ + b), f = LN2(h + relu(h W1ᵀ + b1) W2ᵀ + b2)."""
+
+    def __init__(self, d, H, Fw):
+        super().__init__()
+        self.attn = nn.Module()
+        self.attn.qkv = nn.Linear(d, 3 * d)
+        self.attn.out = nn.Linear(d, d)
+        self.ln1 = nn.LayerNorm(d, eps=1e-5)
+        self.ff1 = nn.Linear(d, Fw)
+        self.ff2 = nn.Linear(Fw, d)
+        self.ln2 = nn.LayerNorm(d, eps=1e-5)
+        self.H = H
+
+    def forward(self, z, u):
+        B, T, d = z.shape
+        H, dh = self.H, d // self.H
+        qkv = self.attn.qkv(z) + u
+        q, k, v = (t.reshape(B, T, H, dh).transpose(1, 2)
+                   for t in qkv.split(d, dim=-1))
+        s = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(dh))
+        mask = torch.ones(T, T, dtype=torch.bool, device=z.device).triu(1)
+        a = torch.matmul(s.masked_fill(mask, float("-inf")).softmax(-1), v)
+        a = a.transpose(1, 2).reshape(B, T, d)
+        h = self.ln1(z + self.attn.out(a))
+        return self.ln2(h + self.ff2(torch.relu(self.ff1(h))))
+
+
+def _shift(y):
+    """y[t-1] along dim 1 with y[-1] = 0."""
+    return F.pad(y, (0, 0, 1, 0))[:, :-1]
+
+
+def _conv_k2(y, w, b):
+    """Conv1d_k2(y)[t] = W[:,:,0] y[t-1] + W[:,:,1] y[t] (+ b), y (B,T,C)."""
+    return F.linear(_shift(y), w[:, :, 0]) + F.linear(y, w[:, :, 1], b)
+
+
+class _TrellisBlock(nn.Module):
+    """TrellisNet layer with LSTM gates (models/trellisnet.c)."""
+
+    def __init__(self, h):
+        super().__init__()
+        self.conv = nn.Conv1d(h, 4 * h, 2)
+        self.h = h
+
+    def forward(self, z, u):
+        h = self.h
+        hh, c = z[..., :h], z[..., h:]
+        pre = u + _conv_k2(hh, self.conv.weight, self.conv.bias)
+        i, o, g, f = pre.split(h, dim=-1)
+        c2 = torch.sigmoid(f) * _shift(c) + torch.sigmoid(i) * torch.tanh(g)
+        return torch.cat((torch.sigmoid(o) * torch.tanh(c2), c2), dim=-1)
+
+
+class LM(nn.Module):
+    """Embeddings, injection, the kind's block and the LM head."""
+
+    def __init__(self, kind, V, d, H, Fw, T):
+        super().__init__()
+        self.kind, self.E, self.evals = kind, d, 0
+        self.embed = nn.Embedding(V, d)
+        self.pos_embed = nn.Embedding(T, d)
+        if kind == "transformer":
+            self.inject = nn.Linear(d, 3 * d)
+            self.block = _TransformerBlock(d, H, Fw)
+            self.d_state = d
+        elif kind == "tanh_cell":
+            self.inject = nn.Linear(d, d)
+            self.cell = nn.Linear(d, d, bias=False)
+            self.d_state = d
+        elif kind == "trellisnet":
+            self.inject = nn.Conv1d(d, 4 * d, 2)
+            self.block = _TrellisBlock(d)
+            self.d_state = 2 * d
+        else:
+            raise ValueError(f"model={kind}")
+        self.head = nn.Linear(d, V)
+
+    def inject_u(self, tokens):
+        """u (B,T,U) of input tokens (B,T)."""
+        T = tokens.shape[1]
+        x = self.embed(tokens) + self.pos_embed.weight[:T]
+        if self.kind == "trellisnet":
+            return _conv_k2(x, self.inject.weight, self.inject.bias)
+        return self.inject(x)
+
+    def f(self, z, u):
+        """One application of the weight-tied block."""
+        self.evals += 1
+        if self.kind == "tanh_cell":
+            return torch.tanh(self.cell(z) + u)
+        return self.block(z, u)
+
+    def z0(self, u):
+        return u.new_zeros(u.shape[0], u.shape[1], self.d_state)
+
+    def logits(self, z):
+        return self.head(z[..., :self.E])
+
+    def head_loss(self, z, targets):
+        """Mean next-token cross-entropy (nats) and the logits."""
+        lg = self.logits(z)
+        return F.cross_entropy(lg.reshape(-1, lg.shape[-1]),
+                               targets.reshape(-1)), lg
+
+
+def build(cfg, V, dtype, device):
+    """The model of config cfg with vocabulary V, uninitialised."""
+    m = LM(cfg["model"], V, cfg["d_model"], cfg["n_heads"], cfg["d_ff"],
+           cfg["seq_len"])
+    return m.to(device=device, dtype=dtype)

@@ -1,0 +1,172 @@
+"""The run's record in results/SCHEMA.md's format, less `suite`, `host`,
+`build` and `schema` (the C side adds those). What impl=pytorch cannot
+measure as deqbench does is null (README.md beside this package)."""
+import os
+import resource
+import time
+
+import torch
+
+from . import config, methods, stats
+
+
+def utc_now():
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def block_flops(cfg):
+    """Forward FLOPs of one block (the models' `flops` in models/*.c)."""
+    N = cfg["batch_size"] * cfg["seq_len"]
+    d, Fw, T = cfg["d_model"], cfg["d_ff"], cfg["seq_len"]
+    if cfg["model"] == "transformer":
+        return 2.0 * N * (4.0 * d * d + 2.0 * d * Fw) + 4.0 * N * T * d
+    if cfg["model"] == "tanh_cell":
+        return 2.0 * N * d * d
+    return 16.0 * N * d * d
+
+
+def model_json(ctx):
+    ps = [{"name": n, "shape": list(p.shape)}
+          for n, p in ctx.model.named_parameters()]
+    return {"kind": ctx.cfg["model"], "vocab_size": ctx.V,
+            "n_params": sum(p.numel() for p in ctx.params),
+            "block_flops": block_flops(ctx.cfg), "params": ps}
+
+
+def method_json(cfg):
+    c = methods.resolve(cfg)
+    return {k: c[k] for k in config.METHOD_KEYS if k in c}
+
+
+def data_json(req, splits, cfg):
+    d = req["data"]
+    B, T = cfg["batch_size"], cfg["seq_len"]
+    nb = (len(splits[0]) // B - 1) // T
+    src = None
+    if d["corpus"] != "synthetic":
+        src = os.path.dirname(os.path.dirname(os.path.abspath(d["train"])))
+    return {"corpus": d["corpus"], "source_dir": src, "from_cache": True,
+            "vocab_size": d["vocab_size"], "train_tokens": len(splits[0]),
+            "valid_tokens": len(splits[1]), "test_tokens": len(splits[2]),
+            "train_batches_per_epoch": nb,
+            "epochs": cfg["steps"] / nb if nb else None}
+
+
+def timing_json(ctx, log, setup_s, eval_s):
+    w = ctx.cfg["warmup_steps"]
+    ms, f, b = log.ms[w:log.ok_steps], log.fwd_ms[w:log.ok_steps], \
+        log.bwd_ms[w:log.ok_steps]
+    B, T = ctx.cfg["batch_size"], ctx.cfg["seq_len"]
+    return {"steps_timed": len(ms), "step_ms": stats.stats(ms),
+            "forward_ms": stats.stats(f), "backward_ms": stats.stats(b),
+            "tokens_per_s": B * T * len(ms) / (sum(ms) / 1e3)
+            if ms and sum(ms) > 0 else None,
+            "setup_s": setup_s, "train_s": log.train_s, "eval_s": eval_s}
+
+
+def memory_json(ctx):
+    e = ctx.params[0].element_size()
+    P = sum(p.numel() for p in ctx.params) * e
+    cfg = ctx.cfg
+    head = 2 * cfg["batch_size"] * cfg["seq_len"] * ctx.V * e
+    tr = ctx.tracker
+    cat = {"params": P, "grads": P, "optimizer": 2 * P, "head": head,
+           "depth": tr.peak_depth, "solver": tr.peak_solver,
+           "workspace": None, "host": 0}
+    setup = dict(cat, depth=0, solver=0)
+    total = P * 4 + head + tr.peak_ds
+    mem = {"peak_bytes": cat, "peak_depth_solver_bytes": tr.peak_ds,
+           "peak_total_bytes": total, "setup_live_bytes": setup,
+           "setup_live_total_bytes": 4 * P + head,
+           "predicted_depth_bytes": None, "predicted_solver_bytes": None,
+           "predicted_host_bytes": None, "offload": None,
+           "max_rss_bytes": resource.getrusage(
+               resource.RUSAGE_SELF).ru_maxrss * 1024, "pool": None}
+    if ctx.dev.type == "cuda":
+        free, tot = torch.cuda.mem_get_info()
+        mem["peak_total_bytes"] = torch.cuda.max_memory_allocated()
+        mem["pool"] = {"used_high_bytes": torch.cuda.max_memory_allocated(),
+                       "reserved_high_bytes":
+                       torch.cuda.max_memory_reserved(),
+                       "device_free_bytes": free, "device_total_bytes": tot}
+    return mem
+
+
+def solver_json(log):
+    n = log.ok_steps
+    fw = [s for s in log.fwd[:n] if s is not None]
+    bw = [s for s in log.bwd[:n] if s is not None]
+    return {"forward": stats.solve_json(fw), "backward": stats.solve_json(bw),
+            "host_reads_per_step": None, "jac_loss_mean": None,
+            "jac_loss_steps": 0}
+
+
+def evals_json(log):
+    n, fe, ve = log.ok_steps, log.f_ev[:log.ok_steps], log.v_ev[:log.ok_steps]
+    return {"steps": n, "forward_evals_per_step": sum(fe) / n if n else None,
+            "forward_evals_total": sum(fe),
+            "vjp_evals_per_step": sum(ve) / n if n else None,
+            "vjp_evals_total": sum(ve)}
+
+
+def quality_json(ctx, log, ev):
+    done = len(log.loss)
+    last = log.loss[max(0, done - 10):]
+    q = {"train_loss_first": stats.num(log.loss[0]) if done else None,
+         "train_loss_final": stats.num(stats.mean_or_none(last)),
+         "tokens_trained": ctx.cfg["batch_size"] * ctx.cfg["seq_len"] *
+         log.ok_steps, "valid_spectral_radius": None}
+    for split, (loss, n) in (("valid", ev["valid"][:2]),
+                             ("test", ev["test"][:2])):
+        q[f"{split}_loss"] = stats.num(loss)
+        q[f"{split}_ppl"] = stats.num(_exp(loss))
+        q[f"{split}_eval_tokens"] = n
+    return q
+
+
+def _exp(x):
+    import math
+    try:
+        return math.exp(x) if x is not None else None
+    except OverflowError:
+        return None
+
+
+def inference_json(ctx, ev, eval_s):
+    _, _, ms, sts, evs = ev["valid"]
+    if not ms:
+        return None
+    w = min(ctx.cfg["eval_warmup"], len(ms))
+    t = ms[w:]
+    fs = [s for s in sts if s is not None]
+    B, T = ctx.cfg["batch_size"], ctx.cfg["seq_len"]
+    return {"split": "valid", "batches": len(ms), "batches_timed": len(t),
+            "step_ms": stats.stats(t),
+            "tokens_per_s": B * T * len(t) / (sum(t) / 1e3)
+            if t and sum(t) > 0 else None,
+            "forward_evals_per_batch": sum(evs) / len(evs),
+            "host_reads_per_batch": None,
+            "forward_solve": stats.solve_json(fs) if fs else None,
+            "memory": None, "eval_s": eval_s}
+
+
+def device_json(ctx):
+    cfg, dev = ctx.cfg, ctx.dev
+    e = ctx.params[0].element_size()
+    d = {"device": cfg["device"], "backend": "torch-" + dev.type,
+         "elem_bytes": e, "compute_capability": None, "sm_count": 0,
+         "driver_version": 0, "runtime_version": 0, "tf32": None,
+         "pci_bus_id": None, "local_cpus": None, "local_cpus_source": None,
+         "local_cpus_note": "not a PCI device"}
+    if dev.type == "cuda":
+        p = torch.cuda.get_device_properties(0)
+        d.update(name=p.name, total_mem_bytes=p.total_memory,
+                 compute_capability=f"{p.major}.{p.minor}",
+                 sm_count=p.multi_processor_count, tf32=bool(cfg["tf32"]),
+                 local_cpus_note="not measured by impl=pytorch")
+    else:
+        d.update(name=f"torch {torch.__version__} cpu "
+                 f"{'float64' if e == 8 else 'float32'}",
+                 total_mem_bytes=os.sysconf("SC_PAGE_SIZE") *
+                 os.sysconf("SC_PHYS_PAGES"))
+    return d

@@ -1,0 +1,185 @@
+"""One training run as deqbench's runner does it (docs/ARCHITECTURE.md
+§Data flow): Adam (0.9, 0.999, 1e-8, no decay), linear warmup then
+half-cosine learning rate, global grad-norm clip, divergence at a loss
+above 10 ln V or not finite, warmup steps untimed, then the valid and
+test evaluation over whole batches."""
+import math
+import sys
+import time
+
+import torch
+
+from . import data, init, memory, methods, models
+
+DIVERGE_FACTOR = 10
+
+
+def lr_at(cfg, step):
+    """Learning rate of 1-based step (bench/train_step.c lr_at)."""
+    w, lr = cfg["lr_warmup"], cfg["lr"]
+    if w > 0 and step <= w:
+        return lr * step / w
+    if cfg["steps"] <= w:
+        return lr
+    p = (step - 1 - w) / (cfg["steps"] - w)
+    return lr * 0.5 * (1 + math.cos(math.pi * p))
+
+
+def device_of(cfg):
+    """(torch.device, dtype) of the `device` key."""
+    if cfg["device"] == "cuda":
+        return torch.device("cuda"), torch.float32
+    dt = torch.float64 if cfg["device"] == "cpu64" else torch.float32
+    return torch.device("cpu"), dt
+
+
+class Clock:
+    """Step marks: perf_counter, after a CUDA synchronisation on a GPU."""
+
+    def __init__(self, dev):
+        self.cuda = dev.type == "cuda"
+
+    def now(self):
+        if self.cuda:
+            torch.cuda.synchronize()
+        return time.perf_counter()
+
+
+class Ctx:
+    """Model, method, optimizer and memory tracker of one run."""
+
+    def __init__(self, cfg, V, init_params=None):
+        self.cfg, self.V = cfg, V
+        self.dev, self.dtype = device_of(cfg)
+        if self.dev.type == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = bool(cfg["tf32"])
+        self.model = models.build(cfg, V, self.dtype, self.dev)
+        if init_params:
+            init.load(self.model, init_params)
+        elif cfg.get("params"):
+            init.load(self.model, cfg["params"])
+        else:
+            init.seeded(self.model, cfg)
+        self.params = list(self.model.parameters())
+        self.tracker = memory.Tracker(self.params)
+        self.method = methods.create(self.model, cfg, self.tracker)
+        self.clock = Clock(self.dev)
+
+    def batch(self, tok):
+        t = torch.as_tensor(tok, device=self.dev)
+        return t[:, :-1], t[:, 1:]
+
+    def loss(self, tok, train):
+        """Forward of batch tok (B, T+1): (loss tensor, logits)."""
+        inp, tgt = self.batch(tok)
+        u = self.model.inject_u(inp)
+        with self.tracker.hooks():
+            z = self.method.forward(u, train)
+        return self.model.head_loss(z, tgt)
+
+
+def grad_norm_clip(params, clip):
+    """Global l2 norm of the gradients (float64); scaled by clip/norm when
+    above clip > 0 (bench/train_step.c optimizer_step)."""
+    gs = [p.grad for p in params if p.grad is not None]
+    gn = math.sqrt(sum(float(g.double().pow(2).sum()) for g in gs))
+    if clip > 0 and gn > clip:
+        for g in gs:
+            g.mul_(clip / gn)
+    return gn
+
+
+class Log:
+    """Per-step figures (bench/step_log.c)."""
+
+    def __init__(self):
+        self.loss, self.ms, self.fwd_ms, self.bwd_ms = [], [], [], []
+        self.fwd, self.bwd, self.f_ev, self.v_ev = [], [], [], []
+        self.ok_steps = 0
+        self.status, self.message = "ok", ""
+
+
+def _step(ctx, opt, tok, s, log):
+    """Training step s; returns False when the run diverged."""
+    cfg, m = ctx.cfg, ctx.model
+    lr = lr_at(cfg, s)
+    for g in opt.param_groups:
+        g["lr"] = lr
+    ev0 = m.evals
+    t0 = ctx.clock.now()
+    opt.zero_grad(set_to_none=True)
+    loss, _ = ctx.loss(tok, True)
+    lv = float(loss)
+    t1 = ctx.clock.now()
+    log.loss.append(lv)
+    limit = DIVERGE_FACTOR * math.log(ctx.V)
+    if not (math.isfinite(lv) and lv <= limit):
+        log.status = "diverged"
+        log.message = (f"loss became {lv:g} at step {s}; the limit is "
+                       f"{limit:.4g} nats ({DIVERGE_FACTOR} ln V, V = "
+                       f"{ctx.V}); lower lr or set clip")
+        return False
+    loss.backward()
+    ctx.method.end_step()
+    gn = grad_norm_clip(ctx.params, cfg["clip"])
+    opt.step()
+    t2 = ctx.clock.now()
+    log.fwd_ms.append((t1 - t0) * 1e3)
+    log.bwd_ms.append((t2 - t1) * 1e3)
+    log.ms.append((t2 - t0) * 1e3)
+    last = ctx.method.last
+    log.fwd.append(last["fwd"])
+    log.bwd.append(last["bwd"])
+    log.f_ev.append(m.evals - ev0)
+    log.v_ev.append(last["vjps"])
+    if not math.isfinite(gn):
+        log.status = "diverged"
+        log.message = (f"gradient norm became {gn:g} at step {s}; lower "
+                       "lr or raise clip")
+        return False
+    return True
+
+
+def train(ctx, batcher):
+    """The training loop; returns its Log (progress on stderr)."""
+    cfg, log = ctx.cfg, Log()
+    opt = torch.optim.Adam(ctx.params, lr=cfg["lr"], betas=(0.9, 0.999),
+                           eps=1e-8, weight_decay=0.0)
+    ctx.opt = opt
+    every = max(1, cfg["steps"] // 10)
+    t0 = time.perf_counter()
+    for s in range(1, cfg["steps"] + 1):
+        tok = batcher.next_batch()
+        if not _step(ctx, opt, tok, s, log):
+            break
+        log.ok_steps = s
+        if s % every == 0 or s == cfg["steps"]:
+            print(f"deqtorch: {cfg['method']} step {s}/{cfg['steps']} "
+                  f"loss {log.loss[-1]:.4f}", file=sys.stderr, flush=True)
+    log.train_s = time.perf_counter() - t0
+    return log
+
+
+def evaluate(ctx, ids):
+    """Mean loss over whole batches of a split: (mean or None, tokens,
+    per-batch ms, per-batch forward solver Stats, per-batch evals)."""
+    cfg = ctx.cfg
+    B, T = cfg["batch_size"], cfg["seq_len"]
+    try:
+        b = data.Batcher(ids, B, T)
+    except ValueError:
+        return None, 0, [], [], []
+    nb = min(cfg["eval_tokens"] // (B * T), b.n_batches)
+    total, ms, sts, evs = 0.0, [], [], []
+    with torch.no_grad():
+        for k in range(nb):
+            ev0 = ctx.model.evals
+            t0 = ctx.clock.now()
+            loss, _ = ctx.loss(b.get(k), False)
+            lv = float(loss)
+            ms.append((ctx.clock.now() - t0) * 1e3)
+            sts.append(ctx.method.last["fwd"])
+            evs.append(ctx.model.evals - ev0)
+            total += lv * B * T
+    n = nb * B * T
+    return (total / n if n else None), n, ms, sts, evs
