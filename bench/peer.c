@@ -299,8 +299,9 @@ static int write_tokens(const struct bench_config *cfg, char *dir, size_t n,
 
 static void peer_cleanup(const char *dir)
 {
-	static const char *const names[] = {"vocab.txt", "train.ids",
-					    "valid.ids", "test.ids", NULL};
+	static const char *const names[] = {"vocab.txt",	"train.ids",
+					    "valid.ids",	"test.ids",
+					    "init.safetensors", NULL};
 	char p[1200];
 	if (!*dir)
 		return;
@@ -311,9 +312,10 @@ static void peer_cleanup(const char *dir)
 	rmdir(dir);
 }
 
-/* The request deqtorch.py run reads on stdin. */
+/* The request deqtorch.py run reads on stdin; init: deqbench's seeded
+ * initial parameters for it to start from, or NULL. */
 static char *request_json(const struct bench_config *cfg, const char *dir,
-			  int V)
+			  int V, const char *init)
 {
 	json_t *q = json_object(), *d = json_object();
 	char p[1200];
@@ -327,6 +329,8 @@ static char *request_json(const struct bench_config *cfg, const char *dir,
 	}
 	json_object_set_new(q, "config", config_to_json(cfg));
 	json_object_set_new(q, "data", d);
+	if (init)
+		json_object_set_new(q, "init_params", json_string(init));
 	s = json_dumps(q, JSON_COMPACT);
 	json_decref(q);
 	return s;
@@ -415,7 +419,7 @@ enum run_status peer_run(const struct bench_config *cfg,
 	char *argv[] = {(char *)python_path(), (char *)script_path(), "run",
 			NULL};
 	json_t *rec = record_new(), *got;
-	char dir[1024] = "", err[1024];
+	char dir[1024] = "", err[1024], init[1100];
 	struct child_out c;
 	enum run_status st;
 	char *in;
@@ -431,7 +435,20 @@ enum run_status peer_run(const struct bench_config *cfg,
 		json_object_set_new(rec, "message", json_string(err));
 		return RUN_SETUP_FAILED;
 	}
-	in = request_json(cfg, dir, V);
+	/* the same initial parameters as a deqbench run of cfg (unless
+	 * params= gives them): losses of the two are comparable step by
+	 * step */
+	snprintf(init, sizeof(init), "%s/init.safetensors", dir);
+	if (!*cfg->params) {
+		struct bench_config c = *cfg;
+		c.model.vocab_size = V;
+		if (runner_params_init(&c, init, err, sizeof(err)) != 0) {
+			peer_cleanup(dir);
+			json_object_set_new(rec, "message", json_string(err));
+			return RUN_SETUP_FAILED;
+		}
+	}
+	in = request_json(cfg, dir, V, *cfg->params ? NULL : init);
 	child_run(argv, in, in ? strlen(in) : 0, !(meta && meta->quiet), &c);
 	free(in);
 	peer_cleanup(dir);

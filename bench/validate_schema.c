@@ -152,7 +152,7 @@ static const struct vfield cats_f[] = {
     F("params", VT_INT),    F("grads", VT_INT),
     F("optimizer", VT_INT), F("head", VT_INT),
     F("depth", VT_INT),	    F("solver", VT_INT),
-    F("workspace", VT_INT), F("host", VT_INT, .added = ADDED),
+    F("workspace", INT_OR_NULL), F("host", VT_INT, .added = ADDED),
     {.name = NULL},
 };
 

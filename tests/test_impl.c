@@ -1,4 +1,4 @@
-/* test_peer.c — impl=pytorch's wiring in deqbench (bench/peer.h), with a
+/* test_impl.c — impl=pytorch's wiring in deqbench (bench/peer.h), with a
  * stand-in for python3 and deqtorch.py (shell scripts set through
  * DQ_PYTHON and DQ_PYTORCH_SCRIPT), so these run without PyTorch: the
  * request on the child's stdin (config, token files holding the corpus's
@@ -104,7 +104,7 @@ static const char *str_at(const json_t *o, const char *a, const char *b)
 	return json_string_value(b ? json_object_get(x, b) : x);
 }
 
-Test(peer, run_builds_record_from_child, .init = fake_setup,
+Test(impl, run_builds_record_from_child, .init = fake_setup,
      .fini = cli_teardown, .timeout = 120)
 {
 	char out[600], err[4096], arg[700], dir[600];
@@ -170,7 +170,7 @@ Test(peer, run_builds_record_from_child, .init = fake_setup,
 	json_decref(req);
 }
 
-Test(peer, refusals_are_bad_input, .init = fake_setup, .fini = cli_teardown,
+Test(impl, refusals_are_bad_input, .init = fake_setup, .fini = cli_teardown,
      .timeout = 120)
 {
 	char out[600], err[4096], arg[700];
@@ -222,7 +222,7 @@ Test(peer, refusals_are_bad_input, .init = fake_setup, .fini = cli_teardown,
 	}
 }
 
-Test(peer, dead_child_is_an_error_record, .init = fake_setup,
+Test(impl, dead_child_is_an_error_record, .init = fake_setup,
      .fini = cli_teardown, .timeout = 120)
 {
 	char out[600], err[4096], arg[700];
@@ -246,7 +246,7 @@ Test(peer, dead_child_is_an_error_record, .init = fake_setup,
 	json_decref(recs);
 }
 
-Test(peer, suite_impl_axis_and_report, .init = fake_setup, .fini = cli_teardown,
+Test(impl, suite_impl_axis_and_report, .init = fake_setup, .fini = cli_teardown,
      .timeout = 300)
 {
 	char out[600], suite[600], err[4096], text[2048], want[128];
