@@ -145,8 +145,12 @@ static size_t host_tape_elems(const struct model *m,
 		   : (size_t)l->n_host_tapes * t;
 }
 
-int method_evals_per_step(const struct method_config *cfg, long *fwd,
-			  long *vjp)
+void method_evals_layers(const struct method_config *c, long *fwd, long *vjp)
+{
+	*fwd = *vjp = c->layers;
+}
+
+int method_evals_per_step(const struct method_config *cfg, long *fwd, long *vjp)
 {
 	assert(cfg->resolved && "method_config_resolve the config first");
 	if (!desc_of(cfg)->evals)
@@ -222,14 +226,14 @@ int method_create(struct method **out, struct model *m,
 	me->tapes = backend_alloc(be, tapes, MEM_DEPTH);
 	me->states = backend_alloc(be, states, MEM_DEPTH);
 	if (me->lay.n_host_tapes > 0 &&
-	    !(me->host_tapes = backend_alloc(
-		  be, host_tape_elems(m, &me->lay), MEM_HOST))) {
+	    !(me->host_tapes =
+		  backend_alloc(be, host_tape_elems(m, &me->lay), MEM_HOST))) {
 		snprintf(err, errlen,
 			 "out of host memory for method=%s's %d offloaded "
 			 "tapes of %zu elements; lower layers, batch_size or "
 			 "seq_len",
-			 method_kind_name(me->cfg.method),
-			 me->lay.n_host_tapes, me->tape_elems);
+			 method_kind_name(me->cfg.method), me->lay.n_host_tapes,
+			 me->tape_elems);
 		method_destroy(me);
 		return -1;
 	}

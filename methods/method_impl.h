@@ -17,9 +17,9 @@
 struct method_layout {
 	int n_tapes;	  /* block tapes kept at once (device) */
 	int n_host_tapes; /* tapes moved to host memory (MEM_HOST, offload) */
-	int n_ckpts; /* saved states */
-	int n_vecs;  /* work vectors of n_state (ping-pong z and ḡ) */
-	int n_solve; /* solver parameter sets (deq: 1 or 2), in solve[] */
+	int n_ckpts;	  /* saved states */
+	int n_vecs;	  /* work vectors of n_state (ping-pong z and ḡ) */
+	int n_solve;	  /* solver parameter sets (deq: 1 or 2), in solve[] */
 	struct solver_params solve[2];
 };
 
@@ -58,6 +58,10 @@ struct method_desc {
 	 * depend on the solves, deq). */
 	void (*evals)(const struct method_config *c, long *fwd, long *vjp);
 };
+
+/* method_desc.evals of methods that apply the block once per layer and
+ * take one VJP per layer (unroll, offload): fwd = vjp = layers. */
+void method_evals_layers(const struct method_config *c, long *fwd, long *vjp);
 
 /* NULL-terminated, in registry order (the index is the `method` key). */
 extern const struct method_desc *const method_registry[];

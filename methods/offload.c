@@ -91,11 +91,6 @@ static void offload_backward(struct method *me, const void *gz, void *gu)
 	}
 }
 
-static void offload_evals(const struct method_config *c, long *fwd, long *vjp)
-{
-	*fwd = *vjp = c->layers;
-}
-
 static const struct method_ops method_offload_ops = {
     .layout = offload_layout,
     .forward = offload_forward,
@@ -106,5 +101,5 @@ const struct method_desc method_offload = {
     .name = "offload",
     .ops = &method_offload_ops,
     .uses_layers = 1,
-    .evals = offload_evals,
+    .evals = method_evals_layers,
 };

@@ -7,10 +7,6 @@ extern const struct method_desc method_unroll, method_checkpoint, method_deq,
     method_revolve, method_offload;
 
 const struct method_desc *const method_registry[] = {
-    &method_unroll,
-    &method_checkpoint,
-    &method_deq,
-    &method_revolve,
-    &method_offload,
-    NULL,
+    &method_unroll,  &method_checkpoint, &method_deq,
+    &method_revolve, &method_offload,	 NULL,
 };

@@ -44,11 +44,6 @@ static void unroll_backward(struct method *me, const void *gz, void *gu)
 			 method_vec(me, 1));
 }
 
-static void unroll_evals(const struct method_config *c, long *fwd, long *vjp)
-{
-	*fwd = *vjp = c->layers;
-}
-
 static const struct method_ops method_unroll_ops = {
     .layout = unroll_layout,
     .forward = unroll_forward,
@@ -59,5 +54,5 @@ const struct method_desc method_unroll = {
     .name = "unroll",
     .ops = &method_unroll_ops,
     .uses_layers = 1,
-    .evals = unroll_evals,
+    .evals = method_evals_layers,
 };

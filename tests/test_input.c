@@ -255,48 +255,42 @@ Test(memfit, runs_that_cannot_fit_are_refused, .init = cli_setup,
 	}
 }
 
+/* Writes a synthetic suite to path with axis steps = 2..1001 and, when
+ * seeds > 0, axis seed = 0..seeds-1, repeated `repeats` times. */
+static void write_big_suite(const char *path, int seeds, int repeats)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "{\"name\": \"h\", \"base\": {\"corpus\": "
+		   "\"synthetic\", \"warmup_steps\": 1}, \"axes\": "
+		   "{\"steps\": [");
+	for (int i = 0; i < 1000; i++)
+		fprintf(f, "%s%d", i ? ", " : "", i + 2);
+	fprintf(f, "]");
+	if (seeds > 0) {
+		fprintf(f, ", \"seed\": [");
+		for (int i = 0; i < seeds; i++)
+			fprintf(f, "%s%d", i ? ", " : "", i);
+		fprintf(f, "]");
+	}
+	fprintf(f, "}, \"repeats\": %d}", repeats);
+	fclose(f);
+}
+
 /* A suite whose expansion would not fit is refused before expanding, in
- * --dry-run too (1000 combinations x 100000 repeats took 8 GiB). */
+ * --dry-run too (1000 combinations x 100000 repeats took 8 GiB); 1e6
+ * combinations without exclusions are refused by count, before each of
+ * them is validated (that took 16 s). */
 Test(memfit, suite_run_count_is_bounded, .init = cli_setup,
      .fini = cli_teardown, .timeout = 60)
 {
 	char sp[512];
+	const char *a[] = {"suite", sp, "--dry-run", NULL};
 	cli_path(sp, sizeof(sp), "huge.json");
-	{
-		FILE *f = fopen(sp, "w");
-		cr_assert_not_null(f);
-		fprintf(f, "{\"name\": \"h\", \"base\": {\"corpus\": "
-			   "\"synthetic\", \"warmup_steps\": 1}, \"axes\": "
-			   "{\"steps\": [");
-		for (int i = 0; i < 1000; i++)
-			fprintf(f, "%s%d", i ? ", " : "", i + 2);
-		fprintf(f, "]}, \"repeats\": 100000}");
-		fclose(f);
-	}
-	{
-		const char *a[] = {"suite", sp, "--dry-run", NULL};
-		expect_bad(a, NULL, W("100000000 runs", "split"));
-	}
-	/* 1e6 combinations without exclusions: refused by count, before
-	 * each of them is validated (that took 16 s) */
-	{
-		FILE *f = fopen(sp, "w");
-		cr_assert_not_null(f);
-		fprintf(f, "{\"name\": \"h\", \"base\": {\"corpus\": "
-			   "\"synthetic\", \"warmup_steps\": 1}, \"axes\": "
-			   "{\"steps\": [");
-		for (int i = 0; i < 1000; i++)
-			fprintf(f, "%s%d", i ? ", " : "", i + 2);
-		fprintf(f, "], \"seed\": [");
-		for (int i = 0; i < 1000; i++)
-			fprintf(f, "%s%d", i ? ", " : "", i);
-		fprintf(f, "]}}");
-		fclose(f);
-	}
-	{
-		const char *a[] = {"suite", sp, "--dry-run", NULL};
-		expect_bad(a, NULL, W("1000000 runs", "split"));
-	}
+	write_big_suite(sp, 0, 100000);
+	expect_bad(a, NULL, W("100000000 runs", "split"));
+	write_big_suite(sp, 1000, 1);
+	expect_bad(a, NULL, W("1000000 runs", "split"));
 }
 
 /* grad takes B and T from the tokens file: they meet the keys' ranges. */
