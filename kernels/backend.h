@@ -201,6 +201,13 @@ struct backend_ops {
 	void (*xent_backward)(void *ctx, void *dlogits, const void *probs,
 			      const int32_t *targets, int N, int V,
 			      double scale);
+	/* Training: xent_forward then xent_backward in one pass over the
+	 * logits (the probabilities are never stored): dlogits(N,V) =
+	 * scale * (softmax(logits) - onehot(targets)) (may alias logits);
+	 * returns the mean loss as xent_forward. */
+	double (*xent_train)(void *ctx, void *dlogits, const void *logits,
+			     const int32_t *targets, int N, int V,
+			     double scale);
 
 	/* ---- Adam (Kingma & Ba 2015), bias-corrected, decoupled weight decay
 	 * (AdamW) when wd > 0; t is the 1-based step. */
@@ -579,6 +586,16 @@ static inline void be_xent_backward(const struct backend *be, void *dlogits,
 	assert(N >= 0 && V > 0);
 	DQ_NEED(N, dlogits), DQ_NEED(N, probs), DQ_NEED(N, targets);
 	be->ops->xent_backward(be->ctx, dlogits, probs, targets, N, V, scale);
+}
+
+static inline double be_xent_train(const struct backend *be, void *dlogits,
+				   const void *logits, const int32_t *targets,
+				   int N, int V, double scale)
+{
+	assert(N >= 0 && V > 0);
+	DQ_NEED(N, dlogits), DQ_NEED(N, logits), DQ_NEED(N, targets);
+	return be->ops->xent_train(be->ctx, dlogits, logits, targets, N, V,
+				   scale);
 }
 
 static inline void be_adam(const struct backend *be, void *p, const void *g,

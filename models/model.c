@@ -582,51 +582,57 @@ void model_inject_forward(struct model *m)
 }
 
 /* Rows [r0, r0 + n) of the head: logits (n,V) = z[r0 .. r0+n, :E] Whᵀ + b
- * into m->logits, then probabilities in place; returns their mean
- * cross-entropy. z[:, :E] is the (N,E) matrix at the start of z. */
-static double head_chunk_forward(struct model *m, const void *z, int r0, int n)
+ * into m->logits, then in place the probabilities, or with train the
+ * rows of dlogits = (probs - onehot) / N (xent_train: one pass, the
+ * probabilities never stored); returns their mean cross-entropy. z[:, :E]
+ * is the (N,E) matrix at the start of z. */
+static double head_chunk_forward(struct model *m, const void *z, int r0, int n,
+				 int train)
 {
-	int V = m->cfg.vocab_size;
+	int N = m->B * m->T, V = m->cfg.vocab_size;
 	const void *zc = dq_at(m->be, z, (size_t)r0 * m->E);
 	model_linear_forward(m, m->logits, 0.0, zc, m->n_params - 2, n, m->E,
 			     V);
+	if (train)
+		return be_xent_train(m->be, m->logits, m->logits,
+				     m->targets + r0, n, V, 1.0 / (double)N);
 	return be_xent_forward(m->be, m->logits, m->logits, m->targets + r0, n,
 			       V);
 }
 
-/* Rows [r0, r0 + n) of the head's backward from the probabilities in
- * m->logits: dlogits = (probs - onehot) / N in place; gz rows (n,E) =
- * dlogits Wh; dWh (V,E) += dlogitsᵀ z rows; dbh += Σ rows. */
-static void head_chunk_backward(struct model *m, const void *z, int r0, int n)
+/* Rows [r0, r0 + n) of the head's backward from dlogits in m->logits: gz
+ * rows (n,E) = dlogits Wh; dWh (V,E) += dlogitsᵀ z rows; dbh += Σ rows. */
+static void head_chunk_grads(struct model *m, const void *z, int r0, int n)
 {
-	int N = m->B * m->T, E = m->E, V = m->cfg.vocab_size;
+	int E = m->E, V = m->cfg.vocab_size;
 	size_t off = (size_t)r0 * E;
-	be_xent_backward(m->be, m->logits, m->logits, m->targets + r0, n, V,
-			 1.0 / (double)N);
 	model_linear_backward(m, dq_at(m->be, m->gz, off), 0.0, m->logits,
 			      dq_at(m->be, z, off), m->n_params - 2, n, E, V,
 			      1);
 }
 
-/* model_head_forward; with backward, each chunk's backward follows its
- * forward at once (chunked head only). */
-static double head_forward(struct model *m, const void *z, int backward)
+/* model_head_forward; with train, each chunk's backward follows its
+ * forward at once, from xent_train's dlogits. */
+static double head_forward(struct model *m, const void *z, int train)
 {
 	int N = m->B * m->T, K = (int)model_head_rows(m);
 	struct model_priv *pv = m->priv;
-	pv->head_z = z;
-	pv->head_grads_done = 0;
-	if (K == N)
-		return head_chunk_forward(m, z, 0, N);
-	/* chunked: Σ over chunks of rows · chunk mean, in double */
 	double total = 0;
+	pv->head_z = z;
+	pv->head_grads_done = train;
+	if (K == N) {
+		total = head_chunk_forward(m, z, 0, N, train);
+		if (train)
+			head_chunk_grads(m, z, 0, N);
+		return total;
+	}
+	/* chunked: Σ over chunks of rows · chunk mean, in double */
 	for (int r0 = 0; r0 < N; r0 += K) {
 		int n = N - r0 < K ? N - r0 : K;
-		total += (double)n * head_chunk_forward(m, z, r0, n);
-		if (backward)
-			head_chunk_backward(m, z, r0, n);
+		total += (double)n * head_chunk_forward(m, z, r0, n, train);
+		if (train)
+			head_chunk_grads(m, z, r0, n);
 	}
-	pv->head_grads_done = backward;
 	return total / (double)N;
 }
 
@@ -652,13 +658,15 @@ void model_head_backward(struct model *m)
 		pv->head_grads_done = 0;
 	} else if (K == N) {
 		/* one chunk: the forward left its probabilities */
-		head_chunk_backward(m, z, 0, N);
+		be_xent_backward(m->be, m->logits, m->logits, m->targets, N,
+				 m->cfg.vocab_size, 1.0 / (double)N);
+		head_chunk_grads(m, z, 0, N);
 	} else {
-		/* each chunk's probabilities again, then its backward */
+		/* each chunk's dlogits again, then its backward */
 		for (int r0 = 0; r0 < N; r0 += K) {
 			int n = N - r0 < K ? N - r0 : K;
-			head_chunk_forward(m, z, r0, n);
-			head_chunk_backward(m, z, r0, n);
+			head_chunk_forward(m, z, r0, n, 1);
+			head_chunk_grads(m, z, r0, n);
 		}
 	}
 	/* the rest of the state (trellisnet's c) does not reach the head */

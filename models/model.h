@@ -200,14 +200,16 @@ void model_inject_forward(struct model *m);
  * read per chunk); the mean over N is Σ chunk losses · rows / N, summed in
  * double. With K >= N or K = 0 it is the unchunked head, bitwise. */
 double model_head_forward(struct model *m, const void *z);
-/* model_head_forward for a training step: with a chunked head, each
- * chunk's backward (what model_head_backward would recompute the chunk's
- * logits for) follows its forward while its probabilities are live, so
- * gz's rows are written and the head grads added here, and the step costs
- * no extra head GEMM; model_head_backward then only clears gz past B*T*E.
- * Bitwise the same loss, gz and grads as model_head_forward +
- * model_head_backward. Unchunked: exactly model_head_forward. The grads
- * must have been zeroed first (they are accumulated). */
+/* model_head_forward for a training step: each chunk's softmax and its
+ * backward in one pass (be_xent_train: dlogits = (probs - onehot) / N,
+ * the probabilities never stored), then at once the chunk's head
+ * backward GEMMs, while its logits are live: gz's rows are written and
+ * the head grads added here, and a chunked head costs no extra head GEMM;
+ * model_head_backward then only clears gz past B*T*E. The same loss, gz
+ * and grads as model_head_forward + model_head_backward up to the
+ * rounding of xent_train (scale/Σ applied once instead of 1/Σ then scale;
+ * bitwise equal between chunkings of the same rows). The grads must have
+ * been zeroed first (they are accumulated). */
 double model_head_forward_train(struct model *m, const void *z);
 /* m->gz = dL/dz (n_state, overwritten; 0 past the first B*T*E elements);
  * head grads +=. Needs model_head_forward

@@ -236,6 +236,8 @@ double cu_xent_forward(void *ctx, void *probs, const void *logits,
 		       const int32_t *targets, int N, int V);
 void cu_xent_backward(void *ctx, void *dlogits, const void *probs,
 		      const int32_t *targets, int N, int V, double scale);
+double cu_xent_train(void *ctx, void *dlogits, const void *logits,
+		     const int32_t *targets, int N, int V, double scale);
 void cu_adam(void *ctx, void *p, const void *g, void *m, void *v, size_t n,
 	     double lr, double beta1, double beta2, double eps, double wd,
 	     int t);

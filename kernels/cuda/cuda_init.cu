@@ -309,6 +309,7 @@ static struct backend_ops cu_ops_make(void)
 	o.embed_backward = cu_embed_backward;
 	o.xent_forward = cu_xent_forward;
 	o.xent_backward = cu_xent_backward;
+	o.xent_train = cu_xent_train;
 	o.adam = cu_adam;
 	o.dot = cu_dot;
 	o.dot_segments = cu_dot_segments;

@@ -22,13 +22,15 @@
 /* ------------------------------------------------- softmax cross-entropy */
 
 /* One block per row n of logits (V columns): max, Σ exp in double, the
- * probabilities, and loss[n] = log Σ exp + max - logits[target] in double.
+ * probabilities times scale (minus scale at the target when grad: the row
+ * of dlogits, xent_train), and loss[n] = log Σ exp + max - logits[target] in double.
  * The target logit is read before the first barrier, i.e. before any
  * thread writes probs (which may alias logits). A target outside [0, V)
  * gives a NaN loss instead of an out-of-bounds read. */
 __global__ void __launch_bounds__(256)
     xent_forward_kernel(float *probs, const float *logits,
-			const int32_t *targets, int V, double *loss)
+			const int32_t *targets, int V, double *loss,
+			float scale, int grad)
 {
 	__shared__ float shf[32];
 	__shared__ double shd[32];
@@ -45,9 +47,13 @@ __global__ void __launch_bounds__(256)
 	for (int j = threadIdx.x; j < V; j += blockDim.x)
 		sum += (double)expf(l[j] - mx);
 	sum = dq_block_sum_d(sum, shd);
-	const float inv = (float)(1.0 / sum);
-	for (int j = threadIdx.x; j < V; j += blockDim.x)
-		p[j] = expf(l[j] - mx) * inv;
+	const float inv = (float)((double)scale / sum);
+	for (int j = threadIdx.x; j < V; j += blockDim.x) {
+		float v = expf(l[j] - mx) * inv;
+		if (grad && j == tg)
+			v -= scale;
+		p[j] = v;
+	}
 	if (threadIdx.x == 0)
 		loss[n] = log(sum) + (double)mx - (double)lt;
 }
@@ -67,9 +73,11 @@ __global__ void __launch_bounds__(1024)
 }
 
 /* Mean loss over N rows; per-row losses go through ctx->red in chunks of
- * DQ_CU_RED_CAP rows. Synchronises (returns a number to the host). */
-double cu_xent_forward(void *ctx, void *probs, const void *logits,
-		       const int32_t *targets, int N, int V)
+ * DQ_CU_RED_CAP rows. Synchronises (returns a number to the host). out gets
+ * the probabilities times scale, minus scale at the target with grad. */
+static double xent_rows(void *ctx, void *out, const void *logits,
+			const int32_t *targets, int N, int V, float scale,
+			int grad)
 {
 	struct dq_cuda_ctx *c = dq_cu(ctx);
 	if (N <= 0)
@@ -80,8 +88,8 @@ double cu_xent_forward(void *ctx, void *probs, const void *logits,
 		    N - n0 < (int)DQ_CU_RED_CAP ? N - n0 : (int)DQ_CU_RED_CAP;
 		size_t off = (size_t)n0 * (size_t)V;
 		xent_forward_kernel<<<(unsigned int)cnt, 256, 0, c->stream>>>(
-		    (float *)probs + off, (const float *)logits + off,
-		    targets + n0, V, c->red);
+		    (float *)out + off, (const float *)logits + off,
+		    targets + n0, V, c->red, scale, grad);
 		cuda_check_launch();
 		sum_rows_kernel<<<1, 1024, 0, c->stream>>>(c->dres, c->red,
 							   cnt);
@@ -92,6 +100,19 @@ double cu_xent_forward(void *ctx, void *probs, const void *logits,
 		total += *c->hres;
 	}
 	return total / N;
+}
+
+double cu_xent_forward(void *ctx, void *probs, const void *logits,
+		       const int32_t *targets, int N, int V)
+{
+	return xent_rows(ctx, probs, logits, targets, N, V, 1.0f, 0);
+}
+
+/* xent_forward and xent_backward in one kernel per row. */
+double cu_xent_train(void *ctx, void *dlogits, const void *logits,
+		     const int32_t *targets, int N, int V, double scale)
+{
+	return xent_rows(ctx, dlogits, logits, targets, N, V, (float)scale, 1);
 }
 
 /* dlogits = scale (probs - onehot(target)), one block per row; computed as
