@@ -7,6 +7,8 @@
 #      and layers = its L: L x the block's GEMMs + the head's three);
 #   2. time per block evaluation, step_ms median / (forward_evals_per_step
 #      + vjp_evals_per_step), of deq against unroll.
+# Each run's line also gives its fastest step: a median far above it says
+# the core was shared during the run (measure again on a quiet machine).
 # The model is bench/suites/default.json's base (Brown: scripts/run.sh or
 # scripts/fetch-brown.sh first), method unroll then deq, steps=$STEPS
 # warmup_steps=10 eval_tokens=2048 threads=1, pinned with taskset -c $CORE.
@@ -48,7 +50,7 @@ jq -rn --arg sgemm "$sgemm" --slurpfile u "$out/unroll.jsonl" \
 	--slurpfile d "$out/deq.jsonl" '
 def ev: .evals.forward_evals_per_step + .evals.vjp_evals_per_step;
 def per_eval: .timing.step_ms.median / ev;
-def line: "\(.config.method): step \(.timing.step_ms.median * 100 | round / 100) ms (median of \(.timing.steps_timed)), \(.timing.step_gflop * 1000 | round / 1000) GFLOP counted, \(.timing.gflops * 100 | round / 100) GFLOP/s, \(ev * 100 | round / 100) evals/step, \(per_eval * 1000 | round / 1000) ms/eval";
+def line: "\(.config.method): step \(.timing.step_ms.median * 100 | round / 100) ms (median of \(.timing.steps_timed); min \(.timing.step_ms.min * 100 | round / 100)), \(.timing.step_gflop * 1000 | round / 1000) GFLOP counted, \(.timing.gflops * 100 | round / 100) GFLOP/s, \(ev * 100 | round / 100) evals/step, \(per_eval * 1000 | round / 1000) ms/eval";
 ($u[0] | line), ($d[0] | line),
 "SGEMM, one step'"'"'s GEMM shapes: \($sgemm) GFLOP/s",
 "whole step / SGEMM (unroll): \($u[0].timing.gflops / ($sgemm | tonumber) * 1000 | round / 1000)  (issue 17: >= 0.70)",
