@@ -172,6 +172,7 @@ static int evals_sum(const struct step_log *l, int p0, int ok_steps, double *fe,
 	return ne;
 }
 
+/* The count and what it leaves out: run_record.h. */
 double run_step_flops(const struct model *m, double fwd_evals, double vjp_evals)
 {
 	double N = (double)m->B * m->T, E = m->E, U = m->U;
