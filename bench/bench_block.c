@@ -23,6 +23,16 @@
  * reference times those three shapes once and counts each 8 times (the
  * 24 GEMMs' time if each ran as fast as timed). The gates, shifts and
  * weight transposition are timed with the block, not counted.
+ *
+ * vocab=V > 0 adds the LM head's three GEMMs at N = B*T rows and E =
+ * d_model (the head's input width):
+ *   logits z Whᵀ (N,V,E)   dz = dlogits Wh (N,E,V)   dWh = dlogitsᵀ z (V,E,N)
+ * each timed once (median), and a rate for one training step's GEMM
+ * shapes: Σ flops / Σ time over layers=L times the block's GEMMs (as
+ * above, with their multiplicity) plus the head's three, the rate a
+ * whole step's counted FLOPs (timing.gflops, bench/run_record.h) could
+ * reach if every counted FLOP ran at these GEMMs' speed. The injection's
+ * GEMMs (small beside these) are not in it.
  */
 #include "bench_block.h"
 
@@ -36,6 +46,7 @@
 
 struct bb_cfg {
 	int d, H, F, T, B, threads, iters, warmup;
+	int vocab, layers; /* head GEMMs (0: off); block GEMMs per step */
 	long long seed;
 	const char *device;
 	const char *model; /* transformer (default) or trellisnet */
@@ -70,6 +81,7 @@ static int set_key(struct bb_cfg *c, const char *a, size_t kl, const char *val)
 	    {"d_ff", &c->F, 1},	      {"seq_len", &c->T, 1},
 	    {"batch_size", &c->B, 1}, {"threads", &c->threads, 0},
 	    {"iters", &c->iters, 1},  {"warmup", &c->warmup, 0},
+	    {"vocab", &c->vocab, 0},  {"layers", &c->layers, 1},
 	};
 	for (size_t k = 0; k < sizeof(ints) / sizeof(ints[0]); k++)
 		if (strlen(ints[k].key) == kl && !strncmp(a, ints[k].key, kl))
@@ -109,6 +121,7 @@ static int parse_args(int argc, char **argv, struct bb_cfg *c)
 			     .B = 16,
 			     .iters = 20,
 			     .warmup = 3,
+			     .layers = 1,
 			     .seed = 1,
 			     .device = "cpu",
 			     .model = "transformer"};
@@ -120,7 +133,12 @@ static int parse_args(int argc, char **argv, struct bb_cfg *c)
 			       "[n_heads=4] [d_ff=512] [seq_len=64] "
 			       "[batch_size=16] [device=cpu] [threads=0] "
 			       "[iters=20] [warmup=3] [seed=1] "
-			       "[model=transformer|trellisnet]\n");
+			       "[model=transformer|trellisnet] [vocab=0] "
+			       "[layers=1]\n"
+			       "  vocab=V > 0: also time the LM head's three "
+			       "GEMMs and print the rate of one training\n"
+			       "  step's GEMM shapes (layers x the block's + "
+			       "the head's)\n");
 			return 1;
 		}
 		if (!eq) {
@@ -137,7 +155,8 @@ static int parse_args(int argc, char **argv, struct bb_cfg *c)
 			fprintf(stderr,
 				"deqbench bench-block: unknown key '%.*s'; use "
 				"d_model n_heads d_ff seq_len batch_size "
-				"device threads iters warmup seed model\n",
+				"device threads iters warmup seed model "
+				"vocab layers\n",
 				(int)(eq - a), a);
 			return -1;
 		}
@@ -183,7 +202,8 @@ static double time_gemm(struct backend *be, const struct gemm_shape *s, void *A,
 /* Device buffers of one bench-block run and the host scratch. */
 struct bb_bufs {
 	size_t nd;  /* block state elements (m->n_state) */
-	size_t big; /* elements of each GEMM operand: max(N w, w d) */
+	size_t big; /* elements of each GEMM operand: max(N w, w d, N V,
+		     * V d) */
 	void *z, *zo, *g, *gi, *tape; /* block input/output, cotangents */
 	void *A, *Bm, *C;	      /* GEMM operands */
 	double *ms, *host;	      /* iters timings; max(nd, big) inputs */
@@ -197,10 +217,13 @@ static int bb_alloc(struct backend *be, struct model *m, const struct bb_cfg *c,
 {
 	const struct backend_ops *o = be->ops;
 	size_t N = (size_t)c->B * c->T, d = (size_t)c->d, F = (size_t)c->F;
-	size_t w = F > 3 * d ? F : 3 * d;
+	size_t w = F > 3 * d ? F : 3 * d, V = (size_t)c->vocab;
 	b->nd = m->n_state;
-	/* GEMM operands below are at most max(N w, w d) elements */
+	/* GEMM operands below are at most max(N w, w d, N V, V d) elements
+	 * (w, V and N each >= d) */
 	b->big = N * w > w * d ? N * w : w * d;
+	if (N * V > b->big || V * d > b->big)
+		b->big = N > d ? N * V : V * d;
 	b->z = backend_alloc(be, b->nd, MEM_DEPTH);
 	b->zo = backend_alloc(be, b->nd, MEM_DEPTH);
 	b->g = backend_alloc(be, b->nd, MEM_DEPTH);
@@ -278,13 +301,29 @@ static int time_block(struct backend *be, struct model *m,
 	return 0;
 }
 
+/* Times shapes sh[0..n) once each and prints a row per shape; adds their
+ * flops and median ms, each counted mult times, to *flops and *ms. */
+static void time_shapes(struct backend *be, const struct bb_cfg *c,
+			const struct gemm_shape *sh, size_t n, int mult,
+			struct bb_bufs *b, double *flops, double *ms)
+{
+	for (size_t k = 0; k < n; k++) {
+		double t = time_gemm(be, &sh[k], b->A, b->Bm, b->C, c->warmup,
+				     c->iters, b->ms);
+		double f = 2.0 * sh[k].M * (double)sh[k].N * sh[k].K;
+		*flops += f * mult;
+		*ms += t * mult;
+		printf("%-22s %6d %6d %6d %10.4f %10.2f\n", sh[k].what, sh[k].M,
+		       sh[k].N, sh[k].K, t, f / (t * 1e6));
+	}
+}
+
 /* Times and prints the reference GEMMs of the block (see the header):
- * *flops and *ms their counted GFLOP and median times, summed. */
+ * *flops and *ms their counted FLOPs and median times, summed. */
 static void time_gemms(struct backend *be, const struct bb_cfg *c, int tn,
 		       struct bb_bufs *b, double *flops, double *ms)
 {
-	int n = (int)((size_t)c->B * c->T), D = c->d, FF = c->F,
-	    mult = tn ? 8 : 1;
+	int n = (int)((size_t)c->B * c->T), D = c->d, FF = c->F;
 	const struct gemm_shape shapes[] = {
 	    {"fwd  qkv  z Wqkv^T", 0, 1, n, 3 * D, D},
 	    {"fwd  out  a Wo^T", 0, 1, n, D, D},
@@ -305,22 +344,44 @@ static void time_gemms(struct backend *be, const struct bb_cfg *c, int tn,
 	    {"dX   conv dpre_j W_jk", 0, 0, n, D, D},
 	    {"dW   conv dpre_j^T x", 1, 0, D, D, n},
 	};
-	const struct gemm_shape *shp = tn ? tn_shapes : shapes;
-	size_t nshp = tn ? sizeof(tn_shapes) / sizeof(tn_shapes[0])
-			 : sizeof(shapes) / sizeof(shapes[0]);
 	printf("%-22s %6s %6s %6s %10s %10s\n", "gemm", "M", "N", "K", "ms",
 	       "GFLOP/s");
 	*flops = *ms = 0;
-	for (size_t k = 0; k < nshp; k++) {
-		const struct gemm_shape *sh = &shp[k];
-		double t = time_gemm(be, sh, b->A, b->Bm, b->C, c->warmup,
-				     c->iters, b->ms);
-		double f = 2.0 * sh->M * (double)sh->N * sh->K;
-		*flops += f * mult;
-		*ms += t * mult;
-		printf("%-22s %6d %6d %6d %10.4f %10.2f\n", sh->what, sh->M,
-		       sh->N, sh->K, t, f / (t * 1e6));
-	}
+	if (tn)
+		time_shapes(be, c, tn_shapes, 3, 8, b, flops, ms);
+	else
+		time_shapes(be, c, shapes, 12, 1, b, flops, ms);
+}
+
+/* Times and prints the head's three GEMMs (c->vocab > 0; see the header,
+ * E = d_model): *flops and *ms their FLOPs and median times, summed. */
+static void time_head_gemms(struct backend *be, const struct bb_cfg *c,
+			    struct bb_bufs *b, double *flops, double *ms)
+{
+	int n = (int)((size_t)c->B * c->T), E = c->d, V = c->vocab;
+	const struct gemm_shape head[] = {
+	    {"head logits z Wh^T", 0, 1, n, V, E},
+	    {"head dz  dlogits Wh", 0, 0, n, E, V},
+	    {"head dWh dlogits^T z", 1, 0, V, E, n},
+	};
+	*flops = *ms = 0;
+	time_shapes(be, c, head, 3, 1, b, flops, ms);
+}
+
+/* With vocab > 0: times the head's GEMMs and prints the rate of one
+ * training step's GEMM shapes, layers x the block's (block_flops FLOPs in
+ * block_ms) + the head's. */
+static void print_step_rate(struct backend *be, const struct bb_cfg *c,
+			    struct bb_bufs *b, double block_flops,
+			    double block_ms)
+{
+	double hf, hms;
+	time_head_gemms(be, c, b, &hf, &hms);
+	double f = c->layers * block_flops + hf,
+	       ms = c->layers * block_ms + hms;
+	printf("gemm, one training step's shapes %8.4f ms for %.4g GFLOP  "
+	       "%.2f GFLOP/s  (layers=%d x block + head, vocab=%d)\n",
+	       ms, f * 1e-9, f / (ms * 1e6), c->layers, c->vocab);
 }
 
 /* Creates the backend and the model of c. 0, or -1 with the message
@@ -388,6 +449,8 @@ int bench_block_main(int argc, char **argv)
 	       gms_sum, gflop_sum * 1e-9, gemm_gfs);
 	printf("ratio block/gemm %.3f  (gemm share of block time %.0f%%)\n",
 	       blk_gfs / gemm_gfs, 100.0 * gms_sum / blk_ms);
+	if (c.vocab > 0)
+		print_step_rate(be, &c, &b, gflop_sum, gms_sum);
 	rc = 0;
 done:
 	bb_free(be, &b);

@@ -158,6 +158,46 @@ static int timed_from(const struct run *r)
 	return r->cfg->warmup_steps + r->pt.steps;
 }
 
+/* Block applications (*fe) and VJPs (*ve) summed over steps
+ * p0..ok_steps-1 (the record's evals); returns the number of steps. */
+static int evals_sum(const struct step_log *l, int p0, int ok_steps, double *fe,
+		     double *ve)
+{
+	int ne = ok_steps - p0 > 0 ? ok_steps - p0 : 0;
+	*fe = *ve = 0;
+	for (int q = p0; q < p0 + ne; q++) {
+		*fe += l->f_ev[q];
+		*ve += l->v_ev[q];
+	}
+	return ne;
+}
+
+/* The count and what it leaves out: run_record.h. */
+double run_step_flops(const struct model *m, double fwd_evals, double vjp_evals)
+{
+	double N = (double)m->B * m->T, E = m->E, U = m->U;
+	double V = m->cfg.vocab_size, F = model_block_flops(m);
+	const struct model_param *inj = model_param_find(m, "inject.weight");
+	double k = inj && inj->ndim == 3 ? (double)inj->shape[2] : 1.0;
+	double head = 3.0 * 2.0 * N * E * V;
+	double inject = 3.0 * 2.0 * N * E * U * k;
+	return fwd_evals * F + vjp_evals * 2.0 * F + head + inject;
+}
+
+/* timing.step_gflop and timing.gflops (SCHEMA.md): null without evals,
+ * gflops null without a median step time. */
+static void flops_json(const struct run *r, json_t *tm, double median_ms)
+{
+	int p0 = r->pt.steps < r->ok_steps ? r->pt.steps : r->ok_steps;
+	double fe, ve;
+	int ne = evals_sum(&r->log, p0, r->ok_steps, &fe, &ve);
+	double gf = ne ? run_step_flops(r->rc.m, fe / ne, ve / ne) / 1e9 : NAN;
+	json_object_set_new(tm, "step_gflop", num_or_null(gf));
+	json_object_set_new(tm, "gflops",
+			    median_ms > 0 ? num_or_null(gf / (median_ms / 1000))
+					  : json_null());
+}
+
 static json_t *timing_json(const struct run *r)
 {
 	const struct step_log *l = &r->log;
@@ -177,6 +217,8 @@ static json_t *timing_json(const struct run *r)
 			    nt && sum_ms > 0 ? json_real((double)r->B * r->T *
 							 nt / (sum_ms / 1000))
 					     : json_null());
+	json_t *med = json_object_get(json_object_get(tm, "step_ms"), "median");
+	flops_json(r, tm, json_is_number(med) ? json_number_value(med) : NAN);
 	json_object_set_new(tm, "setup_s", json_real(r->t_setup));
 	json_object_set_new(tm, "train_s", json_real(r->t_train));
 	return tm;
@@ -220,7 +262,8 @@ static json_t *offload_json(const struct run *r)
 	o = json_object();
 	json_object_set_new(o, "bytes_per_step",
 			    num_or_null(mean_of(l->moved + w, nt)));
-	json_object_set_new(o, "copy_ms", record_stats_json(l->copy_ms + w, nt));
+	json_object_set_new(o, "copy_ms",
+			    record_stats_json(l->copy_ms + w, nt));
 	json_object_set_new(o, "stall_ms",
 			    record_stats_json(l->stall_ms + w, nt));
 	json_object_set_new(
@@ -265,12 +308,8 @@ static json_t *memory_json(const struct run *r)
 static json_t *evals_json(const struct step_log *l, int p0, int ok_steps)
 {
 	json_t *ev = json_object();
-	double fe = 0, ve = 0;
-	int ne = ok_steps - p0;
-	for (int q = p0; q < ok_steps; q++) {
-		fe += l->f_ev[q];
-		ve += l->v_ev[q];
-	}
+	double fe, ve;
+	int ne = evals_sum(l, p0, ok_steps, &fe, &ve);
 	json_object_set_new(ev, "steps", json_integer(ne));
 	json_object_set_new(ev, "forward_evals_per_step",
 			    ne ? json_real(fe / ne) : json_null());

@@ -36,6 +36,26 @@ void run_record_quality(struct run *r, const struct eval_result *q);
  * r->eval_only. */
 void run_record_inference(struct run *r);
 
+/* FLOPs counted in one training step of model m (timing.step_gflop × 1e9;
+ * results/SCHEMA.md §timing), 2 per multiply-add, N = B·T positions:
+ *   fwd_evals · F + vjp_evals · 2F + head + injection,
+ *   F = model_block_flops(m), one block application's forward (each
+ *     kind's count in its models/<kind>.c); a VJP counts 2F, the usual
+ *     "backward is twice forward", whether or not it forms parameter
+ *     gradients (the IFT solve's VJPs do not);
+ *   head = 3 · 2·N·E·V: the logits GEMM (N,E)×(E,V) and its two backward
+ *     GEMMs, dz = dlogits W and dW = dlogitsᵀ z (a chunked head's
+ *     recomputed logits are not counted);
+ *   injection = 3 · 2·N·E·U·k: u = x Winjᵀ (Winj (U,E), or a Conv1d
+ *     weight (U,E,k), k = 2 for trellisnet, k = 1 otherwise), its dx and
+ *     its dWinj.
+ * Not counted (their time is in the step all the same): biases, norms,
+ * activations, softmax and cross-entropy, embeddings, the solver's own
+ * vector work, grad clipping and Adam. fwd_evals and vjp_evals are per
+ * step (means, as evals.*_per_step). */
+double run_step_flops(const struct model *m, double fwd_evals,
+		      double vjp_evals);
+
 /* Last: status, message (empty when ok, else r->err) and finished_at. */
 void run_record_end(struct run *r);
 

@@ -141,6 +141,8 @@ static const struct vfield timing_f[] = {
     STATS("forward_ms"),
     STATS("backward_ms"),
     F("tokens_per_s", NUM_OR_NULL),
+    F("step_gflop", NUM_OR_NULL, .added = ADDED),
+    F("gflops", NUM_OR_NULL, .added = ADDED),
     F("setup_s", VT_NUM),
     F("train_s", VT_NUM),
     F("eval_s", VT_NUM),
@@ -149,10 +151,14 @@ static const struct vfield timing_f[] = {
 
 /* the memory categories (kernels/backend.h) */
 static const struct vfield cats_f[] = {
-    F("params", VT_INT),    F("grads", VT_INT),
-    F("optimizer", VT_INT), F("head", VT_INT),
-    F("depth", VT_INT),	    F("solver", VT_INT),
-    F("workspace", INT_OR_NULL), F("host", VT_INT, .added = ADDED),
+    F("params", VT_INT),
+    F("grads", VT_INT),
+    F("optimizer", VT_INT),
+    F("head", VT_INT),
+    F("depth", VT_INT),
+    F("solver", VT_INT),
+    F("workspace", INT_OR_NULL),
+    F("host", VT_INT, .added = ADDED),
     {.name = NULL},
 };
 

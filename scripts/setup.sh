@@ -12,10 +12,11 @@ cd "$(dirname "$0")/.."
 # clang, its libFuzzer runtime (libclang-rt-dev: only recommended by clang,
 # and recommends are not installed) and its OpenMP (libomp-dev) build the
 # fuzz targets (tests/fuzz, build-fuzz in scripts/test.sh); python3-torch
-# runs impl=pytorch (bench/pytorch) and the peer tests (tests/peer)
+# runs impl=pytorch (bench/pytorch) and the peer tests (tests/peer); jq
+# reads records in scripts/cpu-rate.sh
 pkgs=(gcc g++ meson ninja-build pkg-config libjansson-dev libhwloc-dev
       libopenblas-openmp-dev libcriterion-dev npm python3-matplotlib git
-      clang libclang-rt-dev libomp-dev python3-torch)
+      clang libclang-rt-dev libomp-dev python3-torch jq)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

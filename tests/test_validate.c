@@ -634,3 +634,50 @@ Test(validate, bad_input_exits_2, .init = cli_setup, .fini = cli_teardown,
 		stdout_has("validate [--strict] FILE.jsonl");
 	}
 }
+
+/* timing.step_gflop and timing.gflops (added 2026-11-23): numbers or null;
+ * a string is a problem; older records lack them (valid), which strict
+ * mode calls missing. */
+Test(validate, timing_flops_fields, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
+{
+	static const char *const want[] = {
+	    "bad.jsonl:1: field timing.step_gflop: expected number or null, "
+	    "got string",
+	    "bad.jsonl:2: field timing.gflops: expected number or null, got "
+	    "bool",
+	    NULL};
+	json_t *r = one_record();
+	const json_t *tm = json_object_get(r, "timing");
+	char bad[512];
+	FILE *f;
+	cr_assert_gt(json_number_value(json_object_get(tm, "step_gflop")), 0);
+	cr_assert_gt(json_number_value(json_object_get(tm, "gflops")), 0);
+	cli_path(bad, sizeof(bad), "bad.jsonl");
+	f = fopen(bad, "w");
+	cr_assert_not_null(f);
+	put_line(f, r, "timing.step_gflop", json_string("1.5"));
+	put_line(f, r, "timing.gflops", json_true());
+	put_line(f, r, "timing.gflops", json_null()); /* valid */
+	put_line(f, r, "timing.step_gflop", NULL);    /* valid: older */
+	fclose(f);
+	{
+		const char *a[] = {"validate", bad, NULL};
+		run_ok(a, 2);
+	}
+	stderr_lines(want, 2);
+	stdout_has("bad.jsonl: 2 of 4 records invalid, 2 problems\n");
+	f = fopen(bad, "w");
+	put_line(f, r, "timing.gflops", NULL);
+	fclose(f);
+	{
+		const char *a[] = {"validate", "--strict", bad, NULL};
+		const char *const w[] = {"bad.jsonl:1: field timing.gflops: "
+					 "missing (expected number or null; "
+					 "added 2026-11-23)",
+					 NULL};
+		run_ok(a, 2);
+		stderr_lines(w, 1);
+	}
+	json_decref(r);
+}

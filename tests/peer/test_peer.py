@@ -193,6 +193,15 @@ class Peer(unittest.TestCase):
         self.assertEqual(rec["status"], "ok", rec["message"])
         self.assertTrue(rec["impl"].startswith("pytorch-"))
         self.assertEqual(rec["timing"]["steps_timed"], 4)
+        tm, ev = rec["timing"], rec["evals"]
+        N, d, V = 4 * 6, 8, 16  # transformer: F, head V d, injection 3d d
+        F = 2.0 * N * (4 * d * d + 2 * d * 12) + 4.0 * N * 6 * d
+        want = (ev["forward_evals_per_step"] * F +
+                ev["vjp_evals_per_step"] * 2 * F +
+                6.0 * N * d * V + 6.0 * N * d * 3 * d) / 1e9
+        self.assertAlmostEqual(tm["step_gflop"] / want, 1.0, places=12)
+        self.assertAlmostEqual(tm["gflops"] * tm["step_ms"]["median"] / 1e3
+                               / tm["step_gflop"], 1.0, places=12)
         self.assertEqual(rec["quality"]["valid_eval_tokens"], 48)
         self.assertGreater(rec["memory"]["peak_bytes"]["depth"], 0)
         self.assertGreater(rec["memory"]["peak_bytes"]["solver"], 0)

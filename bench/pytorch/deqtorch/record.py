@@ -52,15 +52,34 @@ def data_json(req, splits, cfg):
             "epochs": cfg["steps"] / nb if nb else None}
 
 
+def step_gflop(ctx, log):
+    """timing.step_gflop: run_step_flops of bench/run_record.h over the
+    record's evals; the head's and the injection's GEMMs are 3 x 2 N x
+    their weight's elements (V E and U E k). None without steps."""
+    ev = evals_json(log)
+    if ev["forward_evals_per_step"] is None:
+        return None
+    N = ctx.cfg["batch_size"] * ctx.cfg["seq_len"]
+    F = block_flops(ctx.cfg)
+    w = dict(ctx.model.named_parameters())
+    gemm = 6.0 * N * (w["head.weight"].numel() + w["inject.weight"].numel())
+    return (ev["forward_evals_per_step"] * F +
+            ev["vjp_evals_per_step"] * 2 * F + gemm) / 1e9
+
+
 def timing_json(ctx, log, setup_s, eval_s):
     w = ctx.cfg["warmup_steps"]
     ms, f, b = log.ms[w:log.ok_steps], log.fwd_ms[w:log.ok_steps], \
         log.bwd_ms[w:log.ok_steps]
     B, T = ctx.cfg["batch_size"], ctx.cfg["seq_len"]
-    return {"steps_timed": len(ms), "step_ms": stats.stats(ms),
+    sm, gf = stats.stats(ms), step_gflop(ctx, log)
+    return {"steps_timed": len(ms), "step_ms": sm,
             "forward_ms": stats.stats(f), "backward_ms": stats.stats(b),
             "tokens_per_s": B * T * len(ms) / (sum(ms) / 1e3)
             if ms and sum(ms) > 0 else None,
+            "step_gflop": gf,
+            "gflops": gf / (sm["median"] / 1e3)
+            if gf is not None and sm["median"] else None,
             "setup_s": setup_s, "train_s": log.train_s, "eval_s": eval_s}
 
 
