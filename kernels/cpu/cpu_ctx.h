@@ -20,6 +20,17 @@ void dq_cpu_copy_async(void *ctx, void *dst, const void *src, size_t bytes,
 void dq_cpu_copy_wait(void *ctx, int ev);
 void dq_cpu_copy_stats(void *ctx, struct backend_copy_stats *out);
 
+/* Softmax cross-entropy (cpu_xent.c), per instantiation: the ops
+ * xent_forward and xent_train of backend.h. */
+double dq_cpu_xent_forward_f(void *ctx, void *probs, const void *logits,
+			     const int32_t *targets, int N, int V);
+double dq_cpu_xent_train_f(void *ctx, void *dlogits, const void *logits,
+			   const int32_t *targets, int N, int V, double scale);
+double dq_cpu_xent_forward_d(void *ctx, void *probs, const void *logits,
+			     const int32_t *targets, int N, int V);
+double dq_cpu_xent_train_d(void *ctx, void *dlogits, const void *logits,
+			   const int32_t *targets, int N, int V, double scale);
+
 /* The two ops tables, one per compilation of cpu_backend.c. */
 extern const struct backend_ops dq_cpu_ops_f;
 extern const struct backend_ops dq_cpu_ops_d;
