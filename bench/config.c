@@ -61,8 +61,8 @@ static const struct key_desc head_keys[] = {
 	"preset's"),
     INT("head_chunk", "model", model.head_chunk, 0, 1 << 30,
 	"positions per chunk of the LM head's softmax-cross-entropy: "
-	"head_chunk*V logits live instead of batch_size*seq_len*V, one more "
-	"head GEMM per step; 0 = off (all at once)"),
+	"head_chunk*V logits live instead of batch_size*seq_len*V, one host "
+	"read per chunk; 0 = off (all at once)"),
 
     ENUM("method", "method", method.method, method_kind_parse, method_kind_name,
 	 "how depth is trained", KEY_METHOD),
