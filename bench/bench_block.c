@@ -44,6 +44,8 @@
 
 #include "../models/model.h"
 
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
 struct bb_cfg {
 	int d, H, F, T, B, threads, iters, warmup;
 	int vocab, layers; /* head GEMMs (0: off); block GEMMs per step */
@@ -219,11 +221,9 @@ static int bb_alloc(struct backend *be, struct model *m, const struct bb_cfg *c,
 	size_t N = (size_t)c->B * c->T, d = (size_t)c->d, F = (size_t)c->F;
 	size_t w = F > 3 * d ? F : 3 * d, V = (size_t)c->vocab;
 	b->nd = m->n_state;
-	/* GEMM operands below are at most max(N w, w d, N V, V d) elements
-	 * (w, V and N each >= d) */
-	b->big = N * w > w * d ? N * w : w * d;
-	if (N * V > b->big || V * d > b->big)
-		b->big = N > d ? N * V : V * d;
+	/* GEMM operands below are at most max(N w, w d, N V, V d) =
+	 * max(N, d) max(w, V) elements */
+	b->big = (N > d ? N : d) * (w > V ? w : V);
 	b->z = backend_alloc(be, b->nd, MEM_DEPTH);
 	b->zo = backend_alloc(be, b->nd, MEM_DEPTH);
 	b->g = backend_alloc(be, b->nd, MEM_DEPTH);
@@ -348,9 +348,10 @@ static void time_gemms(struct backend *be, const struct bb_cfg *c, int tn,
 	       "GFLOP/s");
 	*flops = *ms = 0;
 	if (tn)
-		time_shapes(be, c, tn_shapes, 3, 8, b, flops, ms);
+		time_shapes(be, c, tn_shapes, NELEM(tn_shapes), 8, b, flops,
+			    ms);
 	else
-		time_shapes(be, c, shapes, 12, 1, b, flops, ms);
+		time_shapes(be, c, shapes, NELEM(shapes), 1, b, flops, ms);
 }
 
 /* Times and prints the head's three GEMMs (c->vocab > 0; see the header,
@@ -365,7 +366,7 @@ static void time_head_gemms(struct backend *be, const struct bb_cfg *c,
 	    {"head dWh dlogits^T z", 1, 0, V, E, n},
 	};
 	*flops = *ms = 0;
-	time_shapes(be, c, head, 3, 1, b, flops, ms);
+	time_shapes(be, c, head, NELEM(head), 1, b, flops, ms);
 }
 
 /* With vocab > 0: times the head's GEMMs and prints the rate of one
