@@ -56,9 +56,6 @@ typedef DQ_REAL real;
 #define DQ_BACKNAME_d "cpu64"
 #define DQ_BACKNAME   DQ_CAT(DQ_BACKNAME_, DQ_SFX)
 
-/* Elementwise loops shorter than this run on one thread: forking costs
- * a few microseconds, more than the work below ~32k elements. */
-#define PAR_MIN_N 32768
 /* Block length of the fixed-order reductions (dot, norm). */
 #define RED_BLOCK 4096
 #define RED_GROUP 256

@@ -7,6 +7,11 @@
 
 #include "../backend.h"
 
+/* Loops over fewer elements than this run on one thread (cpu_backend.c,
+ * cpu_xent.c): forking costs a few microseconds, more than the work below
+ * ~32k elements. */
+#define PAR_MIN_N 32768
+
 struct dq_cpu_ctx {
 	struct timespec marks[BACKEND_TIMER_SLOTS]; /* CLOCK_MONOTONIC */
 	int is_double;

@@ -24,8 +24,6 @@ typedef DQ_REAL real;
 
 /* Rows per group (per-row losses kept on the stack). */
 #define XENT_GROUP 256
-/* Row groups smaller than this many elements run on one thread. */
-#define PAR_MIN_N 32768
 
 /* ---------------------------------------------------- softmax cross-entropy */
 
