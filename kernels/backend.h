@@ -28,6 +28,8 @@
 #ifndef DQ_BACKEND_H
 #define DQ_BACKEND_H
 
+struct dq_solve_ctl; /* kernels/solve_ctl.h */
+
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -236,6 +238,34 @@ struct backend_ops {
 	 * fixed-order reduction for any thread count. nan/inf propagate. */
 	void (*dot_segments)(void *ctx, double *out, const void *x,
 			     const void *y, size_t nseg, size_t len);
+
+	/* ---- device-resident solver control (kernels/solve_ctl.h): the
+	 * solvers of methods/solvers.c decide on the device; none of these
+	 * returns a number to the host or synchronises ---- */
+	/* dot_segments with out in device memory (nseg doubles). */
+	void (*dot_segments_dev)(void *ctx, double *out, const void *x,
+				 const void *y, size_t nseg, size_t len);
+	/* dq_ctl_check on c->st (one thread on a GPU). */
+	void (*solve_check)(void *ctx, const struct dq_solve_ctl *c);
+	/* For every sample k of S (P segments of len elements each, segment
+	 * p of sample k at (p S + k) len) whose flag[k] (device doubles) is
+	 * not 0: dst_k = src_k, or 0 when src is NULL. Others untouched. */
+	void (*copy_masked)(void *ctx, void *dst, const void *src,
+			    const double *flag, int S, int P, size_t len);
+	/* dst_k = src_k / d_k for every sample (layout as copy_masked), with
+	 * d_k = Σ_p seg[p S + k] (device doubles); dst_k = 0 where d_k is 0
+	 * or 1/d_k is not finite. Broyden's u = (Δx − B Δg) / (vᵀ Δg). dst
+	 * may alias src. */
+	void (*scale_recip)(void *ctx, void *dst, const void *src,
+			    const double *seg, int S, int P, size_t len);
+	/* Anderson weights of every sample k < c->S: row (S, nact) holds the
+	 * new G's products with the nact G's in use (backend type); they go
+	 * into row and column `slot` of sample k's Gram matrix in c->st, and
+	 * dq_ctl_anderson's α (nact) into alpha's row k (backend type; may
+	 * alias row). */
+	void (*anderson_weights)(void *ctx, const struct dq_solve_ctl *c,
+				 const void *row, void *alpha, int slot,
+				 int nact, double lambda);
 
 	/* ---- offload (docs/ARCHITECTURE.md §Offload): copies between
 	 * device and host memory on a copy stream beside the compute stream

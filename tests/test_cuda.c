@@ -622,6 +622,16 @@ Test(cuda_ops, batched_solver_ops, .timeout = 120)
 	backend_destroy(be);
 }
 
+/* The solvers' decisions on the device (cuda_solve.cu, dot_segments_dev)
+ * against solve_ctl.h's host code: test_ops_util.h. */
+Test(cuda_ops, solve_ctl_ops, .timeout = 120)
+{
+	struct backend *be = cuda_or_skip();
+	rng_state = 99;
+	check_solve_ctl_ops(be);
+	backend_destroy(be);
+}
+
 /* upload/download over more than the 2^20-element staging buffer; copy,
  * fill (0 through memset, -0 and 4.5 through the kernel), byte copies. */
 /* zero_rows and transpose (test_move_ops.h): the exact host reference,

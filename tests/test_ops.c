@@ -917,6 +917,19 @@ Test(ops, batched_solver_ops, .timeout = 120)
 	}
 }
 
+/* The solvers' device-side decisions (test_ops_util.h): the ops against
+ * solve_ctl.h's host code, on both types. */
+Test(ops, solve_ctl_ops)
+{
+	const char *names[] = {"cpu64", "cpu"};
+	for (int bi = 0; bi < 2; bi++) {
+		struct backend *be = make(names[bi], 0);
+		rng_state = 99;
+		check_solve_ctl_ops(be);
+		backend_destroy(be);
+	}
+}
+
 /* zero_rows and transpose (test_move_ops.h): exact, on both types. */
 Test(ops, move_ops)
 {

@@ -19,6 +19,8 @@
 #endif
 #include "test_util.h"
 
+#include "../kernels/solve_ctl.h"
+
 #define POOL_MAX 24
 
 static inline double urand(void) /* splitmix64 -> [-1, 1) */
@@ -236,6 +238,183 @@ static inline void check_batched_ops(struct backend *be, double gtol)
 			pool_free(&pl);
 			free(A), free(B), free(C), free(R), free(G);
 		}
+}
+
+/* ------------------------------------------- solver control (solve_ctl.h) */
+
+/* n doubles of device memory (MEM_SOLVER), uploaded from h when h. */
+static inline double *ctl_block(struct backend *be, const double *h, size_t n)
+{
+	double *d = backend_alloc_bytes(be, n * sizeof(double), MEM_SOLVER);
+	cr_assert_not_null(d);
+	if (h)
+		be->ops->upload_bytes(be->ctx, d, h, n * sizeof(double));
+	return d;
+}
+
+/* The device block d against the host block h after the same decisions:
+ * equal, or (GPU arithmetic may contract into FMAs) within 1e-14. */
+static inline void ctl_same(struct backend *be, const double *h,
+			    const double *d, size_t n, const char *what)
+{
+	double *g = zeros(n);
+	be->ops->download_bytes(be->ctx, g, d, n * sizeof(double));
+	for (size_t i = 0; i < n; i++)
+		cr_assert(g[i] == h[i] ||
+			      fabs(g[i] - h[i]) <= 1e-14 * fabs(h[i]) ||
+			      (isnan(g[i]) && isnan(h[i])),
+			  "%s: entry %zu %.17g vs %.17g", what, i, g[i], h[i]);
+	free(g);
+}
+
+/* The solver-control ops of be against the host code of solve_ctl.h and
+ * double loops over the values the device holds:
+ *   dot_segments_dev: the bits of dot_segments, into device memory;
+ *   copy_masked (with a source and with NULL) and scale_recip over S = 5
+ *     samples of P = 3 segments: flagged samples only; 1/d in double, one
+ *     rounding to the type, one product; 0 for d = 0 and d = inf;
+ *   solve_check: 8 rounds of random per-segment norms (scope sample with
+ *     stall, scope batch with protect and a NaN in round 5) on the device
+ *     and on a host copy of the block: the same block after each;
+ *   anderson_weights: a random Gram matrix and row: the same Gram
+ *     matrix, and α within 4 roundings of the type. */
+static inline void check_solve_ctl_ops(struct backend *be)
+{
+	const struct backend_ops *o = be->ops;
+	const double ulp = be->elem == sizeof(float) ? 0x1p-23 : 0x1p-52;
+	const size_t segs[][2] = {{1, 5}, {3, 4099}, {1000, 7}, {70000, 3}};
+	for (int i = 0; i < 4; i++) {
+		size_t ns = segs[i][0], len = segs[i][1], n = ns * len;
+		struct pool pl = {be, {0}, 0};
+		double *x = rnd(n, 1), *y = rnd(n, 1), *want = zeros(ns);
+		void *dx = pool_up(&pl, x, n), *dy = pool_up(&pl, y, n);
+		double *dd = ctl_block(be, NULL, ns);
+		o->dot_segments(be->ctx, want, dx, dy, ns, len);
+		o->dot_segments_dev(be->ctx, dd, dx, dy, ns, len);
+		ctl_same(be, want, dd, ns, "dot_segments_dev");
+		backend_free(be, dd);
+		pool_free(&pl);
+		free(x), free(y), free(want);
+	}
+
+	const int S = 5, P = 3;
+	const size_t len = 7, n = (size_t)S * P * len;
+	const double flag[5] = {1, 0, 1, 1, 0};
+	/* sample 1's segments sum to exactly 0, sample 3's to inf */
+	const double seg[15] = {0.5, 0.5,  -2, INFINITY, 3,  -1.5, -0.25, 7,
+				1,   0.25, 4,  -0.25,	 -9, 2,	   1e-3};
+	struct pool pl = {be, {0}, 0};
+	double *src = rnd(n, 2), *dst0 = rnd(n, 2), *got = zeros(n);
+	void *ds = pool_up(&pl, src, n), *dd = pool_up(&pl, dst0, n);
+	pool_down(&pl, src, ds, n);
+	pool_down(&pl, dst0, dd, n);
+	double *dflag = ctl_block(be, flag, 5), *dseg = ctl_block(be, seg, 15);
+	for (int z = 0; z < 2; z++) {
+		o->copy_masked(be->ctx, dd, z ? NULL : ds, dflag, S, P, len);
+		pool_down(&pl, got, dd, n);
+		for (size_t i = 0; i < n; i++) {
+			int k = (int)((i / len) % (size_t)S);
+			double w = flag[k] == 0 ? dst0[i] : z ? 0 : src[i];
+			cr_assert(got[i] == w, "copy_masked %s [%zu]: %g vs %g",
+				  z ? "zero" : "copy", i, got[i], w);
+		}
+		be->ops->upload(be->ctx, dd, dst0, n);
+	}
+	o->scale_recip(be->ctx, dd, ds, dseg, S, P, len);
+	pool_down(&pl, got, dd, n);
+	for (size_t i = 0; i < n; i++) {
+		int k = (int)((i / len) % (size_t)S);
+		double d = seg[k] + seg[S + k] + seg[2 * S + k];
+		double r = d != 0 && isfinite(d) && isfinite(1 / d) ? 1 / d : 0;
+		double w = r * src[i];
+		if (be->elem == sizeof(float))
+			w = (double)(float)((double)(float)r * src[i]);
+		cr_assert(got[i] == w,
+			  "scale_recip [%zu] sample %d: %.9g vs %.9g", i, k,
+			  got[i], w);
+	}
+	backend_free(be, dflag);
+	backend_free(be, dseg);
+	pool_free(&pl);
+	free(src), free(dst0), free(got);
+
+	for (int cfg = 0; cfg < 2; cfg++) {
+		struct dq_solve_ctl c = {.S = 4,
+					 .P = 2,
+					 .max_iter = 6,
+					 .ring = 3,
+					 .trace_cap = 4,
+					 .m = 3,
+					 .stop_rel = cfg,
+					 .per_sample = !cfg,
+					 .stall = cfg ? 0 : 3,
+					 .tol = cfg ? 0.05 : 0.2,
+					 .protect = cfg ? 50 : 0,
+					 .stall_ratio = 1.3};
+		dq_ctl_layout(&c);
+		size_t tot = (size_t)c.total;
+		double *h = zeros(tot);
+		h[DQ_CTL_GO] = 1;
+		h[DQ_CTL_RES] = h[DQ_CTL_ABS] = h[DQ_CTL_REL] = INFINITY;
+		double *d = ctl_block(be, h, tot);
+		struct dq_solve_ctl cd = c;
+		c.st = h;
+		cd.st = d;
+		for (int round = 0; round < 8; round++) {
+			double sc = pow(0.5, round);
+			for (int i = 0; i < c.S * c.P; i++) {
+				h[c.o_seg_g + i] = sc * sc * (urand() + 1.01);
+				h[c.o_seg_f + i] = urand() + 2;
+			}
+			if (cfg && round == 5)
+				h[c.o_seg_g + 3] = NAN;
+			be->ops->upload_bytes(
+			    be->ctx, d + c.o_seg_g, h + c.o_seg_g,
+			    2 * (size_t)(c.S * c.P) * sizeof(double));
+			dq_ctl_check(&c);
+			o->solve_check(be->ctx, &cd);
+			ctl_same(be, h, d, tot, "solve_check");
+		}
+		cr_assert(h[DQ_CTL_GO] == 0 && h[DQ_CTL_ITERS] <= 6);
+
+		/* Anderson: Gram matrices, a row at slot 1, nact 3 */
+		for (long i = 0; i < (long)c.S * c.m * c.m; i++)
+			h[c.o_gram + i] = urand();
+		for (int k = 0; k < c.S; k++)
+			for (int i = 0; i < c.m; i++)
+				h[c.o_gram + (long)k * 9 + i * 4] += 4;
+		be->ops->upload_bytes(be->ctx, d + c.o_gram, h + c.o_gram,
+				      (size_t)(c.S * c.m * c.m) *
+					  sizeof(double));
+		struct pool ap = {be, {0}, 0};
+		double *row = rnd((size_t)c.S * 3, 1), *al = zeros(12);
+		void *drow = pool_up(&ap, row, 12);
+		pool_down(&ap, row, drow, 12);
+		double want[12];
+		for (int k = 0; k < c.S; k++) {
+			for (int j = 0; j < 3; j++)
+				dq_ctl_gram_put(&c, k, 1, j, row[k * 3 + j]);
+			const double *a = dq_ctl_anderson(&c, k, 3, 1e-4);
+			for (int j = 0; j < 3; j++)
+				want[k * 3 + j] = a[j];
+		}
+		o->anderson_weights(be->ctx, &cd, drow, drow, 1, 3, 1e-4);
+		pool_down(&ap, al, drow, 12);
+		for (int i = 0; i < 12; i++)
+			cr_assert(fabs(al[i] - want[i]) <=
+				      4 * ulp * (fabs(want[i]) + 1e-3),
+				  "anderson_weights [%d]: %.17g vs %.17g", i,
+				  al[i], want[i]);
+		double *g = zeros(tot);
+		be->ops->download_bytes(be->ctx, g, d, tot * sizeof(double));
+		for (long i = 0; i < (long)c.S * c.m * c.m; i++)
+			cr_assert(g[c.o_gram + i] == h[c.o_gram + i],
+				  "Gram entry %ld", i);
+		free(g);
+		backend_free(be, d);
+		pool_free(&ap);
+		free(row), free(al), free(h);
+	}
 }
 
 #endif

@@ -10,6 +10,7 @@
  *   cuda_ops.cu        fill, zero_rows, transpose, GEMM (cuBLAS), bias,
  *                      activations, LayerNorm, embeddings
  *   cuda_vector.cu     cross-entropy, Adam, solver vector ops
+ *   cuda_solve.cu      the solvers' decisions on the device (solve_ctl.h)
  *   cuda_attention.cu  causal multi-head attention forward/backward
  *   cuda_copy.cu       offload: pinned host memory, the copy stream, its
  *                      events and statistics
@@ -244,9 +245,21 @@ void cu_adam(void *ctx, void *p, const void *g, void *m, void *v, size_t n,
 double cu_dot(void *ctx, const void *x, const void *y, size_t n);
 void cu_dot_segments(void *ctx, double *out, const void *x, const void *y,
 		     size_t nseg, size_t len);
+void cu_dot_segments_dev(void *ctx, double *out, const void *x, const void *y,
+			 size_t nseg, size_t len);
 double cu_norm(void *ctx, const void *x, size_t n);
 void cu_axpy(void *ctx, void *y, double a, const void *x, size_t n);
 void cu_scale(void *ctx, void *x, double a, size_t n);
+
+/* cuda_solve.cu */
+void cu_solve_check(void *ctx, const struct dq_solve_ctl *c);
+void cu_copy_masked(void *ctx, void *dst, const void *src, const double *flag,
+		    int S, int P, size_t len);
+void cu_scale_recip(void *ctx, void *dst, const void *src, const double *seg,
+		    int S, int P, size_t len);
+void cu_anderson_weights(void *ctx, const struct dq_solve_ctl *c,
+			 const void *row, void *alpha, int slot, int nact,
+			 double lambda);
 
 /* cuda_attention.cu */
 void cu_attention_forward(void *ctx, void *out, void *att, const void *qkv,
@@ -259,8 +272,7 @@ void cu_attention_backward(void *ctx, void *dqkv, void *scratch,
  * backend_cuda_init's steps and cu_destroy). */
 void *cu_host_alloc(void *ctx, size_t bytes);
 void cu_host_free(void *ctx, void *p);
-void cu_copy_async(void *ctx, void *dst, const void *src, size_t bytes,
-		   int ev);
+void cu_copy_async(void *ctx, void *dst, const void *src, size_t bytes, int ev);
 void cu_copy_wait(void *ctx, int ev);
 void cu_copy_stats(void *ctx, struct backend_copy_stats *out);
 cudaError_t cu_copy_init(struct dq_cuda_ctx *c);

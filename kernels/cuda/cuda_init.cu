@@ -313,6 +313,11 @@ static struct backend_ops cu_ops_make(void)
 	o.adam = cu_adam;
 	o.dot = cu_dot;
 	o.dot_segments = cu_dot_segments;
+	o.dot_segments_dev = cu_dot_segments_dev;
+	o.solve_check = cu_solve_check;
+	o.copy_masked = cu_copy_masked;
+	o.scale_recip = cu_scale_recip;
+	o.anderson_weights = cu_anderson_weights;
 	o.gemm_batched = cu_gemm_batched;
 	o.norm = cu_norm;
 	o.axpy = cu_axpy;

@@ -272,29 +272,29 @@ __global__ void dot_segments_finish_kernel(const double *part, int G,
 	}
 }
 
-/* Segments go in chunks that fit the reduction scratch and gridDim.y;
- * each chunk is two launches and one copy back, then one synchronisation
- * for all. G blocks per segment: enough blocks to fill the device about
- * four times over, none idle on short segments. */
-void cu_dot_segments(void *ctx, double *out, const void *x, const void *y,
-		     size_t nseg, size_t len)
+/* Blocks per segment: enough blocks to fill the device about four times
+ * over, none idle on short segments. */
+static size_t dot_segments_grid(const struct dq_cuda_ctx *c, size_t nseg,
+				size_t len)
 {
-	struct dq_cuda_ctx *c = dq_cu(ctx);
-	if (!nseg)
-		return;
-	if (!len) {
-		for (size_t i = 0; i < nseg; i++)
-			out[i] = 0.0;
-		return;
-	}
 	size_t G = (4 * (size_t)c->sm_count + nseg - 1) / nseg;
 	size_t gmax = (len + 4 * 256 - 1) / (4 * 256);
 	if (G > gmax)
 		G = gmax;
 	if (G > 64)
 		G = 64;
-	if (G < 1)
-		G = 1;
+	return G < 1 ? 1 : G;
+}
+
+/* Segments go in chunks that fit the reduction scratch and gridDim.y.
+ * Each chunk is two launches, its results at dev + s0 when dev is not NULL
+ * (stream order keeps the next chunk's partials after this one's finish),
+ * else copied back into host + s0, with one synchronisation for all. */
+static void dot_segments_run(struct dq_cuda_ctx *c, double *host, double *dev,
+			     const void *x, const void *y, size_t nseg,
+			     size_t len)
+{
+	size_t G = dot_segments_grid(c, nseg, len);
 	size_t chunk = DQ_CU_RED_CAP / (G + 1);
 	if (chunk > 65535)
 		chunk = 65535;
@@ -302,7 +302,7 @@ void cu_dot_segments(void *ctx, double *out, const void *x, const void *y,
 		size_t ns = nseg - s0 < chunk ? nseg - s0 : chunk;
 		const float *xs = (const float *)x + s0 * len;
 		const float *ys = (const float *)y + s0 * len;
-		double *res = c->red + ns * G;
+		double *res = dev ? dev + s0 : c->red + ns * G;
 		dot_segments_kernel<<<dim3((unsigned)G, (unsigned)ns), 256, 0,
 				      c->stream>>>(xs, ys, len, c->red);
 		cuda_check_launch();
@@ -310,12 +310,42 @@ void cu_dot_segments(void *ctx, double *out, const void *x, const void *y,
 					     DQ_CU_THREADS, 0, c->stream>>>(
 		    c->red, (int)G, ns, res);
 		cuda_check_launch();
-		cuda_check(cudaMemcpyAsync(out + s0, res, ns * sizeof(double),
+		if (dev)
+			continue;
+		cuda_check(cudaMemcpyAsync(host + s0, res, ns * sizeof(double),
 					   cudaMemcpyDeviceToHost, c->stream));
 		if (s0 + ns < nseg) /* the next chunk reuses the scratch */
 			cuda_check(cudaStreamSynchronize(c->stream));
 	}
-	cuda_check(cudaStreamSynchronize(c->stream));
+	if (!dev)
+		cuda_check(cudaStreamSynchronize(c->stream));
+}
+
+void cu_dot_segments(void *ctx, double *out, const void *x, const void *y,
+		     size_t nseg, size_t len)
+{
+	if (!nseg)
+		return;
+	if (!len) {
+		for (size_t i = 0; i < nseg; i++)
+			out[i] = 0.0;
+		return;
+	}
+	dot_segments_run(dq_cu(ctx), out, NULL, x, y, nseg, len);
+}
+
+void cu_dot_segments_dev(void *ctx, double *out, const void *x, const void *y,
+			 size_t nseg, size_t len)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (!nseg)
+		return;
+	if (!len) {
+		cuda_check(
+		    cudaMemsetAsync(out, 0, nseg * sizeof(double), c->stream));
+		return;
+	}
+	dot_segments_run(c, NULL, out, x, y, nseg, len);
 }
 
 __global__ void axpy_kernel(float *y, float a, const float *x, size_t n)
