@@ -117,6 +117,7 @@ static struct solver_params params_of(const struct model *m,
 	    .scope = bwd ? c->b_stop_scope : c->f_stop_scope,
 	    .protect = c->protect_thres,
 	    .stall = c->stall_window,
+	    .sync_every = c->sync_every,
 	};
 	return p;
 }

@@ -40,6 +40,9 @@ struct deq_config {
 	 * residuals vary by less than a factor 1.3. */
 	double protect_thres;
 	int stall_window;
+	/* Evaluations between the host's reads of a solve's stop decision,
+	 * which is made on the device (solvers.h); default 1. */
+	int sync_every;
 	/* Jacobian regularisation (Bai, Koltun, Kolter, ICML 2021): weight γ
 	 * of R = ‖εᵀ J_f(z*)‖² / n (>= 0, 0 = off) and the probability p in
 	 * [0, 1] that a training step applies it (default 1: every step). */

@@ -76,6 +76,10 @@ static const struct key_desc deq_keys[] = {
 	    "0 = off; stop a solve whose last N residuals lie within a factor "
 	    "1.3 (>= 2)",
 	    M),
+    KEY_INT(D, "sync_every", "deq", sync_every, 1, 100000,
+	    "solver evaluations between host reads of the stop decision "
+	    "(made on the device); up to N-1 evaluations may run after it",
+	    M),
     KEY_DBL(D, "jac_loss_weight", "deq", jac_loss_weight, 0, 1e30,
 	    "Jacobian regularisation weight γ of ‖εᵀJ_f(z*)‖²/n; 0 = off", M),
     KEY_DBL(D, "jac_loss_freq", "deq", jac_loss_freq, 0, 1,
@@ -128,6 +132,7 @@ static void deq_defaults(void *opts)
 	c->jac_loss_freq = 1.0;
 	c->phantom_steps = 5;
 	c->phantom_tau = 0.5;
+	c->sync_every = 1;
 }
 
 /* The breaks are off at 0; on, protect_thres below 1 would stop every

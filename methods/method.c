@@ -111,16 +111,6 @@ void method_config_resolve(struct method_config *c)
 	c->resolved = 1;
 }
 
-static size_t solver_need(const struct method_layout *l, size_t n)
-{
-	size_t e = 0;
-	for (int i = 0; i < l->n_solve; i++) {
-		size_t x = solver_elems(&l->solve[i], n);
-		e = x > e ? x : e;
-	}
-	return e;
-}
-
 /* Elements of the tapes and of the states (checkpoints and vectors) of
  * layout l; SIZE_MAX each when they would pass 2^62 (layers=1e5 of a large
  * tape), so sizes saturate instead of wrapping into a small buffer. */
@@ -183,7 +173,7 @@ int method_memory(const struct model *m, const struct method_config *cfg,
 	memset(&l, 0, sizeof(l));
 	desc_of(&c)->ops->layout(m, &c, &l);
 	depth_elems(m, &l, &tapes, &states);
-	solver = solver_need(&l, m->n_state);
+	solver = solver_mem_bytes(l.solve, l.n_solve, m->n_state, e);
 	if (tapes == SIZE_MAX || states == SIZE_MAX || solver == SIZE_MAX) {
 		snprintf(err, errlen,
 			 "method=%s needs more than 2^62 elements of depth or "
@@ -193,7 +183,7 @@ int method_memory(const struct model *m, const struct method_config *cfg,
 		return -1;
 	}
 	*depth_bytes = e * (tapes + states);
-	*solver_bytes = e * solver;
+	*solver_bytes = solver;
 	return 0;
 }
 

@@ -68,7 +68,10 @@ void *method_opts_slot(const struct method_config *c, int k);
 
 /* Result of one solve (forward or backward). */
 struct solve_stats {
-	int iters;	 /* f (or VJP) evaluations the solver made */
+	int iters; /* f (or VJP) evaluations the solver made */
+	/* evaluations issued: iters, plus those the host issued after the
+	 * device had stopped and before it read so (sync_every > 1) */
+	int evals;
 	double residual; /* final ‖f(z)−z‖ (abs) or relative, per stop mode */
 	double abs_residual, rel_residual;
 	int converged; /* residual <= tol (scope sample: every sample's) */

@@ -9,6 +9,8 @@
  * history and however many samples. */
 #include "solvers.h"
 
+#include "../kernels/solve_ctl.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,21 +35,13 @@ struct solver {
 	size_t n;
 	int S, P;   /* samples, segments per sample */
 	size_t len; /* n / (S P): elements of one segment */
-	void *buf;  /* MEM_SOLVER, max over the parameter sets */
+	void *buf;  /* MEM_SOLVER: the vectors, then the control block */
 	size_t elems;
-	int max_m;     /* anderson history the host arrays fit */
-	int max_iter;  /* residual history the host array fits */
-	double *gram;  /* (S, max_m, max_m) Gᵢ·Gⱼ per sample, symmetric */
-	double *sys;   /* (max_m+1)² bordered system */
-	double *rhs;   /* max_m+1: solution after solve */
-	double *row;   /* (S, max_m): new Gram rows, downloaded */
-	double *alpha; /* (S, max_m): mixing weights, uploaded */
-	double *seg;   /* P S segment dots */
-	double *gn2, *fn2; /* S: ‖g_s‖², ‖F_s‖² now */
-	double *best_r, *best_gn2, *best_fn2; /* S: of each sample's best */
-	double *sc;			      /* S: per-sample scalars */
-	double *hist;			      /* max_iter batch residuals */
-	unsigned char *done, *improved;	      /* S flags */
+	int max_m;		 /* anderson history the control block fits */
+	int max_iter;		 /* the largest max_iter it was created for */
+	struct dq_solve_ctl ctl; /* st: the control block, in buf */
+	double *head;  /* host: the block's head and trace, read per solve */
+	double *zeros; /* host: S zeros, the frozen flags' start */
 };
 
 /* Samples and segments per sample of p; 0 (unset) means 1. */
@@ -85,29 +79,46 @@ size_t solver_elems(const struct solver_params *p, size_t n)
 	return 0;
 }
 
-/* Host arrays sized by S, max_m and max_iter; 0 or -1 out of memory. */
-static int host_alloc(struct solver *s)
+/* The control block's layout for the sets p[0..np) (st left NULL). */
+static struct dq_solve_ctl ctl_for(const struct solver_params *p, int np)
 {
-	size_t S = (size_t)s->S, m = (size_t)s->max_m;
-	double **d[] = {&s->gn2,      &s->fn2,	    &s->best_r,
-			&s->best_gn2, &s->best_fn2, &s->sc};
-	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
-		if (!(*d[i] = calloc(S, sizeof(double))))
-			return -1;
-	s->seg = calloc(S * (size_t)s->P, sizeof(double));
-	s->hist = calloc((size_t)s->max_iter, sizeof(double));
-	s->done = calloc(S, 1);
-	s->improved = calloc(S, 1);
-	if (!s->seg || !s->hist || !s->done || !s->improved)
-		return -1;
-	if (m == 0)
+	struct dq_solve_ctl c = {.S = samples_of(&p[0]),
+				 .P = parts_of(&p[0]),
+				 .ring = 1,
+				 .trace_cap = METHOD_TRACE_MAX};
+	for (int i = 0; i < np; i++) {
+		if (p[i].kind == SOLVER_ANDERSON && p[i].anderson_m > c.m)
+			c.m = p[i].anderson_m;
+		if (p[i].max_iter > c.max_iter)
+			c.max_iter = p[i].max_iter;
+		if (p[i].stall > c.ring)
+			c.ring = p[i].stall;
+	}
+	dq_ctl_layout(&c);
+	return c;
+}
+
+/* Bytes of the vectors (elem bytes each), rounded up to 8 for the
+ * doubles of the control block that follows them. */
+static size_t vec_bytes(size_t elems, size_t elem)
+{
+	return (elems * elem + 7) / 8 * 8;
+}
+
+size_t solver_mem_bytes(const struct solver_params *p, int np, size_t n,
+			size_t elem)
+{
+	size_t e = 0;
+	for (int i = 0; i < np; i++) {
+		size_t x = solver_elems(&p[i], n);
+		e = x > e ? x : e;
+	}
+	if (e == SIZE_MAX || (double)e * (double)elem >= 0x1p62)
+		return SIZE_MAX;
+	if (np == 0)
 		return 0;
-	s->gram = calloc(S * m * m, sizeof(double));
-	s->sys = calloc((m + 1) * (m + 1), sizeof(double));
-	s->rhs = calloc(m + 1, sizeof(double));
-	s->row = calloc(S * m, sizeof(double));
-	s->alpha = calloc(S * m, sizeof(double));
-	return s->gram && s->sys && s->rhs && s->row && s->alpha ? 0 : -1;
+	struct dq_solve_ctl c = ctl_for(p, np);
+	return vec_bytes(e, elem) + (size_t)c.total * sizeof(double);
 }
 
 int solver_create(struct solver **out, struct backend *be, size_t n,
@@ -121,16 +132,15 @@ int solver_create(struct solver **out, struct backend *be, size_t n,
 		goto oom_host;
 	s->be = be;
 	s->n = n;
-	s->S = samples_of(&p[0]);
-	s->P = parts_of(&p[0]);
+	s->ctl = ctl_for(p, np);
+	s->S = s->ctl.S;
+	s->P = s->ctl.P;
+	s->max_m = s->ctl.m;
+	s->max_iter = s->ctl.max_iter;
 	for (int i = 0; i < np; i++) {
 		size_t e = solver_elems(&p[i], n);
 		if (e > s->elems)
 			s->elems = e;
-		if (p[i].kind == SOLVER_ANDERSON && p[i].anderson_m > s->max_m)
-			s->max_m = p[i].anderson_m;
-		if (p[i].max_iter > s->max_iter)
-			s->max_iter = p[i].max_iter;
 		mismatch |=
 		    samples_of(&p[i]) != s->S || parts_of(&p[i]) != s->P;
 	}
@@ -143,9 +153,14 @@ int solver_create(struct solver **out, struct backend *be, size_t n,
 		return -1;
 	}
 	s->len = n / ((size_t)s->S * (size_t)s->P);
-	if (host_alloc(s) != 0)
+	s->head =
+	    calloc((size_t)(DQ_CTL_HEAD + s->ctl.trace_cap), sizeof(double));
+	s->zeros = calloc((size_t)s->S, sizeof(double));
+	if (!s->head || !s->zeros)
 		goto oom_host;
-	s->buf = backend_alloc(be, s->elems, MEM_SOLVER);
+	size_t bytes = solver_mem_bytes(p, np, n, be->elem);
+	s->buf = bytes == SIZE_MAX ? NULL
+				   : backend_alloc_bytes(be, bytes, MEM_SOLVER);
 	if (!s->buf) {
 		snprintf(err, errlen,
 			 "out of device memory for the solver state (%zu "
@@ -154,6 +169,7 @@ int solver_create(struct solver **out, struct backend *be, size_t n,
 		solver_destroy(s);
 		return -1;
 	}
+	s->ctl.st = (double *)((char *)s->buf + vec_bytes(s->elems, be->elem));
 	*out = s;
 	return 0;
 oom_host:
@@ -167,11 +183,8 @@ void solver_destroy(struct solver *s)
 	if (!s)
 		return;
 	backend_free(s->be, s->buf);
-	void *h[] = {s->gram,	  s->sys, s->rhs,  s->row,    s->alpha,
-		     s->seg,	  s->gn2, s->fn2,  s->best_r, s->best_gn2,
-		     s->best_fn2, s->sc,  s->hist, s->done,   s->improved};
-	for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++)
-		free(h[i]);
+	free(s->head);
+	free(s->zeros);
 	free(s);
 }
 
@@ -188,38 +201,25 @@ static void *seg_of(const struct solver *s, const void *x, int k, int p)
 	return dq_at(s->be, x, ((size_t)p * (size_t)s->S + (size_t)k) * s->len);
 }
 
-/* out[k] = x_k · y_k for every sample: one host read. */
-static void sample_dots(struct solver *s, double *out, const void *x,
-			const void *y, long *reads)
+/* The control block's array at offset o (doubles). */
+static double *ctl_at(struct solver *s, long o)
 {
-	size_t S = (size_t)s->S;
-	s->be->ops->dot_segments(s->be->ctx, s->seg, x, y, S * (size_t)s->P,
-				 s->len);
-	(*reads)++;
-	for (size_t k = 0; k < S; k++) {
-		out[k] = s->seg[k];
-		for (int p = 1; p < s->P; p++)
-			out[k] += s->seg[(size_t)p * S + k];
-	}
+	return s->ctl.st + o;
 }
 
-/* dst_k = src_k for every sample k with flag[k] set. */
-static void sample_copy_if(struct solver *s, void *dst, const void *src,
-			   const unsigned char *flag)
+/* Per-segment dots x·y into the control block at offset o: no host read. */
+static void seg_dots(struct solver *s, long o, const void *x, const void *y)
 {
-	for (int k = 0; k < s->S; k++)
-		for (int p = 0; flag[k] && p < s->P; p++)
-			s->be->ops->copy(s->be->ctx, seg_of(s, dst, k, p),
-					 seg_of(s, src, k, p), s->len);
+	s->be->ops->dot_segments_dev(s->be->ctx, ctl_at(s, o), x, y,
+				     (size_t)s->S * (size_t)s->P, s->len);
 }
 
-/* x_k = 0 for every sample k with flag[k] set. */
-static void sample_zero_if(struct solver *s, void *x, const unsigned char *flag)
+/* dst_k = src_k (0 when src is NULL) for every sample k whose flag at
+ * offset o of the control block is set. */
+static void copy_if(struct solver *s, void *dst, const void *src, long o)
 {
-	for (int k = 0; k < s->S; k++)
-		for (int p = 0; flag[k] && p < s->P; p++)
-			s->be->ops->fill(s->be->ctx, seg_of(s, x, k, p), 0.0,
-					 s->len);
+	s->be->ops->copy_masked(s->be->ctx, dst, src, ctl_at(s, o), s->S, s->P,
+				s->len);
 }
 
 /* coef (S, ldc) row k = x_k R_kᵀ over the first `rows` rows of the ring R
@@ -247,155 +247,70 @@ static void sample_apply(struct solver *s, void *y, double a, const void *coef,
 				s->len, s->S);
 }
 
-/* dst_k = sc[k] src_k (dst != src); coef receives sc (S elements). */
-static void sample_scale_into(struct solver *s, void *dst, const void *src,
-			      const double *sc, void *coef)
-{
-	const struct backend_ops *o = s->be->ops;
-	if (s->S == 1) { /* the global solver's arithmetic, bit for bit */
-		o->copy(s->be->ctx, dst, src, s->n);
-		o->scale(s->be->ctx, dst, sc[0], s->n);
-		return;
-	}
-	o->upload(s->be->ctx, coef, sc, (size_t)s->S);
-	for (int p = 0; p < s->P; p++)
-		o->gemm_batched(s->be->ctx, 0, 0, 1, (int)s->len, 1, 1.0, coef,
-				1, 1, seg_of(s, src, 0, p), (int)s->len, s->len,
-				0.0, seg_of(s, dst, 0, p), (int)s->len, s->len,
-				s->S);
-}
-
 /* ---------------------------------------------------------------- common */
 
-/* Book-keeping shared by the three solvers: evaluation count, residuals,
- * each sample's lowest-residual iterate and the trace. */
+/* The host side of a solve: it issues evaluations and the device decides
+ * (dq_ctl_check); the host reads the decision every `sync` evaluations. */
 struct run {
 	struct solver *s;
 	const struct solver_params *p;
 	const struct fp_map *F;
-	struct solve_stats *st;
-	double *trace;
-	int *trace_len;
 	long *reads;
-	void *best; /* n elements */
-	int have_best;
-	int n_done; /* samples frozen (scope sample) */
+	void *best;   /* n elements */
+	int launched; /* evaluations issued */
+	int since;    /* of them since the last read of the decision */
+	int sync;     /* evaluations between reads, >= 1 */
 };
 
-static double resid(enum stop_mode m, double gn, double fn)
+static void run_eval(struct run *r, void *out, const void *in)
 {
-	double rel = fn > 0 ? gn / fn : (gn == 0 ? 0.0 : INFINITY);
-	return m == STOP_ABS ? gn : rel;
+	r->F->apply(r->F->ctx, out, in);
+	r->launched++;
 }
 
-/* The DEQ code's breaks on the batch residual history h[0..k]. */
-static int run_breaks(struct run *r, const double *h, int k)
-{
-	const struct solver_params *p = r->p;
-	if (p->protect > 0 && k > 0 && h[k] > p->protect * h[0]) {
-		r->st->protect_break = 1;
-		return 1;
-	}
-	if (p->stall > 0 && k + 1 >= p->stall) {
-		double lo = INFINITY, hi = 0;
-		for (int i = k + 1 - p->stall; i <= k; i++) {
-			lo = h[i] < lo ? h[i] : lo;
-			hi = h[i] > hi ? h[i] : hi;
-		}
-		if (hi < STALL_RATIO * lo) {
-			r->st->stall_break = 1;
-			return 1;
-		}
-	}
-	return 0;
-}
-
-/* Updates each sample's best from iterate x (its ‖g‖², ‖F‖² in s->gn2,
- * s->fn2), the composite residual and the frozen set. Returns 1 when the
- * stopping rule is met. */
-static int run_best(struct run *r, const void *x)
-{
-	struct solver *s = r->s;
-	const struct solver_params *p = r->p;
-	int nimp = 0, nconv = 0;
-	double G = 0, Fn = 0;
-	for (int k = 0; k < s->S; k++) {
-		double rk = resid(p->stop, sqrt(s->gn2[k]), sqrt(s->fn2[k]));
-		s->improved[k] =
-		    !s->done[k] && (!r->have_best || rk < s->best_r[k]);
-		if (s->improved[k]) {
-			s->best_r[k] = rk;
-			s->best_gn2[k] = s->gn2[k];
-			s->best_fn2[k] = s->fn2[k];
-			nimp++;
-		}
-		G += s->best_gn2[k];
-		Fn += s->best_fn2[k];
-		nconv += s->best_r[k] <= p->tol;
-	}
-	if (nimp == s->S)
-		s->be->ops->copy(s->be->ctx, r->best, x, s->n);
-	else if (nimp > 0)
-		sample_copy_if(s, r->best, x, s->improved);
-	r->have_best = 1;
-	r->st->abs_residual = sqrt(G);
-	r->st->rel_residual = resid(STOP_REL, sqrt(G), sqrt(Fn));
-	r->st->residual =
-	    p->stop == STOP_ABS ? r->st->abs_residual : r->st->rel_residual;
-	r->st->samples_converged = nconv;
-	if (p->scope == SCOPE_BATCH)
-		return r->st->residual <= p->tol;
-	for (int k = 0; k < s->S; k++)
-		if (!s->done[k] && s->best_r[k] <= p->tol) {
-			s->done[k] = 1;
-			r->n_done++;
-		}
-	return r->n_done == s->S;
-}
-
-/* Checks iterate x whose per-sample ‖g‖² and ‖F‖² are in s->gn2, s->fn2
- * (sample_dots, two host reads): the trace, the bests, the breaks.
- * Returns 1 when the solve must stop (rule met, not finite, or a break). */
+/* After an evaluation's per-segment ‖g‖² and ‖F‖² reached seg_g and
+ * seg_f: the device's check, then the improved samples of iterate x into
+ * the best iterate. Returns 1 when the host must stop issuing work: the
+ * device said so at a read (every r->sync evaluations, one host read), or
+ * max_iter evaluations were issued. Between reads the host goes on; the
+ * device ignores what follows its stop (dq_ctl_check leaves GO at 0 and
+ * the improved flags clear), so only time is lost, never the result. */
 static int run_check(struct run *r, const void *x)
 {
 	struct solver *s = r->s;
-	double G = 0, Fn = 0;
-	for (int k = 0; k < s->S; k++) {
-		G += s->gn2[k];
-		Fn += s->fn2[k];
-	}
-	double res = resid(r->p->stop, sqrt(G), sqrt(Fn));
-	int k = r->st->iters - 1;
-	if (r->trace && *r->trace_len < METHOD_TRACE_MAX)
-		r->trace[(*r->trace_len)++] = res;
-	if (!isfinite(res) || !isfinite(G) || !isfinite(Fn)) {
-		r->st->nonfinite = 1;
+	s->be->ops->solve_check(s->be->ctx, &s->ctl);
+	copy_if(s, r->best, x, s->ctl.o_imp);
+	if (r->launched >= r->p->max_iter)
 		return 1;
-	}
-	if (run_best(r, x))
-		return 1;
-	s->hist[k] = res;
-	return run_breaks(r, s->hist, k);
+	if (++r->since < r->sync)
+		return 0;
+	r->since = 0;
+	double go;
+	s->be->ops->download_bytes(s->be->ctx, &go, ctl_at(s, DQ_CTL_GO),
+				   sizeof(go));
+	(*r->reads)++;
+	return go == 0;
 }
 
 /* run_check after measuring g = F(x) − x and F(x). */
 static int run_measure(struct run *r, const void *x, const void *g,
 		       const void *fx)
 {
-	sample_dots(r->s, r->s->gn2, g, g, r->reads);
-	sample_dots(r->s, r->s->fn2, fx, fx, r->reads);
+	seg_dots(r->s, r->s->ctl.o_seg_g, g, g);
+	seg_dots(r->s, r->s->ctl.o_seg_f, fx, fx);
 	return run_check(r, x);
 }
 
-static void run_eval(struct run *r, void *out, const void *in)
+/* Frozen samples (scope sample): dst_k = src_k, or 0 when src is NULL. */
+static void run_freeze(struct run *r, void *dst, const void *src)
 {
-	r->F->apply(r->F->ctx, out, in);
-	r->st->iters++;
+	if (r->p->scope == SCOPE_SAMPLE)
+		copy_if(r->s, dst, src, r->s->ctl.o_done);
 }
 
 /* ----------------------------------------------------------- fixed point */
 
-/* Buffers: x, F(x), g, best. */
+/* Buffers: x, F(x), g, best. x and F(x) swap roles each iteration. */
 static void solve_fixed_point(struct run *r)
 {
 	struct solver *s = r->s;
@@ -404,14 +319,14 @@ static void solve_fixed_point(struct run *r)
 	void *x = vec(s, 0), *fx = vec(s, 1), *g = vec(s, 2);
 
 	o->fill(c, x, 0.0, s->n);
-	while (r->st->iters < r->p->max_iter) {
+	for (;;) {
 		run_eval(r, fx, x);
 		o->copy(c, g, fx, s->n);
 		o->axpy(c, g, -1.0, x, s->n);
 		if (run_measure(r, x, g, fx))
 			return;
-		sample_copy_if(s, fx, x, s->done); /* frozen samples stay */
-		void *t = x;			   /* x ← F(x) */
+		run_freeze(r, fx, x); /* frozen samples stay */
+		void *t = x;	      /* x ← F(x) */
 		x = fx;
 		fx = t;
 	}
@@ -437,7 +352,10 @@ static void broyden_step(struct run *r, struct broyden *b, void *dx,
 }
 
 /* The rank-1 update from Δx (dx, consumed) and Δg (dg); fx is scratch.
- * v = Bᵀ Δx = −Δx + Vᵀ (U Δx); u = (Δx − B Δg) / (vᵀ Δg). */
+ * v = Bᵀ Δx = −Δx + Vᵀ (U Δx); u = (Δx − B Δg) / (vᵀ Δg), with u = 0
+ * for a sample whose vᵀ Δg is 0 or not finite (scale_recip: the pair then
+ * adds nothing, and its slot is used all the same, so the host knows every
+ * slot without reading). */
 static void broyden_update(struct run *r, struct broyden *b, void *dx,
 			   const void *dg, void *fx)
 {
@@ -466,19 +384,11 @@ static void broyden_update(struct run *r, struct broyden *b, void *dx,
 		sample_coef(s, b->coef, nact, dg, b->V, nact);
 		sample_apply(s, dx, -1.0, b->coef, nact, b->U, nact, 1.0);
 	}
-	sample_dots(s, s->sc, fx, dg, r->reads); /* vᵀ Δg per sample */
+	seg_dots(s, s->ctl.o_seg_d, fx, dg); /* vᵀ Δg per segment */
 	if (b->nu == b->h)
 		b->head = (b->head + 1) % b->h;
-	int nok = 0;
-	for (int k = 0; k < s->S; k++) {
-		double den = s->sc[k];
-		int ok = den != 0 && isfinite(den) && isfinite(1.0 / den);
-		s->sc[k] = ok ? 1.0 / den : 0.0;
-		nok += ok;
-	}
-	if (nok == 0)
-		return; /* skip the update; a dropped slot stays 0 */
-	sample_scale_into(s, Us, dx, s->sc, b->coef);
+	o->scale_recip(c, Us, dx, ctl_at(s, s->ctl.o_seg_d), s->S, s->P,
+		       s->len);
 	o->copy(c, Vs, fx, n);
 	if (b->nu < b->h)
 		b->nu++;
@@ -508,18 +418,15 @@ static void solve_broyden(struct run *r)
 	o->axpy(c, g, -1.0, x, n);
 	if (run_measure(r, x, g, fx))
 		return;
-	while (r->st->iters < r->p->max_iter) {
+	for (;;) {
 		broyden_step(r, &b, dx, g);
-		if (r->n_done)
-			sample_zero_if(s, dx, s->done); /* frozen */
+		run_freeze(r, dx, NULL); /* frozen: Δx = 0 */
 		o->axpy(c, x, 1.0, dx, n);
 		run_eval(r, fx, x);
-		sample_dots(s, s->fn2, fx, fx, r->reads);
+		seg_dots(s, s->ctl.o_seg_f, fx, fx);
 		o->axpy(c, fx, -1.0, x, n); /* fx = g_new */
-		sample_dots(s, s->gn2, fx, fx, r->reads);
+		seg_dots(s, s->ctl.o_seg_g, fx, fx);
 		if (run_check(r, x))
-			return;
-		if (r->st->iters >= r->p->max_iter)
 			return;
 		o->copy(c, dg, fx, n);
 		o->axpy(c, dg, -1.0, g, n);
@@ -532,90 +439,10 @@ static void solve_broyden(struct run *r)
 
 /* -------------------------------------------------------------- anderson */
 
-/* Solves the bordered system [[0, 1ᵀ], [1, H + λI]] [ν; α] = [1; 0] for
- * the m weights α (Walker & Ni 2011, eq. (1.2) with the constraint as a
- * Lagrange row), by Gaussian elimination with partial pivoting in double.
- * H is the (m, m) Gram matrix stored with row stride ld. Writes α into
- * alpha. Returns -1 when singular (α then the uniform average). */
-static int anderson_weights(double *A, double *b, const double *H, int ld,
-			    int m, double lambda, double *alpha)
-{
-	const int q = m + 1;
-	for (int i = 0; i < q; i++) {
-		b[i] = i == 0 ? 1.0 : 0.0;
-		for (int j = 0; j < q; j++) {
-			double v;
-			if (i == 0 && j == 0)
-				v = 0;
-			else if (i == 0 || j == 0)
-				v = 1;
-			else
-				v = H[(size_t)(i - 1) * ld + (j - 1)] +
-				    (i == j ? lambda : 0.0);
-			A[(size_t)i * q + j] = v;
-		}
-	}
-	for (int k = 0; k < q; k++) {
-		int piv = k;
-		for (int i = k + 1; i < q; i++)
-			if (fabs(A[(size_t)i * q + k]) >
-			    fabs(A[(size_t)piv * q + k]))
-				piv = i;
-		if (!(fabs(A[(size_t)piv * q + k]) > 0)) {
-			for (int i = 0; i < m; i++)
-				alpha[i] = 1.0 / m;
-			return -1;
-		}
-		if (piv != k) {
-			for (int j = 0; j < q; j++) {
-				double t = A[(size_t)k * q + j];
-				A[(size_t)k * q + j] = A[(size_t)piv * q + j];
-				A[(size_t)piv * q + j] = t;
-			}
-			double t = b[k];
-			b[k] = b[piv];
-			b[piv] = t;
-		}
-		for (int i = k + 1; i < q; i++) {
-			double f = A[(size_t)i * q + k] / A[(size_t)k * q + k];
-			for (int j = k; j < q; j++)
-				A[(size_t)i * q + j] -=
-				    f * A[(size_t)k * q + j];
-			b[i] -= f * b[k];
-		}
-	}
-	for (int i = q - 1; i >= 0; i--) {
-		double v = b[i];
-		for (int j = i + 1; j < q; j++)
-			v -= A[(size_t)i * q + j] * b[j];
-		b[i] = v / A[(size_t)i * q + i];
-	}
-	for (int i = 0; i < m; i++)
-		alpha[i] = b[i + 1];
-	return 0;
-}
-
-/* Mixing weights of every sample after the Gram rows of the new G (slot)
- * arrived in s->row, (S, nact): each sample's Gram matrix, its bordered
- * solve, its α into s->alpha (S, nact). */
-static void anderson_mix_weights(struct solver *s, int slot, int nact,
-				 double lambda)
-{
-	const int ld = s->max_m;
-	for (int k = 0; k < s->S; k++) {
-		double *gram = s->gram + (size_t)k * ld * ld;
-		const double *row = s->row + (size_t)k * nact;
-		for (int j = 0; j < nact; j++) {
-			gram[(size_t)slot * ld + j] = row[j];
-			gram[(size_t)j * ld + slot] = row[j];
-		}
-		anderson_weights(s->sys, s->rhs, gram, ld, nact, lambda,
-				 s->alpha + (size_t)k * nact);
-	}
-}
-
 /* Buffers: xn (next iterate), fx, best, X (m, n), G (m, n), coef (S, m).
- * Slot k % m of the rings holds iterate k and its G = F(x) − x. */
+ * Slot k % m of the rings holds iterate k and its G = F(x) − x. Each
+ * sample's Gram matrix lives in the control block; its weights come from
+ * the bordered solve on the device (anderson_weights). */
 static void solve_anderson(struct run *r)
 {
 	struct solver *s = r->s;
@@ -629,7 +456,7 @@ static void solve_anderson(struct run *r)
 	int k = 0;
 
 	o->fill(c, xn, 0.0, n);
-	while (r->st->iters < r->p->max_iter) {
+	for (;;) {
 		int slot = k % m;
 		void *Xs = dq_at(s->be, X, (size_t)slot * n);
 		void *Gs = dq_at(s->be, G, (size_t)slot * n);
@@ -639,21 +466,17 @@ static void solve_anderson(struct run *r)
 		o->axpy(c, Gs, -1.0, xn, n);
 		if (run_measure(r, xn, Gs, fx))
 			return;
-		if (r->st->iters >= r->p->max_iter)
-			return;
 		k++;
 		int nact = k < m ? k : m;
-		/* Gram rows of the new G against every G in use */
+		/* Gram rows of the new G against every G in use, then each
+		 * sample's weights into coef */
 		sample_coef(s, coef, nact, Gs, G, nact);
-		o->download(c, s->row, coef, (size_t)s->S * (size_t)nact);
-		(*r->reads)++;
-		anderson_mix_weights(s, slot, nact, r->p->lambda);
-		o->upload(c, coef, s->alpha, (size_t)s->S * (size_t)nact);
+		o->anderson_weights(c, &s->ctl, coef, coef, slot, nact,
+				    r->p->lambda);
 		/* xn = αᵀ X + β αᵀ G */
 		sample_apply(s, xn, 1.0, coef, nact, X, nact, 0.0);
 		sample_apply(s, xn, r->p->beta, coef, nact, G, nact, 1.0);
-		if (r->n_done)
-			sample_copy_if(s, xn, Xs, s->done); /* frozen */
+		run_freeze(r, xn, Xs); /* frozen */
 	}
 }
 
@@ -661,6 +484,62 @@ static void solve_anderson(struct run *r)
 static size_t best_slot(enum solver_kind k)
 {
 	return k == SOLVER_FIXED_POINT ? 3 : k == SOLVER_BROYDEN ? 5 : 2;
+}
+
+/* The control block's head for a new solve with p, uploaded (not a read):
+ * going on, no evaluation yet, every sample unfrozen and without a best. */
+static void ctl_start(struct solver *s, const struct solver_params *p)
+{
+	struct dq_solve_ctl *c = &s->ctl;
+	c->stop_rel = p->stop == STOP_REL;
+	c->per_sample = p->scope == SCOPE_SAMPLE;
+	c->stall = p->stall;
+	c->tol = p->tol;
+	c->protect = p->protect;
+	c->stall_ratio = STALL_RATIO;
+	c->max_iter = p->max_iter;
+	memset(s->head, 0, DQ_CTL_HEAD * sizeof(double));
+	s->head[DQ_CTL_GO] = 1;
+	s->head[DQ_CTL_RES] = s->head[DQ_CTL_ABS] = s->head[DQ_CTL_REL] =
+	    INFINITY;
+	const struct backend_ops *o = s->be->ops;
+	o->upload_bytes(s->be->ctx, c->st, s->head,
+			DQ_CTL_HEAD * sizeof(double));
+	o->upload_bytes(s->be->ctx, ctl_at(s, c->o_done), s->zeros,
+			(size_t)s->S * sizeof(double));
+}
+
+/* The decision's numbers into st and the trace: one host read. */
+static void ctl_finish(struct solver *s, const struct solver_params *p,
+		       struct solve_stats *st, double *trace, int *trace_len,
+		       long *reads)
+{
+	const double *h = s->head;
+	int tl = 0;
+	s->be->ops->download_bytes(s->be->ctx, s->head, s->ctl.st,
+				   (size_t)(DQ_CTL_HEAD + s->ctl.trace_cap) *
+				       sizeof(double));
+	(*reads)++;
+	st->iters = (int)h[DQ_CTL_ITERS];
+	st->residual = h[DQ_CTL_RES];
+	st->abs_residual = h[DQ_CTL_ABS];
+	st->rel_residual = h[DQ_CTL_REL];
+	st->samples_converged = (int)h[DQ_CTL_NCONV];
+	st->nonfinite = h[DQ_CTL_NONFINITE] != 0;
+	st->protect_break = h[DQ_CTL_PROTECT] != 0;
+	st->stall_break = h[DQ_CTL_STALL] != 0;
+	if (trace) {
+		tl = (int)h[DQ_CTL_TRACE_LEN];
+		tl = tl < METHOD_TRACE_MAX ? tl : METHOD_TRACE_MAX;
+		memcpy(trace, h + DQ_CTL_HEAD, (size_t)tl * sizeof(double));
+	}
+	if (trace_len)
+		*trace_len = tl;
+	int have = h[DQ_CTL_HAVE_BEST] != 0;
+	if (p->scope == SCOPE_BATCH)
+		st->converged = have && st->residual <= p->tol;
+	else
+		st->converged = have && st->samples_converged == s->S;
 }
 
 const void *solver_solve(struct solver *s, const struct solver_params *p,
@@ -671,26 +550,25 @@ const void *solver_solve(struct solver *s, const struct solver_params *p,
 	    .s = s,
 	    .p = p,
 	    .F = F,
-	    .st = st,
-	    .trace = trace,
-	    .trace_len = trace_len,
 	    .reads = host_reads,
 	    .best = vec(s, best_slot(p->kind)),
+	    .sync = p->sync_every > 0 ? p->sync_every : 1,
 	};
 	memset(st, 0, sizeof(*st));
 	st->residual = st->abs_residual = st->rel_residual = INFINITY;
 	st->samples = s->S;
 	if (trace_len)
 		*trace_len = 0;
-	memset(s->done, 0, (size_t)s->S);
 	/* x₀ = 0 stands in when no iterate had a finite residual */
 	s->be->ops->fill(s->be->ctx, r.best, 0.0, s->n);
 	if (solver_elems(p, s->n) > s->elems || p->max_iter > s->max_iter ||
 	    (p->kind == SOLVER_ANDERSON && p->anderson_m > s->max_m) ||
-	    samples_of(p) != s->S) {
+	    p->stall > s->ctl.ring || samples_of(p) != s->S ||
+	    parts_of(p) != s->P) {
 		st->nonfinite = 1; /* not created for p: a programming error */
 		return r.best;
 	}
+	ctl_start(s, p);
 	switch (p->kind) {
 	case SOLVER_FIXED_POINT:
 		solve_fixed_point(&r);
@@ -702,9 +580,7 @@ const void *solver_solve(struct solver *s, const struct solver_params *p,
 		solve_anderson(&r);
 		break;
 	}
-	if (p->scope == SCOPE_BATCH)
-		st->converged = r.have_best && st->residual <= p->tol;
-	else
-		st->converged = r.have_best && st->samples_converged == s->S;
+	ctl_finish(s, p, st, trace, trace_len, host_reads);
+	st->evals = r.launched;
 	return r.best;
 }

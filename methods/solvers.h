@@ -48,16 +48,40 @@
  *                (the bordered (m+1)² system on the host, in double),
  *                then x ← Σ αᵢ xᵢ + β Σ αᵢ Gᵢ.
  *
- * Memory (elements of the backend type; all MEM_SOLVER, allocated once by
- * solver_create and shared by every solve of the method), S samples:
+ * Where it runs (kernels/solve_ctl.h): every number the decisions need
+ * stays on the device. After each evaluation the backend's dot_segments_dev
+ * puts the per-segment ‖g‖² and ‖F‖² into a control block in device
+ * memory, solve_check makes the stop test, the per-sample bests, the trace
+ * and the breaks there, and copy_masked moves the improved samples into the
+ * best iterate. Broyden's denominators (scale_recip) and Anderson's
+ * bordered solves (anderson_weights) are device ops too. The host issues
+ * the iterations blindly and reads the decision (8 bytes) every sync_every
+ * evaluations; once per solve it reads the head and the trace. A solve of
+ * k evaluations thus makes at most ⌈k / sync_every⌉ + 1 host reads
+ * (the read after the max_iter-th evaluation is skipped), where a
+ * per-iteration
+ * read of norms made two or three per evaluation. With sync_every > 1 up
+ * to sync_every − 1 evaluations may run after the device stopped; the
+ * device ignores them (the result, iters and the trace are those of a
+ * sync_every = 1 solve) and solve_stats.evals counts them.
+ *
+ * Since the host cannot see Broyden's denominators, a sample whose vᵀ Δg
+ * is 0 or not finite gets a zero pair in its slot, and the slot counts as
+ * used even when every sample's is (before, that update was skipped).
+ *
+ * Memory (all MEM_SOLVER, allocated once by solver_create and shared by
+ * every solve of the method), S samples, P segments each, elements of the
+ * backend type:
  *   fixed_point  4 n                          (x, F(x), g, best)
  *   broyden      6 n + 2 h n + S h            (x, g, F(x), Δx, Δg, best;
  *                                               U, Vᵀ; coefficients)
  *   anderson     3 n + 2 m n + S m            (x_next, F(x), best; X, G;
  *                                               coefficients)
- * Host reads (values brought back from the device, each a synchronisation
- * on a GPU) are counted: one per batch of per-sample norms or dots (two per
- * evaluation, Broyden one more per update), one per coefficient download.
+ * rounded up to 8 bytes, then the control block in doubles:
+ *   16 + 256 + 1 + W + 3 S P + 5 S [+ S m² + S ((m+1)² + m+1)]
+ * (head, trace, first residual and a ring of the last W = max(1, stall);
+ * per-segment dots; per-sample bests and flags; for Anderson only, the
+ * Gram matrices and bordered systems): flat in max_iter.
  */
 #ifndef DQ_SOLVERS_H
 #define DQ_SOLVERS_H
@@ -87,9 +111,17 @@ struct solver_params {
 	enum stop_scope scope;
 	double protect; /* 0 = off, else >= 1 */
 	int stall;	/* 0 = off, else >= 2 */
+	int sync_every; /* evaluations between host reads of the stop
+			 * decision; 0 means 1 */
 };
 
 struct solver;
+
+/* Bytes solver_create allocates for p[0..np) on vectors of n elements of
+ * elem bytes (formulas above); SIZE_MAX when the vectors would pass 2^62
+ * elements. */
+size_t solver_mem_bytes(const struct solver_params *p, int np, size_t n,
+			size_t elem);
 
 /* Elements one solve with p needs on vectors of n elements (formulas
  * above); SIZE_MAX when that would pass 2^62 (never wraps). */
@@ -106,7 +138,7 @@ int solver_create(struct solver **out, struct backend *be, size_t n,
 void solver_destroy(struct solver *s);
 
 /* Solves x = F(x) from x₀ = 0 with p (which must fit what the solver was
- * created for). Fills st; appends the residual after each evaluation to
+ * created for). Fills st (iters and evals as described above); appends the residual after each evaluation to
  * trace[*trace_len...] up to METHOD_TRACE_MAX (trace may be NULL); adds the
  * host reads made to *host_reads. Returns the lowest-residual iterate,
  * which lives in the solver's memory until the next solve. */

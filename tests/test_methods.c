@@ -327,7 +327,7 @@ Test(memory, deq_depth_flat_solver_affine_in_history)
 	struct model *m = open_model("cpu", MODEL_TANH_CELL, odd, 1);
 	struct backend *be = m->be;
 	size_t e = be->elem, tape = model_tape_elems(m), n = m->n_state;
-	size_t depth0 = 0, S = (size_t)m->B;
+	size_t depth0 = 0, S = (size_t)m->B, P = (size_t)m->state_parts;
 	int caps[] = {1, 5, 50};
 	for (int i = 0; i < 3; i++) {
 		struct method_config c = cfg_of(deq_kind(), 0, 0);
@@ -346,11 +346,14 @@ Test(memory, deq_depth_flat_solver_affine_in_history)
 		cr_assert_eq(r.depth_peak, depth0);
 		/* same history: same solver memory whatever the cap; per
 		 * sample (the default), S = B coefficient rows */
-		cr_assert_eq(r.solver_peak, e * (6 * n + 2 * 4 * n + S * 4));
+		cr_assert_eq(
+		    r.solver_peak,
+		    solver_mem(e, 6 * n + 2 * 4 * n + S * 4, S, P, 1, 0));
 		cr_assert_eq(r.ds_peak, r.depth_peak + r.solver_peak);
 		cr_assert_eq(r.allocs_before, r.allocs_after);
 	}
-	/* Broyden history h: (6 + 2h) n + S h; the default history is the
+	/* Broyden history h: (6 + 2h) n + S h, and the control block; the
+	 * default history is the
 	 * larger max_iter (forward and backward share one buffer) */
 	int hs[] = {1, 2, 8, 30};
 	for (int i = 0; i < 4; i++) {
@@ -358,7 +361,8 @@ Test(memory, deq_depth_flat_solver_affine_in_history)
 		deq_config(&c)->f_history = deq_config(&c)->b_history = hs[i];
 		struct mem_seen r = measure(m, c, NULL);
 		size_t h = (size_t)hs[i];
-		cr_assert_eq(r.solver_peak, e * ((6 + 2 * h) * n + S * h),
+		cr_assert_eq(r.solver_peak,
+			     solver_mem(e, (6 + 2 * h) * n + S * h, S, P, 1, 0),
 			     "h=%zu: %zu", h, r.solver_peak);
 	}
 	struct method_config c = cfg_of(deq_kind(), 0, 0);
@@ -366,21 +370,22 @@ Test(memory, deq_depth_flat_solver_affine_in_history)
 	deq_config(&c)->b_max_iter =
 	    20; /* histories default to the caps: 20 wins */
 	cr_assert_eq(measure(m, c, NULL).solver_peak,
-		     e * ((6 + 2 * 20) * n + S * 20));
+		     solver_mem(e, (6 + 2 * 20) * n + S * 20, S, P, 1, 0));
 	/* Anderson m: (3 + 2m) n + S m; fixed point: 4n */
 	deq_config(&c)->f_solver = deq_config(&c)->b_solver = SOLVER_ANDERSON;
 	deq_config(&c)->anderson_m = 6;
 	cr_assert_eq(measure(m, c, NULL).solver_peak,
-		     e * ((3 + 12) * n + S * 6));
+		     solver_mem(e, (3 + 12) * n + S * 6, S, P, 1, 6));
 	deq_config(&c)->f_solver = deq_config(&c)->b_solver =
 	    SOLVER_FIXED_POINT;
-	cr_assert_eq(measure(m, c, NULL).solver_peak, e * 4 * n);
+	cr_assert_eq(measure(m, c, NULL).solver_peak,
+		     solver_mem(e, 4 * n, S, P, 1, 0));
 	/* jfb needs no backward solver */
 	deq_config(&c)->f_solver = SOLVER_BROYDEN;
 	deq_config(&c)->b_mode = BMODE_JFB;
 	deq_config(&c)->f_history = 3;
 	cr_assert_eq(measure(m, c, NULL).solver_peak,
-		     e * ((6 + 6) * n + S * 3));
+		     solver_mem(e, (6 + 6) * n + S * 3, S, P, 1, 0));
 	close_model(m);
 }
 

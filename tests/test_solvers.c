@@ -10,7 +10,9 @@
  *      a contraction both scopes reach the tolerance, and per-sample
  *      Broyden needs no more iterations than global.
  *   5. Solver memory, exactly: per sample S h (Broyden) and S m (Anderson)
- *      coefficients on top of the global solver's.
+ *      coefficients on top of the global solver's, and the control block.
+ *   6. sync_every: reading the device's stop decision less often changes
+ *      the evaluations issued and the host reads, never the result.
  */
 #include "../methods/checkpoint.h"
 #include "../methods/deq.h"
@@ -257,6 +259,97 @@ Test(solvers, batch_scope_reports_true_residual)
 	backend_destroy(be);
 }
 
+/* One solve with p through a fresh solver: the iterate (n doubles), the
+ * stats, the trace and the host reads. */
+struct solve_rec {
+	struct solve_stats st;
+	double trace[METHOD_TRACE_MAX];
+	int trace_len;
+	long reads;
+};
+
+static void solve_rec(struct backend *be, size_t n, struct solver_params p,
+		      struct fp_map *F, double *x, struct solve_rec *r)
+{
+	struct solver *s;
+	char err[256];
+	memset(r, 0, sizeof(*r));
+	cr_assert_eq(solver_create(&s, be, n, &p, 1, err, sizeof(err)), 0, "%s",
+		     err);
+	const void *res =
+	    solver_solve(s, &p, F, &r->st, r->trace, &r->trace_len, &r->reads);
+	down(be, x, res, n);
+	solver_destroy(s);
+}
+
+/* The stop decision is made on the device and read every sync_every
+ * evaluations: the iterate, iterations, residuals and trace are those of
+ * sync_every = 1, bit for bit, whatever the solver, scope and sync; the
+ * host issues ⌈k/sync⌉·sync evaluations (capped at max_iter) and reads
+ * ⌈k/sync⌉ + 1 times (one per sync point reached before max_iter, one at
+ * the end). sync_every = 1 reads k + 1 times for k < max_iter. */
+Test(solvers, sync_every_keeps_the_result)
+{
+	const int S = 3, P = 2, len = 4;
+	struct backend *be = make_be("cpu64");
+	struct diag_map m;
+	diag_init(&m, be, S, P, len, 11);
+	struct fp_map F = {diag_apply, &m};
+	size_t n = (size_t)S * m.d;
+	double *x1 = host(n), *xk = host(n);
+	enum solver_kind kinds[] = {SOLVER_BROYDEN, SOLVER_ANDERSON,
+				    SOLVER_FIXED_POINT};
+	int syncs[] = {2, 3, 7, 1000};
+	struct solve_rec a, b;
+	for (int ki = 0; ki < 3; ki++)
+		for (int sc = 0; sc < 2; sc++) {
+			struct solver_params p = params(
+			    kinds[ki], S, P, sc ? SCOPE_SAMPLE : SCOPE_BATCH);
+			p.tol = 1e-6;
+			p.max_iter = 60;
+			solve_rec(be, n, p, &F, x1, &a);
+			int k = a.st.iters;
+			cr_assert(a.st.converged && k < p.max_iter, "%s: %d",
+				  solver_kind_name(kinds[ki]), k);
+			cr_assert_eq(a.st.evals, k);
+			cr_assert_eq(a.reads, k + 1);
+			for (int si = 0; si < 4; si++) {
+				p.sync_every = syncs[si];
+				solve_rec(be, n, p, &F, xk, &b);
+				const char *nm = solver_kind_name(kinds[ki]);
+				cr_assert_eq(memcmp(x1, xk, n * sizeof(double)),
+					     0, "%s sync %d: iterate differs",
+					     nm, syncs[si]);
+				cr_assert_eq(b.st.iters, k);
+				cr_assert_eq(b.st.residual, a.st.residual);
+				cr_assert_eq(b.st.converged, 1);
+				cr_assert_eq(b.st.samples_converged,
+					     a.st.samples_converged);
+				cr_assert_eq(b.trace_len, a.trace_len);
+				cr_assert_eq(memcmp(a.trace, b.trace,
+						    (size_t)a.trace_len *
+							sizeof(double)),
+					     0);
+				int q = (k + syncs[si] - 1) / syncs[si];
+				int ev = q * syncs[si];
+				int reads = q + 1;
+				if (ev >= p.max_iter) { /* ran to the cap */
+					ev = p.max_iter;
+					reads =
+					    (p.max_iter - 1) / syncs[si] + 1;
+				}
+				cr_assert_eq(b.st.evals, ev, "%s sync %d: %d",
+					     nm, syncs[si], b.st.evals);
+				cr_assert_eq(b.reads, reads, "%s sync %d: %ld",
+					     nm, syncs[si], b.reads);
+			}
+		}
+	free(x1);
+	free(xk);
+	diag_free(&m);
+	backend_destroy(be);
+}
+
 /* F(x) = a x + c elementwise (host-side, one segment). */
 struct affine {
 	struct backend *be;
@@ -441,22 +534,28 @@ Test(solvers, memory_exact)
 	for (int i = 0; i < 2; i++) {
 		struct model *m = model_of(be, kinds[i], 3);
 		size_t e = be->elem, n = m->n_state, S = (size_t)m->B;
+		size_t P = (size_t)m->state_parts;
 		struct method_config c;
 		method_config_defaults(&c);
 		c.method = deq_kind();
 		deq_config(&c)->f_history = deq_config(&c)->b_history = 7;
-		cr_assert_eq(solver_bytes(m, c), e * ((6 + 14) * n + S * 7));
+		cr_assert_eq(solver_bytes(m, c),
+			     solver_mem(e, (6 + 14) * n + S * 7, S, P, 1, 0));
 		deq_config(&c)->solver_batching = BATCHING_GLOBAL;
-		cr_assert_eq(solver_bytes(m, c), e * ((6 + 14) * n + 7));
+		cr_assert_eq(solver_bytes(m, c),
+			     solver_mem(e, (6 + 14) * n + 7, 1, 1, 1, 0));
 		deq_config(&c)->f_solver = deq_config(&c)->b_solver =
 		    SOLVER_ANDERSON;
 		deq_config(&c)->anderson_m = 4;
-		cr_assert_eq(solver_bytes(m, c), e * ((3 + 8) * n + 4));
+		cr_assert_eq(solver_bytes(m, c),
+			     solver_mem(e, (3 + 8) * n + 4, 1, 1, 1, 4));
 		deq_config(&c)->solver_batching = BATCHING_PER_SAMPLE;
-		cr_assert_eq(solver_bytes(m, c), e * ((3 + 8) * n + S * 4));
+		cr_assert_eq(solver_bytes(m, c),
+			     solver_mem(e, (3 + 8) * n + S * 4, S, P, 1, 4));
 		deq_config(&c)->f_solver = deq_config(&c)->b_solver =
 		    SOLVER_FIXED_POINT;
-		cr_assert_eq(solver_bytes(m, c), e * 4 * n);
+		cr_assert_eq(solver_bytes(m, c),
+			     solver_mem(e, 4 * n, S, P, 1, 0));
 		model_destroy(m);
 	}
 	backend_destroy(be);

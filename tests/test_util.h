@@ -51,6 +51,19 @@ static inline struct backend *make_be(const char *name)
 }
 
 /* n zeroed doubles on the host. */
+/* MEM_SOLVER bytes by methods/solvers.h's formula: x elements of e
+ * bytes (the vectors, rounded up to 8 bytes), then the control block of
+ * doubles for S samples of P segments, a residual ring of W and Anderson
+ * history m (0: not Anderson). */
+static inline size_t solver_mem(size_t e, size_t x, size_t S, size_t P,
+				size_t W, size_t m)
+{
+	size_t ctl = 16 + 256 + 1 + W + 3 * S * P + 5 * S;
+	if (m)
+		ctl += S * m * m + S * ((m + 1) * (m + 1) + m + 1);
+	return (e * x + 7) / 8 * 8 + 8 * ctl;
+}
+
 static inline double *host(size_t n)
 {
 	double *p = calloc(n ? n : 1, sizeof(double));

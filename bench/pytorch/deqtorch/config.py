@@ -13,10 +13,11 @@ KNOWN_KEYS = (
     "f_max_iter f_stop_mode f_history b_mode b_solver b_tol b_max_iter "
     "b_stop_mode b_history anderson_m anderson_lambda anderson_beta "
     "solver_batching f_stop_scope b_stop_scope protect_thres stall_window "
-    "jac_loss_weight jac_loss_freq jac_fd_eta phantom_steps phantom_tau "
-    "spectral_radius_iters slots corpus data_dir steps pretrain_steps "
-    "pretrain_layers warmup_steps lr lr_warmup clip eval_tokens eval_warmup "
-    "params device threads tf32 out trace save_params impl"
+    "sync_every jac_loss_weight jac_loss_freq jac_fd_eta phantom_steps "
+    "phantom_tau spectral_radius_iters slots corpus data_dir steps "
+    "pretrain_steps pretrain_layers warmup_steps lr lr_warmup clip "
+    "eval_tokens eval_warmup params device threads tf32 out trace "
+    "save_params impl"
 ).split()
 
 # Keys read by the implementation; all others are accepted only when they
