@@ -37,7 +37,6 @@ struct solver {
 	size_t len; /* n / (S P): elements of one segment */
 	void *buf;  /* MEM_SOLVER: the vectors, then the control block */
 	size_t elems;
-	int max_m;		 /* anderson history the control block fits */
 	int max_iter;		 /* the largest max_iter it was created for */
 	struct dq_solve_ctl ctl; /* st: the control block, in buf */
 	double *head;  /* host: the block's head and trace, read per solve */
@@ -135,7 +134,6 @@ int solver_create(struct solver **out, struct backend *be, size_t n,
 	s->ctl = ctl_for(p, np);
 	s->S = s->ctl.S;
 	s->P = s->ctl.P;
-	s->max_m = s->ctl.m;
 	s->max_iter = s->ctl.max_iter;
 	for (int i = 0; i < np; i++) {
 		size_t e = solver_elems(&p[i], n);
@@ -562,7 +560,7 @@ const void *solver_solve(struct solver *s, const struct solver_params *p,
 	/* x₀ = 0 stands in when no iterate had a finite residual */
 	s->be->ops->fill(s->be->ctx, r.best, 0.0, s->n);
 	if (solver_elems(p, s->n) > s->elems || p->max_iter > s->max_iter ||
-	    (p->kind == SOLVER_ANDERSON && p->anderson_m > s->max_m) ||
+	    (p->kind == SOLVER_ANDERSON && p->anderson_m > s->ctl.m) ||
 	    p->stall > s->ctl.ring || samples_of(p) != s->S ||
 	    parts_of(p) != s->P) {
 		st->nonfinite = 1; /* not created for p: a programming error */

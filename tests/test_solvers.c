@@ -133,21 +133,37 @@ static struct solver_params params(enum solver_kind k, int S, int P,
 	return p;
 }
 
+/* One solve with p through a fresh solver: the iterate (n doubles), the
+ * stats, the trace and the host reads. */
+struct solve_rec {
+	struct solve_stats st;
+	double trace[METHOD_TRACE_MAX];
+	int trace_len;
+	long reads;
+};
+
+static void solve_rec(struct backend *be, size_t n, struct solver_params p,
+		      struct fp_map *F, double *x, struct solve_rec *r)
+{
+	struct solver *s;
+	char err[256];
+	memset(r, 0, sizeof(*r));
+	cr_assert_eq(solver_create(&s, be, n, &p, 1, err, sizeof(err)), 0, "%s",
+		     err);
+	const void *res =
+	    solver_solve(s, &p, F, &r->st, r->trace, &r->trace_len, &r->reads);
+	down(be, x, res, n);
+	solver_destroy(s);
+}
+
 /* One solve; the solution downloaded into x (n doubles). */
 static struct solve_stats solve_into(struct backend *be, size_t n,
 				     struct solver_params p, struct fp_map *F,
 				     double *x)
 {
-	struct solver *s;
-	struct solve_stats st;
-	char err[256];
-	long reads = 0;
-	cr_assert_eq(solver_create(&s, be, n, &p, 1, err, sizeof(err)), 0, "%s",
-		     err);
-	const void *r = solver_solve(s, &p, F, &st, NULL, NULL, &reads);
-	down(be, x, r, n);
-	solver_destroy(s);
-	return st;
+	struct solve_rec r;
+	solve_rec(be, n, p, F, x, &r);
+	return r.st;
 }
 
 /* Per-sample with scope sample vs S independent solves: the same
@@ -257,29 +273,6 @@ Test(solvers, batch_scope_reports_true_residual)
 	free(fx);
 	diag_free(&m);
 	backend_destroy(be);
-}
-
-/* One solve with p through a fresh solver: the iterate (n doubles), the
- * stats, the trace and the host reads. */
-struct solve_rec {
-	struct solve_stats st;
-	double trace[METHOD_TRACE_MAX];
-	int trace_len;
-	long reads;
-};
-
-static void solve_rec(struct backend *be, size_t n, struct solver_params p,
-		      struct fp_map *F, double *x, struct solve_rec *r)
-{
-	struct solver *s;
-	char err[256];
-	memset(r, 0, sizeof(*r));
-	cr_assert_eq(solver_create(&s, be, n, &p, 1, err, sizeof(err)), 0, "%s",
-		     err);
-	const void *res =
-	    solver_solve(s, &p, F, &r->st, r->trace, &r->trace_len, &r->reads);
-	down(be, x, res, n);
-	solver_destroy(s);
 }
 
 /* The stop decision is made on the device and read every sync_every
