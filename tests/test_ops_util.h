@@ -278,10 +278,9 @@ static inline void ctl_same(struct backend *be, const double *h,
  *     and on a host copy of the block: the same block after each;
  *   anderson_weights: a random Gram matrix and row: the same Gram
  *     matrix, and α within 4 roundings of the type. */
-static inline void check_solve_ctl_ops(struct backend *be)
+static inline void check_solve_ctl_vector_ops(struct backend *be)
 {
 	const struct backend_ops *o = be->ops;
-	const double ulp = be->elem == sizeof(float) ? 0x1p-23 : 0x1p-52;
 	const size_t segs[][2] = {{1, 5}, {3, 4099}, {1000, 7}, {70000, 3}};
 	for (int i = 0; i < 4; i++) {
 		size_t ns = segs[i][0], len = segs[i][1], n = ns * len;
@@ -337,7 +336,13 @@ static inline void check_solve_ctl_ops(struct backend *be)
 	backend_free(be, dseg);
 	pool_free(&pl);
 	free(src), free(dst0), free(got);
+}
 
+/* solve_check and anderson_weights of check_solve_ctl_ops. */
+static inline void check_solve_ctl_decisions(struct backend *be)
+{
+	const struct backend_ops *o = be->ops;
+	const double ulp = be->elem == sizeof(float) ? 0x1p-23 : 0x1p-52;
 	for (int cfg = 0; cfg < 2; cfg++) {
 		struct dq_solve_ctl c = {.S = 4,
 					 .P = 2,
@@ -415,6 +420,12 @@ static inline void check_solve_ctl_ops(struct backend *be)
 		pool_free(&ap);
 		free(row), free(al), free(h);
 	}
+}
+
+static inline void check_solve_ctl_ops(struct backend *be)
+{
+	check_solve_ctl_vector_ops(be);
+	check_solve_ctl_decisions(be);
 }
 
 #endif

@@ -31,7 +31,6 @@
 
 #include "../backend.h"
 #include "../elementwise.h"
-#include "../solve_ctl.h"
 #include "cpu_ctx.h"
 
 typedef DQ_REAL real;
@@ -702,70 +701,12 @@ static void cpu_scale(void *ctx, void *x_, double a, size_t n)
 
 /* ------------------------------------------- solver control (solve_ctl.h) */
 
-/* Device memory is host memory here: the plain dots, into c->st. */
+/* Device memory is host memory here: the plain dots, into c->st. The
+ * other solver-control ops are in cpu_solve.c. */
 static void cpu_dot_segments_dev(void *ctx, double *out, const void *x,
 				 const void *y, size_t nseg, size_t len)
 {
 	cpu_dot_segments(ctx, out, x, y, nseg, len);
-}
-
-static void cpu_solve_check(void *ctx, const struct dq_solve_ctl *c)
-{
-	(void)ctx;
-	dq_ctl_check(c);
-}
-
-static void cpu_copy_masked(void *ctx, void *dst_, const void *src_,
-			    const double *flag, int S, int P, size_t len)
-{
-	(void)ctx;
-	real *dst = dst_;
-	const real *src = src_;
-	for (int k = 0; k < S; k++)
-		for (int p = 0; flag[k] != 0 && p < P; p++) {
-			size_t o = ((size_t)p * (size_t)S + (size_t)k) * len;
-			if (src)
-				memmove(dst + o, src + o, len * sizeof(real));
-			else
-				memset(dst + o, 0, len * sizeof(real));
-		}
-}
-
-static void cpu_scale_recip(void *ctx, void *dst_, const void *src_,
-			    const double *seg, int S, int P, size_t len)
-{
-	(void)ctx;
-	real *dst = dst_;
-	const real *src = src_;
-	for (int k = 0; k < S; k++) {
-		double d = seg[k];
-		for (int p = 1; p < P; p++)
-			d += seg[(size_t)p * (size_t)S + (size_t)k];
-		int ok = d != 0 && isfinite(d) && isfinite(1.0 / d);
-		real r = ok ? (real)(1.0 / d) : 0;
-		for (int p = 0; p < P; p++) {
-			size_t o = ((size_t)p * (size_t)S + (size_t)k) * len;
-			for (size_t i = 0; i < len; i++)
-				dst[o + i] = r * src[o + i];
-		}
-	}
-}
-
-static void cpu_anderson_weights(void *ctx, const struct dq_solve_ctl *c,
-				 const void *row_, void *alpha_, int slot,
-				 int nact, double lambda)
-{
-	(void)ctx;
-	const real *row = row_;
-	real *alpha = alpha_;
-	for (int k = 0; k < c->S; k++) {
-		for (int j = 0; j < nact; j++)
-			dq_ctl_gram_put(c, k, slot, j,
-					row[(size_t)k * (size_t)nact + j]);
-		const double *a = dq_ctl_anderson(c, k, nact, lambda);
-		for (int j = 0; j < nact; j++)
-			alpha[(size_t)k * (size_t)nact + j] = (real)a[j];
-	}
 }
 
 const struct backend_ops DQ_FN(dq_cpu_ops_) = {
@@ -804,10 +745,10 @@ const struct backend_ops DQ_FN(dq_cpu_ops_) = {
     .dot = cpu_dot,
     .dot_segments = cpu_dot_segments,
     .dot_segments_dev = cpu_dot_segments_dev,
-    .solve_check = cpu_solve_check,
-    .copy_masked = cpu_copy_masked,
-    .scale_recip = cpu_scale_recip,
-    .anderson_weights = cpu_anderson_weights,
+    .solve_check = DQ_FN(dq_cpu_solve_check_),
+    .copy_masked = DQ_FN(dq_cpu_copy_masked_),
+    .scale_recip = DQ_FN(dq_cpu_scale_recip_),
+    .anderson_weights = DQ_FN(dq_cpu_anderson_weights_),
     .gemm_batched = cpu_gemm_batched,
     .norm = cpu_norm,
     .axpy = cpu_axpy,

@@ -25,6 +25,24 @@ void dq_cpu_copy_async(void *ctx, void *dst, const void *src, size_t bytes,
 void dq_cpu_copy_wait(void *ctx, int ev);
 void dq_cpu_copy_stats(void *ctx, struct backend_copy_stats *out);
 
+/* Solver-control ops (cpu_solve.c), per instantiation: the ops table's
+ * members of the same names (kernels/backend.h). */
+struct dq_solve_ctl;
+#define DQ_CPU_SOLVE_DECL(S)                                                   \
+	void dq_cpu_solve_check_##S(void *ctx, const struct dq_solve_ctl *c);  \
+	void dq_cpu_copy_masked_##S(void *ctx, void *dst, const void *src,     \
+				    const double *flag, int S_, int P,         \
+				    size_t len);                               \
+	void dq_cpu_scale_recip_##S(void *ctx, void *dst, const void *src,     \
+				    const double *seg, int S_, int P,          \
+				    size_t len);                               \
+	void dq_cpu_anderson_weights_##S(                                      \
+	    void *ctx, const struct dq_solve_ctl *c, const void *row,          \
+	    void *alpha, int slot, int nact, double lambda);
+DQ_CPU_SOLVE_DECL(f)
+DQ_CPU_SOLVE_DECL(d)
+#undef DQ_CPU_SOLVE_DECL
+
 /* Softmax cross-entropy (cpu_xent.c), per instantiation: the ops
  * xent_forward and xent_train of backend.h. */
 double dq_cpu_xent_forward_f(void *ctx, void *probs, const void *logits,
