@@ -146,6 +146,18 @@ struct backend_ops {
 	/* db(C) += sum over rows of dy(N,C). */
 	void (*bias_backward)(void *ctx, void *db, const void *dy, int N,
 			      int C);
+	/* y(N,C) = act(y + b(C) broadcast over rows), in place: bias_forward
+	 * and act_forward in one pass. act is RELU, TANH or SIGMOID (their
+	 * backward reads y, which this keeps; not GELU, whose reads x). */
+	void (*bias_act_forward)(void *ctx, enum act_kind act, void *y,
+				 const void *b, int N, int C);
+	/* dx(N,C) = dy * act'(y) (overwritten; may alias dy), act as
+	 * bias_act_forward; then db(C) += Σ_n dx when db is not NULL: the
+	 * act_backward and bias_backward of the layer under it, in one pass
+	 * (the same bits as the two ops on the CPU). */
+	void (*act_bias_backward)(void *ctx, enum act_kind act, void *dx,
+				  const void *dy, const void *y, void *db,
+				  int N, int C);
 	/* y(n) = act(x(n)); y may alias x. */
 	void (*act_forward)(void *ctx, enum act_kind act, void *y,
 			    const void *x, size_t n);
@@ -159,15 +171,24 @@ struct backend_ops {
 		    size_t n);
 
 	/* ---- LayerNorm over the last dim, eps 1e-5, biased variance ----
-	 * y(N,C) = (x - mean) * rstd * w + b; mean(N), rstd(N) saved. */
+	 * y(N,C) = (x - mean) * rstd * w + b; mean(N), rstd(N) saved.
+	 * Residual fused in: when res(N,C) or bias(C) is not NULL, x is first
+	 * overwritten with (x + res) + bias (either term skipped when NULL),
+	 * the sum the backward reads: a residual connection's add, the bias
+	 * of the layer that made x and the LayerNorm over the sum in one
+	 * pass. With both NULL, x is only read. y must not alias x. */
 	void (*layernorm_forward)(void *ctx, void *y, void *mean, void *rstd,
-				  const void *x, const void *w, const void *b,
-				  int N, int C);
-	/* dx(N,C) overwritten, dw(C) +=, db(C) +=. */
-	void (*layernorm_backward)(void *ctx, void *dx, void *dw, void *db,
-				   const void *dy, const void *x,
-				   const void *mean, const void *rstd,
-				   const void *w, int N, int C);
+				  void *x, const void *res, const void *bias,
+				  const void *w, const void *b, int N, int C);
+	/* dx(N,C) overwritten, dw(C) +=, db(C) +=; dx may alias dy. Residual
+	 * fused in: dres(N,C), when not NULL, is overwritten with dx too (the
+	 * residual branch's gradient), and dbias(C), when not NULL, gets
+	 * += Σ_n dx (the bias of the layer that made x). */
+	void (*layernorm_backward)(void *ctx, void *dx, void *dres, void *dbias,
+				   void *dw, void *db, const void *dy,
+				   const void *x, const void *mean,
+				   const void *rstd, const void *w, int N,
+				   int C);
 
 	/* ---- causal multi-head self-attention (Vaswani et al. 2017) ----
 	 * qkv(B,T,3C) holds q | k | v, each (B,T,C) with heads contiguous
@@ -518,6 +539,32 @@ static inline void be_act_backward(const struct backend *be, enum act_kind act,
 	be->ops->act_backward(be->ctx, act, dx, dy, x, y, n);
 }
 
+/* bias_act_forward / act_bias_backward: the acts whose backward reads y. */
+static inline int dq_act_from_y(enum act_kind act)
+{
+	return act == ACT_RELU || act == ACT_TANH || act == ACT_SIGMOID;
+}
+
+static inline void be_bias_act_forward(const struct backend *be,
+				       enum act_kind act, void *y,
+				       const void *b, int N, int C)
+{
+	assert(dq_act_from_y(act) && N >= 0 && C >= 0);
+	DQ_NEED(N && C, y), DQ_NEED(N && C, b);
+	be->ops->bias_act_forward(be->ctx, act, y, b, N, C);
+}
+
+/* db may be NULL (no bias gradient wanted). */
+static inline void be_act_bias_backward(const struct backend *be,
+					enum act_kind act, void *dx,
+					const void *dy, const void *y, void *db,
+					int N, int C)
+{
+	assert(dq_act_from_y(act) && N >= 0 && C >= 0);
+	DQ_NEED(N && C, dx), DQ_NEED(N && C, dy), DQ_NEED(N && C, y);
+	be->ops->act_bias_backward(be->ctx, act, dx, dy, y, db, N, C);
+}
+
 static inline void be_mul(const struct backend *be, void *dst, const void *a,
 			  const void *b, size_t n)
 {
@@ -533,7 +580,24 @@ static inline void be_layernorm_forward(const struct backend *be, void *y,
 	assert(N >= 0 && C >= 0);
 	DQ_NEED(N && C, y), DQ_NEED(N && C, x), DQ_NEED(N, mean);
 	DQ_NEED(N, rstd), DQ_NEED(C, w), DQ_NEED(C, b);
-	be->ops->layernorm_forward(be->ctx, y, mean, rstd, x, w, b, N, C);
+	be->ops->layernorm_forward(be->ctx, y, mean, rstd, (void *)x, NULL,
+				   NULL, w, b, N, C);
+}
+
+/* x(N,C) = (x + res) + bias, then y = LayerNorm(x): backend.h's
+ * layernorm_forward with its residual terms (res, bias not NULL). */
+static inline void
+be_residual_layernorm_forward(const struct backend *be, void *y, void *mean,
+			      void *rstd, void *x, const void *res,
+			      const void *bias, const void *w, const void *b,
+			      int N, int C)
+{
+	assert(N >= 0 && C >= 0);
+	DQ_NEED(N && C, y), DQ_NEED(N && C, x), DQ_NEED(N && C, res);
+	DQ_NEED(C, bias), DQ_NEED(N, mean), DQ_NEED(N, rstd), DQ_NEED(C, w);
+	DQ_NEED(C, b);
+	be->ops->layernorm_forward(be->ctx, y, mean, rstd, x, res, bias, w, b,
+				   N, C);
 }
 
 static inline void be_layernorm_backward(const struct backend *be, void *dx,
@@ -546,8 +610,24 @@ static inline void be_layernorm_backward(const struct backend *be, void *dx,
 	DQ_NEED(N && C, dx), DQ_NEED(N && C, dy), DQ_NEED(N && C, x);
 	DQ_NEED(N, mean), DQ_NEED(N, rstd), DQ_NEED(C, w), DQ_NEED(C, dw);
 	DQ_NEED(C, db);
-	be->ops->layernorm_backward(be->ctx, dx, dw, db, dy, x, mean, rstd, w,
-				    N, C);
+	be->ops->layernorm_backward(be->ctx, dx, NULL, NULL, dw, db, dy, x,
+				    mean, rstd, w, N, C);
+}
+
+/* layernorm_backward with its residual outputs: dres (N,C) = dx, and
+ * dbias(C) += Σ_n dx unless dbias is NULL. */
+static inline void
+be_residual_layernorm_backward(const struct backend *be, void *dx, void *dres,
+			       void *dbias, void *dw, void *db, const void *dy,
+			       const void *x, const void *mean,
+			       const void *rstd, const void *w, int N, int C)
+{
+	assert(N >= 0 && C >= 0);
+	DQ_NEED(N && C, dx), DQ_NEED(N && C, dres), DQ_NEED(N && C, dy);
+	DQ_NEED(N && C, x), DQ_NEED(N, mean), DQ_NEED(N, rstd);
+	DQ_NEED(C, w), DQ_NEED(C, dw), DQ_NEED(C, db);
+	be->ops->layernorm_backward(be->ctx, dx, dres, dbias, dw, db, dy, x,
+				    mean, rstd, w, N, C);
 }
 
 /* B, T, C, H of the attention ops: H heads of C / H columns. */

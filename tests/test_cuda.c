@@ -14,7 +14,8 @@
  *      mean squared error against both CPU backends, plus NaN/inf checks;
  *      aliasing (in-place activation, LayerNorm dx = dy, probs = logits =
  *      dlogits), += outputs pre-filled, overwritten outputs pre-filled with
- *      garbage;
+ *      garbage; the fused layer ops also against the unfused ones on the
+ *      GPU (test_fused.h);
  *   2. GEMM with padded row strides (padding untouched), TF32 on and off;
  *      Adam against its formula; dot/norm/axpy/scale up to 3·10⁶ elements
  *      (multi-block reductions), NaN/inf propagation; transfers larger than
@@ -46,6 +47,7 @@
  */
 #include "../methods/checkpoint.h"
 #include "../methods/deq.h"
+#include "test_fused.h"
 #include "test_ops_util.h"
 #include "test_move_ops.h"
 #include "config.h"
@@ -269,17 +271,19 @@ static void run_layernorm(struct pool *pl, const struct shape *s,
 	void *db_ = pool_up(pl, b, (size_t)C), *y = pool_new(pl, n, NAN);
 	void *mr = pool_new(pl, 2 * (size_t)N, NAN);
 	void *rs = dq_at(pl->be, mr, (size_t)N);
-	op->layernorm_forward(c, y, mr, rs, dx_in, dw_, db_, N, C);
+	op->layernorm_forward(c, y, mr, rs, dx_in, NULL, NULL, dw_, db_, N, C);
 	outs_add(o, pl, "y", y, n);
 	outs_add(o, pl, "mean|rstd", mr, 2 * (size_t)N);
 	void *ddy = pool_up(pl, dy, n), *gx = pool_new(pl, n, 123.0);
 	void *gw = pool_new(pl, (size_t)C, 0.5),
 	     *gb = pool_new(pl, (size_t)C, 0.5);
-	op->layernorm_backward(c, gx, gw, gb, ddy, dx_in, mr, rs, dw_, N, C);
+	op->layernorm_backward(c, gx, NULL, NULL, gw, gb, ddy, dx_in, mr, rs,
+			       dw_, N, C);
 	outs_add(o, pl, "dx", gx, n);
 	outs_add(o, pl, "dw", gw, (size_t)C);
 	outs_add(o, pl, "db", gb, (size_t)C);
-	op->layernorm_backward(c, ddy, gw, gb, ddy, dx_in, mr, rs, dw_, N, C);
+	op->layernorm_backward(c, ddy, NULL, NULL, gw, gb, ddy, dx_in, mr, rs,
+			       dw_, N, C);
 	outs_add(o, pl, "dx (in place)", ddy, n);
 	outs_add(o, pl, "dw twice", gw, (size_t)C);
 	pool_free(pl);
@@ -289,6 +293,68 @@ static void run_layernorm(struct pool *pl, const struct shape *s,
 Test(cuda_ops, layernorm, .timeout = 300)
 {
 	compare_op("layernorm", run_layernorm, 500);
+}
+
+/* ---- the fused layer ops over (B*T, F) and (B*T, C): relu and tanh with
+ * their bias (forward in place, backward with db += and in place); the
+ * residual LayerNorm forward (x is rewritten with x + res + bias) and its
+ * backward with dres and dbias. */
+static void run_fused(struct pool *pl, const struct shape *s, struct outs *o)
+{
+	const struct backend_ops *op = pl->be->ops;
+	void *c = pl->be->ctx;
+	int N = s->B * s->T, F = s->F, C = s->C;
+	size_t nf = (size_t)N * F, n = (size_t)N * C;
+	size_t nx = nf > n ? nf : n;
+	size_t np = (size_t)(F > 3 * C ? F : 3 * C); /* b1 | bias, w, b */
+	double *x = rnd(nx, 2), *g = rnd(nx, 1), *p = rnd(np, 1);
+	void *dp = pool_up(pl, p, np);
+	for (int a = ACT_RELU; a <= ACT_TANH; a += ACT_TANH - ACT_RELU) {
+		void *y = pool_up(pl, x, nf), *dg = pool_up(pl, g, nf);
+		void *db = pool_new(pl, (size_t)F, 0.25);
+		op->bias_act_forward(c, (enum act_kind)a, y, dp, N, F);
+		outs_add(o, pl, a == ACT_RELU ? "relu(y+b)" : "tanh(y+b)", y,
+			 nf);
+		op->act_bias_backward(c, (enum act_kind)a, dg, dg, y, db, N, F);
+		outs_add(o, pl, "dx", dg, nf);
+		outs_add(o, pl, "db", db, (size_t)F);
+	}
+	/* LayerNorm over the first n entries of x; res from g */
+	void *dx_in = pool_up(pl, x, n), *res = pool_up(pl, g, n);
+	void *y = pool_new(pl, n, NAN), *mr = pool_new(pl, 2 * (size_t)N, NAN);
+	void *rs = dq_at(pl->be, mr, (size_t)N);
+	void *w = dq_at(pl->be, dp, (size_t)C),
+	     *b = dq_at(pl->be, dp, 2 * (size_t)C);
+	op->layernorm_forward(c, y, mr, rs, dx_in, res, dp, w, b, N, C);
+	outs_add(o, pl, "x+res+bias", dx_in, n);
+	outs_add(o, pl, "LN(x+res+bias)", y, n);
+	void *ddy = pool_up(pl, x, n), *gx = pool_new(pl, n, 77.0);
+	void *dres = pool_new(pl, n, 77.0);
+	void *gp = pool_new(pl, 3 * (size_t)C, 0.5); /* dbias | dw | db */
+	op->layernorm_backward(c, gx, dres, gp, dq_at(pl->be, gp, (size_t)C),
+			       dq_at(pl->be, gp, 2 * (size_t)C), ddy, dx_in, mr,
+			       rs, w, N, C);
+	outs_add(o, pl, "dx", gx, n);
+	outs_add(o, pl, "dres", dres, n);
+	outs_add(o, pl, "dbias | dw | db", gp, 3 * (size_t)C);
+	pool_free(pl);
+	free(x), free(g), free(p);
+}
+
+Test(cuda_ops, fused, .timeout = 300)
+{
+	compare_op("fused", run_fused, 550);
+}
+
+/* The fused ops against the unfused ones on the GPU (test_fused.h). Both
+ * sides do each element's float arithmetic in the same order, so they
+ * agree to the last bit but for contraction into FMAs: 1e-6. */
+Test(cuda_ops, fused_vs_unfused, .timeout = 120)
+{
+	struct backend *be = cuda_or_skip();
+	rng_state = 901;
+	check_fused_ops(be, "cuda", 0, 1e-6);
+	backend_destroy(be);
 }
 
 /* ---- attention: out, att (pre-filled with -1: every entry must be
@@ -701,9 +767,10 @@ static void det_run(struct backend *be, double *res, size_t nres)
 	op->attention_forward(be->ctx, o, att, qkv, B, T, C, H);
 	op->attention_backward(be->ctx, dq, scr, o, qkv, att, B, T, C, H);
 	op->layernorm_forward(be->ctx, o, mr, dq_at(be, mr, (size_t)N), qkv,
-			      lnw, lnw, N, C);
-	op->layernorm_backward(be->ctx, qkv, dw, dq_at(be, dw, (size_t)C), o,
-			       dq, mr, dq_at(be, mr, (size_t)N), lnw, N, C);
+			      NULL, NULL, lnw, lnw, N, C);
+	op->layernorm_backward(be->ctx, qkv, NULL, NULL, dw,
+			       dq_at(be, dw, (size_t)C), o, dq, mr,
+			       dq_at(be, mr, (size_t)N), lnw, N, C);
 	op->bias_backward(be->ctx, dq_at(be, dw, 2 * (size_t)C), dq, 3 * N, C);
 	op->embed_backward(be->ctx, scr, dq_at(be, scr, (size_t)V * C), qkv,
 			   dtok, B, T, C, V);

@@ -514,7 +514,8 @@ static void op_layernorm(struct backend *be, const struct op_case *c,
 	void *y = pool_new(&pl, (size_t)N * C, 0);
 	void *mr = pool_new(&pl, 2 * (size_t)N, 0);
 	void *rs = dq_at(be, mr, (size_t)N);
-	be->ops->layernorm_forward(be->ctx, y, mr, rs, x, w, b, N, C);
+	be->ops->layernorm_forward(be->ctx, y, mr, rs, x, NULL, NULL, w, b, N,
+				   C);
 	pool_down(&pl, out[0], y, (size_t)N * C);
 	pool_down(&pl, out[1], mr, 2 * (size_t)N);
 	if (R) {
@@ -522,8 +523,8 @@ static void op_layernorm(struct backend *be, const struct op_case *c,
 		void *dx = pool_new(&pl, (size_t)N * C, 123.0);
 		void *dw = pool_new(&pl, (size_t)C, 0.5);
 		void *db = pool_new(&pl, (size_t)C, 0.5);
-		be->ops->layernorm_backward(be->ctx, dx, dw, db, dy, x, mr, rs,
-					    w, N, C);
+		be->ops->layernorm_backward(be->ctx, dx, NULL, NULL, dw, db, dy,
+					    x, mr, rs, w, N, C);
 		pool_down(&pl, grad[0], dx, (size_t)N * C);
 		pool_down(&pl, grad[1], dw, (size_t)C);
 		pool_down(&pl, grad[2], db, (size_t)C);
@@ -997,10 +998,10 @@ static void det_run(int threads, double *res, size_t nres)
 	op->attention_forward(be->ctx, o, att, qkv, B, T, C, H);
 	op->attention_backward(be->ctx, dq, scr, o, qkv, att, B, T, C, H);
 	op->layernorm_forward(be->ctx, o, mr, dq_at(be, mr, (size_t)B * T), qkv,
-			      lnw, lnw, B * T, C);
-	op->layernorm_backward(be->ctx, qkv, dw, dq_at(be, dw, (size_t)C), o,
-			       dq, mr, dq_at(be, mr, (size_t)B * T), lnw, B * T,
-			       C);
+			      NULL, NULL, lnw, lnw, B * T, C);
+	op->layernorm_backward(be->ctx, qkv, NULL, NULL, dw,
+			       dq_at(be, dw, (size_t)C), o, dq, mr,
+			       dq_at(be, mr, (size_t)B * T), lnw, B * T, C);
 	op->embed_backward(be->ctx, wte, scr, qkv, dtok, B, T, C, V);
 	double L = op->xent_forward(be->ctx, dq, dq, dtok, B * T, C);
 	double d = op->dot(be->ctx, qkv, dq, nqkv);

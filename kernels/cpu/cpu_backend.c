@@ -36,13 +36,6 @@
 typedef DQ_REAL real;
 
 /* Per-element math of elementwise.h for this instantiation's type. */
-#define gelu	  DQ_FN(dq_gelu_)
-#define gelu_grad DQ_FN(dq_gelu_grad_)
-#define relu	  DQ_FN(dq_relu_)
-#define relu_grad DQ_FN(dq_relu_grad_from_y_)
-#define sigm	  DQ_FN(dq_sigmoid_)
-#define sigm_grad DQ_FN(dq_sigmoid_grad_from_y_)
-#define tanh_grad DQ_FN(dq_tanh_grad_from_y_)
 #define adam_step DQ_FN(dq_adam_)
 
 /* Pick the BLAS routine and the type name from the suffix. */
@@ -59,24 +52,6 @@ typedef DQ_REAL real;
 /* Block length of the fixed-order reductions (dot, norm). */
 #define RED_BLOCK 4096
 #define RED_GROUP 256
-
-static inline long long min_ll(long long a, long long b)
-{
-	return a < b ? a : b;
-}
-
-/* for i in [0, n): the statement, on the OpenMP threads from PAR_MIN_N
- * elements on (an elementwise op writes element i only, so any split gives
- * the same bits). */
-/* clang-format off */
-#define PAR_EACH(n, ...)                                                       \
-	do {                                                                   \
-		const long long nn_ = (long long)(n);                          \
-		_Pragma("omp parallel for if (nn_ >= PAR_MIN_N)")              \
-		for (long long i = 0; i < nn_; i++)                            \
-			__VA_ARGS__;                                           \
-	} while (0)
-/* clang-format on */
 
 /* ---------------------------------------------------------------- memory */
 
@@ -244,197 +219,6 @@ static void cpu_gemm_batched(void *ctx, int ta, int tb, int M, int N, int K,
 		cpu_gemm(ctx, ta, tb, M, N, K, alpha, a + (size_t)i * sA, lda,
 			 b + (size_t)i * sB, ldb, beta, c + (size_t)i * sC,
 			 ldc);
-}
-
-static void cpu_bias_forward(void *ctx, void *y_, const void *b_, int N, int C)
-{
-	(void)ctx;
-	real *y = y_;
-	const real *b = b_;
-#pragma omp parallel for if ((long long)N * C >= PAR_MIN_N)
-	for (int n = 0; n < N; n++) {
-		real *yn = y + (size_t)n * C;
-		for (int c = 0; c < C; c++)
-			yn[c] += b[c];
-	}
-}
-
-/* Column sums of dy(N,C) in double, rows in order: parallel over blocks of
- * COL_BLOCK contiguous columns, so each thread streams whole cache lines
- * and the sums do not depend on the thread count. */
-#define COL_BLOCK 64
-static void col_sums(double *acc, const real *dy, int N, int C, int c0, int c1)
-{
-	for (int c = c0; c < c1; c++)
-		acc[c - c0] = 0;
-	for (int n = 0; n < N; n++) {
-		const real *r = dy + (size_t)n * C;
-		for (int c = c0; c < c1; c++)
-			acc[c - c0] += r[c];
-	}
-}
-
-static void cpu_bias_backward(void *ctx, void *db_, const void *dy_, int N,
-			      int C)
-{
-	(void)ctx;
-	real *db = db_;
-	const real *dy = dy_;
-	int nblk = (C + COL_BLOCK - 1) / COL_BLOCK;
-#pragma omp parallel for if ((long long)N * C >= PAR_MIN_N)
-	for (int blk = 0; blk < nblk; blk++) {
-		double acc[COL_BLOCK];
-		int c0 = blk * COL_BLOCK;
-		int c1 = (int)min_ll(C, (long long)c0 + COL_BLOCK);
-		col_sums(acc, dy, N, C, c0, c1);
-		for (int c = c0; c < c1; c++)
-			db[c] += (real)acc[c - c0];
-	}
-}
-
-/* One forward and one backward loop per activation, each with its formula
- * fixed so that it vectorises on its own (a switch inside one shared loop
- * costs relu ~30%). The backward's s is x for GELU, y = act(x) for the
- * others. */
-#define ACT_LOOPS(NAME, VALUE, SLOPE)                                          \
-	static void act_forward_##NAME(real *y, const real *x, size_t n)       \
-	{                                                                      \
-		PAR_EACH(n, y[i] = VALUE(x[i]));                               \
-	}                                                                      \
-	static void act_backward_##NAME(real *dx, const real *dy,              \
-					const real *s, size_t n)               \
-	{                                                                      \
-		PAR_EACH(n, dx[i] = dy[i] * SLOPE(s[i]));                      \
-	}
-
-static inline real tanh_real(real x)
-{
-	return (real)tanh(x);
-}
-
-ACT_LOOPS(relu, relu, relu_grad)
-ACT_LOOPS(gelu, gelu, gelu_grad)
-ACT_LOOPS(tanh, tanh_real, tanh_grad)
-ACT_LOOPS(sigmoid, sigm, sigm_grad)
-
-static const struct {
-	void (*forward)(real *y, const real *x, size_t n);
-	void (*backward)(real *dx, const real *dy, const real *s, size_t n);
-} act_loops[] = {
-    [ACT_RELU] = {act_forward_relu, act_backward_relu},
-    [ACT_GELU] = {act_forward_gelu, act_backward_gelu},
-    [ACT_TANH] = {act_forward_tanh, act_backward_tanh},
-    [ACT_SIGMOID] = {act_forward_sigmoid, act_backward_sigmoid},
-};
-
-static void cpu_act_forward(void *ctx, enum act_kind act, void *y,
-			    const void *x, size_t n)
-{
-	(void)ctx;
-	act_loops[act].forward(y, x, n);
-}
-
-static void cpu_act_backward(void *ctx, enum act_kind act, void *dx,
-			     const void *dy, const void *x, const void *y,
-			     size_t n)
-{
-	(void)ctx;
-	act_loops[act].backward(dx, dy, act == ACT_GELU ? x : y, n);
-}
-
-static void cpu_mul(void *ctx, void *dst_, const void *a_, const void *b_,
-		    size_t n)
-{
-	(void)ctx;
-	real *dst = dst_;
-	const real *a = a_, *b = b_;
-	PAR_EACH(n, dst[i] = a[i] * b[i]);
-}
-
-/* -------------------------------------------------------------- layernorm */
-
-/* Two-pass mean and biased variance per row, in double. */
-static void cpu_layernorm_forward(void *ctx, void *y_, void *mean_, void *rstd_,
-				  const void *x_, const void *w_,
-				  const void *b_, int N, int C)
-{
-	(void)ctx;
-	real *y = y_, *mean = mean_, *rstd = rstd_;
-	const real *x = x_, *w = w_, *b = b_;
-#pragma omp parallel for if ((long long)N * C >= 4096)
-	for (int n = 0; n < N; n++) {
-		const real *xn = x + (size_t)n * C;
-		real *yn = y + (size_t)n * C;
-		double m = 0, v = 0;
-		for (int c = 0; c < C; c++)
-			m += xn[c];
-		m /= C;
-		for (int c = 0; c < C; c++) {
-			double d = xn[c] - m;
-			v += d * d;
-		}
-		v /= C;
-		double s = 1.0 / sqrt(v + DQ_LN_EPS);
-		for (int c = 0; c < C; c++)
-			yn[c] = (real)((xn[c] - m) * s * w[c] + b[c]);
-		mean[n] = (real)m;
-		rstd[n] = (real)s;
-	}
-}
-
-/* dw, db first (parallel over blocks of contiguous columns, rows in order,
- * as col_sums), then dx row by row; each row reads its dy entirely before
- * writing dx, so dx may alias dy. */
-static void cpu_layernorm_backward(void *ctx, void *dx_, void *dw_, void *db_,
-				   const void *dy_, const void *x_,
-				   const void *mean_, const void *rstd_,
-				   const void *w_, int N, int C)
-{
-	(void)ctx;
-	real *dx = dx_, *dw = dw_, *db = db_;
-	const real *dy = dy_, *x = x_, *mean = mean_, *rstd = rstd_, *w = w_;
-	int par = (long long)N * C >= 4096;
-	int nblk = (C + COL_BLOCK - 1) / COL_BLOCK;
-#pragma omp parallel for if (par)
-	for (int blk = 0; blk < nblk; blk++) {
-		double sw[COL_BLOCK], sb[COL_BLOCK];
-		int c0 = blk * COL_BLOCK;
-		int c1 = (int)min_ll(C, (long long)c0 + COL_BLOCK);
-		for (int c = c0; c < c1; c++)
-			sw[c - c0] = sb[c - c0] = 0;
-		for (int n = 0; n < N; n++) {
-			const real *g = dy + (size_t)n * C;
-			const real *xn = x + (size_t)n * C;
-			double m = mean[n], r = rstd[n];
-			for (int c = c0; c < c1; c++) {
-				sw[c - c0] += (double)g[c] * ((xn[c] - m) * r);
-				sb[c - c0] += g[c];
-			}
-		}
-		for (int c = c0; c < c1; c++) {
-			dw[c] += (real)sw[c - c0];
-			db[c] += (real)sb[c - c0];
-		}
-	}
-#pragma omp parallel for if (par)
-	for (int n = 0; n < N; n++) {
-		const real *dyn = dy + (size_t)n * C, *xn = x + (size_t)n * C;
-		real *dxn = dx + (size_t)n * C;
-		double m = mean[n], s = rstd[n];
-		double dn_mean = 0, dnx_mean = 0;
-		for (int c = 0; c < C; c++) {
-			double dn = (double)dyn[c] * w[c];
-			dn_mean += dn;
-			dnx_mean += dn * (xn[c] - m) * s;
-		}
-		dn_mean /= C;
-		dnx_mean /= C;
-		for (int c = 0; c < C; c++) {
-			double dn = (double)dyn[c] * w[c];
-			double xh = (xn[c] - m) * s;
-			dxn[c] = (real)((dn - dn_mean - xh * dnx_mean) * s);
-		}
-	}
 }
 
 /* -------------------------------------------------------------- attention */
@@ -727,13 +511,15 @@ const struct backend_ops DQ_FN(dq_cpu_ops_) = {
     .zero_rows = cpu_zero_rows,
     .transpose = cpu_transpose,
     .gemm = cpu_gemm,
-    .bias_forward = cpu_bias_forward,
-    .bias_backward = cpu_bias_backward,
-    .act_forward = cpu_act_forward,
-    .act_backward = cpu_act_backward,
-    .mul = cpu_mul,
-    .layernorm_forward = cpu_layernorm_forward,
-    .layernorm_backward = cpu_layernorm_backward,
+    .bias_forward = DQ_FN(dq_cpu_bias_forward_),
+    .bias_backward = DQ_FN(dq_cpu_bias_backward_),
+    .act_forward = DQ_FN(dq_cpu_act_forward_),
+    .act_backward = DQ_FN(dq_cpu_act_backward_),
+    .bias_act_forward = DQ_FN(dq_cpu_bias_act_forward_),
+    .act_bias_backward = DQ_FN(dq_cpu_act_bias_backward_),
+    .mul = DQ_FN(dq_cpu_mul_),
+    .layernorm_forward = DQ_FN(dq_cpu_layernorm_forward_),
+    .layernorm_backward = DQ_FN(dq_cpu_layernorm_backward_),
     .attention_forward = cpu_attention_forward,
     .attention_backward = cpu_attention_backward,
     .embed_forward = cpu_embed_forward,

@@ -12,6 +12,24 @@
  * ~32k elements. */
 #define PAR_MIN_N 32768
 
+static inline long long min_ll(long long a, long long b)
+{
+	return a < b ? a : b;
+}
+
+/* for i in [0, n): the statement, on the OpenMP threads from PAR_MIN_N
+ * elements on (an elementwise op writes element i only, so any split gives
+ * the same bits). */
+/* clang-format off */
+#define PAR_EACH(n, ...)                                                       \
+	do {                                                                   \
+		const long long nn_ = (long long)(n);                          \
+		_Pragma("omp parallel for if (nn_ >= PAR_MIN_N)")              \
+		for (long long i = 0; i < nn_; i++)                            \
+			__VA_ARGS__;                                           \
+	} while (0)
+/* clang-format on */
+
 struct dq_cpu_ctx {
 	struct timespec marks[BACKEND_TIMER_SLOTS]; /* CLOCK_MONOTONIC */
 	int is_double;
@@ -24,6 +42,39 @@ void dq_cpu_copy_async(void *ctx, void *dst, const void *src, size_t bytes,
 		       int ev);
 void dq_cpu_copy_wait(void *ctx, int ev);
 void dq_cpu_copy_stats(void *ctx, struct backend_copy_stats *out);
+
+/* Bias, activation and LayerNorm ops, plain and fused (cpu_layer.c), per
+ * instantiation: the ops table's members of the same names
+ * (kernels/backend.h). */
+#define DQ_CPU_LAYER_DECL(S)                                                   \
+	void dq_cpu_bias_forward_##S(void *ctx, void *y, const void *b, int N, \
+				     int C);                                   \
+	void dq_cpu_bias_backward_##S(void *ctx, void *db, const void *dy,     \
+				      int N, int C);                           \
+	void dq_cpu_act_forward_##S(void *ctx, enum act_kind act, void *y,     \
+				    const void *x, size_t n);                  \
+	void dq_cpu_act_backward_##S(void *ctx, enum act_kind act, void *dx,   \
+				     const void *dy, const void *x,            \
+				     const void *y, size_t n);                 \
+	void dq_cpu_bias_act_forward_##S(void *ctx, enum act_kind act,         \
+					 void *y, const void *b, int N,        \
+					 int C);                               \
+	void dq_cpu_act_bias_backward_##S(                                     \
+	    void *ctx, enum act_kind act, void *dx, const void *dy,            \
+	    const void *y, void *db, int N, int C);                            \
+	void dq_cpu_mul_##S(void *ctx, void *dst, const void *a,               \
+			    const void *b, size_t n);                          \
+	void dq_cpu_layernorm_forward_##S(                                     \
+	    void *ctx, void *y, void *mean, void *rstd, void *x,               \
+	    const void *res, const void *bias, const void *w, const void *b,   \
+	    int N, int C);                                                     \
+	void dq_cpu_layernorm_backward_##S(                                    \
+	    void *ctx, void *dx, void *dres, void *dbias, void *dw, void *db,  \
+	    const void *dy, const void *x, const void *mean, const void *rstd, \
+	    const void *w, int N, int C);
+DQ_CPU_LAYER_DECL(f)
+DQ_CPU_LAYER_DECL(d)
+#undef DQ_CPU_LAYER_DECL
 
 /* Solver-control ops (cpu_solve.c), per instantiation: the ops table's
  * members of the same names (kernels/backend.h). */

@@ -221,12 +221,18 @@ void cu_act_forward(void *ctx, enum act_kind act, void *y, const void *x,
 void cu_act_backward(void *ctx, enum act_kind act, void *dx, const void *dy,
 		     const void *x, const void *y, size_t n);
 void cu_mul(void *ctx, void *dst, const void *a, const void *b, size_t n);
-void cu_layernorm_forward(void *ctx, void *y, void *mean, void *rstd,
-			  const void *x, const void *w, const void *b, int N,
+void cu_bias_act_forward(void *ctx, enum act_kind act, void *y, const void *b,
+			 int N, int C);
+void cu_act_bias_backward(void *ctx, enum act_kind act, void *dx,
+			  const void *dy, const void *y, void *db, int N,
 			  int C);
-void cu_layernorm_backward(void *ctx, void *dx, void *dw, void *db,
-			   const void *dy, const void *x, const void *mean,
-			   const void *rstd, const void *w, int N, int C);
+void cu_layernorm_forward(void *ctx, void *y, void *mean, void *rstd, void *x,
+			  const void *res, const void *bias, const void *w,
+			  const void *b, int N, int C);
+void cu_layernorm_backward(void *ctx, void *dx, void *dres, void *dbias,
+			   void *dw, void *db, const void *dy, const void *x,
+			   const void *mean, const void *rstd, const void *w,
+			   int N, int C);
 void cu_embed_forward(void *ctx, void *out, const int32_t *tok, const void *wte,
 		      const void *wpe, int B, int T, int C);
 void cu_embed_backward(void *ctx, void *dwte, void *dwpe, const void *dout,

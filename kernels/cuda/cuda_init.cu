@@ -300,6 +300,8 @@ static struct backend_ops cu_ops_make(void)
 	o.bias_backward = cu_bias_backward;
 	o.act_forward = cu_act_forward;
 	o.act_backward = cu_act_backward;
+	o.bias_act_forward = cu_bias_act_forward;
+	o.act_bias_backward = cu_act_bias_backward;
 	o.mul = cu_mul;
 	o.layernorm_forward = cu_layernorm_forward;
 	o.layernorm_backward = cu_layernorm_backward;

@@ -137,6 +137,42 @@ void cu_gemm_batched(void *ctx, int ta, int tb, int M, int N, int K,
 
 /* y(N,C) += b(C); n = N*C. The column index advances with the grid stride
  * instead of a 64-bit modulo per element. */
+template <int ACT> __device__ __forceinline__ float act_apply(float x)
+{
+	if (ACT == ACT_RELU)
+		return dq_relu_f(x);
+	if (ACT == ACT_GELU)
+		return dq_gelu_f(x);
+	if (ACT == ACT_TANH)
+		return tanhf(x);
+	return dq_sigmoid_f(x);
+}
+
+/* act'(x) from y = act(x) for RELU, TANH, SIGMOID; from x for GELU. */
+template <int ACT>
+__device__ __forceinline__ float act_slope(const float *x, const float *y,
+					   size_t i)
+{
+	if (ACT == ACT_RELU)
+		return dq_relu_grad_from_y_f(y[i]);
+	if (ACT == ACT_GELU)
+		return dq_gelu_grad_f(x[i]);
+	if (ACT == ACT_TANH)
+		return dq_tanh_grad_from_y_f(y[i]);
+	return dq_sigmoid_grad_from_y_f(y[i]);
+}
+
+/* The identity for ACT < 0 (bias_forward), else act_apply<ACT>. */
+template <int ACT> __device__ __forceinline__ float act_or_id(float x)
+{
+	if constexpr (ACT < 0)
+		return x;
+	else
+		return act_apply<ACT>(x);
+}
+
+/* y = act(y + b[col]) over y(n / C, C); ACT < 0: y += b. */
+template <int ACT>
 __global__ void bias_forward_kernel(float *y, const float *b, size_t n, int C)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -146,7 +182,7 @@ __global__ void bias_forward_kernel(float *y, const float *b, size_t n, int C)
 	int col = (int)(i % (size_t)C);
 	const int step = (int)(stride % (size_t)C);
 	for (; i < n; i += stride) {
-		y[i] += b[col];
+		y[i] = act_or_id<ACT>(y[i] + b[col]);
 		col += step;
 		if (col >= C)
 			col -= C;
@@ -159,8 +195,9 @@ void cu_bias_forward(void *ctx, void *y, const void *b, int N, int C)
 	size_t n = (size_t)(N > 0 ? N : 0) * (size_t)(C > 0 ? C : 0);
 	if (!n)
 		return;
-	bias_forward_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
-			      c->stream>>>((float *)y, (const float *)b, n, C);
+	bias_forward_kernel<-1>
+	    <<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0, c->stream>>>(
+		(float *)y, (const float *)b, n, C);
 	cuda_check_launch();
 }
 
@@ -295,17 +332,6 @@ void cu_bias_backward(void *ctx, void *db, const void *dy, int N, int C)
 
 /* ----------------------------------------------------- activations, mul */
 
-template <int ACT> __device__ __forceinline__ float act_apply(float x)
-{
-	if (ACT == ACT_RELU)
-		return dq_relu_f(x);
-	if (ACT == ACT_GELU)
-		return dq_gelu_f(x);
-	if (ACT == ACT_TANH)
-		return tanhf(x);
-	return dq_sigmoid_f(x);
-}
-
 template <int ACT>
 __global__ void act_forward_kernel(float *y, const float *x, size_t n)
 {
@@ -319,18 +345,7 @@ __global__ void act_backward_kernel(float *dx, const float *dy, const float *x,
 				    const float *y, size_t n)
 {
 	DQ_GRID_STRIDE(i, n)
-	{
-		float g;
-		if (ACT == ACT_RELU)
-			g = dq_relu_grad_from_y_f(y[i]);
-		else if (ACT == ACT_GELU)
-			g = dq_gelu_grad_f(x[i]);
-		else if (ACT == ACT_TANH)
-			g = dq_tanh_grad_from_y_f(y[i]);
-		else
-			g = dq_sigmoid_grad_from_y_f(y[i]);
-		dx[i] = dy[i] * g;
-	}
+	dx[i] = dy[i] * act_slope<ACT>(x, y, i);
 }
 
 /* Calls launch(std::integral_constant<int, ACT>()) for the runtime act:
@@ -380,6 +395,60 @@ void cu_act_backward(void *ctx, enum act_kind act, void *dx_, const void *dy_,
 	cuda_check_launch();
 }
 
+/* y = act(y + b) in one pass (bias_forward_kernel with the act). */
+void cu_bias_act_forward(void *ctx, enum act_kind act, void *y_, const void *b_,
+			 int N, int C)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	float *y = (float *)y_;
+	const float *b = (const float *)b_;
+	size_t n = (size_t)(N > 0 ? N : 0) * (size_t)(C > 0 ? C : 0);
+	if (!n)
+		return;
+	unsigned int g = dq_grid_1d(c, n, DQ_CU_THREADS);
+	act_dispatch(act, [&](auto k) {
+		bias_forward_kernel<decltype(k)::value>
+		    <<<g, DQ_CU_THREADS, 0, c->stream>>>(y, b, n, C);
+	});
+	cuda_check_launch();
+}
+
+/* dx = dy act'(y) written while the column sum adds it up: each (row, col)
+ * is visited once by colsum_kernel, so dx may alias dy. */
+template <int ACT> struct act_bias_elem {
+	float *dx;
+	const float *dy, *y;
+	int C;
+	__device__ void operator()(int r, int col, double *acc) const
+	{
+		size_t i = (size_t)r * C + col;
+		float v = dy[i] * act_slope<ACT>(NULL, y, i);
+		dx[i] = v;
+		acc[0] += v;
+	}
+};
+
+void cu_act_bias_backward(void *ctx, enum act_kind act, void *dx,
+			  const void *dy, const void *y, void *db, int N, int C)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (N <= 0 || C <= 0)
+		return;
+	if (!db) {
+		cu_act_backward(ctx, act, dx, dy, NULL, y, (size_t)N * C);
+		return;
+	}
+	act_dispatch(act, [&](auto k) {
+		constexpr int A = decltype(k)::value;
+		if constexpr (A != ACT_GELU) {
+			act_bias_elem<A> e = {(float *)dx, (const float *)dy,
+					      (const float *)y, C};
+			colsum_launch<1>(c, e, (float *)db, (float *)NULL, N,
+					 C);
+		}
+	});
+}
+
 __global__ void mul_kernel(float *d, const float *a, const float *b, size_t n)
 {
 	DQ_GRID_STRIDE(i, n)
@@ -407,21 +476,33 @@ static unsigned int warp_row_blocks(int rows)
 }
 
 /* One warp per row (8 rows per 256-thread block): two-pass mean and biased
- * variance in double, as the CPU backend. A whole warp leaves together when
- * its row is past N, so the shuffles always see 32 lanes. */
+ * variance in double, as the CPU backend. With res or bias, x is first
+ * overwritten with (x + res) + bias (each lane rewrites and rereads its own
+ * elements). A whole warp leaves together when its row is past N, so the
+ * shuffles always see 32 lanes. */
 __global__ void layernorm_forward_kernel(float *y, float *mean, float *rstd,
-					 const float *x, const float *w,
+					 float *x, const float *res,
+					 const float *bias, const float *w,
 					 const float *b, int N, int C)
 {
 	const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
 	const int lane = threadIdx.x & 31;
 	if (row >= N)
 		return;
-	const float *xr = x + (size_t)row * C;
+	float *xr = x + (size_t)row * C;
 	float *yr = y + (size_t)row * C;
+	const float *rr = res ? res + (size_t)row * C : NULL;
 	double m = 0.0, v = 0.0;
-	for (int i = lane; i < C; i += 32)
-		m += xr[i];
+	for (int i = lane; i < C; i += 32) {
+		float xi = xr[i];
+		if (rr)
+			xi += rr[i];
+		if (bias)
+			xi += bias[i];
+		if (rr || bias)
+			xr[i] = xi;
+		m += xi;
+	}
 	m = dq_warp_sum_d(m) / C;
 	for (int i = lane; i < C; i += 32) {
 		double d = xr[i] - m;
@@ -437,17 +518,18 @@ __global__ void layernorm_forward_kernel(float *y, float *mean, float *rstd,
 	}
 }
 
-void cu_layernorm_forward(void *ctx, void *y, void *mean, void *rstd,
-			  const void *x, const void *w, const void *b, int N,
-			  int C)
+void cu_layernorm_forward(void *ctx, void *y, void *mean, void *rstd, void *x,
+			  const void *res, const void *bias, const void *w,
+			  const void *b, int N, int C)
 {
 	struct dq_cuda_ctx *c = dq_cu(ctx);
 	if (N <= 0 || C <= 0)
 		return;
 	layernorm_forward_kernel<<<warp_row_blocks(N), DQ_CU_THREADS, 0,
 				   c->stream>>>(
-	    (float *)y, (float *)mean, (float *)rstd, (const float *)x,
-	    (const float *)w, (const float *)b, N, C);
+	    (float *)y, (float *)mean, (float *)rstd, (float *)x,
+	    (const float *)res, (const float *)bias, (const float *)w,
+	    (const float *)b, N, C);
 	cuda_check_launch();
 }
 
@@ -469,8 +551,9 @@ struct ln_grad_elem {
 /* dx row by row (warp per row): dx = (dn - mean(dn) - x̂ mean(dn x̂)) rstd,
  * dn = dy w. Each lane reads its dy entries before writing the same dx
  * entries, so dx may alias dy. */
-__global__ void layernorm_backward_dx_kernel(float *dx, const float *dy,
-					     const float *x, const float *mean,
+__global__ void layernorm_backward_dx_kernel(float *dx, float *dres,
+					     const float *dy, const float *x,
+					     const float *mean,
 					     const float *rstd, const float *w,
 					     int N, int C)
 {
@@ -492,14 +575,19 @@ __global__ void layernorm_backward_dx_kernel(float *dx, const float *dy,
 	for (int i = lane; i < C; i += 32) {
 		double dn = (double)dyr[i] * w[i];
 		double xh = (xr[i] - m) * s;
-		dxr[i] = (float)((dn - dn_mean - xh * dnx_mean) * s);
+		float v = (float)((dn - dn_mean - xh * dnx_mean) * s);
+		dxr[i] = v;
+		if (dres)
+			dres[(size_t)row * C + i] = v;
 	}
 }
 
-/* dw, db first (they read dy), then dx: stream order makes dx = dy safe. */
-void cu_layernorm_backward(void *ctx, void *dx, void *dw, void *db,
-			   const void *dy, const void *x, const void *mean,
-			   const void *rstd, const void *w, int N, int C)
+/* dw, db first (they read dy), then dx and dres, then dbias from dx: stream
+ * order makes dx = dy safe. */
+void cu_layernorm_backward(void *ctx, void *dx, void *dres, void *dbias,
+			   void *dw, void *db, const void *dy, const void *x,
+			   const void *mean, const void *rstd, const void *w,
+			   int N, int C)
 {
 	struct dq_cuda_ctx *c = dq_cu(ctx);
 	if (N <= 0 || C <= 0)
@@ -509,9 +597,11 @@ void cu_layernorm_backward(void *ctx, void *dx, void *dw, void *db,
 	colsum_launch<2>(c, e, (float *)dw, (float *)db, N, C);
 	layernorm_backward_dx_kernel<<<warp_row_blocks(N), DQ_CU_THREADS, 0,
 				       c->stream>>>(
-	    (float *)dx, (const float *)dy, (const float *)x,
+	    (float *)dx, (float *)dres, (const float *)dy, (const float *)x,
 	    (const float *)mean, (const float *)rstd, (const float *)w, N, C);
 	cuda_check_launch();
+	if (dbias)
+		cu_bias_backward(ctx, dbias, dx, N, C);
 }
 
 /* ------------------------------------------------------------ embeddings */
