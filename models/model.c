@@ -544,27 +544,39 @@ int model_set_batch(struct model *m, const int32_t *tokens_host, char *err,
 	return 0;
 }
 
+void model_matmul_forward(struct model *m, void *y, double beta, const void *x,
+			  int w, int N, int in, int out)
+{
+	be_gemm(m->be, 0, 1, N, out, in, 1.0, x, in,
+		model_p(m, m->param_buf, w), in, beta, y, out);
+}
+
 void model_linear_forward(struct model *m, void *y, double beta, const void *x,
 			  int w, int N, int in, int out)
 {
-	const void *P = m->param_buf;
-	be_gemm(m->be, 0, 1, N, out, in, 1.0, x, in, model_p(m, P, w), in, beta,
-		y, out);
-	be_bias_forward(m->be, y, model_p(m, P, w + 1), N, out);
+	model_matmul_forward(m, y, beta, x, w, N, in, out);
+	be_bias_forward(m->be, y, model_p(m, m->param_buf, w + 1), N, out);
+}
+
+void model_matmul_backward(struct model *m, void *dx, double beta,
+			   const void *dy, const void *x, int w, int N, int in,
+			   int out, int param_grads)
+{
+	be_gemm(m->be, 0, 0, N, in, out, 1.0, dy, out,
+		model_p(m, m->param_buf, w), in, beta, dx, in);
+	if (param_grads)
+		be_gemm(m->be, 1, 0, out, in, N, 1.0, dy, out, x, in, 1.0,
+			model_p(m, m->grad_buf, w), in);
 }
 
 void model_linear_backward(struct model *m, void *dx, double beta,
 			   const void *dy, const void *x, int w, int N, int in,
 			   int out, int param_grads)
 {
-	const void *P = m->param_buf, *G = m->grad_buf;
-	be_gemm(m->be, 0, 0, N, in, out, 1.0, dy, out, model_p(m, P, w), in,
-		beta, dx, in);
-	if (!param_grads)
-		return;
-	be_gemm(m->be, 1, 0, out, in, N, 1.0, dy, out, x, in, 1.0,
-		model_p(m, G, w), in);
-	be_bias_backward(m->be, model_p(m, G, w + 1), dy, N, out);
+	model_matmul_backward(m, dx, beta, dy, x, w, N, in, out, param_grads);
+	if (param_grads)
+		be_bias_backward(m->be, model_p(m, m->grad_buf, w + 1), dy, N,
+				 out);
 }
 
 void model_inject_forward(struct model *m)

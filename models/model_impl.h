@@ -141,4 +141,14 @@ void model_linear_backward(struct model *m, void *dx, double beta,
 			   const void *dy, const void *x, int w, int N, int in,
 			   int out, int param_grads);
 
+/* The same layer without its bias, for a caller that fuses the bias into
+ * the next op (bias_act_forward, the residual LayerNorm; their backwards
+ * take db): forward y = x Wᵀ + beta y; backward dx = dy W + beta dx and,
+ * with param_grads, dW += dyᵀ x. */
+void model_matmul_forward(struct model *m, void *y, double beta, const void *x,
+			  int w, int N, int in, int out);
+void model_matmul_backward(struct model *m, void *dx, double beta,
+			   const void *dy, const void *x, int w, int N, int in,
+			   int out, int param_grads);
+
 #endif

@@ -167,34 +167,36 @@ static void tf_forward(struct model *m, void *z_out, const void *z_in,
 	be_copy(be, t.qkv, u, m->n_u);
 	model_linear_forward(m, t.qkv, 1.0, z, TP_QKV_W, N, d, 3 * d);
 	be_attention_forward(be, t.a, t.att, t.qkv, B, T, d, H);
-	/* r1 = z + a Woᵀ + bo; h = LN1(r1) */
-	be_copy(be, t.r1, z, m->n_state);
-	model_linear_forward(m, t.r1, 1.0, t.a, TP_OUT_W, N, d, d);
-	be_layernorm_forward(be, t.h, t.mu1, t.rs1, t.r1,
-			     model_p(m, P, TP_LN1_W), model_p(m, P, TP_LN1_B),
-			     N, d);
-	/* p = relu(h W1ᵀ + b1), in place */
-	model_linear_forward(m, t.p, 0.0, t.h, TP_FF1_W, N, d, F);
-	be_act_forward(be, ACT_RELU, t.p, t.p, (size_t)N * F);
-	/* r2 = h + p W2ᵀ + b2; f = LN2(r2) */
-	be_copy(be, t.r2, t.h, m->n_state);
-	model_linear_forward(m, t.r2, 1.0, t.p, TP_FF2_W, N, F, d);
-	be_layernorm_forward(be, z_out, t.mu2, t.rs2, t.r2,
-			     model_p(m, P, TP_LN2_W), model_p(m, P, TP_LN2_B),
-			     N, d);
+	/* r1 = a Woᵀ, then in one pass r1 = (r1 + z) + bo and h = LN1(r1) */
+	model_matmul_forward(m, t.r1, 0.0, t.a, TP_OUT_W, N, d, d);
+	be_residual_layernorm_forward(
+	    be, t.h, t.mu1, t.rs1, t.r1, z, model_p(m, P, TP_OUT_B),
+	    model_p(m, P, TP_LN1_W), model_p(m, P, TP_LN1_B), N, d);
+	/* p = relu(h W1ᵀ + b1): bias and relu in one pass */
+	model_matmul_forward(m, t.p, 0.0, t.h, TP_FF1_W, N, d, F);
+	be_bias_act_forward(be, ACT_RELU, t.p, model_p(m, P, TP_FF1_B), N, F);
+	/* r2 = p W2ᵀ, then r2 = (r2 + h) + b2 and f = LN2(r2) */
+	model_matmul_forward(m, t.r2, 0.0, t.p, TP_FF2_W, N, F, d);
+	be_residual_layernorm_forward(
+	    be, z_out, t.mu2, t.rs2, t.r2, t.h, model_p(m, P, TP_FF2_B),
+	    model_p(m, P, TP_LN2_W), model_p(m, P, TP_LN2_B), N, d);
 }
 
-/* LayerNorm backward of parameters w, w + 1 (weight, bias): dx overwritten;
- * their gradients += when pg, else into the dummies dum (2d elements). */
-static void ln_backward(struct model *m, void *dx, const void *dy,
+/* LayerNorm backward of parameters w, w + 1 (weight, bias): dx overwritten
+ * and copied into dres (the residual branch's gradient); their gradients
+ * += when pg, else into the dummies dum (2d elements); with pg also the
+ * bias `bias` of the linear layer under the LayerNorm gets += Σ rows dx. */
+static void ln_backward(struct model *m, void *dx, void *dres, const void *dy,
 			const void *x, const void *mu, const void *rs, int w,
-			int pg, void *dum)
+			int bias, int pg, void *dum)
 {
 	void *G = m->grad_buf;
 	int N = m->B * m->T, d = m->d;
-	be_layernorm_backward(m->be, dx, pg ? model_p(m, G, w) : dum,
-			      pg ? model_p(m, G, w + 1) : dq_at(m->be, dum, d),
-			      dy, x, mu, rs, model_p(m, m->param_buf, w), N, d);
+	be_residual_layernorm_backward(
+	    m->be, dx, dres, pg ? model_p(m, G, bias) : NULL,
+	    pg ? model_p(m, G, w) : dum,
+	    pg ? model_p(m, G, w + 1) : dq_at(m->be, dum, d), dy, x, mu, rs,
+	    model_p(m, m->param_buf, w), N, d);
 }
 
 /* Reverse of tf_forward. Weight gradients are dW += dyᵀ x (gemm, beta 1);
@@ -216,18 +218,21 @@ static void tf_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
 	void *gs = dq_at(be, gw, (size_t)N * w);
 	void *dum = dq_at(be, gs, att_elems(m)); /* 2d */
 
-	/* g1 = dr2 from LN2 */
-	ln_backward(m, g1, gz_out, t.r2, t.mu2, t.rs2, TP_LN2_W, pg, dum);
-	/* g2 = dh = dr2 (residual) + dp W1 below; gw = dp = dr2 W2 */
-	be_copy(be, g2, g1, nd);
-	model_linear_backward(m, gw, 0.0, g1, t.p, TP_FF2_W, N, F, d, pg);
-	be_act_backward(be, ACT_RELU, gw, gw, NULL, t.p, (size_t)N * F);
-	model_linear_backward(m, g2, 1.0, gw, t.h, TP_FF1_W, N, d, F, pg);
-	/* g1 = dr1 from LN1 */
-	ln_backward(m, g1, g2, t.r1, t.mu1, t.rs1, TP_LN1_W, pg, dum);
-	/* gz_in = dr1 (residual) + dqkv Wqkv below; g2 = da = dr1 Wo */
-	be_copy(be, gz_in, g1, nd);
-	model_linear_backward(m, g2, 0.0, g1, t.a, TP_OUT_W, N, d, d, pg);
+	/* g1 = dr2 from LN2, db2 += Σ rows dr2; g2 = dh = dr2 (residual) +
+	 * dp W1 below; gw = dp = dr2 W2 */
+	ln_backward(m, g1, g2, gz_out, t.r2, t.mu2, t.rs2, TP_LN2_W, TP_FF2_B,
+		    pg, dum);
+	model_matmul_backward(m, gw, 0.0, g1, t.p, TP_FF2_W, N, F, d, pg);
+	/* dp = dp relu'(p), db1 += Σ rows dp, in one pass */
+	be_act_bias_backward(be, ACT_RELU, gw, gw, t.p,
+			     pg ? model_p(m, m->grad_buf, TP_FF1_B) : NULL, N,
+			     F);
+	model_matmul_backward(m, g2, 1.0, gw, t.h, TP_FF1_W, N, d, F, pg);
+	/* g1 = dr1 from LN1, dbo += Σ rows dr1; gz_in = dr1 (residual) +
+	 * dqkv Wqkv below; g2 = da = dr1 Wo */
+	ln_backward(m, g1, gz_in, g2, t.r1, t.mu1, t.rs1, TP_LN1_W, TP_OUT_B,
+		    pg, dum);
+	model_matmul_backward(m, g2, 0.0, g1, t.a, TP_OUT_W, N, d, d, pg);
 	/* gw = dqkv (N,3d) */
 	be_attention_backward(be, gw, gs, g2, t.qkv, t.att, B, T, d, H);
 	model_linear_backward(m, gz_in, 1.0, gw, t.z, TP_QKV_W, N, d, 3 * d,
