@@ -155,7 +155,7 @@ class Peer(unittest.TestCase):
         self.assertEqual(check([ok]).returncode, 0)
         for key, val in (("method", "revolve"), ("method", "offload"),
                          ("head_chunk", 4), ("jac_loss_weight", 1.0),
-                         ("pretrain_steps", 5), ("trace", True),
+                         ("pretrain_steps", 5),
                          ("spectral_radius_iters", 3), ("tf32", True),
                          ("no_such_key", 1)):
             with self.subTest(key=key):
@@ -206,6 +206,39 @@ class Peer(unittest.TestCase):
         self.assertGreater(rec["memory"]["peak_bytes"]["depth"], 0)
         self.assertGreater(rec["memory"]["peak_bytes"]["solver"], 0)
         self.assertEqual(rec["solver"]["forward"]["steps"], 6)
+
+    def test_trace_record(self):
+        """A deq run with trace=true through `deqbench run impl=pytorch`:
+        the record passes deqbench's schema check (--strict), and its trace
+        columns agree with its solver aggregates."""
+        out = self.path("trace.jsonl")
+        r = subprocess.run(
+            [DEQBENCH, "run", "corpus=synthetic", "impl=pytorch",
+             "method=deq", "d_model=8", "n_heads=2", "d_ff=12", "seq_len=6",
+             "batch_size=4", "steps=6", "warmup_steps=2", "eval_tokens=48",
+             "threads=1", "lr_warmup=4", "trace=true", f"out={out}"],
+            capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        v = subprocess.run([DEQBENCH, "validate", "--strict", out],
+                           capture_output=True, text=True)
+        self.assertEqual(v.returncode, 0, v.stdout + v.stderr)
+        with open(out) as f:
+            rec = json.loads(f.readline())
+        self.assertTrue(rec["impl"].startswith("pytorch-"))
+        tr = rec["trace"]
+        for col in ("loss", "step_ms", "grad_norm", "lr", "fwd_iters",
+                    "bwd_residual", "fwd_converged", "host_reads"):
+            self.assertEqual(len(tr[col]), 6, col)
+        def digits10(a, b):  # records carry 10 significant digits
+            self.assertLessEqual(abs(a - b), 1e-9 * abs(b), f"{a} vs {b}")
+        digits10(sum(tr["fwd_iters"]) / 6,
+                 rec["solver"]["forward"]["iters_mean"])
+        digits10(sum(tr["bwd_converged"]) / 6,
+                 rec["solver"]["backward"]["converged_fraction"])
+        self.assertEqual(len(tr["last_fwd_residual_trace"]),
+                         tr["fwd_iters"][-1])
+        for s, lr in enumerate(tr["lr"][:4], 1):  # linear warmup
+            digits10(lr, 1e-3 * s / 4)
 
 
 def check(cfgs):

@@ -102,7 +102,9 @@ def _record(req, ctx, splits, log, ev, times):
         "memory": R.memory_json(ctx), "solver": R.solver_json(log),
         "evals": R.evals_json(log), "quality": R.quality_json(ctx, log, ev),
         "inference": R.inference_json(ctx, ev, times["eval"]),
-        "device": R.device_json(ctx), "trace": None, "pretrain": None,
+        "device": R.device_json(ctx),
+        "trace": R.trace_json(log) if cfg.get("trace") else None,
+        "pretrain": None,
         "plan": None,
     }
 

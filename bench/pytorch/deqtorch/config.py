@@ -26,8 +26,9 @@ METHOD_KEYS = (
     "method layers k f_solver f_tol f_max_iter f_stop_mode f_history b_mode "
     "b_solver b_tol b_max_iter b_stop_mode b_history anderson_m "
     "anderson_lambda anderson_beta solver_batching f_stop_scope "
-    "b_stop_scope protect_thres stall_window jac_loss_weight jac_loss_freq "
-    "jac_fd_eta phantom_steps phantom_tau spectral_radius_iters slots"
+    "b_stop_scope protect_thres stall_window sync_every jac_loss_weight "
+    "jac_loss_freq jac_fd_eta phantom_steps phantom_tau "
+    "spectral_radius_iters slots"
 ).split()
 
 
@@ -65,8 +66,6 @@ _RULES = (
      "use pretrain_steps=0, or impl=deqbench"),
     ("spectral_radius_iters", lambda v: v != 0,
      "use spectral_radius_iters=0, or impl=deqbench"),
-    ("trace", lambda v: v is not False,
-     "use trace=false, or impl=deqbench"),
     ("model", lambda v: v not in ("transformer", "tanh_cell", "trellisnet"),
      "use model=transformer, tanh_cell or trellisnet"),
     ("device", lambda v: v not in ("cpu", "cpu64", "cuda"),

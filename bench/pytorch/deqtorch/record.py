@@ -189,3 +189,43 @@ def device_json(ctx):
                  total_mem_bytes=os.sysconf("SC_PAGE_SIZE") *
                  os.sysconf("SC_PHYS_PAGES"))
     return d
+
+
+def _arr(x):
+    """A trace column: numbers, null for a non-finite value."""
+    return [stats.num(float(v)) if v is not None else None for v in x]
+
+
+def _solve_cols(sts, n):
+    """(iters, residual, converged) columns of per-step solver Stats; a
+    step without a solve has 0, 0 and false (bench/run_record.c)."""
+    it = [s.iters if s is not None else 0 for s in sts[:n]]
+    res = [s.residual if s is not None else 0.0 for s in sts[:n]]
+    conv = [bool(s.converged) if s is not None else False for s in sts[:n]]
+    return it, res, conv
+
+
+def trace_json(log):
+    """The record's trace object (results/SCHEMA.md §trace) from the Log:
+    per-step columns over the completed steps (loss also over a diverged
+    last step), the last training step's per-iteration residuals. deqtorch
+    counts no host reads (null) and has no Jacobian regulariser (null)."""
+    n = log.ok_steps
+    fi, fr, fc = _solve_cols(log.fwd, n)
+    bi, br, bc = _solve_cols(log.bwd, n)
+    last_f = log.fwd[n - 1] if n and log.fwd[n - 1] is not None else None
+    last_b = log.bwd[n - 1] if n and log.bwd[n - 1] is not None else None
+    return {
+        "loss": _arr(log.loss), "step_ms": _arr(log.ms[:n]),
+        "forward_ms": _arr(log.fwd_ms[:n]),
+        "backward_ms": _arr(log.bwd_ms[:n]),
+        "grad_norm": _arr(log.gnorm[:n]), "lr": _arr(log.lr[:n]),
+        "fwd_iters": _arr(fi), "fwd_residual": _arr(fr),
+        "bwd_iters": _arr(bi), "bwd_residual": _arr(br),
+        "fwd_converged": fc, "bwd_converged": bc,
+        "host_reads": [None] * n, "jac_loss": [None] * n,
+        "last_fwd_residual_trace": _arr(last_f.trace[:256] if last_f
+                                        else []),
+        "last_bwd_residual_trace": _arr(last_b.trace[:256] if last_b
+                                        else []),
+    }

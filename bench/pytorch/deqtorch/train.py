@@ -95,6 +95,7 @@ class Log:
     def __init__(self):
         self.loss, self.ms, self.fwd_ms, self.bwd_ms = [], [], [], []
         self.fwd, self.bwd, self.f_ev, self.v_ev = [], [], [], []
+        self.gnorm, self.lr = [], []
         self.ok_steps = 0
         self.status, self.message = "ok", ""
 
@@ -122,6 +123,8 @@ def _step(ctx, opt, tok, s, log):
     loss.backward()
     ctx.method.end_step()
     gn = grad_norm_clip(ctx.params, cfg["clip"])
+    log.gnorm.append(gn)
+    log.lr.append(lr)
     opt.step()
     t2 = ctx.clock.now()
     log.fwd_ms.append((t1 - t0) * 1e3)
