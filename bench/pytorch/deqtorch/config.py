@@ -60,8 +60,6 @@ _RULES = (
      "use method=unroll, checkpoint or deq, or impl=deqbench"),
     ("head_chunk", lambda v: v != 0,
      "use head_chunk=0 (the whole head at once), or impl=deqbench"),
-    ("jac_loss_weight", lambda v: v != 0,
-     "use jac_loss_weight=0, or impl=deqbench"),
     ("pretrain_steps", lambda v: v != 0,
      "use pretrain_steps=0, or impl=deqbench"),
     ("spectral_radius_iters", lambda v: v != 0,

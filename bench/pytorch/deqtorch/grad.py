@@ -43,7 +43,7 @@ def loss_and_grads(cfg, params_path, tokens):
     cfg = dict(cfg, vocab_size=V, seq_len=T, batch_size=tokens.shape[0])
     ctx = train.Ctx(cfg, V, params_path)
     loss, _ = ctx.loss(torch.as_tensor(np.asarray(tokens, np.int64)), True)
-    loss.backward()
+    ctx.method.objective(loss).backward()
     g = {n: p.grad.detach().double().numpy()
          for n, p in ctx.model.named_parameters()}
     return float(loss), g, ctx

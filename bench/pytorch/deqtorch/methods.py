@@ -8,7 +8,7 @@ import math
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from . import solvers
+from . import rng, solvers
 
 
 def resolve(cfg):
@@ -29,10 +29,19 @@ class Method:
         self.m, self.cfg, self.tr = model, resolve(cfg), tracker
         self.last = {"fwd": None, "bwd": None, "vjps": 0}
         self.held = []
+        self.jac = None  # γ R of this training step (a graph), or None
+        self.jac_r = None  # R of this training step (a float), or None
+        self.rng = rng.SplitMix64(cfg["seed"])  # method_seed
 
     def end_step(self):
         """After the backward: drops what the forward held."""
         self.held = []
+        self.jac = None
+
+    def objective(self, loss):
+        """What the training backward differentiates: the loss, plus the
+        Jacobian regulariser γ R when this step drew it."""
+        return loss if self.jac is None else loss + self.jac
 
 
 class Unroll(Method):
@@ -110,6 +119,12 @@ class Deq(Method):
             zs, self.last["fwd"] = self._solve(
                 lambda x: m.f(x.view(z0.shape), ud).reshape(x.shape), z0, 0)
         self.last["bwd"] = None
+        self.jac = self.jac_r = None
+        if (train and c["jac_loss_weight"] > 0
+                and self.rng.u01(1)[0] < c["jac_loss_freq"]):
+            r = self._jac_reg(zs, u)
+            self.jac_r = float(r.detach())
+            self.jac = c["jac_loss_weight"] * r
         if c["b_mode"] == "phantom":
             z, lam = zs, c["phantom_tau"]
             for _ in range(c["phantom_steps"]):
@@ -127,6 +142,24 @@ class Deq(Method):
         out = z.view_as(z)  # the hook's tensor; the solver's VJPs use z
         out.register_hook(lambda g: self._ift(g, z, zin))
         return out
+
+    def _jac_reg(self, zs, u):
+        """R = ‖εᵀ J_f(z*)‖² / n (Bai, Koltun, Kolter 2021; torchdeq's
+        jac_reg normalisation; README §Jacobian regularisation) with one
+        Gaussian probe ε drawn as deqbench draws it, z* constant, as a
+        graph through f's parameters and u: autograd's double backward
+        where deqbench takes a central difference of VJPs. Costs one
+        forward and a VJP with its own backward (counted as 2 VJPs)."""
+        zin = zs.detach().clone().requires_grad_()
+        fz = self.m.f(zin, u)
+        eps = torch.as_tensor(self.rng.gaussian(fz.numel()),
+                              dtype=fz.dtype, device=fz.device)
+        # deqbench's state is state_parts blocks (B, T, E) ([h | c] for
+        # trellisnet); here each position holds its parts side by side
+        B, T, P = fz.shape[0], fz.shape[1], self.m.state_parts
+        eps = eps.view(P, B, T, -1).permute(1, 2, 0, 3).reshape(fz.shape)
+        (w,) = torch.autograd.grad(fz, zin, eps, create_graph=True)
+        return w.pow(2).sum() / w.numel()
 
     def _ift(self, g, z, zin):
         """y = y J + g by b_solver, J = ∂f/∂z at z*; VJPs of z's graph."""

@@ -92,6 +92,8 @@ class LM(nn.Module):
             self.d_state = 2 * d
         else:
             raise ValueError(f"model={kind}")
+        # deqbench's state layout: this many planar blocks (h, c)
+        self.state_parts = 2 if kind == "trellisnet" else 1
         self.head = nn.Linear(d, V)
 
     def inject_u(self, tokens):

@@ -115,9 +115,11 @@ def solver_json(log):
     n = log.ok_steps
     fw = [s for s in log.fwd[:n] if s is not None]
     bw = [s for s in log.bwd[:n] if s is not None]
+    jac = [r for r in log.jac[:n] if r is not None]
     return {"forward": stats.solve_json(fw), "backward": stats.solve_json(bw),
-            "host_reads_per_step": None, "jac_loss_mean": None,
-            "jac_loss_steps": 0}
+            "host_reads_per_step": None,
+            "jac_loss_mean": stats.num(stats.mean_or_none(jac)),
+            "jac_loss_steps": len(jac)}
 
 
 def evals_json(log):
@@ -209,7 +211,7 @@ def trace_json(log):
     """The record's trace object (results/SCHEMA.md §trace) from the Log:
     per-step columns over the completed steps (loss also over a diverged
     last step), the last training step's per-iteration residuals. deqtorch
-    counts no host reads (null) and has no Jacobian regulariser (null)."""
+    counts no host reads (null); jac_loss is R where the regulariser ran."""
     n = log.ok_steps
     fi, fr, fc = _solve_cols(log.fwd, n)
     bi, br, bc = _solve_cols(log.bwd, n)
@@ -223,7 +225,7 @@ def trace_json(log):
         "fwd_iters": _arr(fi), "fwd_residual": _arr(fr),
         "bwd_iters": _arr(bi), "bwd_residual": _arr(br),
         "fwd_converged": fc, "bwd_converged": bc,
-        "host_reads": [None] * n, "jac_loss": [None] * n,
+        "host_reads": [None] * n, "jac_loss": _arr(log.jac[:n]),
         "last_fwd_residual_trace": _arr(last_f.trace[:256] if last_f
                                         else []),
         "last_bwd_residual_trace": _arr(last_b.trace[:256] if last_b

@@ -96,6 +96,7 @@ class Log:
         self.loss, self.ms, self.fwd_ms, self.bwd_ms = [], [], [], []
         self.fwd, self.bwd, self.f_ev, self.v_ev = [], [], [], []
         self.gnorm, self.lr = [], []
+        self.jac = []  # R per step, None where not applied
         self.ok_steps = 0
         self.status, self.message = "ok", ""
 
@@ -120,7 +121,8 @@ def _step(ctx, opt, tok, s, log):
                        f"{limit:.4g} nats ({DIVERGE_FACTOR} ln V, V = "
                        f"{ctx.V}); lower lr or set clip")
         return False
-    loss.backward()
+    jac_r = ctx.method.jac_r
+    ctx.method.objective(loss).backward()
     ctx.method.end_step()
     gn = grad_norm_clip(ctx.params, cfg["clip"])
     log.gnorm.append(gn)
@@ -134,7 +136,9 @@ def _step(ctx, opt, tok, s, log):
     log.fwd.append(last["fwd"])
     log.bwd.append(last["bwd"])
     log.f_ev.append(m.evals - ev0)
-    log.v_ev.append(last["vjps"])
+    # the regulariser's VJP and the backward through it
+    log.v_ev.append(last["vjps"] + (2 if jac_r is not None else 0))
+    log.jac.append(jac_r)
     if not math.isfinite(gn):
         log.status = "diverged"
         log.message = (f"gradient norm became {gn:g} at step {s}; lower "
