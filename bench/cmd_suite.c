@@ -178,27 +178,23 @@ static void suite_final_line(const struct suite *s, size_t n_runs,
 		fileio_rescue_path(rescue, sizeof(rescue)));
 }
 
-/* The impl=pytorch runs of shard si/sn: refused in an eval suite, else
- * checked by deqtorch.py in one call (peer_check). */
+/* The impl=pytorch runs of shard si/sn, checked by deqtorch.py in one
+ * call (peer_check). */
 static int suite_check_peer(const struct suite *s, int si, int sn, char *err,
 			    size_t errlen)
 {
 	const struct bench_config **cfgs = calloc(s->n_runs, sizeof(*cfgs));
-	int n = 0, rc = 0;
+	int n = 0, rc;
 	if (!cfgs) {
 		snprintf(err, errlen, "out of memory checking the suite");
 		return -1;
 	}
-	for (int i = 0; i < s->n_runs && rc == 0; i++) {
+	for (int i = 0; i < s->n_runs; i++) {
 		const struct bench_config *c = &s->runs[i].cfg;
-		if (!suite_in_shard(i, si, sn) || !peer_wanted(c))
-			continue;
-		if (s->eval)
-			rc = peer_refuse(c, "an eval suite", err, errlen);
-		cfgs[n++] = c;
+		if (suite_in_shard(i, si, sn) && peer_wanted(c))
+			cfgs[n++] = c;
 	}
-	if (rc == 0)
-		rc = peer_check(cfgs, n, err, errlen);
+	rc = peer_check(cfgs, n, err, errlen);
 	free(cfgs);
 	return rc;
 }

@@ -332,13 +332,13 @@ static int cmd_run_or_eval(int argc, char **argv, int eval)
 		config_print_help(stdout);
 		return 0;
 	}
-	if (parse_config_args(&cfg, argc, argv, NULL, NULL, err, sizeof(err)) ||
-	    (eval && peer_refuse(&cfg, "eval", err, sizeof(err))))
+	if (parse_config_args(&cfg, argc, argv, NULL, NULL, err, sizeof(err)))
 		return bad_input(err);
 	/* cheap checks first, so bad input leaves no empty results file */
 	if (corpus_check(cfg.corpus, cfg.data_dir, err, sizeof(err)) != 0 ||
 	    check_params_key(&cfg, eval, err, sizeof(err)) != 0 ||
-	    (!eval && precheck_run(&cfg, err, sizeof(err)) != 0) ||
+	    ((!eval || peer_wanted(&cfg)) &&
+	     precheck_run(&cfg, err, sizeof(err)) != 0) ||
 	    record_check_out(cfg.out, err, sizeof(err)) != 0)
 		return bad_input(err);
 	interrupt_install();

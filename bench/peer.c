@@ -268,7 +268,8 @@ int peer_refuse(const struct bench_config *cfg, const char *command, char *err,
 	if (!peer_wanted(cfg))
 		return 0;
 	snprintf(err, errlen,
-		 "impl=pytorch works with run and suite, not with %s; drop "
+		 "impl=pytorch works with run, eval and suite, not with %s; "
+		 "drop "
 		 "impl or use impl=deqbench",
 		 command);
 	return -1;
@@ -413,11 +414,14 @@ static enum run_status child_failed(json_t *rec, const struct child_out *c)
 	return st;
 }
 
-enum run_status peer_run(const struct bench_config *cfg,
-			 const struct run_meta *meta, json_t **record)
+/* deqtorch.py run, or with eval deqtorch.py eval (kind "eval"; cfg has
+ * params=, so no initial parameters are written). */
+static enum run_status peer_exec(const struct bench_config *cfg,
+				 const struct run_meta *meta, int eval,
+				 json_t **record)
 {
-	char *argv[] = {(char *)python_path(), (char *)script_path(), "run",
-			NULL};
+	char *argv[] = {(char *)python_path(), (char *)script_path(),
+			eval ? "eval" : "run", NULL};
 	json_t *rec = record_new(), *got;
 	char dir[1024] = "", err[1024], init[1100];
 	struct child_out c;
@@ -425,6 +429,8 @@ enum run_status peer_run(const struct bench_config *cfg,
 	char *in;
 	int V = 0;
 
+	if (eval)
+		json_object_set_new(rec, "kind", json_string("eval"));
 	json_object_set_new(rec, "config", config_to_json(cfg));
 	if (meta && meta->suite)
 		json_object_set_new(rec, "suite", runner_meta_json(meta));
@@ -463,4 +469,16 @@ enum run_status peer_run(const struct bench_config *cfg,
 	    !json_string_value(json_object_get(rec, "status")))
 		json_object_set_new(rec, "status", json_string("error"));
 	return st;
+}
+
+enum run_status peer_run(const struct bench_config *cfg,
+			 const struct run_meta *meta, json_t **record)
+{
+	return peer_exec(cfg, meta, 0, record);
+}
+
+enum run_status peer_eval(const struct bench_config *cfg,
+			  const struct run_meta *meta, json_t **record)
+{
+	return peer_exec(cfg, meta, 1, record);
 }

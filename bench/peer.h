@@ -17,6 +17,9 @@
  *                       (bench/data_cache.c); progress on stderr; stdout:
  *                       one JSON line, the record without `suite`, `host`,
  *                       `build` and `schema`, with `impl`.
+ *   deqtorch.py eval    stdin: as run, the config with params=P: evaluates
+ *                       P on the valid and test splits (no training) and
+ *                       prints the record of kind "eval" the same way.
  *
  * The interpreter is $DQ_PYTHON, else /usr/bin/python3 (Debian's, where
  * python3-torch installs); the script is $DQ_PYTORCH_SCRIPT, else the source
@@ -41,8 +44,8 @@ int peer_wanted(const struct bench_config *cfg);
 int peer_check(const struct bench_config *const *cfgs, int n, char *err,
 	       size_t errlen);
 
-/* Refuses impl=pytorch for a command other than run and suite (eval, grad,
- * params, plan). 0, or -1 with one line in err naming the command. */
+/* Refuses impl=pytorch for a command other than run, eval and suite
+ * (grad, params, plan). 0, or -1 with one line in err naming the command. */
 int peer_refuse(const struct bench_config *cfg, const char *command, char *err,
 		size_t errlen);
 
@@ -53,5 +56,10 @@ int peer_refuse(const struct bench_config *cfg, const char *command, char *err,
  * deqtorch.py refused the config (exit 2). */
 enum run_status peer_run(const struct bench_config *cfg,
 			 const struct run_meta *meta, json_t **record);
+
+/* As peer_run for `deqbench eval` (deqtorch.py eval): cfg's params= file
+ * evaluated in PyTorch; the record's kind is "eval". */
+enum run_status peer_eval(const struct bench_config *cfg,
+			  const struct run_meta *meta, json_t **record);
 
 #endif

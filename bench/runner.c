@@ -308,6 +308,8 @@ enum run_status runner_eval(const struct bench_config *cfg_in,
 	struct run r;
 	struct eval_result q;
 
+	if (peer_wanted(cfg_in) && cfg_in->params[0])
+		return peer_eval(cfg_in, meta, record);
 	cfg.method.inference = 1;
 	memset(&r, 0, sizeof(r));
 	r.cfg = &cfg;

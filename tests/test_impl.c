@@ -38,6 +38,12 @@ static const char FAKE_SCRIPT[] =
     "    echo 'deqtorch: method=revolve is not supported by "
     "impl=pytorch; use unroll' >&2; exit 2; fi\n"
     "  exit 0;;\n"
+    "eval) cat > \"$dir/request.json\"\n"
+    "  echo '{\"impl\": \"pytorch-fake\", \"kind\": \"train\", "
+    "\"status\": \"ok\", \"message\": \"\", \"quality\": "
+    "{\"valid_loss\": 2.5}, \"inference\": {\"forward_evals_per_batch\""
+    ": 12}}'\n"
+    "  exit 0;;\n"
     "run) cat > \"$dir/request.json\"\n"
     "  train=$(sed 's/.*\"train\": *\"\\([^\"]*\\)\".*/\\1/' "
     "\"$dir/request.json\")\n"
@@ -207,7 +213,6 @@ Test(impl, refusals_are_bad_input, .init = fake_setup, .fini = cli_teardown,
 	unsetenv("PROBE_RC");
 	{
 		const char *const cmds[][5] = {
-		    {"eval", "impl=pytorch", "params=p.safetensors", NULL},
 		    {"plan", "impl=pytorch", "budget_mib=64", NULL},
 		    {"params", "init", "impl=pytorch", "out=p.safetensors"},
 		    {"grad", "impl=pytorch", NULL, NULL},
@@ -215,11 +220,44 @@ Test(impl, refusals_are_bad_input, .init = fake_setup, .fini = cli_teardown,
 		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 			cr_assert_eq(cli_run(cmds[i], 0, err, sizeof(err)), 2,
 				     "%s", cmds[i][0]);
-			cr_assert(strstr(err, "impl=pytorch works with run "
-					      "and suite"),
+			cr_assert(strstr(err, "impl=pytorch works with run, "
+					      "eval and suite"),
 				  "%s: %s", cmds[i][0], err);
 		}
 	}
+}
+
+/* deqbench eval impl=pytorch: deqtorch.py eval gets the config with its
+ * params= file; the record is of kind eval whatever the child says, with
+ * the child's figures. */
+Test(impl, eval_runs_the_child, .init = fake_setup, .fini = cli_teardown,
+     .timeout = 120)
+{
+	char out[600], err[4096], arg[700], par[600], parg[700];
+	json_t *req, *recs, *r;
+	cli_path(out, sizeof(out), "out.jsonl");
+	snprintf(arg, sizeof(arg), "out=%s", out);
+	cli_path(par, sizeof(par), "p.safetensors");
+	snprintf(parg, sizeof(parg), "out=%s", par);
+	const char *init[] = {"params", "init", "corpus=synthetic", parg, NULL};
+	cr_assert_eq(cli_run(init, 0, err, sizeof(err)), 0, "%s", err);
+	snprintf(parg, sizeof(parg), "params=%s", par);
+	const char *args[] = {
+	    "eval", "impl=pytorch", "corpus=synthetic", parg, arg, NULL};
+	cr_assert_eq(cli_run(args, 0, err, sizeof(err)), 0, "%s", err);
+	req = load_json("request.json");
+	cr_assert_str_eq(str_at(req, "config", "params"), par);
+	cr_assert_null(json_object_get(req, "init_params"));
+	recs = records();
+	cr_assert_eq(json_array_size(recs), 1);
+	r = json_array_get(recs, 0);
+	cr_assert_str_eq(str_at(r, "kind", NULL), "eval");
+	cr_assert_str_eq(str_at(r, "impl", NULL), "pytorch-fake");
+	cr_assert_float_eq(json_real_value(json_object_get(
+			       json_object_get(r, "quality"), "valid_loss")),
+			   2.5, 0);
+	json_decref(recs);
+	json_decref(req);
 }
 
 Test(impl, dead_child_is_an_error_record, .init = fake_setup,

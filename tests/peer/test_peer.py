@@ -173,6 +173,49 @@ class Peer(unittest.TestCase):
                     self.assert_close(ours, self.torch_grad(m, p, base),
                                       1e-2, "without the regulariser")
 
+    def test_eval(self):
+        """`deqbench eval` of one parameter file in both implementations:
+        records of kind eval that pass --strict, with the same valid and
+        test losses to 1e-5 (float32 both; measured 1e-7): unroll on the
+        transformer, and deq on tanh_cell with its cell weights halved so
+        that both solves converge (f_tol 1e-6, in 8 iterations)."""
+        base = ["corpus=synthetic", "d_model=8", "n_heads=2", "d_ff=12",
+                "seq_len=6", "batch_size=4", "eval_tokens=96", "threads=1"]
+        for m, extra in (("transformer", ["method=unroll"]),
+                         ("tanh_cell", ["method=deq", "f_tol=1e-6",
+                                        "f_max_iter=100"])):
+            args = base + [f"model={m}"]
+            par = self.path(f"eval-{m}.safetensors")
+            subprocess.run([DEQBENCH, "params", "init", f"out={par}"] + args,
+                           check=True, capture_output=True)
+            t, meta = safetensors.read(par)
+            t = {k: (v * 0.5 if k == "cell.weight" else v)
+                 for k, v in t.items()}
+            safetensors.write(par, t, meta)
+            loss = {}
+            for impl in ("deqbench", "pytorch"):
+                out = self.path(f"eval-{m}-{impl}.jsonl")
+                r = subprocess.run(
+                    [DEQBENCH, "eval", f"impl={impl}", f"params={par}",
+                     f"out={out}"] + args + extra,
+                    capture_output=True, text=True)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                v = subprocess.run([DEQBENCH, "validate", "--strict", out],
+                                   capture_output=True, text=True)
+                self.assertEqual(v.returncode, 0, v.stdout + v.stderr)
+                with open(out) as f:
+                    rec = json.loads(f.readline())
+                self.assertEqual(rec["kind"], "eval")
+                self.assertIsNone(rec["timing"])
+                self.assertEqual(rec["quality"]["valid_eval_tokens"], 96)
+                fs = rec["inference"]["forward_solve"]
+                if fs is not None:
+                    self.assertEqual(fs["converged_fraction"], 1.0)
+                loss[impl] = (rec["quality"]["valid_loss"],
+                              rec["quality"]["test_loss"])
+            for a, b in zip(loss["pytorch"], loss["deqbench"]):
+                self.assertLess(abs(a - b) / b, 1e-5, f"{m}: {loss}")
+
     def test_check_refusals(self):
         ok = dict(cli.DEFAULTS, impl="pytorch")
         self.assertEqual(check([ok]).returncode, 0)

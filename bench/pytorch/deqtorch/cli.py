@@ -136,6 +136,50 @@ def cmd_run(stdin):
     return 0
 
 
+def _eval_record(req, ctx, splits, ev, times):
+    """The record of `eval`: no training, so timing, memory, solver,
+    evals, trace and pretrain are null and quality's training fields null
+    or 0; inference carries the valid evaluation (SCHEMA.md kind eval)."""
+    import torch
+    from . import record as R, train
+    q = R.quality_json(ctx, train.Log(), ev)
+    q["train_loss_final"] = q["train_loss_first"] = None
+    return {
+        "impl": "pytorch-" + torch.__version__, "kind": "eval",
+        "status": "ok", "message": "", "started_at": times["start"],
+        "finished_at": R.utc_now(), "config": ctx.cfg,
+        "method": R.method_json(ctx.cfg), "model": R.model_json(ctx),
+        "data": R.data_json(req, splits, ctx.cfg), "timing": None,
+        "memory": None, "solver": None, "evals": None, "quality": q,
+        "inference": R.inference_json(ctx, ev, times["eval"]),
+        "device": R.device_json(ctx), "trace": None, "pretrain": None,
+        "plan": None,
+    }
+
+
+def cmd_eval(stdin):
+    """`deqbench eval` of impl=pytorch: the parameters of config key
+    params evaluated on the valid and test splits, no training."""
+    from . import record, train
+    times = {"start": record.utc_now()}
+    try:
+        req = json.loads(stdin)
+        if not req["config"].get("params"):
+            raise ValueError("params= is missing")
+        ctx, splits, _ = _setup(req)
+    except config.Unsupported as e:
+        return bad(str(e))
+    except (ValueError, OSError, KeyError, TypeError) as e:
+        return bad(f"deqtorch: bad eval input: {e}; pass "
+                   '{"config": {..., "params": P}, "data": {...}}')
+    t0 = time.perf_counter()
+    ev = {"valid": train.evaluate(ctx, splits[1]),
+          "test": train.evaluate(ctx, splits[2])}
+    times["eval"] = time.perf_counter() - t0
+    print(json.dumps(_eval_record(req, ctx, splits, ev, times)), flush=True)
+    return 0
+
+
 def save_params(ctx, path):
     from . import safetensors
     t = {n: p.detach().float().cpu().numpy()
@@ -145,11 +189,13 @@ def save_params(ctx, path):
 
 
 def main(argv):
-    if len(argv) < 2 or argv[1] not in ("check", "run", "grad"):
-        return bad("deqtorch: usage: deqtorch.py check|run < JSON, or "
-                   "deqtorch.py grad key=value ... params=P tokens=T out=G")
+    if len(argv) < 2 or argv[1] not in ("check", "run", "eval", "grad"):
+        return bad("deqtorch: usage: deqtorch.py check|run|eval < JSON, "
+                   "or deqtorch.py grad key=value ... params=P tokens=T "
+                   "out=G")
     if argv[1] == "grad":
         from . import grad
         return grad.cmd_grad(argv[2:])
     stdin = sys.stdin.read()
-    return cmd_check(stdin) if argv[1] == "check" else cmd_run(stdin)
+    return {"check": cmd_check, "run": cmd_run,
+            "eval": cmd_eval}[argv[1]](stdin)
