@@ -58,8 +58,6 @@ def cuda_torch_present():
 _RULES = (
     ("method", lambda v: v not in ("unroll", "checkpoint", "deq"),
      "use method=unroll, checkpoint or deq, or impl=deqbench"),
-    ("head_chunk", lambda v: v != 0,
-     "use head_chunk=0 (the whole head at once), or impl=deqbench"),
     ("pretrain_steps", lambda v: v != 0,
      "use pretrain_steps=0, or impl=deqbench"),
     ("spectral_radius_iters", lambda v: v != 0,

@@ -117,11 +117,54 @@ class LM(nn.Module):
     def logits(self, z):
         return self.head(z[..., :self.E])
 
-    def head_loss(self, z, targets):
-        """Mean next-token cross-entropy (nats) and the logits."""
+    def head_loss(self, z, targets, chunk=0):
+        """Mean next-token cross-entropy (nats) and the logits; with chunk
+        K > 0 (head_chunk) the loss of _ChunkedHead and no logits."""
+        if chunk > 0:
+            zc = z[..., :self.E].reshape(-1, self.E)
+            return _ChunkedHead.apply(zc, self.head.weight, self.head.bias,
+                                      targets.reshape(-1), chunk,
+                                      torch.is_grad_enabled()), None
         lg = self.logits(z)
         return F.cross_entropy(lg.reshape(-1, lg.shape[-1]),
                                targets.reshape(-1)), lg
+
+
+class _ChunkedHead(torch.autograd.Function):
+    """head_chunk=K as deqbench's (README "head_chunk"): the head's
+    softmax-cross-entropy K positions at a time, each chunk's logits,
+    loss and gradient in one pass, so only K·V logits (then their
+    gradient) are live and nothing is recomputed. The forward already
+    forms dL/dz (N,E), dL/dW and dL/db of the mean loss; the backward
+    scales them by the upstream gradient. want (grad mode at the call):
+    without it only the loss."""
+
+    @staticmethod
+    def forward(ctx, z, W, b, targets, K, want):
+        N = z.shape[0]
+        total = z.new_zeros((), dtype=torch.float64)
+        dz = torch.empty_like(z) if want else None
+        dW = torch.zeros_like(W) if want else None
+        db = torch.zeros_like(b) if want else None
+        for s in range(0, N, K):
+            zc, tc = z[s:s + K], targets[s:s + K]
+            lg = torch.addmm(b, zc, W.t())
+            lp = torch.log_softmax(lg, dim=1)
+            total += -lp.gather(1, tc[:, None]).sum().double()
+            if want:
+                g = lp.exp_()  # the softmax, in place of the logits
+                g[torch.arange(g.shape[0]), tc] -= 1.0
+                g /= N
+                dz[s:s + K] = g @ W
+                dW.addmm_(g.t(), zc)
+                db += g.sum(0)
+        ctx.save_for_backward(dz, dW, db)
+        return (total / N).to(z.dtype)
+
+    @staticmethod
+    def backward(ctx, gl):
+        dz, dW, db = ctx.saved_tensors
+        return gl * dz, gl * dW, gl * db, None, None, None
 
 
 def build(cfg, V, dtype, device):

@@ -87,7 +87,9 @@ def memory_json(ctx):
     e = ctx.params[0].element_size()
     P = sum(p.numel() for p in ctx.params) * e
     cfg = ctx.cfg
-    head = 2 * cfg["batch_size"] * cfg["seq_len"] * ctx.V * e
+    N = cfg["batch_size"] * cfg["seq_len"]
+    rows = min(cfg["head_chunk"], N) if cfg["head_chunk"] > 0 else N
+    head = 2 * rows * ctx.V * e  # a chunk's logits and their gradient
     tr = ctx.tracker
     cat = {"params": P, "grads": P, "optimizer": 2 * P, "head": head,
            "depth": tr.peak_depth, "solver": tr.peak_solver,

@@ -75,7 +75,7 @@ class Ctx:
         u = self.model.inject_u(inp)
         with self.tracker.hooks():
             z = self.method.forward(u, train)
-        return self.model.head_loss(z, tgt)
+        return self.model.head_loss(z, tgt, self.cfg["head_chunk"])
 
 
 def grad_norm_clip(params, clip):
