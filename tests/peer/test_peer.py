@@ -128,6 +128,40 @@ class Peer(unittest.TestCase):
             self.assert_close(self.torch_grad(m, q, extra),
                               self.deqbench_grad(m, p, extra), 1e-4, m)
 
+    def test_revolve(self):
+        """method=revolve (L = 7; slots 1, 2 and 0 = round(log2 7) = 3):
+        deqbench float64 and deqtorch float64 agree to 1e-4 (deqbench's
+        float32 file), deqtorch's gradients are its unroll's to 1e-12 (the
+        same block calls on the same values), and a step applies the block
+        L + A(L, s) times, A from Griewank's closed form (revolve.c)."""
+        from deqtorch import methods
+        from math import comb
+
+        def closed_a(L, s):
+            r = 1
+            while comb(s + 1 + r, r) < L:
+                r += 1
+            return r * L - comb(s + 1 + r, r - 1)
+        L = 7
+        for m in MODELS:
+            p = self.path(f"p_{m}.safetensors")
+            un = self.torch_grad(m, p, {"method": "unroll", "layers": L})
+            for slots in (1, 2, 0):
+                extra = {"method": "revolve", "layers": L, "slots": slots}
+                with self.subTest(model=m, slots=slots):
+                    cfg = dict(cli.DEFAULTS, model=m, device="cpu64",
+                               **SHAPE, **extra)
+                    loss, g, ctx = grad.loss_and_grads(cfg, p, self.tok)
+                    self.assert_close((loss, g), un, 1e-12,
+                                      f"revolve vs unroll {m}")
+                    self.assert_close((loss, g),
+                                      self.deqbench_grad(m, p, extra),
+                                      1e-4, f"revolve {m}")
+                    s = methods.revolve_slots(cfg)
+                    self.assertEqual(methods.revolve_cost(L, s)[0],
+                                     closed_a(L, s))
+                    self.assertEqual(ctx.model.evals, L + closed_a(L, s))
+
     def test_head_chunk(self):
         """head_chunk=K (K = 4 of B·T = 15 positions: a ragged last chunk)
         on unroll: deqbench float64 and deqtorch float64 agree to 1e-4
@@ -235,7 +269,7 @@ class Peer(unittest.TestCase):
     def test_check_refusals(self):
         ok = dict(cli.DEFAULTS, impl="pytorch")
         self.assertEqual(check([ok]).returncode, 0)
-        for key, val in (("method", "revolve"), ("method", "offload"),
+        for key, val in (("method", "offload"),
                          ("pretrain_steps", 5),
                          ("spectral_radius_iters", 3), ("tf32", True),
                          ("no_such_key", 1)):

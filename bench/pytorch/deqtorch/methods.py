@@ -3,6 +3,7 @@
 the graph is kept so that loss.backward() differentiates it (deq's IFT
 backward is a gradient hook on z). Statistics of the last step are in
 `last`: fwd/bwd solver Stats (or None) and VJPs taken."""
+import functools
 import math
 
 import torch
@@ -78,6 +79,149 @@ class Checkpoint(Method):
                 z = self._segment(n)(z, u)
         self.last["vjps"] = L if train else 0
         return z
+
+
+def revolve_slots(c):
+    """The resolved slots: 0 -> max(1, round(log2 L)) (revolve.c)."""
+    if c["slots"] > 0:
+        return c["slots"]
+    return max(1, int(math.floor(math.log2(c["layers"]) + 0.5)))
+
+
+@functools.lru_cache(maxsize=8)
+def _revolve_table(L, S):
+    """cost[s][n], split[s][n] for n <= L, s <= S (revolve_cost), bottom
+    up: O(S L²)."""
+    cost = [[n * (n - 1) // 2 for n in range(L + 1)]]
+    split = [[0] * (L + 1)]
+    for s in range(1, S + 1):
+        c, k_of = [0] * (L + 1), [0] * (L + 1)
+        for n in range(2, L + 1):
+            c[n], k_of[n] = min((k + cost[s - 1][n - k] + c[k], k)
+                                for k in range(1, n))
+        cost.append(c)
+        split.append(k_of)
+    return cost, split
+
+
+def revolve_cost(n, s):
+    """(untaped advances, first split) to reverse n layers from a stored
+    state with s free slots, one tape (Griewank's treeverse): a split k
+    advances k layers, stores that state, reverses the n − k above it with
+    s − 1 slots, then the k below with s; without slots every layer is
+    recomputed from the bottom. The minimum over k is A(n, s) of
+    methods/revolve_schedule.h (tested)."""
+    cost, split = _revolve_table(n, s)
+    return cost[s][n], split[s][n]
+
+
+class _RevolveFn(torch.autograd.Function):
+    """Binomial checkpointing of run.L layers on u: forward advances
+    untaped storing the states of the schedule's first descent and tapes
+    the last layer; backward reverses layers L−1 … 0 (Revolve._reverse).
+    Inputs: the Revolve method, u, then the block's parameters."""
+
+    @staticmethod
+    def forward(ctx, run, u, *params):
+        ctx.run = run
+        return run._forward(u)
+
+    @staticmethod
+    def backward(ctx, g):
+        run = ctx.run
+        ctx.run = None
+        du, dp = run._backward(g)
+        return (None, du, *dp)
+
+
+class Revolve(Method):
+    """revolve (methods/revolve.c): one tape and s stored states, the
+    block applications of the optimal binomial schedule (L + A(L, s)
+    forward evaluations, L VJPs), on unroll's values in unroll's VJP
+    order."""
+
+    def forward(self, u, train):
+        L = self.cfg["layers"]
+        if not train:
+            z = self.m.z0(u)
+            for _ in range(L):
+                z = self.m.f(z, u)
+            return z
+        self.L, self.s = L, revolve_slots(self.cfg)
+        self.split = _revolve_table(L, self.s)[1]  # [s][n]: first split
+        self.params = [p for n, p in self.m.named_parameters()
+                       if n.startswith(("block.", "cell."))]
+        self.last["vjps"] = L
+        return _RevolveFn.apply(self, u, *self.params)
+
+    def _advance(self, z, a, b):
+        """z_b from z_a (untaped)."""
+        for _ in range(a, b):
+            z = self.m.f(z, self.ud)
+        return z
+
+    def _forward(self, u):
+        """The first descent: advance 0 → L−1 storing the split states,
+        then layer L−1 with its tape (kept for the first VJP)."""
+        self.ud = u.detach()
+        self.stored = {}
+        a, n, s = 0, self.L, self.s
+        z = self.m.z0(self.ud)
+        while n > 1 and s > 0:
+            k = self.split[s][n]
+            z = self._advance(z, a, a + k)
+            self.stored[a + k] = z
+            self.held.append(self.tr.hold(z))
+            a, n, s = a + k, n - k, s - 1
+        z = self._advance(z, a, self.L - 1)
+        self.top = self._tape(z)
+        return self.top[2].detach()
+
+    def _tape(self, z):
+        """(z leaf, u leaf, f(z; u)) with the graph."""
+        with torch.enable_grad():
+            zl = z.detach().requires_grad_()
+            ul = self.ud.detach().requires_grad_()
+            return zl, ul, self.m.f(zl, ul)
+
+    def _vjp(self, tape, g):
+        """ḡ J_f for z and u, parameter gradients += (run's sums)."""
+        zl, ul, out = tape
+        gs = torch.autograd.grad(out, [zl, ul] + self.params, g,
+                                 allow_unused=True)
+        self.du = gs[1] if self.du is None else self.du + gs[1]
+        for i, gp in enumerate(gs[2:]):
+            if gp is not None:
+                self.dp[i] = gp if self.dp[i] is None else self.dp[i] + gp
+        return gs[0]
+
+    def _reverse(self, a, b, s, za, g):
+        """The cotangent at z_a from the one at z_b, layers b−1 … a."""
+        n = b - a
+        if n == 1 or s == 0:
+            for i in range(b - 1, a - 1, -1):
+                if i == self.L - 1:
+                    tape, self.top = self.top, None
+                else:
+                    tape = self._tape(self._advance(za, a, i))
+                g = self._vjp(tape, g)
+            return g
+        k = self.split[s][n]
+        zm = self.stored.pop(a + k, None)
+        if zm is None:
+            zm = self._advance(za, a, a + k)
+        g = self._reverse(a + k, b, s - 1, zm, g)
+        del zm
+        return self._reverse(a, a + k, s, za, g)
+
+    def _backward(self, g):
+        self.du, self.dp = None, [None] * len(self.params)
+        with torch.no_grad():
+            z0 = self.m.z0(self.ud)
+        self._reverse(0, self.L, self.s, z0, g)
+        du, dp = self.du, self.dp
+        self.du = self.dp = self.stored = self.top = None
+        return du, dp
 
 
 def solver_params(c, bwd):
@@ -176,6 +320,7 @@ class Deq(Method):
 
 
 def create(model, cfg, tracker):
-    """The method object of cfg['method'] (unroll, checkpoint, deq)."""
-    return {"unroll": Unroll, "checkpoint": Checkpoint,
-            "deq": Deq}[cfg["method"]](model, cfg, tracker)
+    """The method object of cfg['method'] (unroll, checkpoint, deq,
+    revolve)."""
+    return {"unroll": Unroll, "checkpoint": Checkpoint, "deq": Deq,
+            "revolve": Revolve}[cfg["method"]](model, cfg, tracker)
