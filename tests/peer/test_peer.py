@@ -162,6 +162,29 @@ class Peer(unittest.TestCase):
                                      closed_a(L, s))
                     self.assertEqual(ctx.model.evals, L + closed_a(L, s))
 
+    def test_offload(self):
+        """method=offload: deqtorch's gradients are its unroll's to 1e-12
+        (the saved tensors go to host copies and back, exactly) and
+        deqbench's to 1e-4; the copies moved bytes, counted as host
+        memory, none as depth."""
+        for m in MODELS:
+            p = self.path(f"p_{m}.safetensors")
+            extra = {"method": "offload", "layers": 4}
+            with self.subTest(model=m):
+                cfg = dict(cli.DEFAULTS, model=m, device="cpu64", **SHAPE,
+                           **extra)
+                loss, g, ctx = grad.loss_and_grads(cfg, p, self.tok)
+                ctx.method.end_step()
+                self.assert_close(
+                    (loss, g),
+                    self.torch_grad(m, p, dict(extra, method="unroll")),
+                    1e-12, f"offload vs unroll {m}")
+                self.assert_close((loss, g), self.deqbench_grad(m, p, extra),
+                                  1e-4, f"offload {m}")
+                self.assertGreater(ctx.method.copies[-1][0], 0)
+                self.assertGreater(ctx.tracker.peak_host, 0)
+                self.assertEqual(ctx.tracker.peak_depth, 0)
+
     def test_head_chunk(self):
         """head_chunk=K (K = 4 of B·T = 15 positions: a ragged last chunk)
         on unroll: deqbench float64 and deqtorch float64 agree to 1e-4
@@ -269,7 +292,7 @@ class Peer(unittest.TestCase):
     def test_check_refusals(self):
         ok = dict(cli.DEFAULTS, impl="pytorch")
         self.assertEqual(check([ok]).returncode, 0)
-        for key, val in (("method", "offload"),
+        for key, val in (("method", "bptt"),
                          ("pretrain_steps", 5),
                          ("spectral_radius_iters", 3), ("tf32", True),
                          ("no_such_key", 1)):

@@ -57,8 +57,9 @@ def cuda_torch_present():
 # (key, predicate on the value that means "unsupported", how to fix)
 _RULES = (
     ("method", lambda v: v not in ("unroll", "checkpoint", "deq",
-                                   "revolve"),
-     "use method=unroll, checkpoint, deq or revolve, or impl=deqbench"),
+                                   "revolve", "offload"),
+     "use method=unroll, checkpoint, deq, revolve or offload, or "
+     "impl=deqbench"),
     ("pretrain_steps", lambda v: v != 0,
      "use pretrain_steps=0, or impl=deqbench"),
     ("spectral_radius_iters", lambda v: v != 0,

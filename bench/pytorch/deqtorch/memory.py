@@ -31,13 +31,33 @@ class _Held:
         self.tracker.release(self.key)
 
 
+class HostHeld:
+    """A tensor offloaded to host memory (method=offload), counted in the
+    tracker's host bytes until dropped."""
+    __slots__ = ("t", "nbytes", "tracker", "device")
+
+    def __init__(self, t, device, tracker):
+        self.t, self.device, self.tracker = t, device, tracker
+        self.nbytes = t.numel() * t.element_size()
+        tracker.host_live += self.nbytes
+        tracker.peak_host = max(tracker.peak_host, tracker.host_live)
+
+    def __del__(self):
+        self.tracker.host_live -= self.nbytes
+
+
 class Tracker:
-    """Live and peak bytes of depth (saved tensors) and solver tensors."""
+    """Live and peak bytes of depth (saved tensors), solver tensors and
+    offloaded host tensors."""
 
     def __init__(self, params=()):
         self.exclude = {_key(p)[0] for p in params}
         self.count, self.live, self.solver_live = {}, 0, 0
         self.peak_depth = self.peak_solver = self.peak_ds = 0
+        self.host_live = self.peak_host = 0
+
+    def is_param(self, t):
+        return _key(t)[0] in self.exclude
 
     def _update(self):
         self.peak_depth = max(self.peak_depth, self.live)

@@ -5,11 +5,12 @@ backward is a gradient hook on z). Statistics of the last step are in
 `last`: fwd/bwd solver Stats (or None) and VJPs taken."""
 import functools
 import math
+import time
 
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from . import rng, solvers
+from . import memory, rng, solvers
 
 
 def resolve(cfg):
@@ -52,6 +53,59 @@ class Unroll(Method):
             z = self.m.f(z, u)
         self.last["vjps"] = self.cfg["layers"] if train else 0
         return z
+
+
+class Offload(Unroll):
+    """offload (methods/offload.c; vDNN, Rhu et al. 2016): unroll with what
+    autograd saves kept in host memory: each saved tensor is copied to the
+    host when saved and back when the backward needs it (saved-tensor
+    hooks, the idea of torch.autograd.graph.save_on_cpu), parameters left
+    in place. On the CPU both copies are clones in line (deqbench's
+    accounting model of host memory, `memmove` there); on a GPU blocking
+    copies to page-locked memory. Unlike deqbench's, no two-tape device
+    window and no copy stream: nothing overlaps. `copies` has the bytes
+    and seconds of each step's copies."""
+
+    def __init__(self, model, cfg, tracker):
+        super().__init__(model, cfg, tracker)
+        self.copies, self._bytes, self._s = [], 0, 0.0
+
+    def forward(self, u, train):
+        if not train:
+            return super().forward(u, train)
+        self._bytes, self._s = 0, 0.0
+        with torch.autograd.graph.saved_tensors_hooks(self._pack,
+                                                      self._unpack):
+            return super().forward(u, train)
+
+    def _copy(self, t, device):
+        t0 = time.perf_counter()
+        if device.type == "cuda":
+            out = t.to(device)
+            torch.cuda.synchronize()
+        elif t.device.type == "cuda":
+            out = t.to("cpu", copy=True).pin_memory()
+            torch.cuda.synchronize()
+        else:
+            out = t.clone()
+        self._s += time.perf_counter() - t0
+        self._bytes += t.numel() * t.element_size()
+        return out
+
+    def _pack(self, t):
+        if self.tr.is_param(t):
+            return t
+        return memory.HostHeld(self._copy(t, torch.device("cpu")),
+                               t.device, self.tr)
+
+    def _unpack(self, h):
+        if not isinstance(h, memory.HostHeld):
+            return h
+        return self._copy(h.t, h.device)
+
+    def end_step(self):
+        super().end_step()
+        self.copies.append((self._bytes, self._s * 1e3))
 
 
 class Checkpoint(Method):
@@ -321,6 +375,7 @@ class Deq(Method):
 
 def create(model, cfg, tracker):
     """The method object of cfg['method'] (unroll, checkpoint, deq,
-    revolve)."""
+    revolve, offload)."""
     return {"unroll": Unroll, "checkpoint": Checkpoint, "deq": Deq,
-            "revolve": Revolve}[cfg["method"]](model, cfg, tracker)
+            "revolve": Revolve,
+            "offload": Offload}[cfg["method"]](model, cfg, tracker)

@@ -83,6 +83,21 @@ def timing_json(ctx, log, setup_s, eval_s):
             "setup_s": setup_s, "train_s": log.train_s, "eval_s": eval_s}
 
 
+def offload_json(ctx):
+    """memory.offload of method=offload over the timed steps: bytes moved
+    per step (out and back), the copies' time; they run in line, so the
+    stall is the copy time and nothing overlaps."""
+    cp = getattr(ctx.method, "copies", None)
+    if not cp:
+        return None
+    w = min(ctx.cfg["warmup_steps"], len(cp))
+    t = cp[w:] or cp
+    ms = [c[1] for c in t]
+    return {"bytes_per_step": sum(c[0] for c in t) / len(t),
+            "copy_ms": stats.stats(ms), "stall_ms": stats.stats(ms),
+            "overlap": 0.0}
+
+
 def memory_json(ctx):
     e = ctx.params[0].element_size()
     P = sum(p.numel() for p in ctx.params) * e
@@ -93,14 +108,14 @@ def memory_json(ctx):
     tr = ctx.tracker
     cat = {"params": P, "grads": P, "optimizer": 2 * P, "head": head,
            "depth": tr.peak_depth, "solver": tr.peak_solver,
-           "workspace": None, "host": 0}
+           "workspace": None, "host": tr.peak_host}
     setup = dict(cat, depth=0, solver=0)
     total = P * 4 + head + tr.peak_ds
     mem = {"peak_bytes": cat, "peak_depth_solver_bytes": tr.peak_ds,
            "peak_total_bytes": total, "setup_live_bytes": setup,
            "setup_live_total_bytes": 4 * P + head,
            "predicted_depth_bytes": None, "predicted_solver_bytes": None,
-           "predicted_host_bytes": None, "offload": None,
+           "predicted_host_bytes": None, "offload": offload_json(ctx),
            "max_rss_bytes": resource.getrusage(
                resource.RUSAGE_SELF).ru_maxrss * 1024, "pool": None}
     if ctx.dev.type == "cuda":
