@@ -127,7 +127,7 @@ def cmd_run(stdin):
     empty = (None, 0, [], [], [])
     ev = {"valid": empty, "test": empty}
     if log.status == "ok" and ctx.cfg["eval_tokens"] > 0:
-        ev = {"valid": train.evaluate(ctx, splits[1]),
+        ev = {"valid": train.evaluate(ctx, splits[1], True),
               "test": train.evaluate(ctx, splits[2])}
     times["eval"] = time.perf_counter() - t1
     if ctx.cfg.get("save_params"):
@@ -173,7 +173,7 @@ def cmd_eval(stdin):
         return bad(f"deqtorch: bad eval input: {e}; pass "
                    '{"config": {..., "params": P}, "data": {...}}')
     t0 = time.perf_counter()
-    ev = {"valid": train.evaluate(ctx, splits[1]),
+    ev = {"valid": train.evaluate(ctx, splits[1], True),
           "test": train.evaluate(ctx, splits[2])}
     times["eval"] = time.perf_counter() - t0
     print(json.dumps(_eval_record(req, ctx, splits, ev, times)), flush=True)

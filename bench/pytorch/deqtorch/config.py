@@ -62,8 +62,6 @@ _RULES = (
      "impl=deqbench"),
     ("pretrain_steps", lambda v: v != 0,
      "use pretrain_steps=0, or impl=deqbench"),
-    ("spectral_radius_iters", lambda v: v != 0,
-     "use spectral_radius_iters=0, or impl=deqbench"),
     ("model", lambda v: v not in ("transformer", "tanh_cell", "trellisnet"),
      "use model=transformer, tanh_cell or trellisnet"),
     ("device", lambda v: v not in ("cpu", "cpu64", "cuda"),

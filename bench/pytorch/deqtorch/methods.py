@@ -331,6 +331,7 @@ class Deq(Method):
             self.last["vjps"] = c["phantom_steps"] if train else 0
             return z
         if not train:
+            self.eval_at = (zs, ud)
             return m.f(zs, u)
         if c["b_mode"] == "jfb":
             self.last["vjps"] = 1
@@ -341,6 +342,36 @@ class Deq(Method):
         out.register_hook(lambda g: self._ift(g, z, zin))
         return out
 
+    def _deq_layout(self, x, like):
+        """x (flat, deqbench's state order: state_parts planar blocks) in
+        like's layout (each position's parts side by side)."""
+        B, T, P = like.shape[0], like.shape[1], self.m.state_parts
+        x = torch.as_tensor(x, dtype=like.dtype, device=like.device)
+        return x.view(P, B, T, -1).permute(1, 2, 0, 3).reshape(like.shape)
+
+    def spectral_radius(self):
+        """ρ(J_f(z*)) at the last evaluation forward's fixed point by
+        spectral_radius_iters power iterations on VJPs, v ← vJ/‖vJ‖ from a
+        Gaussian v drawn as deqbench draws it (methods/deq.c
+        method_spectral_radius): the last ‖vJ‖, None if not finite."""
+        t = self.cfg["spectral_radius_iters"]
+        if t <= 0 or getattr(self, "eval_at", None) is None:
+            return None
+        zs, ud = self.eval_at
+        with torch.enable_grad():
+            zin = zs.detach().requires_grad_()
+            fz = self.m.f(zin, ud)
+            v = self._deq_layout(self.rng.gaussian(fz.numel()), fz)
+            v = v / v.double().norm().to(v.dtype)
+            r = math.nan
+            for _ in range(t):
+                (w,) = torch.autograd.grad(fz, zin, v, retain_graph=True)
+                r = float(w.double().norm())
+                if not (r > 0) or not math.isfinite(r):
+                    break
+                v = w / r
+        return r if math.isfinite(r) else None
+
     def _jac_reg(self, zs, u):
         """R = ‖εᵀ J_f(z*)‖² / n (Bai, Koltun, Kolter 2021; torchdeq's
         jac_reg normalisation; README §Jacobian regularisation) with one
@@ -350,12 +381,7 @@ class Deq(Method):
         forward and a VJP with its own backward (counted as 2 VJPs)."""
         zin = zs.detach().clone().requires_grad_()
         fz = self.m.f(zin, u)
-        eps = torch.as_tensor(self.rng.gaussian(fz.numel()),
-                              dtype=fz.dtype, device=fz.device)
-        # deqbench's state is state_parts blocks (B, T, E) ([h | c] for
-        # trellisnet); here each position holds its parts side by side
-        B, T, P = fz.shape[0], fz.shape[1], self.m.state_parts
-        eps = eps.view(P, B, T, -1).permute(1, 2, 0, 3).reshape(fz.shape)
+        eps = self._deq_layout(self.rng.gaussian(fz.numel()), fz)
         (w,) = torch.autograd.grad(fz, zin, eps, create_graph=True)
         return w.pow(2).sum() / w.numel()
 

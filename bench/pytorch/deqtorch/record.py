@@ -153,7 +153,8 @@ def quality_json(ctx, log, ev):
     q = {"train_loss_first": stats.num(log.loss[0]) if done else None,
          "train_loss_final": stats.num(stats.mean_or_none(last)),
          "tokens_trained": ctx.cfg["batch_size"] * ctx.cfg["seq_len"] *
-         log.ok_steps, "valid_spectral_radius": None}
+         log.ok_steps,
+         "valid_spectral_radius": stats.num(getattr(ctx, "spectral", None))}
     for split, (loss, n) in (("valid", ev["valid"][:2]),
                              ("test", ev["test"][:2])):
         q[f"{split}_loss"] = stats.num(loss)

@@ -167,9 +167,11 @@ def train(ctx, batcher):
     return log
 
 
-def evaluate(ctx, ids):
+def evaluate(ctx, ids, spectral=False):
     """Mean loss over whole batches of a split: (mean or None, tokens,
-    per-batch ms, per-batch forward solver Stats, per-batch evals)."""
+    per-batch ms, per-batch forward solver Stats, per-batch evals). With
+    spectral, after the first batch ctx.spectral = ρ(J_f(z*)) there
+    (deq with spectral_radius_iters; else None)."""
     cfg = ctx.cfg
     B, T = cfg["batch_size"], cfg["seq_len"]
     try:
@@ -188,5 +190,8 @@ def evaluate(ctx, ids):
             sts.append(ctx.method.last["fwd"])
             evs.append(ctx.model.evals - ev0)
             total += lv * B * T
+            if spectral and k == 0:
+                sr = getattr(ctx.method, "spectral_radius", None)
+                ctx.spectral = sr() if sr else None
     n = nb * B * T
     return (total / n if n else None), n, ms, sts, evs
