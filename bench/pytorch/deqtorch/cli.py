@@ -104,7 +104,7 @@ def _record(req, ctx, splits, log, ev, times):
         "inference": R.inference_json(ctx, ev, times["eval"]),
         "device": R.device_json(ctx),
         "trace": R.trace_json(log) if cfg.get("trace") else None,
-        "pretrain": None,
+        "pretrain": R.pretrain_json(ctx, log),
         "plan": None,
     }
 

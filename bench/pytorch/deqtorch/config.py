@@ -60,8 +60,6 @@ _RULES = (
                                    "revolve", "offload"),
      "use method=unroll, checkpoint, deq, revolve or offload, or "
      "impl=deqbench"),
-    ("pretrain_steps", lambda v: v != 0,
-     "use pretrain_steps=0, or impl=deqbench"),
     ("model", lambda v: v not in ("transformer", "tanh_cell", "trellisnet"),
      "use model=transformer, tanh_cell or trellisnet"),
     ("device", lambda v: v not in ("cpu", "cpu64", "cuda"),

@@ -67,10 +67,36 @@ def step_gflop(ctx, log):
             ev["vjp_evals_per_step"] * 2 * F + gemm) / 1e9
 
 
+def _timed(ctx, log, a, b):
+    """(step, forward, backward ms) of steps a..b-1 but the first
+    warmup_steps: each phase has its own warmup (bench/pretrain.c)."""
+    w = min(a + ctx.cfg["warmup_steps"], b)
+    return log.ms[w:b], log.fwd_ms[w:b], log.bwd_ms[w:b]
+
+
+def pretrain_json(ctx, log):
+    """The record's pretrain object (SCHEMA.md §pretrain), or None."""
+    c = ctx.cfg
+    if ctx.pre is None:
+        return None
+    done = log.p0
+    ms, f, b = _timed(ctx, log, 0, done)
+    fe, ve = log.f_ev[:done], log.v_ev[:done]
+    return {"steps": c["pretrain_steps"], "layers": c["pretrain_layers"],
+            "steps_done": done, "steps_timed": len(ms),
+            "step_ms": stats.stats(ms), "forward_ms": stats.stats(f),
+            "backward_ms": stats.stats(b),
+            "tokens_per_s": c["batch_size"] * c["seq_len"] * len(ms) /
+            (sum(ms) / 1e3) if ms and sum(ms) > 0 else None,
+            "forward_evals_per_step": sum(fe) / done if done else None,
+            "vjp_evals_per_step": sum(ve) / done if done else None,
+            "train_loss_last": stats.num(log.loss[done - 1])
+            if done else None,
+            "depth_bytes": log.pre_depth}
+
+
 def timing_json(ctx, log, setup_s, eval_s):
-    w = ctx.cfg["warmup_steps"]
-    ms, f, b = log.ms[w:log.ok_steps], log.fwd_ms[w:log.ok_steps], \
-        log.bwd_ms[w:log.ok_steps]
+    ms, f, b = _timed(ctx, log, log.p0, log.ok_steps)
     B, T = ctx.cfg["batch_size"], ctx.cfg["seq_len"]
     sm, gf = stats.stats(ms), step_gflop(ctx, log)
     return {"steps_timed": len(ms), "step_ms": sm,
@@ -129,10 +155,11 @@ def memory_json(ctx):
 
 
 def solver_json(log):
-    n = log.ok_steps
-    fw = [s for s in log.fwd[:n] if s is not None]
-    bw = [s for s in log.bwd[:n] if s is not None]
-    jac = [r for r in log.jac[:n] if r is not None]
+    """The deq phase's solves (steps after any pretraining)."""
+    p0, n = log.p0, log.ok_steps
+    fw = [s for s in log.fwd[p0:n] if s is not None]
+    bw = [s for s in log.bwd[p0:n] if s is not None]
+    jac = [r for r in log.jac[p0:n] if r is not None]
     return {"forward": stats.solve_json(fw), "backward": stats.solve_json(bw),
             "host_reads_per_step": None,
             "jac_loss_mean": stats.num(stats.mean_or_none(jac)),
@@ -140,7 +167,9 @@ def solver_json(log):
 
 
 def evals_json(log):
-    n, fe, ve = log.ok_steps, log.f_ev[:log.ok_steps], log.v_ev[:log.ok_steps]
+    """Block applications and VJPs of the steps after any pretraining."""
+    fe, ve = log.f_ev[log.p0:log.ok_steps], log.v_ev[log.p0:log.ok_steps]
+    n = len(fe)
     return {"steps": n, "forward_evals_per_step": sum(fe) / n if n else None,
             "forward_evals_total": sum(fe),
             "vjp_evals_per_step": sum(ve) / n if n else None,
@@ -216,11 +245,13 @@ def _arr(x):
     return [stats.num(float(v)) if v is not None else None for v in x]
 
 
-def _solve_cols(sts, n):
+def _solve_cols(sts, n, p0):
     """(iters, residual, converged) columns of per-step solver Stats; a
-    step without a solve has 0, 0 and false (bench/run_record.c)."""
+    step without a solve has 0, 0 and false (bench/run_record.c), a
+    pretraining step 0, null and false."""
     it = [s.iters if s is not None else 0 for s in sts[:n]]
-    res = [s.residual if s is not None else 0.0 for s in sts[:n]]
+    res = [s.residual if s is not None else (None if i < p0 else 0.0)
+           for i, s in enumerate(sts[:n])]
     conv = [bool(s.converged) if s is not None else False for s in sts[:n]]
     return it, res, conv
 
@@ -231,8 +262,8 @@ def trace_json(log):
     last step), the last training step's per-iteration residuals. deqtorch
     counts no host reads (null); jac_loss is R where the regulariser ran."""
     n = log.ok_steps
-    fi, fr, fc = _solve_cols(log.fwd, n)
-    bi, br, bc = _solve_cols(log.bwd, n)
+    fi, fr, fc = _solve_cols(log.fwd, n, log.p0)
+    bi, br, bc = _solve_cols(log.bwd, n, log.p0)
     last_f = log.fwd[n - 1] if n and log.fwd[n - 1] is not None else None
     last_b = log.bwd[n - 1] if n and log.bwd[n - 1] is not None else None
     return {

@@ -63,6 +63,15 @@ class Ctx:
         self.params = list(self.model.parameters())
         self.tracker = memory.Tracker(self.params)
         self.method = methods.create(self.model, cfg, self.tracker)
+        # deq with pretrain_steps: an unroll of pretrain_layers for the
+        # first steps (bench/pretrain.c); `active` is the one in use
+        self.pre = None
+        if cfg["method"] == "deq" and cfg.get("pretrain_steps", 0) > 0:
+            self.pre = methods.create(
+                self.model, dict(cfg, method="unroll",
+                                 layers=cfg["pretrain_layers"]),
+                self.tracker)
+        self.active = self.method
         self.clock = Clock(self.dev)
 
     def batch(self, tok):
@@ -74,7 +83,7 @@ class Ctx:
         inp, tgt = self.batch(tok)
         u = self.model.inject_u(inp)
         with self.tracker.hooks():
-            z = self.method.forward(u, train)
+            z = self.active.forward(u, train)
         return self.model.head_loss(z, tgt, self.cfg["head_chunk"])
 
 
@@ -98,12 +107,17 @@ class Log:
         self.gnorm, self.lr = [], []
         self.jac = []  # R per step, None where not applied
         self.ok_steps = 0
+        self.p0 = 0  # pretraining steps done (bench/pretrain.c)
+        self.pre_depth = 0  # depth peak over the pretraining steps
         self.status, self.message = "ok", ""
 
 
 def _step(ctx, opt, tok, s, log):
     """Training step s; returns False when the run diverged."""
     cfg, m = ctx.cfg, ctx.model
+    ctx.active = ctx.pre if ctx.pre and s <= cfg["pretrain_steps"] \
+        else ctx.method
+    method = ctx.active
     lr = lr_at(cfg, s)
     for g in opt.param_groups:
         g["lr"] = lr
@@ -121,9 +135,9 @@ def _step(ctx, opt, tok, s, log):
                        f"{limit:.4g} nats ({DIVERGE_FACTOR} ln V, V = "
                        f"{ctx.V}); lower lr or set clip")
         return False
-    jac_r = ctx.method.jac_r
-    ctx.method.objective(loss).backward()
-    ctx.method.end_step()
+    jac_r = method.jac_r
+    method.objective(loss).backward()
+    method.end_step()
     gn = grad_norm_clip(ctx.params, cfg["clip"])
     log.gnorm.append(gn)
     log.lr.append(lr)
@@ -132,7 +146,7 @@ def _step(ctx, opt, tok, s, log):
     log.fwd_ms.append((t1 - t0) * 1e3)
     log.bwd_ms.append((t2 - t1) * 1e3)
     log.ms.append((t2 - t0) * 1e3)
-    last = ctx.method.last
+    last = method.last
     log.fwd.append(last["fwd"])
     log.bwd.append(last["bwd"])
     log.f_ev.append(m.evals - ev0)
@@ -160,10 +174,15 @@ def train(ctx, batcher):
         if not _step(ctx, opt, tok, s, log):
             break
         log.ok_steps = s
+        if ctx.active is ctx.pre:
+            log.pre_depth = ctx.tracker.peak_depth
         if s % every == 0 or s == cfg["steps"]:
             print(f"deqtorch: {cfg['method']} step {s}/{cfg['steps']} "
                   f"loss {log.loss[-1]:.4f}", file=sys.stderr, flush=True)
     log.train_s = time.perf_counter() - t0
+    log.p0 = min(cfg.get("pretrain_steps", 0) if ctx.pre else 0,
+                 log.ok_steps)
+    ctx.active = ctx.method
     return log
 
 
