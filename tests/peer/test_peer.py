@@ -95,6 +95,18 @@ class Peer(unittest.TestCase):
         loss, g, _ = grad.loss_and_grads(cfg, params, self.tok)
         return loss, g
 
+    def record(self, args, out):
+        """Runs `deqbench ARGS out=OUT` (exit 0), checks the record with
+        `deqbench validate --strict` and returns it."""
+        r = subprocess.run([DEQBENCH] + args + [f"out={out}"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        v = subprocess.run([DEQBENCH, "validate", "--strict", out],
+                           capture_output=True, text=True)
+        self.assertEqual(v.returncode, 0, v.stdout + v.stderr)
+        with open(out) as f:
+            return json.loads(f.readline())
+
     def assert_close(self, a, b, tol, what):
         la, ga = a
         lb, gb = b
@@ -137,20 +149,12 @@ class Peer(unittest.TestCase):
         measured)."""
         recs = {}
         for impl in ("deqbench", "pytorch"):
-            out = self.path(f"pretrain-{impl}.jsonl")
-            r = subprocess.run(
-                [DEQBENCH, "run", "corpus=synthetic", f"impl={impl}",
-                 "method=deq", "pretrain_steps=4", "pretrain_layers=3",
-                 "d_model=8", "n_heads=2", "d_ff=12", "seq_len=6",
-                 "batch_size=4", "steps=8", "warmup_steps=1",
-                 "eval_tokens=48", "threads=1", "trace=true", f"out={out}"],
-                capture_output=True, text=True)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            v = subprocess.run([DEQBENCH, "validate", "--strict", out],
-                               capture_output=True, text=True)
-            self.assertEqual(v.returncode, 0, v.stdout + v.stderr)
-            with open(out) as f:
-                recs[impl] = json.loads(f.readline())
+            recs[impl] = self.record(
+                ["run", "corpus=synthetic", f"impl={impl}", "method=deq",
+                 "pretrain_steps=4", "pretrain_layers=3", "d_model=8",
+                 "n_heads=2", "d_ff=12", "seq_len=6", "batch_size=4",
+                 "steps=8", "warmup_steps=1", "eval_tokens=48", "threads=1",
+                 "trace=true"], self.path(f"pretrain-{impl}.jsonl"))
         a, b = recs["pytorch"], recs["deqbench"]
         for k in ("steps", "layers", "steps_done", "steps_timed",
                   "forward_evals_per_step", "vjp_evals_per_step"):
@@ -304,17 +308,9 @@ class Peer(unittest.TestCase):
             safetensors.write(par, t, meta)
             loss = {}
             for impl in ("deqbench", "pytorch"):
-                out = self.path(f"eval-{m}-{impl}.jsonl")
-                r = subprocess.run(
-                    [DEQBENCH, "eval", f"impl={impl}", f"params={par}",
-                     f"out={out}"] + args + extra,
-                    capture_output=True, text=True)
-                self.assertEqual(r.returncode, 0, r.stderr)
-                v = subprocess.run([DEQBENCH, "validate", "--strict", out],
-                                   capture_output=True, text=True)
-                self.assertEqual(v.returncode, 0, v.stdout + v.stderr)
-                with open(out) as f:
-                    rec = json.loads(f.readline())
+                rec = self.record(
+                    ["eval", f"impl={impl}", f"params={par}"] + args + extra,
+                    self.path(f"eval-{m}-{impl}.jsonl"))
                 self.assertEqual(rec["kind"], "eval")
                 self.assertIsNone(rec["timing"])
                 self.assertEqual(rec["quality"]["valid_eval_tokens"], 96)
@@ -386,19 +382,12 @@ class Peer(unittest.TestCase):
         """A deq run with trace=true through `deqbench run impl=pytorch`:
         the record passes deqbench's schema check (--strict), and its trace
         columns agree with its solver aggregates."""
-        out = self.path("trace.jsonl")
-        r = subprocess.run(
-            [DEQBENCH, "run", "corpus=synthetic", "impl=pytorch",
-             "method=deq", "d_model=8", "n_heads=2", "d_ff=12", "seq_len=6",
+        rec = self.record(
+            ["run", "corpus=synthetic", "impl=pytorch", "method=deq",
+             "d_model=8", "n_heads=2", "d_ff=12", "seq_len=6",
              "batch_size=4", "steps=6", "warmup_steps=2", "eval_tokens=48",
-             "threads=1", "lr_warmup=4", "trace=true", f"out={out}"],
-            capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        v = subprocess.run([DEQBENCH, "validate", "--strict", out],
-                           capture_output=True, text=True)
-        self.assertEqual(v.returncode, 0, v.stdout + v.stderr)
-        with open(out) as f:
-            rec = json.loads(f.readline())
+             "threads=1", "lr_warmup=4", "trace=true"],
+            self.path("trace.jsonl"))
         self.assertTrue(rec["impl"].startswith("pytorch-"))
         tr = rec["trace"]
         for col in ("loss", "step_ms", "grad_norm", "lr", "fwd_iters",

@@ -109,18 +109,29 @@ def _record(req, ctx, splits, log, ev, times):
     }
 
 
+def _request(stdin, what, need_params=False):
+    """(req, ctx, splits, batcher) of a run/eval request, or the exit
+    status of bad input (one stderr line)."""
+    try:
+        req = json.loads(stdin)
+        if need_params and not req["config"].get("params"):
+            raise ValueError("params= is missing")
+        return (req,) + _setup(req)
+    except config.Unsupported as e:
+        return bad(str(e))
+    except (ValueError, OSError, KeyError, TypeError) as e:
+        return bad(f"deqtorch: bad {what} input: {e}; pass "
+                   '{"config": {...}, "data": {...}} as README.md says')
+
+
 def cmd_run(stdin):
     from . import record, train
     times = {"start": record.utc_now()}
     t0 = time.perf_counter()
-    try:
-        req = json.loads(stdin)
-        ctx, splits, batcher = _setup(req)
-    except config.Unsupported as e:
-        return bad(str(e))
-    except (ValueError, OSError, KeyError, TypeError) as e:
-        return bad(f"deqtorch: bad run input: {e}; pass "
-                   '{"config": {...}, "data": {...}} as README.md says')
+    got = _request(stdin, "run")
+    if isinstance(got, int):
+        return got
+    req, ctx, splits, batcher = got
     times["setup"] = time.perf_counter() - t0
     log = train.train(ctx, batcher)
     t1 = time.perf_counter()
@@ -162,16 +173,10 @@ def cmd_eval(stdin):
     params evaluated on the valid and test splits, no training."""
     from . import record, train
     times = {"start": record.utc_now()}
-    try:
-        req = json.loads(stdin)
-        if not req["config"].get("params"):
-            raise ValueError("params= is missing")
-        ctx, splits, _ = _setup(req)
-    except config.Unsupported as e:
-        return bad(str(e))
-    except (ValueError, OSError, KeyError, TypeError) as e:
-        return bad(f"deqtorch: bad eval input: {e}; pass "
-                   '{"config": {..., "params": P}, "data": {...}}')
+    got = _request(stdin, "eval", need_params=True)
+    if isinstance(got, int):
+        return got
+    req, ctx, splits, _ = got
     t0 = time.perf_counter()
     ev = {"valid": train.evaluate(ctx, splits[1], True),
           "test": train.evaluate(ctx, splits[2])}
