@@ -14,9 +14,9 @@
 #include "fileio.h"
 
 static const char *const sections[] = {
-    "suite",  "config", "method", "model",    "data",	   "timing",
-    "memory", "solver", "evals",  "quality",  "inference", "host",
-    "device", "build",	"trace",  "pretrain", "plan",	   NULL,
+    "suite",  "config", "method",   "model",   "data",	    "timing", "memory",
+    "solver", "evals",	"health",   "quality", "inference", "host",   "device",
+    "build",  "trace",	"pretrain", "plan",    NULL,
 };
 
 json_t *record_new(void)

@@ -11,6 +11,7 @@
 #include "../methods/method.h"
 #include "../models/model.h"
 #include "env.h"
+#include "health.h"
 #include "record.h"
 
 /* ---- value helpers ---- */
@@ -443,6 +444,22 @@ static json_t *trace_json(const struct run *r)
 	return tr;
 }
 
+/* The record's health object (health.h) over every training step done,
+ * pretraining's included; the converged flags of the deq phase's. */
+static json_t *health_of_run(const struct run *r, int p0)
+{
+	const struct method_stats *st = method_get_stats(r->rc.me);
+	int n = r->steps_done < r->ok_steps ? r->steps_done : r->ok_steps;
+	struct health h;
+	/* a diverged step has a loss but no complete statistics: keep it */
+	if (r->status == RUN_DIVERGED && r->steps_done > n)
+		n = r->steps_done;
+	health_assess(r->log.loss, r->log.gnorm, n,
+		      st->has_fwd_solve ? r->log.fwd.flags + p0 : NULL,
+		      r->ok_steps - p0, r->status == RUN_DIVERGED, &h);
+	return health_json(&h);
+}
+
 void run_record_train(struct run *r)
 {
 	/* the deq phase only when pretraining: steps p0.. */
@@ -452,6 +469,7 @@ void run_record_train(struct run *r)
 	json_object_set_new(r->rec, "evals",
 			    evals_json(&r->log, p0, r->ok_steps));
 	json_object_set_new(r->rec, "solver", solver_json(r, p0));
+	json_object_set_new(r->rec, "health", health_of_run(r, p0));
 	json_object_set_new(
 	    r->rec, "pretrain",
 	    pretrain_json(&r->pt, r->cfg, r->ok_steps, &r->log));

@@ -11,6 +11,8 @@
 
 /* The date of the fields that older records lack (SCHEMA.md: "Added"). */
 #define ADDED "2026-11-23"
+/* The health object (issue 28). */
+#define ADDED_HEALTH "2026-11-25"
 
 /* A row: name, types (enum vtype), then any other member by name. */
 #define F(n, t, ...)                                                           \
@@ -369,6 +371,23 @@ static const struct vfield trace_f[] = {
     {.name = NULL},
 };
 
+/* health: did the run train (bench/health.h) */
+static const char *const verdicts[] = {"healthy", "unstable", "diverged",
+				       NULL};
+static const struct vfield health_f[] = {
+    F("verdict", VT_STR, .values = verdicts),
+    F("unconverged", VT_BOOL | VT_NULL),
+    F("steps", VT_INT),
+    F("grad_norm_median", NUM_OR_NULL),
+    F("grad_norm_max", NUM_OR_NULL),
+    F("spike_steps", VT_INT),
+    F("loss_final", NUM_OR_NULL),
+    F("loss_min", NUM_OR_NULL),
+    F("fwd_converged", NUM_OR_NULL),
+    F("fwd_converged_last", NUM_OR_NULL),
+    {.name = NULL},
+};
+
 /* plan (deqbench plan --run) */
 static const struct vfield plan_f[] = {
     F("budget_mib", VT_NUM),
@@ -399,6 +418,7 @@ static const struct vfield top_f[] = {
     F("memory", OBJ_OR_NULL, .members = memory_f),
     F("solver", OBJ_OR_NULL, .members = solver_f),
     F("evals", OBJ_OR_NULL, .members = evals_f),
+    F("health", OBJ_OR_NULL, .members = health_f, .added = ADDED_HEALTH),
     F("quality", OBJ_OR_NULL, .members = quality_f),
     F("inference", OBJ_OR_NULL, .members = inference_f, .added = ADDED),
     F("host", OBJ_OR_NULL, .members = host_f),

@@ -1,0 +1,166 @@
+/* test_health.c — the training-health verdict (bench/health.h): the spike
+ * rule, the loss windows and the unconverged label on made-up series, then
+ * on real tiny runs: a healthy run is healthy, a run made to blow up (lr
+ * high, clip off) unstable, a DEQ capped at 2 iterations unconverged, and
+ * health_of_record gives a record's own verdict back from its trace. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "config.h"
+#include "health.h"
+#include "runner.h"
+
+#define N 200
+
+static void flat(double *loss, double *g, int n)
+{
+	for (int i = 0; i < n; i++) {
+		loss[i] = 5.0 - 1e-3 * i;
+		g[i] = 1.0 + 0.01 * (i % 7);
+	}
+}
+
+Test(health, flat_series_is_healthy)
+{
+	double loss[N], g[N];
+	struct health h;
+	flat(loss, g, N);
+	health_assess(loss, g, N, NULL, 0, 0, &h);
+	cr_assert_eq(h.verdict, HEALTH_HEALTHY);
+	cr_assert_eq(h.spike_steps, 0);
+	cr_assert_eq(h.unconverged, -1);
+	cr_assert(isnan(h.fwd_converged));
+	cr_assert_float_eq(h.gnorm_max, 1.06, 1e-12);
+	/* last 20 steps' mean; the lowest window is the last one */
+	cr_assert_float_eq(h.loss_final, 5.0 - 1e-3 * 189.5, 1e-12);
+	cr_assert_float_eq(h.loss_min, h.loss_final, 1e-12);
+}
+
+Test(health, spike_rule_and_share)
+{
+	double loss[N], g[N];
+	struct health h;
+	flat(loss, g, N);
+	/* two spikes: 1% of 200 is not more than 1% */
+	g[50] = 10.7; /* > 10 x median (about 1.03) */
+	g[120] = 9.0; /* below: not a spike */
+	loss[150] = loss[149] + 1.5;
+	g[5] = 1e6; /* before HEALTH_WINDOW_MIN: never a spike */
+	health_assess(loss, g, N, NULL, 0, 0, &h);
+	cr_assert_eq(h.spike_steps, 2);
+	cr_assert_eq(h.verdict, HEALTH_HEALTHY);
+	g[60] = NAN; /* non-finite: a spike; 3 of 200 is more than 1% */
+	health_assess(loss, g, N, NULL, 0, 0, &h);
+	cr_assert_eq(h.spike_steps, 3);
+	cr_assert_eq(h.verdict, HEALTH_UNSTABLE);
+	health_assess(loss, g, N, NULL, 0, 1, &h);
+	cr_assert_eq(h.verdict, HEALTH_DIVERGED);
+}
+
+Test(health, loss_that_went_back_up_is_unstable)
+{
+	double loss[N], g[N];
+	struct health h;
+	flat(loss, g, N);
+	/* a slow climb (no single step 1 nat above the minimum before the
+	 * last ones) that ends 1.5 nats above the best window */
+	for (int i = 100; i < N; i++)
+		loss[i] = loss[99] + 1.5 * (i - 99) / 100.0;
+	health_assess(loss, g, N, NULL, 0, 0, &h);
+	cr_assert_gt(h.loss_final - h.loss_min, 1.0);
+	cr_assert_eq(h.verdict, HEALTH_UNSTABLE);
+}
+
+Test(health, unconverged_overall_or_at_the_end)
+{
+	double loss[N], g[N];
+	int c[N];
+	struct health h;
+	flat(loss, g, N);
+	for (int i = 0; i < N; i++)
+		c[i] = 1;
+	health_assess(loss, g, N, c, N, 0, &h);
+	cr_assert_eq(h.unconverged, 0);
+	cr_assert_float_eq(h.fwd_converged, 1.0, 0);
+	/* 95% overall, but the last 10% (20 steps) only half */
+	for (int i = N - 10; i < N; i++)
+		c[i] = 0;
+	health_assess(loss, g, N, c, N, 0, &h);
+	cr_assert_float_eq(h.fwd_converged, 0.95, 1e-12);
+	cr_assert_float_eq(h.fwd_converged_last, 0.5, 1e-12);
+	cr_assert_eq(h.unconverged, 1);
+	/* 85% overall, all of the end */
+	for (int i = 0; i < N; i++)
+		c[i] = i >= 30;
+	health_assess(loss, g, N, c, N, 0, &h);
+	cr_assert_eq(h.unconverged, 1);
+	cr_assert_eq(h.verdict, HEALTH_HEALTHY, "the label is apart");
+}
+
+static json_t *tiny_run(const char *const *kv)
+{
+	struct bench_config c;
+	struct run_meta meta = {NULL, 0, 0, 0, 1};
+	char err[512];
+	json_t *r = NULL;
+	const char *base[] = {"corpus=synthetic", "d_model=16",
+			      "n_heads=2",	  "d_ff=32",
+			      "seq_len=8",	  "batch_size=2",
+			      "layers=3",	  "steps=200",
+			      "warmup_steps=1",	  "lr_warmup=1",
+			      "eval_tokens=64",	  "threads=1",
+			      "trace=true",	  NULL};
+	config_defaults(&c);
+	for (int i = 0; base[i]; i++)
+		cr_assert_eq(config_set_arg(&c, base[i], err, sizeof(err)), 0);
+	for (int i = 0; kv[i]; i++)
+		cr_assert_eq(config_set_arg(&c, kv[i], err, sizeof(err)), 0,
+			     "%s", err);
+	cr_assert_eq(config_finish(&c, err, sizeof(err)), 0, "%s", err);
+	runner_run(&c, &meta, &r);
+	return r;
+}
+
+static const char *verdict_of(const json_t *r)
+{
+	return json_string_value(
+	    json_object_get(json_object_get(r, "health"), "verdict"));
+}
+
+/* The record's health equals health_of_record of the same record. */
+static void same_from_trace(const json_t *r)
+{
+	json_t *h = health_of_record(r);
+	cr_assert_not_null(h);
+	cr_assert(json_equal(h, json_object_get(r, "health")));
+	json_decref(h);
+}
+
+Test(health, tiny_runs, .timeout = 120)
+{
+	const char *healthy[] = {NULL};
+	const char *blowup[] = {"lr=0.5", "clip=0", NULL};
+	const char *capped[] = {"method=deq", "f_max_iter=2", NULL};
+	const char *deq[] = {"method=deq", NULL};
+	json_t *r = tiny_run(healthy);
+	cr_assert_str_eq(verdict_of(r), "healthy");
+	cr_assert(json_is_null(
+	    json_object_get(json_object_get(r, "health"), "unconverged")));
+	same_from_trace(r);
+	json_decref(r);
+	r = tiny_run(blowup);
+	cr_assert_str_eq(verdict_of(r), "unstable");
+	same_from_trace(r);
+	json_decref(r);
+	r = tiny_run(capped);
+	cr_assert(json_is_true(
+	    json_object_get(json_object_get(r, "health"), "unconverged")));
+	same_from_trace(r);
+	json_decref(r);
+	r = tiny_run(deq);
+	cr_assert(json_is_false(
+	    json_object_get(json_object_get(r, "health"), "unconverged")));
+	same_from_trace(r);
+	json_decref(r);
+}
