@@ -127,9 +127,9 @@ json_t *record_stats_json(const double *x, int n)
 	json_t *o = json_object();
 	double *s, sum = 0;
 	if (n <= 0 || !(s = malloc((size_t)n * sizeof(*s)))) {
-		const char *k[] = {"median", "mean", "p10",
-				   "p90",    "min",  "max"};
-		for (int i = 0; i < 6; i++)
+		const char *k[] = {"median", "mean", "p10", "p90",
+				   "min",    "max",  "p25", "p75"};
+		for (int i = 0; i < 8; i++)
 			json_object_set_new(o, k[i], json_null());
 		return o;
 	}
@@ -143,6 +143,8 @@ json_t *record_stats_json(const double *x, int n)
 	json_object_set_new(o, "p90", num(quantile(s, n, 0.9)));
 	json_object_set_new(o, "min", num(s[0]));
 	json_object_set_new(o, "max", num(s[n - 1]));
+	json_object_set_new(o, "p25", num(quantile(s, n, 0.25)));
+	json_object_set_new(o, "p75", num(quantile(s, n, 0.75)));
 	free(s);
 	return o;
 }

@@ -32,8 +32,9 @@ int record_append(const char *path, const json_t *rec, char *err,
  * Returns 0 when appended to path, -1 when only rescued. */
 int record_save(const char *path, const json_t *rec);
 
-/* {"median","mean","p10","p90","min","max"} of x[n] (percentiles by linear
- * interpolation between order statistics); nulls when n == 0. */
+/* {"median","mean","p10","p90","min","max","p25","p75"} of x[n]
+ * (percentiles by linear interpolation between order statistics); nulls
+ * when n == 0. */
 json_t *record_stats_json(const double *x, int n);
 
 /* Called by record_each_line for each non-blank line of a JSONL file, with

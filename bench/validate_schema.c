@@ -11,7 +11,7 @@
 
 /* The date of the fields that older records lack (SCHEMA.md: "Added"). */
 #define ADDED "2026-11-23"
-/* The health object (issue 28). */
+/* The health object and the quartiles of `stats` (issue 28). */
 #define ADDED_HEALTH "2026-11-25"
 
 /* A row: name, types (enum vtype), then any other member by name. */
@@ -59,10 +59,16 @@ const char *const validate_config_added[] = {
     NULL,
 };
 
-/* {median, mean, p10, p90, min, max}: SCHEMA.md's `stats` */
+/* {median, mean, p10, p90, min, max, p25, p75}: SCHEMA.md's `stats` */
 static const struct vfield stats_f[] = {
-    F("median", NUM_OR_NULL), F("mean", NUM_OR_NULL), F("p10", NUM_OR_NULL),
-    F("p90", NUM_OR_NULL),    F("min", NUM_OR_NULL),  F("max", NUM_OR_NULL),
+    F("median", NUM_OR_NULL),
+    F("mean", NUM_OR_NULL),
+    F("p10", NUM_OR_NULL),
+    F("p90", NUM_OR_NULL),
+    F("min", NUM_OR_NULL),
+    F("max", NUM_OR_NULL),
+    F("p25", NUM_OR_NULL, .added = ADDED_HEALTH),
+    F("p75", NUM_OR_NULL, .added = ADDED_HEALTH),
     {.name = NULL},
 };
 #define STATS(n)                                                               \

@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 # reads records in scripts/cpu-rate.sh
 pkgs=(gcc g++ meson ninja-build pkg-config libjansson-dev libhwloc-dev
       libopenblas-openmp-dev libcriterion-dev npm python3-matplotlib git
-      clang libclang-rt-dev libomp-dev python3-torch jq)
+      clang libclang-rt-dev libomp-dev python3-torch jq libgsl-dev)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -16,13 +16,15 @@ def _quantile(s, q):
 
 
 def stats(x):
-    """{median, mean, p10, p90, min, max} of the list x (nulls if empty)."""
-    keys = ("median", "mean", "p10", "p90", "min", "max")
+    """{median, mean, p10, p90, min, max, p25, p75} of the list x (nulls
+    if empty)."""
+    keys = ("median", "mean", "p10", "p90", "min", "max", "p25", "p75")
     if not x:
         return dict.fromkeys(keys)
     s = sorted(x)
     vals = (_quantile(s, 0.5), sum(s) / len(s), _quantile(s, 0.1),
-            _quantile(s, 0.9), s[0], s[-1])
+            _quantile(s, 0.9), s[0], s[-1], _quantile(s, 0.25),
+            _quantile(s, 0.75))
     return {k: _num(v) for k, v in zip(keys, vals)}
 
 

@@ -1,0 +1,42 @@
+/*
+ * stats.h — the statistics `report` and the findings put beside a number:
+ * medians, mean ± sd, and 95% intervals over repeated runs (seeds,
+ * repeats) of one configuration. The t quantiles come from GSL
+ * (gsl_cdf_tdist_Pinv).
+ *
+ * Intervals are taken on the log scale, because times are positive and
+ * their noise is multiplicative (a shared machine slows a run by a factor):
+ * - one configuration: the t interval of the mean of log x over its runs,
+ *   exponentiated (an interval for the geometric mean of the per-run
+ *   medians), df = n − 1;
+ * - a ratio of two configurations (× unroll): Welch's t interval of the
+ *   difference of the mean logs, exponentiated, with Welch–Satterthwaite
+ *   degrees of freedom; the runs of the two need not be paired.
+ * Both need at least 2 runs on each side; with one run there is no
+ * interval (NAN), and the report says n = 1.
+ */
+#ifndef DQ_BENCH_STATS_H
+#define DQ_BENCH_STATS_H
+
+/* Median of x[0..n) (mean of the middle two for even n), NaNs left out;
+ * NAN when none is finite. x is not changed. */
+double stats_median(const double *x, int n);
+
+/* Mean and sample standard deviation (n − 1) of x[0..n); *sd NAN when
+ * n < 2, both NAN when n < 1. */
+void stats_mean_sd(const double *x, int n, double *mean, double *sd);
+
+/* The level (e.g. 0.95) t interval of the geometric mean of x[0..n) (all
+ * > 0): [*lo, *hi]. 0, or -1 with both NAN (n < 2, a value <= 0 or not
+ * finite). */
+int stats_log_interval(const double *x, int n, double level, double *lo,
+		       double *hi);
+
+/* The level Welch t interval of the ratio of the geometric means of
+ * a[0..na) and b[0..nb) (all > 0), a over b: [*lo, *hi]. 0, or -1 with
+ * both NAN (na or nb < 2, a value <= 0 or not finite). Two sides without
+ * spread give lo = hi = the ratio. */
+int stats_log_ratio_interval(const double *a, int na, const double *b, int nb,
+			     double level, double *lo, double *hi);
+
+#endif
