@@ -41,6 +41,7 @@
 #include "interrupt.h"
 #include "memfit.h"
 #include "record.h"
+#include "report.h"
 #include "runner.h"
 #include "suite.h"
 
@@ -371,15 +372,45 @@ static int cmd_run_or_eval(int argc, char **argv, int eval)
 
 /* ---- report ---- */
 
+/* report's --format: "md" (default) or "json"; the flag (--format X or
+ * --format=X) is taken out of argv. 0, or bad input's status. */
+static int take_format(int *argc, char **argv, int *json)
+{
+	int n = 0;
+	*json = 0;
+	for (int i = 0; i < *argc; i++) {
+		const char *v = NULL;
+		if (!strcmp(argv[i], "--format") && i + 1 < *argc)
+			v = argv[++i];
+		else if (!strncmp(argv[i], "--format=", 9))
+			v = argv[i] + 9;
+		else if (!strcmp(argv[i], "--format"))
+			return bad_input("report: --format needs a value: md "
+					 "or json");
+		else {
+			argv[n++] = argv[i];
+			continue;
+		}
+		if (strcmp(v, "md") && strcmp(v, "json"))
+			return bad_input("report: --format must be md (the "
+					 "summary table) or json (its rows)");
+		*json = !strcmp(v, "json");
+	}
+	*argc = n;
+	return 0;
+}
+
 static int cmd_report(int argc, char **argv)
 {
-	json_t *all = json_array();
+	json_t *all, *rows;
 	char err[1024];
-	if (argc == 0) {
-		json_decref(all);
+	int json, rc = take_format(&argc, argv, &json);
+	if (rc)
+		return rc;
+	if (argc == 0)
 		return bad_input("report: give one or more FILE.jsonl, e.g. "
 				 "deqbench report results/runs.jsonl");
-	}
+	all = json_array();
 	for (int i = 0; i < argc; i++) {
 		if (record_read_jsonl(argv[i], all, err, sizeof(err)) != 0) {
 			json_decref(all);
@@ -394,7 +425,15 @@ static int cmd_report(int argc, char **argv)
 			 argv[0], argc > 1 ? " ..." : "", argc > 1 ? "" : "s");
 		return bad_input(err);
 	}
-	record_summary(stdout, all);
+	rows = report_rows(all);
+	if (json)
+		json_dumpf(rows, stdout,
+			   JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+	else if (rows)
+		report_print_md(stdout, rows);
+	if (json)
+		fputc('\n', stdout);
+	json_decref(rows);
 	json_decref(all);
 	return 0;
 }

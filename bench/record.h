@@ -1,7 +1,6 @@
 /* record.h — run records: one JSON object per run, one line each, appended
  * whole or not at all to a JSONL file (results/SCHEMA.md documents every
- * field), and the markdown summary table printed after a suite and by
- * `deqbench report`.
+ * field); the summary table of records is report.h's.
  */
 #ifndef DQ_BENCH_RECORD_H
 #define DQ_BENCH_RECORD_H
@@ -69,11 +68,5 @@ double record_num(const json_t *o, const char *path);
  * JSON (reals with 6 significant digits). malloc'd (free it); NULL when out
  * of memory. */
 char *record_value_text(const json_t *x);
-
-/* Prints the markdown summary of records (array): one row per distinct
- * config (repeats aggregated: medians), step time and depth+solver peak
- * relative to the unroll row of the same group (same config apart from the
- * method keys), solver iterations and valid perplexity. */
-void record_summary(FILE *f, const json_t *records);
 
 #endif

@@ -22,6 +22,7 @@
 #include "data.h"
 #include "env.h"
 #include "record.h"
+#include "report.h"
 #include "runner.h"
 #include "suite.h"
 #include "test_cli.h"

@@ -5,6 +5,7 @@
 #include "fuzz_util.h"
 
 #include "bench/record.h"
+#include "bench/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

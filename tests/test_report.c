@@ -1,0 +1,121 @@
+/* test_report.c — the summary rows (bench/report.h) on made-up records:
+ * seeds aggregate into one row, the step time's interval and the ratio's
+ * are bench/stats.h's on the runs' medians, the noise rule, the health
+ * labels, perplexity mean ± sd, and the markdown table shows the labels. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record.h"
+#include "report.h"
+#include "stats.h"
+
+/* A training record of method m, seed s: median step ms, its quartiles,
+ * valid ppl and health verdict (NULL: no health object). */
+static json_t *rec(const char *m, int seed, double ms, double p25, double p75,
+		   double ppl, const char *verdict)
+{
+	json_t *r = json_pack(
+	    "{s:i, s:s, s:s, s:s, s:{s:s, s:i, s:s, s:i, s:s, s:s},"
+	    " s:{s:{s:f, s:f, s:f}}, s:{s:I, s:I}, s:{s:f}}",
+	    "schema", 1, "kind", "train", "status", "ok", "impl", "deqbench",
+	    "config", "method", m, "seed", seed, "corpus", "brown", "layers",
+	    12, "out", "x.jsonl", "impl", "deqbench", "timing", "step_ms",
+	    "median", ms, "p25", p25, "p75", p75, "memory",
+	    "peak_depth_solver_bytes",
+	    (json_int_t)(strcmp(m, "unroll") ? 1 : 4) << 20, "peak_total_bytes",
+	    (json_int_t)8 << 20, "quality", "valid_ppl", ppl);
+	cr_assert_not_null(r);
+	if (verdict)
+		json_object_set_new(r, "health",
+				    json_pack("{s:s, s:b}", "verdict", verdict,
+					      "unconverged", 0));
+	return r;
+}
+
+static double num(const json_t *row, const char *path)
+{
+	return record_num(row, path);
+}
+
+static json_t *rows_of_sample(void)
+{
+	json_t *all = json_array(), *rows;
+	double u[] = {100, 110, 95}, d[] = {150, 160, 170};
+	for (int s = 0; s < 3; s++) {
+		json_array_append_new(all,
+				      rec("unroll", s + 1, u[s], u[s] * 0.98,
+					  u[s] * 1.02, 200 + s, "healthy"));
+		/* seed 2's run is noisy (IQR 20% of the median) and
+		 * unstable */
+		json_array_append_new(
+		    all, rec("deq", s + 1, d[s], d[s] * (s == 1 ? 0.9 : 0.99),
+			     d[s] * (s == 1 ? 1.1 : 1.01), 210,
+			     s == 1 ? "unstable" : "healthy"));
+	}
+	rows = report_rows(all);
+	json_decref(all);
+	cr_assert_eq(json_array_size(rows), 2, "seeds are one row");
+	return rows;
+}
+
+Test(report, seeds_aggregate_with_intervals)
+{
+	json_t *rows = rows_of_sample();
+	const json_t *u = json_array_get(rows, 0), *d = json_array_get(rows, 1);
+	double a[] = {150, 160, 170}, b[] = {100, 110, 95}, lo, hi;
+	cr_assert_eq(json_integer_value(json_object_get(u, "runs")), 3);
+	cr_assert_eq(json_array_size(json_object_get(u, "seeds")), 3);
+	cr_assert_float_eq(num(u, "step_ms.median"), 100, 0);
+	stats_log_interval(b, 3, 0.95, &lo, &hi);
+	cr_assert_float_eq(num(u, "step_ms.lo"), lo, 1e-12);
+	cr_assert_float_eq(num(u, "step_ms.hi"), hi, 1e-12);
+	cr_assert_float_eq(num(d, "step_x_unroll.ratio"), 1.6, 1e-12);
+	stats_log_ratio_interval(a, 3, b, 3, 0.95, &lo, &hi);
+	cr_assert_float_eq(num(d, "step_x_unroll.lo"), lo, 1e-12);
+	cr_assert_float_eq(num(d, "step_x_unroll.hi"), hi, 1e-12);
+	cr_assert_float_eq(num(d, "depth_solver_x_unroll"), 0.25, 1e-12);
+	cr_assert_float_eq(num(u, "valid_ppl.mean"), 201, 1e-12);
+	cr_assert_float_eq(num(u, "valid_ppl.sd"), 1, 1e-12);
+	json_decref(rows);
+}
+
+Test(report, health_and_noise_labels)
+{
+	json_t *rows = rows_of_sample();
+	const json_t *u = json_array_get(rows, 0), *d = json_array_get(rows, 1);
+	const json_t *dl =
+	    json_object_get(json_object_get(d, "health"), "labels");
+	cr_assert_eq(json_array_size(json_object_get(
+			 json_object_get(u, "health"), "labels")),
+		     0);
+	cr_assert_eq(json_array_size(dl), 2);
+	cr_assert_str_eq(json_string_value(json_array_get(dl, 0)),
+			 "unstable 1/3");
+	cr_assert_str_eq(json_string_value(json_array_get(dl, 1)), "noisy 1/3");
+	json_decref(rows);
+}
+
+Test(report, one_run_has_no_interval_and_table_shows_labels)
+{
+	json_t *all = json_array(), *rows;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	json_array_append_new(all, rec("unroll", 1, 100, 99, 101, 200, NULL));
+	json_array_append_new(all,
+			      rec("deq", 1, 120, 119, 121, 190, "diverged"));
+	rows = report_rows(all);
+	cr_assert(json_is_null(json_object_get(
+	    json_object_get(json_array_get(rows, 0), "step_ms"), "lo")));
+	report_print_md(f, rows);
+	fclose(f);
+	cr_assert(strstr(buf, "| health unknown 1/1 |"), "%s", buf);
+	cr_assert(strstr(buf, "| diverged 1/1 |"), "%s", buf);
+	cr_assert(strstr(buf, "| 1.20 |"), "%s", buf);
+	free(buf);
+	json_decref(rows);
+	json_decref(all);
+}
