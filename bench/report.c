@@ -126,6 +126,10 @@ static int agg_add(struct agg *r, const json_t *rec)
 	agg_col(r, C_BCV)[k] =
 	    record_num(rec, "solver.backward.converged_fraction");
 	agg_col(r, C_PPL)[k] = record_num(rec, "quality.valid_ppl");
+	agg_col(r, C_FEV)[k] =
+	    record_num(rec, eval ? "inference.forward_evals_per_batch"
+				 : "evals.forward_evals_per_step");
+	agg_col(r, C_VEV)[k] = record_num(rec, "evals.vjp_evals_per_step");
 	agg_health(r, rec, ok);
 	return 0;
 }

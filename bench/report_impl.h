@@ -18,6 +18,8 @@ enum col {
 	C_FCV,	/* forward converged fraction */
 	C_BCV,	/* backward converged fraction */
 	C_PPL,	/* valid perplexity */
+	C_FEV,	/* block forward evaluations per step (eval: per batch) */
+	C_VEV,	/* block VJPs per step */
 	NCOL
 };
 

@@ -212,6 +212,8 @@ static void set_solver(json_t *o, const struct agg *r)
 	json_object_set_new(o, "fwd_converged", num(col_mean(r, C_FCV)));
 	json_object_set_new(o, "bwd_iters", num(col_mean(r, C_BIT)));
 	json_object_set_new(o, "bwd_converged", num(col_mean(r, C_BCV)));
+	json_object_set_new(o, "forward_evals", num(col_mean(r, C_FEV)));
+	json_object_set_new(o, "vjp_evals", num(col_mean(r, C_VEV)));
 }
 
 /* Row j of t as a JSON object (report.h). */
