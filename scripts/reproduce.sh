@@ -28,6 +28,9 @@
 # then empties results/KIND/ (git history keeps the old files). --resume
 # keeps what is there, does not rebuild, and checks that the build is of
 # HEAD and clean. Runs already recorded are skipped (suite --resume).
+# DQ_REPRODUCE_ARGS: key=value words added to every suite and plan run (a
+# smoke test of this script, e.g. "steps=3 warmup_steps=1"; such records
+# are not results).
 # Exit status: 0 done, 2 bad use or a dirty tree / stale build, 3 out of
 # budget (resume), 1 a run or a check failed.
 set -euo pipefail
@@ -62,6 +65,7 @@ if [ -n "$budget" ] && ! [[ "$budget" =~ ^[0-9]+$ ]]; then
 fi
 
 builddir="${DQ_BUILDDIR:-build-reproduce}"
+read -r -a extra <<<"${DQ_REPRODUCE_ARGS:-}"
 bin="$builddir/bench/deqbench"
 out="results/$kind"
 log="$out/reproduce.log"
@@ -124,6 +128,7 @@ suite() {
 	tag="$name${pin:+.$pin}"
 	${pin:+taskset -c "$pin"} timeout -s TERM "$l" "$bin" suite \
 		"bench/suites/$name.json" --resume out="$out/$name.jsonl" "$@" \
+		${extra[@]+"${extra[@]}"} \
 		>>"$out/logs/$tag.log" 2>&1 || rc=$?
 	say "$name $* exit $rc after $(($(date +%s) - s)) s"
 	case $rc in
@@ -175,6 +180,7 @@ cpu_extras() {
 			set -- $b
 			taskset -c 0 "$bin" plan "$out/plan-base.json" \
 				budget_mib="$1" out="$out/plan.jsonl.tmp" --run "$2" \
+				${extra[@]+"${extra[@]}"} \
 				>>"$out/logs/plan.log" 2>&1 || rc=1
 		done
 		((rc)) || mv "$out/plan.jsonl.tmp" "$out/plan.jsonl"
