@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # reproduce.sh — regenerates every committed result of one kind of machine,
 # from one clean commit, into results/KIND/ (one host per folder): the
-# suites' records, the figures, the CPU rate and plan runs (cpu), and the
-# findings section of results/README.md (plots/findings.py), then checks
-# every record with `deqbench validate --strict`.
+# suites' records, the CPU rate and plan runs (cpu), the figures, and the
+# findings section of results/README.md (plots/findings.py); every record
+# is checked with `deqbench validate --strict`.
 #
-#   scripts/reproduce.sh cpu [--resume]
-#   scripts/reproduce.sh gpu [--resume] [--budget SECONDS]
+#   scripts/reproduce.sh cpu|gpu [--resume] [--budget SECONDS]
+#   scripts/reproduce.sh cpu|gpu --finish
 #
 # cpu: two lanes side by side, each pinned to one core and running its
 #   shard (--shard i/2) of every suite with threads=1: gc-vs-deq (3 seeds),
@@ -14,41 +14,48 @@
 #   default (3 seeds), depth, budget, vs-pytorch; then eps-infer (on
 #   eps-train's saved parameters), scripts/cpu-rate.sh and `deqbench plan
 #   --run` on the budget suite's model (core 0, nothing beside them).
-#   About 2.5 hours on a quiet 2-core machine (results/README.md).
+#   About 2.5 hours on a quiet 2-core machine.
 # gpu: one lane, device=cuda: gc-vs-deq-gpu (the paper-scale suite, 3
 #   seeds), gc-vs-deq, gc-vs-deq-trellisnet, depth, eps-train, eps-infer,
-#   default. --budget S (default 540 for gpu, none for cpu) stops starting
-#   new runs after S seconds (the suite in progress gets SIGTERM and ends
-#   after its current run, whose record is kept) and exits 3: run the same
-#   command with --resume to go on. About 25 minutes on one H100, so three
-#   calls of at most 10 minutes each.
+#   default. About 25 minutes on one H100 (results/gpu/README.md has the
+#   steps for a lent machine without packages or git).
+# --budget S (default 540 for gpu, none for cpu): start no run after S
+#   seconds (the suite in progress gets SIGTERM and ends after its current
+#   run, whose record is kept) and exit 3; the same command with --resume
+#   goes on where it stopped.
+# --finish: no runs; only the checks, the figures and the findings (where
+#   the runs were made on a machine without matplotlib).
 #
 # A fresh start (no --resume) demands a clean work tree (no tracked
-# change), builds DQ_BUILDDIR (default build-reproduce) from it, and only
-# then empties results/KIND/ (git history keeps the old files). --resume
-# keeps what is there, does not rebuild, and checks that the build is of
-# HEAD and clean. Runs already recorded are skipped (suite --resume).
+# change), builds DQ_BUILDDIR (default build-reproduce) from it unless
+# DQ_SKIP_SETUP=1 (a build made elsewhere, as it is), demands a build of
+# that commit without "-dirty", and only then empties results/KIND/ (but
+# its README.md; git history keeps the old files). --resume keeps what is
+# there and does not rebuild. Runs already recorded are skipped (suite
+# --resume). Without git (a copy of the tree), the build's commit stands.
 # DQ_REPRODUCE_ARGS: key=value words added to every suite and plan run (a
 # smoke test of this script, e.g. "steps=3 warmup_steps=1"; such records
 # are not results).
-# Exit status: 0 done, 2 bad use or a dirty tree / stale build, 3 out of
-# budget (resume), 1 a run or a check failed.
+# Exit status: 0 done, 2 bad use, a dirty tree or a stale build, 3 out of
+# budget (go on with --resume), 1 a run or a check failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-	echo "usage: scripts/reproduce.sh cpu|gpu [--resume] [--budget SECONDS]" >&2
+	echo "usage: scripts/reproduce.sh cpu|gpu [--resume] [--budget SECONDS] | --finish" >&2
 	exit 2
 }
 kind="${1:-}"
 [ "$kind" = cpu ] || [ "$kind" = gpu ] || usage
 shift
 resume=0
+finish=0
 budget=""
 [ "$kind" = gpu ] && budget=540
 while (($#)); do
 	case "$1" in
 	--resume) resume=1 ;;
+	--finish) finish=1 ;;
 	--budget)
 		[ $# -ge 2 ] || usage
 		budget="$2"
@@ -70,41 +77,52 @@ bin="$builddir/bench/deqbench"
 out="results/$kind"
 log="$out/reproduce.log"
 t0=$(date +%s)
-head_commit=$(git rev-parse --short=12 HEAD)
+export PATH="$PATH:/usr/local/cuda/bin"
 
 say() { echo "reproduce: $*" | tee -a "$log" >&2; }
+die() {
+	echo "reproduce: $*" >&2
+	exit 2
+}
+# jq-free JSON reads (a lent GPU machine has python3, not jq)
+build_commit() {
+	"$bin" env | python3 -c 'import json,sys; print(json.load(sys.stdin)["build"]["git_commit"])'
+}
+have_git=0
+git rev-parse --git-dir >/dev/null 2>&1 && have_git=1
 
-build_commit() { "$bin" env | jq -r .build.git_commit; }
+# check_build: the build exists, is of HEAD (with git) and clean.
+check_build() {
+	local bc
+	[ -x "$bin" ] || die "no build at $bin; start without --resume (or build it)"
+	bc=$(build_commit)
+	case "$bc" in
+	*-dirty | unknown) die "$bin was built from $bc: not one clean commit" ;;
+	esac
+	if ((have_git)) && [ "$bc" != "$(git rev-parse --short=12 HEAD)" ]; then
+		die "$bin was built from $bc, HEAD is $(git rev-parse --short=12 HEAD): records of two commits would mix; start without --resume"
+	fi
+}
 
-if ((resume)); then
-	[ -x "$bin" ] || {
-		echo "reproduce: --resume needs the build $bin; start without --resume" >&2
-		exit 2
-	}
-	if [ "$(build_commit)" != "$head_commit" ]; then
-		echo "reproduce: $bin was built from $(build_commit), HEAD is $head_commit: records of two commits would mix; start without --resume" >&2
-		exit 2
+if ((!resume && !finish)); then
+	if ((have_git)) && [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+		die "the work tree has uncommitted changes; commit or stash them (records must come from one clean commit)"
 	fi
-else
-	if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
-		echo "reproduce: the work tree has uncommitted changes; commit or stash them (records must come from one clean commit)" >&2
-		exit 2
+	if [ "${DQ_SKIP_SETUP:-0}" != 1 ]; then
+		if [ "$kind" = gpu ]; then
+			DQ_BUILDDIR="$builddir" scripts/setup.sh -Dcuda=enabled
+		else
+			DQ_BUILDDIR="$builddir" scripts/setup.sh
+		fi
 	fi
-	if [ "$kind" = gpu ]; then
-		DQ_BUILDDIR="$builddir" scripts/setup.sh -Dcuda=enabled
-	else
-		DQ_BUILDDIR="$builddir" scripts/setup.sh
-	fi
-	if [ "$(build_commit)" != "$head_commit" ]; then
-		echo "reproduce: the build says $(build_commit), not $head_commit" >&2
-		exit 2
-	fi
-	rm -rf "$out"
+	check_build
 	mkdir -p "$out"
-	say "fresh start at $head_commit on $(hostname), $(date -u +%FT%TZ)"
+	find "$out" -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
+	say "fresh start at $(build_commit) on $(hostname), $(date -u +%FT%TZ)"
+else
+	check_build
 fi
-mkdir -p "$out" results/params
-scripts/fetch-brown.sh data
+mkdir -p "$out/logs" results/params
 
 # left: seconds of the budget left (a large number without a budget)
 left() {
@@ -128,8 +146,7 @@ suite() {
 	tag="$name${pin:+.$pin}"
 	${pin:+taskset -c "$pin"} timeout -s TERM "$l" "$bin" suite \
 		"bench/suites/$name.json" --resume out="$out/$name.jsonl" "$@" \
-		${extra[@]+"${extra[@]}"} \
-		>>"$out/logs/$tag.log" 2>&1 || rc=$?
+		${extra[@]+"${extra[@]}"} >>"$out/logs/$tag.log" 2>&1 || rc=$?
 	say "$name $* exit $rc after $(($(date +%s) - s)) s"
 	case $rc in
 	0) return 0 ;;
@@ -174,7 +191,8 @@ cpu_extras() {
 		say "cpu-rate exit $rc"
 	fi
 	if [ ! -s "$out/plan.jsonl" ]; then
-		jq '.base | del(.out)' bench/suites/budget.json >"$out/plan-base.json"
+		python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["base"]; b.pop("out",None); json.dump(b,open(sys.argv[2],"w"),indent=1)' \
+			bench/suites/budget.json "$out/plan-base.json"
 		rm -f "$out/plan.jsonl.tmp"
 		for b in "60 6" "200 12"; do
 			set -- $b
@@ -189,38 +207,54 @@ cpu_extras() {
 	return $rc
 }
 
-mkdir -p "$out/logs"
 status=0
-if [ "$kind" = cpu ]; then
-	two gc-vs-deq gc-vs-deq-trellisnet eps-train default depth budget \
-		vs-pytorch || status=1
-	two eps-infer || status=1
-	cpu_extras || status=1
-else
-	for name in gc-vs-deq-gpu gc-vs-deq gc-vs-deq-trellisnet depth eps-train \
-		eps-infer default; do
-		rc=0
-		suite "$name" device=cuda || rc=$?
-		if ((rc == 3)); then
-			say "out of budget ($budget s): run scripts/reproduce.sh gpu --resume to go on"
-			exit 3
-		fi
-		((rc == 0)) || status=1
-	done
+if ((!finish)); then
+	scripts/fetch-brown.sh data
+	if [ "$kind" = cpu ]; then
+		two gc-vs-deq gc-vs-deq-trellisnet eps-train default depth budget \
+			vs-pytorch || status=1
+		two eps-infer || status=1
+		cpu_extras || status=1
+	else
+		for name in gc-vs-deq-gpu gc-vs-deq gc-vs-deq-trellisnet depth \
+			eps-train eps-infer default; do
+			rc=0
+			suite "$name" device=cuda || rc=$?
+			if ((rc == 3)); then
+				say "out of budget ($budget s): run the same command with --resume to go on"
+				exit 3
+			fi
+			((rc == 0)) || status=1
+		done
+	fi
 fi
 
-# one host per folder, one commit
-hosts=$(cat "$out"/*.jsonl | jq -r .host.hostname | sort -u | wc -l)
-commits=$(cat "$out"/*.jsonl | jq -r .build.git_commit | sort -u)
-if [ "$hosts" != 1 ] || [ "$commits" != "$head_commit" ]; then
-	say "records of $hosts hosts and commits $(echo $commits) in $out: expected one host and $head_commit"
-	status=1
-fi
+# one host per folder, one commit; every record valid
 shopt -s nullglob
-"$bin" validate --strict "$out"/*.jsonl "$out"/cpu-rate/*.jsonl 2>>"$log" |
+files=("$out"/*.jsonl)
+python3 - "$(build_commit)" "${files[@]}" <<'EOF' 2>&1 | tee -a "$log" >&2 || status=1
+import json, sys
+want, hosts, commits = sys.argv[1], set(), set()
+for p in sys.argv[2:]:
+    for line in open(p):
+        if line.strip():
+            r = json.loads(line)
+            hosts.add((r.get("host") or {}).get("hostname"))
+            commits.add((r.get("build") or {}).get("git_commit"))
+ok = len(hosts) == 1 and commits == {want}
+print(f"reproduce: {len(sys.argv) - 2} record files, hosts {sorted(map(str, hosts))}, "
+      f"commits {sorted(map(str, commits))}: {'one host, one commit' if ok else 'MIXED'}")
+sys.exit(0 if ok else 1)
+EOF
+"$bin" validate --strict "${files[@]}" "$out"/cpu-rate/*.jsonl 2>>"$log" |
 	tee -a "$log" >&2 || status=1
-plots/plot.sh "$out"/*.jsonl >>"$log" 2>&1 || status=1
-/usr/bin/python3 plots/findings.py --write --deqbench "$bin" results >>"$log" 2>&1 ||
-	status=1
+if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+	plots/plot.sh "${files[@]}" >>"$log" 2>&1 || status=1
+	/usr/bin/python3 plots/findings.py --write --deqbench "$bin" results \
+		>>"$log" 2>&1 || status=1
+	say "figures and findings written"
+else
+	say "no matplotlib here: run scripts/reproduce.sh $kind --finish where /usr/bin/python3 has it"
+fi
 say "done in $(($(date +%s) - t0)) s, exit $status"
 exit $status
