@@ -19,7 +19,7 @@ suite="${1:-bench/suites/default.json}"
 if (($#)); then shift; fi
 name=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["name"])' "$suite")
 mine="results/local/$name.jsonl"
-"$builddir/bench/deqbench" suite "$suite" out="$mine" "$@"
+"$builddir/bench/deqbench" suite "$suite" "$@" out="$mine"
 echo
 /usr/bin/python3 plots/beside.py --deqbench "$builddir/bench/deqbench" \
 	"$mine" "results/cpu/$name.jsonl"
