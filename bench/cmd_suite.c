@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -104,6 +105,8 @@ static void child_run(const struct suite *s, const struct suite_run *r,
 	n = s2 ? strlen(s2) : 0;
 	while (off < n) {
 		ssize_t w = write(fd, s2 + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue; /* the parent reads on: finish the record */
 		if (w <= 0)
 			break;
 		off += (size_t)w;
@@ -183,7 +186,8 @@ static void suite_final_line(const struct suite *s, size_t n_runs,
 static int suite_check_peer(const struct suite *s, int si, int sn, char *err,
 			    size_t errlen)
 {
-	const struct bench_config **cfgs = calloc(s->n_runs, sizeof(*cfgs));
+	const struct bench_config **cfgs =
+	    calloc(s->n_runs > 0 ? (size_t)s->n_runs : 1, sizeof(*cfgs));
 	int n = 0, rc;
 	if (!cfgs) {
 		snprintf(err, errlen, "out of memory checking the suite");
@@ -200,14 +204,23 @@ static int suite_check_peer(const struct suite *s, int si, int sn, char *err,
 }
 
 /* Up-front checks of the runs of shard si/sn, so that bad input exits 2
- * with nothing written whichever shard meets it: every corpus there
- * (loading it also builds its cache once, before the runs fork; a corpus
- * is resolved again only when it differs from the previous run of this
- * shard), every deqbench run within memory (memfit.h), the impl=pytorch
- * runs by deqtorch.py (peer.h), then every output writable. */
-static int suite_check_runs(const struct suite *s, int si, int sn, char *err,
-			    size_t errlen)
+ * with nothing written whichever shard meets it: each run's files (none
+ * the same as another or as the suite file; params= and save_params=
+ * usable: check_params_key), the impl=pytorch runs by deqtorch.py
+ * (peer.h), every corpus there (loading it also builds its cache once,
+ * before the runs fork; a corpus is resolved again only when it differs
+ * from the previous run of this shard), every deqbench run within memory
+ * (memfit.h), then every output writable (each out= once in a row). */
+static int suite_check_runs(const struct suite *s, const char *path, int si,
+			    int sn, char *err, size_t errlen)
 {
+	for (int i = 0; i < s->n_runs; i++)
+		if (suite_in_shard(i, si, sn) &&
+		    (check_distinct_files(&s->runs[i].cfg, NULL, path, err,
+					  errlen) != 0 ||
+		     check_params_key(&s->runs[i].cfg, s->eval, err, errlen) !=
+			 0))
+			return -1;
 	if (suite_check_peer(s, si, sn, err, errlen) != 0)
 		return -1;
 	for (int pass = 0; pass < 2; pass++) {
@@ -219,10 +232,10 @@ static int suite_check_runs(const struct suite *s, int si, int sn, char *err,
 			if (!suite_in_shard(i, si, sn))
 				continue;
 			if (pass == 1) {
-				rc = record_check_out(c->out, err, errlen);
-				if (rc == 0)
-					rc = check_params_key(c, s->eval, err,
+				if (!prev || strcmp(c->out, prev->out))
+					rc = record_check_out(c->out, err,
 							      errlen);
+				prev = c;
 			} else {
 				if (!prev || strcmp(c->corpus, prev->corpus) ||
 				    strcmp(c->data_dir, prev->data_dir) ||
@@ -345,7 +358,10 @@ static json_t *load_done(const struct suite *s, int si, int sn, char *err,
 	for (int k = 0; k < s->n_runs; k++) {
 		const char *out = s->runs[k].cfg.out;
 		int seen = 0;
-		if (!suite_in_shard(k, si, sn) || access(out, F_OK) != 0)
+		struct stat st;
+		/* /dev/null or a FIFO holds no records to read */
+		if (!suite_in_shard(k, si, sn) || stat(out, &st) != 0 ||
+		    !S_ISREG(st.st_mode))
 			continue;
 		for (int j = 0; j < k && !seen; j++)
 			seen = suite_in_shard(j, si, sn) &&
@@ -502,7 +518,7 @@ int cmd_suite(int argc, char **argv)
 		suite_free(&s);
 		return 0;
 	}
-	if (suite_check_runs(&s, a.si, a.sn, err, sizeof(err)) != 0 ||
+	if (suite_check_runs(&s, a.path, a.si, a.sn, err, sizeof(err)) != 0 ||
 	    (a.resume &&
 	     !(done = load_done(&s, a.si, a.sn, err, sizeof(err))))) {
 		suite_free(&s);

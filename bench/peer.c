@@ -128,8 +128,10 @@ static void child_talk(struct child_out *c, pid_t pid, int fin, int fout,
 			ssize_t w = (p[0].revents & POLLOUT)
 					? write(fin, in + off, n_in - off)
 					: -1;
+			int again = w < 0 && (p[0].revents & POLLOUT) &&
+				    errno == EINTR; /* a signal: write on */
 			off += w > 0 ? (size_t)w : 0;
-			if (w < 0 || off == n_in) {
+			if ((w < 0 && !again) || off == n_in) {
 				close(fin);
 				p[0].fd = -1;
 			}

@@ -34,12 +34,59 @@ json_t *record_new(void)
 	return r;
 }
 
+/* Whether the regular file fd (out=) can take records: empty or blank, or
+ * its first non-blank line is one JSON object. Reads up to that line. */
+static int holds_jsonl(int fd)
+{
+	FILE *f = fdopen(fd, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	json_t *o;
+	int c, ok;
+	if (!f)
+		return 1; /* cannot tell: the append decides */
+	while ((c = fgetc(f)) == ' ' || c == '\t' || c == '\r' || c == '\n')
+		;
+	if (c == EOF || c != '{') {
+		ok = c == EOF;
+		fclose(f);
+		return ok;
+	}
+	ungetc(c, f);
+	len = getline(&line, &cap, f);
+	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' ||
+			   line[len - 1] == ' '))
+		len--;
+	o = len > 0 ? json_loadb(line, (size_t)len, 0, NULL) : NULL;
+	ok = json_is_object(o);
+	json_decref(o);
+	free(line);
+	fclose(f);
+	return ok;
+}
+
 int record_check_out(const char *path, char *err, size_t errlen)
 {
-	char e[900];
+	char e[900], pb[400];
+	struct stat st;
+	int fd;
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (fd = fileio_open_read(path, e, sizeof(e))) >= 0 &&
+	    !holds_jsonl(fd)) {
+		snprintf(err, errlen,
+			 "out=%s is not a JSONL file of records (its first "
+			 "line is not one JSON object: a safetensors or JSON "
+			 "config file?); records are appended to out=, so give "
+			 "a .jsonl path",
+			 config_brief(path, pb, sizeof(pb)));
+		return -1;
+	}
 	if (fileio_probe_append(path, e, sizeof(e)) == 0)
 		return 0;
-	snprintf(err, errlen, "out=%s; choose a writable out= path", e);
+	/* a message that names its fix already (a dangling link) is whole */
+	snprintf(err, errlen, "out=%s%s", e,
+		 strstr(e, "; ") ? "" : "; choose a writable out= path");
 	return -1;
 }
 
@@ -150,26 +197,25 @@ json_t *record_stats_json(const double *x, int n)
 int record_each_line(const char *path, record_line_fn fn, void *ctx, char *err,
 		     size_t errlen)
 {
-	FILE *f = fopen(path, "r");
-	char *line = NULL;
+	char *line = NULL, e[900];
 	size_t cap = 0;
 	ssize_t len;
 	int lineno = 0, rerr, stop = 0;
-	struct stat st;
+	/* a FIFO is refused, not waited on (fileio_open_read) */
+	int fd = fileio_open_read(path, e, sizeof(e));
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 
-	if (!f) {
-		snprintf(err, errlen, "%s: cannot read (%s); check the path",
-			 path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (fd >= 0 && !f)
+		close(fd);
+	if (!f && errno == EISDIR)
 		snprintf(
 		    err, errlen,
 		    "%s is a directory; give record files, e.g. %s/*.jsonl",
 		    path, path);
-		fclose(f);
+	else if (!f)
+		snprintf(err, errlen, "%s; give a JSONL file of records", e);
+	if (!f)
 		return -1;
-	}
 	while (!stop && (len = getline(&line, &cap, f)) >= 0) {
 		json_error_t je;
 		json_t *r;

@@ -17,13 +17,18 @@
 json_t *record_new(void);
 
 /* Makes sure records can be appended to path without leaving anything
- * behind: missing parent directories and the file are created, opened and
- * removed again (fileio_probe_append), so a run refused later leaves no
- * empty file. 0, or -1 with one line naming the path and the fix. */
+ * behind (fileio_probe_append: nothing is created that stays, so a run
+ * refused later leaves no empty file or directory), and that an existing
+ * regular file is a file of records: empty or blank, or its first
+ * non-blank line one JSON object (a safetensors file or a JSON config over
+ * several lines is refused). 0, or -1 with one line naming the path and
+ * the fix. */
 int record_check_out(const char *path, char *err, size_t errlen);
 /* Appends the record as one compact line under an exclusive lock, creating
- * missing parent directories and the file. On failure (full disk, /dev/full)
- * the file is left as it was (fileio_append) and err says why. */
+ * missing parent directories (kept) and the file; a file whose last byte is
+ * not '\n' gets one first. On failure (full disk, /dev/full, a signal while
+ * waiting for the lock) the file is left as it was (fileio_append) and err
+ * says why. */
 int record_append(const char *path, const json_t *rec, char *err,
 		  size_t errlen);
 /* record_append, and when that fails keeps the record: appends it to the
@@ -48,7 +53,8 @@ typedef int (*record_line_fn)(void *ctx, int lineno, json_t *rec, int column,
 /* Reads a JSONL file line by line (trailing blanks, "\r" and "\n" cut,
  * blank lines skipped) and calls fn for each other line. 0 when the file
  * was read to its end or fn stopped, -1 with one line in err naming the
- * path for a file that cannot be opened, a directory, or a read error. */
+ * path for a file that cannot be opened, a directory, a FIFO or another
+ * file that is not regular (refused, never waited on), or a read error. */
 int record_each_line(const char *path, record_line_fn fn, void *ctx, char *err,
 		     size_t errlen);
 
