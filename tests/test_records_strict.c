@@ -1,6 +1,9 @@
 /* test_records_strict.c — issue 27: text that is not UTF-8, or cut, never
  * makes a record field vanish (bench/jsontext.h; out= path, suite name,
- * save_params message). */
+ * save_params message); `deqbench validate` refuses what results/SCHEMA.md
+ * rules out beyond types (impl names, negative sizes, times that do not
+ * exist, a key twice, an ok record without its sections, an eval record
+ * with training's). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,4 +181,285 @@ Test(utf8, save_params_message_cut_between_characters, .init = cli_setup,
 		  "message '%s' does not start with '%s'", msg ? msg : "",
 		  want);
 	json_decref(r);
+}
+
+/* ---- validate: what SCHEMA.md rules out beyond types ---- */
+
+/* A traced ok training record and an ok eval record of the current
+ * binary (new references). */
+static void current_records(json_t **train, json_t **eval)
+{
+	char t[512], e[512], p[512], targ[600], earg[600], sarg[600], parg[600];
+	cli_path(t, sizeof(t), "t.jsonl");
+	cli_path(e, sizeof(e), "e.jsonl");
+	cli_path(p, sizeof(p), "p.safetensors");
+	snprintf(targ, sizeof(targ), "out=%s", t);
+	snprintf(earg, sizeof(earg), "out=%s", e);
+	snprintf(sarg, sizeof(sarg), "save_params=%s", p);
+	snprintf(parg, sizeof(parg), "params=%s", p);
+	{
+		const char *a[] = {"run", TINY, "trace=true", sarg, targ, NULL};
+		run_want(a, 0);
+	}
+	{
+		const char *a[] = {"eval", TINY, parg, earg, NULL};
+		run_want(a, 0);
+	}
+	*train = only_record(t);
+	*eval = only_record(e);
+	cr_assert_eq(validate_record(*train, VALIDATE_STRICT, NULL, NULL), 0);
+	cr_assert_eq(validate_record(*eval, VALIDATE_STRICT, NULL, NULL), 0);
+}
+
+/* A copy of r with the member at dotted path p (objects only) set to v
+ * (stolen). */
+static json_t *with(const json_t *r, const char *p, json_t *v)
+{
+	json_t *c = json_deep_copy(r), *cur = c;
+	char buf[256], *save = NULL, *tok, *next;
+	snprintf(buf, sizeof(buf), "%s", p);
+	tok = strtok_r(buf, ".", &save);
+	while ((next = strtok_r(NULL, ".", &save))) {
+		cur = json_object_get(cur, tok);
+		cr_assert(json_is_object(cur), "%s", p);
+		tok = next;
+	}
+	json_object_set_new(cur, tok, v);
+	return c;
+}
+
+struct seen {
+	char text[4096];
+	size_t len;
+};
+
+static void collect(void *ctx, const char *path, const char *what)
+{
+	struct seen *s = ctx;
+	s->len += (size_t)snprintf(s->text + s->len, sizeof(s->text) - s->len,
+				   "%s: %s\n", path, what);
+	if (s->len >= sizeof(s->text))
+		s->len = sizeof(s->text) - 1;
+}
+
+/* r (stolen) has a strict-mode problem "PATH: ...PHRASE...". */
+static void refused(json_t *r, const char *path, const char *phrase)
+{
+	struct seen s = {"", 0};
+	char want[300];
+	int n = validate_record(r, VALIDATE_STRICT, collect, &s);
+	snprintf(want, sizeof(want), "%s: ", path);
+	cr_assert_gt(n, 0, "%s (%s) passed", path, phrase);
+	cr_assert(strstr(s.text, want) && strstr(s.text, phrase),
+		  "no problem '%s...%s' in:\n%s", want, phrase, s.text);
+	json_decref(r);
+}
+
+/* r (stolen) is strictly valid. */
+static void accepted(json_t *r, const char *what)
+{
+	struct seen s = {"", 0};
+	cr_assert_eq(validate_record(r, VALIDATE_STRICT, collect, &s), 0,
+		     "%s: %s", what, s.text);
+	json_decref(r);
+}
+
+Test(validate_strict, impl_names, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
+{
+	json_t *t, *e;
+	current_records(&t, &e);
+	refused(with(t, "impl", json_string("tensorflow")), "impl",
+		"expected deqbench or pytorch-<torch version>");
+	refused(with(t, "impl", json_string("pytorch")), "impl",
+		"pytorch-<torch version>");
+	refused(with(t, "impl", json_string("pytorch-")), "impl",
+		"pytorch-<torch version>");
+	accepted(with(t, "impl", json_string("pytorch-2.3.1+cpu")), "pytorch");
+	accepted(with(t, "impl", json_string("pytorch-1.13.0a0")), "pytorch");
+	json_decref(t);
+	json_decref(e);
+}
+
+Test(validate_strict, negative_sizes_and_counts, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	static const char *const paths[] = {"memory.peak_bytes.depth",
+					    "memory.peak_total_bytes",
+					    "memory.max_rss_bytes",
+					    "timing.steps_timed",
+					    "data.train_tokens",
+					    "quality.tokens_trained",
+					    "evals.forward_evals_total",
+					    "host.online_cpus",
+					    "suite.repeat",
+					    NULL};
+	json_t *t, *e, *s;
+	current_records(&t, &e);
+	s = json_pack("{s:s, s:i, s:i, s:i}", "name", "x", "index", 0, "combo",
+		      0, "repeat", 0);
+	json_object_set_new(t, "suite", s);
+	accepted(json_incref(t), "with a suite");
+	for (int i = 0; paths[i]; i++)
+		refused(with(t, paths[i], json_integer(-1)), paths[i],
+			"expected a number >= 0");
+	refused(with(t, "timing.step_ms.median", json_real(-0.5)),
+		"timing.step_ms.median", "expected a number >= 0");
+	/* losses may be negative */
+	accepted(with(t, "quality.train_loss_first", json_real(-0.25)),
+		 "negative loss");
+	json_decref(t);
+	json_decref(e);
+}
+
+Test(validate_strict, times_that_do_not_exist, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	static const char *const bad[] = {
+	    "2026-13-45T99:99:99Z", "2025-02-29T12:00:00Z",
+	    "2025-01-31T24:00:00Z", "2025-04-31T00:00:00Z",
+	    "2025-01-31T12:60:00Z", NULL};
+	json_t *t, *e;
+	current_records(&t, &e);
+	for (int i = 0; bad[i]; i++) {
+		refused(with(t, "started_at", json_string(bad[i])),
+			"started_at", "expected a UTC time");
+		refused(with(t, "finished_at", json_string(bad[i])),
+			"finished_at", "expected a UTC time");
+	}
+	accepted(with(t, "started_at", json_string("2024-02-29T23:59:59Z")),
+		 "a leap day");
+	json_decref(t);
+	json_decref(e);
+}
+
+/* A key twice in one object makes the line malformed. */
+Test(validate_strict, duplicate_key_is_malformed, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	char bad[512], err[2048], *s, *line;
+	json_t *t, *e;
+	current_records(&t, &e);
+	s = json_dumps(t, JSON_COMPACT);
+	cr_assert_eq(s[0], '{');
+	line = malloc(strlen(s) + 64);
+	/* the record's own "impl" comes later in the line */
+	sprintf(line, "{\"impl\":\"deqbench\",%s\n", s + 1);
+	cli_path(bad, sizeof(bad), "dup.jsonl");
+	cli_write_text(bad, line);
+	{
+		const char *a[] = {"validate", bad, NULL};
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 2, "%s", err);
+	}
+	cr_assert(strstr(err, "dup.jsonl:1: malformed JSON at column ") &&
+		      strstr(err, "duplicate object key"),
+		  "%s", err);
+	free(line);
+	free(s);
+	json_decref(t);
+	json_decref(e);
+}
+
+/* An ok record has the sections of a finished run: every section null
+ * does not pass --strict (nor without it); an error record may lack
+ * them. */
+Test(validate_strict, ok_record_has_its_sections, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	static const char *const train[] = {
+	    "method", "model",	    "data",	   "timing", "memory",
+	    "solver", "evals",	    "quality",	   "host",   "device",
+	    "build",  "started_at", "finished_at", NULL};
+	static const char *const eval[] = {"method",  "model", "data",
+					   "quality", "host",  "device",
+					   "build",   NULL};
+	static const char *const all[] = {
+	    "suite",  "method", "model",    "data",	 "timing", "memory",
+	    "solver", "evals",	"quality",  "inference", "host",   "device",
+	    "build",  "trace",	"pretrain", "plan",	 NULL};
+	json_t *t, *e, *nul, *err;
+	current_records(&t, &e);
+	for (int i = 0; train[i]; i++)
+		refused(with(t, train[i], json_null()), train[i],
+			"expected non-null with status ok");
+	for (int i = 0; eval[i]; i++)
+		refused(with(e, eval[i], json_null()), eval[i],
+			"expected non-null with status ok");
+	nul = json_deep_copy(t);
+	for (int i = 0; all[i]; i++)
+		json_object_set_new(nul, all[i], json_null());
+	cr_assert_gt(validate_record(nul, VALIDATE_ALL_AGES, NULL, NULL), 8);
+	err = with(nul, "status", json_string("error"));
+	json_object_set_new(err, "message", json_string("setup failed"));
+	accepted(err, "an error record of a run that did not get far");
+	refused(nul, "quality", "expected non-null with status ok");
+	/* started_at null: only a crashed suite run's error record */
+	err = with(t, "status", json_string("error"));
+	json_object_set_new(err, "message", json_string("boom"));
+	json_object_set_new(err, "started_at", json_null());
+	refused(json_incref(err), "started_at", "crashed suite run");
+	json_object_set_new(err, "suite",
+			    json_pack("{s:s, s:i, s:i, s:i}", "name", "x",
+				      "index", 0, "combo", 0, "repeat", 0));
+	accepted(err, "a crashed suite run's record");
+	json_decref(t);
+	json_decref(e);
+}
+
+/* kind eval: no training sections, quality's training fields null or 0;
+ * kind train: no inference.memory. */
+Test(validate_strict, eval_record_has_no_training, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	static const char *const training[] = {"timing", "memory", "solver",
+					       "evals",	 "trace",  NULL};
+	json_t *t, *e, *im;
+	current_records(&t, &e);
+	for (int i = 0; training[i]; i++)
+		refused(with(e, training[i],
+			     json_deep_copy(json_object_get(t, training[i]))),
+			training[i], "expected null with kind eval");
+	refused(with(e, "quality.train_loss_final", json_real(3.5)),
+		"quality.train_loss_final", "expected null with kind eval");
+	refused(with(e, "quality.tokens_trained", json_integer(48)),
+		"quality.tokens_trained", "expected 0 with kind eval");
+	im = json_object_get(json_object_get(e, "inference"), "memory");
+	cr_assert(json_is_object(im));
+	refused(with(t, "inference.memory", json_deep_copy(im)),
+		"inference.memory", "expected null with kind train");
+	json_decref(t);
+	json_decref(e);
+}
+
+/* trace exactly with trace=true (always in an ok training record);
+ * pretrain only with method=deq and pretrain_steps > 0. */
+Test(validate_strict, trace_and_pretrain_follow_config, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	json_t *t, *e, *pre;
+	current_records(&t, &e);
+	refused(with(t, "config.trace", json_false()), "trace",
+		"expected null with config trace=false");
+	refused(with(t, "trace", json_null()), "trace",
+		"expected an object with config trace=true");
+	pre = json_pack(
+	    "{s:i, s:i, s:i, s:i, s:o, s:o, s:o, s:n, s:n, s:n, "
+	    "s:n, s:i}",
+	    "steps", 2, "layers", 3, "steps_done", 2, "steps_timed", 1,
+	    "step_ms",
+	    json_deep_copy(
+		json_object_get(json_object_get(t, "timing"), "step_ms")),
+	    "forward_ms",
+	    json_deep_copy(
+		json_object_get(json_object_get(t, "timing"), "forward_ms")),
+	    "backward_ms",
+	    json_deep_copy(
+		json_object_get(json_object_get(t, "timing"), "backward_ms")),
+	    "tokens_per_s", "forward_evals_per_step", "vjp_evals_per_step",
+	    "train_loss_last", "depth_bytes", 0);
+	cr_assert_not_null(pre);
+	refused(with(t, "pretrain", pre), "pretrain",
+		"only method=deq with pretrain_steps > 0");
+	json_decref(t);
+	json_decref(e);
 }
