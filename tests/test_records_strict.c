@@ -3,7 +3,8 @@
  * save_params message); `deqbench validate` refuses what results/SCHEMA.md
  * rules out beyond types (impl names, negative sizes, times that do not
  * exist, a key twice, an ok record without its sections, an eval record
- * with training's). */
+ * with training's); a parameter file whose metadata holds n_heads 2.0 is
+ * called malformed, not advised as n_heads=2.0. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -462,4 +463,36 @@ Test(validate_strict, trace_and_pretrain_follow_config, .init = cli_setup,
 		"only method=deq with pretrain_steps > 0");
 	json_decref(t);
 	json_decref(e);
+}
+
+/* ---- a params file whose metadata holds n_heads 2.0 ---- */
+
+Test(params, n_heads_real_in_metadata_is_malformed, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 60)
+{
+	static const char header[] =
+	    "{\"__metadata__\": {\"config\": \"{\\\"model\\\": "
+	    "\\\"transformer\\\", \\\"n_heads\\\": 2.0}\"}}";
+	unsigned char file[sizeof(header) + 8];
+	char p[512], parg[600], out[512], oarg[600], err[2048];
+	size_t n = sizeof(header) - 1;
+	for (int i = 0; i < 8; i++)
+		file[i] = (unsigned char)(n >> (8 * i));
+	memcpy(file + 8, header, n);
+	cli_path(p, sizeof(p), "p.safetensors");
+	cli_write(p, file, n + 8);
+	cli_path(out, sizeof(out), "o.jsonl");
+	snprintf(parg, sizeof(parg), "params=%s", p);
+	snprintf(oarg, sizeof(oarg), "out=%s", out);
+	{
+		const char *a[] = {"run", TINY, parg, oarg, NULL};
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 2, "%s", err);
+	}
+	cr_assert(strstr(err, "metadata \"config\" holds n_heads=2.0 where "
+			      "an integer is expected (configured "
+			      "n_heads=2)"),
+		  "%s", err);
+	cr_assert_null(strstr(err, "use n_heads=2.0"), "%s", err);
+	cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "one line: %s",
+		     err);
 }
