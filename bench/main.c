@@ -39,6 +39,7 @@
 #include "env.h"
 #include "fileio.h"
 #include "interrupt.h"
+#include "jsontext.h"
 #include "memfit.h"
 #include "record.h"
 #include "runner.h"
@@ -451,7 +452,8 @@ static int cmd_env(void)
 			json_t *d = json_object();
 			json_object_set_new(d, "device",
 					    json_string(backend_names[i]));
-			json_object_set_new(d, "error", json_string(err));
+			json_object_set_new(d, "error",
+					    jsontext_buf(err, sizeof(err)));
 			json_array_append_new(devs, d);
 		}
 	}

@@ -15,6 +15,7 @@
 #include "env.h"
 #include "fileio.h"
 #include "interrupt.h"
+#include "jsontext.h"
 #include "record.h"
 
 #ifndef DQ_SOURCE_ROOT
@@ -412,7 +413,7 @@ static enum run_status child_failed(json_t *rec, const struct child_out *c)
 			 *c->last ? c->last : "(no message)");
 	}
 	json_object_set_new(rec, "status", json_string(runner_status_name(st)));
-	json_object_set_new(rec, "message", json_string(m));
+	json_object_set_new(rec, "message", jsontext_buf(m, sizeof(m)));
 	return st;
 }
 
@@ -440,7 +441,8 @@ static enum run_status peer_exec(const struct bench_config *cfg,
 	json_object_set_new(rec, "build", env_build_json());
 	*record = rec;
 	if (write_tokens(cfg, dir, sizeof(dir), &V, err, sizeof(err)) != 0) {
-		json_object_set_new(rec, "message", json_string(err));
+		json_object_set_new(rec, "message",
+				    jsontext_buf(err, sizeof(err)));
 		return RUN_SETUP_FAILED;
 	}
 	/* the same initial parameters as a deqbench run of cfg (unless
@@ -452,7 +454,8 @@ static enum run_status peer_exec(const struct bench_config *cfg,
 		c.model.vocab_size = V;
 		if (runner_params_init(&c, init, err, sizeof(err)) != 0) {
 			peer_cleanup(dir);
-			json_object_set_new(rec, "message", json_string(err));
+			json_object_set_new(rec, "message",
+					    jsontext_buf(err, sizeof(err)));
 			return RUN_SETUP_FAILED;
 		}
 	}

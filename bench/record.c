@@ -197,6 +197,13 @@ json_t *record_stats_json(const double *x, int n)
 int record_each_line(const char *path, record_line_fn fn, void *ctx, char *err,
 		     size_t errlen)
 {
+	return record_each_line_flags(path, 0, fn, ctx, err, errlen);
+}
+
+int record_each_line_flags(const char *path, size_t json_flags,
+			   record_line_fn fn, void *ctx, char *err,
+			   size_t errlen)
+{
 	char *line = NULL, e[900];
 	size_t cap = 0;
 	ssize_t len;
@@ -228,7 +235,7 @@ int record_each_line(const char *path, record_line_fn fn, void *ctx, char *err,
 			continue;
 		/* by length: a NUL byte inside the line is malformed, not
 		 * the end of it */
-		r = json_loadb(line, (size_t)len, 0, &je);
+		r = json_loadb(line, (size_t)len, json_flags, &je);
 		if (json_is_object(r))
 			stop = fn(ctx, lineno, r, 0, NULL);
 		else

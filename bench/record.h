@@ -58,6 +58,14 @@ typedef int (*record_line_fn)(void *ctx, int lineno, json_t *rec, int column,
 int record_each_line(const char *path, record_line_fn fn, void *ctx, char *err,
 		     size_t errlen);
 
+/* record_each_line with jansson's decoding flags for each line:
+ * JSON_REJECT_DUPLICATES makes a line with a key twice in one object
+ * malformed (why: jansson's "duplicate object key"), as `deqbench
+ * validate` reads; record_each_line passes 0 (the last value counts). */
+int record_each_line_flags(const char *path, size_t json_flags,
+			   record_line_fn fn, void *ctx, char *err,
+			   size_t errlen);
+
 /* Appends every record (line) of a JSONL file to arr. Blank lines are
  * skipped; a malformed line is an error naming path:line, a directory or a
  * read error an error naming path. */
