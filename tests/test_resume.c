@@ -230,6 +230,39 @@ Test(resume, record_stands_for_one_repeat, .init = cli_setup,
 	json_decref(arr);
 }
 
+/* Two runs of one suite with the same resolved config and repeat
+ * (checkpoint L=4: k=0 resolves to 2) and one record of that config in
+ * out=: the record stands for the first run only, the second runs. */
+Test(resume, record_used_up_by_one_run, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
+{
+	char s1[512], s2[512], out[512], arg[600], err[4096];
+	json_t *arr;
+	write_suite(s1, sizeof(s1), "s1.json",
+		    ", \"axes\": {\"method\": [{\"method\": \"checkpoint\", "
+		    "\"layers\": 4, \"k\": 2}]}");
+	write_suite(s2, sizeof(s2), "s2.json",
+		    ", \"axes\": {\"method\": [{\"method\": \"checkpoint\", "
+		    "\"layers\": 4, \"k\": 0}, {\"method\": \"checkpoint\", "
+		    "\"layers\": 4, \"k\": 2}]}");
+	cli_path(out, sizeof(out), "r.jsonl");
+	snprintf(arg, sizeof(arg), "out=%s", out);
+	{
+		const char *a[] = {"suite", s1, arg, NULL};
+		run_ok(a, 0, err, sizeof(err));
+	}
+	{
+		const char *a[] = {"suite", s2, arg, "--resume", NULL};
+		run_ok(a, 0, err, sizeof(err));
+		cr_assert(strstr(err, "[0] skipped (--resume)") &&
+			      !strstr(err, "[1] skipped"),
+			  "%s", err);
+	}
+	arr = records_of(out);
+	cr_assert_eq(json_array_size(arr), 2);
+	json_decref(arr);
+}
+
 /* Shards sharing out=: shard 1/2 of a 2-repeat combination appends the
  * record of repeat 1; shard 0/2 --resume still runs repeat 0. */
 Test(resume, shard_record_is_its_own_repeat, .init = cli_setup,
