@@ -42,6 +42,7 @@
 #include "jsontext.h"
 #include "memfit.h"
 #include "record.h"
+#include "record_usable.h"
 #include "runner.h"
 #include "suite.h"
 
@@ -409,13 +410,15 @@ static int cmd_report(int argc, char **argv)
 {
 	json_t *all = json_array();
 	char err[1024];
+	int skipped = 0;
 	if (argc == 0) {
 		json_decref(all);
 		return bad_input("report: give one or more FILE.jsonl, e.g. "
 				 "deqbench report results/runs.jsonl");
 	}
 	for (int i = 0; i < argc; i++) {
-		if (record_read_jsonl(argv[i], all, err, sizeof(err)) != 0) {
+		if (record_read_usable(argv[i], all, &skipped, err,
+				       sizeof(err)) != 0) {
 			json_decref(all);
 			return bad_input(err);
 		}
@@ -423,9 +426,10 @@ static int cmd_report(int argc, char **argv)
 	if (json_array_size(all) == 0) {
 		json_decref(all);
 		snprintf(err, sizeof(err),
-			 "report: %s%s hold%s no records; give JSONL files "
+			 "report: %s%s hold%s no %srecords; give JSONL files "
 			 "written by deqbench run or suite",
-			 argv[0], argc > 1 ? " ..." : "", argc > 1 ? "" : "s");
+			 argv[0], argc > 1 ? " ..." : "", argc > 1 ? "" : "s",
+			 skipped ? "usable " : "");
 		return bad_input(err);
 	}
 	record_summary(stdout, all);

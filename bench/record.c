@@ -2,6 +2,7 @@
  * and the summary table. */
 #include "record.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -90,10 +91,80 @@ int record_check_out(const char *path, char *err, size_t errlen)
 	return -1;
 }
 
+/* The shortest "%.*g" text of x that reads back as the same double, in
+ * buf (n >= 32): fixed notation wherever jansson's "%.17g" has it (1200000
+ * rather than 1.2e+06), the exponent as jansson writes it (1e-5, 1e20),
+ * ".0" appended when it would read as an integer. */
+static void shortest_real(double x, char *buf, size_t n)
+{
+	int p = 1, e = x != 0 ? (int)floor(log10(fabs(x))) : 0;
+	char *ex;
+	while (p < 17) {
+		snprintf(buf, n, "%.*g", p, x);
+		if (strtod(buf, NULL) == x)
+			break;
+		p++;
+	}
+	if (e >= p && e < 17) {
+		snprintf(buf, n, "%.*g", e + 1, x);
+		if (strtod(buf, NULL) != x)
+			snprintf(buf, n, "%.*g", p, x);
+	} else
+		snprintf(buf, n, "%.*g", p, x);
+	if ((ex = strchr(buf, 'e'))) { /* as jansson: 1e-5, 1e20 */
+		char *d = ex + 1 + (ex[1] == '-'), *z = d + (*d == '+');
+		while (z[0] == '0' && z[1])
+			z++;
+		memmove(d, z, strlen(z) + 1);
+	} else if (!strchr(buf, '.'))
+		strncat(buf, ".0", n - strlen(buf) - 1);
+}
+
+/* Rewrites, in place, every real of JSON text s (jansson's, written with
+ * 17 significant digits) in its shortest_real form, never longer. */
+static void shorten_reals(char *s)
+{
+	char *r = s, *w = s, buf[40];
+	int in_str = 0;
+	while (*r) {
+		size_t len = 0;
+		if (in_str || (*r != '-' && !isdigit((unsigned char)*r))) {
+			if (in_str && *r == '\\' && r[1])
+				*w++ = *r++;
+			else if (*r == '"')
+				in_str = !in_str;
+			*w++ = *r++;
+			continue;
+		}
+		len = strspn(r, "+-0123456789.eE");
+		buf[0] = 0;
+		if (memchr(r, '.', len) || memchr(r, 'e', len) ||
+		    memchr(r, 'E', len))
+			shortest_real(strtod(r, NULL), buf, sizeof(buf));
+		if (buf[0] && strlen(buf) <= len) {
+			memmove(w, buf, strlen(buf));
+			w += strlen(buf);
+		} else {
+			memmove(w, r, len);
+			w += len;
+		}
+		r += len;
+	}
+	*w = 0;
+}
+
+char *record_dumps(const json_t *rec)
+{
+	char *s = json_dumps(rec, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	if (s)
+		shorten_reals(s);
+	return s;
+}
+
 /* The record as one line, '\n' included; *n its length. */
 static char *record_line(const json_t *rec, size_t *n)
 {
-	char *s = json_dumps(rec, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	char *s = record_dumps(rec);
 	if (!s)
 		return NULL;
 	*n = strlen(s);
@@ -307,22 +378,45 @@ char *record_value_text(const json_t *x)
 		   : json_dumps(x, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
 }
 
-/* Config without output-only keys (out, trace, data_dir: the key
- * table's KEY_OUTPUT rows): rows with equal keys are repeats. */
+/* Whether config key KEY of CFG is part of a run's identity: every key but
+ * the output-only ones, data_dir included unless the corpus is synthetic. */
+static int identity_key(const char *key, const json_t *cfg)
+{
+	const char *corpus = json_string_value(json_object_get(cfg, "corpus"));
+	if (!strcmp(key, "data_dir"))
+		return !corpus || strcmp(corpus, "synthetic") != 0;
+	return !config_key_is_output(key);
+}
+
+json_t *record_run_identity(const json_t *cfg)
+{
+	json_t *o = json_object(), *v;
+	const char *k;
+	json_object_foreach((json_t *)cfg, k, v)
+	{
+		if (identity_key(k, cfg))
+			json_object_set(o, k, v);
+	}
+	return o;
+}
+
+/* The run identity of cfg (record_run_identity), without the method keys
+ * when drop_method, as sorted compact JSON: rows with equal keys are
+ * repeats. */
 static char *row_key(const json_t *cfg, int drop_method)
 {
-	json_t *c = json_deep_copy(cfg);
+	json_t *c = record_run_identity(cfg);
 	const char *key;
 	json_t *v;
 	void *tmp;
 	char *s;
 	json_object_foreach_safe(c, tmp, key, v)
 	{
-		if (config_key_is_output(key) ||
-		    (drop_method && config_key_is_method(key)))
+		if (drop_method && config_key_is_method(key))
 			json_object_del(c, key);
 	}
-	s = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
+	s = json_dumps(c,
+		       JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
 	json_decref(c);
 	return s;
 }
@@ -376,24 +470,68 @@ static void method_label(char *buf, size_t n, const json_t *rec,
 struct row {
 	char *key, *group;
 	const json_t *first;
-	int n, n_ok;
-	double step_ms[64], inf_ms[64], ds[64], tot[64], fit[64], bit[64];
-	double ppl[64];
-	double fcv[64], bcv[64]; /* converged fractions */
+	int n, n_ok, cap; /* records of the row; room for cap of them */
+	/* each record's figures, n of cap (row_grow) */
+	double *step_ms, *inf_ms, *ds, *tot, *fit, *bit, *ppl;
+	double *fcv, *bcv; /* converged fractions */
 	const char *status;
 };
 
+/* The addresses of row R's figure arrays (ROW_FIGS). */
+#define ROW_FIGS 9
+static void row_figs(struct row *r, double **f[ROW_FIGS])
+{
+	double **a[ROW_FIGS] = {&r->step_ms, &r->inf_ms, &r->ds,
+				&r->tot,     &r->fit,	 &r->bit,
+				&r->ppl,     &r->fcv,	 &r->bcv};
+	memcpy(f, a, sizeof(a));
+}
+
+/* Room for twice as many records in row R. 0, or -1 out of memory (R as
+ * it was). */
+static int row_grow(struct row *r)
+{
+	double **f[ROW_FIGS];
+	int cap = r->cap ? 2 * r->cap : 16;
+	row_figs(r, f);
+	for (int i = 0; i < ROW_FIGS; i++) {
+		double *p = realloc(*f[i], (size_t)cap * sizeof(double));
+		if (!p)
+			return -1;
+		*f[i] = p;
+	}
+	r->cap = cap;
+	return 0;
+}
+
+static void row_free(struct row *r)
+{
+	double **f[ROW_FIGS];
+	row_figs(r, f);
+	for (int i = 0; i < ROW_FIGS; i++)
+		free(*f[i]);
+	free(r->key);
+	free(r->group);
+}
+
+/* The median of the finite values of x[n]; NAN when there is none. */
 static double median_of(const double *x, int n)
 {
-	double tmp[64];
-	int m = 0;
+	double *tmp = malloc((size_t)(n > 0 ? n : 1) * sizeof(*tmp)), m;
+	int k = 0;
+	if (!tmp)
+		return NAN;
 	for (int i = 0; i < n; i++)
 		if (isfinite(x[i]))
-			tmp[m++] = x[i];
-	if (m == 0)
-		return NAN;
-	qsort(tmp, (size_t)m, sizeof(*tmp), cmp_double);
-	return quantile(tmp, m, 0.5);
+			tmp[k++] = x[i];
+	if (k == 0)
+		m = NAN;
+	else {
+		qsort(tmp, (size_t)k, sizeof(*tmp), cmp_double);
+		m = quantile(tmp, k, 0.5);
+	}
+	free(tmp);
+	return m;
 }
 
 static void fmt(char *buf, size_t n, double x, const char *f)
@@ -446,13 +584,16 @@ static struct row *row_for(struct table *t, const json_t *rec,
 	return r;
 }
 
-/* Adds record REC's figures to row R (the first 64 records of a row). */
+/* Adds record REC's figures to row R (every record: the arrays grow). */
 static void row_add(struct row *r, const json_t *rec)
 {
 	int k, ok, eval;
 	const char *st;
-	if (r->n >= 64)
+	if (r->n == r->cap && row_grow(r) != 0) {
+		fprintf(stderr, "deqbench: out of memory: a record of the "
+				"summary table is left out\n");
 		return;
+	}
 	k = r->n++;
 	st = str_of(rec, "status", "?");
 	ok = !strcmp(st, "ok");
@@ -488,7 +629,7 @@ static void note_varying(struct table *t, const json_t *c)
 		t->first_group_cfg = c;
 	json_object_foreach((json_t *)c, k2, v2)
 	{
-		if (config_key_is_method(k2) || config_key_is_output(k2))
+		if (config_key_is_method(k2) || !identity_key(k2, c))
 			continue;
 		if (!json_equal(v2, json_object_get(t->first_group_cfg, k2)))
 			json_object_set_new(t->varying, k2, json_true());
@@ -676,10 +817,8 @@ void record_summary(FILE *f, const json_t *records)
 			print_row(f, &t, &t.rows[j]);
 		json_object_del(t.varying, "impl");
 		print_peer_table(f, &t);
-		for (size_t j = 0; j < t.nrow; j++) {
-			free(t.rows[j].key);
-			free(t.rows[j].group);
-		}
+		for (size_t j = 0; j < t.nrow; j++)
+			row_free(&t.rows[j]);
 	}
 	free(t.rows);
 	json_decref(t.varying);

@@ -16,6 +16,20 @@
  * readers can rely on the keys. */
 json_t *record_new(void);
 
+/* The record (or any JSON value) as compact JSON text, every real in the
+ * shortest form that reads back as the same double (0.1, 0.00031622776601683794,
+ * 1e-05; ".0" kept on integral reals so they read back as reals), so what a
+ * record stores is exactly the value the run used. malloc'd (free it); NULL
+ * when out of memory. */
+char *record_dumps(const json_t *rec);
+
+/* What makes two runs the same run, for `suite --resume` and the rows of
+ * the summary table: the flat config cfg without its output-only keys
+ * (out, trace, save_params; config_key_is_output), and without data_dir
+ * when the corpus is synthetic (the other corpora are read from data_dir,
+ * so two directories are two datasets). New reference. */
+json_t *record_run_identity(const json_t *cfg);
+
 /* Makes sure records can be appended to path without leaving anything
  * behind (fileio_probe_append: nothing is created that stays, so a run
  * refused later leaves no empty file or directory), and that an existing
@@ -83,8 +97,9 @@ double record_num(const json_t *o, const char *path);
  * of memory. */
 char *record_value_text(const json_t *x);
 
-/* Prints the markdown summary of records (array): one row per distinct
- * config (repeats aggregated: medians), step time and depth+solver peak
+/* Prints the markdown summary of records (array): one row per run
+ * identity (record_run_identity; repeats aggregated: medians over every
+ * record of the row), step time and depth+solver peak
  * relative to the unroll row of the same group (same config apart from the
  * method keys), solver iterations and valid perplexity. */
 void record_summary(FILE *f, const json_t *records);
