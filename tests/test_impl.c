@@ -39,7 +39,7 @@ static const char FAKE_SCRIPT[] =
     "impl=pytorch; use unroll' >&2; exit 2; fi\n"
     "  exit 0;;\n"
     "eval) cat > \"$dir/request.json\"\n"
-    "  echo '{\"impl\": \"pytorch-fake\", \"kind\": \"train\", "
+    "  echo '{\"impl\": \"pytorch-0.0+fake\", \"kind\": \"train\", "
     "\"status\": \"ok\", \"message\": \"\", \"quality\": "
     "{\"valid_loss\": 2.5}, \"inference\": {\"forward_evals_per_batch\""
     ": 12}}'\n"
@@ -53,7 +53,7 @@ static const char FAKE_SCRIPT[] =
     "fi\n"
     "  if [ -f \"$dir/child.json\" ]; then cat \"$dir/child.json\"; exit 0; "
     "fi\n"
-    "  echo '{\"impl\": \"pytorch-fake\", \"status\": \"ok\", \"message\": "
+    "  echo '{\"impl\": \"pytorch-0.0+fake\", \"status\": \"ok\", \"message\": "
     "\"\", \"config\": {\"model\": \"ignored\"}, \"host\": null, "
     "\"timing\": {\"step_ms\": {\"median\": 1000.0}}, \"memory\": "
     "{\"peak_depth_solver_bytes\": 2097152}}'\n"
@@ -165,7 +165,7 @@ Test(impl, run_builds_record_from_child, .init = fake_setup,
 	recs = records();
 	cr_assert_eq(json_array_size(recs), 1);
 	r = json_array_get(recs, 0);
-	cr_assert_str_eq(str_at(r, "impl", NULL), "pytorch-fake");
+	cr_assert_str_eq(str_at(r, "impl", NULL), "pytorch-0.0+fake");
 	cr_assert_str_eq(str_at(r, "status", NULL), "ok");
 	cr_assert_str_eq(str_at(r, "config", "model"), "transformer");
 	cr_assert_str_eq(str_at(r, "config", "impl"), "pytorch");
@@ -254,7 +254,7 @@ Test(impl, eval_runs_the_child, .init = fake_setup, .fini = cli_teardown,
 	cr_assert_eq(json_array_size(recs), 1);
 	r = json_array_get(recs, 0);
 	cr_assert_str_eq(str_at(r, "kind", NULL), "eval");
-	cr_assert_str_eq(str_at(r, "impl", NULL), "pytorch-fake");
+	cr_assert_str_eq(str_at(r, "impl", NULL), "pytorch-0.0+fake");
 	cr_assert_float_eq(json_real_value(json_object_get(
 			       json_object_get(r, "quality"), "valid_loss")),
 			   2.5, 0);
@@ -315,7 +315,7 @@ static void write_child_record(void)
 	}
 	r = json_load_file(out, 0, NULL);
 	cr_assert_not_null(r);
-	json_object_set_new(r, "impl", json_string("pytorch-fake"));
+	json_object_set_new(r, "impl", json_string("pytorch-0.0+fake"));
 	json_object_set_new(
 	    json_object_get(json_object_get(r, "timing"), "step_ms"), "median",
 	    json_real(1000.0));
@@ -353,7 +353,7 @@ Test(impl, suite_impl_axis_and_report, .init = fake_setup, .fini = cli_teardown,
 	cr_assert_str_eq(str_at(json_array_get(recs, 0), "impl", NULL),
 			 "deqbench");
 	cr_assert_str_eq(str_at(json_array_get(recs, 1), "impl", NULL),
-			 "pytorch-fake");
+			 "pytorch-0.0+fake");
 	cr_assert_str_eq(str_at(json_array_get(recs, 1), "suite", "name"),
 			 "peer");
 	/* the check saw exactly the pytorch run */
