@@ -21,10 +21,22 @@ int bad_input(const char *msg);
  * line. */
 void print_summary(const json_t *records);
 
-/* params= of a run (required with eval) readable, and save_params='s
- * directory writable: 0, or -1 with one line naming the key and the fix. */
+/* params= of a run (required with eval) a readable regular file, and
+ * save_params= a path that can be replaced (fileio_replace_target) in a
+ * writable directory: 0, or -1 with one line naming the key and the fix. */
 int check_params_key(const struct bench_config *c, int eval, char *err,
 		     size_t errlen);
+
+/* The files of one run (config_file: the FILE.json argument, suite_file:
+ * a suite's file; NULL when none) and its params=, save_params= and out=:
+ * no output (out=, save_params=) names the same file as another of them
+ * (fileio_distinct). 0, or -1 with one line. */
+int check_distinct_files(const struct bench_config *c, const char *config_file,
+			 const char *suite_file, char *err, size_t errlen);
+
+/* The FILE.json argument of key=value arguments (the first, when it is not
+ * key=value), or NULL. */
+const char *config_file_arg(int argc, char **argv);
 
 /* [FILE.json] key=value... into cfg (defaults first; a key given twice
  * is refused). extra: NULL-terminated keys the caller handles itself (e.g.

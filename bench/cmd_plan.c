@@ -37,6 +37,7 @@
 #include "../methods/method.h"
 #include "cmd.h"
 #include "data.h"
+#include "fileio.h"
 #include "interrupt.h"
 #include "memfit.h"
 #include "peer.h"
@@ -393,17 +394,20 @@ static json_t *plan_json(const struct plan *p, const struct cand *c, int rank)
 	return o;
 }
 
-/* Trains the first n candidates that fit; appends their records. */
+/* Trains the first n candidates that fit; appends their records as run
+ * does (record_save: a record that cannot be appended is kept in the
+ * rescue file and on stderr, and no later candidate runs). 1 when a run
+ * was not ok or a record was not appended, else 0. */
 static int run_top(const struct plan *p, int n)
 {
 	size_t budget = (size_t)(p->budget_mib * 1048576.0);
-	json_t *all = json_array();
-	int rank = 0, bad = 0;
-	char err[1024];
+	int rank = 0, bad = 0, unsaved = 0;
+	char rescue[1024];
 	printf("\n%4s  %-22s %6s %12s %12s %10s %10s %7s\n", "rank", "method",
 	       "chunk", "peak pred", "peak meas", "ms pred", "ms meas",
 	       "err %");
-	for (int j = 0; j < p->n && rank < n && !interrupt_signal(); j++) {
+	for (int j = 0; j < p->n && rank < n && !interrupt_signal() && !unsaved;
+	     j++) {
 		const struct cand *c = &p->c[j];
 		struct run_meta meta = {"plan", rank, j, 0, 0};
 		json_t *rec;
@@ -412,22 +416,28 @@ static int run_top(const struct plan *p, int n)
 		rank++;
 		enum run_status st = runner_run(&c->cfg, &meta, &rec);
 		json_object_set_new(rec, "plan", plan_json(p, c, rank));
-		if (record_append(c->cfg.out, rec, err, sizeof(err)) != 0) {
-			fprintf(stderr, "deqbench: %s\n", err);
-			bad = 1;
-		}
+		unsaved = record_save(c->cfg.out, rec) != 0;
 		double pk = record_num(rec, "memory.peak_total_bytes");
 		double ms = record_num(rec, "timing.step_ms.median");
 		printf("%4d  %-22s %6d %12.0f %12.0f %10.1f %10.1f %7.1f%s\n",
 		       rank, c->label, c->cfg.model.head_chunk, (double)c->peak,
 		       pk, c->ms, ms, 100.0 * (c->ms - ms) / ms,
 		       st == RUN_OK ? "" : "  (not ok)");
-		bad |= st != RUN_OK;
-		json_array_append_new(all, rec);
+		bad |= st != RUN_OK || unsaved;
+		json_decref(rec);
 	}
-	if (rank)
+	if (rank && !unsaved)
 		printf("records appended to %s\n", p->base.out);
-	json_decref(all);
+	if (unsaved) {
+		fflush(stdout);
+		fprintf(stderr,
+			"deqbench: plan: the record of rank %d could not be "
+			"appended to out=%s; it is on stderr above and, unless "
+			"noted there, in %s; the later candidates did not "
+			"run\n",
+			rank, p->base.out,
+			fileio_rescue_path(rescue, sizeof(rescue)));
+	}
 	return bad ? 1 : 0;
 }
 
@@ -445,28 +455,34 @@ static const char plan_usage[] =
     "  the config's steps and appends records with predicted beside "
     "measured\n";
 
-/* Takes --run N out of argv (in place); *n_run = -1 when absent. */
+/* Takes --run N (or --run=N) out of argv (in place); *n_run = -1 when
+ * absent. */
 static int take_run_flag(int *argc, char **argv, int *n_run, char *err,
 			 size_t errlen)
 {
 	int o = 0;
 	*n_run = -1;
 	for (int i = 0; i < *argc; i++) {
-		if (strcmp(argv[i], "--run") != 0) {
+		const char *v;
+		char *end = NULL;
+		long n;
+		if (!strncmp(argv[i], "--run=", 6))
+			v = argv[i] + 6;
+		else if (!strcmp(argv[i], "--run"))
+			v = i + 1 < *argc ? argv[++i] : NULL;
+		else {
 			argv[o++] = argv[i];
 			continue;
 		}
-		char *end;
-		long v = i + 1 < *argc ? strtol(argv[i + 1], &end, 10) : -1;
-		if (i + 1 >= *argc || *end || v < 1 || v > PLAN_MAX_CANDS) {
+		n = v && *v ? strtol(v, &end, 10) : -1;
+		if (!v || !*v || *end || n < 1 || n > PLAN_MAX_CANDS) {
 			snprintf(err, errlen,
 				 "--run needs a number of candidates in [1, "
 				 "%d], e.g. --run 3",
 				 PLAN_MAX_CANDS);
 			return -1;
 		}
-		*n_run = (int)v;
-		i++;
+		*n_run = (int)n;
 	}
 	*argc = o;
 	return 0;
@@ -520,7 +536,11 @@ int cmd_plan(int argc, char **argv)
 	memset(&p, 0, sizeof(p));
 	if (take_run_flag(&argc, argv, &n_run, err, sizeof(err)) != 0 ||
 	    plan_setup(&p, argc, argv, err, sizeof(err)) != 0 ||
-	    (n_run > 0 && record_check_out(p.base.out, err, sizeof(err))))
+	    (n_run > 0 &&
+	     (check_distinct_files(&p.base, config_file_arg(argc, argv), NULL,
+				   err, sizeof(err)) ||
+	      check_params_key(&p.base, 0, err, sizeof(err)) ||
+	      record_check_out(p.base.out, err, sizeof(err)))))
 		return bad_input(err);
 	p.c = calloc(PLAN_MAX_CANDS, sizeof(*p.c));
 	if (!p.c)

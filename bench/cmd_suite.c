@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "record.h"
 #include "runner.h"
 #include "suite.h"
+#include "suite_resume.h"
 
 /* ---- suite ---- */
 
@@ -100,10 +102,12 @@ static void child_run(const struct suite *s, const struct suite_run *r,
 	int saved;
 	(s->eval ? runner_eval : runner_run)(&r->cfg, meta, &x);
 	saved = record_save(r->cfg.out, x) == 0;
-	s2 = json_dumps(x, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	s2 = record_dumps(x);
 	n = s2 ? strlen(s2) : 0;
 	while (off < n) {
 		ssize_t w = write(fd, s2 + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue; /* the parent reads on: finish the record */
 		if (w <= 0)
 			break;
 		off += (size_t)w;
@@ -160,12 +164,18 @@ static json_t *run_isolated(const struct suite *s, const struct suite_run *r,
 	return rec;
 }
 
-/* The suite's last line: where the records went, or how many of them could
- * not be appended (those are in the rescue file and on stderr). */
-static void suite_final_line(const struct suite *s, size_t n_runs,
+/* The suite's last line: where the records went, that nothing ran (every
+ * run skipped by --resume), or how many records could not be appended
+ * (those are in the rescue file and on stderr). */
+static void suite_final_line(const struct suite *s, size_t n_runs, int n_ran,
 			     int n_unsaved)
 {
 	char rescue[1024];
+	if (!n_ran) {
+		printf("\nnothing ran, nothing appended to %s\n",
+		       s->runs[0].cfg.out);
+		return;
+	}
 	if (!n_unsaved) {
 		printf("\nrecords appended to %s\n", s->runs[0].cfg.out);
 		return;
@@ -183,7 +193,8 @@ static void suite_final_line(const struct suite *s, size_t n_runs,
 static int suite_check_peer(const struct suite *s, int si, int sn, char *err,
 			    size_t errlen)
 {
-	const struct bench_config **cfgs = calloc(s->n_runs, sizeof(*cfgs));
+	const struct bench_config **cfgs =
+	    calloc(s->n_runs > 0 ? (size_t)s->n_runs : 1, sizeof(*cfgs));
 	int n = 0, rc;
 	if (!cfgs) {
 		snprintf(err, errlen, "out of memory checking the suite");
@@ -200,14 +211,23 @@ static int suite_check_peer(const struct suite *s, int si, int sn, char *err,
 }
 
 /* Up-front checks of the runs of shard si/sn, so that bad input exits 2
- * with nothing written whichever shard meets it: every corpus there
- * (loading it also builds its cache once, before the runs fork; a corpus
- * is resolved again only when it differs from the previous run of this
- * shard), every deqbench run within memory (memfit.h), the impl=pytorch
- * runs by deqtorch.py (peer.h), then every output writable. */
-static int suite_check_runs(const struct suite *s, int si, int sn, char *err,
-			    size_t errlen)
+ * with nothing written whichever shard meets it: each run's files (none
+ * the same as another or as the suite file; params= and save_params=
+ * usable: check_params_key), the impl=pytorch runs by deqtorch.py
+ * (peer.h), every corpus there (loading it also builds its cache once,
+ * before the runs fork; a corpus is resolved again only when it differs
+ * from the previous run of this shard), every deqbench run within memory
+ * (memfit.h), then every output writable (each out= once in a row). */
+static int suite_check_runs(const struct suite *s, const char *path, int si,
+			    int sn, char *err, size_t errlen)
 {
+	for (int i = 0; i < s->n_runs; i++)
+		if (suite_in_shard(i, si, sn) &&
+		    (check_distinct_files(&s->runs[i].cfg, NULL, path, err,
+					  errlen) != 0 ||
+		     check_params_key(&s->runs[i].cfg, s->eval, err, errlen) !=
+			 0))
+			return -1;
 	if (suite_check_peer(s, si, sn, err, errlen) != 0)
 		return -1;
 	for (int pass = 0; pass < 2; pass++) {
@@ -219,10 +239,10 @@ static int suite_check_runs(const struct suite *s, int si, int sn, char *err,
 			if (!suite_in_shard(i, si, sn))
 				continue;
 			if (pass == 1) {
-				rc = record_check_out(c->out, err, errlen);
-				if (rc == 0)
-					rc = check_params_key(c, s->eval, err,
+				if (!prev || strcmp(c->out, prev->out))
+					rc = record_check_out(c->out, err,
 							      errlen);
+				prev = c;
 			} else {
 				if (!prev || strcmp(c->corpus, prev->corpus) ||
 				    strcmp(c->data_dir, prev->data_dir) ||
@@ -318,83 +338,6 @@ static int load_suite(const struct suite_args *a, struct suite *s)
 	return 0;
 }
 
-/* ---- --resume ---- */
-
-/* cfg without its output-only keys (out, trace, data_dir, save_params):
- * what makes two runs the same run. New reference. */
-static json_t *run_identity(const json_t *cfg)
-{
-	json_t *o = json_object(), *v;
-	const char *k;
-	json_object_foreach((json_t *)cfg, k, v)
-	{
-		if (!config_key_is_output(k))
-			json_object_set(o, k, v);
-	}
-	return o;
-}
-
-/* The ok records of the out= files of shard si/sn's runs (each file read
- * once; a missing file has none), as an array of records; NULL with one
- * line in err for an unreadable or malformed file. */
-static json_t *load_done(const struct suite *s, int si, int sn, char *err,
-			 size_t errlen)
-{
-	json_t *all = json_array(), *ok = json_array(), *r;
-	size_t i;
-	for (int k = 0; k < s->n_runs; k++) {
-		const char *out = s->runs[k].cfg.out;
-		int seen = 0;
-		if (!suite_in_shard(k, si, sn) || access(out, F_OK) != 0)
-			continue;
-		for (int j = 0; j < k && !seen; j++)
-			seen = suite_in_shard(j, si, sn) &&
-			       !strcmp(s->runs[j].cfg.out, out);
-		if (!seen && record_read_jsonl(out, all, err, errlen) != 0) {
-			json_decref(all);
-			json_decref(ok);
-			return NULL;
-		}
-	}
-	json_array_foreach(all, i, r)
-	{
-		const char *st =
-		    json_string_value(json_object_get(r, "status"));
-		if (st && !strcmp(st, "ok"))
-			json_array_append(ok, r);
-	}
-	json_decref(all);
-	return ok;
-}
-
-/* The ok record in done of the run with config c (same kind, same config
- * but for output-only keys), or NULL (also when done is NULL). Borrowed. */
-static json_t *done_record(const json_t *done, const struct suite *s,
-			   const struct bench_config *c)
-{
-	json_t *cj, *want, *r, *found = NULL;
-	size_t i;
-	if (!done)
-		return NULL;
-	cj = config_to_json(c);
-	want = run_identity(cj);
-	json_decref(cj);
-	json_array_foreach((json_t *)done, i, r)
-	{
-		const char *kind =
-		    json_string_value(json_object_get(r, "kind"));
-		json_t *have;
-		if (found || (s->eval != (kind && !strcmp(kind, "eval"))))
-			continue;
-		have = run_identity(json_object_get(r, "config"));
-		if (json_equal(have, want))
-			found = r;
-		json_decref(have);
-	}
-	json_decref(want);
-	return found;
-}
-
 /* What an interrupted suite says: from which run on nothing ran (stopped_at
  * -1: the signal came during the shard's last run). */
 static void interrupted_line(const struct suite *s, int stopped_at)
@@ -415,15 +358,57 @@ static void interrupted_line(const struct suite *s, int stopped_at)
 			s->name, stopped_at, s->n_runs);
 }
 
+/* --resume before run i: 1 when it is skipped (its ok record, now used, is
+ * added to records, or another process is running it), else 0 (the caller
+ * runs it and then releases its claim). */
+static int resume_skips(struct resume *rs, const struct suite *s, int i,
+			json_t *records, int *n_skip, int *n_busy)
+{
+	json_t *rec = NULL;
+	switch (rs ? resume_claim(rs, s, &s->runs[i], &rec) : RESUME_RUN) {
+	case RESUME_DONE:
+		fprintf(stderr,
+			"[%d] skipped (--resume): its ok record is in "
+			"out=\n",
+			i);
+		json_array_append_new(records, rec);
+		++*n_skip;
+		return 1;
+	case RESUME_BUSY:
+		fprintf(stderr,
+			"[%d] skipped (--resume): another deqbench suite is "
+			"running it and appends its record to out=\n",
+			i);
+		++*n_busy;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The lines after the summary table of a suite with --resume. */
+static void resume_lines(int n_skip, int n_busy)
+{
+	if (n_skip)
+		printf(
+		    "\n--resume: %d run(s) skipped, their ok records already "
+		    "in out=; their rows above are those records\n",
+		    n_skip);
+	if (n_busy)
+		printf("\n--resume: %d run(s) skipped while another deqbench "
+		       "suite runs them; their records are not in the table\n",
+		       n_busy);
+}
+
 /* Runs the runs of shard si/sn, each in its own process (run_isolated),
- * then prints the summary table and the last line. Exit status 1 when a
- * run ended in error or a record could not be appended, else 0 (a
- * diverged run is a result). */
-static int run_suite(const struct suite *s, int si, int sn, const json_t *done)
+ * but those --resume skips (rs non-NULL), then prints the summary table
+ * and the last line. Exit status 1 when a run ended in error or a record
+ * could not be appended, else 0 (a diverged run is a result). */
+static int run_suite(const struct suite *s, int si, int sn, struct resume *rs)
 {
 	json_t *records = json_array();
 	int any_error = 0, n_unsaved = 0, stopped_at = -1, n_skip = 0;
-	int unsaved_at = -1;
+	int unsaved_at = -1, n_busy = 0, n_ran = 0;
 	interrupt_install();
 	for (int i = 0; i < s->n_runs; i++) {
 		json_t *rec;
@@ -435,16 +420,11 @@ static int run_suite(const struct suite *s, int si, int sn, const json_t *done)
 			stopped_at = i;
 			break;
 		}
-		if ((rec = done_record(done, s, &s->runs[i].cfg))) {
-			fprintf(stderr,
-				"[%d] skipped (--resume): its ok record "
-				"is in out=\n",
-				i);
-			json_array_append(records, rec);
-			n_skip++;
+		if (resume_skips(rs, s, i, records, &n_skip, &n_busy))
 			continue;
-		}
 		rec = run_isolated(s, &s->runs[i], &saved);
+		resume_release(rs);
+		n_ran++;
 		n_unsaved += !saved;
 		st = json_string_value(json_object_get(rec, "status"));
 		if (strcmp(st, "ok")) {
@@ -460,12 +440,8 @@ static int run_suite(const struct suite *s, int si, int sn, const json_t *done)
 		}
 	}
 	print_summary(records);
-	if (n_skip)
-		printf(
-		    "\n--resume: %d run(s) skipped, their ok records already "
-		    "in out=; their rows above are those records\n",
-		    n_skip);
-	suite_final_line(s, json_array_size(records), n_unsaved);
+	resume_lines(n_skip, n_busy);
+	suite_final_line(s, json_array_size(records), n_ran, n_unsaved);
 	json_decref(records);
 	if (unsaved_at >= 0)
 		fprintf(stderr,
@@ -486,7 +462,7 @@ int cmd_suite(int argc, char **argv)
 	struct suite_args a = {.sn = 1};
 	char err[1024];
 	struct suite s;
-	json_t *done = NULL;
+	struct resume *rs = NULL;
 	int rc;
 
 	if (!(a.over = calloc((size_t)argc + 1, sizeof(*a.over))))
@@ -502,14 +478,14 @@ int cmd_suite(int argc, char **argv)
 		suite_free(&s);
 		return 0;
 	}
-	if (suite_check_runs(&s, a.si, a.sn, err, sizeof(err)) != 0 ||
+	if (suite_check_runs(&s, a.path, a.si, a.sn, err, sizeof(err)) != 0 ||
 	    (a.resume &&
-	     !(done = load_done(&s, a.si, a.sn, err, sizeof(err))))) {
+	     !(rs = resume_open(&s, a.si, a.sn, err, sizeof(err))))) {
 		suite_free(&s);
 		return bad_input(err);
 	}
-	rc = run_suite(&s, a.si, a.sn, done);
-	json_decref(done);
+	rc = run_suite(&s, a.si, a.sn, rs);
+	resume_close(rs);
 	suite_free(&s);
 	return rc;
 }

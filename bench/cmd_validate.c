@@ -1,6 +1,7 @@
 /* cmd_validate.c — `deqbench validate [--strict] FILE.jsonl ...`: checks
  * every record of each file against results/SCHEMA.md (validate.h), reading
- * the files as `report` does (record_each_line). Each problem is one line
+ * the files as `report` does (record_each_line), but a key twice in one
+ * object makes a line malformed. Each problem is one line
  * on stderr, "FILE:LINE: field PATH: PROBLEM" (a malformed line: "FILE:LINE:
  * malformed JSON ..."), the first VALIDATE_SHOWN of each file; then one
  * summary line per file on stdout. Exit 0 when every record of every file
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "jsontext.h"
 #include "record.h"
 #include "validate.h"
 
@@ -63,7 +65,8 @@ static int validate_file(const char *path, enum validate_mode mode)
 {
 	struct vfile s = {path, mode, 0, 0, 0, 0};
 	char err[1200], more[48] = "";
-	if (record_each_line(path, on_line, &s, err, sizeof(err)) != 0) {
+	if (record_each_line_flags(path, JSON_REJECT_DUPLICATES, on_line, &s,
+				   err, sizeof(err)) != 0) {
 		fprintf(stderr, "deqbench: validate: %s\n", err);
 		return -1;
 	}
@@ -110,9 +113,9 @@ int cmd_validate(int argc, char **argv)
 			mode = VALIDATE_STRICT;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			snprintf(msg, sizeof(msg),
-				 "validate: unknown option '%.200s'; use "
+				 "validate: unknown option '%.*s'; use "
 				 "--strict or give FILE.jsonl",
-				 argv[i]);
+				 (int)jsontext_fit(argv[i], 200), argv[i]);
 			return bad_input(msg);
 		}
 	}

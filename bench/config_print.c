@@ -3,6 +3,7 @@
  * markdown table, all from the rows of config.c and the methods' key rows. */
 #include "config.h"
 #include "config_keys.h"
+#include "jsontext.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@ json_t *key_json(const struct bench_config *c, struct key_ref r)
 		return json_string(s ? s : "?");
 	}
 	case KT_STR:
-		return json_string((const char *)field);
+		return jsontext_string((const char *)field);
 	}
 	return json_null();
 }

@@ -16,6 +16,7 @@
 
 #include "dq_build.h"
 #include "dq_git.h"
+#include "jsontext.h"
 
 #ifndef DQ_CFLAGS
 #define DQ_CFLAGS "unknown"
@@ -42,7 +43,7 @@ static json_t *cpu_model_json(hwloc_topology_t topo)
 	n = (size_t)snprintf(buf, sizeof(buf), "%s", model);
 	while (n > 0 && buf[n - 1] == ' ')
 		buf[--n] = 0;
-	return json_string(buf);
+	return jsontext_buf(buf, sizeof(buf));
 }
 
 /* Per cache level present, {"size_bytes": of the first instance, "count":
@@ -122,14 +123,14 @@ static json_t *host_discover(void)
 	json_object_set_new(o, "online_cpus",
 			    json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
 	if (uname(&u) == 0) {
-		json_object_set_new(os, "sysname", json_string(u.sysname));
-		json_object_set_new(os, "release", json_string(u.release));
-		json_object_set_new(os, "version", json_string(u.version));
-		json_object_set_new(os, "machine", json_string(u.machine));
+		json_object_set_new(os, "sysname", jsontext_string(u.sysname));
+		json_object_set_new(os, "release", jsontext_string(u.release));
+		json_object_set_new(os, "version", jsontext_string(u.version));
+		json_object_set_new(os, "machine", jsontext_string(u.machine));
 	}
 	json_object_set_new(o, "os", os);
 	gethostname(host, sizeof(host) - 1);
-	json_object_set_new(o, "hostname", json_string(host));
+	json_object_set_new(o, "hostname", jsontext_string(host));
 	json_object_set_new(o, "hwloc_api_version",
 			    json_integer(HWLOC_API_VERSION));
 	return o;
@@ -192,7 +193,7 @@ json_t *env_pci_local_cpus_json(const char *busid)
 	id[n] = 0;
 	/* hwloc first, sysfs where hwloc has no PCI objects */
 	if ((s = hwloc_local_cpus(id))) {
-		locality(o, json_string(s), "hwloc", json_null());
+		locality(o, jsontext_string(s), "hwloc", json_null());
 		free(s);
 		return o;
 	}
@@ -206,7 +207,7 @@ json_t *env_pci_local_cpus_json(const char *busid)
 		}
 		fclose(f);
 		if (line[0])
-			return locality(o, json_string(line), "sysfs",
+			return locality(o, jsontext_string(line), "sysfs",
 					json_null());
 		note = "sysfs local_cpulist is empty";
 	}
@@ -257,7 +258,7 @@ json_t *env_device_json(struct backend *be, const char *device, int tf32)
 	be->ops->info(be->ctx, &info);
 	json_object_set_new(o, "device", json_string(device));
 	json_object_set_new(o, "backend", json_string(be->ops->name));
-	json_object_set_new(o, "name", json_string(info.name));
+	json_object_set_new(o, "name", jsontext_string(info.name));
 	json_object_set_new(o, "elem_bytes",
 			    json_integer((json_int_t)be->elem));
 	json_object_set_new(o, "total_mem_bytes",
@@ -300,6 +301,6 @@ json_t *env_build_json(void)
 	json_object_set_new(o, "cuda_build", json_boolean(DQ_CUDA_BUILD));
 	const char *wp = getenv("OMP_WAIT_POLICY");
 	json_object_set_new(o, "omp_wait_policy",
-			    wp ? json_string(wp) : json_null());
+			    wp ? jsontext_string(wp) : json_null());
 	return o;
 }

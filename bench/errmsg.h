@@ -7,8 +7,8 @@
 #include <stddef.h>
 
 /* errmsg_set — printf-style FMT into err[0..errlen) (truncated to fit,
- * always NUL-terminated); does nothing when err is NULL or errlen is 0, so
- * callers may pass no buffer. */
+ * between UTF-8 characters, always NUL-terminated); does nothing when err
+ * is NULL or errlen is 0, so callers may pass no buffer. */
 void errmsg_set(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -17,14 +17,12 @@
 
 #define PATH_BUF 4096
 
-/* mkdir -p of the directory part of path. *made gets the length of the
- * shortest directory prefix this call created (0 when none), also when it
- * fails part way, so the caller can remove what was made. */
-static int mkdirs(const char *path, size_t *made, char *err, size_t errlen)
+/* mkdir -p of the directory part of path (directories are never removed
+ * again: another process may be using them). */
+static int mkdirs(const char *path, char *err, size_t errlen)
 {
 	char buf[PATH_BUF];
 	size_t n = strlen(path);
-	*made = 0;
 	if (n >= sizeof(buf)) {
 		char pb[160];
 		snprintf(err, errlen, "%s: path too long",
@@ -36,10 +34,7 @@ static int mkdirs(const char *path, size_t *made, char *err, size_t errlen)
 		if (*p != '/')
 			continue;
 		*p = 0;
-		if (mkdir(buf, 0777) == 0) {
-			if (!*made)
-				*made = (size_t)(p - buf);
-		} else if (errno != EEXIST) {
+		if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
 			char pb[160], db[160];
 			snprintf(
 			    err, errlen, "%s: cannot create directory %s (%s)",
@@ -52,27 +47,9 @@ static int mkdirs(const char *path, size_t *made, char *err, size_t errlen)
 	return 0;
 }
 
-/* Removes the directories of path's directory part from the deepest up to
- * the prefix of length made (what mkdirs created); stops at the first one
- * that is not empty. */
-static void rmdirs(const char *path, size_t made)
-{
-	char buf[PATH_BUF];
-	char *p;
-	if (!made || strlen(path) >= sizeof(buf))
-		return;
-	memcpy(buf, path, strlen(path) + 1);
-	while ((p = strrchr(buf, '/')) && (size_t)(p - buf) >= made) {
-		*p = 0;
-		if (rmdir(buf) != 0)
-			break;
-	}
-}
-
 int fileio_make_parents(const char *path, char *err, size_t errlen)
 {
-	size_t made;
-	return mkdirs(path, &made, err, errlen);
+	return mkdirs(path, err, errlen);
 }
 
 /* "PATH: cannot open for appending (reason)", with a plain word for a FIFO
@@ -85,36 +62,107 @@ static void open_error(const char *path, int e, char *err, size_t errlen)
 		 e == ENXIO ? "a FIFO with no reader" : strerror(e));
 }
 
-int fileio_probe_append(const char *path, char *err, size_t errlen)
+/* This host's name as it appears in temporary names: letters, digits, '-',
+ * '_' and '.', others replaced by '_'. */
+static void host_tag(char *buf, size_t n)
 {
-	const int fl = O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC;
-	size_t made = 0;
-	int fd = -1, created = 0, rc = 0;
+	if (gethostname(buf, n) != 0 || !buf[0])
+		snprintf(buf, n, "localhost");
+	buf[n - 1] = 0;
+	for (char *p = buf; *p; p++)
+		if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
+		    !(*p >= '0' && *p <= '9') && *p != '-' && *p != '.')
+			*p = '_';
+}
 
-	if (mkdirs(path, &made, err, errlen) != 0) {
-		rmdirs(path, made);
-		return -1;
-	}
-	/* twice: another process may create the file between the two opens */
-	for (int tries = 0; fd < 0 && tries < 2; tries++) {
-		fd = open(path, fl);
-		if (fd < 0 && errno == ENOENT) {
-			fd = open(path, fl | O_CREAT | O_EXCL, 0644);
-			created = fd >= 0;
+/* Whether a file can be created where path would be: in the deepest
+ * directory of path's directory part that exists, a file with a name of
+ * this process alone (so probes running together never meet) is created
+ * and removed. A missing directory below it would be created by this
+ * user, so it would be writable; an existing component that is not a
+ * directory, or a name longer than NAME_MAX, is named. */
+static int probe_create(const char *path, char *err, size_t errlen)
+{
+	char dir[PATH_BUF], tmp[PATH_BUF + 300], host[256], pb[256], db[256];
+	struct stat st;
+	char *slash;
+	int fd;
+	snprintf(dir, sizeof(dir), "%s", path);
+	for (;;) {
+		const char *base;
+		slash = strrchr(dir, '/');
+		base = slash ? slash + 1 : dir;
+		if (strlen(base) > NAME_MAX) {
+			snprintf(err, errlen,
+				 "%s: name too long (%zu bytes "
+				 "in one component, at most %d)",
+				 config_brief(path, pb, sizeof(pb)),
+				 strlen(base), NAME_MAX);
+			return -1;
 		}
-		if (fd < 0 && errno != EEXIST)
+		if (!slash) {
+			snprintf(dir, sizeof(dir), ".");
+			break;
+		}
+		slash[slash == dir] = 0; /* "/x" keeps "/" */
+		if (stat(dir, &st) == 0 || errno != ENOENT)
 			break;
 	}
+	if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s: %s is not a directory",
+			 config_brief(path, pb, sizeof(pb)),
+			 config_brief(dir, db, sizeof(db)));
+		return -1;
+	}
+	host_tag(host, sizeof(host));
+	snprintf(tmp, sizeof(tmp), "%s/.deqbench-probe.%s.%ld", dir, host,
+		 (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0600);
+	if (fd < 0 && errno == EEXIST && unlink(tmp) == 0) /* ours, stale */
+		fd = open(tmp,
+			  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			  0600);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: cannot create a file in %s (%s)",
+			 config_brief(path, pb, sizeof(pb)),
+			 config_brief(dir, db, sizeof(db)), strerror(errno));
+		return -1;
+	}
+	close(fd);
+	unlink(tmp);
+	return 0;
+}
+
+int fileio_probe_append(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	char pb[256];
+	int fd;
+	if (lstat(path, &st) != 0) {
+		if (errno == ENOENT)
+			return probe_create(path, err, errlen);
+		open_error(path, errno, err, errlen);
+		return -1;
+	}
+	if (S_ISLNK(st.st_mode) && stat(path, &st) != 0 && errno == ENOENT) {
+		char to[PATH_BUF] = "";
+		ssize_t n = readlink(path, to, sizeof(to) - 1);
+		to[n > 0 ? n : 0] = 0;
+		snprintf(err, errlen,
+			 "%s is a dangling symbolic link (to '%.300s', which "
+			 "does not exist); create that file or remove the "
+			 "link",
+			 config_brief(path, pb, sizeof(pb)), to);
+		return -1;
+	}
+	fd = open(path, O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		open_error(path, errno, err, errlen);
-		rc = -1;
-	} else {
-		close(fd);
+		return -1;
 	}
-	if (created)
-		unlink(path);
-	rmdirs(path, made);
-	return rc;
+	close(fd);
+	return 0;
 }
 
 /* Writes buf[0..n) to fd, retrying short writes; returns the bytes written
@@ -136,12 +184,40 @@ static size_t write_all(int fd, const void *buf, size_t n)
 	return off;
 }
 
+/* Whether the regular file open as fd (size bytes, size > 0) ends in
+ * something other than '\n': its last byte read through a second
+ * descriptor of path (fd is write-only), used only when it is the same
+ * file. 0 when it cannot be read. */
+static int lacks_final_newline(const char *path, int fd, off_t size)
+{
+	struct stat a, b;
+	char c = '\n';
+	int rd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (rd < 0)
+		return 0;
+	if (fstat(fd, &a) != 0 || fstat(rd, &b) != 0 || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino || pread(rd, &c, 1, size - 1) != 1)
+		c = '\n';
+	close(rd);
+	return c != '\n';
+}
+
+/* Takes the exclusive lock on fd. -1 when a signal (the first SIGINT or
+ * SIGTERM, interrupt.h) ended the wait; other failures (no locks on this
+ * file system) go on without the lock, as before. */
+static int lock_file(int fd)
+{
+	if (flock(fd, LOCK_EX) == 0 || errno != EINTR)
+		return 0;
+	return -1;
+}
+
 int fileio_append(const char *path, const void *buf, size_t n, int nofollow,
 		  char *err, size_t errlen)
 {
 	struct stat st;
 	off_t old = -1;
-	size_t done;
+	size_t done = 0;
 	int e = 0, fd;
 
 	fd = open(path,
@@ -154,15 +230,29 @@ int fileio_append(const char *path, const void *buf, size_t n, int nofollow,
 	}
 	/* O_NONBLOCK only kept the open from waiting for a FIFO reader */
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-	while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
-		;
+	if (lock_file(fd) != 0) {
+		snprintf(err, errlen,
+			 "%s: interrupted by a signal while waiting for the "
+			 "lock another process holds on it; nothing was "
+			 "written",
+			 path);
+		close(fd);
+		return -1;
+	}
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 		old = st.st_size;
-	done = write_all(fd, buf, n);
-	if (done < n)
+	/* a file cut mid-line (or edited) gets the record on a line of its
+	 * own, never glued onto the last one */
+	if (old > 0 && lacks_final_newline(path, fd, old) &&
+	    write_all(fd, "\n", 1) != 1)
 		e = errno;
-	else if (old >= 0 && fsync(fd) != 0)
-		e = errno; /* NFS and friends report write errors here */
+	if (!e) {
+		done = write_all(fd, buf, n);
+		if (done < n)
+			e = errno;
+		else if (old >= 0 && fsync(fd) != 0)
+			e = errno; /* NFS and friends report write errors here */
+	}
 	if (e) {
 		const char *left = "a partial line may remain at its end";
 		if (old >= 0 && ftruncate(fd, old) == 0)
@@ -242,19 +332,6 @@ int fileio_replace_target(const char *path, char *target, size_t n, char *err,
 		 "or a regular file",
 		 path, type_name(st.st_mode));
 	return -1;
-}
-
-/* This host's name as it appears in temporary names: letters, digits, '-',
- * '_' and '.', others replaced by '_'. */
-static void host_tag(char *buf, size_t n)
-{
-	if (gethostname(buf, n) != 0 || !buf[0])
-		snprintf(buf, n, "localhost");
-	buf[n - 1] = 0;
-	for (char *p = buf; *p; p++)
-		if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
-		    !(*p >= '0' && *p <= '9') && *p != '-' && *p != '.')
-			*p = '_';
 }
 
 /* Whether SUFFIX, the part of a name after "BASE.tmp", names a temporary
@@ -358,5 +435,127 @@ int fileio_replace(const char *path, const struct iovec *iov, int niov,
 			 strerror(e));
 		return -1;
 	}
+	return 0;
+}
+
+int fileio_open_read(const char *path, char *err, size_t errlen)
+{
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	char pb[256];
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		int e = errno;
+		snprintf(err, errlen, "%s: cannot read (%s)",
+			 config_brief(path, pb, sizeof(pb)), strerror(e));
+		if (fd >= 0)
+			close(fd);
+		errno = e;
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s is a %s, not a regular file",
+			 config_brief(path, pb, sizeof(pb)),
+			 type_name(st.st_mode));
+		close(fd);
+		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		return -1;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return fd;
+}
+
+/* Appends the lexically cleaned relative path rel ("." dropped, ".."
+ * removing the component before it) to the absolute directory buf. */
+static void append_clean(char *buf, size_t n, const char *rel)
+{
+	char part[PATH_BUF];
+	const char *p = rel;
+	while (*p) {
+		size_t len = strcspn(p, "/");
+		snprintf(part, sizeof(part), "%.*s", (int)len, p);
+		p += len + (p[len] == '/');
+		if (!*part || !strcmp(part, "."))
+			continue;
+		if (!strcmp(part, "..")) {
+			char *s = strrchr(buf, '/');
+			if (s)
+				s[s == buf] = 0;
+			continue;
+		}
+		if (strlen(buf) + len + 2 > n)
+			return;
+		if (strcmp(buf, "/"))
+			strcat(buf, "/");
+		strcat(buf, part);
+	}
+}
+
+/* The absolute path path names with its longest existing prefix resolved
+ * (realpath: links, "..") and the missing rest cleaned lexically; "" when
+ * the working directory is unknown. */
+static void resolve_path(const char *path, char *out, size_t n)
+{
+	char abs[2 * PATH_BUF + 2], cwd[PATH_BUF];
+	size_t k;
+	if (path[0] == '/')
+		snprintf(abs, sizeof(abs), "%s", path);
+	else if (getcwd(cwd, sizeof(cwd)))
+		snprintf(abs, sizeof(abs), "%s/%s", cwd, path);
+	else {
+		out[0] = 0;
+		return;
+	}
+	k = strlen(abs);
+	for (;;) {
+		char save = abs[k], *real;
+		abs[k] = 0;
+		real = realpath(k ? abs : "/", NULL);
+		abs[k] = save;
+		if (real || k == 0) {
+			snprintf(out, n, "%s", real ? real : "/");
+			free(real);
+			append_clean(out, n, abs + k);
+			return;
+		}
+		while (k > 0 && abs[k - 1] != '/') /* drop the last component */
+			k--;
+		if (k > 0)
+			k--;
+	}
+}
+
+int fileio_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	char ra[PATH_BUF], rb[PATH_BUF];
+	int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+	if (ea && eb)
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	/* "dir/../f" with dir missing is f once an append creates dir */
+	resolve_path(a, ra, sizeof(ra));
+	resolve_path(b, rb, sizeof(rb));
+	return ra[0] && !strcmp(ra, rb);
+}
+
+int fileio_distinct(const struct fileio_named *f, int n, char *err,
+		    size_t errlen)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++) {
+			char pa[200], pb[200];
+			if (!(f[i].output || f[j].output) || !f[i].path ||
+			    !f[i].path[0] || !f[j].path || !f[j].path[0] ||
+			    !fileio_same_file(f[i].path, f[j].path))
+				continue;
+			snprintf(
+			    err, errlen,
+			    "%s%s and %s%s name the same file; give each "
+			    "its own path (an output must not write into "
+			    "an input or another output)",
+			    f[i].what, config_brief(f[i].path, pa, sizeof(pa)),
+			    f[j].what, config_brief(f[j].path, pb, sizeof(pb)));
+			return -1;
+		}
 	return 0;
 }

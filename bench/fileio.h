@@ -5,8 +5,12 @@
  * Appending (records): the bytes go in whole or not at all. A write that
  * comes back short (full disk, file size limit) is undone by truncating a
  * regular file back to its length before the append, so the next record
- * is never glued onto a fragment. A record that could not be appended is
- * kept in the rescue file (fileio_rescue_path).
+ * is never glued onto a fragment; a file whose last byte is not a newline
+ * (cut by hand) gets one before the record. A record that could not be
+ * appended is kept in the rescue file (fileio_rescue_path). Missing
+ * directories of an appended file are created then and never removed
+ * (another process may be about to write there); the up-front check
+ * (fileio_probe_append) creates nothing.
  *
  * Replacing (caches, safetensors): the new content is written to a
  * temporary file next to the target, flushed to disk and renamed over it,
@@ -26,24 +30,30 @@
 #include <sys/uio.h>
 
 /* fileio_make_parents — mkdir -p of PATH's directory part (mode 0777 less
- * the umask). Returns 0, or -1 with "cannot create directory DIR (reason)"
- * in err. */
+ * the umask); directories that exist already are fine, none is removed.
+ * Returns 0, or -1 with "cannot create directory DIR (reason)" in err. */
 int fileio_make_parents(const char *path, char *err, size_t errlen);
 
 /*
- * fileio_probe_append — whether PATH could be opened for appending, without
- * leaving anything behind: missing parent directories and a missing file are
- * created, opened and removed again (so a refused or killed run leaves no
- * empty file or directory). An existing FIFO is opened without blocking and
- * fails when nothing reads it. Returns 0, or -1 with "PATH: reason" in err.
+ * fileio_probe_append — whether records could be appended to PATH, without
+ * creating or removing anything that stays: an existing PATH is opened for
+ * appending (a FIFO without blocking; it fails when nothing reads it; a
+ * dangling symbolic link is refused, naming its target); a missing PATH is
+ * probed by creating and removing a file named for this process in the
+ * deepest existing directory of PATH, so probes of processes started
+ * together never race. Missing directories are created only when the
+ * first record is appended. Returns 0, or -1 with "PATH: reason" in err.
  */
 int fileio_probe_append(const char *path, char *err, size_t errlen);
 
 /*
  * fileio_append — appends BUF[0..n) to PATH (created with mode 0644 when
  * absent; parents must exist) under an exclusive flock, so deqbench
- * processes sharing a file never interleave. On a short or failed write a
- * regular file is truncated back to its length before the call. nofollow:
+ * processes sharing a file never interleave; when a regular file's last
+ * byte is not '\n', a '\n' goes first (under the same lock). On a short or
+ * failed write a regular file is truncated back to its length before the
+ * call. A signal that ends the wait for the lock (the first SIGINT or
+ * SIGTERM, interrupt.h) fails the append with nothing written. nofollow:
  * refuse a symbolic link at PATH (O_NOFOLLOW; for files in shared
  * directories). A FIFO without a reader fails instead of blocking.
  * Returns 0, or -1 with "PATH: reason" in err, saying whether PATH was left
@@ -86,5 +96,40 @@ int fileio_replace(const char *path, const struct iovec *iov, int niov,
  * processes and of other hosts are kept. Returns how many were removed.
  */
 int fileio_remove_stale_tmp(const char *path);
+
+/*
+ * fileio_open_read — opens PATH for reading, only when it is a regular file
+ * (a link to one included): a FIFO is opened without waiting for a writer
+ * and refused like a directory, socket or device. Returns the descriptor
+ * (blocking reads, close it), or -1 with "PATH is a directory, not a
+ * regular file" / "PATH: cannot read (reason)" in err (the caller adds
+ * the fix) and errno set (EISDIR for a directory).
+ */
+int fileio_open_read(const char *path, char *err, size_t errlen);
+
+/* fileio_same_file — whether paths A and B name one file: same device and
+ * inode when both exist (links followed), else the same absolute path once
+ * the existing part of each is resolved (realpath) and the rest cleaned
+ * (".." after a missing directory as once an append has created it). */
+int fileio_same_file(const char *a, const char *b);
+
+/* One file a command reads or writes, for fileio_distinct: WHAT names it
+ * in messages ("out=", "the config file "), PATH (NULL or "" = not
+ * given), OUTPUT whether the command writes it. */
+struct fileio_named {
+	const char *what;
+	const char *path;
+	int output;
+};
+
+/*
+ * fileio_distinct — refuses two of F[0..n) that name the same file
+ * (fileio_same_file) when at least one of them is an output, so out= can
+ * never append to the config or parameter file, nor save_params= replace
+ * the records. Returns 0, or -1 with "WHAT1PATH1 and WHAT2PATH2 name the
+ * same file; give each its own path ..." in err.
+ */
+int fileio_distinct(const struct fileio_named *f, int n, char *err,
+		    size_t errlen);
 
 #endif

@@ -39,8 +39,10 @@
 #include "env.h"
 #include "fileio.h"
 #include "interrupt.h"
+#include "jsontext.h"
 #include "memfit.h"
 #include "record.h"
+#include "record_usable.h"
 #include "report.h"
 #include "runner.h"
 #include "suite.h"
@@ -213,16 +215,22 @@ void print_summary(const json_t *records)
 	fflush(stdout);
 }
 
-/* save_params= (when given): its directory exists and is writable, so a
- * long run does not end unable to save. 0, or -1 with one line. */
+/* save_params= (when given): a new path, a regular file or a link to one
+ * (fileio_replace_target: not a directory, FIFO or dangling link), in a
+ * directory that exists and is writable, so a long run does not end unable
+ * to save. 0, or -1 with one line. */
 static int check_save_params(const struct bench_config *c, char *err,
 			     size_t errlen)
 {
-	char dir[CONFIG_PATH];
+	char dir[CONFIG_PATH], e[900];
 	char *slash;
 	if (!c->save_params[0])
 		return 0;
-	snprintf(dir, sizeof(dir), "%s", c->save_params);
+	if (fileio_replace_target(c->save_params, dir, sizeof(dir), e,
+				  sizeof(e)) != 0) {
+		snprintf(err, errlen, "save_params=%s", e);
+		return -1;
+	}
 	slash = strrchr(dir, '/');
 	if (!slash)
 		snprintf(dir, sizeof(dir), ".");
@@ -237,25 +245,49 @@ static int check_save_params(const struct bench_config *c, char *err,
 	return -1;
 }
 
-/* params= of a run (required with eval): readable; save_params= of a run
- * (check_save_params). 0, or -1 with one line. */
+/* params= of a run (required with eval): a readable regular file (a FIFO
+ * is refused, not waited on); save_params= of a run (check_save_params).
+ * 0, or -1 with one line. */
 int check_params_key(const struct bench_config *c, int eval, char *err,
 		     size_t errlen)
 {
+	char e[900];
+	int fd;
 	if (eval && !c->params[0]) {
 		snprintf(err, errlen,
 			 "params= is required: the safetensors file of the "
 			 "parameters to evaluate (save_params= of a run)");
 		return -1;
 	}
-	if (c->params[0] && access(c->params, R_OK) != 0) {
-		snprintf(err, errlen,
-			 "params=%.900s: %s; give the path of a file written "
-			 "by save_params= or deqbench params init",
-			 c->params, strerror(errno));
-		return -1;
+	if (c->params[0]) {
+		if ((fd = fileio_open_read(c->params, e, sizeof(e))) < 0) {
+			snprintf(err, errlen,
+				 "params=%s; give the path of a file written "
+				 "by save_params= or deqbench params init",
+				 e);
+			return -1;
+		}
+		close(fd);
 	}
 	return check_save_params(c, err, errlen);
+}
+
+int check_distinct_files(const struct bench_config *c, const char *config_file,
+			 const char *suite_file, char *err, size_t errlen)
+{
+	const struct fileio_named f[] = {
+	    {"the config file ", config_file, 0},
+	    {"the suite file ", suite_file, 0},
+	    {"params=", c->params, 0},
+	    {"save_params=", c->save_params, 1},
+	    {"out=", c->out, 1},
+	};
+	return fileio_distinct(f, (int)(sizeof(f) / sizeof(f[0])), err, errlen);
+}
+
+const char *config_file_arg(int argc, char **argv)
+{
+	return argc > 0 && !strchr(argv[0], '=') ? argv[0] : NULL;
 }
 
 /* ---- run, eval ---- */
@@ -268,7 +300,8 @@ int check_params_key(const struct bench_config *c, int eval, char *err,
  * is saved. */
 static int run_exit_status(enum run_status st, int saved)
 {
-	if (st == RUN_INTERRUPTED)
+	/* a signal after the run (saving its record) ends it the same way */
+	if (st == RUN_INTERRUPTED || interrupt_signal())
 		return interrupt_exit_status();
 	return st == RUN_ERROR || !saved ? 1 : 0;
 }
@@ -336,7 +369,9 @@ static int cmd_run_or_eval(int argc, char **argv, int eval)
 	if (parse_config_args(&cfg, argc, argv, NULL, NULL, err, sizeof(err)))
 		return bad_input(err);
 	/* cheap checks first, so bad input leaves no empty results file */
-	if (corpus_check(cfg.corpus, cfg.data_dir, err, sizeof(err)) != 0 ||
+	if (check_distinct_files(&cfg, config_file_arg(argc, argv), NULL, err,
+				 sizeof(err)) != 0 ||
+	    corpus_check(cfg.corpus, cfg.data_dir, err, sizeof(err)) != 0 ||
 	    check_params_key(&cfg, eval, err, sizeof(err)) != 0 ||
 	    ((!eval || peer_wanted(&cfg)) &&
 	     precheck_run(&cfg, err, sizeof(err)) != 0) ||
@@ -404,7 +439,7 @@ static int cmd_report(int argc, char **argv)
 {
 	json_t *all, *rows;
 	char err[1024];
-	int json, rc = take_format(&argc, argv, &json);
+	int skipped = 0, json, rc = take_format(&argc, argv, &json);
 	if (rc)
 		return rc;
 	if (argc == 0)
@@ -412,7 +447,8 @@ static int cmd_report(int argc, char **argv)
 				 "deqbench report results/runs.jsonl");
 	all = json_array();
 	for (int i = 0; i < argc; i++) {
-		if (record_read_jsonl(argv[i], all, err, sizeof(err)) != 0) {
+		if (record_read_usable(argv[i], all, &skipped, err,
+				       sizeof(err)) != 0) {
 			json_decref(all);
 			return bad_input(err);
 		}
@@ -420,9 +456,10 @@ static int cmd_report(int argc, char **argv)
 	if (json_array_size(all) == 0) {
 		json_decref(all);
 		snprintf(err, sizeof(err),
-			 "report: %s%s hold%s no records; give JSONL files "
+			 "report: %s%s hold%s no %srecords; give JSONL files "
 			 "written by deqbench run or suite",
-			 argv[0], argc > 1 ? " ..." : "", argc > 1 ? "" : "s");
+			 argv[0], argc > 1 ? " ..." : "", argc > 1 ? "" : "s",
+			 skipped ? "usable " : "");
 		return bad_input(err);
 	}
 	rows = report_rows(all);
@@ -457,7 +494,8 @@ static int cmd_env(void)
 			json_t *d = json_object();
 			json_object_set_new(d, "device",
 					    json_string(backend_names[i]));
-			json_object_set_new(d, "error", json_string(err));
+			json_object_set_new(d, "error",
+					    jsontext_buf(err, sizeof(err)));
 			json_array_append_new(devs, d);
 		}
 	}
@@ -503,6 +541,14 @@ static int cmd_params(int argc, char **argv)
 		return bad_input(err);
 	if (!val[0])
 		return bad_input("params init: give out=P.safetensors");
+	{
+		const struct fileio_named f[] = {
+		    {"the config file ", config_file_arg(argc - 1, argv + 1),
+		     0},
+		    {"out=", val[0], 1}};
+		if (fileio_distinct(f, 2, err, sizeof(err)) != 0)
+			return bad_input(err);
+	}
 	if (check_replace_out(val[0]) != 0)
 		return EXIT_BAD_INPUT;
 	if (runner_params_init(&cfg, val[0], err, sizeof(err)) != 0)
@@ -523,6 +569,38 @@ static void print_solve_line(const char *what, const char *key,
 		what, solver_kind_name(k), s->iters, stop_mode_name(mode),
 		s->residual, s->converged ? "converged" : "NOT converged", key,
 		tol);
+}
+
+/* The files of grad: params= and tokens= not a FIFO, directory or device
+ * (refused, never waited on), none of them the same file as out= or the
+ * config file.
+ * val: params, tokens, out. 0, or -1 with one line. */
+static int check_grad_files(const char *config_file, const char *const *val,
+			    char *err, size_t errlen)
+{
+	static const char *const fix[] = {
+	    "a file written by deqbench params init or save_params=",
+	    "a safetensors file with int32 tokens [B, T+1]"};
+	const struct fileio_named f[] = {{"the config file ", config_file, 0},
+					 {"params=", val[0], 0},
+					 {"tokens=", val[1], 0},
+					 {"out=", val[2], 1}};
+	char e[900];
+	if (fileio_distinct(f, 4, err, errlen) != 0)
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		int fd = fileio_open_read(val[i], e, sizeof(e));
+		/* not a regular file; a missing one is runner_grad's to name,
+		 * after what it checks first */
+		if (fd < 0 && (errno == EISDIR || errno == EINVAL)) {
+			snprintf(err, errlen, "%s%s; give the path of %s",
+				 f[i + 1].what, e, fix[i]);
+			return -1;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	return 0;
 }
 
 static int cmd_grad(int argc, char **argv)
@@ -550,6 +628,9 @@ static int cmd_grad(int argc, char **argv)
 				 extra[i]);
 			return bad_input(err);
 		}
+	if (check_grad_files(config_file_arg(argc, argv), val, err,
+			     sizeof(err)) != 0)
+		return bad_input(err);
 	if (check_replace_out(val[2]) != 0)
 		return EXIT_BAD_INPUT;
 	if (runner_grad(&cfg, val[0], val[1], val[2], &st, err, sizeof(err)) !=

@@ -41,6 +41,32 @@ static char *value_text(const json_t *v)
 				 : json_dumps(v, JSON_ENCODE_ANY);
 }
 
+/* The line of check_meaning for key, whose value in the file's metadata
+ * (have) differs from the model's (want): a value of another JSON type
+ * (n_heads 2.0 where the integer 2 is expected) is not a key= value to
+ * advise, so the file is called malformed. */
+static void meaning_error(const char *path, const char *key, const json_t *have,
+			  const json_t *want, char *err, size_t errlen)
+{
+	char *h = value_text(have), *w = value_text(want);
+	if (json_typeof(have) != json_typeof(want))
+		snprintf(err, errlen,
+			 "%s: metadata \"config\" holds %s=%s where %s is "
+			 "expected (configured %s=%s); write the file again "
+			 "with deqbench params init or save_params=",
+			 path, key, h ? h : "?",
+			 json_is_integer(want) ? "an integer" : "a string", key,
+			 w ? w : "?");
+	else
+		snprintf(err, errlen,
+			 "%s: written for %s=%s, configured %s=%s; use %s=%s "
+			 "or the matching parameter file",
+			 path, key, h ? h : "?", key, w ? w : "?", key,
+			 h ? h : "?");
+	free(h);
+	free(w);
+}
+
 /* 0 when the file's "config" metadata (if any) agrees with the model on
  * meaning_keys; else -1 with one line naming the key and both values. */
 static int check_meaning(const struct st_file *f, const struct run_ctx *rc,
@@ -53,15 +79,8 @@ static int check_meaning(const struct st_file *f, const struct run_ctx *rc,
 		json_t *have = json_object_get(fc, meaning_keys[i]);
 		json_t *want = model_key_json(rc->m, meaning_keys[i]);
 		if (have && !json_is_null(want) && !json_equal(have, want)) {
-			char *h = value_text(have), *w = value_text(want);
-			snprintf(err, errlen,
-				 "%s: written for %s=%s, configured %s=%s; use "
-				 "%s=%s or the matching parameter file",
-				 path, meaning_keys[i], h ? h : "?",
-				 meaning_keys[i], w ? w : "?", meaning_keys[i],
-				 h ? h : "?");
-			free(h);
-			free(w);
+			meaning_error(path, meaning_keys[i], have, want, err,
+				      errlen);
 			rv = -1;
 		}
 		json_decref(want);

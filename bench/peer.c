@@ -15,6 +15,7 @@
 #include "env.h"
 #include "fileio.h"
 #include "interrupt.h"
+#include "jsontext.h"
 #include "record.h"
 
 #ifndef DQ_SOURCE_ROOT
@@ -128,8 +129,10 @@ static void child_talk(struct child_out *c, pid_t pid, int fin, int fout,
 			ssize_t w = (p[0].revents & POLLOUT)
 					? write(fin, in + off, n_in - off)
 					: -1;
+			int again = w < 0 && (p[0].revents & POLLOUT) &&
+				    errno == EINTR; /* a signal: write on */
 			off += w > 0 ? (size_t)w : 0;
-			if (w < 0 || off == n_in) {
+			if ((w < 0 && !again) || off == n_in) {
 				close(fin);
 				p[0].fd = -1;
 			}
@@ -410,7 +413,7 @@ static enum run_status child_failed(json_t *rec, const struct child_out *c)
 			 *c->last ? c->last : "(no message)");
 	}
 	json_object_set_new(rec, "status", json_string(runner_status_name(st)));
-	json_object_set_new(rec, "message", json_string(m));
+	json_object_set_new(rec, "message", jsontext_buf(m, sizeof(m)));
 	return st;
 }
 
@@ -438,7 +441,8 @@ static enum run_status peer_exec(const struct bench_config *cfg,
 	json_object_set_new(rec, "build", env_build_json());
 	*record = rec;
 	if (write_tokens(cfg, dir, sizeof(dir), &V, err, sizeof(err)) != 0) {
-		json_object_set_new(rec, "message", json_string(err));
+		json_object_set_new(rec, "message",
+				    jsontext_buf(err, sizeof(err)));
 		return RUN_SETUP_FAILED;
 	}
 	/* the same initial parameters as a deqbench run of cfg (unless
@@ -450,7 +454,8 @@ static enum run_status peer_exec(const struct bench_config *cfg,
 		c.model.vocab_size = V;
 		if (runner_params_init(&c, init, err, sizeof(err)) != 0) {
 			peer_cleanup(dir);
-			json_object_set_new(rec, "message", json_string(err));
+			json_object_set_new(rec, "message",
+					    jsontext_buf(err, sizeof(err)));
 			return RUN_SETUP_FAILED;
 		}
 	}

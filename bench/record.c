@@ -2,6 +2,7 @@
  * and the summary table. */
 #include "record.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -34,19 +35,136 @@ json_t *record_new(void)
 	return r;
 }
 
+/* Whether the regular file fd (out=) can take records: empty or blank, or
+ * its first non-blank line is one JSON object. Reads up to that line. */
+static int holds_jsonl(int fd)
+{
+	FILE *f = fdopen(fd, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	json_t *o;
+	int c, ok;
+	if (!f)
+		return 1; /* cannot tell: the append decides */
+	while ((c = fgetc(f)) == ' ' || c == '\t' || c == '\r' || c == '\n')
+		;
+	if (c == EOF || c != '{') {
+		ok = c == EOF;
+		fclose(f);
+		return ok;
+	}
+	ungetc(c, f);
+	len = getline(&line, &cap, f);
+	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' ||
+			   line[len - 1] == ' '))
+		len--;
+	o = len > 0 ? json_loadb(line, (size_t)len, 0, NULL) : NULL;
+	ok = json_is_object(o);
+	json_decref(o);
+	free(line);
+	fclose(f);
+	return ok;
+}
+
 int record_check_out(const char *path, char *err, size_t errlen)
 {
-	char e[900];
+	char e[900], pb[400];
+	struct stat st;
+	int fd;
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (fd = fileio_open_read(path, e, sizeof(e))) >= 0 &&
+	    !holds_jsonl(fd)) {
+		snprintf(err, errlen,
+			 "out=%s is not a JSONL file of records (its first "
+			 "line is not one JSON object: a safetensors or JSON "
+			 "config file?); records are appended to out=, so give "
+			 "a .jsonl path",
+			 config_brief(path, pb, sizeof(pb)));
+		return -1;
+	}
 	if (fileio_probe_append(path, e, sizeof(e)) == 0)
 		return 0;
-	snprintf(err, errlen, "out=%s; choose a writable out= path", e);
+	/* a message that names its fix already (a dangling link) is whole */
+	snprintf(err, errlen, "out=%s%s", e,
+		 strstr(e, "; ") ? "" : "; choose a writable out= path");
 	return -1;
+}
+
+/* The shortest "%.*g" text of x that reads back as the same double, in
+ * buf (n >= 32): fixed notation wherever jansson's "%.17g" has it (1200000
+ * rather than 1.2e+06), the exponent as jansson writes it (1e-5, 1e20),
+ * ".0" appended when it would read as an integer. */
+static void shortest_real(double x, char *buf, size_t n)
+{
+	int p = 1, e = x != 0 ? (int)floor(log10(fabs(x))) : 0;
+	char *ex;
+	while (p < 17) {
+		snprintf(buf, n, "%.*g", p, x);
+		if (strtod(buf, NULL) == x)
+			break;
+		p++;
+	}
+	if (e >= p && e < 17) {
+		snprintf(buf, n, "%.*g", e + 1, x);
+		if (strtod(buf, NULL) != x)
+			snprintf(buf, n, "%.*g", p, x);
+	} else
+		snprintf(buf, n, "%.*g", p, x);
+	if ((ex = strchr(buf, 'e'))) { /* as jansson: 1e-5, 1e20 */
+		char *d = ex + 1 + (ex[1] == '-'), *z = d + (*d == '+');
+		while (z[0] == '0' && z[1])
+			z++;
+		memmove(d, z, strlen(z) + 1);
+	} else if (!strchr(buf, '.'))
+		strncat(buf, ".0", n - strlen(buf) - 1);
+}
+
+/* Rewrites, in place, every real of JSON text s (jansson's, written with
+ * 17 significant digits) in its shortest_real form, never longer. */
+static void shorten_reals(char *s)
+{
+	char *r = s, *w = s, buf[40];
+	int in_str = 0;
+	while (*r) {
+		size_t len = 0;
+		if (in_str || (*r != '-' && !isdigit((unsigned char)*r))) {
+			if (in_str && *r == '\\' && r[1])
+				*w++ = *r++;
+			else if (*r == '"')
+				in_str = !in_str;
+			*w++ = *r++;
+			continue;
+		}
+		len = strspn(r, "+-0123456789.eE");
+		buf[0] = 0;
+		if (memchr(r, '.', len) || memchr(r, 'e', len) ||
+		    memchr(r, 'E', len))
+			shortest_real(strtod(r, NULL), buf, sizeof(buf));
+		if (buf[0] && strlen(buf) <= len) {
+			memmove(w, buf, strlen(buf));
+			w += strlen(buf);
+		} else {
+			memmove(w, r, len);
+			w += len;
+		}
+		r += len;
+	}
+	*w = 0;
+}
+
+char *record_dumps(const json_t *rec)
+{
+	char *s = json_dumps(rec, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	if (s)
+		shorten_reals(s);
+	return s;
 }
 
 /* The record as one line, '\n' included; *n its length. */
 static char *record_line(const json_t *rec, size_t *n)
 {
-	char *s = json_dumps(rec, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	char *s = record_dumps(rec);
 	if (!s)
 		return NULL;
 	*n = strlen(s);
@@ -152,26 +270,32 @@ json_t *record_stats_json(const double *x, int n)
 int record_each_line(const char *path, record_line_fn fn, void *ctx, char *err,
 		     size_t errlen)
 {
-	FILE *f = fopen(path, "r");
-	char *line = NULL;
+	return record_each_line_flags(path, 0, fn, ctx, err, errlen);
+}
+
+int record_each_line_flags(const char *path, size_t json_flags,
+			   record_line_fn fn, void *ctx, char *err,
+			   size_t errlen)
+{
+	char *line = NULL, e[900];
 	size_t cap = 0;
 	ssize_t len;
 	int lineno = 0, rerr, stop = 0;
-	struct stat st;
+	/* a FIFO is refused, not waited on (fileio_open_read) */
+	int fd = fileio_open_read(path, e, sizeof(e));
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 
-	if (!f) {
-		snprintf(err, errlen, "%s: cannot read (%s); check the path",
-			 path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (fd >= 0 && !f)
+		close(fd);
+	if (!f && errno == EISDIR)
 		snprintf(
 		    err, errlen,
 		    "%s is a directory; give record files, e.g. %s/*.jsonl",
 		    path, path);
-		fclose(f);
+	else if (!f)
+		snprintf(err, errlen, "%s; give a JSONL file of records", e);
+	if (!f)
 		return -1;
-	}
 	while (!stop && (len = getline(&line, &cap, f)) >= 0) {
 		json_error_t je;
 		json_t *r;
@@ -184,7 +308,7 @@ int record_each_line(const char *path, record_line_fn fn, void *ctx, char *err,
 			continue;
 		/* by length: a NUL byte inside the line is malformed, not
 		 * the end of it */
-		r = json_loadb(line, (size_t)len, 0, &je);
+		r = json_loadb(line, (size_t)len, json_flags, &je);
 		if (json_is_object(r))
 			stop = fn(ctx, lineno, r, 0, NULL);
 		else
@@ -254,4 +378,26 @@ char *record_value_text(const json_t *x)
 	return json_is_string(x)
 		   ? strdup(json_string_value(x))
 		   : json_dumps(x, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
+}
+
+/* Whether config key KEY of CFG is part of a run's identity: every key but
+ * the output-only ones, data_dir included unless the corpus is synthetic. */
+static int identity_key(const char *key, const json_t *cfg)
+{
+	const char *corpus = json_string_value(json_object_get(cfg, "corpus"));
+	if (!strcmp(key, "data_dir"))
+		return !corpus || strcmp(corpus, "synthetic") != 0;
+	return !config_key_is_output(key);
+}
+
+json_t *record_run_identity(const json_t *cfg)
+{
+	json_t *o = json_object(), *v;
+	const char *k;
+	json_object_foreach((json_t *)cfg, k, v)
+	{
+		if (identity_key(k, cfg))
+			json_object_set(o, k, v);
+	}
+	return o;
 }

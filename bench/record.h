@@ -15,14 +15,33 @@
  * readers can rely on the keys. */
 json_t *record_new(void);
 
+/* The record (or any JSON value) as compact JSON text, every real in the
+ * shortest form that reads back as the same double (0.1, 0.00031622776601683794,
+ * 1e-05; ".0" kept on integral reals so they read back as reals), so what a
+ * record stores is exactly the value the run used. malloc'd (free it); NULL
+ * when out of memory. */
+char *record_dumps(const json_t *rec);
+
+/* What makes two runs the same run, for `suite --resume` and the rows of
+ * the summary table: the flat config cfg without its output-only keys
+ * (out, trace, save_params; config_key_is_output), and without data_dir
+ * when the corpus is synthetic (the other corpora are read from data_dir,
+ * so two directories are two datasets). New reference. */
+json_t *record_run_identity(const json_t *cfg);
+
 /* Makes sure records can be appended to path without leaving anything
- * behind: missing parent directories and the file are created, opened and
- * removed again (fileio_probe_append), so a run refused later leaves no
- * empty file. 0, or -1 with one line naming the path and the fix. */
+ * behind (fileio_probe_append: nothing is created that stays, so a run
+ * refused later leaves no empty file or directory), and that an existing
+ * regular file is a file of records: empty or blank, or its first
+ * non-blank line one JSON object (a safetensors file or a JSON config over
+ * several lines is refused). 0, or -1 with one line naming the path and
+ * the fix. */
 int record_check_out(const char *path, char *err, size_t errlen);
 /* Appends the record as one compact line under an exclusive lock, creating
- * missing parent directories and the file. On failure (full disk, /dev/full)
- * the file is left as it was (fileio_append) and err says why. */
+ * missing parent directories (kept) and the file; a file whose last byte is
+ * not '\n' gets one first. On failure (full disk, /dev/full, a signal while
+ * waiting for the lock) the file is left as it was (fileio_append) and err
+ * says why. */
 int record_append(const char *path, const json_t *rec, char *err,
 		  size_t errlen);
 /* record_append, and when that fails keeps the record: appends it to the
@@ -48,9 +67,18 @@ typedef int (*record_line_fn)(void *ctx, int lineno, json_t *rec, int column,
 /* Reads a JSONL file line by line (trailing blanks, "\r" and "\n" cut,
  * blank lines skipped) and calls fn for each other line. 0 when the file
  * was read to its end or fn stopped, -1 with one line in err naming the
- * path for a file that cannot be opened, a directory, or a read error. */
+ * path for a file that cannot be opened, a directory, a FIFO or another
+ * file that is not regular (refused, never waited on), or a read error. */
 int record_each_line(const char *path, record_line_fn fn, void *ctx, char *err,
 		     size_t errlen);
+
+/* record_each_line with jansson's decoding flags for each line:
+ * JSON_REJECT_DUPLICATES makes a line with a key twice in one object
+ * malformed (why: jansson's "duplicate object key"), as `deqbench
+ * validate` reads; record_each_line passes 0 (the last value counts). */
+int record_each_line_flags(const char *path, size_t json_flags,
+			   record_line_fn fn, void *ctx, char *err,
+			   size_t errlen);
 
 /* Appends every record (line) of a JSONL file to arr. Blank lines are
  * skipped; a malformed line is an error naming path:line, a directory or a

@@ -19,22 +19,25 @@ const char *report_str(const json_t *o, const char *k, const char *dflt)
 	return json_is_string(v) ? json_string_value(v) : dflt;
 }
 
-/* Config without the output-only keys and the seed (and without the
- * method keys when drop_method): rows with equal keys aggregate. */
+/* The run identity of cfg (record_run_identity: output-only keys aside,
+ * data_dir kept unless the corpus is synthetic) without the seed (and
+ * without the method keys when drop_method): rows with equal keys
+ * aggregate. */
 char *report_key(const json_t *cfg, int drop_method)
 {
-	json_t *c = json_deep_copy(cfg);
+	json_t *c = record_run_identity(cfg);
 	const char *key;
 	json_t *v;
 	void *tmp;
 	char *s;
 	json_object_foreach_safe(c, tmp, key, v)
 	{
-		if (config_key_is_output(key) || !strcmp(key, "seed") ||
+		if (!strcmp(key, "seed") ||
 		    (drop_method && config_key_is_method(key)))
 			json_object_del(c, key);
 	}
-	s = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
+	s = json_dumps(c,
+		       JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
 	json_decref(c);
 	return s;
 }
@@ -166,14 +169,15 @@ static void note_varying(struct table *t, const json_t *c)
 	json_t *v2;
 	if (!t->first_group_cfg)
 		t->first_group_cfg = c;
-	json_object_foreach((json_t *)c, k2, v2)
+	json_t *id = record_run_identity(c);
+	json_object_foreach(id, k2, v2)
 	{
-		if (config_key_is_method(k2) || config_key_is_output(k2) ||
-		    !strcmp(k2, "seed"))
+		if (config_key_is_method(k2) || !strcmp(k2, "seed"))
 			continue;
 		if (!json_equal(v2, json_object_get(t->first_group_cfg, k2)))
 			json_object_set_new(t->varying, k2, json_true());
 	}
+	json_decref(id);
 	/* deq keys that differ between deq records label their rows (k and
 	 * method are not deq keys) */
 	if (strcmp(report_str(c, "method", ""), "deq"))

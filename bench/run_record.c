@@ -12,6 +12,7 @@
 #include "../models/model.h"
 #include "env.h"
 #include "health.h"
+#include "jsontext.h"
 #include "record.h"
 
 /* ---- value helpers ---- */
@@ -64,7 +65,7 @@ const char *runner_status_name(enum run_status s)
 json_t *runner_meta_json(const struct run_meta *meta)
 {
 	json_t *s = json_object();
-	json_object_set_new(s, "name", json_string(meta->suite));
+	json_object_set_new(s, "name", jsontext_string(meta->suite));
 	json_object_set_new(s, "index", json_integer(meta->index));
 	json_object_set_new(s, "combo", json_integer(meta->combo));
 	json_object_set_new(s, "repeat", json_integer(meta->repeat));
@@ -129,7 +130,7 @@ static json_t *data_json(const struct corpus *c, const struct batcher *train,
 	size_t nb = batcher_n_batches(train);
 	json_object_set_new(o, "corpus", json_string(c->kind));
 	json_object_set_new(o, "source_dir",
-			    c->source_dir[0] ? json_string(c->source_dir)
+			    c->source_dir[0] ? jsontext_string(c->source_dir)
 					     : json_null());
 	json_object_set_new(o, "from_cache", json_boolean(c->from_cache));
 	json_object_set_new(o, "vocab_size", json_integer(c->vocab_size));
@@ -564,6 +565,8 @@ void run_record_end(struct run *r)
 	json_object_set_new(r->rec, "status",
 			    json_string(runner_status_name(r->status)));
 	json_object_set_new(r->rec, "message",
-			    json_string(r->status == RUN_OK ? "" : r->err));
+			    r->status == RUN_OK
+				? json_string("")
+				: jsontext_buf(r->err, sizeof(r->err)));
 	set_now(r->rec, "finished_at");
 }

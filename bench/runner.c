@@ -17,6 +17,7 @@
 #include "../models/model.h"
 #include "data.h"
 #include "evaluate.h"
+#include "jsontext.h"
 #include "memfit.h"
 #include "peer.h"
 #include "pretrain.h"
@@ -259,8 +260,9 @@ static void save_params(struct run *r)
 		return;
 	if (runner_save_params(&r->rc, r->cfg, r->cfg->save_params, e,
 			       sizeof(e)) != 0) {
-		snprintf(r->err, sizeof(r->err), "save_params=%.300s: %.600s",
-			 r->cfg->save_params, e);
+		snprintf(r->err, sizeof(r->err), "save_params=%.*s: %.*s",
+			 (int)jsontext_fit(r->cfg->save_params, 300),
+			 r->cfg->save_params, (int)jsontext_fit(e, 600), e);
 		r->status = RUN_ERROR;
 	}
 }

@@ -520,7 +520,9 @@ static int place_tensors(struct st_file *f, const char *path,
 
 int st_read(struct st_file *f, const char *path, char *err, size_t errlen)
 {
+	char e[1024];
 	FILE *fp;
+	int fd;
 	char *hdr = NULL;
 	uint64_t hl, dlen;
 	json_t *root = NULL;
@@ -528,9 +530,12 @@ int st_read(struct st_file *f, const char *path, char *err, size_t errlen)
 	size_t nr = 0;
 	int rc = -1;
 	memset(f, 0, sizeof(*f));
-	if (!(fp = fopen(path, "rb"))) {
-		errmsg_set(err, errlen, "%s: cannot open: %s", path,
-			   strerror(errno));
+	/* a FIFO, directory or device is refused, never waited on */
+	if ((fd = fileio_open_read(path, e, sizeof(e))) < 0 ||
+	    !(fp = fdopen(fd, "rb"))) {
+		errmsg_set(err, errlen, "%s", fd < 0 ? e : strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
 	if (read_sections(fp, path, f, &hdr, &hl, &dlen, err, errlen) == 0 &&

@@ -97,8 +97,9 @@ struct st_file {
 };
 
 /*
- * st_read — reads and validates PATH (see above) into *f. Returns 0, or -1
- * with *f zeroed and a one-line message in err.
+ * st_read — reads and validates PATH (see above) into *f; PATH must be a
+ * regular file (a FIFO is refused, not waited on: fileio_open_read).
+ * Returns 0, or -1 with *f zeroed and a one-line message in err.
  */
 int st_read(struct st_file *f, const char *path, char *err, size_t errlen);
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsontext.h"
 #include "record.h"
 
 /* Applies one axis value (scalar for key `axis`, or an object of keys). */
@@ -410,6 +411,7 @@ int suite_expand(struct suite *s, const json_t *root, const char *source,
 		 int n_over, char *const *overrides, char *err, size_t errlen)
 {
 	const json_t *base, *axes, *exclude, *name;
+	const char *nm;
 	struct axes ax;
 
 	memset(s, 0, sizeof(*s));
@@ -426,8 +428,9 @@ int suite_expand(struct suite *s, const json_t *root, const char *source,
 	base = json_object_get(root, "base");
 	axes = json_object_get(root, "axes");
 	exclude = json_object_get(root, "exclude");
-	snprintf(s->name, sizeof(s->name), "%s",
-		 json_is_string(name) ? json_string_value(name) : source);
+	nm = json_is_string(name) ? json_string_value(name) : source;
+	snprintf(s->name, sizeof(s->name), "%.*s",
+		 (int)jsontext_fit(nm, sizeof(s->name) - 1), nm);
 	if (parse_command(json_object_get(root, "command"), source, &s->eval,
 			  err, errlen) != 0 ||
 	    parse_repeats(json_object_get(root, "repeats"), source, &s->repeats,

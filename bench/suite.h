@@ -36,7 +36,8 @@ struct suite_run {
 };
 
 struct suite {
-	char name[256];
+	char name[256]; /* "name" (else the file), cut at 255 bytes between
+			  UTF-8 characters */
 	int eval; /* "command": "eval": each run is deqbench eval (params=) */
 	int repeats;
 	struct suite_run *runs;

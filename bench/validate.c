@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "config.h"
+#include "jsontext.h"
 #include "record.h"
 
 /* The walk's state: mode, the caller's report and the count so far. */
@@ -91,7 +93,9 @@ static int type_ok(const json_t *v, unsigned mask)
 static void value_text(const json_t *v, char *buf, size_t n)
 {
 	if (json_is_string(v))
-		snprintf(buf, n, "\"%.60s%s\"", json_string_value(v),
+		snprintf(buf, n, "\"%.*s%s\"",
+			 (int)jsontext_fit(json_string_value(v), 60),
+			 json_string_value(v),
 			 strlen(json_string_value(v)) > 60 ? "..." : "");
 	else if (json_is_number(v) || json_is_boolean(v) || json_is_null(v)) {
 		char *s =
@@ -102,17 +106,40 @@ static void value_text(const json_t *v, char *buf, size_t n)
 		snprintf(buf, n, "%s", validate_type_name(v));
 }
 
-/* "2025-01-31T12:00:00Z" */
+/* "2025-01-31T12:00:00Z", a real time: its digits in place, and the
+ * time strptime reads back through timegm and gmtime_r written the same
+ * (2026-13-45T99:99:99Z or 2025-02-29T00:00:00Z would come back as another
+ * day). */
 static int time_ok(const char *s)
 {
 	static const char pat[] = "dddd-dd-ddTdd:dd:ddZ";
+	static const char fmt[] = "%Y-%m-%dT%H:%M:%SZ";
+	struct tm tm;
+	char back[sizeof(pat) + 8];
+	const char *end;
+	time_t t;
 	if (strlen(s) != sizeof(pat) - 1)
 		return 0;
 	for (size_t i = 0; pat[i]; i++)
 		if (pat[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9')
 				  : s[i] != pat[i])
 			return 0;
-	return 1;
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(s, fmt, &tm);
+	if (!end || *end)
+		return 0;
+	t = timegm(&tm);
+	return gmtime_r(&t, &tm) && strftime(back, sizeof(back), fmt, &tm) &&
+	       !strcmp(back, s);
+}
+
+/* "deqbench" or "pytorch-<torch version>", the version starting with a
+ * digit ("pytorch-2.3.1+cpu"). */
+static int impl_ok(const char *s)
+{
+	return !strcmp(s, "deqbench") ||
+	       (!strncmp(s, "pytorch-", 8) && s[8] >= '0' && s[8] <= '9' &&
+		!strpbrk(s, " \t\n"));
 }
 
 static void check_object(struct walk *w, const json_t *o,
@@ -143,6 +170,38 @@ static void check_key(struct walk *w, const char *key, const json_t *v,
 static void check_array(struct walk *w, const json_t *a, const struct vfield *f,
 			const char *path);
 
+/* What the row's flags ask of a value of the right type: a real time, the
+ * schema version, an implementation's name; and a number >= 0 unless
+ * VF_SIGNED (config keys and keyed fields have the key table's ranges). */
+static void check_flags(struct walk *w, const json_t *v, const struct vfield *f,
+			const char *path)
+{
+	char got[100];
+	value_text(v, got, sizeof(got));
+	if ((f->flags & VF_TIME) && json_is_string(v) &&
+	    !time_ok(json_string_value(v)))
+		problem(w, path,
+			"expected a UTC time like 2025-01-31T12:00:00Z, "
+			"got %s",
+			got);
+	if ((f->flags & VF_VERSION) && json_integer_value(v) != RECORD_SCHEMA)
+		problem(w, path,
+			"expected %d (the schema version this deqbench "
+			"checks), got %lld",
+			RECORD_SCHEMA, (long long)json_integer_value(v));
+	if ((f->flags & VF_IMPL) && json_is_string(v) &&
+	    !impl_ok(json_string_value(v)))
+		problem(w, path,
+			"expected deqbench or pytorch-<torch version>, got %s",
+			got);
+	if (json_is_number(v) && json_number_value(v) < 0 && !f->key &&
+	    !(f->flags & (VF_SIGNED | VF_CONFIG)))
+		problem(w, path,
+			"expected a number >= 0 (a size, count, rate or "
+			"time), got %s",
+			got);
+}
+
 /* The value of field f at path: type, then what the row asks of it. */
 static void check_value(struct walk *w, const json_t *v, const struct vfield *f,
 			const char *path)
@@ -172,19 +231,7 @@ static void check_value(struct walk *w, const json_t *v, const struct vfield *f,
 	}
 	if (f->key && !json_is_null(v))
 		check_key(w, f->key, v, path);
-	if ((f->flags & VF_TIME) && json_is_string(v) &&
-	    !time_ok(json_string_value(v))) {
-		value_text(v, got, sizeof(got));
-		problem(w, path,
-			"expected a UTC time like 2025-01-31T12:00:00Z, "
-			"got %s",
-			got);
-	}
-	if ((f->flags & VF_VERSION) && json_integer_value(v) != RECORD_SCHEMA)
-		problem(w, path,
-			"expected %d (the schema version this deqbench "
-			"checks), got %lld",
-			RECORD_SCHEMA, (long long)json_integer_value(v));
+	check_flags(w, v, f, path);
 	if ((f->flags & VF_CONFIG) && json_is_object(v))
 		check_config(w, v, path);
 	if (f->members && json_is_object(v))
@@ -284,6 +331,126 @@ static void check_config(struct walk *w, const json_t *o, const char *path)
 	}
 }
 
+/* ---- sections by status and kind (SCHEMA.md "Top level") ---- */
+
+/* What an ok record has: the run finished, so every section of its
+ * setup, its environment and its quality; a training run's too. */
+static const char *const ok_any[] = {
+    "started_at", "finished_at", "method", "model", "data",
+    "quality",	  "host",	 "device", "build", NULL};
+static const char *const ok_train[] = {"timing", "memory", "solver", "evals",
+				       NULL};
+/* What kind eval never has: no training. */
+static const char *const eval_none[] = {
+    "timing", "evals", "memory", "solver", "trace", "pretrain", "plan", NULL};
+
+/* Each present member of rec named in keys null (want_null) or not, else
+ * a problem saying why. */
+static void sections(struct walk *w, const json_t *rec, const char *const *keys,
+		     int want_null, const char *why)
+{
+	for (int i = 0; keys[i]; i++) {
+		const json_t *v = json_object_get(rec, keys[i]);
+		if (v && json_is_null(v) != want_null)
+			problem(w, keys[i], "expected %s %s",
+				want_null ? "null" : "non-null", why);
+	}
+}
+
+/* A member of a section, NULL when the section or member is absent. */
+static const json_t *member(const json_t *rec, const char *sec,
+			    const char *name)
+{
+	return json_object_get(json_object_get(rec, sec), name);
+}
+
+/* kind eval: no training sections, quality's training fields null or 0;
+ * kind train: no inference.memory (eval only). */
+static void kind_rules(struct walk *w, const json_t *rec, int eval)
+{
+	static const char *const losses[] = {"train_loss_first",
+					     "train_loss_final", NULL};
+	const json_t *v;
+	if (!eval) {
+		v = member(rec, "inference", "memory");
+		if (v && !json_is_null(v))
+			problem(w, "inference.memory",
+				"expected null with kind train (kind eval "
+				"only)");
+		return;
+	}
+	sections(w, rec, eval_none, 1, "with kind eval (no training)");
+	for (int i = 0; losses[i]; i++) {
+		char p[64];
+		v = member(rec, "quality", losses[i]);
+		snprintf(p, sizeof(p), "quality.%s", losses[i]);
+		if (v && !json_is_null(v))
+			problem(w, p,
+				"expected null with kind eval (no "
+				"training)");
+	}
+	v = member(rec, "quality", "tokens_trained");
+	if (json_is_integer(v) && json_integer_value(v) != 0)
+		problem(w, "quality.tokens_trained",
+			"expected 0 with kind eval (no training)");
+}
+
+/* trace with config trace=true, pretrain with method=deq and
+ * pretrain_steps > 0: never otherwise, and in an ok training record
+ * always (config keys an older record lacks are not checked). */
+static void config_rules(struct walk *w, const json_t *rec, int ok_train)
+{
+	const json_t *cfg = json_object_get(rec, "config");
+	const json_t *tr = json_object_get(cfg, "trace"),
+		     *ps = json_object_get(cfg, "pretrain_steps"),
+		     *me = json_object_get(cfg, "method");
+	const json_t *t = json_object_get(rec, "trace"),
+		     *p = json_object_get(rec, "pretrain");
+	if (json_is_false(tr) && t && !json_is_null(t))
+		problem(w, "trace", "expected null with config trace=false");
+	if (json_is_true(tr) && json_is_null(t) && ok_train)
+		problem(w, "trace",
+			"expected an object with config trace=true and status "
+			"ok");
+	if (json_is_integer(ps) && json_is_string(me) && p) {
+		int pre = json_integer_value(ps) > 0 &&
+			  !strcmp(json_string_value(me), "deq");
+		if (!json_is_null(p) && !pre)
+			problem(w, "pretrain",
+				"expected null: only method=deq with "
+				"pretrain_steps > 0 pretrains");
+		else if (json_is_null(p) && pre && ok_train)
+			problem(w, "pretrain",
+				"expected an object with status ok, method=deq "
+				"and pretrain_steps > 0");
+	}
+}
+
+/* The sections SCHEMA.md asks of the record's status and kind. */
+static void status_rules(struct walk *w, const json_t *rec)
+{
+	const char *st = json_string_value(json_object_get(rec, "status"));
+	const char *kind = json_string_value(json_object_get(rec, "kind"));
+	const json_t *sa = json_object_get(rec, "started_at");
+	int eval = kind && !strcmp(kind, "eval"), ok = st && !strcmp(st, "ok");
+	if (ok) {
+		sections(w, rec, ok_any, 0,
+			 "with status ok (null only when the run did not get "
+			 "that far)");
+		if (!eval)
+			sections(w, rec, ok_train, 0,
+				 "with status ok and kind train");
+	}
+	if (json_is_null(sa) &&
+	    !(st && !strcmp(st, "error") &&
+	      json_is_object(json_object_get(rec, "suite"))))
+		problem(w, "started_at",
+			"expected a time (null only in the error record of "
+			"a crashed suite run)");
+	kind_rules(w, rec, eval);
+	config_rules(w, rec, ok && !eval);
+}
+
 int validate_record(const json_t *rec, enum validate_mode mode,
 		    validate_report_fn report, void *ctx)
 {
@@ -291,6 +458,7 @@ int validate_record(const json_t *rec, enum validate_mode mode,
 	const char *st = json_string_value(json_object_get(rec, "status"));
 	const char *msg = json_string_value(json_object_get(rec, "message"));
 	check_object(&w, rec, validate_schema(), "");
+	status_rules(&w, rec);
 	if (st && msg && !strcmp(st, "ok") && *msg)
 		problem(&w, "message", "expected \"\" with status ok");
 	if (st && msg && !*msg &&

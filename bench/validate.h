@@ -40,6 +40,12 @@ enum vflag {
 	VF_TIME = 8,
 	/* the schema version: must equal RECORD_SCHEMA */
 	VF_VERSION = 16,
+	/* a number that may be negative (a loss, memory.offload.overlap);
+	 * every other number outside `config` and the keyed fields is a
+	 * size, count, rate or time, >= 0 */
+	VF_SIGNED = 32,
+	/* the implementation: "deqbench" or "pytorch-<torch version>" */
+	VF_IMPL = 64,
 };
 
 /* One field: a member of an object (name) or the element of an array. */
@@ -94,8 +100,13 @@ typedef void (*validate_report_fn)(void *ctx, const char *path,
  * against the schema table, in the table's order, then members that the
  * table does not list (unknown fields are problems: a field the code
  * writes must be documented). Also: `message` is "" exactly when `status`
- * is "ok". Calls report (may be NULL) once per problem and returns the
- * number of problems (0: valid). */
+ * is "ok"; numbers >= 0 but where VF_SIGNED; times real UTC times; and the
+ * sections SCHEMA.md asks of the status and kind: an ok record has every
+ * section a finished run has (timing, memory, solver, evals too for kind
+ * train), kind eval none of training's, trace with config trace=true,
+ * pretrain with method=deq and pretrain_steps > 0, started_at null only
+ * in a crashed suite run's error record. Calls report (may be NULL) once
+ * per problem and returns the number of problems (0: valid). */
 int validate_record(const json_t *rec, enum validate_mode mode,
 		    validate_report_fn report, void *ctx);
 

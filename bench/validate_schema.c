@@ -182,8 +182,11 @@ static const struct vfield pool_f[] = {
 
 /* memory.offload (method=offload) */
 static const struct vfield offload_f[] = {
-    F("bytes_per_step", VT_NUM), STATS("copy_ms"), STATS("stall_ms"),
-    F("overlap", NUM_OR_NULL),	 {.name = NULL},
+    F("bytes_per_step", VT_NUM),
+    STATS("copy_ms"),
+    STATS("stall_ms"),
+    F("overlap", NUM_OR_NULL, .flags = VF_SIGNED),
+    {.name = NULL},
 };
 
 static const struct vfield memory_f[] = {
@@ -234,13 +237,13 @@ static const struct vfield evals_f[] = {
 };
 
 static const struct vfield quality_f[] = {
-    F("train_loss_first", NUM_OR_NULL),
-    F("train_loss_final", NUM_OR_NULL),
+    F("train_loss_first", NUM_OR_NULL, .flags = VF_SIGNED),
+    F("train_loss_final", NUM_OR_NULL, .flags = VF_SIGNED),
     F("tokens_trained", VT_INT),
-    F("valid_loss", NUM_OR_NULL),
+    F("valid_loss", NUM_OR_NULL, .flags = VF_SIGNED),
     F("valid_ppl", NUM_OR_NULL),
     F("valid_eval_tokens", VT_INT),
-    F("test_loss", NUM_OR_NULL),
+    F("test_loss", NUM_OR_NULL, .flags = VF_SIGNED),
     F("test_ppl", NUM_OR_NULL),
     F("test_eval_tokens", VT_INT),
     F("valid_spectral_radius", NUM_OR_NULL, .added = ADDED),
@@ -345,7 +348,7 @@ static const struct vfield pretrain_f[] = {
     F("tokens_per_s", NUM_OR_NULL),
     F("forward_evals_per_step", NUM_OR_NULL),
     F("vjp_evals_per_step", NUM_OR_NULL),
-    F("train_loss_last", NUM_OR_NULL),
+    F("train_loss_last", NUM_OR_NULL, .flags = VF_SIGNED),
     F("depth_bytes", VT_INT),
     {.name = NULL},
 };
@@ -353,10 +356,11 @@ static const struct vfield pretrain_f[] = {
 /* trace arrays: one entry per step, a number or null (non-finite), or a
  * boolean for the converged flags */
 static const struct vfield num_elem = F("", NUM_OR_NULL);
+static const struct vfield loss_elem = F("", NUM_OR_NULL, .flags = VF_SIGNED);
 static const struct vfield bool_elem = F("", VT_BOOL);
 #define NUMS(n) F(n, VT_ARR, .elem = &num_elem, .flags = VF_PROSE)
 static const struct vfield trace_f[] = {
-    NUMS("loss"),
+    F("loss", VT_ARR, .elem = &loss_elem, .flags = VF_PROSE),
     NUMS("step_ms"),
     NUMS("forward_ms"),
     NUMS("backward_ms"),
@@ -410,7 +414,7 @@ static const struct vfield plan_f[] = {
 static const struct vfield top_f[] = {
     F("schema", VT_INT, .flags = VF_VERSION),
     F("kind", VT_STR, .values = kinds, .added = ADDED),
-    F("impl", VT_STR, .added = ADDED),
+    F("impl", VT_STR, .added = ADDED, .flags = VF_IMPL),
     F("status", VT_STR, .values = statuses),
     F("message", VT_STR),
     F("started_at", STR_OR_NULL, .flags = VF_TIME),

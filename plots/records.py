@@ -115,19 +115,27 @@ METHOD_KEYS = {k["name"] for k in KEYS if k["method"]}
 OUTPUT_KEYS = {k["name"] for k in KEYS if k["output"]}
 
 
+def identity(rec):
+    """Config apart from output keys, as record_run_identity in
+    bench/record.c: data_dir stays unless the corpus is synthetic (the
+    other corpora are read from it: two directories, two datasets)."""
+    c = get(rec, "config", {})
+    keep = set() if c.get("corpus") == "synthetic" else {"data_dir"}
+    return {k: v for k, v in c.items() if k not in OUTPUT_KEYS or k in keep}
+
+
 def group_key(rec):
-    """Config apart from method and output keys (JSON text, sorted): rows
+    """Run identity apart from method keys (JSON text, sorted): rows
     with equal keys are compared with the unroll row among them."""
-    c = {k: v for k, v in get(rec, "config", {}).items()
-         if k not in METHOD_KEYS and k not in OUTPUT_KEYS}
+    c = {k: v for k, v in identity(rec).items() if k not in METHOD_KEYS}
     c[" kind"] = kind(rec)
     return json.dumps(c, sort_keys=True)
 
 
 def run_key(rec):
-    """Whole config apart from output keys: records with equal keys are
-    repeats of one configuration."""
-    c = {k: v for k, v in get(rec, "config", {}).items() if k not in OUTPUT_KEYS}
+    """Run identity (config apart from output keys): records with equal
+    keys are repeats of one configuration."""
+    c = identity(rec)
     c[" kind"] = kind(rec)
     return json.dumps(c, sort_keys=True)
 

@@ -28,8 +28,8 @@ static const char FAKE_PY[] =
 
 /* deqtorch.py stand-in. check: saves the configs, refuses when one has
  * method revolve. run: saves the request and a copy of the train tokens,
- * says something on stderr, prints a record (or dies when FAKE_DIE is
- * set). */
+ * says something on stderr, prints a record (child.json when the test
+ * wrote one; or dies when FAKE_DIE is set). */
 static const char FAKE_SCRIPT[] =
     "dir=$(dirname \"$0\")\n"
     "case $1 in\n"
@@ -39,7 +39,7 @@ static const char FAKE_SCRIPT[] =
     "impl=pytorch; use unroll' >&2; exit 2; fi\n"
     "  exit 0;;\n"
     "eval) cat > \"$dir/request.json\"\n"
-    "  echo '{\"impl\": \"pytorch-fake\", \"kind\": \"train\", "
+    "  echo '{\"impl\": \"pytorch-0.0+fake\", \"kind\": \"train\", "
     "\"status\": \"ok\", \"message\": \"\", \"quality\": "
     "{\"valid_loss\": 2.5}, \"inference\": {\"forward_evals_per_batch\""
     ": 12}}'\n"
@@ -51,7 +51,9 @@ static const char FAKE_SCRIPT[] =
     "  echo 'deqtorch: step 3/3' >&2\n"
     "  if [ -n \"$FAKE_DIE\" ]; then echo 'Traceback: boom' >&2; exit 1; "
     "fi\n"
-    "  echo '{\"impl\": \"pytorch-fake\", \"status\": \"ok\", \"message\": "
+    "  if [ -f \"$dir/child.json\" ]; then cat \"$dir/child.json\"; exit 0; "
+    "fi\n"
+    "  echo '{\"impl\": \"pytorch-0.0+fake\", \"status\": \"ok\", \"message\": "
     "\"\", \"config\": {\"model\": \"ignored\"}, \"host\": null, "
     "\"timing\": {\"step_ms\": {\"median\": 1000.0}}, \"memory\": "
     "{\"peak_depth_solver_bytes\": 2097152}}'\n"
@@ -163,7 +165,7 @@ Test(impl, run_builds_record_from_child, .init = fake_setup,
 	recs = records();
 	cr_assert_eq(json_array_size(recs), 1);
 	r = json_array_get(recs, 0);
-	cr_assert_str_eq(str_at(r, "impl", NULL), "pytorch-fake");
+	cr_assert_str_eq(str_at(r, "impl", NULL), "pytorch-0.0+fake");
 	cr_assert_str_eq(str_at(r, "status", NULL), "ok");
 	cr_assert_str_eq(str_at(r, "config", "model"), "transformer");
 	cr_assert_str_eq(str_at(r, "config", "impl"), "pytorch");
@@ -252,7 +254,7 @@ Test(impl, eval_runs_the_child, .init = fake_setup, .fini = cli_teardown,
 	cr_assert_eq(json_array_size(recs), 1);
 	r = json_array_get(recs, 0);
 	cr_assert_str_eq(str_at(r, "kind", NULL), "eval");
-	cr_assert_str_eq(str_at(r, "impl", NULL), "pytorch-fake");
+	cr_assert_str_eq(str_at(r, "impl", NULL), "pytorch-0.0+fake");
 	cr_assert_float_eq(json_real_value(json_object_get(
 			       json_object_get(r, "quality"), "valid_loss")),
 			   2.5, 0);
@@ -284,6 +286,47 @@ Test(impl, dead_child_is_an_error_record, .init = fake_setup,
 	json_decref(recs);
 }
 
+/* Writes cli_dir/child.json, the record the fake child prints: a whole
+ * record, so that `report` does not leave it out (record_usable.h): the
+ * figures of a real tiny run but step_ms.median 1000 and
+ * peak_depth_solver_bytes 2 MiB. */
+static void write_child_record(void)
+{
+	char out[600], arg[700], err[4096], p[600];
+	json_t *r;
+	cli_path(out, sizeof(out), "real.jsonl");
+	snprintf(arg, sizeof(arg), "out=%s", out);
+	{
+		const char *a[] = {"run",
+				   "corpus=synthetic",
+				   "d_model=16",
+				   "n_heads=2",
+				   "d_ff=32",
+				   "seq_len=8",
+				   "batch_size=2",
+				   "layers=2",
+				   "steps=4",
+				   "warmup_steps=1",
+				   "eval_tokens=0",
+				   "threads=1",
+				   arg,
+				   NULL};
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
+	}
+	r = json_load_file(out, 0, NULL);
+	cr_assert_not_null(r);
+	json_object_set_new(r, "impl", json_string("pytorch-0.0+fake"));
+	json_object_set_new(
+	    json_object_get(json_object_get(r, "timing"), "step_ms"), "median",
+	    json_real(1000.0));
+	json_object_set_new(json_object_get(r, "memory"),
+			    "peak_depth_solver_bytes", json_integer(2097152));
+	cli_path(p, sizeof(p), "child.json");
+	cr_assert_eq(json_dump_file(r, p, JSON_COMPACT), 0);
+	json_decref(r);
+	remove(out);
+}
+
 Test(impl, suite_impl_axis_and_report, .init = fake_setup, .fini = cli_teardown,
      .timeout = 300)
 {
@@ -302,6 +345,7 @@ Test(impl, suite_impl_axis_and_report, .init = fake_setup, .fini = cli_teardown,
 		 "\"pytorch\"]}}",
 		 out);
 	cli_write_text(suite, text);
+	write_child_record();
 	const char *args[] = {"suite", suite, NULL};
 	cr_assert_eq(cli_run(args, 0, err, sizeof(err)), 0, "%s", err);
 	recs = records();
@@ -309,7 +353,7 @@ Test(impl, suite_impl_axis_and_report, .init = fake_setup, .fini = cli_teardown,
 	cr_assert_str_eq(str_at(json_array_get(recs, 0), "impl", NULL),
 			 "deqbench");
 	cr_assert_str_eq(str_at(json_array_get(recs, 1), "impl", NULL),
-			 "pytorch-fake");
+			 "pytorch-0.0+fake");
 	cr_assert_str_eq(str_at(json_array_get(recs, 1), "suite", "name"),
 			 "peer");
 	/* the check saw exactly the pytorch run */
