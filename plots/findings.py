@@ -256,7 +256,8 @@ def depth_kind(r):
         if c.get("f_solver") == "anderson":
             return f"deq Anderson m = {c.get('anderson_m')}"
         h = c.get("f_history")
-        return "deq Broyden, full history" if not h else f"deq Broyden, {h} updates"
+        full = not h or h >= c.get("f_max_iter", 0)
+        return "deq Broyden, full history" if full else f"deq Broyden, {h} updates"
     return m.split(" L=")[0]
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """plot.py — draws the reviewer-question figures from deqbench records.
 
-usage: /usr/bin/python3 plots/plot.py [--out-dir DIR] FILE.jsonl ...
+usage: /usr/bin/python3 plots/plot.py [--out-dir DIR] [--figures A,B] FILE.jsonl ...
        (or plots/plot.sh FILE.jsonl ...)
 
 Run it with Debian's /usr/bin/python3: matplotlib comes from the
@@ -690,9 +690,15 @@ FIGURES = (fig_memory_vs_depth, fig_time_ratio, fig_memory_ratio, fig_eps, fig_e
            fig_residuals, fig_convergence, fig_budget)
 
 
-def plot_file(path, out_dir):
-    """Draws every figure the records of one file support; returns the
-    paths written."""
+def figure_name(f):
+    """The figure's file name part: fig_memory_vs_depth -> memory-vs-depth
+    (fig_eps draws eps-sweep)."""
+    return "eps-sweep" if f is fig_eps else f.__name__[4:].replace("_", "-")
+
+
+def plot_file(path, out_dir, only=None):
+    """Draws every figure the records of one file support (only: the names
+    to draw, None for all); returns the paths written."""
     ok, skipped = R.load([path], note=lambda s: print(s, file=sys.stderr))
     recs = [r for _, _, r in ok]
     written = []
@@ -707,7 +713,8 @@ def plot_file(path, out_dir):
     # training figures see training records only; eps-infer its eval ones
     train = [r for r in runs if R.kind(r.rec) == "train"]
     drawn = [f.__name__[4:] for f in FIGURES
-             if f(runs if f is fig_eps_infer else train, recs, prefix, written)]
+             if (only is None or figure_name(f) in only)
+             and f(runs if f is fig_eps_infer else train, recs, prefix, written)]
     if not drawn:
         print(f"note: {path}: {len(recs)} records support none of the figures "
               "(see plot.py's header for what each needs)", file=sys.stderr)
@@ -722,12 +729,20 @@ def main(argv):
                     "Run with Debian's /usr/bin/python3 (python3-matplotlib).")
     ap.add_argument("files", nargs="+", metavar="FILE.jsonl")
     ap.add_argument("--out-dir", help="write the figures here instead of beside each file")
+    ap.add_argument("--figures", help="comma-separated figure names to draw (default: every "
+                    "figure the records support), e.g. time-ratio,memory-ratio")
     a = ap.parse_args(argv)
+    only = set(a.figures.split(",")) if a.figures else None
+    names = {figure_name(f) for f in FIGURES}
+    if only and not only <= names:
+        print(f"plot.py: --figures: unknown {', '.join(sorted(only - names))}; "
+              f"figures are {', '.join(sorted(names))}", file=sys.stderr)
+        return 2
     if a.out_dir:
         os.makedirs(a.out_dir, exist_ok=True)
     try:
         for path in a.files:
-            for w in plot_file(path, a.out_dir):
+            for w in plot_file(path, a.out_dir, only):
                 print(w)
     except (OSError, ValueError) as e:
         print(f"plot.py: {e}", file=sys.stderr)

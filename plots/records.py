@@ -116,12 +116,14 @@ OUTPUT_KEYS = {k["name"] for k in KEYS if k["output"]}
 
 
 def identity(rec):
-    """Config apart from output keys, as record_run_identity in
-    bench/record.c: data_dir stays unless the corpus is synthetic (the
-    other corpora are read from it: two directories, two datasets)."""
+    """Config apart from output keys and the seed, as deqbench report's
+    rows (bench/report.c report_key): data_dir stays unless the corpus is
+    synthetic (the other corpora are read from it: two directories, two
+    datasets); seeds are replicates, combined like repeats."""
     c = get(rec, "config", {})
     keep = set() if c.get("corpus") == "synthetic" else {"data_dir"}
-    return {k: v for k, v in c.items() if k not in OUTPUT_KEYS or k in keep}
+    return {k: v for k, v in c.items()
+            if (k not in OUTPUT_KEYS or k in keep) and k != "seed"}
 
 
 def group_key(rec):
@@ -133,8 +135,8 @@ def group_key(rec):
 
 
 def run_key(rec):
-    """Run identity (config apart from output keys): records with equal
-    keys are repeats of one configuration."""
+    """Run identity (config apart from output keys and the seed): records
+    with equal keys are repeats of one configuration."""
     c = identity(rec)
     c[" kind"] = kind(rec)
     return json.dumps(c, sort_keys=True)

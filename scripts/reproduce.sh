@@ -229,6 +229,26 @@ if ((!finish)); then
 	fi
 fi
 
+# The figures each suite's question needs (results/README.md §Figures).
+draw_figures() {
+	local f name figs rc=0
+	for f in "${files[@]}"; do
+		name=$(basename "$f" .jsonl)
+		case "$name" in
+		gc-vs-deq | gc-vs-deq-gpu | gc-vs-deq-trellisnet)
+			figs=time-ratio,memory-ratio,convergence,residuals ;;
+		depth) figs=memory-vs-depth,time-ratio ;;
+		eps-train) figs=eps-sweep,convergence ;;
+		eps-infer) figs=eps-infer ;;
+		budget) figs=budget ;;
+		default) figs=time-ratio,memory-ratio ;;
+		*) continue ;;
+		esac
+		DEQBENCH="$bin" plots/plot.sh --figures "$figs" "$f" || rc=1
+	done
+	return $rc
+}
+
 # one host per folder, one commit; every record valid
 shopt -s nullglob
 files=("$out"/*.jsonl)
@@ -249,7 +269,7 @@ EOF
 "$bin" validate --strict "${files[@]}" "$out"/cpu-rate/*.jsonl 2>>"$log" |
 	tee -a "$log" >&2 || status=1
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
-	plots/plot.sh "${files[@]}" >>"$log" 2>&1 || status=1
+	draw_figures >>"$log" 2>&1 || status=1
 	/usr/bin/python3 plots/findings.py --write --deqbench "$bin" results \
 		>>"$log" 2>&1 || status=1
 	say "figures and findings written"
