@@ -22,6 +22,7 @@
 #include "interrupt.h"
 #include "memfit.h"
 #include "peer.h"
+#include "proc.h"
 #include "record.h"
 #include "runner.h"
 #include "suite.h"
@@ -42,6 +43,8 @@ static json_t *crash_record(const struct suite *s, const struct suite_run *r,
 	time_t t = time(NULL);
 	struct tm tm;
 
+	if (peer_wanted(&r->cfg))
+		json_object_set_new(rec, "impl", json_string(peer_impl_name()));
 	json_object_set_new(rec, "config", config_to_json(&r->cfg));
 	json_object_set_new(
 	    rec, "message",
@@ -118,20 +121,21 @@ static void child_run(const struct suite *s, const struct suite_run *r,
 
 /* Runs one suite entry in a child process: a crash or an abort inside one
  * run becomes that run's error record and the suite goes on; each record's
- * max RSS is its own run's. The parent never starts OpenMP or BLAS threads,
+ * max RSS is its own run's; the child dies with the suite (proc.h). The parent never starts OpenMP or BLAS threads,
  * so fork() is safe. *saved: whether the record reached out= (else it is
  * in the rescue file and on stderr). */
 static json_t *run_isolated(const struct suite *s, const struct suite_run *r,
 			    int *saved)
 {
 	int fds[2];
-	pid_t pid;
+	pid_t pid, parent;
 	struct run_meta meta = {s->name, r->index, r->combo, r->repeat, 0};
 	char *buf;
 	int wst = 0;
 	json_t *rec = NULL;
 
 	fflush(NULL);
+	parent = getpid();
 	pid = pipe(fds) == 0 ? fork() : -2;
 	if (pid == -1) {
 		close(fds[0]);
@@ -143,6 +147,9 @@ static json_t *run_isolated(const struct suite *s, const struct suite_run *r,
 		return rec;
 	}
 	if (pid == 0) {
+		/* killed with the suite: a kill -9 of the suite leaves no run
+		 * training that appends later */
+		proc_die_with_parent(parent);
 		close(fds[0]);
 		child_run(s, r, &meta, fds[1]);
 	}

@@ -42,8 +42,7 @@ static double mean_of(const double *x, int n)
 	return n ? s / n : NAN;
 }
 
-/* rec[key] = the UTC time now, ISO 8601 to the second. */
-static void set_now(json_t *rec, const char *key)
+void runner_set_now(json_t *rec, const char *key)
 {
 	char ts[32];
 	time_t t = time(NULL);
@@ -75,7 +74,7 @@ json_t *runner_meta_json(const struct run_meta *meta)
 
 void run_record_begin(struct run *r)
 {
-	set_now(r->rec, "started_at");
+	runner_set_now(r->rec, "started_at");
 	json_object_set_new(r->rec, "config", config_to_json(r->cfg));
 	if (r->meta && r->meta->suite)
 		json_object_set_new(r->rec, "suite", runner_meta_json(r->meta));
@@ -550,5 +549,5 @@ void run_record_end(struct run *r)
 			    r->status == RUN_OK
 				? json_string("")
 				: jsontext_buf(r->err, sizeof(r->err)));
-	set_now(r->rec, "finished_at");
+	runner_set_now(r->rec, "finished_at");
 }

@@ -76,12 +76,16 @@ struct corpus;
 /* Loads cfg's corpus into *c (free with corpus_free) and the vocabulary V
  * the model gets: the corpus's, or vocab_size when given (a file corpus:
  * at least the corpus's). 0, or -1 with one line in err. */
-int runner_load_corpus(struct corpus *c, const struct bench_config *cfg,
-		       int *V, char *err, size_t errlen);
+int runner_load_corpus(struct corpus *c, const struct bench_config *cfg, int *V,
+		       char *err, size_t errlen);
 
 /* The record's status string of s: "ok", "diverged", "interrupted" or
  * "error". */
 const char *runner_status_name(enum run_status s);
+
+/* rec[key] = the UTC time now, ISO 8601 to the second
+ * ("2026-11-25T18:00:00Z"). */
+void runner_set_now(json_t *rec, const char *key);
 
 /* The record's "suite" object of a suite run: {"name", "index", "combo",
  * "repeat"} from meta (meta->suite non-NULL). New reference. */
