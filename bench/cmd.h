@@ -26,6 +26,11 @@ void print_summary(const json_t *records);
 int check_params_key(const struct bench_config *c, int eval, char *err,
 		     size_t errlen);
 
+/* eval_tokens of an eval (the command, an eval suite's runs) is at least
+ * one batch of batch_size * seq_len tokens: an evaluation of whole batches
+ * that evaluates none is no result. 0, or -1 with one line. */
+int check_eval_tokens(const struct bench_config *c, char *err, size_t errlen);
+
 /* [FILE.json] key=value... into cfg (defaults first; a key given twice
  * is refused). extra: NULL-terminated keys the caller handles itself (e.g.
  * "params"), their values returned through extra_val. 0, or -1 with one
