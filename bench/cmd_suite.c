@@ -45,6 +45,8 @@ static json_t *crash_record(const struct suite *s, const struct suite_run *r,
 
 	if (peer_wanted(&r->cfg))
 		json_object_set_new(rec, "impl", json_string(peer_impl_name()));
+	if (s->eval)
+		json_object_set_new(rec, "kind", json_string("eval"));
 	json_object_set_new(rec, "config", config_to_json(&r->cfg));
 	json_object_set_new(
 	    rec, "message",
@@ -217,6 +219,29 @@ static int suite_check_peer(const struct suite *s, int si, int sn, char *err,
 	return rc;
 }
 
+/* The eval run last checked by check_eval_params. */
+struct params_checked {
+	const struct bench_config *c; /* NULL: none yet */
+	int V;
+};
+
+/* The parameter file of an eval run with vocabulary V loads into its model
+ * (runner_check_params), as `deqbench eval`'s setup requires; a run with
+ * the file, model keys and V of the last one checked (*last) is not read
+ * again. 0, or -1 with one line. */
+static int check_eval_params(const struct bench_config *c, int V,
+			     struct params_checked *last, char *err,
+			     size_t errlen)
+{
+	if (last->c && last->V == V && !strcmp(last->c->params, c->params) &&
+	    !memcmp(&last->c->model, &c->model, sizeof(c->model)))
+		return 0;
+	if (runner_check_params(c, V, err, errlen) != 0)
+		return -1;
+	last->c = c, last->V = V;
+	return 0;
+}
+
 /* Up-front checks of the runs of shard si/sn, so that bad input exits 2
  * with nothing written whichever shard meets it: each run's files (none
  * the same as another or as the suite file; params= and save_params=
@@ -224,7 +249,9 @@ static int suite_check_peer(const struct suite *s, int si, int sn, char *err,
  * (peer.h), every corpus there (loading it also builds its cache once,
  * before the runs fork; a corpus is resolved again only when it differs
  * from the previous run of this shard), every deqbench run within memory
- * (memfit.h), then every output writable (each out= once in a row). */
+ * (memfit.h) and, in an eval suite, its parameter file loading into its
+ * model, then every output writable (each out= once in a row; and an
+ * eval's eval_tokens at least one batch). */
 static int suite_check_runs(const struct suite *s, const char *path, int si,
 			    int sn, char *err, size_t errlen)
 {
@@ -239,6 +266,7 @@ static int suite_check_runs(const struct suite *s, const char *path, int si,
 		return -1;
 	for (int pass = 0; pass < 2; pass++) {
 		const struct bench_config *prev = NULL;
+		struct params_checked checked = {NULL, 0};
 		int V = 0;
 		for (int i = 0; i < s->n_runs; i++) {
 			const struct bench_config *c = &s->runs[i].cfg;
@@ -250,6 +278,8 @@ static int suite_check_runs(const struct suite *s, const char *path, int si,
 					rc = record_check_out(c->out, err,
 							      errlen);
 				prev = c;
+				if (rc == 0 && s->eval)
+					rc = check_eval_tokens(c, err, errlen);
 			} else {
 				if (!prev || strcmp(c->corpus, prev->corpus) ||
 				    strcmp(c->data_dir, prev->data_dir) ||
@@ -260,6 +290,9 @@ static int suite_check_runs(const struct suite *s, const char *path, int si,
 				if (rc == 0 && !peer_wanted(c))
 					rc = memfit_check(c, V, NULL, !s->eval,
 							  err, errlen);
+				if (rc == 0 && s->eval && !peer_wanted(c))
+					rc = check_eval_params(c, V, &checked,
+							       err, errlen);
 				prev = c;
 			}
 			if (rc != 0)

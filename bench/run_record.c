@@ -536,7 +536,8 @@ static json_t *inference_json(const struct run *r, int memory)
 
 void run_record_inference(struct run *r)
 {
-	if (r->cfg->eval_tokens > 0 && r->inf.mem)
+	/* null (record_new's) when no valid batch was evaluated */
+	if (r->cfg->eval_tokens > 0 && r->inf.mem && r->inf.n > 0)
 		json_object_set_new(r->rec, "inference",
 				    inference_json(r, r->eval_only));
 }

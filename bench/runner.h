@@ -145,6 +145,13 @@ enum run_status runner_eval(const struct bench_config *cfg,
 int runner_load_params(struct run_ctx *rc, const char *path, char *err,
 		       size_t errlen);
 
+/* runner_load_params's checks of cfg->params for cfg's model with
+ * vocabulary V, without a backend (model_shape): what `deqbench eval`
+ * refuses at setup, for a suite's up-front checks of its eval runs. Reads
+ * the whole file. 0, or -1 with the same one line. */
+int runner_check_params(const struct bench_config *cfg, int V, char *err,
+			size_t errlen);
+
 /* Vocabulary size the run will use: for corpus=synthetic vocab_size, or 256
  * when 0; for a file corpus the corpus's (loads it, building its cache),
  * or vocab_size when that is at least the corpus's (smaller: -1 with one
