@@ -37,6 +37,10 @@ int check_distinct_files(const struct bench_config *c, const char *config_file,
 /* The FILE.json argument of key=value arguments (the first, when it is not
  * key=value), or NULL. */
 const char *config_file_arg(int argc, char **argv);
+/* eval_tokens of an eval (the command, an eval suite's runs) is at least
+ * one batch of batch_size * seq_len tokens: an evaluation of whole batches
+ * that evaluates none is no result. 0, or -1 with one line. */
+int check_eval_tokens(const struct bench_config *c, char *err, size_t errlen);
 
 /* [FILE.json] key=value... into cfg (defaults first; a key given twice
  * is refused). extra: NULL-terminated keys the caller handles itself (e.g.

@@ -28,6 +28,12 @@
  * --run N trains the N fastest candidates that fit with the config's steps
  * and appends their records (out=) with a `plan` object: the budget, the
  * rank, predicted peak, host bytes and step time beside the measured ones.
+ *
+ * Bad input (exit 2, before any calibration): budget_mib not in (0, 1e9],
+ * pretrain_steps, a device that cannot be opened, no candidate that fits
+ * (naming the smallest peak); a calibration run that fails in its setup.
+ * SIGINT / SIGTERM (interrupt.h) stop the calibration or --run's training
+ * after the current step: exit 130 / 143 with a line saying what stopped.
  */
 #include <math.h>
 #include <stdio.h>
@@ -46,7 +52,12 @@
 
 #define PLAN_CAL_STEPS	10
 #define PLAN_CAL_WARMUP 3
-#define PLAN_MAX_CANDS	512
+/* The largest N of --run N (the candidate list itself is sized to the
+ * layers: n_cands). */
+#define PLAN_MAX_CANDS 512
+/* The largest budget_mib (the message says 1e9): the budget in bytes is a
+ * size_t, and 1e9 MiB (about 954 TiB) is far above any device. */
+#define PLAN_MAX_BUDGET_MIB 1e9
 
 struct cand {
 	struct bench_config cfg; /* resolved */
@@ -76,7 +87,13 @@ static int derive(struct bench_config *out, const struct bench_config *base,
 	return config_finish(out, err, errlen);
 }
 
-/* Median step ms of a quiet calibration run of c; the record in *rec. */
+/* Set by calibrate when a calibration run failed in its setup (no GPU for
+ * device=cuda, a corpus, a size): bad input, as for `run`. */
+static int cal_setup_failed;
+
+/* Median step ms of a quiet calibration run of c; the record in *rec. NAN
+ * with err on failure: a setup failure sets cal_setup_failed; an
+ * interruption (interrupt.h) says which run it stopped. */
 static double calibrate(const struct bench_config *c, const char *what, int i,
 			int n, json_t **rec, char *err, size_t errlen)
 {
@@ -94,9 +111,17 @@ static double calibrate(const struct bench_config *c, const char *what, int i,
 	if (st != RUN_OK || !isfinite(ms)) {
 		const char *m =
 		    json_string_value(json_object_get(*rec, "message"));
-		snprintf(err, errlen, "calibration run %s failed: %s", what,
-			 m ? m : "?");
-		fprintf(stderr, "failed\n");
+		cal_setup_failed = st == RUN_SETUP_FAILED;
+		if (st == RUN_INTERRUPTED)
+			snprintf(err, errlen,
+				 "interrupted by %s in calibration run %d/%d "
+				 "(%s); no plan was made",
+				 interrupt_name(), i, n, what);
+		else
+			snprintf(err, errlen, "calibration run %s failed: %s",
+				 what, m ? m : "?");
+		fprintf(stderr, "%s\n",
+			st == RUN_INTERRUPTED ? "interrupted" : "failed");
 		return NAN;
 	}
 	fprintf(stderr, "%.1f ms/step\n", ms);
@@ -122,9 +147,9 @@ struct plan {
 	double budget_mib;
 	int chunk; /* head_chunk of the "with" variants */
 	struct cand *c;
-	int n;
-	int n_deq; /* deq candidates without head_chunk (calibrated) */
-	int V;	   /* vocabulary, from the first calibration */
+	int n, cap; /* candidates, and room for cap (n_cands) */
+	int n_deq;  /* deq candidates without head_chunk (calibrated) */
+	int V;	    /* vocabulary, from the first calibration */
 	struct costs k;
 };
 
@@ -136,8 +161,12 @@ static int add(struct plan *p, const char *label, const char *const *kv, int n,
 		struct cand *c = &p->c[p->n];
 		char v[32];
 		const char *all[16];
-		if (p->n >= PLAN_MAX_CANDS)
-			return 0;
+		if (p->n >= p->cap) { /* n_cands counts every add */
+			snprintf(err, errlen,
+				 "plan: more than the %d candidates counted",
+				 p->cap);
+			return -1;
+		}
 		memset(c, 0, sizeof(*c));
 		memcpy(all, kv, (size_t)n * sizeof(*kv));
 		snprintf(v, sizeof(v), "%d", chunk ? p->chunk : 0);
@@ -154,12 +183,32 @@ static int add(struct plan *p, const char *label, const char *const *kv, int n,
 	return 0;
 }
 
+/* How many candidates enumerate adds for L layers and the deq cap
+ * f_max_iter: each of unroll, offload, checkpoint k = 1..L, revolve slots =
+ * 1..L-2, 3 or 4 Broyden and 3 Anderson deqs, without and with
+ * head_chunk. */
+static int n_cands(int L, int cap)
+{
+	return 2 * (2 + L + (L > 2 ? L - 2 : 0) + (cap > 16 ? 4 : 3) + 3);
+}
+
+/* Every candidate (the header) into p->c, allocated here (p->cap of them;
+ * free it). 0, or -1 with err. */
 static int enumerate(struct plan *p, char *err, size_t errlen)
 {
 	int L = p->base.method.layers,
 	    cap = deq_config(&p->base.method)->f_max_iter;
 	char a[32], b[64];
 	const char *kv[12];
+	p->cap = n_cands(L, cap);
+	p->c = calloc((size_t)p->cap, sizeof(*p->c));
+	if (!p->c) {
+		snprintf(err, errlen,
+			 "out of host memory for the plan's %d candidates "
+			 "(layers=%d); lower layers",
+			 p->cap, L);
+		return -1;
+	}
 #define ADD(deq, ...)                                                          \
 	do {                                                                   \
 		const char *x_[] = {__VA_ARGS__};                              \
@@ -314,6 +363,16 @@ static int predict_memory(struct plan *p, char *err, size_t errlen)
 		p->c[j].host = rm.device[MEM_HOST];
 	}
 	return 0;
+}
+
+/* The candidate with the smallest predicted peak (p->n > 0). */
+static const struct cand *smallest(const struct plan *p)
+{
+	const struct cand *m = &p->c[0];
+	for (int j = 1; j < p->n; j++)
+		if (p->c[j].peak < m->peak)
+			m = &p->c[j];
+	return m;
 }
 
 /* How many candidates fit in the budget. */
@@ -488,6 +547,18 @@ static int take_run_flag(int *argc, char **argv, int *n_run, char *err,
 	return 0;
 }
 
+/* The device can be opened (device=cuda: a CUDA build and a GPU), so that
+ * a plan that cannot calibrate is bad input before it starts, as `run`'s
+ * setup failure is. 0, or -1 with the backend's one line. */
+static int device_check(const struct bench_config *c, char *err, size_t errlen)
+{
+	struct backend *be;
+	if (backend_create(&be, c->device, c->threads, err, errlen) != 0)
+		return -1;
+	backend_destroy(be);
+	return 0;
+}
+
 static int plan_setup(struct plan *p, int argc, char **argv, char *err,
 		      size_t errlen)
 {
@@ -498,11 +569,22 @@ static int plan_setup(struct plan *p, int argc, char **argv, char *err,
 	    peer_refuse(&p->base, "plan", err, errlen))
 		return -1;
 	p->budget_mib = bv[0] ? strtod(bv[0], &end) : NAN;
-	if (!bv[0] || *end || !(p->budget_mib > 0) || isinf(p->budget_mib)) {
+	if (!bv[0] || *end || !(p->budget_mib > 0) ||
+	    !(p->budget_mib <= PLAN_MAX_BUDGET_MIB)) {
 		snprintf(err, errlen,
 			 "budget_mib=%s: give the device memory budget in MiB "
-			 "as a number > 0, e.g. budget_mib=64",
+			 "as a number > 0 and at most 1e9 (about 954 TiB), "
+			 "e.g. budget_mib=64",
 			 bv[0] ? bv[0] : "(missing)");
+		return -1;
+	}
+	if (p->base.pretrain_steps > 0) {
+		snprintf(err, errlen,
+			 "pretrain_steps=%d: plan does not take pretrain_steps "
+			 "(it compares every method over the same steps, and "
+			 "only deq pretrains); drop it, and give it to "
+			 "deqbench run with the deq candidate chosen",
+			 p->base.pretrain_steps);
 		return -1;
 	}
 	if (p->base.method.layers < 3) {
@@ -513,7 +595,8 @@ static int plan_setup(struct plan *p, int argc, char **argv, char *err,
 		return -1;
 	}
 	if (config_finish(&p->base, err, errlen) != 0 ||
-	    corpus_check(p->base.corpus, p->base.data_dir, err, errlen) != 0)
+	    corpus_check(p->base.corpus, p->base.data_dir, err, errlen) != 0 ||
+	    device_check(&p->base, err, errlen) != 0)
 		return -1;
 	p->chunk = p->base.model.head_chunk
 		       ? p->base.model.head_chunk
@@ -521,6 +604,35 @@ static int plan_setup(struct plan *p, int argc, char **argv, char *err,
 	if (p->chunk < 1)
 		p->chunk = 1;
 	return 0;
+}
+
+/* Bad input when no candidate fits: the budget and the smallest peak. */
+static int none_fits(const struct plan *p)
+{
+	const struct cand *m = smallest(p);
+	char err[512];
+	snprintf(err, sizeof(err),
+		 "budget_mib=%g: no candidate fits; the smallest, %s%s, needs "
+		 "%.2f MiB of device memory: give budget_mib=%.2f or more",
+		 p->budget_mib, m->label, m->chunk ? " with head_chunk" : "",
+		 mib(m->peak), ceil(mib(m->peak) * 100) / 100);
+	return bad_input(err);
+}
+
+/* Exit status of a plan that a signal stopped (130 / 143, as `run`'s),
+ * after a line saying what it stopped: what, or (NULL) --run. */
+static int plan_interrupted(const char *what)
+{
+	fflush(stdout);
+	if (what)
+		fprintf(stderr, "deqbench: plan: %s\n", what);
+	else
+		fprintf(stderr,
+			"deqbench: plan --run interrupted by %s: the run in "
+			"progress stopped (its record says interrupted) and "
+			"the later candidates did not run\n",
+			interrupt_name());
+	return interrupt_exit_status();
 }
 
 int cmd_plan(int argc, char **argv)
@@ -542,29 +654,27 @@ int cmd_plan(int argc, char **argv)
 	      check_params_key(&p.base, 0, err, sizeof(err)) ||
 	      record_check_out(p.base.out, err, sizeof(err)))))
 		return bad_input(err);
-	p.c = calloc(PLAN_MAX_CANDS, sizeof(*p.c));
-	if (!p.c)
-		return bad_input("out of host memory for the plan");
-	if (enumerate(&p, err, sizeof(err)) != 0) {
-		free(p.c);
-		return bad_input(err);
-	}
 	/* peaks need no calibration: when none fits, say so at once */
-	if (runner_resolve_vocab(&p.base, &p.V, err, sizeof(err)) != 0 ||
+	if (enumerate(&p, err, sizeof(err)) != 0 ||
+	    runner_resolve_vocab(&p.base, &p.V, err, sizeof(err)) != 0 ||
 	    predict_memory(&p, err, sizeof(err)) != 0) {
 		free(p.c);
 		return bad_input(err);
 	}
 	if (count_fit(&p) == 0) {
-		print_table(&p);
+		rc = none_fits(&p);
 		free(p.c);
-		return 0;
+		return rc;
 	}
 	interrupt_install();
 	if (calibrate_units(&p, 5 + p.n_deq, err, sizeof(err)) != 0 ||
 	    calibrate_deq(&p, 5 + p.n_deq, err, sizeof(err)) != 0) {
-		fprintf(stderr, "deqbench: plan: %s\n", err);
 		free(p.c);
+		if (interrupt_signal())
+			return plan_interrupted(err);
+		if (cal_setup_failed)
+			return bad_input(err);
+		fprintf(stderr, "deqbench: plan: %s\n", err);
 		return 1;
 	}
 	predict(&p);
@@ -572,5 +682,11 @@ int cmd_plan(int argc, char **argv)
 	if (print_table(&p) > 0 && n_run > 0)
 		rc = run_top(&p, n_run);
 	free(p.c);
-	return rc ? rc : interrupt_signal() ? interrupt_exit_status() : 0;
+	if (interrupt_signal() && n_run <= 0) {
+		snprintf(err, sizeof(err),
+			 "interrupted by %s after the calibration runs",
+			 interrupt_name());
+		return plan_interrupted(err);
+	}
+	return interrupt_signal() ? plan_interrupted(NULL) : rc;
 }

@@ -22,6 +22,7 @@
 #include "interrupt.h"
 #include "memfit.h"
 #include "peer.h"
+#include "proc.h"
 #include "record.h"
 #include "runner.h"
 #include "suite.h"
@@ -42,6 +43,10 @@ static json_t *crash_record(const struct suite *s, const struct suite_run *r,
 	time_t t = time(NULL);
 	struct tm tm;
 
+	if (peer_wanted(&r->cfg))
+		json_object_set_new(rec, "impl", json_string(peer_impl_name()));
+	if (s->eval)
+		json_object_set_new(rec, "kind", json_string("eval"));
 	json_object_set_new(rec, "config", config_to_json(&r->cfg));
 	json_object_set_new(
 	    rec, "message",
@@ -118,20 +123,21 @@ static void child_run(const struct suite *s, const struct suite_run *r,
 
 /* Runs one suite entry in a child process: a crash or an abort inside one
  * run becomes that run's error record and the suite goes on; each record's
- * max RSS is its own run's. The parent never starts OpenMP or BLAS threads,
+ * max RSS is its own run's; the child dies with the suite (proc.h). The parent never starts OpenMP or BLAS threads,
  * so fork() is safe. *saved: whether the record reached out= (else it is
  * in the rescue file and on stderr). */
 static json_t *run_isolated(const struct suite *s, const struct suite_run *r,
 			    int *saved)
 {
 	int fds[2];
-	pid_t pid;
+	pid_t pid, parent;
 	struct run_meta meta = {s->name, r->index, r->combo, r->repeat, 0};
 	char *buf;
 	int wst = 0;
 	json_t *rec = NULL;
 
 	fflush(NULL);
+	parent = getpid();
 	pid = pipe(fds) == 0 ? fork() : -2;
 	if (pid == -1) {
 		close(fds[0]);
@@ -143,6 +149,9 @@ static json_t *run_isolated(const struct suite *s, const struct suite_run *r,
 		return rec;
 	}
 	if (pid == 0) {
+		/* killed with the suite: a kill -9 of the suite leaves no run
+		 * training that appends later */
+		proc_die_with_parent(parent);
 		close(fds[0]);
 		child_run(s, r, &meta, fds[1]);
 	}
@@ -210,6 +219,29 @@ static int suite_check_peer(const struct suite *s, int si, int sn, char *err,
 	return rc;
 }
 
+/* The eval run last checked by check_eval_params. */
+struct params_checked {
+	const struct bench_config *c; /* NULL: none yet */
+	int V;
+};
+
+/* The parameter file of an eval run with vocabulary V loads into its model
+ * (runner_check_params), as `deqbench eval`'s setup requires; a run with
+ * the file, model keys and V of the last one checked (*last) is not read
+ * again. 0, or -1 with one line. */
+static int check_eval_params(const struct bench_config *c, int V,
+			     struct params_checked *last, char *err,
+			     size_t errlen)
+{
+	if (last->c && last->V == V && !strcmp(last->c->params, c->params) &&
+	    !memcmp(&last->c->model, &c->model, sizeof(c->model)))
+		return 0;
+	if (runner_check_params(c, V, err, errlen) != 0)
+		return -1;
+	last->c = c, last->V = V;
+	return 0;
+}
+
 /* Up-front checks of the runs of shard si/sn, so that bad input exits 2
  * with nothing written whichever shard meets it: each run's files (none
  * the same as another or as the suite file; params= and save_params=
@@ -217,7 +249,9 @@ static int suite_check_peer(const struct suite *s, int si, int sn, char *err,
  * (peer.h), every corpus there (loading it also builds its cache once,
  * before the runs fork; a corpus is resolved again only when it differs
  * from the previous run of this shard), every deqbench run within memory
- * (memfit.h), then every output writable (each out= once in a row). */
+ * (memfit.h) and, in an eval suite, its parameter file loading into its
+ * model, then every output writable (each out= once in a row; and an
+ * eval's eval_tokens at least one batch). */
 static int suite_check_runs(const struct suite *s, const char *path, int si,
 			    int sn, char *err, size_t errlen)
 {
@@ -232,6 +266,7 @@ static int suite_check_runs(const struct suite *s, const char *path, int si,
 		return -1;
 	for (int pass = 0; pass < 2; pass++) {
 		const struct bench_config *prev = NULL;
+		struct params_checked checked = {NULL, 0};
 		int V = 0;
 		for (int i = 0; i < s->n_runs; i++) {
 			const struct bench_config *c = &s->runs[i].cfg;
@@ -243,6 +278,8 @@ static int suite_check_runs(const struct suite *s, const char *path, int si,
 					rc = record_check_out(c->out, err,
 							      errlen);
 				prev = c;
+				if (rc == 0 && s->eval)
+					rc = check_eval_tokens(c, err, errlen);
 			} else {
 				if (!prev || strcmp(c->corpus, prev->corpus) ||
 				    strcmp(c->data_dir, prev->data_dir) ||
@@ -253,6 +290,9 @@ static int suite_check_runs(const struct suite *s, const char *path, int si,
 				if (rc == 0 && !peer_wanted(c))
 					rc = memfit_check(c, V, NULL, !s->eval,
 							  err, errlen);
+				if (rc == 0 && s->eval && !peer_wanted(c))
+					rc = check_eval_params(c, V, &checked,
+							       err, errlen);
 				prev = c;
 			}
 			if (rc != 0)

@@ -22,7 +22,9 @@ static size_t eval_batches(const struct run *r, const struct batcher *b)
 
 /* Batch k of an evaluation: the forward timed by the backend's timer marks
  * 0 and 1, its loss into *l; with log, the time and the method's
- * statistics into entry k. 0, or -1 with r->err for bad token ids. */
+ * statistics into entry k, and log->n = k + 1 (the batches evaluated so
+ * far: an interrupted evaluation's figures cover only those). 0, or -1
+ * with r->err for bad token ids. */
 static int eval_batch(struct run *r, struct step_log *log, int k, double *l)
 {
 	struct backend *be = r->rc.be;
@@ -35,8 +37,26 @@ static int eval_batch(struct run *r, struct step_log *log, int k, double *l)
 		    be->ops->timer_elapsed_ms(be->ctx, 0, 1);
 		log->loss[k] = *l;
 		step_log_method(log, k, method_get_stats(r->rc.me));
+		log->n = k + 1;
 	}
 	return 0;
+}
+
+/* A non-finite loss of batch k of split: the parameters, or the logits
+ * they give, overflowed float32 (finite parameters of 3e38 do); -1 with
+ * r->err saying so, else 0. */
+static int loss_finite(struct run *r, int split, size_t k, double l)
+{
+	if (isfinite(l))
+		return 0;
+	snprintf(r->err, sizeof(r->err),
+		 "the evaluation loss became %g at %s batch %zu: the "
+		 "parameters%s%.300s%s or the logits they give overflow "
+		 "float32; evaluate parameters of a run that did not diverge",
+		 l, split == CORPUS_VALID ? "valid" : "test", k + 1,
+		 r->cfg->params[0] ? " (params=" : "", r->cfg->params,
+		 r->cfg->params[0] ? ")" : "");
+	return -1;
 }
 
 /* Mean per-token loss of nb batches of split (each weighs by its B*T
@@ -55,7 +75,8 @@ static int evaluate_split(struct run *r, int split, struct batcher *b,
 	for (size_t k = 0; k < nb; k++) {
 		double l;
 		batcher_get(b, k, r->tok);
-		if (eval_batch(r, log, (int)k, &l) != 0)
+		if (eval_batch(r, log, (int)k, &l) != 0 ||
+		    loss_finite(r, split, k, l) != 0)
 			return -1;
 		/* as the DEQ code at validation: ρ(J_f(z*)) on the first
 		 * valid batch (NAN unless deq with spectral_radius_iters) */
@@ -86,6 +107,10 @@ static int split_batcher(struct run *r, int split, struct batcher *b)
 			    r->rc.m->B, r->rc.m->T) == 0;
 }
 
+/* The valid split's evaluation: per-batch figures into r->inf (r->inf.n
+ * the batches evaluated), the allocator's figures since its start into
+ * r->inf_mem, even when it stopped early. 0, or -1 with r->err (and
+ * r->status RUN_INTERRUPTED when a signal stopped it). */
 static int evaluate_valid(struct run *r, struct eval_result *q)
 {
 	struct backend *be = r->rc.be;
@@ -99,15 +124,16 @@ static int evaluate_valid(struct run *r, struct eval_result *q)
 			 "out of host memory for the evaluation log");
 		return -1;
 	}
-	r->inf.n = (int)nb;
+	r->inf.n = 0; /* eval_batch counts the batches evaluated */
 	be_sync(be);
 	backend_mem_reset_peak(be);
-	if (evaluate_split(r, CORPUS_VALID, &b, nb, &r->inf, &q->valid_loss,
-			   &q->valid_tokens) != 0)
-		return -1;
+	int rc = evaluate_split(r, CORPUS_VALID, &b, nb, &r->inf,
+				&q->valid_loss, &q->valid_tokens);
+	/* the peaks of the batches evaluated, an interrupted evaluation's
+	 * too */
 	be_sync(be);
 	r->inf_mem = be->mem;
-	return 0;
+	return rc;
 }
 
 /* deqbench eval: a progress bar over the valid and test batches, labelled

@@ -21,14 +21,17 @@ struct eval_result {
  * streams gives no tokens), the method in inference mode (train = 0).
  * Each valid batch's forward (batch upload to loss, the backend's timer:
  * CUDA events on the GPU) and the method's statistics go to r->inf (one
- * entry per batch, r->inf.n of them; the caller leaves the first
- * eval_warmup out of timing figures); the allocator's figures of the valid
- * evaluation (peaks since its start) to r->inf_mem. The spectral radius of
- * the first valid batch goes to r->rc.spectral_radius (NAN unless deq with
+ * entry per batch evaluated, r->inf.n of them: fewer than planned when the
+ * evaluation stopped early, 0 when no valid batch was evaluated; the
+ * caller leaves the first eval_warmup out of timing figures); the
+ * allocator's figures of the valid evaluation (peaks since its start, over
+ * the batches evaluated) to r->inf_mem. The spectral radius of the first
+ * valid batch goes to r->rc.spectral_radius (NAN unless deq with
  * spectral_radius_iters). Always sets r->t_eval (wall seconds). Bad token
- * ids: r->status = RUN_ERROR; out of host memory for r->inf: RUN_ERROR;
- * r->err says why. SIGINT/SIGTERM (interrupt.h): stops after the current
- * batch with r->status = RUN_INTERRUPTED. */
+ * ids, a non-finite loss (parameters or logits that overflow float32), out
+ * of host memory for r->inf: r->status = RUN_ERROR, r->err says why.
+ * SIGINT/SIGTERM (interrupt.h): stops after the current batch with
+ * r->status = RUN_INTERRUPTED. */
 void run_evaluate(struct run *r, struct eval_result *q);
 
 #endif

@@ -290,6 +290,19 @@ const char *config_file_arg(int argc, char **argv)
 	return argc > 0 && !strchr(argv[0], '=') ? argv[0] : NULL;
 }
 
+int check_eval_tokens(const struct bench_config *c, char *err, size_t errlen)
+{
+	long per = (long)c->model.batch_size * c->model.seq_len;
+	if (c->eval_tokens >= per)
+		return 0;
+	snprintf(err, errlen,
+		 "eval_tokens=%ld is less than one batch (batch_size * "
+		 "seq_len = %ld tokens) and would evaluate nothing; give "
+		 "eval_tokens=%ld or more",
+		 c->eval_tokens, per, per);
+	return -1;
+}
+
 /* ---- run, eval ---- */
 
 /* Exit status of `run` (README): 0 for a result (ok or diverged) appended
@@ -373,6 +386,7 @@ static int cmd_run_or_eval(int argc, char **argv, int eval)
 				 sizeof(err)) != 0 ||
 	    corpus_check(cfg.corpus, cfg.data_dir, err, sizeof(err)) != 0 ||
 	    check_params_key(&cfg, eval, err, sizeof(err)) != 0 ||
+	    (eval && check_eval_tokens(&cfg, err, sizeof(err)) != 0) ||
 	    ((!eval || peer_wanted(&cfg)) &&
 	     precheck_run(&cfg, err, sizeof(err)) != 0) ||
 	    record_check_out(cfg.out, err, sizeof(err)) != 0)

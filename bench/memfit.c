@@ -27,6 +27,25 @@ static size_t sat_mul(size_t a, size_t b)
 	return b && a > SIZE_MAX / b ? SIZE_MAX : a * b;
 }
 
+/* Bytes of the parameters of mc's model (vocabulary mc->vocab_size, whose
+ * params take dev[MEM_PARAMS] bytes) that grow with the vocabulary: those
+ * above a model of vocabulary 1. */
+static size_t vocab_param_bytes(const struct model_config *mc,
+				struct backend *stub, const size_t *dev)
+{
+	struct model_config one = *mc;
+	struct model m1;
+	size_t d1[MEM_NCAT];
+	char e[256];
+	one.vocab_size = 1;
+	if (model_shape(&m1, stub, &one, e, sizeof(e)) != 0)
+		return 0;
+	model_memory(&m1, d1);
+	return dev[MEM_PARAMS] > d1[MEM_PARAMS]
+		   ? dev[MEM_PARAMS] - d1[MEM_PARAMS]
+		   : 0;
+}
+
 int memfit_estimate(const struct bench_config *cfg, int V, size_t elem,
 		    int train, struct run_memory *out, char *err, size_t errlen)
 {
@@ -55,6 +74,7 @@ int memfit_estimate(const struct bench_config *cfg, int V, size_t elem,
 	}
 	model_memory(&m, out->device);
 	n = m.n_param_elems;
+	out->params_vocab = vocab_param_bytes(&mc, &stub, out->device);
 	out->device[MEM_DEPTH] = depth;
 	out->device[MEM_SOLVER] = solver;
 	out->device[MEM_HOST] = method_host_memory(&m, &cfg->method);
@@ -144,6 +164,11 @@ static const char *lower_hint(const struct run_memory *e, int host)
 			big = c;
 	if (host && e->host_steps > e->device[big])
 		return "steps (the per-step log)";
+	/* parameters, their gradients and moments mostly the vocabulary's
+	 * rows: vocab_size first */
+	if (big <= MEM_OPTIMIZER && e->params_vocab > e->device[MEM_PARAMS] / 2)
+		return "vocab_size or d_model (the vocabulary's embedding and "
+		       "head rows are most of the parameters)";
 	return hint[big];
 }
 

@@ -22,6 +22,10 @@ struct run_memory {
 	 * device_total) */
 	size_t device[MEM_NCAT];
 	size_t device_total;
+	/* the part of device[MEM_PARAMS] that grows with the vocabulary
+	 * (embedding and head rows): the refusal's advice names vocab_size
+	 * first when it is most of the parameters */
+	size_t params_vocab;
 	/* host memory outside the tracked allocator: the float64 staging of
 	 * the parameters (model init; params/grad files), the int32 token
 	 * batches, the per-step log (13 doubles and 2 ints a step) and with

@@ -69,7 +69,7 @@ static void meaning_error(const char *path, const char *key, const json_t *have,
 
 /* 0 when the file's "config" metadata (if any) agrees with the model on
  * meaning_keys; else -1 with one line naming the key and both values. */
-static int check_meaning(const struct st_file *f, const struct run_ctx *rc,
+static int check_meaning(const struct st_file *f, const struct model *m,
 			 const char *path, char *err, size_t errlen)
 {
 	const char *s = st_metadata(f, "config");
@@ -77,7 +77,7 @@ static int check_meaning(const struct st_file *f, const struct run_ctx *rc,
 	int rv = 0;
 	for (int i = 0; fc && meaning_keys[i] && rv == 0; i++) {
 		json_t *have = json_object_get(fc, meaning_keys[i]);
-		json_t *want = model_key_json(rc->m, meaning_keys[i]);
+		json_t *want = model_key_json(m, meaning_keys[i]);
 		if (have && !json_is_null(want) && !json_equal(have, want)) {
 			meaning_error(path, meaning_keys[i], have, want, err,
 				      errlen);
@@ -107,24 +107,19 @@ static int check_finite(const double *x, size_t n, const char *path,
 	return 0;
 }
 
-int runner_load_params(struct run_ctx *rc, const char *path, char *err,
-		       size_t errlen)
+/* The parameters of file path for model m (its parameter table; buffers
+ * not needed), checked as runner_load_params says, into tmp[n_param_elems]
+ * as float64. 0, or -1 with one line. */
+static int read_params(const struct model *m, const char *path, double *tmp,
+		       char *err, size_t errlen)
 {
-	struct model *m = rc->m;
 	struct st_file f;
-	double *tmp = NULL;
 	int rv = -1;
 
 	if (st_read(&f, path, err, errlen) != 0)
 		return -1;
-	if (check_meaning(&f, rc, path, err, errlen) != 0)
+	if (check_meaning(&f, m, path, err, errlen) != 0)
 		goto out;
-	tmp =
-	    malloc(sizeof(double) * (m->n_param_elems ? m->n_param_elems : 1));
-	if (!tmp) {
-		snprintf(err, errlen, "out of host memory");
-		goto out;
-	}
 	for (int i = 0; i < m->n_params; i++) {
 		const struct model_param *p = &m->params[i];
 		const struct st_tensor *t;
@@ -146,12 +141,57 @@ int runner_load_params(struct run_ctx *rc, const char *path, char *err,
 				 errlen) != 0)
 			goto out;
 	}
-	rc->be->ops->upload(rc->be->ctx, m->param_buf, tmp, m->n_param_elems);
-	rc->be->ops->sync(rc->be->ctx);
 	rv = 0;
 out:
-	free(tmp);
 	st_close(&f);
+	return rv;
+}
+
+/* float64 room for m's parameters; NULL with err when out of memory. */
+static double *params_room(const struct model *m, char *err, size_t errlen)
+{
+	double *tmp =
+	    malloc(sizeof(double) * (m->n_param_elems ? m->n_param_elems : 1));
+	if (!tmp)
+		snprintf(err, errlen, "out of host memory");
+	return tmp;
+}
+
+int runner_load_params(struct run_ctx *rc, const char *path, char *err,
+		       size_t errlen)
+{
+	struct model *m = rc->m;
+	double *tmp = params_room(m, err, errlen);
+	int rv = -1;
+
+	if (tmp && read_params(m, path, tmp, err, errlen) == 0) {
+		rc->be->ops->upload(rc->be->ctx, m->param_buf, tmp,
+				    m->n_param_elems);
+		rc->be->ops->sync(rc->be->ctx);
+		rv = 0;
+	}
+	free(tmp);
+	return rv;
+}
+
+int runner_check_params(const struct bench_config *cfg, int V, char *err,
+			size_t errlen)
+{
+	struct backend stub; /* model_shape reads only elem */
+	struct model_config mc = cfg->model;
+	struct model m;
+	double *tmp;
+	int rv = -1;
+
+	memset(&stub, 0, sizeof(stub));
+	stub.elem = sizeof(float);
+	mc.vocab_size = V;
+	if (model_shape(&m, &stub, &mc, err, errlen) != 0)
+		return -1;
+	tmp = params_room(&m, err, errlen);
+	if (tmp)
+		rv = read_params(&m, cfg->params, tmp, err, errlen);
+	free(tmp);
 	return rv;
 }
 

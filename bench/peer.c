@@ -1,22 +1,25 @@
 /* peer.c — impl=pytorch runs (peer.h): deqtorch.py as a child process. */
 #include "peer.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "data.h"
 #include "env.h"
-#include "fileio.h"
 #include "interrupt.h"
 #include "jsontext.h"
+#include "proc.h"
 #include "record.h"
+#include "validate.h"
 
 #ifndef DQ_SOURCE_ROOT
 #define DQ_SOURCE_ROOT "."
@@ -42,171 +45,84 @@ static const char *script_path(void)
 	return p && *p ? p : DQ_SOURCE_ROOT "/bench/pytorch/deqtorch.py";
 }
 
-/* What a child printed and how it ended. */
-struct child_out {
-	char *out;	 /* its whole stdout, NUL-terminated (or NULL) */
-	size_t n_out;	 /* bytes in out */
-	char last[1024]; /* its last non-empty stderr line */
-	char line[1024]; /* the stderr line being read */
-	size_t n_line;	 /* bytes in line */
-	int wstatus;	 /* waitpid's status */
-	int spawned;	 /* 0: fork or exec failed (errno in wstatus) */
-	int pass_stderr; /* copy its stderr to ours as it comes */
-};
+/* torch.__version__ as the torch probe found it ("" when unknown): the
+ * impl of the records deqbench writes itself for a pytorch run. */
+static char torch_version[64];
 
-/* Appends n bytes of the child's stderr: copied through when asked, lines
- * kept so that the last one can name a failure. */
-static void take_stderr(struct child_out *c, const char *b, size_t n)
+/* The torch probe: exit 3 without torch, else prints torch.__version__
+ * from torch/version.py (without importing torch: about 30 ms). */
+static const char TORCH_PROBE[] =
+    "import importlib.util, os, sys\n"
+    "s = importlib.util.find_spec('torch')\n"
+    "if s is None:\n"
+    "    sys.exit(3)\n"
+    "v = {}\n"
+    "try:\n"
+    "    d = list(s.submodule_search_locations)[0]\n"
+    "    exec(open(os.path.join(d, 'version.py')).read(), v)\n"
+    "except Exception:\n"
+    "    pass\n"
+    "print(v.get('__version__', ''))\n";
+
+/* Keeps the probe's version when it looks like one. */
+static void keep_version(const char *out)
 {
-	if (c->pass_stderr)
-		fwrite(b, 1, n, stderr);
-	for (size_t i = 0; i < n; i++) {
-		if (b[i] == '\n' || b[i] == '\r') {
-			if (c->n_line) {
-				c->line[c->n_line] = 0;
-				memcpy(c->last, c->line, c->n_line + 1);
-			}
-			c->n_line = 0;
-		} else if (c->n_line + 1 < sizeof(c->line))
-			c->line[c->n_line++] = b[i];
-	}
+	size_t n = out ? strcspn(out, "\r\n") : 0;
+	torch_version[0] = 0;
+	if (!n || n >= sizeof(torch_version))
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (!strchr(
+			"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			"0123456789.+_-",
+			out[i]))
+			return;
+	memcpy(torch_version, out, n);
+	torch_version[n] = 0;
 }
 
-static int take_stdout(struct child_out *c, const char *b, size_t n)
+const char *peer_impl_name(void)
 {
-	char *p = realloc(c->out, c->n_out + n + 1);
-	if (!p)
+	static char name[80];
+	snprintf(name, sizeof(name), "pytorch%s%s", *torch_version ? "-" : "",
+		 torch_version);
+	return name;
+}
+
+/* DQ_PYTHON, when set to a path, names an executable file. */
+static int check_dq_python(char *err, size_t errlen)
+{
+	const char *p = getenv("DQ_PYTHON");
+	struct stat st;
+	if (!p || !*p || !strchr(p, '/'))
+		return 0;
+	if (stat(p, &st) != 0) {
+		snprintf(err, errlen,
+			 "impl=pytorch: DQ_PYTHON=%s does not exist (%s); "
+			 "point it to a python3 with torch, or unset it to use "
+			 "/usr/bin/python3",
+			 p, strerror(errno));
 		return -1;
-	memcpy(p + c->n_out, b, n);
-	c->out = p;
-	c->n_out += n;
-	c->out[c->n_out] = 0;
+	}
+	if (S_ISDIR(st.st_mode) || access(p, X_OK) != 0) {
+		snprintf(err, errlen,
+			 "impl=pytorch: DQ_PYTHON=%s is not executable; point "
+			 "it to a python3 with torch, or unset it to use "
+			 "/usr/bin/python3",
+			 p);
+		return -1;
+	}
 	return 0;
 }
-
-/* The child side: pipes onto 0, 1, 2, then exec. */
-static void child_exec(char *const argv[], int in, int out, int err)
-{
-	dup2(in, 0);
-	dup2(out, 1);
-	dup2(err, 2);
-	for (int fd = 3; fd < 256; fd++)
-		close(fd);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	execvp(argv[0], argv);
-	dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
-	_exit(127);
-}
-
-/* Feeds `in` to the child's stdin and reads its stdout and stderr until
- * both close (poll, so neither pipe can fill while we write the other). */
-static void child_talk(struct child_out *c, pid_t pid, int fin, int fout,
-		       int ferr, const char *in, size_t n_in)
-{
-	size_t off = 0;
-	int forwarded = 0;
-	char buf[65536];
-	struct pollfd p[3] = {
-	    {fin, POLLOUT, 0}, {fout, POLLIN, 0}, {ferr, POLLIN, 0}};
-	if (n_in == 0) {
-		close(fin);
-		p[0].fd = -1;
-	}
-	while (p[0].fd >= 0 || p[1].fd >= 0 || p[2].fd >= 0) {
-		if (poll(p, 3, -1) < 0) {
-			if (errno != EINTR)
-				break;
-			/* SIGINT/SIGTERM reached us (interrupt.h): pass it
-			 * on once, so the child stops too */
-			if (interrupt_signal() && !forwarded) {
-				kill(pid, interrupt_signal());
-				forwarded = 1;
-			}
-			continue;
-		}
-		if (p[0].fd >= 0 && p[0].revents) {
-			ssize_t w = (p[0].revents & POLLOUT)
-					? write(fin, in + off, n_in - off)
-					: -1;
-			int again = w < 0 && (p[0].revents & POLLOUT) &&
-				    errno == EINTR; /* a signal: write on */
-			off += w > 0 ? (size_t)w : 0;
-			if ((w < 0 && !again) || off == n_in) {
-				close(fin);
-				p[0].fd = -1;
-			}
-		}
-		for (int k = 1; k < 3; k++) {
-			ssize_t r;
-			if (p[k].fd < 0 || !p[k].revents)
-				continue;
-			r = read(p[k].fd, buf, sizeof(buf));
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0) {
-				close(p[k].fd);
-				p[k].fd = -1;
-			} else if (k == 2)
-				take_stderr(c, buf, (size_t)r);
-			else if (take_stdout(c, buf, (size_t)r) != 0) {
-				close(p[k].fd);
-				p[k].fd = -1;
-			}
-		}
-	}
-}
-
-/* Runs argv with `in` on its stdin; fills *c (free c->out). SIGPIPE is
- * ignored meanwhile, so a child that exits without reading does not kill
- * us. */
-static void child_run(char *const argv[], const char *in, size_t n_in,
-		      int pass_stderr, struct child_out *c)
-{
-	int pi[2], po[2], pe[2];
-	pid_t pid;
-	void (*old)(int);
-	memset(c, 0, sizeof(*c));
-	c->pass_stderr = pass_stderr;
-	if (pipe(pi) != 0)
-		goto fail;
-	if (pipe(po) != 0 || pipe(pe) != 0)
-		goto fail;
-	fflush(NULL);
-	if ((pid = fork()) < 0)
-		goto fail;
-	if (pid == 0)
-		child_exec(argv, pi[0], po[1], pe[1]);
-	close(pi[0]);
-	close(po[1]);
-	close(pe[1]);
-	old = signal(SIGPIPE, SIG_IGN);
-	child_talk(c, pid, pi[1], po[0], pe[0], in, n_in);
-	signal(SIGPIPE, old);
-	while (waitpid(pid, &c->wstatus, 0) < 0 && errno == EINTR)
-		;
-	c->spawned = 1;
-	return;
-fail:
-	c->wstatus = errno;
-}
-
-/* 1 when the child exited with status code. */
-static int exited_with(const struct child_out *c, int code)
-{
-	return c->spawned && WIFEXITED(c->wstatus) &&
-	       WEXITSTATUS(c->wstatus) == code;
-}
-
-static const char TORCH_PROBE[] =
-    "import importlib.util, sys; "
-    "sys.exit(0 if importlib.util.find_spec('torch') else 3)";
 
 /* python3 with torch importable, and the script where it should be. */
 static int check_python(char *err, size_t errlen)
 {
 	char *argv[] = {(char *)python_path(), "-c", (char *)TORCH_PROBE, NULL};
-	struct child_out c;
+	const char *env = getenv("DQ_PYTHON");
+	struct proc_out c;
+	if (check_dq_python(err, errlen) != 0)
+		return -1;
 	if (access(script_path(), R_OK) != 0) {
 		snprintf(err, errlen,
 			 "impl=pytorch: cannot read %s (%s); run from a "
@@ -214,15 +130,24 @@ static int check_python(char *err, size_t errlen)
 			 script_path(), strerror(errno));
 		return -1;
 	}
-	child_run(argv, NULL, 0, 0, &c);
+	proc_run(argv, NULL, 0, 0, &c);
+	if (proc_exited_with(&c, 0))
+		keep_version(c.out);
 	free(c.out);
-	if (exited_with(&c, 0))
+	if (proc_exited_with(&c, 0))
 		return 0;
-	snprintf(err, errlen,
-		 "impl=pytorch needs PyTorch for %s: apt-get install "
-		 "python3-torch (scripts/setup.sh installs it), or set "
-		 "DQ_PYTHON to a python3 with torch",
-		 python_path());
+	if (c.exec_failed && env && *env)
+		snprintf(err, errlen,
+			 "impl=pytorch: DQ_PYTHON=%s cannot be run (%s); point "
+			 "it to a python3 with torch, or unset it to use "
+			 "/usr/bin/python3",
+			 env, strerror(c.err));
+	else
+		snprintf(err, errlen,
+			 "impl=pytorch needs PyTorch for %s: apt-get install "
+			 "python3-torch (scripts/setup.sh installs it), or set "
+			 "DQ_PYTHON to a python3 with torch",
+			 python_path());
 	return -1;
 }
 
@@ -232,7 +157,7 @@ int peer_check(const struct bench_config *const *cfgs, int n, char *err,
 	char *argv[] = {(char *)python_path(), (char *)script_path(), "check",
 			NULL};
 	json_t *all = json_array();
-	struct child_out c;
+	struct proc_out c;
 	char *in;
 	int rc = 0;
 	for (int i = 0; i < n; i++)
@@ -248,12 +173,12 @@ int peer_check(const struct bench_config *const *cfgs, int n, char *err,
 	}
 	in = json_dumps(all, JSON_COMPACT);
 	json_decref(all);
-	child_run(argv, in, in ? strlen(in) : 0, 0, &c);
+	proc_run(argv, in, in ? strlen(in) : 0, 0, &c);
 	free(in);
 	free(c.out);
-	if (!exited_with(&c, 0)) {
+	if (!proc_exited_with(&c, 0)) {
 		rc = -1;
-		if (exited_with(&c, 2) && *c.last)
+		if (proc_exited_with(&c, 2) && *c.last)
 			snprintf(err, errlen, "%s", c.last);
 		else
 			snprintf(err, errlen,
@@ -278,22 +203,123 @@ int peer_refuse(const struct bench_config *cfg, const char *command, char *err,
 	return -1;
 }
 
-/* The corpus of cfg as token-id files in a new temporary directory dir
- * (peer_cleanup removes it); *V the model's vocabulary. */
+/* ---- the temporary directory of a run ---- */
+
+#define PEER_DIR_PREFIX "deqbench-peer."
+
+/* The directory temporary files go to: $TMPDIR, else /tmp. */
+static const char *tmp_root(void)
+{
+	const char *t = getenv("TMPDIR");
+	return t && *t ? t : "/tmp";
+}
+
+/* This host's name as it appears in directory names: letters, digits, '-'
+ * and '.', others replaced by '_' (fileio.c's temporary names alike). */
+static void host_tag(char *buf, size_t n)
+{
+	if (gethostname(buf, n) != 0 || !buf[0])
+		snprintf(buf, n, "localhost");
+	buf[n - 1] = 0;
+	for (char *p = buf; *p; p++)
+		if (!strchr(
+			"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			"0123456789-.",
+			*p))
+			*p = '_';
+}
+
+/* Whether NAME is a run directory "deqbench-peer.HOST.PID.XXXXXX" of a
+ * process of this host that no longer runs (or an earlier process that
+ * had our pid: ours is made after this check). */
+static int stale_dir_name(const char *name, const char *host)
+{
+	size_t pl = strlen(PEER_DIR_PREFIX), hl = strlen(host);
+	const char *rnd = strrchr(name, '.'), *pid_s;
+	char *end;
+	long pid;
+	if (strncmp(name, PEER_DIR_PREFIX, pl) || !rnd || strlen(rnd) != 7)
+		return 0;
+	pid_s = name + pl + hl + 1;
+	if (strncmp(name + pl, host, hl) || name[pl + hl] != '.' ||
+	    pid_s >= rnd)
+		return 0;
+	errno = 0;
+	pid = strtol(pid_s, &end, 10);
+	if (end != rnd || errno || pid <= 0 || pid > INT_MAX)
+		return 0;
+	if (pid == (long)getpid())
+		return 1;
+	return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Removes the directory `name` of the directory dfd: every entry in it but
+ * subdirectories, then the directory itself (a run's directory holds only
+ * files). Symbolic links are removed, not followed. */
+static void remove_run_dir(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(dirfd(d), de->d_name, 0);
+	closedir(d);
+	unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+/* Removes the run directories under tmp_root() that processes of this host
+ * left behind when killed (SIGKILL leaves no time to clean up): ours, by
+ * name, and only those owned by us. */
+static void remove_stale_dirs(void)
+{
+	char host[256];
+	DIR *d = opendir(tmp_root());
+	struct dirent *de;
+	if (!d)
+		return;
+	host_tag(host, sizeof(host));
+	while ((de = readdir(d))) {
+		struct stat st;
+		if (!stale_dir_name(de->d_name, host) ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		remove_run_dir(dirfd(d), de->d_name);
+	}
+	closedir(d);
+}
+
+/* The corpus of cfg as token-id files in a new temporary directory
+ * $TMPDIR/deqbench-peer.HOST.PID.XXXXXX (peer_cleanup removes it; a later
+ * run removes it when this process was killed first); *V the model's
+ * vocabulary. */
 static int write_tokens(const struct bench_config *cfg, char *dir, size_t n,
 			int *V, char *err, size_t errlen)
 {
 	struct corpus c;
-	const char *tmp = getenv("TMPDIR");
+	char host[256];
+	int made;
 	if (runner_load_corpus(&c, cfg, V, err, errlen) != 0)
 		return -1;
-	snprintf(dir, n, "%s/deqbench-peer-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(dir) || corpus_write_ids(&c, dir) != 0) {
+	remove_stale_dirs();
+	host_tag(host, sizeof(host));
+	snprintf(dir, n, "%s/" PEER_DIR_PREFIX "%s.%ld.XXXXXX", tmp_root(),
+		 host, (long)getpid());
+	made = mkdtemp(dir) != NULL;
+	if (!made || corpus_write_ids(&c, dir) != 0) {
 		snprintf(err, errlen,
 			 "impl=pytorch: cannot write the tokens under %s (%s); "
 			 "set TMPDIR to a writable directory",
 			 dir, strerror(errno));
 		corpus_free(&c);
+		if (made)
+			remove_run_dir(AT_FDCWD, dir);
 		*dir = 0;
 		return -1;
 	}
@@ -303,17 +329,40 @@ static int write_tokens(const struct bench_config *cfg, char *dir, size_t n,
 
 static void peer_cleanup(const char *dir)
 {
-	static const char *const names[] = {"vocab.txt",	"train.ids",
-					    "valid.ids",	"test.ids",
-					    "init.safetensors", NULL};
-	char p[1200];
-	if (!*dir)
-		return;
-	for (int i = 0; names[i]; i++) {
-		snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
-		unlink(p);
-	}
-	rmdir(dir);
+	if (*dir)
+		remove_run_dir(AT_FDCWD, dir);
+}
+
+/* ---- one run ---- */
+
+/* cfg's params= file through deqbench's own loader (runner_load_params:
+ * every tensor with the model's shape, the file's model and n_heads,
+ * finite values), so impl=pytorch refuses what deqbench refuses, with the
+ * same message. The model is built small (on the CPU, one unrolled layer,
+ * batch 1): its parameters do not depend on the method or the batch. */
+static int check_params_file(const struct bench_config *cfg, int V, char *err,
+			     size_t errlen)
+{
+	static const char *const small[][2] = {{"device", "cpu"},
+					       {"tf32", "false"},
+					       {"threads", "1"},
+					       {"method", "unroll"},
+					       {"layers", "1"},
+					       {"batch_size", "1"},
+					       {"pretrain_steps", "0"},
+					       {"jac_loss_weight", "0"},
+					       {"spectral_radius_iters", "0"}};
+	struct bench_config c = *cfg;
+	struct run_ctx rc;
+	char e[256];
+	int rv;
+	for (size_t i = 0; i < sizeof(small) / sizeof(small[0]); i++)
+		config_set(&c, small[i][0], small[i][1], e, sizeof(e));
+	if (runner_ctx_create(&rc, &c, V, err, errlen) != 0)
+		return -1;
+	rv = runner_load_params(&rc, cfg->params, err, errlen);
+	runner_ctx_destroy(&rc);
+	return rv;
 }
 
 /* The request deqtorch.py run reads on stdin; init: deqbench's seeded
@@ -340,18 +389,29 @@ static char *request_json(const struct bench_config *cfg, const char *dir,
 	return s;
 }
 
-/* The record deqtorch.py printed (its last stdout line), or NULL. */
-static json_t *child_record(const struct child_out *c)
+/* The record deqtorch.py printed (its last non-empty stdout line), or
+ * NULL: with why[0] = 0 when it printed nothing, else why says what is
+ * wrong with the line. */
+static json_t *child_record(const struct proc_out *c, char *why, size_t n)
 {
 	char *p;
 	json_t *r;
+	json_error_t e;
+	*why = 0;
 	if (!c->out)
 		return NULL;
 	while (c->n_out && (p = strrchr(c->out, '\n')) && !p[1])
 		*p = 0;
 	p = strrchr(c->out, '\n');
-	r = json_loads(p ? p + 1 : c->out, 0, NULL);
-	if (r && !json_is_object(r)) {
+	p = p ? p + 1 : c->out;
+	if (!*p)
+		return NULL;
+	r = json_loads(p, 0, &e);
+	if (!r)
+		snprintf(why, n, "%s at column %d of its last stdout line",
+			 e.text, e.column);
+	else if (!json_is_object(r)) {
+		snprintf(why, n, "its last stdout line is not a JSON object");
 		json_decref(r);
 		r = NULL;
 	}
@@ -387,22 +447,90 @@ static enum run_status status_of(const json_t *rec)
 					   : RUN_ERROR;
 }
 
-/* Sets rec's status and message for a child that printed no record. */
-static enum run_status child_failed(json_t *rec, const struct child_out *c)
+/* The first problem validate_record reports, and their count. */
+struct problems {
+	int n;
+	char first[600];
+};
+
+static void note_problem(void *ctx, const char *path, const char *what)
 {
-	char m[1400];
+	struct problems *p = ctx;
+	if (p->n++ == 0)
+		snprintf(p->first, sizeof(p->first), "%s: %s",
+			 *path ? path : "record", what);
+}
+
+/* What the contract asks of a child's record beyond results/SCHEMA.md:
+ * impl "pytorch" or "pytorch-VERSION"; an ok training run has its
+ * timing, memory and quality, an ok eval its quality. NULL when met, else
+ * the problem. */
+static const char *contract_problem(const json_t *rec)
+{
+	static const char *const train[] = {"timing", "memory", "quality",
+					    NULL};
+	static const char *const eval[] = {"quality", NULL};
+	const char *impl = json_string_value(json_object_get(rec, "impl"));
+	const char *kind = json_string_value(json_object_get(rec, "kind"));
+	const char *const *need = kind && !strcmp(kind, "eval") ? eval : train;
+	if (!impl || (strcmp(impl, "pytorch") && strncmp(impl, "pytorch-", 8)))
+		return "impl: expected \"pytorch-VERSION\"";
+	if (status_of(rec) != RUN_OK)
+		return NULL;
+	for (int i = 0; need[i]; i++)
+		if (!json_is_object(json_object_get(rec, need[i])))
+			return "an ok record without its measurements "
+			       "(timing, memory or quality null)";
+	return NULL;
+}
+
+/* rec (deqbench's part) with what the child printed, when the result is a
+ * valid record (validate_record, strict, and contract_problem): returns
+ * it as a new record; else NULL with the problem in why. */
+static json_t *merged_record(const json_t *rec, json_t *got, char *why,
+			     size_t n)
+{
+	json_t *m = json_deep_copy(rec);
+	struct problems p = {0, ""};
+	const char *c;
+	merge_child(m, got);
+	validate_record(m, VALIDATE_STRICT, note_problem, &p);
+	if (!p.n && (c = contract_problem(m)))
+		note_problem(&p, "", c);
+	if (!p.n)
+		return m;
+	json_decref(m);
+	snprintf(why, n, "%s%s", p.first,
+		 p.n > 1 ? " (and more problems)" : "");
+	return NULL;
+}
+
+/* Sets rec's status and message for a child that gave no usable record:
+ * why says what was wrong with what it printed ("" when it printed
+ * nothing); the message ends with the child's stderr tail. */
+static enum run_status child_failed(json_t *rec, const struct proc_out *c,
+				    const char *why)
+{
+	char m[2048], tail[700];
 	enum run_status st = RUN_ERROR;
-	if (interrupt_signal()) {
+	proc_tail_line(c, tail, sizeof(tail));
+	if (!c->spawned || c->exec_failed)
+		snprintf(m, sizeof(m), "impl=pytorch: cannot run %s: %s",
+			 python_path(), strerror(c->err));
+	else if (*why)
+		snprintf(m, sizeof(m),
+			 "impl=pytorch: deqtorch.py printed an unusable record "
+			 "(%s); its stderr ended: %s",
+			 why, tail);
+	else if (interrupt_signal()) {
 		st = RUN_INTERRUPTED;
 		snprintf(m, sizeof(m),
-			 "%s: the pytorch run stopped before writing its "
-			 "record (its statistics are lost)",
-			 interrupt_name());
-	} else if (!c->spawned)
-		snprintf(m, sizeof(m), "impl=pytorch: cannot start %s: %s",
-			 python_path(), strerror(c->wstatus));
-	else {
-		if (exited_with(c, 2))
+			 "%s: deqtorch.py ended without a record (the signal "
+			 "came before it could stop after a step); its stderr "
+			 "ended: %s",
+			 interrupt_name(), tail);
+	} else {
+		if (proc_exited_with(c, 2))
 			st = RUN_SETUP_FAILED;
 		snprintf(m, sizeof(m),
 			 "impl=pytorch: deqtorch.py %s %d without a record: %s",
@@ -410,10 +538,70 @@ static enum run_status child_failed(json_t *rec, const struct child_out *c)
 					       : "was killed by signal",
 			 WIFEXITED(c->wstatus) ? WEXITSTATUS(c->wstatus)
 					       : WTERMSIG(c->wstatus),
-			 *c->last ? c->last : "(no message)");
+			 st == RUN_SETUP_FAILED && *c->last ? c->last : tail);
 	}
 	json_object_set_new(rec, "status", json_string(runner_status_name(st)));
 	json_object_set_new(rec, "message", jsontext_buf(m, sizeof(m)));
+	return st;
+}
+
+/* deqbench's part of a pytorch run's record: impl, kind, config, suite,
+ * host, build; the rest null until the child fills it. */
+static json_t *base_record(const struct bench_config *cfg,
+			   const struct run_meta *meta, int eval)
+{
+	json_t *rec = record_new();
+	runner_set_now(rec, "started_at");
+	json_object_set_new(rec, "impl", json_string(peer_impl_name()));
+	if (eval)
+		json_object_set_new(rec, "kind", json_string("eval"));
+	json_object_set_new(rec, "config", config_to_json(cfg));
+	if (meta && meta->suite)
+		json_object_set_new(rec, "suite", runner_meta_json(meta));
+	json_object_set_new(rec, "host", env_host_json());
+	json_object_set_new(rec, "build", env_build_json());
+	return rec;
+}
+
+/* What comes before the child: the token files in dir, *V, the params=
+ * check, and (without params=) deqbench's initial parameters in init. 0,
+ * or -1 with one line in err. */
+static int prepare(const struct bench_config *cfg, char *dir, size_t n_dir,
+		   int *V, char *init, size_t n_init, char *err, size_t errlen)
+{
+	if (write_tokens(cfg, dir, n_dir, V, err, errlen) != 0)
+		return -1;
+	snprintf(init, n_init, "%s/init.safetensors", dir);
+	if (*cfg->params)
+		return check_params_file(cfg, *V, err, errlen);
+	/* the same initial parameters as a deqbench run of cfg: losses of the
+	 * two are comparable step by step */
+	struct bench_config c = *cfg;
+	c.model.vocab_size = *V;
+	return runner_params_init(&c, init, err, errlen);
+}
+
+/* The record of a finished child: its own when usable (merged into rec),
+ * else rec as an error record naming the problem. */
+static enum run_status take_record(json_t **record, const struct proc_out *c)
+{
+	char why[800];
+	json_t *got = child_record(c, why, sizeof(why)), *m = NULL;
+	if (got)
+		m = merged_record(*record, got, why, sizeof(why));
+	json_decref(got);
+	if (!m)
+		return child_failed(*record, c, why);
+	json_decref(*record);
+	*record = m;
+	return status_of(m);
+}
+
+/* The record's finish time when the child did not give one. Returns st. */
+static enum run_status finished(json_t *rec, enum run_status st)
+{
+	if (!json_is_string(json_object_get(rec, "finished_at")))
+		runner_set_now(rec, "finished_at");
 	return st;
 }
 
@@ -425,55 +613,38 @@ static enum run_status peer_exec(const struct bench_config *cfg,
 {
 	char *argv[] = {(char *)python_path(), (char *)script_path(),
 			eval ? "eval" : "run", NULL};
-	json_t *rec = record_new(), *got;
 	char dir[1024] = "", err[1024], init[1100];
-	struct child_out c;
+	struct proc_out c;
 	enum run_status st;
 	char *in;
 	int V = 0;
 
-	if (eval)
-		json_object_set_new(rec, "kind", json_string("eval"));
-	json_object_set_new(rec, "config", config_to_json(cfg));
-	if (meta && meta->suite)
-		json_object_set_new(rec, "suite", runner_meta_json(meta));
-	json_object_set_new(rec, "host", env_host_json());
-	json_object_set_new(rec, "build", env_build_json());
-	*record = rec;
-	if (write_tokens(cfg, dir, sizeof(dir), &V, err, sizeof(err)) != 0) {
-		json_object_set_new(rec, "message",
+	*record = base_record(cfg, meta, eval);
+	if (prepare(cfg, dir, sizeof(dir), &V, init, sizeof(init), err,
+		    sizeof(err)) != 0) {
+		peer_cleanup(dir);
+		json_object_set_new(*record, "message",
 				    jsontext_buf(err, sizeof(err)));
-		return RUN_SETUP_FAILED;
+		return finished(*record, RUN_SETUP_FAILED);
 	}
-	/* the same initial parameters as a deqbench run of cfg (unless
-	 * params= gives them): losses of the two are comparable step by
-	 * step */
-	snprintf(init, sizeof(init), "%s/init.safetensors", dir);
-	if (!*cfg->params) {
-		struct bench_config c = *cfg;
-		c.model.vocab_size = V;
-		if (runner_params_init(&c, init, err, sizeof(err)) != 0) {
-			peer_cleanup(dir);
-			json_object_set_new(rec, "message",
-					    jsontext_buf(err, sizeof(err)));
-			return RUN_SETUP_FAILED;
-		}
+	if (interrupt_signal()) { /* before the child started: nothing ran */
+		peer_cleanup(dir);
+		snprintf(err, sizeof(err),
+			 "interrupted by %s before the pytorch run started",
+			 interrupt_name());
+		json_object_set_new(*record, "status",
+				    json_string("interrupted"));
+		json_object_set_new(*record, "message",
+				    jsontext_buf(err, sizeof(err)));
+		return finished(*record, RUN_INTERRUPTED);
 	}
 	in = request_json(cfg, dir, V, *cfg->params ? NULL : init);
-	child_run(argv, in, in ? strlen(in) : 0, !(meta && meta->quiet), &c);
+	proc_run(argv, in, in ? strlen(in) : 0, !(meta && meta->quiet), &c);
 	free(in);
 	peer_cleanup(dir);
-	got = child_record(&c);
+	st = take_record(record, &c);
 	free(c.out);
-	if (!got)
-		return child_failed(rec, &c);
-	merge_child(rec, got);
-	json_decref(got);
-	st = status_of(rec);
-	if (st == RUN_ERROR &&
-	    !json_string_value(json_object_get(rec, "status")))
-		json_object_set_new(rec, "status", json_string("error"));
-	return st;
+	return finished(*record, st);
 }
 
 enum run_status peer_run(const struct bench_config *cfg,

@@ -24,6 +24,17 @@
  * The interpreter is $DQ_PYTHON, else /usr/bin/python3 (Debian's, where
  * python3-torch installs); the script is $DQ_PYTORCH_SCRIPT, else the source
  * tree's bench/pytorch/deqtorch.py.
+ *
+ * The child runs in its own process group and dies with the process that
+ * started it (proc.h); our first SIGINT or SIGTERM is passed on to it, and
+ * deqtorch.py then stops after the current step or batch and prints its
+ * record with status "interrupted", as deqbench's own runs do. The token
+ * files live in $TMPDIR/deqbench-peer.HOST.PID.XXXXXX (TMPDIR unset: /tmp),
+ * removed after the child; those of processes that were killed first are
+ * removed by the next impl=pytorch run on the host. What the child prints
+ * is used only when, merged with deqbench's part, it is a valid record
+ * (validate.h, strict); anything else becomes an error record naming the
+ * problem and ending with the child's stderr.
  */
 #ifndef DQ_BENCH_PEER_H
 #define DQ_BENCH_PEER_H
@@ -49,11 +60,21 @@ int peer_check(const struct bench_config *const *cfgs, int n, char *err,
 int peer_refuse(const struct bench_config *cfg, const char *command, char *err,
 		size_t errlen);
 
+/* The `impl` of the records deqbench writes itself for a pytorch run (one
+ * that failed before its child printed a usable record, a crashed suite
+ * run): "pytorch-<torch version>" as peer_check's probe found it, or
+ * "pytorch" before peer_check or when the version is unknown. Static
+ * storage. */
+const char *peer_impl_name(void);
+
 /* Runs cfg in PyTorch (deqtorch.py run) and stores its record in *record
- * (always; status "error" with the reason when the child failed). Its
- * stderr passes through to ours (progress). Returns the record's status as
- * runner_run does; RUN_SETUP_FAILED when the corpus cannot be loaded or
- * deqtorch.py refused the config (exit 2). */
+ * (always; status "error" with the reason when the child failed or printed
+ * no valid record). Its stderr passes through to ours (progress). A params=
+ * file is first loaded by deqbench's own loader (runner_load_params), so
+ * impl=pytorch refuses what deqbench refuses, with the same message.
+ * Returns the record's status as runner_run does; RUN_SETUP_FAILED when
+ * the corpus cannot be loaded, the params= file is refused or deqtorch.py
+ * refused the config (exit 2). */
 enum run_status peer_run(const struct bench_config *cfg,
 			 const struct run_meta *meta, json_t **record);
 

@@ -43,8 +43,7 @@ static double mean_of(const double *x, int n)
 	return n ? s / n : NAN;
 }
 
-/* rec[key] = the UTC time now, ISO 8601 to the second. */
-static void set_now(json_t *rec, const char *key)
+void runner_set_now(json_t *rec, const char *key)
 {
 	char ts[32];
 	time_t t = time(NULL);
@@ -76,7 +75,7 @@ json_t *runner_meta_json(const struct run_meta *meta)
 
 void run_record_begin(struct run *r)
 {
-	set_now(r->rec, "started_at");
+	runner_set_now(r->rec, "started_at");
 	json_object_set_new(r->rec, "config", config_to_json(r->cfg));
 	if (r->meta && r->meta->suite)
 		json_object_set_new(r->rec, "suite", runner_meta_json(r->meta));
@@ -555,7 +554,8 @@ static json_t *inference_json(const struct run *r, int memory)
 
 void run_record_inference(struct run *r)
 {
-	if (r->cfg->eval_tokens > 0 && r->inf.mem)
+	/* null (record_new's) when no valid batch was evaluated */
+	if (r->cfg->eval_tokens > 0 && r->inf.mem && r->inf.n > 0)
 		json_object_set_new(r->rec, "inference",
 				    inference_json(r, r->eval_only));
 }
@@ -568,5 +568,5 @@ void run_record_end(struct run *r)
 			    r->status == RUN_OK
 				? json_string("")
 				: jsontext_buf(r->err, sizeof(r->err)));
-	set_now(r->rec, "finished_at");
+	runner_set_now(r->rec, "finished_at");
 }

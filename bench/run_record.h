@@ -31,9 +31,10 @@ void run_record_train(struct run *r);
 /* After evaluation: quality, and timing.eval_s. */
 void run_record_quality(struct run *r, const struct eval_result *q);
 
-/* The record's "inference" object after run_evaluate (results/SCHEMA.md),
- * when the valid split was evaluated; memory figures only with
- * r->eval_only. */
+/* The record's "inference" object after run_evaluate (results/SCHEMA.md)
+ * over the valid batches evaluated (r->inf.n: all planned, or those before
+ * an interruption or error); left null when none was. Memory figures only
+ * with r->eval_only. */
 void run_record_inference(struct run *r);
 
 /* FLOPs counted in one training step of model m (timing.step_gflop × 1e9;

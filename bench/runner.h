@@ -76,12 +76,16 @@ struct corpus;
 /* Loads cfg's corpus into *c (free with corpus_free) and the vocabulary V
  * the model gets: the corpus's, or vocab_size when given (a file corpus:
  * at least the corpus's). 0, or -1 with one line in err. */
-int runner_load_corpus(struct corpus *c, const struct bench_config *cfg,
-		       int *V, char *err, size_t errlen);
+int runner_load_corpus(struct corpus *c, const struct bench_config *cfg, int *V,
+		       char *err, size_t errlen);
 
 /* The record's status string of s: "ok", "diverged", "interrupted" or
  * "error". */
 const char *runner_status_name(enum run_status s);
+
+/* rec[key] = the UTC time now, ISO 8601 to the second
+ * ("2026-11-25T18:00:00Z"). */
+void runner_set_now(json_t *rec, const char *key);
 
 /* The record's "suite" object of a suite run: {"name", "index", "combo",
  * "repeat"} from meta (meta->suite non-NULL). New reference. */
@@ -140,6 +144,13 @@ enum run_status runner_eval(const struct bench_config *cfg,
  * with one line naming the file and the tensor or key. */
 int runner_load_params(struct run_ctx *rc, const char *path, char *err,
 		       size_t errlen);
+
+/* runner_load_params's checks of cfg->params for cfg's model with
+ * vocabulary V, without a backend (model_shape): what `deqbench eval`
+ * refuses at setup, for a suite's up-front checks of its eval runs. Reads
+ * the whole file. 0, or -1 with the same one line. */
+int runner_check_params(const struct bench_config *cfg, int V, char *err,
+			size_t errlen);
 
 /* Vocabulary size the run will use: for corpus=synthetic vocab_size, or 256
  * when 0; for a file corpus the corpus's (loads it, building its cache),

@@ -69,18 +69,45 @@ static double lr_at(const struct bench_config *c, int step)
 	return c->lr * 0.5 * (1 + cos(M_PI * p));
 }
 
+/* The fix a divergence at step s suggests into buf: lr_fix after an
+ * update; at step 1, before any, lr plays no part: the parameters (of
+ * params=, or the initial ones), or the values they give (gives: "logits",
+ * "gradients"), overflowed float32 (overflow) or are too large. */
+static void diverge_hint(const struct run *r, int s, const char *lr_fix,
+			 const char *gives, int overflow, char *buf, size_t n)
+{
+	const char *p = r->cfg->params;
+	const char *what = overflow ? "overflow float32" : "are too large";
+	if (s > 1)
+		snprintf(buf, n, "%s", lr_fix);
+	else if (p[0])
+		snprintf(buf, n,
+			 "before any update, so lr plays no part: the "
+			 "parameters of params=%.300s or the %s they give %s; "
+			 "use the parameters of a run that did not diverge",
+			 p, gives, what);
+	else
+		snprintf(buf, n,
+			 "before any update, so lr plays no part: the initial "
+			 "parameters or the %s they give %s; lower init_std or "
+			 "embed_std",
+			 gives, what);
+}
+
 /* Whether the loss of step s has diverged (runner.h: not finite, or above
  * RUNNER_DIVERGE_FACTOR · ln V nats); if so r->err says so. */
 static int loss_diverged(struct run *r, double loss, int s)
 {
 	double limit = RUNNER_DIVERGE_FACTOR * log((double)r->V);
+	char hint[512];
 	if (isfinite(loss) && loss <= limit)
 		return 0;
+	diverge_hint(r, s, "lower lr or set clip", "logits", !isfinite(loss),
+		     hint, sizeof(hint));
 	snprintf(r->err, sizeof(r->err),
-		 "loss became %g at step %d%s%.4g nats (%d ln V, V = %d); "
-		 "lower lr or set clip",
+		 "loss became %g at step %d%s%.4g nats (%d ln V, V = %d); %s",
 		 loss, s, isfinite(loss) ? ", above " : "; the limit is ",
-		 limit, RUNNER_DIVERGE_FACTOR, r->V);
+		 limit, RUNNER_DIVERGE_FACTOR, r->V, hint);
 	return 1;
 }
 
@@ -152,10 +179,11 @@ static enum run_status train_step(struct run *r, int s, int measured)
 	if (r->pool.on && measured)
 		pool_update(r);
 	if (!isfinite(gn)) {
+		char hint[512];
+		diverge_hint(r, s, "lower lr or raise clip", "gradients", 1,
+			     hint, sizeof(hint));
 		snprintf(r->err, sizeof(r->err),
-			 "gradient norm became %g at step %d; lower lr or "
-			 "raise clip",
-			 gn, s);
+			 "gradient norm became %g at step %d; %s", gn, s, hint);
 		return RUN_DIVERGED;
 	}
 	return RUN_OK;

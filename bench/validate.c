@@ -134,10 +134,11 @@ static int time_ok(const char *s)
 }
 
 /* "deqbench" or "pytorch-<torch version>", the version starting with a
- * digit ("pytorch-2.3.1+cpu"). */
+ * digit ("pytorch-2.3.1+cpu"); "pytorch" alone is checked apart (a failed
+ * run's, validate_record). */
 static int impl_ok(const char *s)
 {
-	return !strcmp(s, "deqbench") ||
+	return !strcmp(s, "deqbench") || !strcmp(s, "pytorch") ||
 	       (!strncmp(s, "pytorch-", 8) && s[8] >= '0' && s[8] <= '9' &&
 		!strpbrk(s, " \t\n"));
 }
@@ -457,8 +458,16 @@ int validate_record(const json_t *rec, enum validate_mode mode,
 	struct walk w = {mode, report, ctx, 0};
 	const char *st = json_string_value(json_object_get(rec, "status"));
 	const char *msg = json_string_value(json_object_get(rec, "message"));
+	const char *impl = json_string_value(json_object_get(rec, "impl"));
 	check_object(&w, rec, validate_schema(), "");
 	status_rules(&w, rec);
+	/* a pytorch run whose torch version deqbench could not tell, only in
+	 * the record of a run that failed before the child said it */
+	if (impl && !strcmp(impl, "pytorch") && st && !strcmp(st, "ok"))
+		problem(&w, "impl",
+			"expected deqbench or pytorch-<torch version>, got "
+			"\"pytorch\" (only a failed run's record may lack the "
+			"version)");
 	if (st && msg && !strcmp(st, "ok") && *msg)
 		problem(&w, "message", "expected \"\" with status ok");
 	if (st && msg && !*msg &&

@@ -9,8 +9,11 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 meson test -C build --print-errorlogs --num-processes 2
 echo "== AddressSanitizer/UBSan build =="
+# -fsanitize=undefined leaves out float-cast-overflow (a double outside the
+# range of the integer type it is converted to: plan's budget_mib once)
 DQ_BUILDDIR=build-asan scripts/setup.sh -Dcuda=disabled \
-	-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
+	-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized \
+	-Dc_args=-fsanitize=float-cast-overflow
 meson test -C build-asan --suite cpu --print-errorlogs --num-processes 2 \
 	--timeout-multiplier 3
 echo "== libFuzzer targets (clang, ASan/UBSan) =="

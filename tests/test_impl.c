@@ -18,18 +18,13 @@
 
 #include "data.h"
 #include "test_cli.h"
-
-/* python3 stand-in: "-c PROBE" is the torch probe (exit $PROBE_RC, 0 by
- * default); otherwise runs the script with sh. */
-static const char FAKE_PY[] =
-    "#!/bin/sh\n"
-    "if [ \"$1\" = -c ]; then exit ${PROBE_RC:-0}; fi\n"
-    "exec /bin/sh \"$@\"\n";
+#include "test_peer_fake.h"
 
 /* deqtorch.py stand-in. check: saves the configs, refuses when one has
  * method revolve. run: saves the request and a copy of the train tokens,
- * says something on stderr, prints a record (child.json when the test
- * wrote one; or dies when FAKE_DIE is set). */
+ * says something on stderr, prints child.json (or dies when FAKE_DIE is
+ * set). eval: saves the request, prints child_eval.json
+ * (test_peer_fake.h). */
 static const char FAKE_SCRIPT[] =
     "dir=$(dirname \"$0\")\n"
     "case $1 in\n"
@@ -39,10 +34,7 @@ static const char FAKE_SCRIPT[] =
     "impl=pytorch; use unroll' >&2; exit 2; fi\n"
     "  exit 0;;\n"
     "eval) cat > \"$dir/request.json\"\n"
-    "  echo '{\"impl\": \"pytorch-0.0+fake\", \"kind\": \"train\", "
-    "\"status\": \"ok\", \"message\": \"\", \"quality\": "
-    "{\"valid_loss\": 2.5}, \"inference\": {\"forward_evals_per_batch\""
-    ": 12}}'\n"
+    "  cat \"$dir/child_eval.json\"\n"
     "  exit 0;;\n"
     "run) cat > \"$dir/request.json\"\n"
     "  train=$(sed 's/.*\"train\": *\"\\([^\"]*\\)\".*/\\1/' "
@@ -51,29 +43,21 @@ static const char FAKE_SCRIPT[] =
     "  echo 'deqtorch: step 3/3' >&2\n"
     "  if [ -n \"$FAKE_DIE\" ]; then echo 'Traceback: boom' >&2; exit 1; "
     "fi\n"
-    "  if [ -f \"$dir/child.json\" ]; then cat \"$dir/child.json\"; exit 0; "
-    "fi\n"
-    "  echo '{\"impl\": \"pytorch-0.0+fake\", \"status\": \"ok\", \"message\": "
-    "\"\", \"config\": {\"model\": \"ignored\"}, \"host\": null, "
-    "\"timing\": {\"step_ms\": {\"median\": 1000.0}}, \"memory\": "
-    "{\"peak_depth_solver_bytes\": 2097152}}'\n"
+    "  cat \"$dir/child.json\"\n"
     "  exit 0;;\n"
     "esac\n"
     "exit 3\n";
 
 static void fake_setup(void)
 {
-	char py[512], sc[512];
+	char sc[512];
 	cli_setup();
-	cli_path(py, sizeof(py), "fakepy");
+	fake_python();
+	fake_child_records();
 	cli_path(sc, sizeof(sc), "fake_deqtorch.sh");
-	cli_write_text(py, FAKE_PY);
 	cli_write_text(sc, FAKE_SCRIPT);
-	cr_assert_eq(chmod(py, 0755), 0);
-	setenv("DQ_PYTHON", py, 1);
 	setenv("DQ_PYTORCH_SCRIPT", sc, 1);
 	unsetenv("FAKE_DIE");
-	unsetenv("PROBE_RC");
 }
 
 static json_t *load_json(const char *name)

@@ -1,12 +1,13 @@
-"""Commands of deqtorch.py: check, run, grad (README.md beside this
+"""Commands of deqtorch.py: check, run, eval, grad (README.md beside this
 package gives the stdin/stdout contract). Exit status: 0 done (a diverged
-run included), 1 a run failed at run time (its record says why), 2 bad
-input, with one line on stderr."""
+or interrupted run included), 1 a run failed at run time (its record says
+why), 2 bad input, with one line on stderr."""
 import json
+import math
 import sys
 import time
 
-from . import config
+from . import config, interrupt
 
 # deqbench's defaults (README key table), for `grad key=value ...`
 DEFAULTS = {
@@ -119,13 +120,75 @@ def _request(stdin, what, need_params=False):
         return (req,) + _setup(req)
     except config.Unsupported as e:
         return bad(str(e))
-    except (ValueError, OSError, KeyError, TypeError) as e:
+    except config.ParamsError as e:
+        return bad(f"deqtorch: {e}")
+    except KeyError as e:
+        return bad(f"deqtorch: bad {what} input: no key {e}; pass "
+                   f"{REQUEST_SHAPE} as bench/pytorch/README.md says")
+    except (ValueError, OSError, TypeError) as e:
         return bad(f"deqtorch: bad {what} input: {e}; pass "
-                   '{"config": {...}, "data": {...}} as README.md says')
+                   f"{REQUEST_SHAPE} as bench/pytorch/README.md says")
+
+
+# The request's shape as bench/pytorch/README.md ("Commands") writes it.
+REQUEST_SHAPE = '{"config": CONFIG, "data": DATA}'
+
+
+def _finite(x):
+    """x with every non-finite float replaced by None: JSON has no NaN or
+    infinity (deqbench could not read the record)."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
+
+
+def print_record(rec):
+    """Prints rec as the one JSON line of stdout (non-finite numbers as
+    null)."""
+    print(json.dumps(_finite(rec), allow_nan=False), flush=True)
+
+
+def _evaluate(ctx, splits, log):
+    """The valid and test evaluation of a run whose training ended ok (log
+    says how it ended); a SIGINT/SIGTERM during it makes log interrupted
+    and leaves the rest unevaluated (bench/evaluate.c)."""
+    from . import train
+    empty = (None, 0, [], [], [])
+    ev = {"valid": empty, "test": empty}
+    if log.status != "ok" or ctx.cfg["eval_tokens"] <= 0:
+        return ev
+    ev["valid"] = train.evaluate(ctx, splits[1], True)
+    if not getattr(ctx, "eval_cut", False):
+        ev["test"] = train.evaluate(ctx, splits[2])
+    if getattr(ctx, "eval_cut", False):
+        log.status = "interrupted"
+        log.message = (f"interrupted by {interrupt.name()} during "
+                       "evaluation")
+    return ev
+
+
+def _save(ctx, log):
+    """save_params= of an ok run (bench/runner.c save_params): a failed
+    write makes the run an error with the reason; its statistics stay."""
+    path = ctx.cfg.get("save_params")
+    if not path or log.status != "ok":
+        return
+    try:
+        save_params(ctx, path)
+    except (OSError, ValueError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror \
+            else str(e)
+        log.status = "error"
+        log.message = f"save_params={path}: {reason}"
 
 
 def cmd_run(stdin):
     from . import record, train
+    interrupt.install()
     times = {"start": record.utc_now()}
     t0 = time.perf_counter()
     got = _request(stdin, "run")
@@ -135,29 +198,26 @@ def cmd_run(stdin):
     times["setup"] = time.perf_counter() - t0
     log = train.train(ctx, batcher)
     t1 = time.perf_counter()
-    empty = (None, 0, [], [], [])
-    ev = {"valid": empty, "test": empty}
-    if log.status == "ok" and ctx.cfg["eval_tokens"] > 0:
-        ev = {"valid": train.evaluate(ctx, splits[1], True),
-              "test": train.evaluate(ctx, splits[2])}
+    ev = _evaluate(ctx, splits, log)
     times["eval"] = time.perf_counter() - t1
-    if ctx.cfg.get("save_params"):
-        save_params(ctx, ctx.cfg["save_params"])
-    print(json.dumps(_record(req, ctx, splits, log, ev, times)), flush=True)
-    return 0
+    _save(ctx, log)
+    print_record(_record(req, ctx, splits, log, ev, times))
+    return 1 if log.status == "error" else 0
 
 
-def _eval_record(req, ctx, splits, ev, times):
+def _eval_record(req, ctx, splits, ev, times, log):
     """The record of `eval`: no training, so timing, memory, solver,
     evals, trace and pretrain are null and quality's training fields null
-    or 0; inference carries the valid evaluation (SCHEMA.md kind eval)."""
+    or 0; inference carries the valid evaluation (SCHEMA.md kind eval);
+    log gives the status and message."""
     import torch
     from . import record as R, train
     q = R.quality_json(ctx, train.Log(), ev)
     q["train_loss_final"] = q["train_loss_first"] = None
     return {
         "impl": "pytorch-" + torch.__version__, "kind": "eval",
-        "status": "ok", "message": "", "started_at": times["start"],
+        "status": log.status, "message": log.message,
+        "started_at": times["start"],
         "finished_at": R.utc_now(), "config": ctx.cfg,
         "method": R.method_json(ctx.cfg), "model": R.model_json(ctx),
         "data": R.data_json(req, splits, ctx.cfg), "timing": None,
@@ -172,16 +232,17 @@ def cmd_eval(stdin):
     """`deqbench eval` of impl=pytorch: the parameters of config key
     params evaluated on the valid and test splits, no training."""
     from . import record, train
+    interrupt.install()
     times = {"start": record.utc_now()}
     got = _request(stdin, "eval", need_params=True)
     if isinstance(got, int):
         return got
     req, ctx, splits, _ = got
     t0 = time.perf_counter()
-    ev = {"valid": train.evaluate(ctx, splits[1], True),
-          "test": train.evaluate(ctx, splits[2])}
+    log = train.Log()
+    ev = _evaluate(ctx, splits, log)
     times["eval"] = time.perf_counter() - t0
-    print(json.dumps(_eval_record(req, ctx, splits, ev, times)), flush=True)
+    print_record(_eval_record(req, ctx, splits, ev, times, log))
     return 0
 
 

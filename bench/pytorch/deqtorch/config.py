@@ -36,6 +36,18 @@ class Unsupported(Exception):
     """A config value impl=pytorch refuses: str(e) is the one-line message."""
 
 
+class ParamsError(ValueError):
+    """A parameter file that cannot be loaded into the model (init.load):
+    str(e) is one line naming the file, what is wrong and the fix."""
+
+
+# deqbench's advice for a parameter file that does not fit the model
+# (bench/param_files.c runner_load_params)
+FIT = ("the file must hold every parameter of the configured model with "
+       "its shape (make it with deqbench params init and the same model "
+       "keys)")
+
+
 def _refuse(key, value, fix):
     if isinstance(value, bool):
         value = "true" if value else "false"

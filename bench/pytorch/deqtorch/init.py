@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from . import safetensors
+from .config import FIT, ParamsError
 
 
 def _role(name):
@@ -81,15 +82,25 @@ def seeded(model, cfg):
 
 def load(model, path):
     """Loads every parameter of model by name from a safetensors file;
-    ValueError naming a missing tensor or a shape that differs."""
-    tensors, _ = safetensors.read(path)
+    config.ParamsError naming an unreadable file, a missing tensor or a shape
+    that differs. (deqbench checks a params= file with its own loader
+    before it starts deqtorch, so what reaches here passed those
+    checks.)"""
+    try:
+        tensors, _ = safetensors.read(path)
+    except OSError as e:
+        raise ParamsError(f"{path}: {e.strerror or e}; give the path of a "
+                          "file written by save_params= or deqbench "
+                          "params init") from None
+    except ValueError as e:
+        raise ParamsError(f"{e}; {FIT}") from None
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name not in tensors:
-                raise ValueError(f"{path}: no tensor '{name}'")
+                raise ParamsError(f"{path}: no tensor '{name}'; {FIT}")
             a = tensors[name]
             if tuple(a.shape) != tuple(p.shape):
-                raise ValueError(f"{path}: tensor '{name}' has shape "
-                                 f"{list(a.shape)}, the model "
-                                 f"{list(p.shape)}")
+                raise ParamsError(f"{path}: tensor '{name}' has shape "
+                                  f"{list(a.shape)}, the model "
+                                  f"{list(p.shape)}; {FIT}")
             p.copy_(torch.from_numpy(np.array(a, dtype=np.float64)))

@@ -48,7 +48,8 @@ def read(path):
 
 def write(path, tensors, metadata=None):
     """Writes {name: np.ndarray} (float32/float64/int32/int64) with string
-    metadata to path, through a temporary file renamed into place."""
+    metadata to path, through a temporary file renamed into place (removed
+    again when the write or the rename fails)."""
     names = {v: k for k, v in _DTYPES.items()}
     head, blobs, off = {}, [], 0
     for name, a in tensors.items():
@@ -66,8 +67,13 @@ def write(path, tensors, metadata=None):
     hj = json.dumps(head, separators=(",", ":")).encode()
     hj += b" " * (-len(hj) % 8)
     tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(hj)) + hj)
-        for b in blobs:
-            f.write(b)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(struct.pack("<Q", len(hj)) + hj)
+            for b in blobs:
+                f.write(b)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise

@@ -9,7 +9,7 @@ import time
 
 import torch
 
-from . import data, init, memory, methods, models
+from . import data, init, interrupt, memory, methods, models
 
 DIVERGE_FACTOR = 10
 
@@ -168,6 +168,8 @@ def train(ctx, batcher):
                            eps=1e-8, weight_decay=0.0)
     ctx.opt = opt
     every = max(1, cfg["steps"] // 10)
+    print(f"deqtorch: {cfg['method']} training, {cfg['steps']} steps",
+          file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     for s in range(1, cfg["steps"] + 1):
         tok = batcher.next_batch()
@@ -179,6 +181,11 @@ def train(ctx, batcher):
         if s % every == 0 or s == cfg["steps"]:
             print(f"deqtorch: {cfg['method']} step {s}/{cfg['steps']} "
                   f"loss {log.loss[-1]:.4f}", file=sys.stderr, flush=True)
+        if interrupt.first():  # bench/train_step.c interrupted()
+            log.status = "interrupted"
+            log.message = (f"interrupted by {interrupt.name()} after step "
+                           f"{s} of {cfg['steps']}")
+            break
     log.train_s = time.perf_counter() - t0
     log.p0 = min(cfg.get("pretrain_steps", 0) if ctx.pre else 0,
                  log.ok_steps)
@@ -190,7 +197,10 @@ def evaluate(ctx, ids, spectral=False):
     """Mean loss over whole batches of a split: (mean or None, tokens,
     per-batch ms, per-batch forward solver Stats, per-batch evals). With
     spectral, after the first batch ctx.spectral = ρ(J_f(z*)) there
-    (deq with spectral_radius_iters; else None)."""
+    (deq with spectral_radius_iters; else None). A SIGINT or SIGTERM
+    (interrupt.py) stops it after the current batch with ctx.eval_cut set:
+    the mean is then None, the tokens and lists those of the batches
+    evaluated (bench/evaluate.c)."""
     cfg = ctx.cfg
     B, T = cfg["batch_size"], cfg["seq_len"]
     try:
@@ -212,5 +222,8 @@ def evaluate(ctx, ids, spectral=False):
             if spectral and k == 0:
                 sr = getattr(ctx.method, "spectral_radius", None)
                 ctx.spectral = sr() if sr else None
+            if interrupt.first():
+                ctx.eval_cut = True
+                return None, len(ms) * B * T, ms, sts, evs
     n = nb * B * T
     return (total / n if n else None), n, ms, sts, evs
