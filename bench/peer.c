@@ -15,6 +15,7 @@
 
 #include "data.h"
 #include "env.h"
+#include "health.h"
 #include "interrupt.h"
 #include "jsontext.h"
 #include "proc.h"
@@ -597,11 +598,17 @@ static enum run_status take_record(json_t **record, const struct proc_out *c)
 	return status_of(m);
 }
 
-/* The record's finish time when the child did not give one. Returns st. */
+/* The record's finish time when the child did not give one, and its
+ * health from its trace (health.h; with trace=true) when the child gave
+ * none. Returns st. */
 static enum run_status finished(json_t *rec, enum run_status st)
 {
+	json_t *h;
 	if (!json_is_string(json_object_get(rec, "finished_at")))
 		runner_set_now(rec, "finished_at");
+	if (json_is_null(json_object_get(rec, "health")) &&
+	    (h = health_of_record(rec)))
+		json_object_set_new(rec, "health", h);
 	return st;
 }
 
