@@ -146,9 +146,15 @@ METHOD_TABLE = ("| machine | method | runs | step ms [95% CI] | time × unroll [
                 "|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
 
 
+def unroll_first(rows):
+    """Rows in file order, the unroll rows first (shards finish in any
+    order)."""
+    return sorted(rows, key=lambda r: not r["method"].startswith("unroll"))
+
+
 def method_lines(src, label=None):
     out = []
-    for r in src.rows:
+    for r in unroll_first(src.rows):
         if r["kind"] != "train" or r["impl"] != "deqbench":
             continue
         out.append(
@@ -271,7 +277,8 @@ def section_depth(srcs):
     lines = ["### 3. Memory and time against depth", ""]
     for s in srcs:
         if not s.rows:
-            lines += [pending(s.machine, s.suite).replace("| ", "", 1).rstrip(" |"), ""]
+            lines += [f"*{s.machine.upper()}: pending — `results/{s.machine}/{s.suite}.jsonl` "
+                      f"is not committed yet (`scripts/reproduce.sh {s.machine}`).*", ""]
             continue
         rows = [r for r in s.rows if r["kind"] == "train"]
         Ls = sorted({r["config"]["layers"] for r in rows})
