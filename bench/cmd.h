@@ -1,6 +1,6 @@
 /* cmd.h — what the command files of deqbench (main.c: run, eval, report,
  * env, params, grad; cmd_suite.c: suite; cmd_validate.c: validate) share. Exit status and messages:
- * main.c's header comment and the README. */
+ * main.c's header comment and docs/commands.md. */
 #ifndef DQ_BENCH_CMD_H
 #define DQ_BENCH_CMD_H
 

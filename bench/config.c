@@ -52,7 +52,7 @@ static const struct key_desc head_keys[] = {
      "corpus order)",
      0, 0},
     ENUM("init", "model", model.init, model_init_parse, init_name_i,
-	 "parameter init preset (README: Initialisation)", 0),
+	 "parameter init preset (docs/models.md: Initialisation)", 0),
     DBL("init_std", "model", model.init_std, 0, 1e3,
 	"std of every linear/conv weight, N(0, init_std^2); 0 = the "
 	"preset's"),
@@ -106,8 +106,8 @@ static const struct key_desc tail_keys[] = {
 	 "allow TF32 GEMMs (device=cuda only; an error elsewhere)", 0),
     STR("impl", "device", impl, "deqbench, pytorch",
 	"implementation: deqbench (this C core) or pytorch (bench/pytorch "
-	"on Debian's python3-torch, run as a child process; README: PyTorch "
-	"beside deqbench)",
+	"on Debian's python3-torch, run as a child process; "
+	"docs/pytorch.md)",
 	0),
 
     STR("out", "output", out, NULL, "JSONL file records are appended to",

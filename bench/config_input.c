@@ -51,7 +51,7 @@ json_t *config_json_load(const char *path, const char *what, char *err,
 			 what);
 		goto out;
 	}
-	/* a key given twice is refused, not last-wins (README) */
+	/* a key given twice is refused, not last-wins (docs/configuration.md) */
 	root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
 	if (!root && strstr(je.text, "duplicate"))
 		snprintf(err, errlen,

@@ -1,5 +1,5 @@
 /* config_print.c — struct bench_config as JSON (the record's "config" and
- * "method" objects) and the key table as --help, --help-json and the README's
+ * "method" objects) and the key table as --help, --help-json and docs/configuration.md's
  * markdown table, all from the rows of config.c and the methods' key rows. */
 #include "config.h"
 #include "config_keys.h"
@@ -134,7 +134,7 @@ int config_check_json(const char *key, const json_t *v, char *expected,
 	return 0;
 }
 
-/* Allowed values of a key, for --help and the README table. */
+/* Allowed values of a key, for --help and the docs/configuration.md table. */
 static void key_allowed(const struct key_desc *d, char *buf, size_t n)
 {
 	switch (d->type) {

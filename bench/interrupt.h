@@ -1,4 +1,4 @@
-/* interrupt.h — clean interruption by SIGINT or SIGTERM (README, Exit
+/* interrupt.h — clean interruption by SIGINT or SIGTERM (docs/commands.md, Exit
  * status): the first signal only sets a flag that the training loop and the
  * evaluation read after each step or batch, so the run ends after the
  * current step and its record says `interrupted` with the statistics so

@@ -108,7 +108,7 @@ int parse_config_args(struct bench_config *cfg, int argc, char **argv,
 	int i = 0;
 
 	config_defaults(cfg);
-	/* a key given twice is refused, not last-wins (README) */
+	/* a key given twice is refused, not last-wins (docs/configuration.md) */
 	if (config_args_unique(argc, argv, e, sizeof(e)) != 0) {
 		snprintf(err, errlen, "command line: %s", e);
 		return -1;
@@ -305,7 +305,7 @@ int check_eval_tokens(const struct bench_config *c, char *err, size_t errlen)
 
 /* ---- run, eval ---- */
 
-/* Exit status of `run` (README): 0 for a result (ok or diverged) appended
+/* Exit status of `run` (docs/commands.md): 0 for a result (ok or diverged) appended
  * to out=; 1 when the run failed after setup or its record could not be
  * appended (record_save kept it in the rescue file); 130 / 143 when
  * SIGINT / SIGTERM interrupted it (its record, status interrupted, is

@@ -31,7 +31,7 @@
 
 /* The rows of records (an array of records; those without a config object
  * are left out), in the order their configurations first appear: an array
- * of objects documented in README (`report --format json`). New
+ * of objects documented in docs/commands.md (`report --format json`). New
  * reference; NULL when out of memory. */
 json_t *report_rows(const json_t *records);
 

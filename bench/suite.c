@@ -70,7 +70,7 @@ static void axis_keys(json_t *set, const char *axis, const json_t *vals)
 }
 
 /* Two axes setting one key would be last-wins: refused, as a key given
- * twice anywhere else (README). */
+ * twice anywhere else (docs/configuration.md §Suites). */
 static int axes_disjoint(int n, const char *const *name,
 			 const json_t *const *vals, const char *source,
 			 char *err, size_t errlen)

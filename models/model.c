@@ -102,7 +102,7 @@ const char *model_init_name(enum model_init k)
 
 /* ------------------------------------------------------------ parameters */
 
-/* Initialisation (the `init`, `init_std`, `embed_std` keys; README
+/* Initialisation (the `init`, `init_std`, `embed_std` keys; docs/models.md
  * "Initialisation" carries the same table). fan_in is the layer's input
  * width times its kernel (nn.Linear: in; nn.Conv1d: in * kernel): inject
  * E (a Conv1d injection k E), qkv / out / ff1 d, ff2 F, block.conv 2h,

@@ -47,7 +47,7 @@ int model_kind_count(void);
  * n bytes: the `model` key's allowed values. */
 void model_kind_list(char *buf, size_t n);
 
-/* Parameter init presets (model.c, README "Initialisation" give every
+/* Parameter init presets (model.c, docs/models.md "Initialisation" give every
  * tensor's distribution per model kind):
  *   MODEL_INIT_GPT2     linear/conv weights and embeddings N(0, 0.02²),
  *                       biases 0, LayerNorm weight 1 / bias 0;

@@ -789,9 +789,9 @@ Test(data_path, vocab_from_corpus_or_key, .init = cli_setup,
 	cr_assert_eq(V, CONFIG_SYNTHETIC_VOCAB);
 }
 
-/* README.md carries the key table; it must be what --help-markdown prints
- * (regenerate with: deqbench run --help-markdown). */
-Test(config, readme_table_current)
+/* docs/configuration.md carries the key table; it must be what
+ * --help-markdown prints (regenerate with: deqbench run --help-markdown). */
+Test(config, docs_key_table_current)
 {
 	const char *root = getenv("DQ_SOURCE_ROOT");
 	char path[1024], *want = NULL, *readme;
@@ -800,12 +800,12 @@ Test(config, readme_table_current)
 	cr_assert_not_null(root, "DQ_SOURCE_ROOT must give the source tree");
 	config_print_markdown(mf);
 	fclose(mf);
-	snprintf(path, sizeof(path), "%s/README.md", root);
+	snprintf(path, sizeof(path), "%s/docs/configuration.md", root);
 	readme = cli_read(path, NULL);
 	cr_assert_not_null(readme, "cannot read %s", path);
 	cr_assert(strstr(readme, want),
-		  "README.md's key table is stale; replace it with the output "
-		  "of deqbench run --help-markdown:\n%s",
+		  "docs/configuration.md's key table is stale; replace it with "
+		  "the output of deqbench run --help-markdown:\n%s",
 		  want);
 	free(want);
 	free(readme);

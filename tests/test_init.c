@@ -1,6 +1,6 @@
 /*
  * test_init.c — the parameter init presets of models/model.c (keys `init`,
- * `init_std`, `embed_std`; README "Initialisation"), on "cpu64" so the
+ * `init_std`, `embed_std`; docs/models.md "Initialisation"), on "cpu64" so the
  * values are the doubles the init drew:
  *   1. init=gpt2 is bitwise the init before presets existed: FNV-1a hashes
  *      of every parameter's bits for the three model kinds, recorded with
@@ -122,7 +122,7 @@ static int has(const char *name, const char *part)
 	return strstr(name, part) != NULL;
 }
 
-/* fan_in of the layer a weight or bias belongs to (README table). */
+/* fan_in of the layer a weight or bias belongs to (docs/models.md table). */
 static double fan_in(enum model_kind kind, const char *name)
 {
 	if (has(name, "inject"))

@@ -500,7 +500,7 @@ Test(messages, ranges_state_the_real_limits)
 		     0);
 	cr_assert_eq(config_set(&c, "anderson_beta", "1e-9", err, sizeof(err)),
 		     0);
-	/* the key table, hence --help and the README, says "> 0" */
+	/* the key table, hence --help and docs/configuration.md, says "> 0" */
 	{
 		char *buf = NULL;
 		size_t len = 0;

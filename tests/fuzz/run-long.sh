@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# run-long.sh — opt-in long fuzzing of the input parsers (README.md
-# §Fuzzing): runs each libFuzzer target for SECONDS, one after the other
+# run-long.sh — opt-in long fuzzing of the input parsers (docs/fuzzing.md):
+# runs each libFuzzer target for SECONDS, one after the other
 # (niced), and prints per target the executions, the inputs its corpus
 # holds and what it found.
 #   tests/fuzz/run-long.sh SECONDS [TARGET ...]     (default: every target)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run.sh — the test of one libFuzzer target (meson suite fuzz, see
-# tests/fuzz/meson.build and README.md §Fuzzing):
+# tests/fuzz/meson.build and docs/fuzzing.md):
 #   tests/fuzz/run.sh EXE NAME SECONDS
 # replays every committed input of NAME once (tests/fuzz/corpus/NAME, the
 # seeds, and tests/fuzz/regress/NAME, inputs that once crashed it), then

@@ -9,7 +9,7 @@ import time
 
 from . import config, interrupt
 
-# deqbench's defaults (README key table), for `grad key=value ...`
+# deqbench's defaults (docs/configuration.md key table), for `grad key=value ...`
 DEFAULTS = {
     "model": "transformer", "d_model": 64, "n_heads": 2, "d_ff": 256,
     "seq_len": 32, "batch_size": 16, "vocab_size": 0, "seed": 1,

@@ -6,7 +6,7 @@ import glob
 import importlib.util
 import os
 
-# Every key of `deqbench run --help` (README "Configuration keys").
+# Every key of `deqbench run --help` (docs/configuration.md).
 KNOWN_KEYS = (
     "model d_model n_heads d_ff seq_len batch_size vocab_size seed init "
     "init_std embed_std head_chunk method layers k f_solver f_tol "

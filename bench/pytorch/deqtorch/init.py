@@ -1,4 +1,4 @@
-"""Initial parameters: deqbench's presets (README "Initialisation") drawn
+"""Initial parameters: deqbench's presets (docs/models.md "Initialisation") drawn
 with torch's generator seeded by `seed` (the same distributions as
 deqbench's, not the same draws), or loaded from a safetensors file such
 as `deqbench params init` writes (then bitwise deqbench's values)."""

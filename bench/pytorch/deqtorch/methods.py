@@ -374,7 +374,7 @@ class Deq(Method):
 
     def _jac_reg(self, zs, u):
         """R = ‖εᵀ J_f(z*)‖² / n (Bai, Koltun, Kolter 2021; torchdeq's
-        jac_reg normalisation; README §Jacobian regularisation) with one
+        jac_reg normalisation; docs/methods.md §Jacobian regularisation) with one
         Gaussian probe ε drawn as deqbench draws it, z* constant, as a
         graph through f's parameters and u: autograd's double backward
         where deqbench takes a central difference of VJPs. Costs one

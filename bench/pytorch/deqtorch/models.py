@@ -131,7 +131,7 @@ class LM(nn.Module):
 
 
 class _ChunkedHead(torch.autograd.Function):
-    """head_chunk=K as deqbench's (README "head_chunk"): the head's
+    """head_chunk=K as deqbench's (docs/models.md "head_chunk"): the head's
     softmax-cross-entropy K positions at a time, each chunk's logits,
     loss and gradient in one pass, so only K·V logits (then their
     gradient) are live and nothing is recomputed. The forward already
