@@ -57,6 +57,12 @@ int cmd_plan(int argc, char **argv);
 /* deqbench suite FILE.json [--dry-run] [--shard I/N] [key=value ...]. */
 int cmd_suite(int argc, char **argv);
 
+/* deqbench report [flags] FILE.jsonl ... (cmd_report.c). */
+int cmd_report(int argc, char **argv);
+
+/* deqbench compare BASE NEW [flags] (cmd_compare.c, compare.h). */
+int cmd_compare(int argc, char **argv);
+
 /* deqbench validate [--strict] FILE.jsonl ... (cmd_validate.c). */
 int cmd_validate(int argc, char **argv);
 

@@ -375,6 +375,11 @@ static int load_suite(const struct suite_args *a, struct suite *s)
 	}
 	if (suite_load(s, a->path, a->n_over, a->over, err, sizeof(err)) != 0)
 		return bad_input(err);
+	if (s->n_collapsed)
+		fprintf(stderr,
+			"deqbench: %s; %d run(s) of the expansion collapsed "
+			"so (deqbench suite --dry-run lists what runs)\n",
+			s->collapsed_note, s->n_collapsed);
 	return 0;
 }
 
@@ -444,8 +449,49 @@ static void resume_lines(int n_skip, int n_busy)
  * but those --resume skips (rs non-NULL), then prints the summary table
  * and the last line. Exit status 1 when a run ended in error or a record
  * could not be appended, else 0 (a diverged run is a result). */
+/* "1h02m", "3m05s" or "42s" of t seconds into buf. */
+static void fmt_duration(char *buf, size_t n, double t)
+{
+	long s = t > 0 ? (long)(t + 0.5) : 0;
+	if (s >= 3600)
+		snprintf(buf, n, "%ldh%02ldm", s / 3600, s / 60 % 60);
+	else if (s >= 60)
+		snprintf(buf, n, "%ldm%02lds", s / 60, s % 60);
+	else
+		snprintf(buf, n, "%lds", s);
+}
+
+/* The suite's progress before a run, one plain line on stderr (terminal
+ * or not): "deqbench: suite NAME: run K of N (index I), elapsed T, ETA
+ * E" — ETA from the mean wall time of the runs this process ran, once
+ * one has. */
+static void suite_progress(const struct suite *s, int k, int n, int index,
+			   double elapsed, int n_ran, double ran_s)
+{
+	char el[32], eta[32] = "";
+	fmt_duration(el, sizeof(el), elapsed);
+	if (n_ran > 0) {
+		char d[32];
+		fmt_duration(d, sizeof(d), ran_s / n_ran * (n - k + 1));
+		snprintf(eta, sizeof(eta), ", ETA %s", d);
+	}
+	fprintf(stderr, "deqbench: suite %s: run %d of %d (index %d), elapsed %s%s\n",
+		s->name, k, n, index, el, eta);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static int run_suite(const struct suite *s, int si, int sn, struct resume *rs)
 {
+	double t0 = now_s(), ran_s = 0;
+	int n_shard = 0, k = 0;
+	for (int i = 0; i < s->n_runs; i++)
+		n_shard += suite_in_shard(i, si, sn);
 	json_t *records = json_array();
 	int any_error = 0, n_unsaved = 0, stopped_at = -1, n_skip = 0;
 	int unsaved_at = -1, n_busy = 0, n_ran = 0;
@@ -460,9 +506,13 @@ static int run_suite(const struct suite *s, int si, int sn, struct resume *rs)
 			stopped_at = i;
 			break;
 		}
+		k++;
 		if (resume_skips(rs, s, i, records, &n_skip, &n_busy))
 			continue;
+		suite_progress(s, k, n_shard, i, now_s() - t0, n_ran, ran_s);
+		double t_run = now_s();
 		rec = run_isolated(s, &s->runs[i], &saved);
+		ran_s += now_s() - t_run;
 		resume_release(rs);
 		n_ran++;
 		n_unsaved += !saved;

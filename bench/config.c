@@ -84,8 +84,8 @@ static const struct key_desc tail_keys[] = {
 	  KEY_METHOD),
     INT_R("pretrain_layers", "training", pretrain_layers, 1, 100000,
 	  "depth of the unrolled pretraining steps", KEY_METHOD),
-    INT("warmup_steps", "training", warmup_steps, 0, 1e9,
-	"first steps excluded from timing"),
+    INT("warmup_steps", "training", warmup_steps, -1, 1e9,
+	"first steps excluded from timing; -1 = min(10, steps/5)"),
     DBL_GT("lr", "training", lr, 0, 1e3, "peak learning rate (Adam)"),
     INT("lr_warmup", "training", lr_warmup, 0, 1e9,
 	"linear lr warmup steps, then cosine decay to 0"),
@@ -170,13 +170,16 @@ void config_defaults(struct bench_config *c)
 	c->model.batch_size = 16;
 	c->model.vocab_size = 0;
 	c->model.seed = 1;
+	/* the recipe under which the DEQ converges (docs/models.md
+	 * Initialisation); gpt2 until 2026-11-25 */
+	c->model.init = MODEL_INIT_PYTORCH;
 	method_config_defaults(&c->method);
 	snprintf(c->corpus, sizeof(c->corpus), "brown");
 	snprintf(c->data_dir, sizeof(c->data_dir), "data");
 	c->steps = 200;
 	c->pretrain_steps = 0;
 	c->pretrain_layers = 12;
-	c->warmup_steps = 10;
+	c->warmup_steps = -1; /* min(10, steps/5): config_finish */
 	c->lr = 1e-3;
 	c->lr_warmup = 20;
 	c->clip = 1.0;
@@ -685,8 +688,64 @@ int config_validate(const struct bench_config *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* Key r's value in c as text (as --dry-run prints it); malloc'd. */
+static char *value_text(const struct bench_config *c, struct key_ref r)
+{
+	json_t *v = key_json(c, r);
+	char *t = json_is_string(v) ? strdup(json_string_value(v))
+				    : json_dumps(v, JSON_ENCODE_ANY);
+	json_decref(v);
+	return t;
+}
+
+int config_check_method_keys(const struct bench_config *c, char *err,
+			     size_t errlen)
+{
+	struct bench_config d;
+	struct key_ref r;
+	config_defaults(&d);
+	for (size_t i = 0; (r = key_at(i)).d; i++) {
+		json_t *a, *b;
+		int same;
+		if (r.owner < 0 || r.owner == c->method.method)
+			continue;
+		a = key_json(c, r);
+		b = key_json(&d, r);
+		same = json_equal(a, b);
+		json_decref(a);
+		json_decref(b);
+		if (!same) {
+			char *t = value_text(c, r);
+			snprintf(err, errlen,
+				 "%s=%.60s has no effect with method=%s: it is "
+				 "a key of method=%s; drop it, or use "
+				 "method=%s",
+				 r.d->name, t ? t : "?",
+				 method_kind_name(c->method.method),
+				 method_kind_name(r.owner),
+				 method_kind_name(r.owner));
+			free(t);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+json_t *config_effective_json(const struct bench_config *c)
+{
+	json_t *o = config_to_json(c);
+	struct key_ref r;
+	for (size_t i = 0; (r = key_at(i)).d; i++)
+		if (r.owner >= 0 && r.owner != c->method.method)
+			json_object_del(o, r.d->name);
+	return o;
+}
+
 int config_finish(struct bench_config *c, char *err, size_t errlen)
 {
+	/* the default warm-up scales with short runs: steps=2 runs */
+	if (c->warmup_steps < 0)
+		c->warmup_steps = c->steps / 5 < 10 ? c->steps / 5 : 10;
 	if (config_validate(c, err, errlen) != 0)
 		return -1;
 	method_config_resolve(&c->method);

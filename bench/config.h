@@ -97,6 +97,20 @@ int config_load_file(struct bench_config *c, const char *path, char *err,
  * -1 with one line. */
 int config_validate(const struct bench_config *c, char *err, size_t errlen);
 
+/* Keys of another method than c's (checkpoint's k, revolve's slots, the deq
+ * keys) that differ from their defaults have no effect on the run: -1 with
+ * "f_tol=0.01 has no effect with method=unroll: it is a key of method=deq;
+ * drop it, or use method=deq" in err (`run` and `eval` refuse them; a suite
+ * may set them in its base for the runs that use them). 0 otherwise. */
+int config_check_method_keys(const struct bench_config *c, char *err,
+			     size_t errlen);
+
+/* config_to_json without the keys of other methods than c's: what the run
+ * actually uses, so two runs that differ only in keys of a method neither
+ * runs compare equal (suite expansion refuses such duplicates). New
+ * reference. */
+json_t *config_effective_json(const struct bench_config *c);
+
 /* The last step of making a config, once: config_validate, then the
  * method's derived values (method_config_resolve: k = 0 → round(√L),
  * histories 0 → caps), so that every layer and the record read one

@@ -80,6 +80,10 @@ static void usage(FILE *f)
 		"[key=value ...]\n"
 		"  report FILE.jsonl ...               summary table of "
 		"records\n"
+		"  compare BASE NEW [--match KEY] [--fail-above PCT] "
+		"[--format md|csv|json]\n"
+		"                                      pair configurations, "
+		"ratios, U test, verdicts\n"
 		"  validate [--strict] FILE.jsonl ...  check records against "
 		"results/SCHEMA.md\n"
 		"  env                                 host and device facts "
@@ -99,15 +103,23 @@ static int ends_with(const char *s, const char *suffix)
 	return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-int parse_config_args(struct bench_config *cfg, int argc, char **argv,
-		      const char *const *extra, const char **extra_val,
-		      char *err, size_t errlen)
+/* parse_config_args on base: defaults, then the keys of the JSON object
+ * base (NULL: none; applied as a config file's), then FILE.json, then the
+ * arguments. */
+static int parse_config_on(struct bench_config *cfg, const json_t *base,
+			   int argc, char **argv, const char *const *extra,
+			   const char **extra_val, char *err, size_t errlen)
 {
 	/* room for the "command line: " prefix in err */
 	char e[1000];
 	int i = 0;
 
 	config_defaults(cfg);
+	if (base && config_apply_object(cfg, base, "the parameter file's "
+				       "metadata config", e, sizeof(e)) != 0) {
+		snprintf(err, errlen, "%s", e);
+		return -1;
+	}
 	/* a key given twice is refused, not last-wins (docs/configuration.md) */
 	if (config_args_unique(argc, argv, e, sizeof(e)) != 0) {
 		snprintf(err, errlen, "command line: %s", e);
@@ -154,6 +166,54 @@ int parse_config_args(struct bench_config *cfg, int argc, char **argv,
 		return -1;
 	}
 	return 0;
+}
+
+int parse_config_args(struct bench_config *cfg, int argc, char **argv,
+		      const char *const *extra, const char **extra_val,
+		      char *err, size_t errlen)
+{
+	return parse_config_on(cfg, NULL, argc, argv, extra, extra_val, err,
+			       errlen);
+}
+
+/* Keys of a params file's metadata config that `eval` does not take as its
+ * base: where output goes and what machine runs it. */
+static int eval_base_key(const char *k)
+{
+	static const char *const machine[] = {"params", "device",  "threads",
+					      "impl",	"tf32",	   "eval_tokens",
+					      "eval_warmup", NULL};
+	for (int i = 0; machine[i]; i++)
+		if (!strcmp(k, machine[i]))
+			return 0;
+	return !config_key_is_output(k);
+}
+
+/* `eval`'s config: the model and method config saved in params='s
+ * metadata as the base (eval_base_key's keys), then FILE.json and the
+ * arguments, which override it; without such metadata as `run` parses
+ * it. The method keys the user gave are checked against the method
+ * before the base comes in (config_check_method_keys). 0, or -1. */
+static int parse_eval_config(struct bench_config *cfg, int argc, char **argv,
+			     char *err, size_t errlen)
+{
+	json_t *meta, *base;
+	const char *k;
+	json_t *v;
+	int rc;
+	if (parse_config_args(cfg, argc, argv, NULL, NULL, err, errlen) ||
+	    config_check_method_keys(cfg, err, errlen))
+		return -1;
+	if (!cfg->params[0] || !(meta = runner_params_config(cfg->params)))
+		return 0;
+	base = json_object();
+	json_object_foreach(meta, k, v) if (eval_base_key(k) &&
+					    config_key_known(k))
+	    json_object_set(base, k, v);
+	rc = parse_config_on(cfg, base, argc, argv, NULL, NULL, err, errlen);
+	json_decref(base);
+	json_decref(meta);
+	return rc;
 }
 
 static int has_help(int argc, char **argv)
@@ -379,7 +439,10 @@ static int cmd_run_or_eval(int argc, char **argv, int eval)
 		config_print_help(stdout);
 		return 0;
 	}
-	if (parse_config_args(&cfg, argc, argv, NULL, NULL, err, sizeof(err)))
+	if (eval ? parse_eval_config(&cfg, argc, argv, err, sizeof(err))
+		 : (parse_config_args(&cfg, argc, argv, NULL, NULL, err,
+				      sizeof(err)) ||
+		    config_check_method_keys(&cfg, err, sizeof(err))))
 		return bad_input(err);
 	/* cheap checks first, so bad input leaves no empty results file */
 	if (check_distinct_files(&cfg, config_file_arg(argc, argv), NULL, err,
@@ -420,74 +483,6 @@ static int cmd_run_or_eval(int argc, char **argv, int eval)
 }
 
 /* ---- report ---- */
-
-/* report's --format: "md" (default) or "json"; the flag (--format X or
- * --format=X) is taken out of argv. 0, or bad input's status. */
-static int take_format(int *argc, char **argv, int *json)
-{
-	int n = 0;
-	*json = 0;
-	for (int i = 0; i < *argc; i++) {
-		const char *v = NULL;
-		if (!strcmp(argv[i], "--format") && i + 1 < *argc)
-			v = argv[++i];
-		else if (!strncmp(argv[i], "--format=", 9))
-			v = argv[i] + 9;
-		else if (!strcmp(argv[i], "--format"))
-			return bad_input("report: --format needs a value: md "
-					 "or json");
-		else {
-			argv[n++] = argv[i];
-			continue;
-		}
-		if (strcmp(v, "md") && strcmp(v, "json"))
-			return bad_input("report: --format must be md (the "
-					 "summary table) or json (its rows)");
-		*json = !strcmp(v, "json");
-	}
-	*argc = n;
-	return 0;
-}
-
-static int cmd_report(int argc, char **argv)
-{
-	json_t *all, *rows;
-	char err[1024];
-	int skipped = 0, json, rc = take_format(&argc, argv, &json);
-	if (rc)
-		return rc;
-	if (argc == 0)
-		return bad_input("report: give one or more FILE.jsonl, e.g. "
-				 "deqbench report results/runs.jsonl");
-	all = json_array();
-	for (int i = 0; i < argc; i++) {
-		if (record_read_usable(argv[i], all, &skipped, err,
-				       sizeof(err)) != 0) {
-			json_decref(all);
-			return bad_input(err);
-		}
-	}
-	if (json_array_size(all) == 0) {
-		json_decref(all);
-		snprintf(err, sizeof(err),
-			 "report: %s%s hold%s no %srecords; give JSONL files "
-			 "written by deqbench run or suite",
-			 argv[0], argc > 1 ? " ..." : "", argc > 1 ? "" : "s",
-			 skipped ? "usable " : "");
-		return bad_input(err);
-	}
-	rows = report_rows(all);
-	if (json)
-		json_dumpf(rows, stdout,
-			   JSON_INDENT(1) | JSON_REAL_PRECISION(17));
-	else if (rows)
-		report_print_md(stdout, rows);
-	if (json)
-		fputc('\n', stdout);
-	json_decref(rows);
-	json_decref(all);
-	return 0;
-}
 
 /* ---- env ---- */
 
@@ -696,7 +691,7 @@ static const struct command {
 } commands[] = {
     {"run", cmd_run},	    {"eval", cmd_eval},		{"suite", cmd_suite},
     {"report", cmd_report}, {"params", cmd_params},	{"grad", cmd_grad},
-    {"plan", cmd_plan},	    {"validate", cmd_validate},
+    {"plan", cmd_plan},	    {"validate", cmd_validate},	{"compare", cmd_compare},
 };
 
 int main(int argc, char **argv)
@@ -724,13 +719,14 @@ int main(int argc, char **argv)
 	}
 	if (!*cmd)
 		return bad_input(
-		    "give a command: run, eval, suite, report, plan, validate, "
-		    "env, params, grad or bench-block (deqbench --help "
-		    "lists them)");
+		    "give a command: run, eval, suite, report, compare, plan, "
+		    "validate, env, params, grad or bench-block (deqbench "
+		    "--help lists them)");
 	snprintf(
 	    e, sizeof(e),
-	    "unknown command '%.200s'; use run, eval, suite, report, plan, "
-	    "validate, env, params, grad or bench-block (deqbench --help)",
+	    "unknown command '%.200s'; use run, eval, suite, report, "
+	    "compare, plan, validate, env, params, grad or bench-block "
+	    "(deqbench --help)",
 	    cmd);
 	return bad_input(e);
 }

@@ -157,6 +157,25 @@ static double *params_room(const struct model *m, char *err, size_t errlen)
 	return tmp;
 }
 
+json_t *runner_params_config(const char *path)
+{
+	struct st_file f;
+	char err[256];
+	const char *s;
+	json_t *c = NULL;
+	if (st_read(&f, path, err, sizeof(err)) != 0)
+		return NULL;
+	s = st_metadata(&f, "config");
+	if (s)
+		c = json_loads(s, 0, NULL);
+	st_close(&f);
+	if (c && !json_is_object(c)) {
+		json_decref(c);
+		c = NULL;
+	}
+	return c;
+}
+
 int runner_load_params(struct run_ctx *rc, const char *path, char *err,
 		       size_t errlen)
 {

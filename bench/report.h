@@ -39,6 +39,28 @@ json_t *report_rows(const json_t *records);
  * rows of both implementations are present, the deqbench / PyTorch table. */
 void report_print_md(FILE *f, const json_t *rows);
 
+/* Width in columns of report_print_term's lines (at most). */
+#define REPORT_TERM_WIDTH 100
+
+/* Prints rows as the terminal table (report's default): per group a
+ * heading line ("== GROUP"), a header with the units, one line per row
+ * (method label cut to fit, runs, step ms with its 95% interval, × unroll
+ * with its interval, depth+solver and total peak × unroll, forward /
+ * backward converged %, valid ppl mean±sd, "!" when labelled), then the
+ * group's health labels as "! METHOD: LABELS" lines. */
+void report_print_term(FILE *f, const json_t *rows);
+
+/* Prints rows as CSV (RFC 4180): a header line, then one line per row with
+ * the figures of report_rows (empty where null) and the health labels. */
+void report_print_csv(FILE *f, const json_t *rows);
+
+/* Writes the HTML report of n record files (paths[i] and its rows[i]):
+ * one self-contained page with, per file, its summary table and the SVG
+ * figures plots/plot.py drew beside it (PATH-stem.*.svg), inline. 0, or -1
+ * on a write error. */
+int report_write_html(FILE *f, int n, char *const *paths,
+		      const json_t *const *rows);
+
 /* report_rows then report_print_md: the summary `run`, `suite` and
  * `report` print. */
 void record_summary(FILE *f, const json_t *records);

@@ -137,6 +137,12 @@ int runner_save_params(struct run_ctx *rc, const struct bench_config *cfg,
 enum run_status runner_eval(const struct bench_config *cfg,
 			    const struct run_meta *meta, json_t **record);
 
+/* The "config" metadata of the safetensors file at path (the whole config
+ * of the run that wrote it: save_params=, params init), or NULL when the
+ * file cannot be read or has none (runner_load_params then says why). New
+ * reference. */
+json_t *runner_params_config(const char *path);
+
 /* Loads float32 parameters from a safetensors file into the model: every
  * parameter must be present with the model's shape (1-D to 3-D), and the
  * file's "config" metadata, when present, must name the same model kind

@@ -39,4 +39,22 @@ int stats_log_interval(const double *x, int n, double level, double *lo,
 int stats_log_ratio_interval(const double *a, int na, const double *b, int nb,
 			     double level, double *lo, double *hi);
 
+/* Largest sample sizes for which stats_mann_whitney computes the exact
+ * distribution of U (without ties); above, or with ties, the normal
+ * approximation. */
+#define STATS_MWU_EXACT_MAX 20
+
+/*
+ * stats_mann_whitney — the two-sided Mann–Whitney U test of a[0..na)
+ * against b[0..nb) (Mann & Whitney 1947; as Google Benchmark's compare.py
+ * and scipy.stats.mannwhitneyu): *u = U of a (the number of pairs with
+ * a > b, ties counting 1/2), *p the two-sided p-value: exact when both
+ * samples have at most STATS_MWU_EXACT_MAX values and no value is tied,
+ * else the normal approximation with the tie correction of the variance
+ * and a continuity correction of 1/2. 0, or -1 with *p NAN when a side is
+ * empty or out of memory.
+ */
+int stats_mann_whitney(const double *a, int na, const double *b, int nb,
+		       double *u, double *p);
+
 #endif

@@ -164,6 +164,104 @@ static int resolve_combo(const struct expansion *x, size_t ci,
 	return 0;
 }
 
+/* Run identity for duplicates: the keys the run's method uses, output-only
+ * keys aside, and the repeat, as compact sorted JSON; malloc'd. */
+static char *effective_key(const struct suite_run *r)
+{
+	json_t *o = config_effective_json(&r->cfg), *v;
+	const char *k;
+	void *tmp;
+	char *s;
+	json_object_foreach_safe(o, tmp, k, v)
+	{
+		if (config_key_is_output(k))
+			json_object_del(o, k);
+	}
+	json_object_set_new(o, " repeat", json_integer(r->repeat));
+	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	return s;
+}
+
+struct keyed {
+	char *key;
+	int index;
+};
+
+static int by_key(const void *a, const void *b)
+{
+	const struct keyed *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+	return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+/* The config keys whose values differ between runs a and b, as "k1, k2"
+ * into buf. */
+static void differing(const struct suite_run *a, const struct suite_run *b,
+		      char *buf, size_t n)
+{
+	json_t *x = config_to_json(&a->cfg), *y = config_to_json(&b->cfg), *v;
+	const char *k;
+	size_t l = 0;
+	buf[0] = 0;
+	json_object_foreach(x, k, v) if (!json_equal(v, json_object_get(y, k)))
+	    l += (size_t)snprintf(buf + l, l < n ? n - l : 0, "%s%s",
+				  l ? ", " : "", k);
+	json_decref(x);
+	json_decref(y);
+}
+
+/* Collapses each run that is the same run as an earlier one (same
+ * effective_key) into it: the later runs go, the others keep their order
+ * and are numbered again; s->collapsed_note names the first pair. 0, or -1
+ * when out of memory. */
+static int collapse_duplicates(struct suite *s, const char *source)
+{
+	struct keyed *v = calloc((size_t)s->n_runs + 1, sizeof(*v));
+	char *drop = calloc((size_t)s->n_runs + 1, 1);
+	int n = 0;
+	if (!v || !drop) {
+		free(v);
+		free(drop);
+		return -1;
+	}
+	for (int i = 0; i < s->n_runs; i++)
+		v[i] = (struct keyed){effective_key(&s->runs[i]), i};
+	qsort(v, (size_t)s->n_runs, sizeof(*v), by_key);
+	for (int i = 1, first = 0; i < s->n_runs; i++) {
+		char keys[200];
+		if (!v[i].key || !v[first].key || strcmp(v[i].key, v[first].key)) {
+			first = i;
+			continue;
+		}
+		drop[v[i].index] = 1;
+		if (s->n_collapsed++)
+			continue;
+		differing(&s->runs[v[first].index], &s->runs[v[i].index], keys,
+			  sizeof(keys));
+		snprintf(s->collapsed_note, sizeof(s->collapsed_note),
+			 "%.200s: run %d is the same run as run %d (%s%.200s); "
+			 "it runs once",
+			 source, v[i].index, v[first].index,
+			 keys[0] ? "differing only in keys its method does not "
+				   "use or output keys: "
+				 : "the same config once resolved",
+			 keys);
+	}
+	for (int i = 0; i < s->n_runs; i++) {
+		free(v[i].key);
+		if (!drop[i]) {
+			s->runs[n] = s->runs[i];
+			s->runs[n].index = n;
+			n++;
+		}
+	}
+	s->n_runs = n;
+	free(v);
+	free(drop);
+	return 0;
+}
+
 /* Two passes over the combinations: the first validates them and counts
  * the runs, so a suite too large to hold is refused before anything is
  * allocated; the second stores exactly that many runs. */
@@ -219,6 +317,11 @@ static int expand_runs(struct suite *s, const struct expansion *x,
 			run->cfg = c;
 			s->n_runs++;
 		}
+	}
+	if (collapse_duplicates(s, x->source) != 0) {
+		snprintf(err, errlen, "out of host memory");
+		suite_free(s);
+		return -1;
 	}
 	return 0;
 }

@@ -13,10 +13,12 @@ cd "$(dirname "$0")/.."
 # and recommends are not installed) and its OpenMP (libomp-dev) build the
 # fuzz targets (tests/fuzz, build-fuzz in scripts/test.sh); python3-torch
 # runs impl=pytorch (bench/pytorch) and the peer tests (tests/peer); jq
-# reads records in scripts/cpu-rate.sh
+# reads records in scripts/cpu-rate.sh; libgsl-dev gives the report's t
+# quantiles (bench/stats.c); chromium renders the HTML report in its test
+# (tests/html)
 pkgs=(gcc g++ meson ninja-build pkg-config libjansson-dev libhwloc-dev
       libopenblas-openmp-dev libcriterion-dev npm python3-matplotlib git
-      clang libclang-rt-dev libomp-dev python3-torch jq libgsl-dev)
+      clang libclang-rt-dev libomp-dev python3-torch jq libgsl-dev chromium)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

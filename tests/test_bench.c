@@ -1031,7 +1031,7 @@ Test(cli, tiny_run_appends_one_line, .init = cli_setup, .fini = cli_teardown,
 			     json_object_get(json_array_get(arr, 0), "status")),
 			 "ok");
 	{
-		const char *a[] = {"report", out, NULL};
+		const char *a[] = {"report", "--format", "md", out, NULL};
 		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
 	}
 	/* the converged columns of run's and report's tables are the

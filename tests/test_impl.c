@@ -357,7 +357,7 @@ Test(impl, suite_impl_axis_and_report, .init = fake_setup, .fini = cli_teardown,
 	snprintf(want, sizeof(want), "| %.2f | 1000.00 | %.2f |", ms,
 		 1000.0 / ms);
 	json_decref(recs);
-	const char *rargs[] = {"report", out, NULL};
+	const char *rargs[] = {"report", "--format", "md", out, NULL};
 	cr_assert_eq(cli_run(rargs, 0, err, sizeof(err)), 0, "%s", err);
 	cli_path(text, sizeof(text), "stdout.txt");
 	stdout_text = cli_read(text, NULL);

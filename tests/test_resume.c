@@ -377,7 +377,7 @@ Test(resume, data_dir_is_identity, .init = cli_setup, .fini = cli_teardown,
 	cr_assert_eq(json_array_size(arr), 2);
 	json_decref(arr);
 	{
-		const char *a[] = {"report", out, NULL};
+		const char *a[] = {"report", "--format", "md", out, NULL};
 		run_ok(a, 0, err, sizeof(err));
 	}
 	o = last_stdout();
@@ -413,7 +413,7 @@ Test(resume, report_row_counts_every_record, .init = cli_setup,
 	json_object_set_new(e, "message", json_string("boom"));
 	append_record(path, e);
 	{
-		const char *a[] = {"report", path, NULL};
+		const char *a[] = {"report", "--format", "md", path, NULL};
 		run_ok(a, 0, err, sizeof(err));
 	}
 	o = last_stdout();
@@ -484,7 +484,7 @@ Test(resume, report_skips_unusable_records, .init = cli_setup,
 	append_record(only, bad[0]);
 	append_record(only, bad[1]);
 	{
-		const char *a[] = {"report", path, NULL};
+		const char *a[] = {"report", "--format", "md", path, NULL};
 		run_ok(a, 0, err, sizeof(err));
 	}
 	cr_assert(strstr(err, "mixed.jsonl:2: record skipped: schema 99") &&
