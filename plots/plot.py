@@ -51,160 +51,14 @@ same files. Exit status: 0, or 2 for a missing or malformed file.
 """
 
 import argparse
-import json
-import math
 import os
 import sys
 
 import records as R
-
-try:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-except ImportError:  # pragma: no cover - depends on the interpreter
-    sys.stderr.write(
-        "plot.py: matplotlib not found: run it with Debian's /usr/bin/python3 "
-        "(package python3-matplotlib, installed by scripts/setup.sh)\n")
-    sys.exit(3)
-
-# Deterministic SVG: fixed id salt, no creation date in either format.
-matplotlib.rcParams["svg.hashsalt"] = "deqbench"
-matplotlib.rcParams["font.size"] = 8
-METADATA = {"svg": {"Date": None}, "png": {"Software": None}}
-
-# Keys variant() already shows; other method keys that vary inside a group
-# are appended to the series label.
-SHOWN_KEYS = {"method", "k", "slots", "f_solver", "b_solver", "f_history",
-              "b_history", "anderson_m", "b_mode"}
-
-
-def save(fig, prefix, name, written):
-    for ext in ("png", "svg"):
-        path = f"{prefix}.{name}.{ext}"
-        fig.savefig(path, dpi=150, bbox_inches="tight", metadata=METADATA[ext])
-        written.append(path)
-    plt.close(fig)
-
-
-def title(fig, what, recs):
-    fig.suptitle(f"{what}\n{R.describe(recs)}", fontsize=9)
-
-
-def finish(fig, what, recs, prefix, name, written):
-    """Titles the figure (WHAT over the records' description) and saves it
-    as PREFIX.NAME.{png,svg}; True, for a figure function to return."""
-    title(fig, what, recs)
-    save(fig, prefix, name, written)
-    return True
-
-
-def panel(ax, xlabel, ylabel, what):
-    """Labels one panel of a line plot and grids it (major and minor
-    ticks, for log axes)."""
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(what)
-    ax.grid(True, which="both", alpha=0.3)
-
-
-def legend_right(ax, fontsize):
-    """The legend of a figure's last panel, outside it on the right."""
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=fontsize)
-
-
-# ---- grouping ----
-
-
-class Run:
-    """One configuration: its repeats' records and medians of what the
-    figures need."""
-
-    def __init__(self, recs):
-        self.recs = recs
-        self.rec = recs[0]
-        med = lambda p: R.median([R.num(r, p) for r in recs])
-        self.step_ms = med("timing.step_ms.median")
-        self.step_p10 = med("timing.step_ms.p10")
-        self.step_p90 = med("timing.step_ms.p90")
-        self.ds = med("memory.peak_depth_solver_bytes")
-        self.tot = med("memory.peak_total_bytes")
-        self.ppl = med("quality.valid_ppl")
-        self.inf_ms = med("inference.step_ms.median")
-        self.inf_evals = med("inference.forward_evals_per_batch")
-        self.fit = med("solver.forward.iters_mean")
-        self.bit = med("solver.backward.iters_mean")
-        self.group = R.group_key(self.rec)
-        self.series = None  # set by label_series
-
-
-def runs_of(recs):
-    """Records combined into runs (repeats together), in file order."""
-    by, order = {}, []
-    for r in recs:
-        k = R.run_key(r)
-        if k not in by:
-            by[k] = []
-            order.append(k)
-        by[k].append(r)
-    return [Run(by[k]) for k in order]
-
-
-def label_series(runs):
-    """Series label of each run: its method variant plus the method keys
-    that differ between runs of one group and of one method but that
-    variant() does not show (f_tol, f_max_iter, ...)."""
-    extra = set()
-    for i, a in enumerate(runs):
-        for b in runs[i + 1:]:
-            if a.group != b.group or R.method(a.rec) != R.method(b.rec):
-                continue
-            ca, cb = a.rec["config"], b.rec["config"]
-            for k in R.METHOD_KEYS - SHOWN_KEYS:
-                if ca.get(k) != cb.get(k):
-                    extra.add(k)
-    for run in runs:
-        s = R.variant(run.rec)
-        if R.method(run.rec) == "deq":
-            for k in sorted(extra):
-                v = run.rec["config"].get(k)
-                s += f" {k}={R.fmt_g(v) if isinstance(v, float) else v}"
-        run.series = s
-    # checkpoint k=0 resolved to one interval in every run: say which
-    for s in series_order(runs):
-        ks = {R.cfg(r.rec, "k") for r in runs if r.series == s}
-        if s.endswith("k=round(√L)") and len(ks) == 1:
-            for r in runs:
-                if r.series == s:
-                    r.series = f"{s}={next(iter(ks))}"
-
-
-def group_labels(runs):
-    """Text of each group: the non-method keys that differ between groups
-    ("layers=16"), or "all runs" when there is one group."""
-    groups = list(dict.fromkeys(r.group for r in runs))
-    if not groups:
-        return groups, {}
-    if len(groups) == 1:
-        return groups, {groups[0]: "all runs"}
-    cfgs = {g: json.loads(g) for g in groups}
-    keys = [k for k in cfgs[groups[0]]
-            if any(cfgs[g].get(k) != cfgs[groups[0]].get(k) for g in groups)]
-    # deq rows of the depth suite carry layers = their iteration cap
-    return groups, {g: " ".join(f"{k}={cfgs[g].get(k)}" for k in keys) for g in groups}
-
-
-def series_order(runs):
-    return list(dict.fromkeys(r.series for r in runs))
-
-
-def colours(names):
-    cmap = plt.get_cmap("tab10")
-    return {n: cmap(i % 10) for i, n in enumerate(names)}
-
-
-# ---- figures ----
+from figbase import (colours, finish, group_labels, label_series,
+                     legend_right, mark_flagged, panel, plt, runs_of,
+                     series_order)
+from fig_traces import fig_convergence, fig_residuals
 
 
 def fig_memory_vs_depth(runs, recs, prefix, written):
@@ -257,7 +111,7 @@ def bars(ax, groups, labels, cell, series, value, err=None, text=None):
     present = [s for s in series if any((g, s) in cell for g in groups)]
     w = 0.8 / max(1, len(present))
     for i, s in enumerate(present):
-        xs, ys, lo, hi, notes = [], [], [], [], []
+        xs, ys, lo, hi, notes, flagged = [], [], [], [], [], []
         for j, g in enumerate(groups):
             r = cell.get((g, s))
             v = value(g, r) if r else None
@@ -265,15 +119,21 @@ def bars(ax, groups, labels, cell, series, value, err=None, text=None):
                 continue
             xs.append(j + (i - (len(present) - 1) / 2) * w)
             ys.append(v)
-            notes.append(text(g, r, v) if text else f"{v:.3g}×")
+            notes.append(("⚠ " if r.flags else "") + (text(g, r, v) if text else f"{v:.3g}×"))
+            flagged.append(bool(r.flags))
             if err:
                 a, b = err(g, r)
                 lo.append(v - a if a is not None else 0)
                 hi.append(b - v if b is not None else 0)
         if not xs:
             continue
-        ax.bar(xs, ys, w, color=col[s], label=s,
-               yerr=[lo, hi] if err else None, capsize=2, ecolor="0.3")
+        bc = ax.bar(xs, ys, w, color=col[s], label=s,
+                    yerr=[lo, hi] if err else None, capsize=2, ecolor="0.3")
+        # a flagged run's bar: hatched, red edge, ⚠ in its note
+        for patch, f in zip(bc.patches, flagged):
+            if f:
+                patch.set_hatch("///")
+                patch.set_edgecolor("red")
         for x, y, t in zip(xs, ys, notes):
             ax.annotate(t, (x, y), textcoords="offset points",
                         xytext=(0, 2), ha="center", fontsize=6)
@@ -403,6 +263,7 @@ def fig_eps(runs, recs, prefix, written):
                   label=f"{s}: backward")
         a_par.scatter([r.step_ms for r in rs], [r.ppl for r in rs], marker=m, s=18,
                       color=col[s], label=s)
+        mark_flagged(a_par, rs, [r.step_ms for r in rs], [r.ppl for r in rs])
         for r in rs:
             if r.step_ms and r.ppl:
                 a_par.annotate(f"ε={R.fmt_g(R.cfg(r.rec, 'f_tol'))}", (r.step_ms, r.ppl),
@@ -532,6 +393,7 @@ def fig_budget(runs, recs, prefix, written):
                 continue
             ax.scatter([r.tot / 2**20 for r in rs], [r.step_ms for r in rs], marker=mk,
                        s=28, color=col[f], label=f + (" + head_chunk" if chunk else ""))
+            mark_flagged(ax, rs, [r.tot / 2**20 for r in rs], [r.step_ms for r in rs])
             for r in rs:
                 ax.annotate(budget_label(r).replace(f + " ", ""),
                             (r.tot / 2**20, r.step_ms), textcoords="offset points",
@@ -550,140 +412,6 @@ def fig_budget(runs, recs, prefix, written):
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=6, ncol=2)
     return finish(fig, "memory budget: every method", recs, prefix, "budget", written)
-
-
-def trace_of(rec, name):
-    t = R.get(rec, "trace." + name)
-    if not isinstance(t, list):
-        return []
-    return [x if isinstance(x, (int, float)) and math.isfinite(x) and x > 0 else math.nan
-            for x in t]
-
-
-def fig_residuals(runs, recs, prefix, written):
-    deq = [r for r in runs if R.method(r.rec) == "deq"
-           and (trace_of(r.rec, "last_fwd_residual_trace")
-                or trace_of(r.rec, "last_bwd_residual_trace"))]
-    if not deq:
-        return False
-    styles = ["-", "--", ":", "-."]
-    kinds = list(dict.fromkeys(R.variant(r.rec, with_cap=True) for r in deq))
-    tols = sorted({R.cfg(r.rec, "f_tol") for r in deq})
-    cmap = plt.get_cmap("viridis")
-    fig, axes = plt.subplots(1, 2, layout="constrained", figsize=(12, 4.5))
-    for ax, name, stop, what in (
-            (axes[0], "last_fwd_residual_trace", "f_stop_mode", "forward solve z* = f(z*; u)"),
-            (axes[1], "last_bwd_residual_trace", "b_stop_mode", "backward solve y = y J + ḡ")):
-        modes = set()
-        for r in deq:
-            t = trace_of(r.rec, name)
-            if not t:
-                continue
-            modes.add(R.cfg(r.rec, stop))
-            tol = R.cfg(r.rec, "f_tol")
-            c = cmap(tols.index(tol) / max(1, len(tols) - 1)) if len(tols) > 1 else "C0"
-            kind = R.variant(r.rec, with_cap=True)
-            ax.semilogy(range(1, len(t) + 1), t, color=c,
-                        ls=styles[kinds.index(kind) % len(styles)], lw=1.0,
-                        label=f"{kind} ε={R.fmt_g(tol)}")
-        if len(tols) == 1:
-            ax.axhline(tols[0], color="0.4", lw=0.8, ls="--")
-        mode = modes.pop() if len(modes) == 1 else None
-        panel(ax, "solver iteration (evaluations of F, the first at x₀ = 0)",
-              {"rel": "relative residual ‖F(x)−x‖ / ‖F(x)‖",
-               "abs": "absolute residual ‖F(x)−x‖"}.get(
-                   mode, "residual (each run's stop mode)"), what)
-    legend_right(axes[1], 6)
-    return finish(fig, "Residual after each solver iteration, last training step", recs,
-                  prefix, "residuals", written)
-
-
-def converged_flags(rec, side):
-    """Per-step converged flags of one solve ("fwd" or "bwd") from the
-    trace, and whether they were derived: trace.<side>_converged where the
-    record has it, else residual <= tolerance, the solvers' definition of
-    converged when records without the flags were written (SCHEMA.md)."""
-    flags = R.get(rec, f"trace.{side}_converged")
-    if isinstance(flags, list):
-        return [bool(f) for f in flags], False
-    tol = R.cfg(rec, "f_tol" if side == "fwd" else "b_tol")
-    res = R.get(rec, f"trace.{side}_residual", [])
-    return [isinstance(x, (int, float)) and tol is not None and x <= tol
-            for x in res], True
-
-
-def trailing_mean(flags, w):
-    """Fraction of true flags over the trailing window of w steps (fewer at
-    the start)."""
-    out, run = [], 0
-    for i, f in enumerate(flags):
-        run += f
-        if i >= w:
-            run -= flags[i - w]
-        out.append(run / min(i + 1, w))
-    return out
-
-
-def fig_convergence(runs, recs, prefix, written):
-    deq = [r for r in runs if R.method(r.rec) == "deq"
-           and isinstance(R.get(r.rec, "trace.fwd_residual"), list)
-           and R.get(r.rec, "trace.fwd_residual")]
-    if not deq:
-        return False
-    groups, glabel = group_labels(deq)
-    name = lambda r: r.series + ("" if len(groups) == 1 else f" ({glabel[r.group]})")
-    names = list(dict.fromkeys(name(r) for r in deq))
-    col = colours(names)
-    styles = ["-", "--", ":", "-."]
-    steps = max(len(R.get(r.rec, "trace.fwd_residual")) for r in deq)
-    w = max(1, min(50, round(steps / 20)))
-    # room below the panels for one legend line per run
-    fig, axes = plt.subplots(2, 2, layout="constrained", sharex=True,
-                             figsize=(12, 7 + 0.11 * len(names)),
-                             height_ratios=(1, 1))
-    derived = False
-    for c, side, section, tol_key, what in (
-            (0, "fwd", "forward", "f_tol", "forward solve z* = f(z*; u)"),
-            (1, "bwd", "backward", "b_tol", "backward solve y = y J + ḡ")):
-        a_res, a_conv = axes[0][c], axes[1][c]
-        tols, modes = set(), set()
-        for r in deq:
-            if R.get(r.rec, "solver." + section) is None:
-                continue  # no such solve (b_mode=jfb)
-            res = trace_of(r.rec, side + "_residual")
-            flags, d = converged_flags(r.rec, side)
-            derived |= d
-            n = names.index(name(r))
-            kw = dict(color=col[name(r)], ls=styles[n // 10 % len(styles)], lw=0.9)
-            frac = sum(flags) / len(flags) if flags else math.nan
-            a_res.semilogy(range(1, len(res) + 1), res, label=name(r), **kw)
-            a_conv.plot(range(1, len(flags) + 1), trailing_mean(flags, w),
-                        label=f"{name(r)}: {100 * frac:.1f}% of all steps", **kw)
-            tols.add(R.cfg(r.rec, tol_key))
-            modes.add(R.cfg(r.rec, section[0] + "_stop_mode"))
-        if not tols:
-            for ax in (a_res, a_conv):
-                ax.text(0.5, 0.5, "no backward solve (b_mode=jfb)", ha="center",
-                        va="center", transform=ax.transAxes)
-        for t in tols:
-            a_res.axhline(t, color="0.4", lw=0.8, ls="--")
-        mode = modes.pop() if len(modes) == 1 else None
-        a_res.set_ylabel({"rel": "final relative residual ‖F(x)−x‖ / ‖F(x)‖",
-                          "abs": "final absolute residual ‖F(x)−x‖"}.get(
-                              mode, "final residual (each run's stop mode)"))
-        a_res.set_title(f"{what}: final residual (dashed: tolerance)")
-        a_conv.set_ylabel(f"converged fraction, trailing {w} step{'s' if w > 1 else ''}")
-        a_conv.set_ylim(-0.03, 1.03)
-        a_conv.set_xlabel("training step (warmup steps included)")
-        a_conv.set_title(f"{what}: steps that reached the tolerance")
-        for ax in (a_res, a_conv):
-            ax.grid(True, which="both", alpha=0.3)
-        if tols:
-            a_conv.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16))
-    note = (" (records without per-step flags: converged = residual ≤ tolerance)"
-            if derived else "")
-    return finish(fig, "DEQ solver convergence over training" + note, recs, prefix,
-                  "convergence", written)
 
 
 FIGURES = (fig_memory_vs_depth, fig_time_ratio, fig_memory_ratio, fig_eps, fig_eps_infer,

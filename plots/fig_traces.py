@@ -1,0 +1,141 @@
+"""fig_traces.py — the figures of plots/plot.py drawn from per-step traces
+(records run with trace=true): the residual after each solver iteration of
+the last training step, and each DEQ run's final residuals and converged
+fraction along training (plot.py's header describes both)."""
+import math
+
+import records as R
+from figbase import colours, finish, group_labels, legend_right, panel, plt
+
+def trace_of(rec, name):
+    t = R.get(rec, "trace." + name)
+    if not isinstance(t, list):
+        return []
+    return [x if isinstance(x, (int, float)) and math.isfinite(x) and x > 0 else math.nan
+            for x in t]
+
+
+def fig_residuals(runs, recs, prefix, written):
+    deq = [r for r in runs if R.method(r.rec) == "deq"
+           and (trace_of(r.rec, "last_fwd_residual_trace")
+                or trace_of(r.rec, "last_bwd_residual_trace"))]
+    if not deq:
+        return False
+    styles = ["-", "--", ":", "-."]
+    kinds = list(dict.fromkeys(R.variant(r.rec, with_cap=True) for r in deq))
+    tols = sorted({R.cfg(r.rec, "f_tol") for r in deq})
+    cmap = plt.get_cmap("viridis")
+    fig, axes = plt.subplots(1, 2, layout="constrained", figsize=(12, 4.5))
+    for ax, name, stop, what in (
+            (axes[0], "last_fwd_residual_trace", "f_stop_mode", "forward solve z* = f(z*; u)"),
+            (axes[1], "last_bwd_residual_trace", "b_stop_mode", "backward solve y = y J + ḡ")):
+        modes = set()
+        for r in deq:
+            t = trace_of(r.rec, name)
+            if not t:
+                continue
+            modes.add(R.cfg(r.rec, stop))
+            tol = R.cfg(r.rec, "f_tol")
+            c = cmap(tols.index(tol) / max(1, len(tols) - 1)) if len(tols) > 1 else "C0"
+            kind = R.variant(r.rec, with_cap=True)
+            ax.semilogy(range(1, len(t) + 1), t, color=c,
+                        ls=styles[kinds.index(kind) % len(styles)], lw=1.0,
+                        label=f"{kind} ε={R.fmt_g(tol)}")
+        if len(tols) == 1:
+            ax.axhline(tols[0], color="0.4", lw=0.8, ls="--")
+        mode = modes.pop() if len(modes) == 1 else None
+        panel(ax, "solver iteration (evaluations of F, the first at x₀ = 0)",
+              {"rel": "relative residual ‖F(x)−x‖ / ‖F(x)‖",
+               "abs": "absolute residual ‖F(x)−x‖"}.get(
+                   mode, "residual (each run's stop mode)"), what)
+    legend_right(axes[1], 6)
+    return finish(fig, "Residual after each solver iteration, last training step", recs,
+                  prefix, "residuals", written)
+
+
+def converged_flags(rec, side):
+    """Per-step converged flags of one solve ("fwd" or "bwd") from the
+    trace, and whether they were derived: trace.<side>_converged where the
+    record has it, else residual <= tolerance, the solvers' definition of
+    converged when records without the flags were written (SCHEMA.md)."""
+    flags = R.get(rec, f"trace.{side}_converged")
+    if isinstance(flags, list):
+        return [bool(f) for f in flags], False
+    tol = R.cfg(rec, "f_tol" if side == "fwd" else "b_tol")
+    res = R.get(rec, f"trace.{side}_residual", [])
+    return [isinstance(x, (int, float)) and tol is not None and x <= tol
+            for x in res], True
+
+
+def trailing_mean(flags, w):
+    """Fraction of true flags over the trailing window of w steps (fewer at
+    the start)."""
+    out, run = [], 0
+    for i, f in enumerate(flags):
+        run += f
+        if i >= w:
+            run -= flags[i - w]
+        out.append(run / min(i + 1, w))
+    return out
+
+
+def fig_convergence(runs, recs, prefix, written):
+    deq = [r for r in runs if R.method(r.rec) == "deq"
+           and isinstance(R.get(r.rec, "trace.fwd_residual"), list)
+           and R.get(r.rec, "trace.fwd_residual")]
+    if not deq:
+        return False
+    groups, glabel = group_labels(deq)
+    name = lambda r: r.series + ("" if len(groups) == 1 else f" ({glabel[r.group]})")
+    names = list(dict.fromkeys(name(r) for r in deq))
+    col = colours(names)
+    styles = ["-", "--", ":", "-."]
+    steps = max(len(R.get(r.rec, "trace.fwd_residual")) for r in deq)
+    w = max(1, min(50, round(steps / 20)))
+    # room below the panels for one legend line per run
+    fig, axes = plt.subplots(2, 2, layout="constrained", sharex=True,
+                             figsize=(12, 7 + 0.11 * len(names)),
+                             height_ratios=(1, 1))
+    derived = False
+    for c, side, section, tol_key, what in (
+            (0, "fwd", "forward", "f_tol", "forward solve z* = f(z*; u)"),
+            (1, "bwd", "backward", "b_tol", "backward solve y = y J + ḡ")):
+        a_res, a_conv = axes[0][c], axes[1][c]
+        tols, modes = set(), set()
+        for r in deq:
+            if R.get(r.rec, "solver." + section) is None:
+                continue  # no such solve (b_mode=jfb)
+            res = trace_of(r.rec, side + "_residual")
+            flags, d = converged_flags(r.rec, side)
+            derived |= d
+            n = names.index(name(r))
+            kw = dict(color=col[name(r)], ls=styles[n // 10 % len(styles)], lw=0.9)
+            frac = sum(flags) / len(flags) if flags else math.nan
+            a_res.semilogy(range(1, len(res) + 1), res, label=name(r), **kw)
+            a_conv.plot(range(1, len(flags) + 1), trailing_mean(flags, w),
+                        label=f"{name(r)}: {100 * frac:.1f}% of all steps", **kw)
+            tols.add(R.cfg(r.rec, tol_key))
+            modes.add(R.cfg(r.rec, section[0] + "_stop_mode"))
+        if not tols:
+            for ax in (a_res, a_conv):
+                ax.text(0.5, 0.5, "no backward solve (b_mode=jfb)", ha="center",
+                        va="center", transform=ax.transAxes)
+        for t in tols:
+            a_res.axhline(t, color="0.4", lw=0.8, ls="--")
+        mode = modes.pop() if len(modes) == 1 else None
+        a_res.set_ylabel({"rel": "final relative residual ‖F(x)−x‖ / ‖F(x)‖",
+                          "abs": "final absolute residual ‖F(x)−x‖"}.get(
+                              mode, "final residual (each run's stop mode)"))
+        a_res.set_title(f"{what}: final residual (dashed: tolerance)")
+        a_conv.set_ylabel(f"converged fraction, trailing {w} step{'s' if w > 1 else ''}")
+        a_conv.set_ylim(-0.03, 1.03)
+        a_conv.set_xlabel("training step (warmup steps included)")
+        a_conv.set_title(f"{what}: steps that reached the tolerance")
+        for ax in (a_res, a_conv):
+            ax.grid(True, which="both", alpha=0.3)
+        if tols:
+            a_conv.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16))
+    note = (" (records without per-step flags: converged = residual ≤ tolerance)"
+            if derived else "")
+    return finish(fig, "DEQ solver convergence over training" + note, recs, prefix,
+                  "convergence", written)
