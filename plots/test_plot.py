@@ -74,13 +74,13 @@ def run(cmd, env=None):
 
 
 def check_convergence_flags(root, recs):
-    """plot.converged_flags on the tiny suite's deq records: the trace's
+    """fig_traces.converged_flags on the tiny suite's deq records: the trace's
     flags average to the record's converged fraction, and with the flags
     removed (a record from before they existed) residual <= tolerance gives
     the same flags, as it must while converged means exactly that."""
     sys.dont_write_bytecode = True  # nothing into plots/
     sys.path.insert(0, os.path.join(root, "plots"))
-    import plot  # noqa: E402  (needs the path above)
+    import fig_traces as plot  # noqa: E402  (needs the path above)
     n = 0
     for rec in recs:
         if rec["config"]["method"] != "deq":
