@@ -5,8 +5,8 @@
 # (bench/suites/default.json: unroll, checkpoint and deq on Brown, seeds
 # 1-3) into results/local/default.jsonl (ignored by git: your records, not
 # the committed ones), prints the summary table, then your rows beside the
-# committed reference rows of the same suite (results/cpu/default.jsonl,
-# plots/beside.py).
+# committed reference rows of the same suite (results/cpu/default.jsonl):
+# `deqbench compare REFERENCE YOURS`, ratios and a verdict per row.
 #   scripts/run.sh [SUITE.json] [deqbench suite flags and key=value ...]
 # e.g. scripts/run.sh bench/suites/default.json --shard 0/2 steps=50
 # DQ_BUILDDIR (default build) picks the build directory, as for setup.sh.
@@ -20,6 +20,11 @@ if (($#)); then shift; fi
 name=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["name"])' "$suite")
 mine="results/local/$name.jsonl"
 "$builddir/bench/deqbench" suite "$suite" "$@" out="$mine"
+ref="results/cpu/$name.jsonl"
 echo
-/usr/bin/python3 plots/beside.py --deqbench "$builddir/bench/deqbench" \
-	"$mine" "results/cpu/$name.jsonl"
+if [ -f "$ref" ]; then
+	echo "your runs ($mine) against the committed reference ($ref):"
+	"$builddir/bench/deqbench" compare "$ref" "$mine"
+else
+	echo "(no committed reference $ref to compare with)"
+fi
