@@ -42,9 +42,8 @@ static int number_flag(const char *flag, const char *v, double lo, double hi,
 	*x = v ? strtod(v, &end) : 0;
 	if (v && *v && !*end && !errno && *x >= lo && *x <= hi)
 		return 0;
-	snprintf(e, sizeof(e),
-		 "compare: %s needs a number in [%g, %g], got %s", flag, lo, hi,
-		 v ? v : "nothing");
+	snprintf(e, sizeof(e), "compare: %s needs a number in [%g, %g], got %s",
+		 flag, lo, hi, v ? v : "nothing");
 	return bad_input(e);
 }
 
@@ -83,7 +82,8 @@ static int take_flag(int argc, char **argv, int *i, struct compare_args *a)
 		rc = number_flag("--alpha", v, 1e-9, 1, &a->o.alpha);
 	else if (k == 3)
 		rc = number_flag("--fail-above", v, 0, 1e6, &a->fail_above);
-	else if (!v || (strcmp(v, "md") && strcmp(v, "csv") && strcmp(v, "json")))
+	else if (!v ||
+		 (strcmp(v, "md") && strcmp(v, "csv") && strcmp(v, "json")))
 		return bad_input("compare: --format must be md, csv or json");
 	else
 		a->format = v;
@@ -133,7 +133,8 @@ static int read_side(const char *path, json_t *arr, char *err, size_t errlen)
 	for (int i = 0; i < n; i++) {
 		size_t l = strlen(ents[i]->d_name);
 		char p[4096];
-		if (!rc && l > 6 && !strcmp(ents[i]->d_name + l - 6, ".jsonl")) {
+		if (!rc && l > 6 &&
+		    !strcmp(ents[i]->d_name + l - 6, ".jsonl")) {
 			snprintf(p, sizeof(p), "%s/%s", path, ents[i]->d_name);
 			rc = record_read_usable(p, arr, &skipped, err, errlen);
 		}
@@ -149,7 +150,8 @@ int cmd_compare(int argc, char **argv)
 	json_t *base = json_array(), *new_recs = json_array(), *res;
 	char err[1200];
 	int rc = 0;
-	if (argc > 0 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
+	if (argc > 0 &&
+	    (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
 		fputs(USAGE, stdout);
 		return 0;
 	}

@@ -44,8 +44,8 @@ static int take(int argc, char **argv, int *i, struct report_args *a, int *rc)
 	static const char *const flags[] = {"--format", "--where", "--sort",
 					    "--html"};
 	const char *arg = argv[*i], *eq = strchr(arg, '='), *v;
-	size_t len = eq && !strncmp(arg, "--", 2) ? (size_t)(eq - arg)
-						  : strlen(arg);
+	size_t len =
+	    eq && !strncmp(arg, "--", 2) ? (size_t)(eq - arg) : strlen(arg);
 	int k = -1;
 	for (int j = 0; j < 4; j++)
 		if (strlen(flags[j]) == len && !strncmp(arg, flags[j], len))
@@ -90,10 +90,11 @@ static int check_args(const struct report_args *a)
 			 (int)(strchr(a->where[i], '=') - a->where[i]),
 			 a->where[i]);
 		if (!config_key_known(key)) {
-			snprintf(e, sizeof(e),
-				 "report: --where %.100s: %.60s is not a config "
-				 "key (deqbench run --help lists them)",
-				 a->where[i], key);
+			snprintf(
+			    e, sizeof(e),
+			    "report: --where %.100s: %.60s is not a config "
+			    "key (deqbench run --help lists them)",
+			    a->where[i], key);
 			return bad_input(e);
 		}
 	}
@@ -165,8 +166,7 @@ static json_t *sorted(json_t *rows, const char *sort)
 
 /* The usable records of the files that --where keeps, into all. 0, or bad
  * input's status. */
-static int load(int nf, char **files, const struct report_args *a,
-		json_t *all)
+static int load(int nf, char **files, const struct report_args *a, json_t *all)
 {
 	json_t *some = json_array(), *r;
 	char err[1024];
@@ -187,7 +187,8 @@ static int load(int nf, char **files, const struct report_args *a,
 		 "report: %s%s hold%s no %srecords%s; give JSONL files written "
 		 "by deqbench run or suite",
 		 files[0], nf > 1 ? " ..." : "", nf > 1 ? "" : "s",
-		 skipped ? "usable " : "", a->n_where ? " that --where keeps" : "");
+		 skipped ? "usable " : "",
+		 a->n_where ? " that --where keeps" : "");
 	return bad_input(err);
 }
 

@@ -468,14 +468,15 @@ static void fmt_duration(char *buf, size_t n, double t)
 static void suite_progress(const struct suite *s, int k, int n, int index,
 			   double elapsed, int n_ran, double ran_s)
 {
-	char el[32], eta[32] = "";
+	char el[32], eta[48] = "";
 	fmt_duration(el, sizeof(el), elapsed);
 	if (n_ran > 0) {
 		char d[32];
 		fmt_duration(d, sizeof(d), ran_s / n_ran * (n - k + 1));
 		snprintf(eta, sizeof(eta), ", ETA %s", d);
 	}
-	fprintf(stderr, "deqbench: suite %s: run %d of %d (index %d), elapsed %s%s\n",
+	fprintf(stderr,
+		"deqbench: suite %s: run %d of %d (index %d), elapsed %s%s\n",
 		s->name, k, n, index, el, eta);
 }
 

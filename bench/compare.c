@@ -70,13 +70,15 @@ static void collect(const json_t *recs, const char *key, const char *match,
 			continue;
 		vec_push(med, record_num(r, "timing.step_ms.median"));
 		tr = json_object_get(json_object_get(r, "trace"), "step_ms");
-		w = (int)json_integer_value(json_object_get(cfg, "warmup_steps"));
+		w = (int)json_integer_value(
+		    json_object_get(cfg, "warmup_steps"));
 		if (!json_is_array(tr)) {
 			*all_traced = 0;
 			continue;
 		}
 		for (size_t s = (size_t)w; s < json_array_size(tr); s++)
-			vec_push(steps, json_number_value(json_array_get(tr, s)));
+			vec_push(steps,
+				 json_number_value(json_array_get(tr, s)));
 	}
 }
 
@@ -109,8 +111,8 @@ static double u_test(json_t *o, const json_t *base, const json_t *new_recs,
 	a = traced && bs.n && ns.n ? &ns : &nm;
 	b = traced && bs.n && ns.n ? &bs : &bm;
 	stats_mann_whitney(a->x, a->n, b->x, b->n, &u, &p);
-	json_object_set_new(o, "samples", json_string(a == &ns ? "steps"
-							      : "run medians"));
+	json_object_set_new(o, "samples",
+			    json_string(a == &ns ? "steps" : "run medians"));
 	json_object_set_new(o, "n_base", json_integer(b->n));
 	json_object_set_new(o, "n_new", json_integer(a->n));
 	json_object_set_new(o, "u", num(u));
@@ -152,10 +154,12 @@ static json_t *pair_json(const json_t *b, const json_t *n, const json_t *base,
 	    num(at(n, "valid_ppl.mean") / at(b, "valid_ppl.mean")));
 	pv = u_test(p, base, new_recs, key, o->match);
 	json_object_set_new(p, "verdict", json_string(verdict(d, pv, o)));
-	json_object_set(p, "health_base",
-			json_object_get(json_object_get(b, "health"), "labels"));
-	json_object_set(p, "health_new",
-			json_object_get(json_object_get(n, "health"), "labels"));
+	json_object_set(
+	    p, "health_base",
+	    json_object_get(json_object_get(b, "health"), "labels"));
+	json_object_set(
+	    p, "health_new",
+	    json_object_get(json_object_get(n, "health"), "labels"));
 	return p;
 }
 
@@ -224,7 +228,8 @@ int compare_count_slower(const json_t *result, double pct)
 	int n = 0;
 	json_array_foreach(json_object_get(result, "pairs"), i, p)
 	{
-		const char *v = json_string_value(json_object_get(p, "verdict"));
+		const char *v =
+		    json_string_value(json_object_get(p, "verdict"));
 		n += v && !strcmp(v, "SLOWER") &&
 		     record_num(p, "step_ratio") > 1 + pct / 100;
 	}

@@ -33,7 +33,7 @@
 #include <stdio.h>
 
 #define COMPARE_THRESHOLD 0.05
-#define COMPARE_ALPHA 0.05
+#define COMPARE_ALPHA	  0.05
 
 struct compare_opts {
 	const char *match; /* config key that may differ within a pair, or

@@ -55,20 +55,23 @@ static void print_md(FILE *f, const json_t *res)
 		fmt(c[4], 32, record_num(p, "valid_ppl_ratio"), "%.3f");
 		fmt(c[5], 32, record_num(p, "p"), "%.3g");
 		labels(h, sizeof(h), p);
-		fprintf(f,
-			"| %s | %s | %lld/%lld | %s | %s | %s | %s | %s | %s "
-			"(%lld+%lld %s) | %s | %s |\n",
-			str(p, "group"), str(p, "method"),
-			(long long)json_integer_value(json_object_get(p, "runs_base")),
-			(long long)json_integer_value(json_object_get(p, "runs_new")),
-			c[0], c[1], c[2], c[3], c[4], c[5],
-			(long long)json_integer_value(json_object_get(p, "n_base")),
-			(long long)json_integer_value(json_object_get(p, "n_new")),
-			str(p, "samples"), str(p, "verdict"), h);
+		fprintf(
+		    f,
+		    "| %s | %s | %lld/%lld | %s | %s | %s | %s | %s | %s "
+		    "(%lld+%lld %s) | %s | %s |\n",
+		    str(p, "group"), str(p, "method"),
+		    (long long)json_integer_value(
+			json_object_get(p, "runs_base")),
+		    (long long)json_integer_value(
+			json_object_get(p, "runs_new")),
+		    c[0], c[1], c[2], c[3], c[4], c[5],
+		    (long long)json_integer_value(json_object_get(p, "n_base")),
+		    (long long)json_integer_value(json_object_get(p, "n_new")),
+		    str(p, "samples"), str(p, "verdict"), h);
 	}
 	for (int side = 0; side < 2; side++) {
-		const json_t *u = json_object_get(
-		    res, side ? "unpaired_new" : "unpaired_base");
+		const json_t *u = json_object_get(res, side ? "unpaired_new"
+							    : "unpaired_base");
 		json_array_foreach(u, i, p) fprintf(
 		    f, "%sunpaired, only in %s: %s %s (%lld runs)\n",
 		    i ? "" : "\n", side ? "NEW" : "BASE", str(p, "group"),
@@ -99,11 +102,18 @@ static void csv_num(FILE *f, double x)
 
 static void print_csv(FILE *f, const json_t *res)
 {
-	static const char *const nums[] = {
-	    "runs_base",       "runs_new",	    "step_ms_base",
-	    "step_ms_new",     "step_ratio",	    "total_peak_ratio",
-	    "depth_solver_ratio", "valid_ppl_ratio", "n_base",
-	    "n_new",	       "u",		    "p"};
+	static const char *const nums[] = {"runs_base",
+					   "runs_new",
+					   "step_ms_base",
+					   "step_ms_new",
+					   "step_ratio",
+					   "total_peak_ratio",
+					   "depth_solver_ratio",
+					   "valid_ppl_ratio",
+					   "n_base",
+					   "n_new",
+					   "u",
+					   "p"};
 	size_t i, k;
 	json_t *p;
 	fprintf(f, "kind,group,method");

@@ -115,8 +115,10 @@ static int parse_config_on(struct bench_config *cfg, const json_t *base,
 	int i = 0;
 
 	config_defaults(cfg);
-	if (base && config_apply_object(cfg, base, "the parameter file's "
-				       "metadata config", e, sizeof(e)) != 0) {
+	if (base && config_apply_object(cfg, base,
+					"the parameter file's "
+					"metadata config",
+					e, sizeof(e)) != 0) {
 		snprintf(err, errlen, "%s", e);
 		return -1;
 	}
@@ -180,9 +182,9 @@ int parse_config_args(struct bench_config *cfg, int argc, char **argv,
  * base: where output goes and what machine runs it. */
 static int eval_base_key(const char *k)
 {
-	static const char *const machine[] = {"params", "device",  "threads",
-					      "impl",	"tf32",	   "eval_tokens",
-					      "eval_warmup", NULL};
+	static const char *const machine[] = {
+	    "params", "device",	     "threads",	    "impl",
+	    "tf32",   "eval_tokens", "eval_warmup", NULL};
 	for (int i = 0; machine[i]; i++)
 		if (!strcmp(k, machine[i]))
 			return 0;
@@ -207,8 +209,8 @@ static int parse_eval_config(struct bench_config *cfg, int argc, char **argv,
 	if (!cfg->params[0] || !(meta = runner_params_config(cfg->params)))
 		return 0;
 	base = json_object();
-	json_object_foreach(meta, k, v) if (eval_base_key(k) &&
-					    config_key_known(k))
+	json_object_foreach(meta, k,
+			    v) if (eval_base_key(k) && config_key_known(k))
 	    json_object_set(base, k, v);
 	rc = parse_config_on(cfg, base, argc, argv, NULL, NULL, err, errlen);
 	json_decref(base);
@@ -689,9 +691,11 @@ static const struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-    {"run", cmd_run},	    {"eval", cmd_eval},		{"suite", cmd_suite},
-    {"report", cmd_report}, {"params", cmd_params},	{"grad", cmd_grad},
-    {"plan", cmd_plan},	    {"validate", cmd_validate},	{"compare", cmd_compare},
+    {"run", cmd_run},	      {"eval", cmd_eval},
+    {"suite", cmd_suite},     {"report", cmd_report},
+    {"params", cmd_params},   {"grad", cmd_grad},
+    {"plan", cmd_plan},	      {"validate", cmd_validate},
+    {"compare", cmd_compare},
 };
 
 int main(int argc, char **argv)
@@ -722,11 +726,10 @@ int main(int argc, char **argv)
 		    "give a command: run, eval, suite, report, compare, plan, "
 		    "validate, env, params, grad or bench-block (deqbench "
 		    "--help lists them)");
-	snprintf(
-	    e, sizeof(e),
-	    "unknown command '%.200s'; use run, eval, suite, report, "
-	    "compare, plan, validate, env, params, grad or bench-block "
-	    "(deqbench --help)",
-	    cmd);
+	snprintf(e, sizeof(e),
+		 "unknown command '%.200s'; use run, eval, suite, report, "
+		 "compare, plan, validate, env, params, grad or bench-block "
+		 "(deqbench --help)",
+		 cmd);
 	return bad_input(e);
 }

@@ -79,8 +79,9 @@ static void table(FILE *f, const json_t *rows)
 		esc(f, json_string_value(json_object_get(r, "group")));
 		fputs("</td><td>", f);
 		esc(f, json_string_value(json_object_get(r, "method")));
-		fprintf(f, "</td><td>%lld</td>",
-			(long long)json_integer_value(json_object_get(r, "runs")));
+		fprintf(
+		    f, "</td><td>%lld</td>",
+		    (long long)json_integer_value(json_object_get(r, "runs")));
 		cell_ci(f, r, "step_ms", "median");
 		cell_ci(f, r, "step_x_unroll", "ratio");
 		cell_num(f, r, "depth_solver_mib", 2);
@@ -166,12 +167,13 @@ static void figures(FILE *f, const char *path)
 int report_write_html(FILE *f, int n, char *const *paths,
 		      const json_t *const *rows)
 {
-	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta "
-		   "charset=\"utf-8\"><title>deqbench report</title><style>%s"
-		   "</style></head><body>\n<h1>deqbench report</h1>\n<p>One "
-		   "table per record file (deqbench report: seeds aggregated, "
-		   "95%% intervals, health labels) and the figures drawn "
-		   "beside it (plots/plot.py).</p>\n",
+	fprintf(f,
+		"<!DOCTYPE html>\n<html lang=\"en\"><head><meta "
+		"charset=\"utf-8\"><title>deqbench report</title><style>%s"
+		"</style></head><body>\n<h1>deqbench report</h1>\n<p>One "
+		"table per record file (deqbench report: seeds aggregated, "
+		"95%% intervals, health labels) and the figures drawn "
+		"beside it (plots/plot.py).</p>\n",
 		STYLE);
 	for (int i = 0; i < n; i++) {
 		fputs("<section><h2>", f);

@@ -34,7 +34,7 @@ static void fmt_ci(char *buf, size_t n, const json_t *o, const char *center)
 {
 	double x = at(o, center), lo = at(o, "lo"), hi = at(o, "hi");
 	int d = !isfinite(x) || fabs(x) >= 1000 ? 0 : fabs(x) >= 100 ? 1 : 2;
-	char a[24], b[24], c[24];
+	char a[16], b[16], c[16];
 	fmt(a, sizeof(a), x, d);
 	if (!isfinite(lo) || !isfinite(hi)) {
 		snprintf(buf, n, "%s", a);
@@ -88,19 +88,18 @@ static void cut(char *buf, size_t n, const char *s, int w)
 		buf[i - 1] = '~';
 }
 
-#define METHOD_W 21
+#define METHOD_W 18
 
 static void print_header(FILE *f)
 {
-	fprintf(f,
-		"  %-*s %2s %19s %16s %6s %6s %7s %12s %s\n", METHOD_W, "method",
-		"n", "step ms [95% CI]", "x unroll [95%]", "d+s x", "tot x",
-		"f/b cv%", "valid ppl", "!");
+	fprintf(f, "  %-*s %2s %19s %19s %6s %6s %7s %12s %s\n", METHOD_W,
+		"method", "n", "step ms [95% CI]", "x unroll [95%]", "d+s x",
+		"tot x", "f/b cv%", "valid ppl", "!");
 }
 
 static void print_row(FILE *f, const json_t *row)
 {
-	char m[64], step[48], x[48], ds[16], tot[16], conv[16], ppl[32];
+	char m[64], step[64], x[64], ds[16], tot[16], conv[16], ppl[32];
 	int labelled = json_array_size(json_object_get(
 			   json_object_get(row, "health"), "labels")) > 0;
 	cut(m, sizeof(m), str(row, "method"), METHOD_W);
@@ -110,7 +109,7 @@ static void print_row(FILE *f, const json_t *row)
 	fmt(tot, sizeof(tot), at(row, "total_x_unroll"), 3);
 	fmt_conv(conv, sizeof(conv), row);
 	fmt_ppl(ppl, sizeof(ppl), row);
-	fprintf(f, "  %-*s %2lld %19s %16s %6s %6s %7s %12s %s\n", METHOD_W, m,
+	fprintf(f, "  %-*s %2lld %19s %19s %6s %6s %7s %12s %s\n", METHOD_W, m,
 		(long long)json_integer_value(json_object_get(row, "runs")),
 		step, x, ds, tot, conv, ppl, labelled ? "!" : "");
 }
@@ -122,8 +121,8 @@ static void print_notes(FILE *f, const json_t *rows, const char *group)
 	json_t *r, *l;
 	json_array_foreach(rows, i, r)
 	{
-		const json_t *labels = json_object_get(
-		    json_object_get(r, "health"), "labels");
+		const json_t *labels =
+		    json_object_get(json_object_get(r, "health"), "labels");
 		if (strcmp(str(r, "group"), group) || !json_array_size(labels))
 			continue;
 		fprintf(f, "  ! %s:", str(r, "method"));
@@ -140,13 +139,15 @@ void report_print_term(FILE *f, const json_t *rows)
 	json_array_foreach(rows, i, r)
 	{
 		int seen = 0;
-		json_array_foreach(rows, j, q) if (j < i && !strcmp(str(q, "group"), str(r, "group"))) seen = 1;
+		json_array_foreach(
+		    rows, j, q) if (j < i && !strcmp(str(q, "group"),
+						     str(r, "group"))) seen = 1;
 		if (seen)
 			continue;
 		fprintf(f, "%s== %s\n", i ? "\n" : "", str(r, "group"));
 		print_header(f);
-		json_array_foreach(rows, j, q) if (!strcmp(str(q, "group"),
-							 str(r, "group")))
+		json_array_foreach(
+		    rows, j, q) if (!strcmp(str(q, "group"), str(r, "group")))
 		    print_row(f, q);
 		print_notes(f, rows, str(r, "group"));
 	}
@@ -211,11 +212,12 @@ void report_print_csv(FILE *f, const json_t *rows)
 			else
 				fputc(',', f);
 		}
-		json_array_foreach(json_object_get(json_object_get(r, "health"),
-						   "labels"),
-				   j, l) n += (size_t)snprintf(
-		    labels + n, n < sizeof(labels) ? sizeof(labels) - n : 0,
-		    "%s%s", j ? "; " : "", json_string_value(l));
+		json_array_foreach(
+		    json_object_get(json_object_get(r, "health"), "labels"), j,
+		    l) n +=
+		    (size_t)snprintf(
+			labels + n, n < sizeof(labels) ? sizeof(labels) - n : 0,
+			"%s%s", j ? "; " : "", json_string_value(l));
 		fputc(',', f);
 		csv_str(f, labels);
 		fputc('\n', f);

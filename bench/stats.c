@@ -108,7 +108,8 @@ struct ranked {
 
 static int cmp_ranked(const void *x, const void *y)
 {
-	double a = ((const struct ranked *)x)->v, b = ((const struct ranked *)y)->v;
+	double a = ((const struct ranked *)x)->v,
+	       b = ((const struct ranked *)y)->v;
 	return (a > b) - (a < b);
 }
 
@@ -145,10 +146,11 @@ static double exact_cdf(int m, int n, double u)
 	for (int i = 0; i <= m; i++)
 		for (int j = 0; j <= n; j++)
 			for (int k = 0; k <= i * j; k++)
-				C(i, j, k) = (i == 0 || j == 0)
-						 ? (k == 0)
-						 : (k >= j ? C(i - 1, j, k - j) : 0) +
-						       C(i, j - 1, k);
+				C(i, j, k) =
+				    (i == 0 || j == 0)
+					? (k == 0)
+					: (k >= j ? C(i - 1, j, k - j) : 0) +
+					      C(i, j - 1, k);
 	for (int k = 0; k <= K; k++) {
 		tot += C(m, n, k);
 		below += k <= u + 1e-9 ? C(m, n, k) : 0;
@@ -174,7 +176,8 @@ int stats_mann_whitney(const double *a, int na, const double *b, int nb,
 	qsort(s, (size_t)n, sizeof(*s), cmp_ranked);
 	*u = rank_sum_a(s, n, &tie) - 0.5 * na * (na + 1.0);
 	free(s);
-	if (tie == 0 && na <= STATS_MWU_EXACT_MAX && nb <= STATS_MWU_EXACT_MAX) {
+	if (tie == 0 && na <= STATS_MWU_EXACT_MAX &&
+	    nb <= STATS_MWU_EXACT_MAX) {
 		/* two-sided: twice the smaller tail, U's distribution being
 		 * symmetric about na nb / 2 */
 		double lo = fmin(*u, (double)na * nb - *u);

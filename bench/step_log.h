@@ -46,7 +46,7 @@ struct step_log {
 	 * copy stream's ms and the ms the compute stream waited for copies
 	 * (backend_copy_stats; 0 when nothing moved) */
 	double *moved, *copy_ms, *stall_ms;
-	void *mem;     /* the one allocation behind every array */
+	void *mem; /* the one allocation behind every array */
 };
 
 /* Allocates n zeroed entries of every array in one block. 0, or -1 when

@@ -230,7 +230,8 @@ static int collapse_duplicates(struct suite *s, const char *source)
 	qsort(v, (size_t)s->n_runs, sizeof(*v), by_key);
 	for (int i = 1, first = 0; i < s->n_runs; i++) {
 		char keys[200];
-		if (!v[i].key || !v[first].key || strcmp(v[i].key, v[first].key)) {
+		if (!v[i].key || !v[first].key ||
+		    strcmp(v[i].key, v[first].key)) {
 			first = i;
 			continue;
 		}
@@ -240,7 +241,7 @@ static int collapse_duplicates(struct suite *s, const char *source)
 		differing(&s->runs[v[first].index], &s->runs[v[i].index], keys,
 			  sizeof(keys));
 		snprintf(s->collapsed_note, sizeof(s->collapsed_note),
-			 "%.200s: run %d is the same run as run %d (%s%.200s); "
+			 "%.150s: run %d is the same run as run %d (%s%.150s); "
 			 "it runs once",
 			 source, v[i].index, v[first].index,
 			 keys[0] ? "differing only in keys its method does not "

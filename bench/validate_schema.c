@@ -382,8 +382,7 @@ static const struct vfield trace_f[] = {
 };
 
 /* health: did the run train (bench/health.h) */
-static const char *const verdicts[] = {"healthy", "unstable", "diverged",
-				       NULL};
+static const char *const verdicts[] = {"healthy", "unstable", "diverged", NULL};
 static const struct vfield health_f[] = {
     F("verdict", VT_STR, .values = verdicts),
     F("unconverged", VT_BOOL | VT_NULL),

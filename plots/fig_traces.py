@@ -87,10 +87,15 @@ def fig_convergence(runs, recs, prefix, written):
         return False
     groups, glabel = group_labels(deq)
     name = lambda r: r.series + ("" if len(groups) == 1 else f" ({glabel[r.group]})")
-    names = list(dict.fromkeys(name(r) for r in deq))
+    # one line per record: each seed of a configuration is drawn, so an
+    # unconverged seed is never hidden behind a converged one
+    lines = [(name(r) + (f" seed {R.cfg(rec, 'seed')}" if len(r.recs) > 1 else ""), rec)
+             for r in deq for rec in r.recs
+             if isinstance(R.get(rec, "trace.fwd_residual"), list)]
+    names = list(dict.fromkeys(label for label, _ in lines))
     col = colours(names)
     styles = ["-", "--", ":", "-."]
-    steps = max(len(R.get(r.rec, "trace.fwd_residual")) for r in deq)
+    steps = max(len(R.get(rec, "trace.fwd_residual")) for _, rec in lines)
     w = max(1, min(50, round(steps / 20)))
     # room below the panels for one legend line per run
     fig, axes = plt.subplots(2, 2, layout="constrained", sharex=True,
@@ -102,20 +107,20 @@ def fig_convergence(runs, recs, prefix, written):
             (1, "bwd", "backward", "b_tol", "backward solve y = y J + ḡ")):
         a_res, a_conv = axes[0][c], axes[1][c]
         tols, modes = set(), set()
-        for r in deq:
-            if R.get(r.rec, "solver." + section) is None:
+        for label, rec in lines:
+            if R.get(rec, "solver." + section) is None:
                 continue  # no such solve (b_mode=jfb)
-            res = trace_of(r.rec, side + "_residual")
-            flags, d = converged_flags(r.rec, side)
+            res = trace_of(rec, side + "_residual")
+            flags, d = converged_flags(rec, side)
             derived |= d
-            n = names.index(name(r))
-            kw = dict(color=col[name(r)], ls=styles[n // 10 % len(styles)], lw=0.9)
+            n = names.index(label)
+            kw = dict(color=col[label], ls=styles[n // 10 % len(styles)], lw=0.9)
             frac = sum(flags) / len(flags) if flags else math.nan
-            a_res.semilogy(range(1, len(res) + 1), res, label=name(r), **kw)
+            a_res.semilogy(range(1, len(res) + 1), res, label=label, **kw)
             a_conv.plot(range(1, len(flags) + 1), trailing_mean(flags, w),
-                        label=f"{name(r)}: {100 * frac:.1f}% of all steps", **kw)
-            tols.add(R.cfg(r.rec, tol_key))
-            modes.add(R.cfg(r.rec, section[0] + "_stop_mode"))
+                        label=f"{label}: {100 * frac:.1f}% of all steps", **kw)
+            tols.add(R.cfg(rec, tol_key))
+            modes.add(R.cfg(rec, section[0] + "_stop_mode"))
         if not tols:
             for ax in (a_res, a_conv):
                 ax.text(0.5, 0.5, "no backward solve (b_mode=jfb)", ha="center",

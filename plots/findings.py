@@ -372,13 +372,18 @@ def section_eps_infer(srcs):
         trained = next((r for r in dq if r["config"]["f_tol"] == 0.001 and
                         r["config"]["f_max_iter"] == 30), None)
         if trained and base:
+            same = [x(r) for r in dq if r["config"]["f_tol"] == 0.001 and
+                    (r["fwd_converged"] or 0) >= 0.95 and x(r)]
+            spread = (f" (at the caps where its solves converge, {num(min(same))}–"
+                      f"{num(max(same))}× for the same evaluations: one run per setting, so "
+                      f"that spread is timing noise)") if len(same) > 1 else ""
             lines += [
                 f"On the {s.machine.upper()}, the DEQ trained at ε = 1e-3 and evaluated at its "
                 f"training tolerance and cap takes {num(x(trained))}× the unrolled net's "
-                f"(L = 12) time per valid batch (published: {PAPER['deq_infer']}), for valid "
-                f"perplexity {num(trained['valid_ppl']['mean'])} against "
-                f"{num(base['valid_ppl']['mean'])}; one run per setting, times are medians "
-                f"over the valid batches.", ""]
+                f"(L = 12) time per valid batch{spread} (published: {PAPER['deq_infer']}), "
+                f"for valid perplexity {num(trained['valid_ppl']['mean'])} against "
+                f"{num(base['valid_ppl']['mean'])}; times are medians over the valid "
+                f"batches.", ""]
         for r in un + dq:
             c = r["config"]
             deq = r["method"].startswith("deq")
@@ -467,7 +472,9 @@ def generate(deqbench, results):
            "geometric mean, × unroll with Welch's 95% interval; memory exact from the "
            "allocator; valid perplexity mean ± sd over seeds). A row with a ⚠ label did not "
            "train cleanly or its DEQ did not converge: read its numbers as that "
-           "(results/SCHEMA.md §health).", ""]
+           "(results/SCHEMA.md §health). `noisy` flags a run whose step-time interquartile "
+           "range exceeds 10% of its median: on a shared VM that is the machine, and for a "
+           "DEQ also its solver's iterations, which vary from step to step.", ""]
     out += provenance(results) + [""]
     out += section_gc(srcs(("cpu", "gc-vs-deq"), ("gpu", "gc-vs-deq-gpu"), ("gpu", "gc-vs-deq")))
     out += section_trellis(srcs(("cpu", "gc-vs-deq-trellisnet"), ("gpu", "gc-vs-deq-trellisnet")))
@@ -507,9 +514,15 @@ def infer_headline(src):
                r["config"]["f_tol"] == 0.001 and r["config"]["f_max_iter"] == 30), None)
     if not (base and dq and base["inference_ms"]["median"]):
         return "- **ε at inference**: the records lack the trained DEQ or unroll L=12."
-    x = dq["inference_ms"]["median"] / base["inference_ms"]["median"]
+    b = base["inference_ms"]["median"]
+    x = dq["inference_ms"]["median"] / b
+    same = [r["inference_ms"]["median"] / b for r in rows if r["method"].startswith("deq")
+            and r["config"]["f_tol"] == 0.001 and (r["fwd_converged"] or 0) >= 0.95
+            and r["inference_ms"]["median"]]
+    spread = (f" ({num(min(same))}–{num(max(same))}× over the caps where it converges, "
+              f"one run each)") if len(same) > 1 else ""
     return (f"- **ε at inference** ({src.machine.upper()}): the DEQ trained at ε = 1e-3 takes "
-            f"{num(x)}× the unrolled net's time per batch at that ε (published "
+            f"{num(x)}× the unrolled net's time per batch at that ε{spread} (published "
             f"{PAPER['deq_infer']}), valid perplexity {num(dq['valid_ppl']['mean'])} against "
             f"{num(base['valid_ppl']['mean'])}.")
 

@@ -317,9 +317,11 @@ def fig_eps_infer(runs, recs, prefix, written):
             ax.plot(eps, ys, marker=m, ms=4, color=col[name], label=name)
         a_par.scatter([r.inf_ms for r in rs], [r.ppl for r in rs], marker=m, s=18,
                       color=col[name], label=name)
-        for r in rs:
+        # ε labels on one series only (the largest cap, whose points
+        # spread along the time axis): labels of every cap overlap
+        for r in rs if c == caps[-1] else []:
             a_par.annotate(f"ε={R.fmt_g(R.cfg(r.rec, 'f_tol'))}", (r.inf_ms, r.ppl),
-                           textcoords="offset points", xytext=(3, 2), fontsize=5)
+                           textcoords="offset points", xytext=(3, 3), fontsize=6)
     unr.sort(key=lambda r: R.cfg(r.rec, "layers"))
     if unr:
         a_par.plot([u.inf_ms for u in unr], [u.ppl for u in unr], marker="*", ms=7,
@@ -352,7 +354,8 @@ def fig_eps_infer(runs, recs, prefix, written):
             (f"unroll L={R.cfg(r.rec, 'layers')}" if R.method(r.rec) == "unroll"
              else f"deq ε={R.fmt_g(R.cfg(r.rec, 'f_tol'))}") + f" (ppl {r.ppl:.1f})"
             for r in off), transform=a_par.transAxes, va="top", fontsize=6)
-    a_par.set_title("time against perplexity: deq at (ε, cap), unroll at depth L")
+    a_par.set_title("time against perplexity: deq at (ε, cap), unroll at depth L"
+                    + (f"\n(ε labelled at cap {caps[-1]})" if caps else ""))
     a_par.grid(True, which="both", alpha=0.3)
     a_t.legend(fontsize=6)
     a_par.legend(fontsize=6)

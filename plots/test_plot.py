@@ -40,7 +40,7 @@ FIGURES = ["memory-vs-depth", "time-ratio", "memory-ratio", "eps-sweep", "residu
 
 # The reviewer-question suites and the runs each expands to.
 SUITES = {"gc-vs-deq.json": 9, "gc-vs-deq-gpu.json": 18,
-          "gc-vs-deq-trellisnet.json": 4, "depth.json": 81, "default.json": 9,
+          "gc-vs-deq-trellisnet.json": 4, "depth.json": 78, "default.json": 9,
           "eps-train.json": 10, "eps-infer.json": 31}
 
 TINY = {

@@ -1936,8 +1936,8 @@ Test(suite, command_member)
 	struct suite s;
 	char err[512];
 	json_t *ok = json_loads("{\"command\": \"eval\", \"base\": "
-				"{\"params\": \"p.safetensors\"}, \"axes\": "
-				"{\"f_tol\": [0.1, 0.01]}}",
+				"{\"params\": \"p.safetensors\", \"method\": "
+				"\"deq\"}, \"axes\": {\"f_tol\": [0.1, 0.01]}}",
 				0, NULL);
 	json_t *bad =
 	    json_loads("{\"command\": \"train\", \"axes\": {}}", 0, NULL);

@@ -84,8 +84,8 @@ static json_t *compare_json(const char *name, const char *flag,
 			    const char *value)
 {
 	char b[600], n[600], out[600], err[2048];
-	const char *a[] = {"compare", b,	 n,    "--format",
-			   "json",    flag,	 value, NULL};
+	const char *a[] = {"compare", b,    n,	   "--format",
+			   "json",    flag, value, NULL};
 	json_t *r;
 	cli_path(b, sizeof(b), "base.jsonl");
 	cli_path(n, sizeof(n), name);
@@ -102,8 +102,7 @@ static const char *verdict(const json_t *res, size_t i)
 	    json_array_get(json_object_get(res, "pairs"), i), "verdict"));
 }
 
-Test(compare, verdicts, .init = cli_setup, .fini = cli_teardown,
-     .timeout = 120)
+Test(compare, verdicts, .init = cli_setup, .fini = cli_teardown, .timeout = 120)
 {
 	json_t *r;
 	make_base();
@@ -115,10 +114,10 @@ Test(compare, verdicts, .init = cli_setup, .fini = cli_teardown,
 	make_variant("slow.jsonl", 1.5, 0, NULL, NULL);
 	r = compare_json("slow.jsonl", NULL, NULL);
 	cr_assert_str_eq(verdict(r, 0), "SLOWER");
-	cr_assert_str_eq(json_string_value(json_object_get(
-			     json_array_get(json_object_get(r, "pairs"), 0),
-			     "samples")),
-			 "steps");
+	cr_assert_str_eq(
+	    json_string_value(json_object_get(
+		json_array_get(json_object_get(r, "pairs"), 0), "samples")),
+	    "steps");
 	cr_assert_float_eq(
 	    json_number_value(json_object_get(
 		json_array_get(json_object_get(r, "pairs"), 0), "step_ratio")),
@@ -169,8 +168,8 @@ Test(compare, unpaired_and_match, .init = cli_setup, .fini = cli_teardown,
 	json_decref(two);
 }
 
-Test(compare, formats_and_bad_input, .init = cli_setup,
-     .fini = cli_teardown, .timeout = 120)
+Test(compare, formats_and_bad_input, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
 {
 	char b[600], dir[600], out[600], err[2048], *text;
 	make_base();
@@ -186,14 +185,15 @@ Test(compare, formats_and_bad_input, .init = cli_setup,
 	cr_assert_eq(cli_run(csv, 0, err, sizeof(err)), 0, "%s", err);
 	cli_path(out, sizeof(out), "stdout.txt");
 	text = cli_read(out, NULL);
-	cr_assert(!strncmp(text, "kind,group,method,runs_base", 27), "%s", text);
+	cr_assert(!strncmp(text, "kind,group,method,runs_base", 27), "%s",
+		  text);
 	cr_assert(strstr(text, ",SAME\n"), "%s", text);
 	free(text);
 	const char *md[] = {"compare", b, b, NULL};
 	cr_assert_eq(cli_run(md, 0, err, sizeof(err)), 0, "%s", err);
 	text = cli_read(out, NULL);
-	cr_assert(strstr(text, "| verdict |") && strstr(text, "| SAME |"),
-		  "%s", text);
+	cr_assert(strstr(text, "| verdict |") && strstr(text, "| SAME |"), "%s",
+		  text);
 	free(text);
 	const char *help[] = {"compare", "--help", NULL};
 	cr_assert_eq(cli_run(help, 0, err, sizeof(err)), 0);
@@ -207,8 +207,8 @@ Test(compare, formats_and_bad_input, .init = cli_setup,
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		cr_assert_eq(cli_run(bad[i], 0, err, sizeof(err)), 2,
 			     "case %zu: %s", i, err);
-		cr_assert(strstr(err, "deqbench: ") && strchr(err, '\n') ==
-							       strrchr(err, '\n'),
+		cr_assert(strstr(err, "deqbench: ") &&
+			      strchr(err, '\n') == strrchr(err, '\n'),
 			  "case %zu: one line: %s", i, err);
 	}
 }

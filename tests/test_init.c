@@ -347,7 +347,8 @@ Test(init, bad_config_refused)
 	struct bench_config c;
 	char err[256];
 	config_defaults(&c);
-	cr_assert_eq(c.model.init, MODEL_INIT_GPT2, "default preset");
+	/* the recipe's preset since 2026-11-25 (gpt2 before) */
+	cr_assert_eq(c.model.init, MODEL_INIT_PYTORCH, "default preset");
 	cr_assert_eq(config_set(&c, "init", "torch", err, sizeof(err)), -1);
 	cr_assert(strstr(err, "gpt2, pytorch, deq"), "%s", err);
 	cr_assert_eq(config_set(&c, "init_std", "-1", err, sizeof(err)), -1);

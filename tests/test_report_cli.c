@@ -20,11 +20,12 @@ static void make_records(char *out, size_t n)
 	char suite[600], text[1200], err[2048];
 	cli_path(suite, sizeof(suite), "s.json");
 	cli_path(out, n, "r.jsonl");
-	snprintf(text, sizeof(text),
-		 "{\"name\": \"rep\", \"base\": {" TINY ", \"out\": \"%s\"}, "
-		 "\"axes\": {\"method\": [\"unroll\", \"checkpoint\", \"deq\"], "
-		 "\"layers\": [3, 4], \"seed\": [1, 2]}}",
-		 out);
+	snprintf(
+	    text, sizeof(text),
+	    "{\"name\": \"rep\", \"base\": {" TINY ", \"out\": \"%s\"}, "
+	    "\"axes\": {\"method\": [\"unroll\", \"checkpoint\", \"deq\"], "
+	    "\"layers\": [3, 4], \"seed\": [1, 2]}}",
+	    out);
 	cli_write_text(suite, text);
 	const char *a[] = {"suite", suite, NULL};
 	cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
@@ -32,8 +33,8 @@ static void make_records(char *out, size_t n)
 
 /* A suite says where it is before each run: run K of N, elapsed, and an
  * ETA once a run has finished (issue 29). */
-Test(report_cli, suite_progress_lines, .init = cli_setup,
-     .fini = cli_teardown, .timeout = 120)
+Test(report_cli, suite_progress_lines, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
 {
 	char out[600], p[600], *e;
 	make_records(out, sizeof(out));
@@ -104,21 +105,22 @@ Test(report_cli, formats_where_sort, .init = cli_setup, .fini = cli_teardown,
 	cr_assert(!strncmp(t, "group,method,impl,kind,status,runs,", 35), "%s",
 		  t);
 	free(t);
-	const char *js[] = {"report", "--format", "json", "--where",
-			    "method=deq", "--sort", "ppl", out, NULL};
+	const char *js[] = {"report",  "--format",   "json",
+			    "--where", "method=deq", "--sort",
+			    "ppl",     out,	     NULL};
 	cr_assert_eq(cli_run(js, 0, err, sizeof(err)), 0, "%s", err);
 	t = stdout_text();
 	rows = json_loads(t, 0, NULL);
 	cr_assert_eq(json_array_size(rows), 2, "%s", t);
-	cr_assert_eq(json_integer_value(json_object_get(json_array_get(rows, 0),
-							"runs")),
+	cr_assert_eq(json_integer_value(
+			 json_object_get(json_array_get(rows, 0), "runs")),
 		     2, "seeds aggregate");
-	cr_assert_leq(json_number_value(json_object_get(
-			  json_object_get(json_array_get(rows, 0), "valid_ppl"),
-			  "mean")),
-		      json_number_value(json_object_get(
-			  json_object_get(json_array_get(rows, 1), "valid_ppl"),
-			  "mean")));
+	cr_assert_leq(
+	    json_number_value(json_object_get(
+		json_object_get(json_array_get(rows, 0), "valid_ppl"), "mean")),
+	    json_number_value(json_object_get(
+		json_object_get(json_array_get(rows, 1), "valid_ppl"),
+		"mean")));
 	json_decref(rows);
 	free(t);
 	const char *help[] = {"report", "--help", NULL};

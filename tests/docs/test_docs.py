@@ -43,7 +43,7 @@ def main():
     conf = read(root, "docs/configuration.md")
     cmds_doc = read(root, "docs/commands.md")
     for m in methods:
-        if f"(`{m}`)" not in intro:
+        if not re.search(rf"\(`{m}`[):]", intro):
             fail(f"README.md's first paragraph does not name method `{m}`")
         if not re.search(rf"^\| `{m}` \|", mdoc, re.M):
             fail(f"docs/methods.md's method table has no row for `{m}`")
