@@ -6,14 +6,9 @@
 
 #include "compare.h"
 #include "record.h"
+#include "report.h"
 
-static void fmt(char *buf, size_t n, double x, const char *f)
-{
-	if (isfinite(x))
-		snprintf(buf, n, f, x);
-	else
-		snprintf(buf, n, "-");
-}
+#define fmt report_fmt
 
 static const char *str(const json_t *o, const char *k)
 {
@@ -80,18 +75,6 @@ static void print_md(FILE *f, const json_t *res)
 	}
 }
 
-/* A CSV field: quoted, inner quotes doubled (RFC 4180). */
-static void csv_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 static void csv_num(FILE *f, double x)
 {
 	if (isfinite(x))
@@ -123,13 +106,13 @@ static void print_csv(FILE *f, const json_t *res)
 	json_array_foreach(json_object_get(res, "pairs"), i, p)
 	{
 		fprintf(f, "pair,");
-		csv_str(f, str(p, "group"));
+		report_csv_str(f, str(p, "group"));
 		fputc(',', f);
-		csv_str(f, str(p, "method"));
+		report_csv_str(f, str(p, "method"));
 		for (k = 0; k < sizeof(nums) / sizeof(*nums); k++)
 			csv_num(f, record_num(p, nums[k]));
 		fputc(',', f);
-		csv_str(f, str(p, "samples"));
+		report_csv_str(f, str(p, "samples"));
 		fprintf(f, ",%s\n", str(p, "verdict"));
 	}
 	for (int side = 0; side < 2; side++)
@@ -138,9 +121,9 @@ static void print_csv(FILE *f, const json_t *res)
 				   i, p)
 		{
 			fprintf(f, "%s,", side ? "only_new" : "only_base");
-			csv_str(f, str(p, "group"));
+			report_csv_str(f, str(p, "group"));
 			fputc(',', f);
-			csv_str(f, str(p, "method"));
+			report_csv_str(f, str(p, "method"));
 			fprintf(f, "%s\n", ",,,,,,,,,,,,,,");
 		}
 }

@@ -61,6 +61,13 @@ void report_print_csv(FILE *f, const json_t *rows);
 int report_write_html(FILE *f, int n, char *const *paths,
 		      const json_t *const *rows);
 
+/* x printed with printf format f into buf, "-" when x is not finite (a
+ * null figure). */
+void report_fmt(char *buf, size_t n, double x, const char *f);
+
+/* A CSV field (RFC 4180): quoted, inner quotes doubled. */
+void report_csv_str(FILE *f, const char *s);
+
 /* report_rows then report_print_md: the summary `run`, `suite` and
  * `report` print. */
 void record_summary(FILE *f, const json_t *records);

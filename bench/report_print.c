@@ -12,13 +12,26 @@ static double at(const json_t *row, const char *path)
 	return record_num(row, path);
 }
 
-static void fmt(char *buf, size_t n, double x, const char *f)
+void report_fmt(char *buf, size_t n, double x, const char *f)
 {
 	if (isfinite(x))
 		snprintf(buf, n, f, x);
 	else
 		snprintf(buf, n, "-");
 }
+
+void report_csv_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+#define fmt report_fmt
 
 /* A fraction in [0, 1] as a percentage with one decimal; never rounded to
  * 100.0% or 0.0% unless it is exactly that, so a solve that missed its

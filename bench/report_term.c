@@ -23,10 +23,9 @@ static const char *str(const json_t *o, const char *k)
 /* x with digits decimals, "-" when not finite. */
 static void fmt(char *buf, size_t n, double x, int digits)
 {
-	if (isfinite(x))
-		snprintf(buf, n, "%.*f", digits, x);
-	else
-		snprintf(buf, n, "-");
+	char f[8];
+	snprintf(f, sizeof(f), "%%.%df", digits);
+	report_fmt(buf, n, x, f);
 }
 
 /* "x [lo-hi]", or "x" without an interval; digits chosen by magnitude. */
@@ -153,18 +152,6 @@ void report_print_term(FILE *f, const json_t *rows)
 	}
 }
 
-/* A CSV field: quoted, inner quotes doubled (RFC 4180). */
-static void csv_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 void report_print_csv(FILE *f, const json_t *rows)
 {
 	static const char *const cols[] = {
@@ -203,7 +190,7 @@ void report_print_csv(FILE *f, const json_t *rows)
 		for (k = 0; k < 5; k++) {
 			if (k)
 				fputc(',', f);
-			csv_str(f, str(r, text[k]));
+			report_csv_str(f, str(r, text[k]));
 		}
 		for (k = 0; k < sizeof(cols) / sizeof(*cols); k++) {
 			double x = at(r, cols[k]);
@@ -219,7 +206,7 @@ void report_print_csv(FILE *f, const json_t *rows)
 			labels + n, n < sizeof(labels) ? sizeof(labels) - n : 0,
 			"%s%s", j ? "; " : "", json_string_value(l));
 		fputc(',', f);
-		csv_str(f, labels);
+		report_csv_str(f, labels);
 		fputc('\n', f);
 	}
 }
