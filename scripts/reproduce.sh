@@ -16,9 +16,11 @@
 #   --run` on the budget suite's model (core 0, nothing beside them).
 #   About 2.5 hours on a quiet 2-core machine.
 # gpu: one lane, device=cuda: gc-vs-deq-gpu (the paper-scale suite, 3
-#   seeds), gc-vs-deq, gc-vs-deq-trellisnet, depth, eps-train, eps-infer,
-#   default. About 25 minutes on one H100 (results/gpu/README.md has the
-#   steps for a lent machine without packages or git).
+#   seeds), gc-vs-deq, gc-vs-deq-trellisnet, depth, eps-train, eps-infer
+#   (default is scripts/run.sh's CPU reference only). Estimated 25 minutes
+#   on one H100 from the per-step times of earlier H100 runs; not yet run
+#   (results/gpu/README.md has the steps for a lent machine without
+#   packages or git).
 # --budget S (default 540 for gpu, none for cpu): start no run after S
 #   seconds (the suite in progress gets SIGTERM and ends after its current
 #   run, whose record is kept) and exit 3; the same command with --resume
@@ -217,7 +219,7 @@ if ((!finish)); then
 		cpu_extras || status=1
 	else
 		for name in gc-vs-deq-gpu gc-vs-deq gc-vs-deq-trellisnet depth \
-			eps-train eps-infer default; do
+			eps-train eps-infer; do
 			rc=0
 			suite "$name" device=cuda || rc=$?
 			if ((rc == 3)); then
