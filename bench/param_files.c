@@ -184,9 +184,8 @@ int runner_load_params(struct run_ctx *rc, const char *path, char *err,
 	int rv = -1;
 
 	if (tmp && read_params(m, path, tmp, err, errlen) == 0) {
-		rc->be->ops->upload(rc->be->ctx, m->param_buf, tmp,
-				    m->n_param_elems);
-		rc->be->ops->sync(rc->be->ctx);
+		be_upload(rc->be, m->param_buf, tmp, m->n_param_elems);
+		be_sync(rc->be);
 		rv = 0;
 	}
 	free(tmp);
@@ -335,7 +334,7 @@ static int add_tensors(struct st_writer *w, const struct run_ctx *rc,
 		snprintf(err, errlen, "out of host memory");
 		return -1;
 	}
-	rc->be->ops->download(rc->be->ctx, tmp, buf, m->n_param_elems);
+	be_download(rc->be, tmp, buf, m->n_param_elems);
 	for (size_t k = 0; k < m->n_param_elems; k++)
 		f32[k] = (float)tmp[k];
 	free(tmp);

@@ -353,9 +353,8 @@ struct affine {
 static void affine_apply(void *ctx, void *out, const void *in)
 {
 	struct affine *f = ctx;
-	const struct backend_ops *o = f->be->ops;
-	o->fill(f->be->ctx, out, f->c, (size_t)f->n);
-	o->axpy(f->be->ctx, out, f->a, in, (size_t)f->n);
+	be_fill(f->be, out, f->c, (size_t)f->n);
+	be_axpy(f->be, out, f->a, in, (size_t)f->n);
 }
 
 /* x ← 2x + 1 from 0 runs away (residual ‖x + 1‖ doubles each step):
@@ -414,8 +413,7 @@ static void scale_by(struct model *m, const char *name, double s)
 {
 	const struct model_param *p = model_param_find(m, name);
 	cr_assert_not_null(p);
-	m->be->ops->scale(m->be->ctx, dq_at(m->be, m->param_buf, p->offset), s,
-			  p->numel);
+	be_scale(m->be, dq_at(m->be, m->param_buf, p->offset), s, p->numel);
 }
 
 /* One training forward + backward with cfg; the solve statistics. */
