@@ -10,6 +10,7 @@
 #include "solvers.h"
 
 #include "../kernels/solve_ctl.h"
+#include "keys.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -546,6 +547,9 @@ const void *solver_solve(struct solver *s, const struct solver_params *p,
 	    .sync = p->sync_every > 0 ? p->sync_every : 1,
 	};
 	memset(st, 0, sizeof(*st));
+	st->solver = p->kind;
+	st->tol = p->tol;
+	st->stop = p->stop;
 	st->residual = st->abs_residual = st->rel_residual = INFINITY;
 	st->samples = s->S;
 	if (trace_len)

@@ -384,6 +384,27 @@ Test(solvers, protect_and_stall_breaks)
 	backend_destroy(be);
 }
 
+/* A solve's stats name what it ran with: the solver, its tolerance and
+ * stop mode (deqbench grad's line and save_params' metadata print them). */
+Test(solvers, stats_carry_solver_tol_and_stop)
+{
+	struct backend *be = make_be("cpu64");
+	struct affine f = {be, 0.5, 1.0, 4};
+	struct fp_map F = {affine_apply, &f};
+	double x[4];
+	for (int k = SOLVER_BROYDEN; k <= SOLVER_FIXED_POINT; k++) {
+		struct solver_params p = params(k, 1, 1, SCOPE_BATCH);
+		p.tol = 1e-6 * (k + 1);
+		p.stop = k == SOLVER_ANDERSON ? STOP_ABS : STOP_REL;
+		struct solve_stats st = solve_into(be, 4, p, &F, x);
+		cr_assert(st.converged, "%s", solver_kind_name(k));
+		cr_assert_eq(st.solver, (enum solver_kind)k);
+		cr_assert_eq(st.tol, p.tol);
+		cr_assert_eq(st.stop, p.stop);
+	}
+	backend_destroy(be);
+}
+
 /* ------------------------------------------------- through the method */
 
 static struct model *model_of(struct backend *be, enum model_kind kind, int B)
