@@ -188,15 +188,14 @@ struct gemm_shape {
 static double time_gemm(struct backend *be, const struct gemm_shape *s, void *A,
 			void *Bm, void *C, int warmup, int iters, double *ms)
 {
-	const struct backend_ops *o = be->ops;
 	int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
 	for (int i = 0; i < warmup + iters; i++) {
-		o->timer_mark(be->ctx, 0);
-		o->gemm(be->ctx, s->ta, s->tb, s->M, s->N, s->K, 1.0, A, lda,
-			Bm, ldb, 1.0, C, s->N);
-		o->timer_mark(be->ctx, 1);
+		be_timer_mark(be, 0);
+		be_gemm(be, s->ta, s->tb, s->M, s->N, s->K, 1.0, A, lda, Bm,
+			ldb, 1.0, C, s->N);
+		be_timer_mark(be, 1);
 		if (i >= warmup)
-			ms[i - warmup] = o->timer_elapsed_ms(be->ctx, 0, 1);
+			ms[i - warmup] = be_timer_elapsed_ms(be, 0, 1);
 	}
 	return median(ms, iters);
 }
@@ -217,7 +216,6 @@ struct bb_bufs {
 static int bb_alloc(struct backend *be, struct model *m, const struct bb_cfg *c,
 		    struct bb_bufs *b)
 {
-	const struct backend_ops *o = be->ops;
 	size_t N = (size_t)c->B * c->T, d = (size_t)c->d, F = (size_t)c->F;
 	size_t w = F > 3 * d ? F : 3 * d, V = (size_t)c->vocab;
 	b->nd = m->n_state;
@@ -245,11 +243,11 @@ static int bb_alloc(struct backend *be, struct model *m, const struct bb_cfg *c,
 		s = s * 6364136223846793005ull + 1442695040888963407ull;
 		b->host[i] = (double)(s >> 11) * 0x1.0p-53 - 0.5;
 	}
-	o->upload(be->ctx, b->z, b->host, b->nd);
-	o->upload(be->ctx, b->g, b->host + 1, b->nd); /* big > nd */
-	o->upload(be->ctx, b->A, b->host, b->big);
-	o->upload(be->ctx, b->Bm, b->host, b->big);
-	o->fill(be->ctx, b->C, 0.0, b->big);
+	be_upload(be, b->z, b->host, b->nd);
+	be_upload(be, b->g, b->host + 1, b->nd); /* big > nd */
+	be_upload(be, b->A, b->host, b->big);
+	be_upload(be, b->Bm, b->host, b->big);
+	be_fill(be, b->C, 0.0, b->big);
 	model_inject_forward(m); /* u from token 0 rows: any values do */
 	return 0;
 }
@@ -271,7 +269,6 @@ static int time_block(struct backend *be, struct model *m,
 		      const struct bb_cfg *c, struct bb_bufs *b, double *fwd,
 		      double *bwd, double *blk)
 {
-	const struct backend_ops *o = be->ops;
 	double *fm = malloc(sizeof(double) * (size_t)c->iters);
 	double *bm = malloc(sizeof(double) * (size_t)c->iters);
 	if (!fm || !bm) {
@@ -281,16 +278,15 @@ static int time_block(struct backend *be, struct model *m,
 		return -1;
 	}
 	for (int i = 0; i < c->warmup + c->iters; i++) {
-		o->timer_mark(be->ctx, 0);
+		be_timer_mark(be, 0);
 		model_block_forward(m, b->zo, b->z, m->u, b->tape);
-		o->timer_mark(be->ctx, 1);
+		be_timer_mark(be, 1);
 		model_block_vjp(m, b->gi, m->gu, b->g, b->tape, 1);
-		o->timer_mark(be->ctx, 2);
+		be_timer_mark(be, 2);
 		if (i >= c->warmup) {
-			fm[i - c->warmup] = o->timer_elapsed_ms(be->ctx, 0, 1);
-			bm[i - c->warmup] = o->timer_elapsed_ms(be->ctx, 1, 2);
-			b->ms[i - c->warmup] =
-			    o->timer_elapsed_ms(be->ctx, 0, 2);
+			fm[i - c->warmup] = be_timer_elapsed_ms(be, 0, 1);
+			bm[i - c->warmup] = be_timer_elapsed_ms(be, 1, 2);
+			b->ms[i - c->warmup] = be_timer_elapsed_ms(be, 0, 2);
 		}
 	}
 	*fwd = median(fm, c->iters);
@@ -432,7 +428,7 @@ int bench_block_main(int argc, char **argv)
 		goto done;
 	flops = model_block_flops(m);
 	blk_gfs = 3.0 * flops / (blk_ms * 1e6);
-	be->ops->info(be->ctx, &info);
+	be_info(be, &info);
 	printf("bench-block: model=%s device=%s (%s) B=%d T=%d d_model=%d "
 	       "n_heads=%d d_ff=%d iters=%d warmup=%d\n",
 	       c.model, c.device, info.name, c.B, c.T, c.d, c.H, c.F, c.iters,

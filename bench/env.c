@@ -255,9 +255,9 @@ json_t *env_device_json(struct backend *be, const char *device, int tf32)
 	struct backend_info info;
 	json_t *o = json_object();
 	memset(&info, 0, sizeof(info));
-	be->ops->info(be->ctx, &info);
+	be_info(be, &info);
 	json_object_set_new(o, "device", json_string(device));
-	json_object_set_new(o, "backend", json_string(be->ops->name));
+	json_object_set_new(o, "backend", json_string(be_name(be)));
 	json_object_set_new(o, "name", jsontext_string(info.name));
 	json_object_set_new(o, "elem_bytes",
 			    json_integer((json_int_t)be->elem));
@@ -274,8 +274,8 @@ json_t *env_device_json(struct backend *be, const char *device, int tf32)
 	json_object_set_new(o, "runtime_version",
 			    json_integer(info.runtime_version));
 	json_object_set_new(o, "tf32",
-			    be->ops->set_tf32 ? json_boolean(tf32 != 0)
-					      : json_null());
+			    be_has_set_tf32(be) ? json_boolean(tf32 != 0)
+						: json_null());
 	if (strcmp(device, "cuda") == 0) {
 		cuda_locality(o);
 	} else {

@@ -33,8 +33,7 @@ static int eval_batch(struct run *r, struct step_log *log, int k, double *l)
 		return -1;
 	be_timer_mark(be, 1);
 	if (log) {
-		log->ms[k] = log->fwd_ms[k] =
-		    be->ops->timer_elapsed_ms(be->ctx, 0, 1);
+		log->ms[k] = log->fwd_ms[k] = be_timer_elapsed_ms(be, 0, 1);
 		log->loss[k] = *l;
 		step_log_method(log, k, method_get_stats(r->rc.me));
 		log->n = k + 1;

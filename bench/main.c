@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../methods/deq.h"
+#include "../methods/solver_types.h"
 #include "bench_block.h"
 #include "peer.h"
 #include "cmd.h"
@@ -571,15 +571,14 @@ static int cmd_params(int argc, char **argv)
  * "deqbench grad: forward solve (broyden): 14 iters, rel residual 8.1e-04,
  * converged (f_tol 0.001)". */
 static void print_solve_line(const char *what, const char *key,
-			     const struct solve_stats *s, int k, double tol,
-			     int mode)
+			     const struct solve_stats *s)
 {
 	fprintf(stderr,
 		"deqbench grad: %s solve (%s): %d iters, %s residual %.3g, "
 		"%s (%s_tol %g)\n",
-		what, solver_kind_name(k), s->iters, stop_mode_name(mode),
-		s->residual, s->converged ? "converged" : "NOT converged", key,
-		tol);
+		what, solver_kind_name(s->solver), s->iters,
+		stop_mode_name(s->stop), s->residual,
+		s->converged ? "converged" : "NOT converged", key, s->tol);
 }
 
 /* The files of grad: params= and tokens= not a FIFO, directory or device
@@ -647,13 +646,10 @@ static int cmd_grad(int argc, char **argv)
 	if (runner_grad(&cfg, val[0], val[1], val[2], &st, err, sizeof(err)) !=
 	    0)
 		return bad_input(err);
-	const struct deq_config *dc = deq_config(&cfg.method);
 	if (st.has_fwd_solve)
-		print_solve_line("forward", "f", &st.fwd, dc->f_solver,
-				 dc->f_tol, dc->f_stop_mode);
+		print_solve_line("forward", "f", &st.fwd);
 	if (st.has_bwd_solve)
-		print_solve_line("backward", "b", &st.bwd, dc->b_solver,
-				 dc->b_tol, dc->b_stop_mode);
+		print_solve_line("backward", "b", &st.bwd);
 	return 0;
 }
 

@@ -225,7 +225,7 @@ int memfit_check(const struct bench_config *cfg, int V,
 	if (cuda && be) {
 		struct backend_info info;
 		memset(&info, 0, sizeof(info));
-		be->ops->info(be->ctx, &info);
+		be_info(be, &info);
 		dev = info.total_mem_bytes;
 	}
 	if (dev && e.device_total > dev)

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../methods/deq.h"
 #include "../methods/method.h"
 #include "../models/model.h"
 #include "dq_build.h"
@@ -184,9 +183,8 @@ int runner_load_params(struct run_ctx *rc, const char *path, char *err,
 	int rv = -1;
 
 	if (tmp && read_params(m, path, tmp, err, errlen) == 0) {
-		rc->be->ops->upload(rc->be->ctx, m->param_buf, tmp,
-				    m->n_param_elems);
-		rc->be->ops->sync(rc->be->ctx);
+		be_upload(rc->be, m->param_buf, tmp, m->n_param_elems);
+		be_sync(rc->be);
 		rv = 0;
 	}
 	free(tmp);
@@ -222,15 +220,15 @@ int runner_check_params(const struct bench_config *cfg, int V, char *err,
  * of one solve; safetensors metadata values are strings. -1 when out of
  * memory. */
 static int solve_metadata(struct st_writer *w, const char *pre,
-			  const struct solve_stats *s, double tol, int mode)
+			  const struct solve_stats *s)
 {
 	static const char *const names[] = {"iters", "residual", "stop_mode",
 					    "tol", "converged"};
 	char k[32], v[5][40];
 	snprintf(v[0], sizeof(v[0]), "%d", s->iters);
 	snprintf(v[1], sizeof(v[1]), "%.9g", s->residual);
-	snprintf(v[2], sizeof(v[2]), "%s", stop_mode_name(mode));
-	snprintf(v[3], sizeof(v[3]), "%.9g", tol);
+	snprintf(v[2], sizeof(v[2]), "%s", stop_mode_name(s->stop));
+	snprintf(v[3], sizeof(v[3]), "%.9g", s->tol);
 	snprintf(v[4], sizeof(v[4]), "%s", s->converged ? "true" : "false");
 	for (int i = 0; i < 5; i++) {
 		snprintf(k, sizeof(k), "%s_%s", pre, names[i]);
@@ -245,12 +243,9 @@ static int solve_metadata(struct st_writer *w, const char *pre,
 static int solves_metadata(struct st_writer *w, const struct method *me)
 {
 	const struct method_stats *st = method_get_stats(me);
-	const struct deq_config *dc = deq_config(method_get_config(me));
-	if (st->has_fwd_solve &&
-	    solve_metadata(w, "fwd", &st->fwd, dc->f_tol, dc->f_stop_mode) != 0)
+	if (st->has_fwd_solve && solve_metadata(w, "fwd", &st->fwd) != 0)
 		return -1;
-	if (st->has_bwd_solve &&
-	    solve_metadata(w, "bwd", &st->bwd, dc->b_tol, dc->b_stop_mode) != 0)
+	if (st->has_bwd_solve && solve_metadata(w, "bwd", &st->bwd) != 0)
 		return -1;
 	return 0;
 }
@@ -335,7 +330,7 @@ static int add_tensors(struct st_writer *w, const struct run_ctx *rc,
 		snprintf(err, errlen, "out of host memory");
 		return -1;
 	}
-	rc->be->ops->download(rc->be->ctx, tmp, buf, m->n_param_elems);
+	be_download(rc->be, tmp, buf, m->n_param_elems);
 	for (size_t k = 0; k < m->n_param_elems; k++)
 		f32[k] = (float)tmp[k];
 	free(tmp);

@@ -103,15 +103,15 @@ static int ctx_create(struct run_ctx *rc, const struct bench_config *cfg, int V,
 	 * process the kernel kills halfway through its setup */
 	if (memfit_check(cfg, V, rc->be, train, err, errlen) != 0)
 		goto fail;
-	if (rc->be->ops->set_tf32)
-		rc->be->ops->set_tf32(rc->be->ctx, cfg->tf32);
+	if (be_has_set_tf32(rc->be))
+		be_set_tf32(rc->be, cfg->tf32);
 	else if (cfg->tf32) {
 		/* config_validate catches this for cpu/cpu64; kept for a
 		 * backend that lacks the switch */
 		snprintf(err, errlen,
 			 "tf32=true: backend %s has no TF32 mode; drop tf32 "
 			 "or use device=cuda",
-			 rc->be->ops->name);
+			 be_name(rc->be));
 		goto fail;
 	}
 	if (model_create(&rc->m, rc->be, &mc, err, errlen))
@@ -205,8 +205,8 @@ static int setup_training(struct run *r)
 			 n);
 		return -1;
 	}
-	be->ops->fill(be->ctx, r->adam_m, 0, n);
-	be->ops->fill(be->ctx, r->adam_v, 0, n);
+	be_fill(be, r->adam_m, 0, n);
+	be_fill(be, r->adam_v, 0, n);
 	r->have_pred =
 	    method_memory(r->rc.m, method_get_config(r->rc.me), &r->pred_depth,
 			  &r->pred_solver, e2, sizeof(e2)) == 0;
@@ -216,10 +216,10 @@ static int setup_training(struct run *r)
 	run_record_setup(r);
 	if (pretrain_create(&r->pt, &r->rc, r->cfg, r->err, sizeof(r->err)))
 		return -1;
-	be->ops->sync(be->ctx);
+	be_sync(be);
 	r->setup_mem = be->mem;
 	backend_mem_reset_peak(be);
-	r->pool.on = be->ops->pool_stats && be->ops->pool_reset_peak;
+	r->pool.on = be_has_pool_stats(be) && be_has_pool_reset_peak(be);
 	return 0;
 }
 

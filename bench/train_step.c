@@ -50,7 +50,7 @@ int runner_grad_step(struct run_ctx *rc, const int32_t *tokens_host,
 	if (step_forward(rc, tokens_host, 1, loss, err, errlen) != 0)
 		return -1;
 	step_backward(rc);
-	rc->be->ops->sync(rc->be->ctx);
+	be_sync(rc->be);
 	return 0;
 }
 
@@ -119,11 +119,11 @@ static double optimizer_step(struct run *r, int s, double lr)
 	struct backend *be = r->rc.be;
 	struct model *m = r->rc.m;
 	size_t n = m->n_param_elems;
-	double gn = be->ops->norm(be->ctx, m->grad_buf, n);
+	double gn = be_norm(be, m->grad_buf, n);
 	if (r->cfg->clip > 0 && gn > r->cfg->clip)
-		be->ops->scale(be->ctx, m->grad_buf, r->cfg->clip / gn, n);
-	be->ops->adam(be->ctx, m->param_buf, m->grad_buf, r->adam_m, r->adam_v,
-		      n, lr, ADAM_BETA1, ADAM_BETA2, ADAM_EPS, 0.0, s);
+		be_scale(be, m->grad_buf, r->cfg->clip / gn, n);
+	be_adam(be, m->param_buf, m->grad_buf, r->adam_m, r->adam_v, n, lr,
+		ADAM_BETA1, ADAM_BETA2, ADAM_EPS, 0.0, s);
 	return gn;
 }
 
@@ -133,7 +133,7 @@ static void pool_update(struct run *r)
 	struct backend_pool_stats ps;
 	struct pool_track *p = &r->pool;
 	memset(&ps, 0, sizeof(ps));
-	r->rc.be->ops->pool_stats(r->rc.be->ctx, &ps);
+	be_pool_stats(r->rc.be, &ps);
 	if (ps.used_high_bytes > p->used_high)
 		p->used_high = ps.used_high_bytes;
 	if (ps.reserved_high_bytes > p->reserved_high)
@@ -147,25 +147,24 @@ static void pool_update(struct run *r)
  * RUN_DIVERGED or RUN_ERROR (r->err says why). */
 static enum run_status train_step(struct run *r, int s, int measured)
 {
-	const struct backend_ops *ops = r->rc.be->ops;
-	void *ctx = r->rc.be->ctx;
+	const struct backend *be = r->rc.be;
 	struct step_log *log = &r->log;
 	double loss, gn, lr = lr_at(r->cfg, s);
 	int i = s - 1;
 
-	ops->timer_mark(ctx, 0);
+	be_timer_mark(be, 0);
 	if (step_forward(&r->rc, r->tok, 1, &loss, r->err, sizeof(r->err)))
 		return RUN_ERROR;
-	ops->timer_mark(ctx, 1);
+	be_timer_mark(be, 1);
 	log->loss[i] = loss;
 	r->steps_done = s;
 	if (loss_diverged(r, loss, s))
 		return RUN_DIVERGED;
 	step_backward(&r->rc);
 	gn = optimizer_step(r, s, lr);
-	ops->timer_mark(ctx, 2);
-	log->fwd_ms[i] = ops->timer_elapsed_ms(ctx, 0, 1);
-	log->bwd_ms[i] = ops->timer_elapsed_ms(ctx, 1, 2);
+	be_timer_mark(be, 2);
+	log->fwd_ms[i] = be_timer_elapsed_ms(be, 0, 1);
+	log->bwd_ms[i] = be_timer_elapsed_ms(be, 1, 2);
 	log->ms[i] = log->fwd_ms[i] + log->bwd_ms[i];
 	log->gnorm[i] = gn;
 	log->lr[i] = lr;
@@ -225,7 +224,7 @@ void train_loop(struct run *r)
 		batcher_next(&r->train, r->tok);
 		pretrain_select(&r->pt, &r->rc, s);
 		if (r->pool.on && measured)
-			r->rc.be->ops->pool_reset_peak(r->rc.be->ctx);
+			be_pool_reset_peak(r->rc.be);
 		r->status = train_step(r, s, measured);
 		if (r->status != RUN_OK)
 			break;

@@ -94,7 +94,7 @@ int backend_create(struct backend **out, const char *name, int threads,
 	o->cap = 64;
 	o->table = calloc(o->cap, sizeof(*o->table));
 	if (!o->table) {
-		be->ops->destroy(be->ctx);
+		be_destroy(be);
 		free(o);
 		snprintf(err, errlen, "out of host memory");
 		return -1;
@@ -112,13 +112,13 @@ void backend_destroy(struct backend *be)
 		void *p = o->table[i].p;
 		if (!p || p == TOMBSTONE)
 			continue;
-		if (o->table[i].cat == MEM_HOST && be->ops->host_free)
-			be->ops->host_free(be->ctx, p);
+		if (o->table[i].cat == MEM_HOST)
+			be_host_free(be, p);
 		else
-			be->ops->raw_free(be->ctx, p);
+			be_raw_free(be, p);
 	}
 	free(o->table);
-	be->ops->destroy(be->ctx);
+	be_destroy(be);
 	free(o);
 }
 
@@ -194,9 +194,8 @@ void *backend_alloc_bytes(struct backend *be, size_t bytes,
 		return NULL;
 	/* Zero-sized requests still get a unique pointer so that free and the
 	 * table work uniformly. */
-	void *p = cat == MEM_HOST && be->ops->host_alloc
-		      ? be->ops->host_alloc(be->ctx, bytes ? bytes : 1)
-		      : be->ops->raw_alloc(be->ctx, bytes ? bytes : 1);
+	void *p = cat == MEM_HOST ? be_host_alloc(be, bytes ? bytes : 1)
+				  : be_raw_alloc(be, bytes ? bytes : 1);
 	if (!p)
 		return NULL;
 	size_t j = hash_ptr(p, o->cap);
@@ -227,13 +226,13 @@ void backend_free(struct backend *be, void *p)
 		if (!e->p)
 			break;
 		if (e->p == p) {
-			int host = e->cat == MEM_HOST && be->ops->host_free;
+			int host = e->cat == MEM_HOST;
 			account(be, e->cat, e->bytes, -1);
 			e->p = TOMBSTONE;
 			if (host)
-				be->ops->host_free(be->ctx, p);
+				be_host_free(be, p);
 			else
-				be->ops->raw_free(be->ctx, p);
+				be_raw_free(be, p);
 			return;
 		}
 		j = (j + 1) & (o->cap - 1);

@@ -8,8 +8,14 @@
  * "cuda" (float32, cuBLAS).
  *
  * struct backend_ops is what a backend implements; everything above the
- * kernels calls an op through its wrapper be_<op>(be, ...) at the end of
- * this file, which asserts the shapes and pointers of the call.
+ * kernels (models/, methods/, bench/) calls an op through its wrapper
+ * be_<op>(be, ...) in kernels/backend_call.h (included at the end of this
+ * file), which asserts the shapes and pointers of the call. Every op has
+ * one (be_name for the name). The optional ops, NULL where a backend has
+ * no such thing, are listed there with what their wrapper then does; a
+ * caller asks be_has_<op>(be), never ops-><op> != NULL. tests/test_backend.c
+ * fails when a wrapper is missing or when code above the kernels reaches
+ * the table (be->ops, ->ops-><op>, struct backend_ops).
  *
  * Conventions for every op below:
  *   - Buffers are device pointers returned by backend_alloc(); their element
@@ -28,12 +34,10 @@
 #ifndef DQ_BACKEND_H
 #define DQ_BACKEND_H
 
-struct dq_solve_ctl; /* kernels/solve_ctl.h */
-
-#include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
+
+struct dq_solve_ctl; /* kernels/solve_ctl.h */
 
 /* docs/ARCHITECTURE.md §Memory categories. The paper reported memory
  * without word embeddings: depth + solver is the comparable figure. */
@@ -292,8 +296,9 @@ struct backend_ops {
 	 * device and host memory on a copy stream beside the compute stream
 	 * ---- */
 	/* Memory of category MEM_HOST (cuda: page-locked, cudaMallocHost, so
-	 * that copies are asynchronous; cpu: the raw allocator). NULL on
-	 * failure. */
+	 * that copies are asynchronous). NULL on failure. Optional, the two
+	 * together: cpu leaves both NULL and MEM_HOST memory comes from
+	 * raw_alloc / raw_free (be_host_alloc, be_host_free). */
 	void *(*host_alloc)(void *ctx, size_t bytes);
 	void (*host_free)(void *ctx, void *p);
 	/* Copies `bytes` from src to dst (device or MEM_HOST memory) once
@@ -309,7 +314,8 @@ struct backend_ops {
 	 * for both streams. */
 	void (*copy_stats)(void *ctx, struct backend_copy_stats *out);
 
-	/* ---- optional members: NULL where the backend has no such thing ----
+	/* ---- optional members: NULL where the backend has no such thing
+	 * (be_has_<op>; host_alloc and host_free above are optional too) ----
 	 */
 	/* Pool high-water marks and device free/total (cuda; NULL on cpu). */
 	void (*pool_stats)(void *ctx, struct backend_pool_stats *out);
@@ -370,416 +376,7 @@ static inline void *dq_at(const struct backend *be, const void *p, size_t i)
 	return (char *)p + i * be->elem;
 }
 
-/* ---- call wrappers: be_<op>(be, args) runs be->ops-><op>(be->ctx, args).
- * Code above the kernels calls the ops through these; the ops table stays
- * the interface a backend implements (its comments are the contract).
- * Each wrapper asserts the caller's side of the contract: sizes not
- * negative, row strides at least the row width, pointers not NULL where
- * the size is > 0. The asserts stay on in deqbench's builds (meson
- * b_ndebug=false) and cost a few compares per call, not per element. */
-
-/* p may be NULL only when n (a count) is 0. */
-#define DQ_NEED(n, p) assert((n) == 0 || (p) != NULL)
-
-static inline int dq_max1(int a)
-{
-	return a > 1 ? a : 1;
-}
-
-static inline void be_info(const struct backend *be, struct backend_info *out)
-{
-	assert(out != NULL);
-	be->ops->info(be->ctx, out);
-}
-
-static inline void be_sync(const struct backend *be)
-{
-	be->ops->sync(be->ctx);
-}
-
-static inline void be_timer_mark(const struct backend *be, int slot)
-{
-	assert(slot >= 0 && slot < BACKEND_TIMER_SLOTS);
-	be->ops->timer_mark(be->ctx, slot);
-}
-
-static inline double be_timer_elapsed_ms(const struct backend *be, int from,
-					 int to)
-{
-	assert(from >= 0 && from < BACKEND_TIMER_SLOTS);
-	assert(to >= 0 && to < BACKEND_TIMER_SLOTS);
-	return be->ops->timer_elapsed_ms(be->ctx, from, to);
-}
-
-/* be_upload, be_download, be_upload_bytes, be_download_bytes, be_copy:
- * n elements (bytes for the _bytes ones) from src to dst. */
-#define DQ_MOVE_WRAPPER(op, dst_type, src_type)                                \
-	static inline void be_##op(const struct backend *be, dst_type *dst,    \
-				   const src_type *src, size_t n)              \
-	{                                                                      \
-		DQ_NEED(n, dst), DQ_NEED(n, src);                              \
-		be->ops->op(be->ctx, dst, src, n);                             \
-	}
-DQ_MOVE_WRAPPER(upload, void, double)
-DQ_MOVE_WRAPPER(download, double, void)
-DQ_MOVE_WRAPPER(upload_bytes, void, void)
-DQ_MOVE_WRAPPER(download_bytes, void, void)
-DQ_MOVE_WRAPPER(copy, void, void)
-#undef DQ_MOVE_WRAPPER
-
-static inline void be_copy_async(const struct backend *be, void *dst,
-				 const void *src, size_t bytes, int ev)
-{
-	assert(ev >= 0 && ev < BACKEND_COPY_EVENTS);
-	DQ_NEED(bytes, dst), DQ_NEED(bytes, src);
-	be->ops->copy_async(be->ctx, dst, src, bytes, ev);
-}
-
-static inline void be_copy_wait(const struct backend *be, int ev)
-{
-	assert(ev >= 0 && ev < BACKEND_COPY_EVENTS);
-	be->ops->copy_wait(be->ctx, ev);
-}
-
-static inline void be_copy_stats(const struct backend *be,
-				 struct backend_copy_stats *out)
-{
-	assert(out != NULL);
-	be->ops->copy_stats(be->ctx, out);
-}
-
-static inline void be_fill(const struct backend *be, void *dst, double value,
-			   size_t n)
-{
-	DQ_NEED(n, dst);
-	be->ops->fill(be->ctx, dst, value, n);
-}
-
-static inline void be_zero_rows(const struct backend *be, void *dst,
-				size_t rows, size_t cols, size_t ld)
-{
-	assert(ld >= cols);
-	DQ_NEED(rows * cols, dst);
-	be->ops->zero_rows(be->ctx, dst, rows, cols, ld);
-}
-
-static inline void be_transpose(const struct backend *be, void *dst,
-				const void *src, int R, int C, int add)
-{
-	assert(R >= 0 && C >= 0 && (add == 0 || add == 1));
-	DQ_NEED(R && C, dst), DQ_NEED(R && C, src);
-	be->ops->transpose(be->ctx, dst, src, R, C, add);
-}
-
-/* The shape checks of gemm and gemm_batched: op(A) (M,K), op(B) (K,N),
- * C (M,N), each row stride at least its stored row width. */
-static inline void dq_gemm_shape(int ta, int tb, int M, int N, int K,
-				 const void *A, int lda, const void *B, int ldb,
-				 const void *C, int ldc)
-{
-	assert(M >= 0 && N >= 0 && K >= 0);
-	assert(lda >= dq_max1(ta ? M : K) && ldb >= dq_max1(tb ? K : N));
-	assert(ldc >= dq_max1(N));
-	DQ_NEED(M && K, A), DQ_NEED(K && N, B), DQ_NEED(M && N, C);
-}
-
-static inline void be_gemm(const struct backend *be, int ta, int tb, int M,
-			   int N, int K, double alpha, const void *A, int lda,
-			   const void *B, int ldb, double beta, void *C,
-			   int ldc)
-{
-	dq_gemm_shape(ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
-	be->ops->gemm(be->ctx, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C,
-		      ldc);
-}
-
-static inline void be_gemm_batched(const struct backend *be, int ta, int tb,
-				   int M, int N, int K, double alpha,
-				   const void *A, int lda, size_t sA,
-				   const void *B, int ldb, size_t sB,
-				   double beta, void *C, int ldc, size_t sC,
-				   int batch)
-{
-	assert(batch >= 0);
-	dq_gemm_shape(ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
-	be->ops->gemm_batched(be->ctx, ta, tb, M, N, K, alpha, A, lda, sA, B,
-			      ldb, sB, beta, C, ldc, sC, batch);
-}
-
-static inline void be_bias_forward(const struct backend *be, void *y,
-				   const void *b, int N, int C)
-{
-	assert(N >= 0 && C >= 0);
-	DQ_NEED(N && C, y), DQ_NEED(N && C, b);
-	be->ops->bias_forward(be->ctx, y, b, N, C);
-}
-
-static inline void be_bias_backward(const struct backend *be, void *db,
-				    const void *dy, int N, int C)
-{
-	assert(N >= 0 && C >= 0);
-	DQ_NEED(C, db), DQ_NEED(N && C, dy);
-	be->ops->bias_backward(be->ctx, db, dy, N, C);
-}
-
-static inline void be_act_forward(const struct backend *be, enum act_kind act,
-				  void *y, const void *x, size_t n)
-{
-	assert(act >= ACT_RELU && act <= ACT_SIGMOID);
-	DQ_NEED(n, y), DQ_NEED(n, x);
-	be->ops->act_forward(be->ctx, act, y, x, n);
-}
-
-static inline void be_act_backward(const struct backend *be, enum act_kind act,
-				   void *dx, const void *dy, const void *x,
-				   const void *y, size_t n)
-{
-	assert(act >= ACT_RELU && act <= ACT_SIGMOID);
-	DQ_NEED(n, dx), DQ_NEED(n, dy), DQ_NEED(n, act == ACT_GELU ? x : y);
-	be->ops->act_backward(be->ctx, act, dx, dy, x, y, n);
-}
-
-/* bias_act_forward / act_bias_backward: the acts whose backward reads y. */
-static inline int dq_act_from_y(enum act_kind act)
-{
-	return act == ACT_RELU || act == ACT_TANH || act == ACT_SIGMOID;
-}
-
-static inline void be_bias_act_forward(const struct backend *be,
-				       enum act_kind act, void *y,
-				       const void *b, int N, int C)
-{
-	assert(dq_act_from_y(act) && N >= 0 && C >= 0);
-	DQ_NEED(N && C, y), DQ_NEED(N && C, b);
-	be->ops->bias_act_forward(be->ctx, act, y, b, N, C);
-}
-
-/* db may be NULL (no bias gradient wanted). */
-static inline void be_act_bias_backward(const struct backend *be,
-					enum act_kind act, void *dx,
-					const void *dy, const void *y, void *db,
-					int N, int C)
-{
-	assert(dq_act_from_y(act) && N >= 0 && C >= 0);
-	DQ_NEED(N && C, dx), DQ_NEED(N && C, dy), DQ_NEED(N && C, y);
-	be->ops->act_bias_backward(be->ctx, act, dx, dy, y, db, N, C);
-}
-
-static inline void be_mul(const struct backend *be, void *dst, const void *a,
-			  const void *b, size_t n)
-{
-	DQ_NEED(n, dst), DQ_NEED(n, a), DQ_NEED(n, b);
-	be->ops->mul(be->ctx, dst, a, b, n);
-}
-
-static inline void be_layernorm_forward(const struct backend *be, void *y,
-					void *mean, void *rstd, const void *x,
-					const void *w, const void *b, int N,
-					int C)
-{
-	assert(N >= 0 && C >= 0);
-	DQ_NEED(N && C, y), DQ_NEED(N && C, x), DQ_NEED(N, mean);
-	DQ_NEED(N, rstd), DQ_NEED(C, w), DQ_NEED(C, b);
-	be->ops->layernorm_forward(be->ctx, y, mean, rstd, (void *)x, NULL,
-				   NULL, w, b, N, C);
-}
-
-/* x(N,C) = (x + res) + bias, then y = LayerNorm(x): backend.h's
- * layernorm_forward with its residual terms (res, bias not NULL). */
-static inline void
-be_residual_layernorm_forward(const struct backend *be, void *y, void *mean,
-			      void *rstd, void *x, const void *res,
-			      const void *bias, const void *w, const void *b,
-			      int N, int C)
-{
-	assert(N >= 0 && C >= 0);
-	DQ_NEED(N && C, y), DQ_NEED(N && C, x), DQ_NEED(N && C, res);
-	DQ_NEED(C, bias), DQ_NEED(N, mean), DQ_NEED(N, rstd), DQ_NEED(C, w);
-	DQ_NEED(C, b);
-	be->ops->layernorm_forward(be->ctx, y, mean, rstd, x, res, bias, w, b,
-				   N, C);
-}
-
-static inline void be_layernorm_backward(const struct backend *be, void *dx,
-					 void *dw, void *db, const void *dy,
-					 const void *x, const void *mean,
-					 const void *rstd, const void *w, int N,
-					 int C)
-{
-	assert(N >= 0 && C >= 0);
-	DQ_NEED(N && C, dx), DQ_NEED(N && C, dy), DQ_NEED(N && C, x);
-	DQ_NEED(N, mean), DQ_NEED(N, rstd), DQ_NEED(C, w), DQ_NEED(C, dw);
-	DQ_NEED(C, db);
-	be->ops->layernorm_backward(be->ctx, dx, NULL, NULL, dw, db, dy, x,
-				    mean, rstd, w, N, C);
-}
-
-/* layernorm_backward with its residual outputs: dres (N,C) = dx, and
- * dbias(C) += Σ_n dx unless dbias is NULL. */
-static inline void
-be_residual_layernorm_backward(const struct backend *be, void *dx, void *dres,
-			       void *dbias, void *dw, void *db, const void *dy,
-			       const void *x, const void *mean,
-			       const void *rstd, const void *w, int N, int C)
-{
-	assert(N >= 0 && C >= 0);
-	DQ_NEED(N && C, dx), DQ_NEED(N && C, dres), DQ_NEED(N && C, dy);
-	DQ_NEED(N && C, x), DQ_NEED(N, mean), DQ_NEED(N, rstd);
-	DQ_NEED(C, w), DQ_NEED(C, dw), DQ_NEED(C, db);
-	be->ops->layernorm_backward(be->ctx, dx, dres, dbias, dw, db, dy, x,
-				    mean, rstd, w, N, C);
-}
-
-/* B, T, C, H of the attention ops: H heads of C / H columns. */
-static inline void dq_attention_shape(int B, int T, int C, int H)
-{
-	assert(B >= 0 && T >= 0 && C >= 0 && H > 0 && C % H == 0);
-}
-
-static inline void be_attention_forward(const struct backend *be, void *out,
-					void *att, const void *qkv, int B,
-					int T, int C, int H)
-{
-	dq_attention_shape(B, T, C, H);
-	DQ_NEED(B && T && C, out), DQ_NEED(B && T, att);
-	DQ_NEED(B && T && C, qkv);
-	be->ops->attention_forward(be->ctx, out, att, qkv, B, T, C, H);
-}
-
-static inline void be_attention_backward(const struct backend *be, void *dqkv,
-					 void *scratch, const void *dout,
-					 const void *qkv, const void *att,
-					 int B, int T, int C, int H)
-{
-	dq_attention_shape(B, T, C, H);
-	DQ_NEED(B && T && C, dqkv), DQ_NEED(B && T, scratch);
-	DQ_NEED(B && T && C, dout), DQ_NEED(B && T && C, qkv);
-	DQ_NEED(B && T, att);
-	be->ops->attention_backward(be->ctx, dqkv, scratch, dout, qkv, att, B,
-				    T, C, H);
-}
-
-static inline void be_embed_forward(const struct backend *be, void *out,
-				    const int32_t *tok, const void *wte,
-				    const void *wpe, int B, int T, int C)
-{
-	assert(B >= 0 && T >= 0 && C >= 0);
-	DQ_NEED(B && T && C, out), DQ_NEED(B && T, tok);
-	DQ_NEED(B && T && C, wte), DQ_NEED(B && T && C, wpe);
-	be->ops->embed_forward(be->ctx, out, tok, wte, wpe, B, T, C);
-}
-
-static inline void be_embed_backward(const struct backend *be, void *dwte,
-				     void *dwpe, const void *dout,
-				     const int32_t *tok, int B, int T, int C,
-				     int V)
-{
-	assert(B >= 0 && T >= 0 && C >= 0 && V > 0);
-	DQ_NEED(C, dwte), DQ_NEED(T && C, dwpe);
-	DQ_NEED(B && T && C, dout), DQ_NEED(B && T, tok);
-	be->ops->embed_backward(be->ctx, dwte, dwpe, dout, tok, B, T, C, V);
-}
-
-static inline double be_xent_forward(const struct backend *be, void *probs,
-				     const void *logits, const int32_t *targets,
-				     int N, int V)
-{
-	assert(N >= 0 && V > 0);
-	DQ_NEED(N, probs), DQ_NEED(N, logits), DQ_NEED(N, targets);
-	return be->ops->xent_forward(be->ctx, probs, logits, targets, N, V);
-}
-
-static inline void be_xent_backward(const struct backend *be, void *dlogits,
-				    const void *probs, const int32_t *targets,
-				    int N, int V, double scale)
-{
-	assert(N >= 0 && V > 0);
-	DQ_NEED(N, dlogits), DQ_NEED(N, probs), DQ_NEED(N, targets);
-	be->ops->xent_backward(be->ctx, dlogits, probs, targets, N, V, scale);
-}
-
-static inline double be_xent_train(const struct backend *be, void *dlogits,
-				   const void *logits, const int32_t *targets,
-				   int N, int V, double scale)
-{
-	assert(N >= 0 && V > 0);
-	DQ_NEED(N, dlogits), DQ_NEED(N, logits), DQ_NEED(N, targets);
-	return be->ops->xent_train(be->ctx, dlogits, logits, targets, N, V,
-				   scale);
-}
-
-static inline void be_adam(const struct backend *be, void *p, const void *g,
-			   void *m, void *v, size_t n, double lr, double beta1,
-			   double beta2, double eps, double wd, int t)
-{
-	assert(t >= 1);
-	DQ_NEED(n, p), DQ_NEED(n, g), DQ_NEED(n, m), DQ_NEED(n, v);
-	be->ops->adam(be->ctx, p, g, m, v, n, lr, beta1, beta2, eps, wd, t);
-}
-
-static inline double be_dot(const struct backend *be, const void *x,
-			    const void *y, size_t n)
-{
-	DQ_NEED(n, x), DQ_NEED(n, y);
-	return be->ops->dot(be->ctx, x, y, n);
-}
-
-static inline double be_norm(const struct backend *be, const void *x, size_t n)
-{
-	DQ_NEED(n, x);
-	return be->ops->norm(be->ctx, x, n);
-}
-
-static inline void be_axpy(const struct backend *be, void *y, double a,
-			   const void *x, size_t n)
-{
-	DQ_NEED(n, y), DQ_NEED(n, x);
-	be->ops->axpy(be->ctx, y, a, x, n);
-}
-
-static inline void be_scale(const struct backend *be, void *x, double a,
-			    size_t n)
-{
-	DQ_NEED(n, x);
-	be->ops->scale(be->ctx, x, a, n);
-}
-
-static inline void be_dot_segments(const struct backend *be, double *out,
-				   const void *x, const void *y, size_t nseg,
-				   size_t len)
-{
-	DQ_NEED(nseg, out), DQ_NEED(nseg * len, x), DQ_NEED(nseg * len, y);
-	be->ops->dot_segments(be->ctx, out, x, y, nseg, len);
-}
-
-/* The optional members: 0, or -1 when the backend has no such thing
- * (pool_stats then zeroes *out). */
-static inline int be_pool_stats(const struct backend *be,
-				struct backend_pool_stats *out)
-{
-	assert(out != NULL);
-	if (!be->ops->pool_stats) {
-		memset(out, 0, sizeof(*out));
-		return -1;
-	}
-	be->ops->pool_stats(be->ctx, out);
-	return 0;
-}
-
-static inline int be_pool_reset_peak(const struct backend *be)
-{
-	if (!be->ops->pool_reset_peak)
-		return -1;
-	be->ops->pool_reset_peak(be->ctx);
-	return 0;
-}
-
-static inline int be_set_tf32(const struct backend *be, int allow)
-{
-	if (!be->ops->set_tf32)
-		return -1;
-	be->ops->set_tf32(be->ctx, allow);
-	return 0;
-}
+/* The be_* call wrappers of the ops above. */
+#include "backend_call.h"
 
 #endif

@@ -62,7 +62,7 @@ static const void *seg_input(struct method *me, int s, void *a)
 {
 	if (s > 0)
 		return method_ckpt(me, s - 1);
-	me->m->be->ops->fill(me->m->be->ctx, a, 0.0, me->m->n_state);
+	be_fill(me->m->be, a, 0.0, me->m->n_state);
 	return a;
 }
 

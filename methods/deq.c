@@ -159,7 +159,7 @@ static void map_backward(void *ctx, void *out, const void *in)
 {
 	struct method *me = ctx;
 	method_vjp(me, out, NULL, in, method_tape(me, 0), 0);
-	me->m->be->ops->axpy(me->m->be->ctx, out, 1.0, me->gz, me->m->n_state);
+	be_axpy(me->m->be, out, 1.0, me->gz, me->m->n_state);
 }
 
 /* z = z_k of the k damped steps from z*; tape i at z_i when training.
@@ -167,8 +167,7 @@ static void map_backward(void *ctx, void *out, const void *in)
 static void phantom_forward(struct method *me, const void *zs, void *z,
 			    int train)
 {
-	const struct backend_ops *o = me->m->be->ops;
-	void *ctx = me->m->be->ctx;
+	const struct backend *be = me->m->be;
 	size_t n = me->m->n_state;
 	int k = dq(me)->phantom_steps;
 	double lam = dq(me)->phantom_tau;
@@ -177,8 +176,8 @@ static void phantom_forward(struct method *me, const void *zs, void *z,
 		void *out = i == k - 1 ? z : method_vec(me, i % 2);
 		method_f(me, out, in, me->u, train ? method_tape(me, i) : NULL);
 		if (lam != 1.0) {
-			o->scale(ctx, out, lam, n);
-			o->axpy(ctx, out, 1.0 - lam, in, n);
+			be_scale(be, out, lam, n);
+			be_axpy(be, out, 1.0 - lam, in, n);
 		}
 		in = out;
 	}
@@ -190,15 +189,14 @@ static void phantom_forward(struct method *me, const void *zs, void *z,
  * λ = 1); ḡ_0, the gradient at the constant z*, is dropped. */
 static void phantom_backward(struct method *me, const void *gz, void *gu)
 {
-	const struct backend_ops *o = me->m->be->ops;
-	void *ctx = me->m->be->ctx;
+	const struct backend *be = me->m->be;
 	size_t n = me->m->n_state;
 	double lam = dq(me)->phantom_tau;
 	void *a = method_vec(me, 0), *b = method_vec(me, 1);
 	const void *c = gz;
 	if (lam != 1.0) {
-		o->copy(ctx, b, gz, n);
-		o->scale(ctx, b, lam, n);
+		be_copy(be, b, gz, n);
+		be_scale(be, b, lam, n);
 		c = b;
 	}
 	for (int i = dq(me)->phantom_steps - 1; i >= 0; i--) {
@@ -207,8 +205,8 @@ static void phantom_backward(struct method *me, const void *gz, void *gu)
 		if (i == 0)
 			break;
 		if (lam != 1.0) {
-			o->scale(ctx, out, lam, n);
-			o->axpy(ctx, out, 1.0 - lam, c, n);
+			be_scale(be, out, lam, n);
+			be_axpy(be, out, 1.0 - lam, c, n);
 		}
 		c = out;
 	}
@@ -232,8 +230,7 @@ static void deq_forward(struct method *me, const void *u, void *z, int train)
 	    method_u01(me) < dq(me)->jac_loss_freq) {
 		/* the backward solve overwrites the solver's z* */
 		me->st.jac_applied = 1;
-		me->m->be->ops->copy(me->m->be->ctx, method_vec(me, V_ZSTAR),
-				     zs, me->m->n_state);
+		be_copy(me->m->be, method_vec(me, V_ZSTAR), zs, me->m->n_state);
 	}
 }
 
@@ -267,7 +264,6 @@ static void deq_backward(struct method *me, const void *gz, void *gu)
 static void deq_jac_backward(struct method *me, void *gu)
 {
 	struct backend *be = me->m->be;
-	const struct backend_ops *o = be->ops;
 	size_t n = me->m->n_state;
 	void *out = method_vec(me, V_OUT), *eps = method_vec(me, V_EPS);
 	void *w = method_vec(me, V_W), *zs = method_vec(me, V_ZSTAR);
@@ -275,9 +271,9 @@ static void deq_jac_backward(struct method *me, void *gu)
 
 	method_gaussian(me, me->host, n);
 	me->probe_valid = 1;
-	o->upload(be->ctx, eps, me->host, n);
+	be_upload(be, eps, me->host, n);
 	method_vjp(me, w, NULL, eps, tape, 0); /* w = εᵀ J(z*) */
-	double wn = o->norm(be->ctx, w, n), zn = o->norm(be->ctx, zs, n);
+	double wn = be_norm(be, w, n), zn = be_norm(be, zs, n);
 	me->st.host_reads += 2;
 	me->st.jac_loss = wn * wn / (double)n;
 	if (!(wn > 0) || !isfinite(wn) || !isfinite(zn))
@@ -288,13 +284,13 @@ static void deq_jac_backward(struct method *me, void *gu)
 	double h = eta * fmax(zn, sqrt((double)n)) / wn;
 	double c = dq(me)->jac_loss_weight / ((double)n * h);
 
-	o->axpy(be->ctx, zs, h, w, n); /* z* + h w */
+	be_axpy(be, zs, h, w, n); /* z* + h w */
 	method_f(me, out, zs, me->u, tape);
-	o->scale(be->ctx, eps, c, n);
+	be_scale(be, eps, c, n);
 	method_vjp(me, out, gu, eps, tape, 1);
-	o->axpy(be->ctx, zs, -2.0 * h, w, n); /* z* − h w */
+	be_axpy(be, zs, -2.0 * h, w, n); /* z* − h w */
 	method_f(me, out, zs, me->u, tape);
-	o->scale(be->ctx, eps, -1.0, n);
+	be_scale(be, eps, -1.0, n);
 	method_vjp(me, out, gu, eps, tape, 1);
 }
 
@@ -303,7 +299,6 @@ static void deq_jac_backward(struct method *me, void *gu)
 double method_spectral_radius(struct method *me)
 {
 	struct backend *be = me->m->be;
-	const struct backend_ops *o = be->ops;
 	size_t n = me->m->n_state;
 	int t = dq(me)->spectral_radius_iters;
 	if (me->desc != &method_deq || t <= 0 || !me->zstar ||
@@ -316,16 +311,16 @@ double method_spectral_radius(struct method *me)
 	method_f(me, a, me->zstar, me->u, tape);
 	method_gaussian(me, me->host, n);
 	me->probe_valid = 0;
-	o->upload(be->ctx, a, me->host, n);
-	o->scale(be->ctx, a, 1.0 / o->norm(be->ctx, a, n), n);
+	be_upload(be, a, me->host, n);
+	be_scale(be, a, 1.0 / be_norm(be, a, n), n);
 	me->st.host_reads++;
 	for (int i = 0; i < t; i++) {
 		method_vjp(me, b, NULL, a, tape, 0);
-		r = o->norm(be->ctx, b, n);
+		r = be_norm(be, b, n);
 		me->st.host_reads++;
 		if (!(r > 0) || !isfinite(r))
 			break; /* 0: nilpotent on v; non-finite: NAN/inf */
-		o->scale(be->ctx, b, 1.0 / r, n);
+		be_scale(be, b, 1.0 / r, n);
 		void *s = a;
 		a = b;
 		b = s;

@@ -17,6 +17,7 @@
 #include "../models/model.h"
 #include "keys.h"
 #include "method_opts.h"
+#include "solver_types.h" /* struct solve_stats, METHOD_TRACE_MAX */
 
 /* The method keys: which method, the depth L of unroll and checkpoint, and
  * every registered method's options (all of them, so that one config can
@@ -65,24 +66,6 @@ const struct key_desc *method_kind_keys(int k, size_t *n);
 /* The options struct of registered method k in c (what its key rows'
  * offsets are relative to). */
 void *method_opts_slot(const struct method_config *c, int k);
-
-/* Result of one solve (forward or backward). */
-struct solve_stats {
-	int iters; /* f (or VJP) evaluations the solver made */
-	/* evaluations issued: iters, plus those the host issued after the
-	 * device had stopped and before it read so (sync_every > 1) */
-	int evals;
-	double residual; /* final ‖f(z)−z‖ (abs) or relative, per stop mode */
-	double abs_residual, rel_residual;
-	int converged; /* residual <= tol (scope sample: every sample's) */
-	int nonfinite; /* a non-finite residual ended the solve */
-	int samples;   /* independent problems solved (1: global) */
-	int samples_converged; /* of them, those whose residual <= tol */
-	int protect_break;     /* stopped by protect_thres */
-	int stall_break;       /* stopped by stall_window */
-};
-
-#define METHOD_TRACE_MAX 256
 
 /* Per-step statistics of a method; reset by every forward. */
 struct method_stats {

@@ -74,8 +74,7 @@ static const void *state_at(struct revolve_run *r, int at)
 		return r->cur;
 	if (at >= 0)
 		return method_ckpt(me, at);
-	me->m->be->ops->fill(me->m->be->ctx, method_vec(me, 0), 0.0,
-			     me->m->n_state);
+	be_fill(me->m->be, method_vec(me, 0), 0.0, me->m->n_state);
 	return method_vec(me, 0);
 }
 
@@ -118,7 +117,7 @@ static void revolve_forward(struct method *me, const void *u, void *z,
 	struct revolve_plan p = {me->cfg.layers, slots_used(&me->cfg),
 				 &block_ops, &r};
 	if (!train) {
-		me->m->be->ops->fill(me->m->be->ctx, a, 0.0, me->m->n_state);
+		be_fill(me->m->be, a, 0.0, me->m->n_state);
 		method_run_plain(me, u, a, z, me->cfg.layers, a, b);
 		return;
 	}

@@ -1,7 +1,8 @@
 /* solver_types.h — the choices a fixed-point solve takes (solvers.h):
  * which solver, how its residual is measured, where its stop rule looks;
- * with their key names. No dependencies, so option structs (deq.h) can
- * use them. */
+ * with their key names; and what one solve reports (struct solve_stats,
+ * carried by method_stats). No dependencies, so option structs (deq.h)
+ * and the solvers (solvers.h) can use them without method.h. */
 #ifndef DQ_SOLVER_TYPES_H
 #define DQ_SOLVER_TYPES_H
 
@@ -19,5 +20,29 @@ int stop_scope_parse(const char *s);
 const char *solver_kind_name(int k);
 const char *stop_mode_name(int s);
 const char *stop_scope_name(int s);
+
+/* Result of one solve (forward or backward), labelled with the choices it
+ * ran under, so that whoever prints or saves it (deqbench grad, the
+ * metadata of save_params) need not read them from the config again. */
+struct solve_stats {
+	enum solver_kind solver; /* the solver that ran */
+	double tol;		 /* its tolerance */
+	enum stop_mode stop;	 /* the sense of residual and tol */
+	int iters;		 /* f (or VJP) evaluations the solver made */
+	/* evaluations issued: iters, plus those the host issued after the
+	 * device had stopped and before it read so (sync_every > 1) */
+	int evals;
+	double residual; /* final ‖f(z)−z‖ (abs) or relative, per stop mode */
+	double abs_residual, rel_residual;
+	int converged; /* residual <= tol (scope sample: every sample's) */
+	int nonfinite; /* a non-finite residual ended the solve */
+	int samples;   /* independent problems solved (1: global) */
+	int samples_converged; /* of them, those whose residual <= tol */
+	int protect_break;     /* stopped by protect_thres */
+	int stall_break;       /* stopped by stall_window */
+};
+
+/* Residuals a solve's trace keeps (method_stats.fwd_trace, bwd_trace). */
+#define METHOD_TRACE_MAX 256
 
 #endif

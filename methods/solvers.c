@@ -10,6 +10,7 @@
 #include "solvers.h"
 
 #include "../kernels/solve_ctl.h"
+#include "keys.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -208,16 +209,15 @@ static double *ctl_at(struct solver *s, long o)
 /* Per-segment dots x·y into the control block at offset o: no host read. */
 static void seg_dots(struct solver *s, long o, const void *x, const void *y)
 {
-	s->be->ops->dot_segments_dev(s->be->ctx, ctl_at(s, o), x, y,
-				     (size_t)s->S * (size_t)s->P, s->len);
+	be_dot_segments_dev(s->be, ctl_at(s, o), x, y,
+			    (size_t)s->S * (size_t)s->P, s->len);
 }
 
 /* dst_k = src_k (0 when src is NULL) for every sample k whose flag at
  * offset o of the control block is set. */
 static void copy_if(struct solver *s, void *dst, const void *src, long o)
 {
-	s->be->ops->copy_masked(s->be->ctx, dst, src, ctl_at(s, o), s->S, s->P,
-				s->len);
+	be_copy_masked(s->be, dst, src, ctl_at(s, o), s->S, s->P, s->len);
 }
 
 /* coef (S, ldc) row k = x_k R_kᵀ over the first `rows` rows of the ring R
@@ -225,9 +225,9 @@ static void copy_if(struct solver *s, void *dst, const void *src, long o)
 static void sample_coef(struct solver *s, void *coef, int ldc, const void *x,
 			const void *R, int rows)
 {
-	const struct backend_ops *o = s->be->ops;
+	const struct backend *be = s->be;
 	for (int p = 0; p < s->P; p++)
-		o->gemm_batched(s->be->ctx, 0, 1, 1, rows, (int)s->len, 1.0,
+		be_gemm_batched(be, 0, 1, 1, rows, (int)s->len, 1.0,
 				seg_of(s, x, 0, p), (int)s->len, s->len,
 				seg_of(s, R, 0, p), (int)s->n, s->len,
 				p ? 1.0 : 0.0, coef, ldc, (size_t)ldc, s->S);
@@ -237,10 +237,10 @@ static void sample_coef(struct solver *s, void *coef, int ldc, const void *x,
 static void sample_apply(struct solver *s, void *y, double a, const void *coef,
 			 int ldc, const void *R, int rows, double beta)
 {
-	const struct backend_ops *o = s->be->ops;
+	const struct backend *be = s->be;
 	for (int p = 0; p < s->P; p++)
-		o->gemm_batched(s->be->ctx, 0, 0, 1, (int)s->len, rows, a, coef,
-				ldc, (size_t)ldc, seg_of(s, R, 0, p), (int)s->n,
+		be_gemm_batched(be, 0, 0, 1, (int)s->len, rows, a, coef, ldc,
+				(size_t)ldc, seg_of(s, R, 0, p), (int)s->n,
 				s->len, beta, seg_of(s, y, 0, p), (int)s->len,
 				s->len, s->S);
 }
@@ -276,7 +276,7 @@ static void run_eval(struct run *r, void *out, const void *in)
 static int run_check(struct run *r, const void *x)
 {
 	struct solver *s = r->s;
-	s->be->ops->solve_check(s->be->ctx, &s->ctl);
+	be_solve_check(s->be, &s->ctl);
 	copy_if(s, r->best, x, s->ctl.o_imp);
 	if (r->launched >= r->p->max_iter)
 		return 1;
@@ -284,8 +284,7 @@ static int run_check(struct run *r, const void *x)
 		return 0;
 	r->since = 0;
 	double go;
-	s->be->ops->download_bytes(s->be->ctx, &go, ctl_at(s, DQ_CTL_GO),
-				   sizeof(go));
+	be_download_bytes(s->be, &go, ctl_at(s, DQ_CTL_GO), sizeof(go));
 	(*r->reads)++;
 	return go == 0;
 }
@@ -312,15 +311,14 @@ static void run_freeze(struct run *r, void *dst, const void *src)
 static void solve_fixed_point(struct run *r)
 {
 	struct solver *s = r->s;
-	const struct backend_ops *o = s->be->ops;
-	void *c = s->be->ctx;
+	const struct backend *be = s->be;
 	void *x = vec(s, 0), *fx = vec(s, 1), *g = vec(s, 2);
 
-	o->fill(c, x, 0.0, s->n);
+	be_fill(be, x, 0.0, s->n);
 	for (;;) {
 		run_eval(r, fx, x);
-		o->copy(c, g, fx, s->n);
-		o->axpy(c, g, -1.0, x, s->n);
+		be_copy(be, g, fx, s->n);
+		be_axpy(be, g, -1.0, x, s->n);
 		if (run_measure(r, x, g, fx))
 			return;
 		run_freeze(r, fx, x); /* frozen samples stay */
@@ -342,7 +340,7 @@ static void broyden_step(struct run *r, struct broyden *b, void *dx,
 			 const void *g)
 {
 	struct solver *s = r->s;
-	s->be->ops->copy(s->be->ctx, dx, g, s->n);
+	be_copy(s->be, dx, g, s->n);
 	if (b->nu > 0) {
 		sample_coef(s, b->coef, b->nu, g, b->V, b->nu);
 		sample_apply(s, dx, -1.0, b->coef, b->nu, b->U, b->nu, 1.0);
@@ -358,8 +356,7 @@ static void broyden_update(struct run *r, struct broyden *b, void *dx,
 			   const void *dg, void *fx)
 {
 	struct solver *s = r->s;
-	const struct backend_ops *o = s->be->ops;
-	void *c = s->be->ctx;
+	const struct backend *be = s->be;
 	const size_t n = s->n;
 	/* Slot for the new pair; a full history drops its oldest pair first
 	 * (zero rows add nothing to the products). */
@@ -368,16 +365,16 @@ static void broyden_update(struct run *r, struct broyden *b, void *dx,
 	void *Us = dq_at(s->be, b->U, (size_t)slot * n);
 	void *Vs = dq_at(s->be, b->V, (size_t)slot * n);
 	if (b->nu == b->h) {
-		o->fill(c, Us, 0.0, n);
-		o->fill(c, Vs, 0.0, n);
+		be_fill(be, Us, 0.0, n);
+		be_fill(be, Vs, 0.0, n);
 	}
-	o->copy(c, fx, dx, n);
-	o->scale(c, fx, -1.0, n);
+	be_copy(be, fx, dx, n);
+	be_scale(be, fx, -1.0, n);
 	if (nact > 0) {
 		sample_coef(s, b->coef, nact, dx, b->U, nact);
 		sample_apply(s, fx, 1.0, b->coef, nact, b->V, nact, 1.0);
 	}
-	o->axpy(c, dx, 1.0, dg, n); /* u (vᵀΔg) = Δx + Δg − Uᵀ (V Δg) */
+	be_axpy(be, dx, 1.0, dg, n); /* u (vᵀΔg) = Δx + Δg − Uᵀ (V Δg) */
 	if (nact > 0) {
 		sample_coef(s, b->coef, nact, dg, b->V, nact);
 		sample_apply(s, dx, -1.0, b->coef, nact, b->U, nact, 1.0);
@@ -385,9 +382,9 @@ static void broyden_update(struct run *r, struct broyden *b, void *dx,
 	seg_dots(s, s->ctl.o_seg_d, fx, dg); /* vᵀ Δg per segment */
 	if (b->nu == b->h)
 		b->head = (b->head + 1) % b->h;
-	o->scale_recip(c, Us, dx, ctl_at(s, s->ctl.o_seg_d), s->S, s->P,
+	be_scale_recip(be, Us, dx, ctl_at(s, s->ctl.o_seg_d), s->S, s->P,
 		       s->len);
-	o->copy(c, Vs, fx, n);
+	be_copy(be, Vs, fx, n);
 	if (b->nu < b->h)
 		b->nu++;
 }
@@ -399,8 +396,7 @@ static void broyden_update(struct run *r, struct broyden *b, void *dx,
 static void solve_broyden(struct run *r)
 {
 	struct solver *s = r->s;
-	const struct backend_ops *o = s->be->ops;
-	void *c = s->be->ctx;
+	const struct backend *be = s->be;
 	const size_t n = s->n;
 	const int h = r->p->history;
 	void *x = vec(s, 0), *g = vec(s, 1), *fx = vec(s, 2);
@@ -410,24 +406,24 @@ static void solve_broyden(struct run *r)
 			    .coef = vec(s, 6 + 2 * (size_t)h),
 			    .h = h};
 
-	o->fill(c, x, 0.0, n);
+	be_fill(be, x, 0.0, n);
 	run_eval(r, fx, x);
-	o->copy(c, g, fx, n);
-	o->axpy(c, g, -1.0, x, n);
+	be_copy(be, g, fx, n);
+	be_axpy(be, g, -1.0, x, n);
 	if (run_measure(r, x, g, fx))
 		return;
 	for (;;) {
 		broyden_step(r, &b, dx, g);
 		run_freeze(r, dx, NULL); /* frozen: Δx = 0 */
-		o->axpy(c, x, 1.0, dx, n);
+		be_axpy(be, x, 1.0, dx, n);
 		run_eval(r, fx, x);
 		seg_dots(s, s->ctl.o_seg_f, fx, fx);
-		o->axpy(c, fx, -1.0, x, n); /* fx = g_new */
+		be_axpy(be, fx, -1.0, x, n); /* fx = g_new */
 		seg_dots(s, s->ctl.o_seg_g, fx, fx);
 		if (run_check(r, x))
 			return;
-		o->copy(c, dg, fx, n);
-		o->axpy(c, dg, -1.0, g, n);
+		be_copy(be, dg, fx, n);
+		be_axpy(be, dg, -1.0, g, n);
 		void *t = g; /* g = g_new; fx is free */
 		g = fx;
 		fx = t;
@@ -444,8 +440,7 @@ static void solve_broyden(struct run *r)
 static void solve_anderson(struct run *r)
 {
 	struct solver *s = r->s;
-	const struct backend_ops *o = s->be->ops;
-	void *c = s->be->ctx;
+	const struct backend *be = s->be;
 	const size_t n = s->n;
 	const int m = r->p->anderson_m;
 	void *xn = vec(s, 0), *fx = vec(s, 1);
@@ -453,15 +448,15 @@ static void solve_anderson(struct run *r)
 	void *coef = vec(s, 3 + 2 * (size_t)m);
 	int k = 0;
 
-	o->fill(c, xn, 0.0, n);
+	be_fill(be, xn, 0.0, n);
 	for (;;) {
 		int slot = k % m;
 		void *Xs = dq_at(s->be, X, (size_t)slot * n);
 		void *Gs = dq_at(s->be, G, (size_t)slot * n);
 		run_eval(r, fx, xn);
-		o->copy(c, Xs, xn, n);
-		o->copy(c, Gs, fx, n);
-		o->axpy(c, Gs, -1.0, xn, n);
+		be_copy(be, Xs, xn, n);
+		be_copy(be, Gs, fx, n);
+		be_axpy(be, Gs, -1.0, xn, n);
 		if (run_measure(r, xn, Gs, fx))
 			return;
 		k++;
@@ -469,7 +464,7 @@ static void solve_anderson(struct run *r)
 		/* Gram rows of the new G against every G in use, then each
 		 * sample's weights into coef */
 		sample_coef(s, coef, nact, Gs, G, nact);
-		o->anderson_weights(c, &s->ctl, coef, coef, slot, nact,
+		be_anderson_weights(be, &s->ctl, coef, coef, slot, nact,
 				    r->p->lambda);
 		/* xn = αᵀ X + β αᵀ G */
 		sample_apply(s, xn, 1.0, coef, nact, X, nact, 0.0);
@@ -500,10 +495,9 @@ static void ctl_start(struct solver *s, const struct solver_params *p)
 	s->head[DQ_CTL_GO] = 1;
 	s->head[DQ_CTL_RES] = s->head[DQ_CTL_ABS] = s->head[DQ_CTL_REL] =
 	    INFINITY;
-	const struct backend_ops *o = s->be->ops;
-	o->upload_bytes(s->be->ctx, c->st, s->head,
-			DQ_CTL_HEAD * sizeof(double));
-	o->upload_bytes(s->be->ctx, ctl_at(s, c->o_done), s->zeros,
+	const struct backend *be = s->be;
+	be_upload_bytes(be, c->st, s->head, DQ_CTL_HEAD * sizeof(double));
+	be_upload_bytes(be, ctl_at(s, c->o_done), s->zeros,
 			(size_t)s->S * sizeof(double));
 }
 
@@ -514,9 +508,9 @@ static void ctl_finish(struct solver *s, const struct solver_params *p,
 {
 	const double *h = s->head;
 	int tl = 0;
-	s->be->ops->download_bytes(s->be->ctx, s->head, s->ctl.st,
-				   (size_t)(DQ_CTL_HEAD + s->ctl.trace_cap) *
-				       sizeof(double));
+	be_download_bytes(s->be, s->head, s->ctl.st,
+			  (size_t)(DQ_CTL_HEAD + s->ctl.trace_cap) *
+			      sizeof(double));
 	(*reads)++;
 	st->iters = (int)h[DQ_CTL_ITERS];
 	st->residual = h[DQ_CTL_RES];
@@ -553,12 +547,15 @@ const void *solver_solve(struct solver *s, const struct solver_params *p,
 	    .sync = p->sync_every > 0 ? p->sync_every : 1,
 	};
 	memset(st, 0, sizeof(*st));
+	st->solver = p->kind;
+	st->tol = p->tol;
+	st->stop = p->stop;
 	st->residual = st->abs_residual = st->rel_residual = INFINITY;
 	st->samples = s->S;
 	if (trace_len)
 		*trace_len = 0;
 	/* x₀ = 0 stands in when no iterate had a finite residual */
-	s->be->ops->fill(s->be->ctx, r.best, 0.0, s->n);
+	be_fill(s->be, r.best, 0.0, s->n);
 	if (solver_elems(p, s->n) > s->elems || p->max_iter > s->max_iter ||
 	    (p->kind == SOLVER_ANDERSON && p->anderson_m > s->ctl.m) ||
 	    p->stall > s->ctl.ring || samples_of(p) != s->S ||

@@ -88,7 +88,7 @@
 
 #include <stddef.h>
 
-#include "method.h"
+#include "../kernels/backend.h"
 #include "solver_types.h"
 
 /* out = F(in); out never aliases in. */
@@ -138,7 +138,8 @@ int solver_create(struct solver **out, struct backend *be, size_t n,
 void solver_destroy(struct solver *s);
 
 /* Solves x = F(x) from x₀ = 0 with p (which must fit what the solver was
- * created for). Fills st (iters and evals as described above); appends the residual after each evaluation to
+ * created for). Fills st (iters and evals as described above; solver, tol
+ * and stop from p); appends the residual after each evaluation to
  * trace[*trace_len...] up to METHOD_TRACE_MAX (trace may be NULL); adds the
  * host reads made to *host_reads. Returns the lowest-residual iterate,
  * which lives in the solver's memory until the next solve. */

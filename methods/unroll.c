@@ -21,11 +21,11 @@ static void unroll_layout(const struct model *m, const struct method_config *c,
 
 static void unroll_forward(struct method *me, const void *u, void *z, int train)
 {
-	const struct backend_ops *o = me->m->be->ops;
+	const struct backend *be = me->m->be;
 	void *a = method_vec(me, 0), *b = method_vec(me, 1);
 	const int L = me->cfg.layers;
 
-	o->fill(me->m->be->ctx, a, 0.0, me->m->n_state);
+	be_fill(be, a, 0.0, me->m->n_state);
 	if (!train) {
 		method_run_plain(me, u, a, z, L, a, b);
 		return;

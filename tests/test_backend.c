@@ -4,18 +4,25 @@
  * category, the depth+solver high-water mark, peak reset, table growth,
  * zero-size allocations, error messages of backend_create, the CPU
  * backend's info / timer / alignment, and the be_* call wrappers (they
- * reach the ops; their asserts abort on a bad shape or pointer).
+ * reach the ops; their asserts abort on a bad shape or pointer; the
+ * optional ops answer be_has_*). The facade, from the sources
+ * (DQ_SOURCE_ROOT): every op of struct backend_ops has its wrapper, and no
+ * file under models/, methods/ or bench/ reaches the ops table.
  */
 #include "backend.h"
 #include "backend_impl.h"
 #include "dq_build.h"
 
 #include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static struct backend *make(const char *name)
@@ -48,8 +55,8 @@ Test(backend, names_and_elem)
 	struct backend *f = make("cpu"), *d = make("cpu64");
 	cr_assert_eq(f->elem, 4);
 	cr_assert_eq(d->elem, 8);
-	cr_assert_str_eq(f->ops->name, "cpu");
-	cr_assert_str_eq(d->ops->name, "cpu64");
+	cr_assert_str_eq(be_name(f), "cpu");
+	cr_assert_str_eq(be_name(d), "cpu64");
 	backend_destroy(f);
 	backend_destroy(d);
 	cr_assert_str_eq(mem_category_name(MEM_PARAMS), "params");
@@ -281,7 +288,43 @@ Test(backend, wrappers_call_the_ops)
 	cr_assert_eq(ps.total_bytes, 0);
 	cr_assert_eq(be_pool_reset_peak(be), -1);
 	cr_assert_eq(be_set_tf32(be, 1), -1);
+	cr_assert(!be_has_pool_stats(be) && !be_has_pool_reset_peak(be));
+	cr_assert(!be_has_set_tf32(be) && !be_has_host_alloc(be));
+	cr_assert_str_eq(be_name(be), "cpu64");
+	/* no host_alloc: MEM_HOST bytes come from raw_alloc */
+	void *p = be_host_alloc(be, 16);
+	cr_assert_not_null(p);
+	be_host_free(be, p);
 	backend_free(be, x);
+	backend_destroy(be);
+}
+
+/* The solver-control wrappers reach their ops: 2 samples of 1 segment of
+ * 3 elements, segment dots into device doubles, then copy_masked (sample
+ * 1 only) and scale_recip (by the dots). */
+Test(backend, solver_control_wrappers)
+{
+	struct backend *be = make("cpu64");
+	double h[6] = {1, 2, 2, 0, 3, 4}, g[6], *dots = NULL;
+	void *x = backend_alloc(be, 6, MEM_WORKSPACE);
+	void *y = backend_alloc(be, 6, MEM_WORKSPACE);
+	dots = backend_alloc_bytes(be, 4 * sizeof(double), MEM_SOLVER);
+	be_upload(be, x, h, 6);
+	be_dot_segments_dev(be, dots, x, x, 2, 3);
+	be_download_bytes(be, g, dots, 2 * sizeof(double));
+	cr_assert(g[0] == 9 && g[1] == 25, "%g %g", g[0], g[1]);
+	double flag[2] = {0, 1};
+	be_upload_bytes(be, dots + 2, flag, sizeof(flag));
+	be_fill(be, y, 7.0, 6);
+	be_copy_masked(be, y, x, dots + 2, 2, 1, 3);
+	be_download(be, g, y, 6);
+	cr_assert(g[0] == 7 && g[2] == 7 && g[3] == 0 && g[5] == 4);
+	be_scale_recip(be, y, x, dots, 2, 1, 3);
+	be_download(be, g, y, 6);
+	cr_assert(g[0] == 1.0 / 9 && g[4] == 3.0 / 25, "%g %g", g[0], g[4]);
+	backend_free(be, dots);
+	backend_free(be, x);
+	backend_free(be, y);
 	backend_destroy(be);
 }
 
@@ -307,4 +350,196 @@ Test(backend, wrapper_rejects_bad_heads, .signal = SIGABRT)
 	struct backend *be = make("cpu");
 	void *a = backend_alloc(be, 64, MEM_WORKSPACE);
 	be_attention_forward(be, a, a, a, 1, 2, 6, 4); /* 6 % 4 != 0 */
+}
+
+/* ---- the facade (backend_call.h): every op has a be_* wrapper, and the code
+ * above the kernels reaches the ops only through them ---- */
+
+/* The whole of DQ_SOURCE_ROOT/rel, NUL-terminated (free it). */
+static char *read_source(const char *rel)
+{
+	const char *root = getenv("DQ_SOURCE_ROOT");
+	char path[4096];
+	cr_assert_not_null(root, "DQ_SOURCE_ROOT must give the source tree");
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	FILE *f = fopen(path, "rb");
+	cr_assert_not_null(f, "cannot read %s", path);
+	char *s = NULL;
+	size_t n = 0, cap = 0, got;
+	do {
+		if (cap - n < 4096) {
+			cap = cap ? 2 * cap : 65536;
+			s = realloc(s, cap);
+			cr_assert_not_null(s);
+		}
+		got = fread(s + n, 1, cap - n - 1, f);
+		n += got;
+	} while (got > 0);
+	fclose(f);
+	s[n] = 0;
+	return s;
+}
+
+#define MAX_OPS 96
+
+/* The members of struct backend_ops in backend.h (h): the function
+ * pointers (*op) and `name`. Returns how many. */
+static int op_names(const char *h, char names[][48])
+{
+	const char *a = strstr(h, "struct backend_ops {");
+	cr_assert_not_null(a, "backend.h: no struct backend_ops");
+	const char *end = strstr(a, "\n};");
+	int n = 0;
+	cr_assert_not_null(end);
+	cr_assert_not_null(strstr(a, "const char *name;"));
+	snprintf(names[n++], 48, "name");
+	for (const char *p = strstr(a, "(*"); p && p < end;
+	     p = strstr(p + 2, "(*")) {
+		size_t k =
+		    strspn(p + 2, "abcdefghijklmnopqrstuvwxyz0123456789_");
+		cr_assert(k > 0 && k < 48 && p[2 + k] == ')');
+		cr_assert_lt(n, MAX_OPS);
+		snprintf(names[n++], 48, "%.*s", (int)k, p + 2);
+	}
+	return n;
+}
+
+Test(facade, every_op_has_a_wrapper)
+{
+	char *h = read_source("kernels/backend.h"), names[MAX_OPS][48];
+	char *w = read_source("kernels/backend_call.h"), def[96], mac[96];
+	int n = op_names(h, names), missing = 0;
+	cr_assert_gt(n, 40, "backend.h: only %d ops parsed", n);
+	for (int i = 0; i < n; i++) {
+		snprintf(def, sizeof(def), "be_%.47s(const struct backend *be",
+			 names[i]);
+		snprintf(mac, sizeof(mac), "DQ_MOVE_WRAPPER(%.47s,", names[i]);
+		if (!strstr(w, def) && !strstr(w, mac)) {
+			cr_log_error(
+			    "backend_call.h: op %s has no be_%s wrapper",
+			    names[i], names[i]);
+			missing++;
+		}
+	}
+	cr_assert_eq(missing, 0, "%d ops without a wrapper", missing);
+	free(h);
+	free(w);
+}
+
+static int ident_char(char c)
+{
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9');
+}
+
+/* 1 when line l (up to its newline) reaches the ops table: names the type
+ * struct backend_ops, reads be->ops (any `...be->ops`), or calls
+ * ->ops-><op> for an op of the table (method_ops and revolve_ops have
+ * their own members: layout, forward, advance, ...). */
+static int raw_op_line(const char *l, size_t len, char names[][48], int n)
+{
+	char buf[512];
+	snprintf(buf, sizeof(buf), "%.*s", (int)(len < 511 ? len : 511), l);
+	if (strstr(buf, "struct backend_ops"))
+		return 1;
+	for (const char *p = strstr(buf, "be->ops"); p;
+	     p = strstr(p + 1, "be->ops"))
+		if ((p == buf || !ident_char(p[-1])) && !ident_char(p[7]))
+			return 1;
+	for (const char *p = strstr(buf, "->ops->"); p;
+	     p = strstr(p + 1, "->ops->"))
+		for (int i = 0; i < n; i++) {
+			size_t k = strlen(names[i]);
+			if (!strncmp(p + 7, names[i], k) &&
+			    !ident_char(p[7 + k]))
+				return 1;
+		}
+	return 0;
+}
+
+/* Raw op calls in every .c/.h file under DQ_SOURCE_ROOT/dir (recursive),
+ * each logged as file:line. */
+static int raw_calls_under(const char *dir, char names[][48], int n)
+{
+	const char *root = getenv("DQ_SOURCE_ROOT");
+	char path[4096];
+	int bad = 0;
+	snprintf(path, sizeof(path), "%s/%s", root, dir);
+	DIR *d = opendir(path);
+	cr_assert_not_null(d, "cannot list %s", path);
+	for (struct dirent *e; (e = readdir(d));) {
+		char rel[2048];
+		struct stat sb;
+		size_t k = strlen(e->d_name);
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(rel, sizeof(rel), "%s/%s", dir, e->d_name);
+		snprintf(path, sizeof(path), "%s/%s", root, rel);
+		cr_assert_eq(stat(path, &sb), 0, "cannot stat %s", path);
+		if (S_ISDIR(sb.st_mode)) {
+			bad += raw_calls_under(rel, names, n);
+			continue;
+		}
+		if (k < 2 || e->d_name[k - 2] != '.' ||
+		    (e->d_name[k - 1] != 'c' && e->d_name[k - 1] != 'h'))
+			continue;
+		char *s = read_source(rel);
+		int line = 1;
+		for (const char *l = s; *l; line++) {
+			const char *nl = strchr(l, '\n');
+			size_t len = nl ? (size_t)(nl - l) : strlen(l);
+			if (raw_op_line(l, len, names, n)) {
+				cr_log_error(
+				    "%s:%d: a raw backend op call; use "
+				    "its be_* wrapper (backend.h)",
+				    rel, line);
+				bad++;
+			}
+			l += len + (nl != NULL);
+		}
+		free(s);
+	}
+	closedir(d);
+	return bad;
+}
+
+Test(facade, no_raw_op_calls_above_the_kernels)
+{
+	static const char *const dirs[] = {"models", "methods", "bench"};
+	char *h = read_source("kernels/backend.h"), names[MAX_OPS][48];
+	int n = op_names(h, names), bad = 0;
+	free(h);
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		bad += raw_calls_under(dirs[i], names, n);
+	cr_assert_eq(bad, 0, "%d raw op calls above the kernels", bad);
+	/* the scan sees them: a line of each kind */
+	const char *probe[] = {"o->x; const struct backend_ops *o = be->ops;",
+			       "x = rc->be->ops;", "s->be2->ops->copy(c, a);"};
+	for (int i = 0; i < 3; i++)
+		cr_assert(raw_op_line(probe[i], strlen(probe[i]), names, n),
+			  "%s", probe[i]);
+	const char *fine[] = {"me->ops->forward(me, u, z, 1);",
+			      "be->opsx; xbe->ops", "be_copy(be, a, b, n);"};
+	for (int i = 0; i < 3; i++)
+		cr_assert(!raw_op_line(fine[i], strlen(fine[i]), names, n),
+			  "%s", fine[i]);
+}
+
+/* be_anderson_weights: the new G's slot must be one of the nact in use. */
+Test(backend, wrapper_rejects_anderson_slot, .signal = SIGABRT)
+{
+	struct backend *be = make("cpu64");
+	struct dq_solve_ctl c = {.S = 1, .P = 1, .ring = 1, .m = 2};
+	dq_ctl_layout(&c);
+	c.st = backend_alloc_bytes(be, (size_t)c.total * sizeof(double),
+				   MEM_SOLVER);
+	void *a = backend_alloc(be, 4, MEM_WORKSPACE);
+	be_anderson_weights(be, &c, a, a, 1, 1, 0.0); /* slot 1, nact 1 */
+}
+
+Test(backend, wrapper_rejects_unset_ctl, .signal = SIGABRT)
+{
+	struct backend *be = make("cpu64");
+	struct dq_solve_ctl c = {.S = 1, .P = 1};
+	be_solve_check(be, &c); /* st not set */
 }

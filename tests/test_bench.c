@@ -1602,8 +1602,8 @@ Test(cli, grad_matches_in_process, .init = cli_setup, .fini = cli_teardown,
 			    runner_grad_step(&rc, tok, &loss, e2, sizeof(e2)),
 			    0);
 			g = malloc(sizeof(double) * rc.m->n_param_elems);
-			rc.be->ops->download(rc.be->ctx, g, rc.m->grad_buf,
-					     rc.m->n_param_elems);
+			be_download(rc.be, g, rc.m->grad_buf,
+				    rc.m->n_param_elems);
 			h = st_read(gp, &data);
 			check_grad_solves(err, h, method_get_stats(rc.me),
 					  method_get_config(rc.me));

@@ -42,7 +42,7 @@ static double jac_R(void *ctx)
 	model_inject_forward(m);
 	model_block_forward(m, f->out, f->zs, m->u, f->tape);
 	model_block_vjp(m, f->w, NULL, f->eps, f->tape, 0);
-	double r = m->be->ops->norm(m->be->ctx, f->w, m->n_state);
+	double r = be_norm(m->be, f->w, m->n_state);
 	return r * r / (double)m->n_state;
 }
 
@@ -287,14 +287,13 @@ struct ph_fx {
 static const void *ph_steps(struct ph_fx *f)
 {
 	struct model *m = f->m;
-	const struct backend_ops *o = m->be->ops;
 	const void *in = f->zs;
 	for (int i = 0; i < f->k; i++) {
 		void *out = i % 2 ? f->b : f->a;
 		model_block_forward(m, out, in, m->u, NULL);
 		if (f->lam != 1.0) {
-			o->scale(m->be->ctx, out, f->lam, m->n_state);
-			o->axpy(m->be->ctx, out, 1.0 - f->lam, in, m->n_state);
+			be_scale(m->be, out, f->lam, m->n_state);
+			be_axpy(m->be, out, 1.0 - f->lam, in, m->n_state);
 		}
 		in = out;
 	}

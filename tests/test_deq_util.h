@@ -119,8 +119,7 @@ static inline void scale_param(struct model *m, const char *name, double s)
 {
 	const struct model_param *p = model_param_find(m, name);
 	cr_assert_not_null(p);
-	m->be->ops->scale(m->be->ctx, dq_at(m->be, m->param_buf, p->offset), s,
-			  p->numel);
+	be_scale(m->be, dq_at(m->be, m->param_buf, p->offset), s, p->numel);
 }
 
 /* The transformer block at init is not a contraction: post-LN makes f
@@ -148,8 +147,8 @@ static inline void make_contractive(struct model *m)
 		const struct model_param *p =
 		    model_param_find(m, "cell.weight");
 		void *w = dq_at(m->be, m->param_buf, p->offset);
-		double f = m->be->ops->norm(m->be->ctx, w, p->numel);
-		m->be->ops->scale(m->be->ctx, w, 0.45 / f, p->numel);
+		double f = be_norm(m->be, w, p->numel);
+		be_scale(m->be, w, 0.45 / f, p->numel);
 	} else {
 		make_contractive_transformer(m, 1);
 	}

@@ -83,7 +83,7 @@ static inline void fx_vjp(struct fx *f, struct fx_grads *g)
 	model_block_forward(m, f->dout, f->dz, f->du, tape);
 	up(be, gz_out, f->R, nd);
 	model_zero_grads(m);
-	be->ops->fill(be->ctx, gz_in, 99.0, nd);
+	be_fill(be, gz_in, 99.0, nd);
 	model_block_vjp(m, gz_in, m->gu, gz_out, tape, 1);
 	g->z = host(nd);
 	g->u = host(nu);
@@ -137,7 +137,7 @@ static inline double lm_loss(struct fx *f)
 {
 	struct model *m = f->m;
 	model_inject_forward(m);
-	f->be->ops->fill(f->be->ctx, f->dz, 0.0, m->n_state);
+	be_fill(f->be, f->dz, 0.0, m->n_state);
 	void *a = f->dz, *b = f->dout;
 	for (int l = 0; l < f->layers; l++) {
 		model_block_forward(m, b, a, m->u, NULL);

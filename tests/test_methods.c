@@ -56,7 +56,7 @@ static void set_spectral_norm(struct model *m, const char *name, double target)
 	double *w = malloc(sizeof(double) * r * c),
 	       *v = malloc(sizeof(double) * c), *t = malloc(sizeof(double) * r);
 	void *dp = dq_at(m->be, m->param_buf, p->offset);
-	m->be->ops->download(m->be->ctx, w, dp, r * c);
+	be_download(m->be, w, dp, r * c);
 	for (size_t j = 0; j < c; j++)
 		v[j] = 1.0 + 0.01 * (double)j;
 	double sigma = 0;
@@ -91,7 +91,7 @@ static void set_spectral_norm(struct model *m, const char *name, double target)
 	sigma = sqrt(nt);
 	for (size_t k = 0; k < r * c; k++)
 		w[k] *= target / sigma;
-	m->be->ops->upload(m->be->ctx, dp, w, r * c);
+	be_upload(m->be, dp, w, r * c);
 	free(w);
 	free(v);
 	free(t);
@@ -554,7 +554,7 @@ Test(deq, non_contractive_reported)
 	double *w = calloc(d * d, sizeof(double));
 	for (size_t i = 0; i < d; i++)
 		w[i * d + i] = -3.0;
-	be->ops->upload(be->ctx, dq_at(be, m->param_buf, p->offset), w, d * d);
+	be_upload(be, dq_at(be, m->param_buf, p->offset), w, d * d);
 	free(w);
 	void *z = dev_state(m), *fz = dev_state(m);
 	set_tokens(m, 2);
@@ -580,10 +580,10 @@ Test(deq, non_contractive_reported)
 		st = method_get_stats(me);
 		const void *zs = method_fixed_point(me);
 		model_block_forward(m, fz, zs, m->u, NULL);
-		be->ops->axpy(be->ctx, fz, -1.0, zs, n);
-		double r = be->ops->norm(be->ctx, fz, n);
+		be_axpy(be, fz, -1.0, zs, n);
+		double r = be_norm(be, fz, n);
 		model_block_forward(m, fz, zs, m->u, NULL);
-		r /= be->ops->norm(be->ctx, fz, n);
+		r /= be_norm(be, fz, n);
 		cr_assert(fabs(r - st->fwd.residual) <= 1e-12 * (1 + r),
 			  "%s: reported %g, true %g", solver_kind_name(k),
 			  st->fwd.residual, r);
@@ -602,11 +602,11 @@ Test(deq, nonfinite_ends_solve)
 	struct model *m = deq_model(be, MODEL_TANH_CELL, odd);
 	const struct model_param *p = model_param_find(m, "inject.bias");
 	double inf = INFINITY;
-	be->ops->upload(be->ctx, dq_at(be, m->param_buf, p->offset), &inf, 1);
+	be_upload(be, dq_at(be, m->param_buf, p->offset), &inf, 1);
 	/* tanh(inf) = 1 is finite: poison the weight instead */
 	p = model_param_find(m, "cell.weight");
 	double nan = NAN;
-	be->ops->upload(be->ctx, dq_at(be, m->param_buf, p->offset), &nan, 1);
+	be_upload(be, dq_at(be, m->param_buf, p->offset), &nan, 1);
 	void *z = dev_state(m);
 	set_tokens(m, 2);
 	for (int k = 0; k < 3; k++) {
@@ -790,10 +790,9 @@ struct linear_map {
 static void linear_apply(void *ctx, void *out, const void *in)
 {
 	struct linear_map *L = ctx;
-	const struct backend_ops *o = L->be->ops;
-	o->copy(L->be->ctx, out, L->b, (size_t)L->n);
-	o->gemm(L->be->ctx, 0, 1, 1, L->n, L->n, 1.0, in, L->n, L->A, L->n, 1.0,
-		out, L->n);
+	be_copy(L->be, out, L->b, (size_t)L->n);
+	be_gemm(L->be, 0, 1, 1, L->n, L->n, 1.0, in, L->n, L->A, L->n, 1.0, out,
+		L->n);
 }
 
 /* On a linear map F(x) = A x + b in n dimensions, good Broyden with full
@@ -822,8 +821,8 @@ Test(solvers, linear_finite_termination)
 	rng_state = save;
 	struct linear_map L = {be, backend_alloc(be, 64, MEM_WORKSPACE),
 			       backend_alloc(be, 8, MEM_WORKSPACE), n};
-	be->ops->upload(be->ctx, L.A, A, 64);
-	be->ops->upload(be->ctx, L.b, b, 8);
+	be_upload(be, L.A, A, 64);
+	be_upload(be, L.b, b, 8);
 	struct fp_map F = {linear_apply, &L};
 	struct solver_params p[2] = {
 	    {.kind = SOLVER_BROYDEN,
@@ -859,7 +858,7 @@ Test(solvers, linear_finite_termination)
 			      solver_kind_name(p[k].kind), st.iters);
 		/* the returned x really solves x = A x + b */
 		double xs[8], r = 0;
-		be->ops->download(be->ctx, xs, x, 8);
+		be_download(be, xs, x, 8);
 		for (int i = 0; i < n; i++) {
 			double v = b[i] - xs[i];
 			for (int j = 0; j < n; j++)

@@ -142,7 +142,7 @@ static void check_flags(enum model_kind kind)
 	rnd_fill(usent, nu, 1.0);
 	up(be, m->grad_buf, sent, np);
 	up(be, m->gu, usent, nu);
-	be->ops->fill(be->ctx, gz_in, 123.0, nd); /* overwritten, not += */
+	be_fill(be, gz_in, 123.0, nd); /* overwritten, not += */
 	model_block_vjp(m, gz_in, NULL, gz_out, tape, 0);
 	down(be, g2, gz_in, nd);
 	down(be, th2, m->grad_buf, np);
@@ -249,7 +249,7 @@ static void check_lm(enum model_kind kind, int is_pow2, int layers, int hc)
 
 	model_zero_grads(m);
 	model_inject_forward(m);
-	be->ops->fill(be->ctx, zs[0], 0.0, nd);
+	be_fill(be, zs[0], 0.0, nd);
 	for (int l = 0; l < layers; l++)
 		model_block_forward(m, zs[(l + 1) % 2], zs[l % 2], m->u,
 				    dq_at(be, tapes, nt * (size_t)l));
@@ -264,7 +264,7 @@ static void check_lm(enum model_kind kind, int is_pow2, int layers, int hc)
 		cr_assert_eq(gzh[k], 0.0, "gz past what the head reads: %zu",
 			     k);
 	free(gzh);
-	be->ops->copy(be->ctx, g, m->gz, nd);
+	be_copy(be, g, m->gz, nd);
 	for (int l = layers - 1; l >= 0; l--) {
 		model_block_vjp(m, g2, m->gu, g,
 				dq_at(be, tapes, nt * (size_t)l), 1);
@@ -312,14 +312,14 @@ static double seeded_loss(enum model_kind kind, uint64_t seed)
 	load_tokens(m, tok);
 	model_zero_grads(m);
 	model_inject_forward(m);
-	be->ops->fill(be->ctx, z0, 0.0, m->n_state);
+	be_fill(be, z0, 0.0, m->n_state);
 	model_block_forward(m, z1, z0, m->u, tape);
 	model_block_forward(m, z0, z1, m->u, NULL);
 	double loss = model_head_forward(m, z0);
 	model_head_backward(m);
 	model_block_vjp(m, z1, m->gu, m->gz, tape, 1);
 	model_inject_backward(m);
-	loss += be->ops->norm(be->ctx, m->grad_buf, m->n_param_elems);
+	loss += be_norm(be, m->grad_buf, m->n_param_elems);
 	free(tok);
 	backend_free(be, z0);
 	backend_free(be, z1);
@@ -358,7 +358,7 @@ static double chunk_step(const char *bn, enum model_kind kind, int hc,
 	load_tokens(m, tok);
 	model_zero_grads(m);
 	model_inject_forward(m);
-	be->ops->fill(be->ctx, z0, 0.0, nd);
+	be_fill(be, z0, 0.0, nd);
 	model_block_forward(m, z1, z0, m->u, t0);
 	model_block_forward(m, z0, z1, m->u, t1);
 	double loss =
@@ -517,7 +517,7 @@ static void check_float(enum model_kind kind, struct shape s)
 		up(be, du, u, nu);
 		model_block_forward(m, o, dz, du, tape);
 		down(be, outs[k], o, nd);
-		assert_finite(outs[k], nd, be->ops->name);
+		assert_finite(outs[k], nd, be_name(be));
 		load_tokens(m, tok);
 		model_inject_forward(m);
 		model_block_forward(m, o, m->u, m->u, NULL); /* z = u[:, :d] */

@@ -64,14 +64,14 @@ static inline void *pool_new(struct pool *pl, size_t n, double fill)
 	cr_assert_lt(pl->n, POOL_MAX);
 	void *p = backend_alloc(pl->be, n, MEM_WORKSPACE);
 	cr_assert_not_null(p);
-	pl->be->ops->fill(pl->be->ctx, p, fill, n);
+	be_fill(pl->be, p, fill, n);
 	return pl->p[pl->n++] = p;
 }
 
 static inline void *pool_up(struct pool *pl, const double *h, size_t n)
 {
 	void *p = pool_new(pl, n, 0);
-	pl->be->ops->upload(pl->be->ctx, p, h, n);
+	be_upload(pl->be, p, h, n);
 	return p;
 }
 
@@ -81,14 +81,14 @@ static inline void *pool_ints(struct pool *pl, const int32_t *h, size_t n)
 	void *p =
 	    backend_alloc_bytes(pl->be, n * sizeof(int32_t), MEM_WORKSPACE);
 	cr_assert_not_null(p);
-	pl->be->ops->upload_bytes(pl->be->ctx, p, h, n * sizeof(int32_t));
+	be_upload_bytes(pl->be, p, h, n * sizeof(int32_t));
 	return pl->p[pl->n++] = p;
 }
 
 static inline void pool_down(struct pool *pl, double *h, const void *p,
 			     size_t n)
 {
-	pl->be->ops->download(pl->be->ctx, h, p, n);
+	be_download(pl->be, h, p, n);
 }
 
 static inline void pool_free(struct pool *pl)

@@ -353,9 +353,8 @@ struct affine {
 static void affine_apply(void *ctx, void *out, const void *in)
 {
 	struct affine *f = ctx;
-	const struct backend_ops *o = f->be->ops;
-	o->fill(f->be->ctx, out, f->c, (size_t)f->n);
-	o->axpy(f->be->ctx, out, f->a, in, (size_t)f->n);
+	be_fill(f->be, out, f->c, (size_t)f->n);
+	be_axpy(f->be, out, f->a, in, (size_t)f->n);
 }
 
 /* x ← 2x + 1 from 0 runs away (residual ‖x + 1‖ doubles each step):
@@ -382,6 +381,27 @@ Test(solvers, protect_and_stall_breaks)
 	st = solve_into(be, 4, p, &F, x);
 	cr_assert(st.stall_break && !st.protect_break && !st.converged);
 	cr_assert_eq(st.iters, 6);
+	backend_destroy(be);
+}
+
+/* A solve's stats name what it ran with: the solver, its tolerance and
+ * stop mode (deqbench grad's line and save_params' metadata print them). */
+Test(solvers, stats_carry_solver_tol_and_stop)
+{
+	struct backend *be = make_be("cpu64");
+	struct affine f = {be, 0.5, 1.0, 4};
+	struct fp_map F = {affine_apply, &f};
+	double x[4];
+	for (int k = SOLVER_BROYDEN; k <= SOLVER_FIXED_POINT; k++) {
+		struct solver_params p = params(k, 1, 1, SCOPE_BATCH);
+		p.tol = 1e-6 * (k + 1);
+		p.stop = k == SOLVER_ANDERSON ? STOP_ABS : STOP_REL;
+		struct solve_stats st = solve_into(be, 4, p, &F, x);
+		cr_assert(st.converged, "%s", solver_kind_name(k));
+		cr_assert_eq(st.solver, (enum solver_kind)k);
+		cr_assert_eq(st.tol, p.tol);
+		cr_assert_eq(st.stop, p.stop);
+	}
 	backend_destroy(be);
 }
 
@@ -414,8 +434,7 @@ static void scale_by(struct model *m, const char *name, double s)
 {
 	const struct model_param *p = model_param_find(m, name);
 	cr_assert_not_null(p);
-	m->be->ops->scale(m->be->ctx, dq_at(m->be, m->param_buf, p->offset), s,
-			  p->numel);
+	be_scale(m->be, dq_at(m->be, m->param_buf, p->offset), s, p->numel);
 }
 
 /* One training forward + backward with cfg; the solve statistics. */

@@ -300,7 +300,7 @@ static void check_float(struct shape s)
 		void *z0 = dev(be, nd), *z1 = dev(be, nd);
 		load_tokens(m, tok);
 		model_inject_forward(m);
-		be->ops->fill(be->ctx, z0, 0.0, nd);
+		be_fill(be, z0, 0.0, nd);
 		model_block_forward(m, z1, z0, m->u, NULL);
 		double l = model_head_forward(m, z1);
 		cr_assert(fabs(l - log((double)s.V)) < 0.05, "init loss %g", l);
@@ -321,9 +321,9 @@ static void check_float(struct shape s)
 		up(be, du, u, nu);
 		model_block_forward(m, o, dz, du, NULL);
 		down(be, outs[k], o, nd);
-		assert_finite(outs[k], nd, be->ops->name);
+		assert_finite(outs[k], nd, be_name(be));
 		model_inject_forward(m);
-		be->ops->fill(be->ctx, dz, 0.0, nd);
+		be_fill(be, dz, 0.0, nd);
 		model_block_forward(m, o, dz, m->u, NULL);
 		model_block_forward(m, o2, o, m->u, NULL);
 		model_block_forward(m, o, o2, m->u, NULL);
@@ -461,8 +461,8 @@ static void train_from_init(struct model *m, int steps, double *l0, double *l1)
 	     *vo = backend_alloc(be, np, MEM_OPTIMIZER);
 	void *z = dev(be, m->n_state);
 	cr_assert(mo && vo);
-	be->ops->fill(be->ctx, mo, 0.0, np);
-	be->ops->fill(be->ctx, vo, 0.0, np);
+	be_fill(be, mo, 0.0, np);
+	be_fill(be, vo, 0.0, np);
 	struct method *me =
 	    new_method(m, cfg_of(method_kind_parse("unroll"), 6, 0));
 	for (int t = 1; t <= steps; t++) {
@@ -470,8 +470,8 @@ static void train_from_init(struct model *m, int steps, double *l0, double *l1)
 		if (t == 1)
 			*l0 = l;
 		*l1 = l;
-		be->ops->adam(be->ctx, m->param_buf, m->grad_buf, mo, vo, np,
-			      1e-2, 0.9, 0.999, 1e-8, 0.0, t);
+		be_adam(be, m->param_buf, m->grad_buf, mo, vo, np, 1e-2, 0.9,
+			0.999, 1e-8, 0.0, t);
 	}
 	method_destroy(me);
 	backend_free(be, mo);

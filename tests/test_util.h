@@ -81,12 +81,12 @@ static inline void *dev(struct backend *be, size_t n)
 
 static inline void up(struct backend *be, void *d, const double *h, size_t n)
 {
-	be->ops->upload(be->ctx, d, h, n);
+	be_upload(be, d, h, n);
 }
 
 static inline void down(struct backend *be, double *h, const void *d, size_t n)
 {
-	be->ops->download(be->ctx, h, d, n);
+	be_download(be, h, d, n);
 }
 
 static inline double hdot(const double *a, const double *b, size_t n)

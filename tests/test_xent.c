@@ -78,16 +78,16 @@ static double run(struct backend *be, int fused, double *out, const double *l,
 	void *d = backend_alloc(be, n, MEM_HEAD);
 	int32_t *dt =
 	    backend_alloc_bytes(be, (size_t)N * sizeof(*tg), MEM_HEAD);
-	be->ops->upload(be->ctx, d, l, n);
-	be->ops->upload_bytes(be->ctx, dt, tg, (size_t)N * sizeof(*tg));
+	be_upload(be, d, l, n);
+	be_upload_bytes(be, dt, tg, (size_t)N * sizeof(*tg));
 	double loss;
 	if (fused) {
-		loss = be->ops->xent_train(be->ctx, d, d, dt, N, V, scale);
+		loss = be_xent_train(be, d, d, dt, N, V, scale);
 	} else {
-		loss = be->ops->xent_forward(be->ctx, d, d, dt, N, V);
-		be->ops->xent_backward(be->ctx, d, d, dt, N, V, scale);
+		loss = be_xent_forward(be, d, d, dt, N, V);
+		be_xent_backward(be, d, d, dt, N, V, scale);
 	}
-	be->ops->download(be->ctx, out, d, n);
+	be_download(be, out, d, n);
 	backend_free(be, d);
 	backend_free(be, dt);
 	return loss;

@@ -1,0 +1,570 @@
+/* backend_call.h — the call wrappers of the backend ops: be_<op>(be, ...)
+ * for every member of struct backend_ops (kernels/backend.h, whose
+ * comments are the contracts), with their debug assertions. backend.h
+ * includes this file at its end; include backend.h. */
+#ifndef DQ_BACKEND_CALL_H
+#define DQ_BACKEND_CALL_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend.h"
+#include "solve_ctl.h" /* struct dq_solve_ctl, for the solver-control checks */
+
+/* ---- call wrappers: be_<op>(be, args) runs be->ops-><op>(be->ctx, args).
+ * Code above the kernels calls the ops through these only; the ops table
+ * stays the interface a backend implements (its comments are the
+ * contract). Each wrapper asserts the caller's side of the contract: sizes
+ * not negative, row strides at least the row width, pointers not NULL
+ * where the size is > 0, slots and events in range. The asserts stay on in
+ * deqbench's builds (meson b_ndebug=false) and cost a few compares per
+ * call, not per element.
+ *
+ * Optional ops (NULL allowed in a backend's table); test with be_has_<op>:
+ *   host_alloc, host_free  both or neither; NULL: be_host_alloc and
+ *                          be_host_free use raw_alloc and raw_free
+ *                          (be_has_host_alloc)
+ *   pool_stats             NULL: be_pool_stats zeroes *out, returns -1
+ *   pool_reset_peak        NULL: be_pool_reset_peak returns -1
+ *   set_tf32               NULL: be_set_tf32 returns -1 (FP32 stays exact)
+ * The wrappers of optional ops return 0 when the op ran. Every other op is
+ * required: a backend's table sets it.
+ *
+ * Allocator-only: be_raw_alloc, be_raw_free, be_host_alloc, be_host_free
+ * and be_destroy are untracked; kernels/backend.c's tracked allocator
+ * calls them. Above the kernels allocate with backend_alloc*(be, n,
+ * MEM_...) and end with backend_destroy(). */
+
+/* p may be NULL only when n (a count) is 0. */
+#define DQ_NEED(n, p) assert((n) == 0 || (p) != NULL)
+
+static inline int dq_max1(int a)
+{
+	return a > 1 ? a : 1;
+}
+
+/* The backend's name ("cpu", "cpu64", "cuda"). */
+static inline const char *be_name(const struct backend *be)
+{
+	return be->ops->name;
+}
+
+/* Allocator-only (above): bytes of untracked device memory; NULL on
+ * failure. */
+static inline void *be_raw_alloc(const struct backend *be, size_t bytes)
+{
+	return be->ops->raw_alloc(be->ctx, bytes);
+}
+
+static inline void be_raw_free(const struct backend *be, void *p)
+{
+	be->ops->raw_free(be->ctx, p);
+}
+
+/* Allocator-only: frees the context (backend_destroy frees the rest). */
+static inline void be_destroy(const struct backend *be)
+{
+	be->ops->destroy(be->ctx);
+}
+
+static inline int be_has_host_alloc(const struct backend *be)
+{
+	return be->ops->host_alloc != NULL;
+}
+
+/* Allocator-only: MEM_HOST bytes, from raw_alloc when the backend has no
+ * host_alloc; NULL on failure. be_host_free frees them the same way. */
+static inline void *be_host_alloc(const struct backend *be, size_t bytes)
+{
+	assert((be->ops->host_alloc == NULL) == (be->ops->host_free == NULL));
+	if (!be_has_host_alloc(be))
+		return be_raw_alloc(be, bytes);
+	return be->ops->host_alloc(be->ctx, bytes);
+}
+
+static inline void be_host_free(const struct backend *be, void *p)
+{
+	if (!be->ops->host_free) {
+		be_raw_free(be, p);
+		return;
+	}
+	be->ops->host_free(be->ctx, p);
+}
+
+static inline void be_info(const struct backend *be, struct backend_info *out)
+{
+	assert(out != NULL);
+	be->ops->info(be->ctx, out);
+}
+
+static inline void be_sync(const struct backend *be)
+{
+	be->ops->sync(be->ctx);
+}
+
+static inline void be_timer_mark(const struct backend *be, int slot)
+{
+	assert(slot >= 0 && slot < BACKEND_TIMER_SLOTS);
+	be->ops->timer_mark(be->ctx, slot);
+}
+
+static inline double be_timer_elapsed_ms(const struct backend *be, int from,
+					 int to)
+{
+	assert(from >= 0 && from < BACKEND_TIMER_SLOTS);
+	assert(to >= 0 && to < BACKEND_TIMER_SLOTS);
+	return be->ops->timer_elapsed_ms(be->ctx, from, to);
+}
+
+/* be_upload, be_download, be_upload_bytes, be_download_bytes, be_copy:
+ * n elements (bytes for the _bytes ones) from src to dst. */
+#define DQ_MOVE_WRAPPER(op, dst_type, src_type)                                \
+	static inline void be_##op(const struct backend *be, dst_type *dst,    \
+				   const src_type *src, size_t n)              \
+	{                                                                      \
+		DQ_NEED(n, dst), DQ_NEED(n, src);                              \
+		be->ops->op(be->ctx, dst, src, n);                             \
+	}
+DQ_MOVE_WRAPPER(upload, void, double)
+DQ_MOVE_WRAPPER(download, double, void)
+DQ_MOVE_WRAPPER(upload_bytes, void, void)
+DQ_MOVE_WRAPPER(download_bytes, void, void)
+DQ_MOVE_WRAPPER(copy, void, void)
+#undef DQ_MOVE_WRAPPER
+
+static inline void be_copy_async(const struct backend *be, void *dst,
+				 const void *src, size_t bytes, int ev)
+{
+	assert(ev >= 0 && ev < BACKEND_COPY_EVENTS);
+	DQ_NEED(bytes, dst), DQ_NEED(bytes, src);
+	be->ops->copy_async(be->ctx, dst, src, bytes, ev);
+}
+
+static inline void be_copy_wait(const struct backend *be, int ev)
+{
+	assert(ev >= 0 && ev < BACKEND_COPY_EVENTS);
+	be->ops->copy_wait(be->ctx, ev);
+}
+
+static inline void be_copy_stats(const struct backend *be,
+				 struct backend_copy_stats *out)
+{
+	assert(out != NULL);
+	be->ops->copy_stats(be->ctx, out);
+}
+
+static inline void be_fill(const struct backend *be, void *dst, double value,
+			   size_t n)
+{
+	DQ_NEED(n, dst);
+	be->ops->fill(be->ctx, dst, value, n);
+}
+
+static inline void be_zero_rows(const struct backend *be, void *dst,
+				size_t rows, size_t cols, size_t ld)
+{
+	assert(ld >= cols);
+	DQ_NEED(rows * cols, dst);
+	be->ops->zero_rows(be->ctx, dst, rows, cols, ld);
+}
+
+static inline void be_transpose(const struct backend *be, void *dst,
+				const void *src, int R, int C, int add)
+{
+	assert(R >= 0 && C >= 0 && (add == 0 || add == 1));
+	DQ_NEED(R && C, dst), DQ_NEED(R && C, src);
+	be->ops->transpose(be->ctx, dst, src, R, C, add);
+}
+
+/* The shape checks of gemm and gemm_batched: op(A) (M,K), op(B) (K,N),
+ * C (M,N), each row stride at least its stored row width. */
+static inline void dq_gemm_shape(int ta, int tb, int M, int N, int K,
+				 const void *A, int lda, const void *B, int ldb,
+				 const void *C, int ldc)
+{
+	assert(M >= 0 && N >= 0 && K >= 0);
+	assert(lda >= dq_max1(ta ? M : K) && ldb >= dq_max1(tb ? K : N));
+	assert(ldc >= dq_max1(N));
+	DQ_NEED(M && K, A), DQ_NEED(K && N, B), DQ_NEED(M && N, C);
+}
+
+static inline void be_gemm(const struct backend *be, int ta, int tb, int M,
+			   int N, int K, double alpha, const void *A, int lda,
+			   const void *B, int ldb, double beta, void *C,
+			   int ldc)
+{
+	dq_gemm_shape(ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
+	be->ops->gemm(be->ctx, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C,
+		      ldc);
+}
+
+static inline void be_gemm_batched(const struct backend *be, int ta, int tb,
+				   int M, int N, int K, double alpha,
+				   const void *A, int lda, size_t sA,
+				   const void *B, int ldb, size_t sB,
+				   double beta, void *C, int ldc, size_t sC,
+				   int batch)
+{
+	assert(batch >= 0);
+	dq_gemm_shape(ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
+	be->ops->gemm_batched(be->ctx, ta, tb, M, N, K, alpha, A, lda, sA, B,
+			      ldb, sB, beta, C, ldc, sC, batch);
+}
+
+static inline void be_bias_forward(const struct backend *be, void *y,
+				   const void *b, int N, int C)
+{
+	assert(N >= 0 && C >= 0);
+	DQ_NEED(N && C, y), DQ_NEED(N && C, b);
+	be->ops->bias_forward(be->ctx, y, b, N, C);
+}
+
+static inline void be_bias_backward(const struct backend *be, void *db,
+				    const void *dy, int N, int C)
+{
+	assert(N >= 0 && C >= 0);
+	DQ_NEED(C, db), DQ_NEED(N && C, dy);
+	be->ops->bias_backward(be->ctx, db, dy, N, C);
+}
+
+static inline void be_act_forward(const struct backend *be, enum act_kind act,
+				  void *y, const void *x, size_t n)
+{
+	assert(act >= ACT_RELU && act <= ACT_SIGMOID);
+	DQ_NEED(n, y), DQ_NEED(n, x);
+	be->ops->act_forward(be->ctx, act, y, x, n);
+}
+
+static inline void be_act_backward(const struct backend *be, enum act_kind act,
+				   void *dx, const void *dy, const void *x,
+				   const void *y, size_t n)
+{
+	assert(act >= ACT_RELU && act <= ACT_SIGMOID);
+	DQ_NEED(n, dx), DQ_NEED(n, dy), DQ_NEED(n, act == ACT_GELU ? x : y);
+	be->ops->act_backward(be->ctx, act, dx, dy, x, y, n);
+}
+
+/* bias_act_forward / act_bias_backward: the acts whose backward reads y. */
+static inline int dq_act_from_y(enum act_kind act)
+{
+	return act == ACT_RELU || act == ACT_TANH || act == ACT_SIGMOID;
+}
+
+static inline void be_bias_act_forward(const struct backend *be,
+				       enum act_kind act, void *y,
+				       const void *b, int N, int C)
+{
+	assert(dq_act_from_y(act) && N >= 0 && C >= 0);
+	DQ_NEED(N && C, y), DQ_NEED(N && C, b);
+	be->ops->bias_act_forward(be->ctx, act, y, b, N, C);
+}
+
+/* db may be NULL (no bias gradient wanted). */
+static inline void be_act_bias_backward(const struct backend *be,
+					enum act_kind act, void *dx,
+					const void *dy, const void *y, void *db,
+					int N, int C)
+{
+	assert(dq_act_from_y(act) && N >= 0 && C >= 0);
+	DQ_NEED(N && C, dx), DQ_NEED(N && C, dy), DQ_NEED(N && C, y);
+	be->ops->act_bias_backward(be->ctx, act, dx, dy, y, db, N, C);
+}
+
+static inline void be_mul(const struct backend *be, void *dst, const void *a,
+			  const void *b, size_t n)
+{
+	DQ_NEED(n, dst), DQ_NEED(n, a), DQ_NEED(n, b);
+	be->ops->mul(be->ctx, dst, a, b, n);
+}
+
+static inline void be_layernorm_forward(const struct backend *be, void *y,
+					void *mean, void *rstd, const void *x,
+					const void *w, const void *b, int N,
+					int C)
+{
+	assert(N >= 0 && C >= 0);
+	DQ_NEED(N && C, y), DQ_NEED(N && C, x), DQ_NEED(N, mean);
+	DQ_NEED(N, rstd), DQ_NEED(C, w), DQ_NEED(C, b);
+	be->ops->layernorm_forward(be->ctx, y, mean, rstd, (void *)x, NULL,
+				   NULL, w, b, N, C);
+}
+
+/* x(N,C) = (x + res) + bias, then y = LayerNorm(x): backend.h's
+ * layernorm_forward with its residual terms (res, bias not NULL). */
+static inline void
+be_residual_layernorm_forward(const struct backend *be, void *y, void *mean,
+			      void *rstd, void *x, const void *res,
+			      const void *bias, const void *w, const void *b,
+			      int N, int C)
+{
+	assert(N >= 0 && C >= 0);
+	DQ_NEED(N && C, y), DQ_NEED(N && C, x), DQ_NEED(N && C, res);
+	DQ_NEED(C, bias), DQ_NEED(N, mean), DQ_NEED(N, rstd), DQ_NEED(C, w);
+	DQ_NEED(C, b);
+	be->ops->layernorm_forward(be->ctx, y, mean, rstd, x, res, bias, w, b,
+				   N, C);
+}
+
+static inline void be_layernorm_backward(const struct backend *be, void *dx,
+					 void *dw, void *db, const void *dy,
+					 const void *x, const void *mean,
+					 const void *rstd, const void *w, int N,
+					 int C)
+{
+	assert(N >= 0 && C >= 0);
+	DQ_NEED(N && C, dx), DQ_NEED(N && C, dy), DQ_NEED(N && C, x);
+	DQ_NEED(N, mean), DQ_NEED(N, rstd), DQ_NEED(C, w), DQ_NEED(C, dw);
+	DQ_NEED(C, db);
+	be->ops->layernorm_backward(be->ctx, dx, NULL, NULL, dw, db, dy, x,
+				    mean, rstd, w, N, C);
+}
+
+/* layernorm_backward with its residual outputs: dres (N,C) = dx, and
+ * dbias(C) += Σ_n dx unless dbias is NULL. */
+static inline void
+be_residual_layernorm_backward(const struct backend *be, void *dx, void *dres,
+			       void *dbias, void *dw, void *db, const void *dy,
+			       const void *x, const void *mean,
+			       const void *rstd, const void *w, int N, int C)
+{
+	assert(N >= 0 && C >= 0);
+	DQ_NEED(N && C, dx), DQ_NEED(N && C, dres), DQ_NEED(N && C, dy);
+	DQ_NEED(N && C, x), DQ_NEED(N, mean), DQ_NEED(N, rstd);
+	DQ_NEED(C, w), DQ_NEED(C, dw), DQ_NEED(C, db);
+	be->ops->layernorm_backward(be->ctx, dx, dres, dbias, dw, db, dy, x,
+				    mean, rstd, w, N, C);
+}
+
+/* B, T, C, H of the attention ops: H heads of C / H columns. */
+static inline void dq_attention_shape(int B, int T, int C, int H)
+{
+	assert(B >= 0 && T >= 0 && C >= 0 && H > 0 && C % H == 0);
+}
+
+static inline void be_attention_forward(const struct backend *be, void *out,
+					void *att, const void *qkv, int B,
+					int T, int C, int H)
+{
+	dq_attention_shape(B, T, C, H);
+	DQ_NEED(B && T && C, out), DQ_NEED(B && T, att);
+	DQ_NEED(B && T && C, qkv);
+	be->ops->attention_forward(be->ctx, out, att, qkv, B, T, C, H);
+}
+
+static inline void be_attention_backward(const struct backend *be, void *dqkv,
+					 void *scratch, const void *dout,
+					 const void *qkv, const void *att,
+					 int B, int T, int C, int H)
+{
+	dq_attention_shape(B, T, C, H);
+	DQ_NEED(B && T && C, dqkv), DQ_NEED(B && T, scratch);
+	DQ_NEED(B && T && C, dout), DQ_NEED(B && T && C, qkv);
+	DQ_NEED(B && T, att);
+	be->ops->attention_backward(be->ctx, dqkv, scratch, dout, qkv, att, B,
+				    T, C, H);
+}
+
+static inline void be_embed_forward(const struct backend *be, void *out,
+				    const int32_t *tok, const void *wte,
+				    const void *wpe, int B, int T, int C)
+{
+	assert(B >= 0 && T >= 0 && C >= 0);
+	DQ_NEED(B && T && C, out), DQ_NEED(B && T, tok);
+	DQ_NEED(B && T && C, wte), DQ_NEED(B && T && C, wpe);
+	be->ops->embed_forward(be->ctx, out, tok, wte, wpe, B, T, C);
+}
+
+static inline void be_embed_backward(const struct backend *be, void *dwte,
+				     void *dwpe, const void *dout,
+				     const int32_t *tok, int B, int T, int C,
+				     int V)
+{
+	assert(B >= 0 && T >= 0 && C >= 0 && V > 0);
+	DQ_NEED(C, dwte), DQ_NEED(T && C, dwpe);
+	DQ_NEED(B && T && C, dout), DQ_NEED(B && T, tok);
+	be->ops->embed_backward(be->ctx, dwte, dwpe, dout, tok, B, T, C, V);
+}
+
+static inline double be_xent_forward(const struct backend *be, void *probs,
+				     const void *logits, const int32_t *targets,
+				     int N, int V)
+{
+	assert(N >= 0 && V > 0);
+	DQ_NEED(N, probs), DQ_NEED(N, logits), DQ_NEED(N, targets);
+	return be->ops->xent_forward(be->ctx, probs, logits, targets, N, V);
+}
+
+static inline void be_xent_backward(const struct backend *be, void *dlogits,
+				    const void *probs, const int32_t *targets,
+				    int N, int V, double scale)
+{
+	assert(N >= 0 && V > 0);
+	DQ_NEED(N, dlogits), DQ_NEED(N, probs), DQ_NEED(N, targets);
+	be->ops->xent_backward(be->ctx, dlogits, probs, targets, N, V, scale);
+}
+
+static inline double be_xent_train(const struct backend *be, void *dlogits,
+				   const void *logits, const int32_t *targets,
+				   int N, int V, double scale)
+{
+	assert(N >= 0 && V > 0);
+	DQ_NEED(N, dlogits), DQ_NEED(N, logits), DQ_NEED(N, targets);
+	return be->ops->xent_train(be->ctx, dlogits, logits, targets, N, V,
+				   scale);
+}
+
+static inline void be_adam(const struct backend *be, void *p, const void *g,
+			   void *m, void *v, size_t n, double lr, double beta1,
+			   double beta2, double eps, double wd, int t)
+{
+	assert(t >= 1);
+	DQ_NEED(n, p), DQ_NEED(n, g), DQ_NEED(n, m), DQ_NEED(n, v);
+	be->ops->adam(be->ctx, p, g, m, v, n, lr, beta1, beta2, eps, wd, t);
+}
+
+static inline double be_dot(const struct backend *be, const void *x,
+			    const void *y, size_t n)
+{
+	DQ_NEED(n, x), DQ_NEED(n, y);
+	return be->ops->dot(be->ctx, x, y, n);
+}
+
+static inline double be_norm(const struct backend *be, const void *x, size_t n)
+{
+	DQ_NEED(n, x);
+	return be->ops->norm(be->ctx, x, n);
+}
+
+static inline void be_axpy(const struct backend *be, void *y, double a,
+			   const void *x, size_t n)
+{
+	DQ_NEED(n, y), DQ_NEED(n, x);
+	be->ops->axpy(be->ctx, y, a, x, n);
+}
+
+static inline void be_scale(const struct backend *be, void *x, double a,
+			    size_t n)
+{
+	DQ_NEED(n, x);
+	be->ops->scale(be->ctx, x, a, n);
+}
+
+static inline void be_dot_segments(const struct backend *be, double *out,
+				   const void *x, const void *y, size_t nseg,
+				   size_t len)
+{
+	DQ_NEED(nseg, out), DQ_NEED(nseg * len, x), DQ_NEED(nseg * len, y);
+	be->ops->dot_segments(be->ctx, out, x, y, nseg, len);
+}
+
+/* ---- solver control (kernels/solve_ctl.h): nothing returns to the host.
+ * The per-sample ops take S samples of P segments of len elements
+ * (segment p of sample k at (p S + k) len), flag and seg in device
+ * doubles. */
+
+static inline void be_dot_segments_dev(const struct backend *be, double *out,
+				       const void *x, const void *y,
+				       size_t nseg, size_t len)
+{
+	DQ_NEED(nseg, out), DQ_NEED(nseg * len, x), DQ_NEED(nseg * len, y);
+	be->ops->dot_segments_dev(be->ctx, out, x, y, nseg, len);
+}
+
+/* The block's shape: st set, S and P at least 1. */
+static inline void dq_ctl_shape(const struct dq_solve_ctl *c)
+{
+	assert(c != NULL && c->st != NULL && c->S >= 1 && c->P >= 1);
+}
+
+static inline void be_solve_check(const struct backend *be,
+				  const struct dq_solve_ctl *c)
+{
+	dq_ctl_shape(c);
+	be->ops->solve_check(be->ctx, c);
+}
+
+/* src may be NULL (the flagged samples of dst are zeroed). */
+static inline void be_copy_masked(const struct backend *be, void *dst,
+				  const void *src, const double *flag, int S,
+				  int P, size_t len)
+{
+	assert(S >= 0 && P >= 0);
+	DQ_NEED((size_t)S * (size_t)P * len, dst), DQ_NEED(S, flag);
+	be->ops->copy_masked(be->ctx, dst, src, flag, S, P, len);
+}
+
+static inline void be_scale_recip(const struct backend *be, void *dst,
+				  const void *src, const double *seg, int S,
+				  int P, size_t len)
+{
+	assert(S >= 0 && P >= 0);
+	DQ_NEED((size_t)S * (size_t)P * len, dst);
+	DQ_NEED((size_t)S * (size_t)P * len, src);
+	DQ_NEED((size_t)S * (size_t)P, seg);
+	be->ops->scale_recip(be->ctx, dst, src, seg, S, P, len);
+}
+
+/* row and alpha (c->S, nact); the new G's slot is one of the nact in use,
+ * which fit the block's Gram matrices (m). */
+static inline void be_anderson_weights(const struct backend *be,
+				       const struct dq_solve_ctl *c,
+				       const void *row, void *alpha, int slot,
+				       int nact, double lambda)
+{
+	dq_ctl_shape(c);
+	assert(nact >= 1 && nact <= c->m && slot >= 0 && slot < nact);
+	assert(lambda >= 0);
+	assert(row != NULL && alpha != NULL);
+	be->ops->anderson_weights(be->ctx, c, row, alpha, slot, nact, lambda);
+}
+
+/* ---- optional ops (the list above): be_has_<op>, then the wrapper, which
+ * returns 0 when the op ran and -1 when the backend has none */
+
+static inline int be_has_pool_stats(const struct backend *be)
+{
+	return be->ops->pool_stats != NULL;
+}
+
+static inline int be_has_pool_reset_peak(const struct backend *be)
+{
+	return be->ops->pool_reset_peak != NULL;
+}
+
+static inline int be_has_set_tf32(const struct backend *be)
+{
+	return be->ops->set_tf32 != NULL;
+}
+
+/* Without pool_stats, *out is zeroed. */
+static inline int be_pool_stats(const struct backend *be,
+				struct backend_pool_stats *out)
+{
+	assert(out != NULL);
+	if (!be_has_pool_stats(be)) {
+		memset(out, 0, sizeof(*out));
+		return -1;
+	}
+	be->ops->pool_stats(be->ctx, out);
+	return 0;
+}
+
+static inline int be_pool_reset_peak(const struct backend *be)
+{
+	if (!be_has_pool_reset_peak(be))
+		return -1;
+	be->ops->pool_reset_peak(be->ctx);
+	return 0;
+}
+
+static inline int be_set_tf32(const struct backend *be, int allow)
+{
+	if (!be_has_set_tf32(be))
+		return -1;
+	be->ops->set_tf32(be->ctx, allow);
+	return 0;
+}
+
+#endif
