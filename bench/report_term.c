@@ -32,7 +32,8 @@ static void fmt(char *buf, size_t n, double x, int digits)
 static void fmt_ci(char *buf, size_t n, const json_t *o, const char *center)
 {
 	double x = at(o, center), lo = at(o, "lo"), hi = at(o, "hi");
-	int d = !isfinite(x) || fabs(x) >= 1000 ? 0 : fabs(x) >= 100 ? 1 : 2;
+	/* at most 19 columns for any value up to 99999 */
+	int d = !isfinite(x) || fabs(x) >= 100 ? 0 : fabs(x) >= 10 ? 1 : 2;
 	char a[16], b[16], c[16];
 	fmt(a, sizeof(a), x, d);
 	if (!isfinite(lo) || !isfinite(hi)) {
