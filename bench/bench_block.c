@@ -36,134 +36,198 @@
  */
 #include "bench_block.h"
 
-#include <errno.h>
-#include <limits.h>
+#include <assert.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../models/model.h"
+#include "config.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 struct bb_cfg {
 	int d, H, F, T, B, threads, iters, warmup;
 	int vocab, layers; /* head GEMMs (0: off); block GEMMs per step */
-	long long seed;
+	uint64_t seed;
 	const char *device;
-	const char *model; /* transformer (default) or trellisnet */
+	enum model_kind model; /* transformer (default) or trellisnet */
 };
 
-static int parse_int(const char *key, const char *val, int min, int *out)
+/* The config keys bench-block reads, parsed and checked as `run`'s are
+ * (config_set), and their values where they differ from `run`'s defaults:
+ * the bench-block preset (docs/commands.md). */
+static const char *const run_keys[] = {
+    "model",  "d_model", "n_heads", "d_ff", "seq_len", "batch_size",
+    "layers", "device",	 "threads", "seed", NULL,
+};
+static const char *const preset[] = {
+    "d_model=128",   "n_heads=4", "d_ff=512", "seq_len=64",
+    "batch_size=16", "layers=1",  NULL,
+};
+
+/* Its own keys: rows (methods/keys.h) over struct bb_own, parsed by
+ * config_set_row. */
+struct bb_own {
+	int iters, warmup, vocab;
+};
+#define O struct bb_own
+static const struct key_desc own_keys[] = {
+    KEY_INT(O, "iters", "bench", iters, 1, 1e9, "timed repetitions", 0),
+    KEY_INT(O, "warmup", "bench", warmup, 0, 1e9, "untimed repetitions", 0),
+    KEY_INT(O, "vocab", "bench", vocab, 0, 1 << 26,
+	    "LM head vocabulary V; 0 = the head is not timed", 0),
+};
+#undef O
+static const struct bb_own own_defaults = {20, 3, 0};
+
+static int in_list(const char *k, size_t kl, const char *const *list)
 {
-	char *end;
-	errno = 0;
-	long v = strtol(val, &end, 10);
-	if (errno || end == val || *end || v < min || v > INT_MAX) {
-		fprintf(stderr,
-			"deqbench bench-block: %s=%s: expected an integer >= "
-			"%d\n",
-			key, val, min);
-		return -1;
-	}
-	*out = (int)v;
+	for (int i = 0; list[i]; i++)
+		if (strlen(list[i]) == kl && !strncmp(k, list[i], kl))
+			return 1;
 	return 0;
 }
 
-/* Sets key A[0..kl) (of "key=value") to VAL in *c. 0, -1 on a bad value
- * (its message printed), 1 when the key is unknown. */
-static int set_key(struct bb_cfg *c, const char *a, size_t kl, const char *val)
+/* bench-block's key names, ", "-separated, into buf. */
+static void key_names(char *buf, size_t n)
 {
-	const struct {
-		const char *key;
-		int *dst;
-		int min;
-	} ints[] = {
-	    {"d_model", &c->d, 1},    {"n_heads", &c->H, 1},
-	    {"d_ff", &c->F, 1},	      {"seq_len", &c->T, 1},
-	    {"batch_size", &c->B, 1}, {"threads", &c->threads, 0},
-	    {"iters", &c->iters, 1},  {"warmup", &c->warmup, 0},
-	    {"vocab", &c->vocab, 0},  {"layers", &c->layers, 1},
-	};
-	for (size_t k = 0; k < sizeof(ints) / sizeof(ints[0]); k++)
-		if (strlen(ints[k].key) == kl && !strncmp(a, ints[k].key, kl))
-			return parse_int(ints[k].key, val, ints[k].min,
-					 ints[k].dst);
-	if (kl == 6 && !strncmp(a, "device", 6)) {
-		c->device = val;
-	} else if (kl == 5 && !strncmp(a, "model", 5)) {
-		if (model_kind_parse(val) != MODEL_TRANSFORMER &&
-		    model_kind_parse(val) != MODEL_TRELLISNET) {
-			fprintf(stderr,
-				"deqbench bench-block: model=%s: expected "
-				"transformer or trellisnet\n",
-				val);
-			return -1;
-		}
-		c->model = val;
-	} else if (kl == 4 && !strncmp(a, "seed", 4)) {
-		int s;
-		if (parse_int("seed", val, 0, &s))
-			return -1;
-		c->seed = s;
-	} else {
-		return 1;
-	}
-	return 0;
+	size_t l = 0;
+	buf[0] = 0;
+	for (int i = 0; run_keys[i] && l < n; i++)
+		l += (size_t)snprintf(buf + l, n - l, "%s, ", run_keys[i]);
+	for (size_t i = 0; i < NELEM(own_keys) && l < n; i++)
+		l += (size_t)snprintf(buf + l, n - l, "%s%s", own_keys[i].name,
+				      i + 1 < NELEM(own_keys) ? ", " : "");
 }
 
-/* argv[1..argc) into *c (defaults for keys not given). 0; 1 after printing
- * the usage for --help; -1 on bad input (its message printed). */
-static int parse_args(int argc, char **argv, struct bb_cfg *c)
+/* Sets "key=value" a (eq: its '=') in *c or *own. 0, or -1 with err. */
+static int set_key(struct bench_config *c, struct bb_own *own, const char *a,
+		   const char *eq, char *err, size_t errlen)
 {
-	*c = (struct bb_cfg){.d = 128,
-			     .H = 4,
-			     .F = 512,
-			     .T = 64,
-			     .B = 16,
-			     .iters = 20,
-			     .warmup = 3,
-			     .layers = 1,
-			     .seed = 1,
-			     .device = "cpu",
-			     .model = "transformer"};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *eq = strchr(a, '=');
-		int rc;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			printf("usage: deqbench bench-block [d_model=128] "
-			       "[n_heads=4] [d_ff=512] [seq_len=64] "
-			       "[batch_size=16] [device=cpu] [threads=0] "
-			       "[iters=20] [warmup=3] [seed=1] "
-			       "[model=transformer|trellisnet] [vocab=0] "
-			       "[layers=1]\n"
-			       "  vocab=V > 0: also time the LM head's three "
-			       "GEMMs and print the rate of one training\n"
-			       "  step's GEMM shapes (layers x the block's + "
-			       "the head's)\n");
+	char key[64], names[256], sug[96] = "";
+	size_t kl = (size_t)(eq - a);
+	const char *close;
+	for (size_t i = 0; i < NELEM(own_keys); i++)
+		if (strlen(own_keys[i].name) == kl &&
+		    !strncmp(a, own_keys[i].name, kl))
+			return config_set_row(&own_keys[i], own, eq + 1, err,
+					      errlen);
+	snprintf(key, sizeof(key), "%.*s", (int)(kl < 63 ? kl : 63), a);
+	if (in_list(a, kl, run_keys))
+		return config_set(c, key, eq + 1, err, errlen);
+	close = config_closest_key(key);
+	if (close && in_list(close, strlen(close), run_keys))
+		snprintf(sug, sizeof(sug), "; did you mean '%s'?", close);
+	key_names(names, sizeof(names));
+	if (config_key_known(key))
+		snprintf(err, errlen,
+			 "'%s' is a key of deqbench run, not of bench-block; "
+			 "bench-block's keys: %s",
+			 key, names);
+	else
+		snprintf(err, errlen,
+			 "unknown key '%s'%s; bench-block's keys: %s", key, sug,
+			 names);
+	return -1;
+}
+
+/* Prints the usage with every key's default (the preset). */
+static void print_usage(const struct bench_config *c, const struct bb_own *own)
+{
+	printf("usage: deqbench bench-block [key=value ...]\n"
+	       "  keys and their defaults (the bench-block preset; the config "
+	       "keys are\n  parsed and checked as deqbench run's):\n   ");
+	for (int i = 0; run_keys[i]; i++) {
+		json_t *v = config_key_json(c, run_keys[i]);
+		char *t = json_is_string(v) ? strdup(json_string_value(v))
+					    : json_dumps(v, JSON_ENCODE_ANY);
+		printf(" %s=%s", run_keys[i], t ? t : "?");
+		free(t);
+		json_decref(v);
+	}
+	for (size_t i = 0; i < NELEM(own_keys); i++)
+		printf(" %s=%d", own_keys[i].name,
+		       *(const int *)((const char *)own + own_keys[i].offset));
+	printf("\n  model: transformer or trellisnet; vocab=V > 0: also time "
+	       "the LM head's\n  three GEMMs and print the rate of one "
+	       "training step's GEMM shapes\n  (layers x the block's + the "
+	       "head's)\n");
+}
+
+/* The preset: run's defaults with preset[] over them. */
+static void preset_config(struct bench_config *c)
+{
+	char err[256];
+	config_defaults(c);
+	for (int i = 0; preset[i]; i++) {
+		int rc = config_set_arg(c, preset[i], err, sizeof(err));
+		assert(rc == 0 && "the preset holds valid keys");
+		(void)rc;
+	}
+}
+
+/* The bench-block config from c and own. */
+static void fill(struct bb_cfg *b, const struct bench_config *c,
+		 const struct bb_own *own)
+{
+	const struct model_config *m = &c->model;
+	*b = (struct bb_cfg){.d = m->d_model,
+			     .H = m->n_heads,
+			     .F = m->d_ff,
+			     .T = m->seq_len,
+			     .B = m->batch_size,
+			     .threads = c->threads,
+			     .iters = own->iters,
+			     .warmup = own->warmup,
+			     .vocab = own->vocab,
+			     .layers = c->method.layers,
+			     .seed = m->seed,
+			     .device = config_device_name(c->device),
+			     .model = m->kind};
+}
+
+/* argv[1..argc) into *b (the preset for keys not given). 0; 1 after
+ * printing the usage for --help; -1 on bad input (its message printed). */
+static int parse_args(int argc, char **argv, struct bb_cfg *b)
+{
+	struct bench_config c;
+	struct bb_own own = own_defaults;
+	char err[1024];
+	preset_config(&c);
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			print_usage(&c, &own);
 			return 1;
 		}
-		if (!eq) {
-			fprintf(stderr,
-				"deqbench bench-block: '%s' is not "
-				"key=value\n",
-				a);
-			return -1;
-		}
-		rc = set_key(c, a, (size_t)(eq - a), eq + 1);
-		if (rc < 0)
-			return -1;
-		if (rc > 0) {
-			fprintf(stderr,
-				"deqbench bench-block: unknown key '%.*s'; use "
-				"d_model n_heads d_ff seq_len batch_size "
-				"device threads iters warmup seed model "
-				"vocab layers\n",
-				(int)(eq - a), a);
-			return -1;
-		}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *eq = strchr(a, '=');
+		if (!eq || eq == a)
+			snprintf(err, sizeof(err),
+				 "'%s' is not key=value; write e.g. "
+				 "d_model=128 (deqbench bench-block --help "
+				 "lists the keys)",
+				 a);
+		if (!eq || eq == a ||
+		    set_key(&c, &own, a, eq, err, sizeof(err)))
+			goto bad;
 	}
+	if (c.model.kind != MODEL_TRANSFORMER &&
+	    c.model.kind != MODEL_TRELLISNET) {
+		snprintf(err, sizeof(err),
+			 "model=%s: bench-block knows the GEMM shapes of "
+			 "transformer and trellisnet; use one of them",
+			 model_kind_name(c.model.kind));
+		goto bad;
+	}
+	if (config_validate(&c, err, sizeof(err)) != 0)
+		goto bad;
+	fill(b, &c, &own);
 	return 0;
+bad:
+	fprintf(stderr, "deqbench bench-block: %s\n", err);
+	return -1;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -388,14 +452,14 @@ static int bb_setup(const struct bb_cfg *c, struct backend **be,
 {
 	char err[256] = "";
 	struct model_config mc = {
-	    .kind = (enum model_kind)model_kind_parse(c->model),
+	    .kind = c->model,
 	    .d_model = c->d,
 	    .n_heads = c->H,
 	    .d_ff = c->F,
 	    .seq_len = c->T,
 	    .batch_size = c->B,
 	    .vocab_size = 16, /* the head is not timed */
-	    .seed = (uint64_t)c->seed,
+	    .seed = c->seed,
 	};
 	if (backend_create(be, c->device, c->threads, err, sizeof(err)) != 0) {
 		fprintf(stderr, "deqbench bench-block: %s\n", err);
@@ -431,10 +495,10 @@ int bench_block_main(int argc, char **argv)
 	be_info(be, &info);
 	printf("bench-block: model=%s device=%s (%s) B=%d T=%d d_model=%d "
 	       "n_heads=%d d_ff=%d iters=%d warmup=%d\n",
-	       c.model, c.device, info.name, c.B, c.T, c.d, c.H, c.F, c.iters,
-	       c.warmup);
-	time_gemms(be, &c, model_kind_parse(c.model) == MODEL_TRELLISNET, &b,
-		   &gflop_sum, &gms_sum);
+	       model_kind_name(c.model), c.device, info.name, c.B, c.T, c.d,
+	       c.H, c.F, c.iters, c.warmup);
+	time_gemms(be, &c, c.model == MODEL_TRELLISNET, &b, &gflop_sum,
+		   &gms_sum);
 	double gemm_gfs = gflop_sum / (gms_sum * 1e6);
 	printf("block forward   %10.4f ms (median)\n", fwd_ms);
 	printf("block vjp       %10.4f ms (median, parameter gradients on)\n",

@@ -8,10 +8,12 @@
 #ifndef DQ_BENCH_BLOCK_H
 #define DQ_BENCH_BLOCK_H
 
-/* argv[0] is the command name ("bench-block"); keys d_model n_heads d_ff
- * seq_len batch_size device threads iters warmup seed model vocab layers.
- * Returns 0, or 2 on bad input / 1 on a run-time failure with one line on
- * stderr. */
+/* argv[0] is the command name ("bench-block"); key=value arguments: the
+ * config keys model d_model n_heads d_ff seq_len batch_size layers device
+ * threads seed, parsed and checked as `deqbench run`'s (config_set), and
+ * its own iters warmup vocab; defaults: the bench-block preset (`--help`
+ * prints it). Returns 0, or 2 on bad input / 1 on a run-time failure with
+ * one line on stderr. */
 int bench_block_main(int argc, char **argv);
 
 #endif

@@ -2,11 +2,13 @@
  * [--run N]`: the fastest way to train the configured model in M MiB of
  * device memory (docs/ARCHITECTURE.md §Plan).
  *
- * Candidates: unroll; checkpoint for every k in 1..L; revolve for every
- * slots in 1..L−2; offload; deq with Broyden history h (forward and
- * backward) in {4, 8, 16, the cap} and with Anderson m in {3, 5, 8}; each
- * without and with head_chunk = N/8 (N = batch_size·seq_len; the config's
- * own head_chunk when it sets one).
+ * Candidates: what each registered method's descriptor lists
+ * (method_candidate, methods/method.h), in registry order: unroll;
+ * checkpoint for every k in 1..L; deq with Broyden history h (forward and
+ * backward) in {4, 8, 16, the cap} and with Anderson m in {3, 5, 8};
+ * revolve for every slots in 1..L−2; offload; each without and with
+ * head_chunk = N/8 (N = batch_size·seq_len; the config's own head_chunk
+ * when it sets one).
  *
  * Peak memory: memfit_estimate, the same layout functions the allocator's
  * buffers come from (the device total; offload's host bytes beside it).
@@ -53,7 +55,7 @@
 #define PLAN_CAL_STEPS	10
 #define PLAN_CAL_WARMUP 3
 /* The largest N of --run N (the candidate list itself is sized to the
- * layers: n_cands). */
+ * layers: enumerate). */
 #define PLAN_MAX_CANDS 512
 /* The largest budget_mib (the message says 1e9): the budget in bytes is a
  * size_t, and 1e9 MiB (about 954 TiB) is far above any device. */
@@ -63,10 +65,11 @@ struct cand {
 	struct bench_config cfg; /* resolved */
 	char label[64];
 	int chunk; /* head_chunk on */
-	int deq;   /* index in deq calibration, -1 for others */
+	int deq;   /* index among the calibrated (deq), -1 for others */
 	size_t peak, host;
 	double fwd, vjp; /* per step; deq: from its calibration */
 	double ms;	 /* predicted step */
+	int order;	 /* place in the enumeration: breaks ties of ms */
 };
 
 /* The cost model's terms, ms (the header). */
@@ -147,21 +150,25 @@ struct plan {
 	double budget_mib;
 	int chunk; /* head_chunk of the "with" variants */
 	struct cand *c;
-	int n, cap; /* candidates, and room for cap (n_cands) */
+	int n, cap; /* candidates, and room for cap (enumerate) */
 	int n_deq;  /* deq candidates without head_chunk (calibrated) */
 	int V;	    /* vocabulary, from the first calibration */
 	struct costs k;
 };
 
-/* Appends base + kv as a candidate (label), without and with head_chunk. */
+/* Appends base + kv as a candidate (label), without and with head_chunk;
+ * one whose evaluation counts depend on the solves (method_evals_per_step
+ * refuses it: deq) is calibrated. */
 static int add(struct plan *p, const char *label, const char *const *kv, int n,
-	       int deq, char *err, size_t errlen)
+	       char *err, size_t errlen)
 {
+	int deq = 0;
 	for (int chunk = 0; chunk < 2; chunk++) {
 		struct cand *c = &p->c[p->n];
 		char v[32];
-		const char *all[16];
-		if (p->n >= p->cap) { /* n_cands counts every add */
+		const char *all[2 * METHOD_CAND_KEYS + 4];
+		long f, vj;
+		if (p->n >= p->cap) { /* enumerate counts every add */
 			snprintf(err, errlen,
 				 "plan: more than the %d candidates counted",
 				 p->cap);
@@ -173,8 +180,10 @@ static int add(struct plan *p, const char *label, const char *const *kv, int n,
 		all[n] = "head_chunk", all[n + 1] = v;
 		if (derive(&c->cfg, &p->base, all, n + 2, err, errlen) != 0)
 			return -1;
+		deq = method_evals_per_step(&c->cfg.method, &f, &vj) != 0;
 		snprintf(c->label, sizeof(c->label), "%s", label);
 		c->chunk = chunk;
+		c->order = p->n;
 		c->deq = deq ? p->n_deq : -1;
 		p->n++;
 	}
@@ -183,70 +192,40 @@ static int add(struct plan *p, const char *label, const char *const *kv, int n,
 	return 0;
 }
 
-/* How many candidates enumerate adds for L layers and the deq cap
- * f_max_iter: each of unroll, offload, checkpoint k = 1..L, revolve slots =
- * 1..L-2, 3 or 4 Broyden and 3 Anderson deqs, without and with
- * head_chunk. */
-static int n_cands(int L, int cap)
-{
-	return 2 * (2 + L + (L > 2 ? L - 2 : 0) + (cap > 16 ? 4 : 3) + 3);
-}
-
-/* Every candidate (the header) into p->c, allocated here (p->cap of them;
- * free it). 0, or -1 with err. */
+/* Every candidate of the method registry (method_candidate: each method
+ * says which of its settings plan tries) into p->c, each without and with
+ * head_chunk, allocated here (free it); those whose evaluation counts
+ * depend on the solves (method_evals_per_step refuses them: deq) are
+ * calibrated. 0, or -1 with err. */
 static int enumerate(struct plan *p, char *err, size_t errlen)
 {
-	int L = p->base.method.layers,
-	    cap = deq_config(&p->base.method)->f_max_iter;
-	char a[32], b[64];
-	const char *kv[12];
-	p->cap = n_cands(L, cap);
+	struct method_candidate mc;
+	const char *kv[2 * METHOD_CAND_KEYS + 2];
+	p->cap = 0;
+	for (int k = 0; k < method_kind_count(); k++)
+		for (int i = 0; method_candidate(k, &p->base.method, i, &mc);
+		     i++)
+			p->cap += 2;
 	p->c = calloc((size_t)p->cap, sizeof(*p->c));
 	if (!p->c) {
 		snprintf(err, errlen,
 			 "out of host memory for the plan's %d candidates "
 			 "(layers=%d); lower layers",
-			 p->cap, L);
+			 p->cap, p->base.method.layers);
 		return -1;
 	}
-#define ADD(deq, ...)                                                          \
-	do {                                                                   \
-		const char *x_[] = {__VA_ARGS__};                              \
-		int n_ = (int)(sizeof(x_) / sizeof(*x_));                      \
-		memcpy(kv, x_, sizeof(x_));                                    \
-		if (add(p, b, kv, n_, deq, err, errlen) != 0)                  \
-			return -1;                                             \
-	} while (0)
-	snprintf(b, sizeof(b), "unroll");
-	ADD(0, "method", "unroll");
-	snprintf(b, sizeof(b), "offload");
-	ADD(0, "method", "offload");
-	for (int k = 1; k <= L; k++) {
-		snprintf(a, sizeof(a), "%d", k);
-		snprintf(b, sizeof(b), "checkpoint k=%d", k);
-		ADD(0, "method", "checkpoint", "k", a);
-	}
-	for (int s = 1; s <= L - 2; s++) {
-		snprintf(a, sizeof(a), "%d", s);
-		snprintf(b, sizeof(b), "revolve slots=%d", s);
-		ADD(0, "method", "revolve", "slots", a);
-	}
-	const int hs[] = {4, 8, 16, cap}, ms[] = {3, 5, 8};
-	for (int i = 0; i < 4; i++) {
-		if (i == 3 && cap <= 16)
-			break;
-		snprintf(a, sizeof(a), "%d", hs[i]);
-		snprintf(b, sizeof(b), "deq broyden h=%d", hs[i]);
-		ADD(1, "method", "deq", "f_solver", "broyden", "b_solver",
-		    "broyden", "f_history", a, "b_history", a);
-	}
-	for (int i = 0; i < 3; i++) {
-		snprintf(a, sizeof(a), "%d", ms[i]);
-		snprintf(b, sizeof(b), "deq anderson m=%d", ms[i]);
-		ADD(1, "method", "deq", "f_solver", "anderson", "b_solver",
-		    "anderson", "anderson_m", a);
-	}
-#undef ADD
+	for (int k = 0; k < method_kind_count(); k++)
+		for (int i = 0; method_candidate(k, &p->base.method, i, &mc);
+		     i++) {
+			int n = 2;
+			kv[0] = "method", kv[1] = method_kind_name(k);
+			for (int j = 0; j < mc.n_keys; j++) {
+				kv[n++] = mc.key[j];
+				kv[n++] = mc.value[j];
+			}
+			if (add(p, mc.label, kv, n, err, errlen) != 0)
+				return -1;
+		}
 	return 0;
 }
 
@@ -353,7 +332,7 @@ static void predict(struct plan *p)
 /* Predicted memory of every candidate (memfit, vocabulary p->V). */
 static int predict_memory(struct plan *p, char *err, size_t errlen)
 {
-	size_t elem = strcmp(p->base.device, "cpu64") ? 4 : 8;
+	size_t elem = p->base.device == DEVICE_CPU64 ? 8 : 4;
 	for (int j = 0; j < p->n; j++) {
 		struct run_memory rm;
 		if (memfit_estimate(&p->c[j].cfg, p->V, elem, 1, &rm, err,
@@ -390,7 +369,9 @@ static int count_fit(const struct plan *p)
 static int by_ms(const void *a, const void *b)
 {
 	const struct cand *x = a, *y = b;
-	return (x->ms > y->ms) - (x->ms < y->ms);
+	if (x->ms != y->ms)
+		return (x->ms > y->ms) - (x->ms < y->ms);
+	return (x->order > y->order) - (x->order < y->order);
 }
 
 static double mib(size_t b)
@@ -553,7 +534,8 @@ static int take_run_flag(int *argc, char **argv, int *n_run, char *err,
 static int device_check(const struct bench_config *c, char *err, size_t errlen)
 {
 	struct backend *be;
-	if (backend_create(&be, c->device, c->threads, err, errlen) != 0)
+	if (backend_create(&be, config_device_name(c->device), c->threads, err,
+			   errlen) != 0)
 		return -1;
 	backend_destroy(be);
 	return 0;
@@ -595,7 +577,8 @@ static int plan_setup(struct plan *p, int argc, char **argv, char *err,
 		return -1;
 	}
 	if (config_finish(&p->base, err, errlen) != 0 ||
-	    corpus_check(p->base.corpus, p->base.data_dir, err, errlen) != 0 ||
+	    corpus_check(corpus_kind_name(p->base.corpus), p->base.data_dir,
+			 err, errlen) != 0 ||
 	    device_check(&p->base, err, errlen) != 0)
 		return -1;
 	p->chunk = p->base.model.head_chunk

@@ -281,7 +281,7 @@ static int suite_check_runs(const struct suite *s, const char *path, int si,
 				if (rc == 0 && s->eval)
 					rc = check_eval_tokens(c, err, errlen);
 			} else {
-				if (!prev || strcmp(c->corpus, prev->corpus) ||
+				if (!prev || c->corpus != prev->corpus ||
 				    strcmp(c->data_dir, prev->data_dir) ||
 				    c->model.vocab_size !=
 					prev->model.vocab_size)

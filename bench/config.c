@@ -23,6 +23,11 @@ static const char *init_name_i(int k)
 	return model_init_name((enum model_init)k);
 }
 
+static const char *const device_names[] = {"cpu", "cpu64", "cuda"};
+static const char *const impl_names[] = {"deqbench", "pytorch"};
+KEY_NAME_FUNCS(config_device_parse, config_device_name, device_names)
+KEY_NAME_FUNCS(config_impl_parse, config_impl_name, impl_names)
+
 /* Rows of struct bench_config's own keys (keys.h); r: role flags. */
 #define S			     struct bench_config
 #define INT(n, g, f, lo, hi, h)	     KEY_INT(S, n, g, f, lo, hi, h, 0)
@@ -71,9 +76,8 @@ static const struct key_desc head_keys[] = {
 };
 
 static const struct key_desc tail_keys[] = {
-    STR("corpus", "data", corpus,
-	"brown, wikitext103, wikitext2, ptb, text, synthetic",
-	"training corpus (synthetic = seeded random tokens)", 0),
+    ENUM("corpus", "data", corpus, corpus_kind_parse, corpus_kind_name,
+	 "training corpus (synthetic = seeded random tokens)", 0),
     STR("data_dir", "data", data_dir, NULL, "directory holding corpora",
 	KEY_OUTPUT),
 
@@ -99,16 +103,17 @@ static const struct key_desc tail_keys[] = {
 	"as params init or save_params write them; empty = init from seed",
 	KEY_EMPTY_OK),
 
-    STR("device", "device", device, "cpu, cpu64, cuda", "backend", 0),
+    ENUM("device", "device", device, config_device_parse, config_device_name,
+	 "backend", 0),
     INT("threads", "device", threads, 0, 4096,
 	"CPU threads; 0 = library default"),
     BOOL("tf32", "device", tf32,
 	 "allow TF32 GEMMs (device=cuda only; an error elsewhere)", 0),
-    STR("impl", "device", impl, "deqbench, pytorch",
-	"implementation: deqbench (this C core) or pytorch (bench/pytorch "
-	"on Debian's python3-torch, run as a child process; "
-	"docs/pytorch.md)",
-	0),
+    ENUM("impl", "device", impl, config_impl_parse, config_impl_name,
+	 "implementation: deqbench (this C core) or pytorch (bench/pytorch "
+	 "on Debian's python3-torch, run as a child process; "
+	 "docs/pytorch.md)",
+	 0),
 
     STR("out", "output", out, NULL, "JSONL file records are appended to",
 	KEY_OUTPUT),
@@ -155,10 +160,6 @@ void *key_field(const struct bench_config *c, struct key_ref r)
 	return (char *)base + r.d->offset;
 }
 
-static const char *const corpus_names[] = {
-    "brown", "wikitext103", "wikitext2", "ptb", "text", "synthetic", NULL,
-};
-
 void config_defaults(struct bench_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -174,7 +175,7 @@ void config_defaults(struct bench_config *c)
 	 * Initialisation); gpt2 until 2026-11-25 */
 	c->model.init = MODEL_INIT_PYTORCH;
 	method_config_defaults(&c->method);
-	snprintf(c->corpus, sizeof(c->corpus), "brown");
+	c->corpus = CORPUS_BROWN;
 	snprintf(c->data_dir, sizeof(c->data_dir), "data");
 	c->steps = 200;
 	c->pretrain_steps = 0;
@@ -185,10 +186,10 @@ void config_defaults(struct bench_config *c)
 	c->clip = 1.0;
 	c->eval_tokens = 16384;
 	c->eval_warmup = 2;
-	snprintf(c->device, sizeof(c->device), "cpu");
+	c->device = DEVICE_CPU;
 	c->threads = 0;
 	c->tf32 = 0;
-	snprintf(c->impl, sizeof(c->impl), "deqbench");
+	c->impl = IMPL_DEQBENCH;
 	snprintf(c->out, sizeof(c->out), "results/runs.jsonl");
 	c->trace = 0;
 }
@@ -408,12 +409,9 @@ int config_set(struct bench_config *c, const char *key, const char *value,
 	       char *err, size_t errlen)
 {
 	struct key_ref r = key_find(key);
-	const struct key_desc *d = r.d;
-	char vb[96], kb[64], sug[96], ch[256];
-	const char *shown = config_brief(value, vb, sizeof(vb));
-	void *field;
+	char kb[64], sug[96];
 
-	if (!d) {
+	if (!r.d) {
 		config_suggest(key, sug, sizeof(sug));
 		snprintf(err, errlen,
 			 "unknown key '%s'%s (deqbench run --help lists the "
@@ -421,7 +419,18 @@ int config_set(struct bench_config *c, const char *key, const char *value,
 			 config_brief(key, kb, sizeof(kb)), sug);
 		return -1;
 	}
-	field = key_field(c, r);
+	return config_set_row(r.d, (char *)key_field(c, r) - r.d->offset, value,
+			      err, errlen);
+}
+
+int config_set_row(const struct key_desc *d, void *base, const char *value,
+		   char *err, size_t errlen)
+{
+	const char *key = d->name;
+	char vb[96], ch[256];
+	const char *shown = config_brief(value, vb, sizeof(vb));
+	void *field = (char *)base + d->offset;
+
 	key_choices(d, ch, sizeof(ch));
 	switch (d->type) {
 	case KT_INT:
@@ -454,38 +463,6 @@ int config_set(struct bench_config *c, const char *key, const char *value,
 		return 0;
 	}
 	case KT_STR:
-		if (strcmp(key, "corpus") == 0) {
-			int ok = 0;
-			for (int i = 0; corpus_names[i]; i++)
-				ok |= strcmp(corpus_names[i], value) == 0;
-			if (!ok) {
-				snprintf(err, errlen,
-					 "%s=%s is not a known corpus; use "
-					 "one of: %s",
-					 key, shown, ch);
-				return -1;
-			}
-		}
-		if (strcmp(key, "device") == 0) {
-			int ok = strcmp(value, "cuda") == 0;
-			for (int i = 0; backend_names[i]; i++)
-				ok |= strcmp(backend_names[i], value) == 0;
-			if (!ok) {
-				snprintf(err, errlen,
-					 "%s=%s is not a known device; use "
-					 "one of: %s",
-					 key, shown, ch);
-				return -1;
-			}
-		}
-		if (strcmp(key, "impl") == 0 && strcmp(value, "deqbench") &&
-		    strcmp(value, "pytorch")) {
-			snprintf(err, errlen,
-				 "%s=%s is not a known implementation; use "
-				 "one of: %s",
-				 key, shown, ch);
-			return -1;
-		}
 		if (!*value && !(d->role & KEY_EMPTY_OK)) {
 			snprintf(err, errlen, "%s is empty; give a value", key);
 			return -1;
@@ -665,15 +642,15 @@ int config_validate(const struct bench_config *c, char *err, size_t errlen)
 		return -1;
 	/* TF32 exists only on the GPU; asking for it elsewhere is a mistake
 	 * worth stopping for, not a silent no-op that would mislabel records */
-	if (c->tf32 && strcmp(c->device, "cuda") != 0) {
+	if (c->tf32 && c->device != DEVICE_CUDA) {
 		snprintf(err, errlen,
 			 "tf32=true needs device=cuda (device=%s always "
 			 "computes in full precision); drop tf32 or use "
 			 "device=cuda",
-			 c->device);
+			 config_device_name(c->device));
 		return -1;
 	}
-	if (strcmp(c->device, "cuda") == 0) {
+	if (c->device == DEVICE_CUDA) {
 		int ok = 0;
 		for (int i = 0; backend_names[i]; i++)
 			ok |= strcmp(backend_names[i], "cuda") == 0;

@@ -15,9 +15,25 @@
 
 #include "../methods/method.h"
 #include "../models/model.h"
+#include "data.h"
 
 #define CONFIG_STR  256
 #define CONFIG_PATH 1024
+
+/* The `device` key's values: the names backend_create (kernels/backend.h)
+ * takes; cuda only where the build has the CUDA backend (config_validate
+ * says so). */
+enum config_device { DEVICE_CPU, DEVICE_CPU64, DEVICE_CUDA };
+/* The `impl` key's values: this C core, or the PyTorch peer (peer.h). */
+enum config_impl { IMPL_DEQBENCH, IMPL_PYTORCH };
+
+/* The parse/name pairs of the enum keys corpus (data.h corpus_kind_parse,
+ * corpus_kind_name), device and impl: the index of s, -1 when unknown; the
+ * name of k, "?" out of range. */
+int config_device_parse(const char *s);
+const char *config_device_name(int k);
+int config_impl_parse(const char *s);
+const char *config_impl_name(int k);
 
 struct bench_config {
 	/* model: kind, d_model, n_heads, d_ff, seq_len, batch_size,
@@ -26,7 +42,7 @@ struct bench_config {
 	/* method, layers, k and the deq solver keys */
 	struct method_config method;
 
-	char corpus[CONFIG_STR];    /* brown, wikitext103, ..., synthetic */
+	enum corpus_kind corpus;    /* brown, wikitext103, ..., synthetic */
 	char data_dir[CONFIG_PATH]; /* where corpora live */
 
 	int steps;	  /* optimizer steps */
@@ -45,11 +61,11 @@ struct bench_config {
 	 * unrolled pretrain_layers deep (0 = off), then the solver */
 	int pretrain_steps, pretrain_layers;
 
-	char device[CONFIG_STR]; /* cpu, cpu64, cuda */
-	int threads;		 /* 0 = library default */
-	int tf32;		 /* allow TF32 GEMMs on cuda */
-	char impl[CONFIG_STR];	 /* deqbench, or pytorch (bench/pytorch,
-				    run by peer.c) */
+	enum config_device device; /* cpu, cpu64, cuda */
+	int threads;		   /* 0 = library default */
+	int tf32;		   /* allow TF32 GEMMs on cuda */
+	enum config_impl impl;	   /* deqbench, or pytorch (bench/pytorch,
+				      run by peer.c) */
 
 	char out[CONFIG_PATH]; /* JSONL file records are appended to */
 	int trace;	       /* per-step traces in the record */
@@ -63,6 +79,12 @@ void config_defaults(struct bench_config *c);
  * the closest known name, wrong type, value out of range, unknown choice). */
 int config_set(struct bench_config *c, const char *key, const char *value,
 	       char *err, size_t errlen);
+/* Sets the field of key row d (methods/keys.h) in the struct at base from
+ * its textual value, with config_set's rules and messages: how a command
+ * with keys of its own (bench-block) parses them. 0, or -1 with one line
+ * in err. */
+int config_set_row(const struct key_desc *d, void *base, const char *value,
+		   char *err, size_t errlen);
 /* Same for a JSON value (number, string or boolean). */
 int config_set_json(struct bench_config *c, const char *key,
 		    const json_t *value, char *err, size_t errlen);
@@ -120,9 +142,13 @@ int config_finish(struct bench_config *c, char *err, size_t errlen);
 /* Every key with its typed value, in table order (new reference). */
 json_t *config_to_json(const struct bench_config *c);
 /* The method keys of m (method, layers and every registered method's own
- * keys, in table order) with their values: the record's "method" object,
- * given the resolved config (k and histories filled in). New reference. */
+ * keys, in table order) with their values, given the resolved config (k
+ * and histories filled in): a parameter file's "method" metadata. New
+ * reference. */
 json_t *config_method_json(const struct method_config *m);
+/* The record's "method" object: config_method_json and `label`, the
+ * method's method_label (methods/method.h). New reference. */
+json_t *config_method_record_json(const struct method_config *m);
 /* One key's canonical JSON value (new reference), NULL when unknown. */
 json_t *config_key_json(const struct bench_config *c, const char *key);
 /* 1 when `key` is a config key. */
@@ -151,8 +177,8 @@ enum config_check {
 /* config_check_json — checks v as a record's value of config key `key`
  * (`config` and `method` objects, results/SCHEMA.md): the JSON type records
  * write for it (an integer for integer keys, any number for reals, a
- * boolean, a string for enums and strings), its range, and for an enum or
- * a string key with a fixed list (corpus, device) one of its values.
+ * boolean, a string for enums and strings), its range, and for an enum key
+ * (model, method, corpus, device, ...) one of its values.
  * Returns 0 when it is fine, else an enum config_check with what was
  * expected in `expected` (n bytes): "int", "int in [1, 100000]", "one of
  * unroll, checkpoint, deq, revolve". */

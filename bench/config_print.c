@@ -62,6 +62,15 @@ json_t *config_method_json(const struct method_config *m)
 	return o;
 }
 
+json_t *config_method_record_json(const struct method_config *m)
+{
+	char label[128];
+	json_t *o = config_method_json(m);
+	method_label(m, label, sizeof(label));
+	json_object_set_new(o, "label", json_string(label));
+	return o;
+}
+
 const char *config_key_name(size_t i)
 {
 	return key_at(i).d ? key_at(i).d->name : NULL;

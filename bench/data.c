@@ -14,6 +14,23 @@
 #include "../kernels/rng.h"
 #include "errmsg.h"
 
+static const char *const kind_names[CORPUS_KINDS] = {
+    "brown", "wikitext103", "wikitext2", "ptb", "text", "synthetic",
+};
+
+int corpus_kind_parse(const char *s)
+{
+	for (int k = 0; s && k < CORPUS_KINDS; k++)
+		if (!strcmp(s, kind_names[k]))
+			return k;
+	return -1;
+}
+
+const char *corpus_kind_name(int k)
+{
+	return k >= 0 && k < CORPUS_KINDS ? kind_names[k] : "?";
+}
+
 const char *corpus_split_name(int split)
 {
 	static const char *const names[] = {"train", "valid", "test"};

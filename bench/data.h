@@ -49,6 +49,22 @@
 
 enum corpus_split { CORPUS_TRAIN = 0, CORPUS_VALID = 1, CORPUS_TEST = 2 };
 
+/* The corpora above, in the order of the `corpus` key's values. */
+enum corpus_kind {
+	CORPUS_BROWN,
+	CORPUS_WIKITEXT103,
+	CORPUS_WIKITEXT2,
+	CORPUS_PTB,
+	CORPUS_TEXT,
+	CORPUS_SYNTHETIC,
+	CORPUS_KINDS /* how many */
+};
+/* corpus_kind_parse — the kind named s ("brown", ...), -1 when none is;
+ * corpus_kind_name — the name of kind k, "?" out of range: the parse/name
+ * pair of the `corpus` key (bench/config.c) and corpus_load's KIND. */
+int corpus_kind_parse(const char *s);
+const char *corpus_kind_name(int k);
+
 #define DATA_BROWN_WORDS   10000   /* Brown vocabulary cap, besides specials */
 #define DATA_SYNTH_VOCAB   256	   /* synthetic vocab_size when given <= 0 */
 #define DATA_SYNTH_TRAIN   1000000 /* synthetic split sizes, tokens */

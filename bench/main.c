@@ -226,37 +226,25 @@ static int has_help(int argc, char **argv)
 	return 0;
 }
 
-/* One line after `deqbench run`: what ran and its headline figures. */
+/* One line after `deqbench run`: what ran (the method's label, method.label
+ * of the record) and its headline figures. */
 static void print_run_line(const json_t *rec)
 {
 	const json_t *cfg = json_object_get(rec, "config");
 	const char *st = json_string_value(json_object_get(rec, "status"));
-	const char *meth = json_string_value(json_object_get(cfg, "method"));
-	char depth[96];
-	if (meth && !strcmp(meth, "deq"))
-		snprintf(depth, sizeof(depth), "%s/%s",
-			 json_string_value(json_object_get(cfg, "f_solver")),
-			 json_string_value(json_object_get(cfg, "b_mode")));
-	else if (meth && !strcmp(meth, "checkpoint"))
-		snprintf(depth, sizeof(depth), "L=%.0f k=%.0f",
-			 record_num(cfg, "layers"),
-			 record_num(json_object_get(rec, "method"), "k"));
-	else if (meth && !strcmp(meth, "revolve"))
-		snprintf(depth, sizeof(depth), "L=%.0f slots=%.0f",
-			 record_num(cfg, "layers"),
-			 record_num(json_object_get(rec, "method"), "slots"));
-	else
-		snprintf(depth, sizeof(depth), "L=%.0f",
-			 record_num(cfg, "layers"));
+	const char *label = json_string_value(
+	    json_object_get(json_object_get(rec, "method"), "label"));
+	if (!label) /* no method object: the run did not get that far */
+		label = json_string_value(json_object_get(cfg, "method"));
 	const char *impl = json_string_value(json_object_get(rec, "impl"));
 	if (impl && strcmp(impl, "deqbench"))
 		printf("%s: ", impl);
-	printf("%s: %s %s %s on %s, %.0f steps: step %.3g ms (median), "
+	printf("%s: %s %s on %s, %.0f steps: step %.3g ms (median), "
 	       "%.0f tokens/s, depth+solver peak %.3g MiB, total peak %.3g "
 	       "MiB, valid ppl %.5g (%.0f tokens), test ppl %.5g (%.0f "
 	       "tokens)\n",
 	       st ? st : "?", json_string_value(json_object_get(cfg, "model")),
-	       meth ? meth : "?", depth,
+	       label ? label : "?",
 	       json_string_value(json_object_get(cfg, "corpus")),
 	       record_num(cfg, "steps"),
 	       record_num(rec, "timing.step_ms.median"),
@@ -449,7 +437,8 @@ static int cmd_run_or_eval(int argc, char **argv, int eval)
 	/* cheap checks first, so bad input leaves no empty results file */
 	if (check_distinct_files(&cfg, config_file_arg(argc, argv), NULL, err,
 				 sizeof(err)) != 0 ||
-	    corpus_check(cfg.corpus, cfg.data_dir, err, sizeof(err)) != 0 ||
+	    corpus_check(corpus_kind_name(cfg.corpus), cfg.data_dir, err,
+			 sizeof(err)) != 0 ||
 	    check_params_key(&cfg, eval, err, sizeof(err)) != 0 ||
 	    (eval && check_eval_tokens(&cfg, err, sizeof(err)) != 0) ||
 	    ((!eval || peer_wanted(&cfg)) &&

@@ -100,7 +100,7 @@ int memfit_estimate(const struct bench_config *cfg, int V, size_t elem,
 		out->host_extra = sat_add(out->host_extra, out->host_steps);
 	}
 	out->host_total = sat_add(out->host_extra, out->device[MEM_HOST]);
-	if (strcmp(cfg->device, "cuda") != 0)
+	if (cfg->device != DEVICE_CUDA)
 		out->host_total = sat_add(out->host_total, out->device_total);
 	return 0;
 }
@@ -214,9 +214,9 @@ static int refuse(const struct run_memory *e, int host, size_t limit, char *err,
 int memfit_check(const struct bench_config *cfg, int V,
 		 const struct backend *be, int train, char *err, size_t errlen)
 {
-	int cuda = strcmp(cfg->device, "cuda") == 0;
+	int cuda = cfg->device == DEVICE_CUDA;
 	/* cpu64 computes in float64, cpu and cuda in float32 (backend.h) */
-	size_t elem = be ? be->elem : strcmp(cfg->device, "cpu64") == 0 ? 8 : 4;
+	size_t elem = be ? be->elem : cfg->device == DEVICE_CPU64 ? 8 : 4;
 	size_t host = memfit_host_limit(), dev = 0;
 	struct run_memory e;
 

@@ -28,7 +28,7 @@
 
 int peer_wanted(const struct bench_config *cfg)
 {
-	return strcmp(cfg->impl, "pytorch") == 0;
+	return cfg->impl == IMPL_PYTORCH;
 }
 
 static const char *python_path(void)
@@ -375,7 +375,8 @@ static char *request_json(const struct bench_config *cfg, const char *dir,
 	char p[1200];
 	char *s;
 	static const char *const split[] = {"train", "valid", "test"};
-	json_object_set_new(d, "corpus", json_string(cfg->corpus));
+	json_object_set_new(d, "corpus",
+			    json_string(corpus_kind_name(cfg->corpus)));
 	json_object_set_new(d, "vocab_size", json_integer(V));
 	for (int k = 0; k < 3; k++) {
 		snprintf(p, sizeof(p), "%s/%s.ids", dir, split[k]);
@@ -485,16 +486,23 @@ static const char *contract_problem(const json_t *rec)
 	return NULL;
 }
 
-/* rec (deqbench's part) with what the child printed, when the result is a
+/* rec (deqbench's part) with what the child printed and, in its method
+ * object, deqbench's label of mc (method_label), when the result is a
  * valid record (validate_record, strict, and contract_problem): returns
  * it as a new record; else NULL with the problem in why. */
-static json_t *merged_record(const json_t *rec, json_t *got, char *why,
+static json_t *merged_record(const json_t *rec, json_t *got,
+			     const struct method_config *mc, char *why,
 			     size_t n)
 {
-	json_t *m = json_deep_copy(rec);
+	json_t *m = json_deep_copy(rec), *meth;
 	struct problems p = {0, ""};
 	const char *c;
+	char label[128];
 	merge_child(m, got);
+	if (json_is_object(meth = json_object_get(m, "method"))) {
+		method_label(mc, label, sizeof(label));
+		json_object_set_new(meth, "label", json_string(label));
+	}
 	validate_record(m, VALIDATE_STRICT, note_problem, &p);
 	if (!p.n && (c = contract_problem(m)))
 		note_problem(&p, "", c);
@@ -582,14 +590,16 @@ static int prepare(const struct bench_config *cfg, char *dir, size_t n_dir,
 	return runner_params_init(&c, init, err, errlen);
 }
 
-/* The record of a finished child: its own when usable (merged into rec),
- * else rec as an error record naming the problem. */
-static enum run_status take_record(json_t **record, const struct proc_out *c)
+/* The record of a finished child of method config mc: its own when
+ * usable (merged into rec), else rec as an error record naming the
+ * problem. */
+static enum run_status take_record(json_t **record, const struct proc_out *c,
+				   const struct method_config *mc)
 {
 	char why[800];
 	json_t *got = child_record(c, why, sizeof(why)), *m = NULL;
 	if (got)
-		m = merged_record(*record, got, why, sizeof(why));
+		m = merged_record(*record, got, mc, why, sizeof(why));
 	json_decref(got);
 	if (!m)
 		return child_failed(*record, c, why);
@@ -649,7 +659,7 @@ static enum run_status peer_exec(const struct bench_config *cfg,
 	proc_run(argv, in, in ? strlen(in) : 0, !(meta && meta->quiet), &c);
 	free(in);
 	peer_cleanup(dir);
-	st = take_record(record, &c);
+	st = take_record(record, &c, &cfg->method);
 	free(c.out);
 	return finished(*record, st);
 }

@@ -83,11 +83,10 @@ static json_t *ratio_json(const struct agg *r, const struct agg *b, enum col c)
 	return o;
 }
 
-/* vary_deq: the deq keys whose values differ between the deq records of
- * the table; each is appended to a deq row's label, so rows that differ only
- * in, say, f_tol or f_history get distinct labels. */
-static void method_label(char *buf, size_t n, const json_t *rec,
-			 const json_t *vary_deq)
+/* A row's method label from a record made before 2026-11-25, which lacks
+ * method.label: what method_label (methods/method.h) writes, read from
+ * the record's config and method objects. */
+static void label_of_old(char *buf, size_t n, const json_t *rec)
 {
 	const json_t *cfg = json_object_get(rec, "config");
 	const json_t *m = json_object_get(rec, "method");
@@ -101,25 +100,43 @@ static void method_label(char *buf, size_t n, const json_t *rec,
 		if (!isfinite(k))
 			k = record_num(cfg, key);
 		snprintf(buf, n, "%s L=%.0f %s=%.0f", meth, L, key, k);
-	} else if (!strcmp(meth, "deq")) {
-		const char *k2;
-		json_t *v2;
-		size_t l = (size_t)snprintf(buf, n, "deq %s/%s",
-					    report_str(cfg, "f_solver", "?"),
-					    report_str(cfg, "b_mode", "?"));
-		json_object_foreach((json_t *)vary_deq, k2, v2)
-		{
-			char *t;
-			if (l >= n || !strcmp(k2, "f_solver") ||
-			    !strcmp(k2, "b_mode"))
-				continue;
-			t = record_value_text(json_object_get(cfg, k2));
-			l += (size_t)snprintf(buf + l, n - l, " %s=%s", k2,
-					      t ? t : "?");
-			free(t);
-		}
-	} else
+	} else if (!strcmp(meth, "deq"))
+		snprintf(buf, n, "deq %s/%s", report_str(cfg, "f_solver", "?"),
+			 report_str(cfg, "b_mode", "?"));
+	else
 		snprintf(buf, n, "%s", meth);
+}
+
+/* The row's method label: the record's method.label (label_of_old before
+ * 2026-11-25). vary_deq: the deq keys whose values differ between the deq
+ * records of the table; each is appended to a deq row's label, so rows
+ * that differ only in, say, f_tol or f_history get distinct labels. */
+static void row_label(char *buf, size_t n, const json_t *rec,
+		      const json_t *vary_deq)
+{
+	const json_t *cfg = json_object_get(rec, "config");
+	const char *label = json_string_value(
+	    json_object_get(json_object_get(rec, "method"), "label"));
+	const char *k2;
+	json_t *v2;
+	size_t l;
+	if (label)
+		snprintf(buf, n, "%s", label);
+	else
+		label_of_old(buf, n, rec);
+	if (strcmp(report_str(cfg, "method", "?"), "deq"))
+		return;
+	l = strlen(buf);
+	json_object_foreach((json_t *)vary_deq, k2, v2)
+	{
+		char *t;
+		if (l >= n || !strcmp(k2, "f_solver") || !strcmp(k2, "b_mode"))
+			continue;
+		t = record_value_text(json_object_get(cfg, k2));
+		l +=
+		    (size_t)snprintf(buf + l, n - l, " %s=%s", k2, t ? t : "?");
+		free(t);
+	}
 }
 
 /* The group label: "key=value ..." of the varying keys, or the corpus. */
@@ -224,7 +241,7 @@ static json_t *row_json(const struct table *t, size_t j)
 	char label[256], group[256];
 	json_t *o = json_object();
 	group_label(group, sizeof(group), cfg, t->varying);
-	method_label(label, sizeof(label), r->first, t->vary_deq);
+	row_label(label, sizeof(label), r->first, t->vary_deq);
 	json_object_set_new(o, "group", json_string(group));
 	json_object_set_new(o, "method", json_string(label));
 	json_object_set_new(o, "impl",

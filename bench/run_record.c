@@ -85,9 +85,10 @@ void run_record_begin(struct run *r)
 
 void run_record_device(struct run *r)
 {
-	json_object_set_new(
-	    r->rec, "device",
-	    env_device_json(r->rc.be, r->cfg->device, r->cfg->tf32));
+	json_object_set_new(r->rec, "device",
+			    env_device_json(r->rc.be,
+					    config_device_name(r->cfg->device),
+					    r->cfg->tf32));
 }
 
 /* The record's "method" object: the method's resolved config (k, the
@@ -143,8 +144,9 @@ static json_t *data_json(const struct corpus *c, const struct batcher *train,
 
 void run_record_setup(struct run *r)
 {
-	json_object_set_new(r->rec, "method",
-			    config_method_json(method_get_config(r->rc.me)));
+	json_object_set_new(
+	    r->rec, "method",
+	    config_method_record_json(method_get_config(r->rc.me)));
 	json_object_set_new(r->rec, "model", model_json(r->rc.m));
 	json_object_set_new(r->rec, "data",
 			    data_json(&r->corpus, &r->train, r->cfg->steps));

@@ -28,7 +28,7 @@
 
 static int is_synthetic(const struct bench_config *cfg)
 {
-	return strcmp(cfg->corpus, "synthetic") == 0;
+	return cfg->corpus == CORPUS_SYNTHETIC;
 }
 
 /* ---- data ---- */
@@ -41,7 +41,7 @@ int runner_load_corpus(struct corpus *c, const struct bench_config *cfg, int *V,
 		       char *err, size_t errlen)
 {
 	int want = cfg->model.vocab_size;
-	if (corpus_load(c, cfg->corpus, cfg->data_dir,
+	if (corpus_load(c, corpus_kind_name(cfg->corpus), cfg->data_dir,
 			is_synthetic(cfg) ? want : 0, cfg->model.seed, err,
 			errlen) != 0)
 		return -1;
@@ -53,7 +53,8 @@ int runner_load_corpus(struct corpus *c, const struct bench_config *cfg, int *V,
 			    "vocab_size=%d is smaller than the %d words of "
 			    "corpus=%s; use vocab_size=0 (the corpus's) "
 			    "or at least %d",
-			    want, c->vocab_size, cfg->corpus, c->vocab_size);
+			    want, c->vocab_size, corpus_kind_name(cfg->corpus),
+			    c->vocab_size);
 			corpus_free(c);
 			return -1;
 		}
@@ -97,7 +98,8 @@ static int ctx_create(struct run_ctx *rc, const struct bench_config *cfg, int V,
 
 	memset(rc, 0, sizeof(*rc));
 	mc.vocab_size = V;
-	if (backend_create(&rc->be, cfg->device, cfg->threads, err, errlen))
+	if (backend_create(&rc->be, config_device_name(cfg->device),
+			   cfg->threads, err, errlen))
 		return -1;
 	/* before allocating: a run that cannot fit is bad input, not a
 	 * process the kernel kills halfway through its setup */
@@ -173,7 +175,8 @@ static int setup_context(struct run *r)
 			 "corpus=%s: the train split has %zu tokens, too few "
 			 "for batch_size=%d streams of seq_len+1=%d tokens; "
 			 "lower batch_size or seq_len",
-			 cfg->corpus, c->n[CORPUS_TRAIN], r->B, r->T + 1);
+			 corpus_kind_name(cfg->corpus), c->n[CORPUS_TRAIN],
+			 r->B, r->T + 1);
 		return -1;
 	}
 	if (ctx_create(&r->rc, cfg, r->V, !r->eval_only, r->err,

@@ -13,6 +13,10 @@
 #define ADDED "2026-11-23"
 /* The health object and the quartiles of `stats` (issue 28). */
 #define ADDED_HEALTH "2026-11-25"
+/* method.label (issue 30); optional even for --strict: the committed
+ * results/ records of 2026-11-25 were made before it, and every reader
+ * makes the label from the other fields where it is absent */
+#define ADDED_LABEL "2026-11-25"
 
 /* A row: name, types (enum vtype), then any other member by name. */
 #define F(n, t, ...)                                                           \
@@ -81,6 +85,7 @@ static const struct vfield suite_f[] = {
 
 static const struct vfield method_f[] = {
     KEYED("method", VT_STR),
+    F("label", VT_STR, .added = ADDED_LABEL, .flags = VF_OPTIONAL),
     KEYED("layers", VT_INT),
     KEYED("k", VT_INT),
     F("slots", VT_INT, .key = "slots", .added = ADDED),

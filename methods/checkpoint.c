@@ -170,6 +170,25 @@ static void checkpoint_evals(const struct method_config *c, long *fwd,
 	*vjp = c->layers;
 }
 
+static void checkpoint_label(const struct method_config *c, char *buf, size_t n)
+{
+	snprintf(buf, n, "L=%d k=%d", c->layers, k_of(c));
+}
+
+/* plan tries every interval k = 1..L. */
+static int checkpoint_candidate(const struct method_config *c, int i,
+				struct method_candidate *out)
+{
+	char label[64], v[24];
+	const char *key = "k", *val = v;
+	if (i >= c->layers)
+		return 0;
+	snprintf(v, sizeof(v), "%d", i + 1);
+	snprintf(label, sizeof(label), "checkpoint k=%d", i + 1);
+	method_candidate_set(out, label, 1, &key, &val);
+	return 1;
+}
+
 const struct method_desc method_checkpoint = {
     .name = "checkpoint",
     .ops = &method_checkpoint_ops,
@@ -181,4 +200,6 @@ const struct method_desc method_checkpoint = {
     .resolve = checkpoint_resolve,
     .uses_layers = 1,
     .evals = checkpoint_evals,
+    .label = checkpoint_label,
+    .candidate = checkpoint_candidate,
 };

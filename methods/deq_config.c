@@ -196,6 +196,40 @@ int deq_kind(void)
 	return method_kind_parse(method_deq.name);
 }
 
+/* Forward solver / backward mode: "broyden/ift". */
+static void deq_label(const struct method_config *mc, char *buf, size_t n)
+{
+	const struct deq_config *c = deq_config(mc);
+	snprintf(buf, n, "%s/%s", solver_kind_name(c->f_solver),
+		 b_mode_name(c->b_mode));
+}
+
+/* plan tries Broyden with history h (forward and backward) in {4, 8, 16,
+ * the cap f_max_iter when above 16}, then Anderson with m in {3, 5, 8}. */
+static int deq_candidate(const struct method_config *mc, int i,
+			 struct method_candidate *out)
+{
+	static const int hs[] = {4, 8, 16}, ms[] = {3, 5, 8};
+	int cap = deq_config(mc)->f_max_iter, nb = cap > 16 ? 4 : 3;
+	const char *bk[] = {"f_solver", "b_solver", "f_history", "b_history"};
+	const char *ak[] = {"f_solver", "b_solver", "anderson_m"};
+	char v[24], label[64];
+	if (i < nb) {
+		const char *bv[] = {"broyden", "broyden", v, v};
+		snprintf(v, sizeof(v), "%d", i < 3 ? hs[i] : cap);
+		snprintf(label, sizeof(label), "deq broyden h=%s", v);
+		method_candidate_set(out, label, 4, bk, bv);
+		return 1;
+	}
+	if (i - nb >= 3)
+		return 0;
+	const char *av[] = {"anderson", "anderson", v};
+	snprintf(v, sizeof(v), "%d", ms[i - nb]);
+	snprintf(label, sizeof(label), "deq anderson m=%s", v);
+	method_candidate_set(out, label, 3, ak, av);
+	return 1;
+}
+
 const struct method_desc method_deq = {
     .name = "deq",
     .ops = &method_deq_ops,
@@ -207,4 +241,6 @@ const struct method_desc method_deq = {
     .resolve = deq_resolve,
     .init = deq_init,
     .uses_layers = 0,
+    .label = deq_label,
+    .candidate = deq_candidate,
 };

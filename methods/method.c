@@ -65,6 +65,50 @@ static const struct method_desc *desc_of(const struct method_config *c)
 	return method_registry[c->method];
 }
 
+void method_label(const struct method_config *c, char *buf, size_t n)
+{
+	const struct method_desc *d = desc_of(c);
+	size_t l = (size_t)snprintf(buf, n, "%s", d->name);
+	if (l + 1 >= n)
+		return;
+	if (d->label) {
+		buf[l++] = ' ';
+		d->label(c, buf + l, n - l);
+		if (!buf[l])
+			buf[l - 1] = 0; /* nothing followed the name */
+	} else if (d->uses_layers)
+		snprintf(buf + l, n - l, " L=%d", c->layers);
+}
+
+void method_candidate_set(struct method_candidate *out, const char *label,
+			  int n, const char *const *key,
+			  const char *const *value)
+{
+	assert(n >= 0 && n <= METHOD_CAND_KEYS);
+	memset(out, 0, sizeof(*out));
+	snprintf(out->label, sizeof(out->label), "%s", label);
+	out->n_keys = n;
+	for (int j = 0; j < n; j++) {
+		out->key[j] = key[j];
+		snprintf(out->value[j], sizeof(out->value[j]), "%s", value[j]);
+	}
+}
+
+int method_candidate(int k, const struct method_config *c, int i,
+		     struct method_candidate *out)
+{
+	const struct method_desc *d;
+	if (k < 0 || k >= method_kind_count() || i < 0)
+		return 0;
+	d = method_registry[k];
+	if (d->candidate)
+		return d->candidate(c, i, out);
+	if (i > 0)
+		return 0;
+	method_candidate_set(out, d->name, 0, NULL, NULL);
+	return 1;
+}
+
 /* ------------------------------------------------------------- config */
 
 void method_config_defaults(struct method_config *c)

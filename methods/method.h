@@ -67,6 +67,31 @@ const struct key_desc *method_kind_keys(int k, size_t *n);
  * offsets are relative to). */
 void *method_opts_slot(const struct method_config *c, int k);
 
+/* The method of resolved config c in a few words, from its registry entry:
+ * its name and what sets its depth ("unroll L=12", "checkpoint L=16 k=4",
+ * "revolve L=16 slots=4", "deq broyden/ift": forward solver / backward
+ * mode). The one label of `deqbench run`'s summary line, the record's
+ * method.label and the report's rows. NUL-terminated, cut to fit n > 0
+ * bytes. */
+void method_label(const struct method_config *c, char *buf, size_t n);
+
+/* One configuration `deqbench plan` tries (bench/cmd_plan.c): n_keys
+ * key=value settings over the base config, after method=<its name>, and
+ * the row's label ("checkpoint k=3", "deq broyden h=8"). */
+#define METHOD_CAND_KEYS 4
+struct method_candidate {
+	char label[64];
+	int n_keys;
+	const char *key[METHOD_CAND_KEYS];
+	char value[METHOD_CAND_KEYS][24];
+};
+/* Candidate i (0, 1, ...) of registered method k for a plan on the
+ * resolved base config c (its layers and deq's f_max_iter size the list):
+ * 1 with *out filled, 0 past the last. A method without a candidate hook
+ * has one: itself with c's options, labelled with its name. */
+int method_candidate(int k, const struct method_config *c, int i,
+		     struct method_candidate *out);
+
 /* Per-step statistics of a method; reset by every forward. */
 struct method_stats {
 	long forward_evals;	/* block applications (model_block_forward) */

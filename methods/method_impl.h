@@ -57,7 +57,21 @@ struct method_desc {
 	 * resolved c, where they follow from the config alone (NULL: they
 	 * depend on the solves, deq). */
 	void (*evals)(const struct method_config *c, long *fwd, long *vjp);
+	/* What follows the name in method_label for the resolved c ("L=16
+	 * k=4", "broyden/ift"); NULL: "L=<layers>" when uses_layers, else
+	 * nothing. */
+	void (*label)(const struct method_config *c, char *buf, size_t n);
+	/* plan's candidate i on base config c (method_candidate: 1 with *out
+	 * filled, 0 past the last); NULL: one candidate, the method itself. */
+	int (*candidate)(const struct method_config *c, int i,
+			 struct method_candidate *out);
 };
+
+/* Fills out with label and the settings key[0..n) = value[0..n) (value
+ * text, at most 23 characters). For the candidate hooks. */
+void method_candidate_set(struct method_candidate *out, const char *label,
+			  int n, const char *const *key,
+			  const char *const *value);
 
 /* method_desc.evals of methods that apply the block once per layer and
  * take one VJP per layer (unroll, offload): fwd = vjp = layers. */

@@ -35,6 +35,7 @@
  * untaped applications.
  */
 #include <math.h>
+#include <stdio.h>
 
 #include "method_impl.h"
 #include "revolve.h"
@@ -183,6 +184,25 @@ static void revolve_evals(const struct method_config *c, long *fwd, long *vjp)
 	*vjp = c->layers;
 }
 
+static void revolve_label(const struct method_config *c, char *buf, size_t n)
+{
+	snprintf(buf, n, "L=%d slots=%d", c->layers, revolve_config(c)->slots);
+}
+
+/* plan tries slots = 1..L-2. */
+static int revolve_candidate(const struct method_config *c, int i,
+			     struct method_candidate *out)
+{
+	char label[64], v[24];
+	const char *key = "slots", *val = v;
+	if (i >= c->layers - 2)
+		return 0;
+	snprintf(v, sizeof(v), "%d", i + 1);
+	snprintf(label, sizeof(label), "revolve slots=%d", i + 1);
+	method_candidate_set(out, label, 1, &key, &val);
+	return 1;
+}
+
 const struct method_desc method_revolve = {
     .name = "revolve",
     .ops = &method_revolve_ops,
@@ -193,4 +213,6 @@ const struct method_desc method_revolve = {
     .resolve = revolve_resolve,
     .uses_layers = 1,
     .evals = revolve_evals,
+    .label = revolve_label,
+    .candidate = revolve_candidate,
 };

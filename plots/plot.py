@@ -364,8 +364,14 @@ def fig_eps_infer(runs, recs, prefix, written):
 
 
 def budget_label(r):
-    """'checkpoint k=3', 'revolve slots=2', 'deq broyden h=8', ... of a run."""
+    """'checkpoint k=3', 'revolve slots=2', 'deq broyden h=8', ... of a run:
+    the record's method.label without the depth, but for deq, whose label
+    ("deq broyden/ift") does not carry the history this chart compares;
+    made from the config in records before 2026-11-25."""
     m = R.method(r.rec)
+    lab = R.label_without_depth(r.rec)
+    if lab is not None and m != "deq":
+        return lab
     if m == "checkpoint":
         return f"checkpoint k={R.cfg(r.rec, 'k')}"
     if m == "revolve":

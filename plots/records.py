@@ -149,7 +149,9 @@ def kind(rec):
 
 def variant(rec, with_tol=False, with_cap=False):
     """Short label of the method as configured, without the depth: what
-    one line of a depth plot or one bar colour stands for."""
+    one line of a depth plot or one bar colour stands for. A series name
+    across depths (checkpoint k=0 stays "k=round(√L)"), so it is made from
+    the config, not from the record's method.label (one run's label)."""
     m = method(rec)
     if m == "unroll":
         return "unroll"
@@ -188,8 +190,29 @@ def fmt_g(x):
     return "?" if x is None else f"{x:g}"
 
 
+def recorded_label(rec):
+    """The record's method.label (bench's method_label: "unroll L=12",
+    "checkpoint L=16 k=4", "deq broyden/ift"), None in records made before
+    2026-11-25."""
+    lab = get(rec, "method.label")
+    return lab if isinstance(lab, str) else None
+
+
+def label_without_depth(rec):
+    """The record's method.label without its depth token (" L=16"):
+    "checkpoint k=4", "unroll"; None without the label."""
+    lab = recorded_label(rec)
+    if lab is None:
+        return None
+    return " ".join(w for w in lab.split(" ") if not w.startswith("L="))
+
+
 def label(rec):
-    """Method with its depth, as deqbench report prints it."""
+    """Method with its depth, as deqbench report prints it: the record's
+    method.label; made from the config in records before 2026-11-25."""
+    lab = recorded_label(rec)
+    if lab is not None:
+        return lab
     m = method(rec)
     if m == "unroll":
         return f"unroll L={cfg(rec, 'layers')}"

@@ -14,7 +14,8 @@ status 2 on a missing file; that the convergence figure's per-step flags
 are the records' (their mean is solver.*.converged_fraction) and that the
 fallback for traces without flags (residual <= tolerance) gives the same
 flags; that table.py prints one row per non-unroll run with the converged
-fractions for the deq rows; that a tiny model saved with save_params and
+fractions for the deq rows and, like plot.py's budget labels, the
+records' own method.label; that a tiny model saved with save_params and
 evaluated by an eval suite gives kind "eval" records from which plot.py
 draws eps-infer; and that the reviewer-question suites in bench/suites expand to the expected
 number of runs (--dry-run). Exits 77 (meson's skip) when matplotlib is
@@ -161,6 +162,32 @@ def check_key_table(root):
         fail(f"anderson_beta range {beta}")
 
 
+def check_labels(root, lines, rows):
+    """The plots show the records' own method.label (bench's method_label)
+    instead of making one: table.py's row of each non-unroll record names
+    it, and plot.budget_label gives it without its depth (deq aside: its
+    label lacks the history the budget chart compares); a record without
+    the label (before 2026-11-25) still gets one from its config."""
+    sys.path.insert(0, os.path.join(root, "plots"))
+    import plot as P  # noqa: E402  (matplotlib is there: checked above)
+    import records as R  # noqa: E402
+    for rec in lines:
+        lab = R.get(rec, "method.label")
+        if not lab:
+            fail(f"a record of this build lacks method.label: {rec['config']}")
+        if R.method(rec) != "unroll" and not any(
+                f"| transformer {lab} (unroll" in l for l in rows):
+            fail(f"table.py has no row labelled {lab!r}:\n" + "\n".join(rows))
+        run_ = type("Run", (), {"rec": rec})
+        want = " ".join(w for w in lab.split() if not w.startswith("L="))
+        if R.method(rec) != "deq" and P.budget_label(run_) != want:
+            fail(f"budget_label {P.budget_label(run_)!r}, label {lab!r}")
+        old = json.loads(json.dumps(rec))
+        del old["method"]["label"]
+        if not R.label(old) or R.label(old) == "?":
+            fail(f"no label for a record without method.label: {rec['config']}")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -240,6 +267,7 @@ def main():
         rows = [l for l in out.splitlines() if l.startswith("| transformer")]
         if rc != 0 or len(rows) != 10:
             fail(f"table.py: exit {rc}, {len(rows)} rows, want 10:\n{out}{err}")
+        check_labels(root, lines, rows)
         head = [c.strip() for c in out.splitlines()[0].split("|")]
         col = head.index("fwd / bwd converged")
         for l in rows:

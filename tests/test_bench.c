@@ -66,7 +66,7 @@ Test(config, types_parse)
 	cr_assert_eq(c.eval_tokens, 100000);
 	cr_assert_eq(config_set(&c, "corpus", "synthetic", err, sizeof(err)),
 		     0);
-	cr_assert_str_eq(c.corpus, "synthetic");
+	cr_assert_eq(c.corpus, CORPUS_SYNTHETIC);
 }
 
 Test(config, wrong_type_names_key)

@@ -956,7 +956,7 @@ static void mcase_config(struct bench_config *cfg, const struct mcase *mc,
 	deq_config(&cfg->method)->b_solver = SOLVER_BROYDEN;
 	deq_config(&cfg->method)->b_tol = 1e-5;
 	deq_config(&cfg->method)->b_max_iter = 40;
-	snprintf(cfg->device, sizeof(cfg->device), "%s", device);
+	cfg->device = config_device_parse(device);
 	cfg->threads = 0;
 	cfg->tf32 = 0;
 	method_config_resolve(&cfg->method);
@@ -973,7 +973,8 @@ static void ctx_or_skip(struct run_ctx *rc, const struct bench_config *cfg)
 	if (strstr(err, "no CUDA device was found") ||
 	    strstr(err, "has no CUDA backend"))
 		cr_skip_test("%s", err);
-	cr_assert_fail("runner_ctx_create(device=%s): %s", cfg->device, err);
+	cr_assert_fail("runner_ctx_create(device=%s): %s",
+		       config_device_name(cfg->device), err);
 }
 
 static void check_method(const struct mcase *mc)

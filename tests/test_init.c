@@ -3,7 +3,7 @@
  * `init_std`, `embed_std`; docs/models.md "Initialisation"), on "cpu64" so the
  * values are the doubles the init drew:
  *   1. init=gpt2 is bitwise the init before presets existed: FNV-1a hashes
- *      of every parameter's bits for the three model kinds, recorded with
+ *      of every parameter's bits for every registered model kind, recorded with
  *      the init of commit d78af59 (glibc's log/cos/sin, as every test here);
  *   2. every tensor of every preset and kind against the documented
  *      distribution, from a table written here independently of model.c:
@@ -95,7 +95,10 @@ Test(init, gpt2_bitwise_unchanged)
 	    {MODEL_TRELLISNET, 5541, 0x5f0a8f565c67b2f9ull},
 	};
 	struct backend *be = make_be("cpu64");
-	for (int i = 0; i < 3; i++) {
+	/* every registered kind has its recorded bits here */
+	cr_assert_eq((int)(sizeof(want) / sizeof(want[0])), model_kind_count());
+	for (int i = 0; i < model_kind_count(); i++) {
+		cr_assert_eq(want[i].kind, (enum model_kind)i);
 		struct model *m = make(be, want[i].kind, MODEL_INIT_GPT2, 0, 0,
 				       20261124, 16, 24, 6, 37);
 		double *x = params_of(be, m);
@@ -255,7 +258,7 @@ static void check_model(enum model_kind kind, enum model_init init,
 
 Test(init, presets_match_formulas, .timeout = 120)
 {
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < model_kind_count(); k++)
 		for (int i = 0; i < 3; i++)
 			check_model((enum model_kind)k, (enum model_init)i, 0,
 				    0);
@@ -265,7 +268,7 @@ Test(init, presets_match_formulas, .timeout = 120)
 
 Test(init, init_std_and_embed_std_override, .timeout = 120)
 {
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < model_kind_count(); k++)
 		for (int i = 0; i < 3; i++) {
 			check_model((enum model_kind)k, (enum model_init)i,
 				    0.037, 0);
@@ -281,7 +284,7 @@ Test(init, init_std_and_embed_std_override, .timeout = 120)
 Test(init, presets_differ_scales_not_draws)
 {
 	struct backend *be = make_be("cpu64");
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < model_kind_count(); k++) {
 		struct model *m[3];
 		double *x[3];
 		for (int i = 0; i < 3; i++) {

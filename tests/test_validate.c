@@ -300,17 +300,16 @@ static void record_statuses(const char *path, char *buf, size_t n)
 }
 
 /* Appends to out= (arg) a record of every way a run of the current binary
- * ends: the four methods (traced), deq with pretraining, eval, diverged,
- * interrupted (SIGTERM) and a suite run that crashed (error). */
+ * ends: every registered method (traced), deq with pretraining, eval,
+ * diverged, interrupted (SIGTERM) and a suite run that crashed (error). */
 static void write_current_records(const char *arg)
 {
 	char params[512], parg[600], sp[512];
-	const char *const methods[] = {"method=unroll", "method=checkpoint",
-				       "method=revolve", "method=deq"};
 	cli_path(params, sizeof(params), "p.safetensors");
-	for (int i = 0; i < 4; i++) {
-		const char *a[] = {"run",	 TINY, methods[i],
-				   "trace=true", arg,  NULL};
+	for (int i = 0; i < method_kind_count(); i++) {
+		char m[64];
+		snprintf(m, sizeof(m), "method=%s", method_kind_name(i));
+		const char *a[] = {"run", TINY, m, "trace=true", arg, NULL};
 		run_ok(a, 0);
 	}
 	snprintf(parg, sizeof(parg), "save_params=%s", params);
@@ -366,19 +365,24 @@ static void stdout_has(const char *want)
 Test(validate, current_records_are_strictly_valid, .init = cli_setup,
      .fini = cli_teardown, .timeout = 300)
 {
-	char out[512], arg[600], st[1024];
+	char out[512], arg[600], st[1024], want[1024] = "", line[64];
+	int n = method_kind_count();
 	cli_path(out, sizeof(out), "runs.jsonl");
 	snprintf(arg, sizeof(arg), "out=%s", out);
 	write_current_records(arg);
 	record_statuses(out, st, sizeof(st));
-	cr_assert_str_eq(st, "train/ok,train/ok,train/ok,train/ok,train/ok,"
-			     "eval/ok,train/diverged,train/interrupted,"
-			     "train/error");
+	for (int i = 0; i < n; i++) /* one run per registered method */
+		strcat(want, "train/ok,");
+	strcat(want, "train/ok,eval/ok,train/diverged,train/interrupted,"
+		     "train/error");
+	cr_assert_str_eq(st, want);
 	{
 		const char *a[] = {"validate", "--strict", out, NULL};
 		run_ok(a, 0);
 	}
-	stdout_has("runs.jsonl: 9 records valid (strict)\n");
+	snprintf(line, sizeof(line), "runs.jsonl: %d records valid (strict)\n",
+		 n + 5);
+	stdout_has(line);
 }
 
 /* ---- every committed record ---- */
@@ -508,47 +512,11 @@ static void stderr_lines(const char *const *want, int n_lines)
 	free(s);
 }
 
-/* One problem per bad line, each naming file, line and field; blank lines
- * counted but skipped; exit 2. */
-Test(validate, bad_records_exit_2, .init = cli_setup, .fini = cli_teardown,
-     .timeout = 120)
+/* bad.jsonl of bad_records_exit_2: r, then r broken one way per line (a
+ * blank line and a valid record of a failed run among them). */
+static void write_bad_lines(const char *bad, const json_t *r)
 {
-	static const char *const want[] = {
-	    "bad.jsonl:2: field timing.steps_timed: expected int, got string",
-	    "bad.jsonl:3: field memory.peak_total_bytes: missing (expected "
-	    "int)",
-	    "bad.jsonl:4: field status: expected one of ok, diverged, "
-	    "interrupted, error, got \"okay\"",
-	    "bad.jsonl:5: malformed JSON at column ",
-	    "bad.jsonl:6: field quality.extra: unknown field (not in "
-	    "results/SCHEMA.md)",
-	    "bad.jsonl:7: field config.method: expected one of unroll, "
-	    "checkpoint, deq, revolve, offload, got \"magic\"",
-	    "bad.jsonl:8: field schema: expected 1 (the schema version",
-	    "bad.jsonl:10: malformed JSON at column 1: not an object",
-	    "bad.jsonl:11: field model.params[0].shape: expected 1 to 3 "
-	    "entries, got 0",
-	    "bad.jsonl:12: field trace.loss[1]: expected number or null, got "
-	    "string",
-	    "bad.jsonl:13: field started_at: expected a UTC time like "
-	    "2025-01-31T12:00:00Z, got \"yesterday\"",
-	    "bad.jsonl:14: field config.layers: expected int in [1, 100000], "
-	    "got 0",
-	    "bad.jsonl:16: field message: expected \"\" with status ok",
-	    "bad.jsonl:17: field memory.peak_bytes.depth: expected int, got "
-	    "real",
-	    "bad.jsonl:18: field config.lyers: unknown field (not a config "
-	    "key",
-	    NULL};
-	json_t *r = one_record();
-	char bad[512], good[512];
-	FILE *f;
-	cli_path(bad, sizeof(bad), "bad.jsonl");
-	cli_path(good, sizeof(good), "good.jsonl");
-	f = fopen(good, "w");
-	put_line(f, r, NULL, NULL);
-	fclose(f);
-	f = fopen(bad, "w");
+	FILE *f = fopen(bad, "w");
 	cr_assert_not_null(f);
 	put_line(f, r, NULL, NULL);
 	put_line(f, r, "timing.steps_timed", json_string("4"));
@@ -577,6 +545,53 @@ Test(validate, bad_records_exit_2, .init = cli_setup, .fini = cli_teardown,
 		json_decref(e);
 	}
 	fclose(f);
+}
+
+/* One problem per bad line, each naming file, line and field; blank lines
+ * counted but skipped; exit 2. */
+Test(validate, bad_records_exit_2, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
+{
+	char meth[256];
+	snprintf(meth, sizeof(meth),
+		 "bad.jsonl:7: field config.method: expected one of %s, got "
+		 "\"magic\"",
+		 method_kind_list());
+	const char *const want[] = {
+	    "bad.jsonl:2: field timing.steps_timed: expected int, got string",
+	    "bad.jsonl:3: field memory.peak_total_bytes: missing (expected "
+	    "int)",
+	    "bad.jsonl:4: field status: expected one of ok, diverged, "
+	    "interrupted, error, got \"okay\"",
+	    "bad.jsonl:5: malformed JSON at column ",
+	    "bad.jsonl:6: field quality.extra: unknown field (not in "
+	    "results/SCHEMA.md)",
+	    meth,
+	    "bad.jsonl:8: field schema: expected 1 (the schema version",
+	    "bad.jsonl:10: malformed JSON at column 1: not an object",
+	    "bad.jsonl:11: field model.params[0].shape: expected 1 to 3 "
+	    "entries, got 0",
+	    "bad.jsonl:12: field trace.loss[1]: expected number or null, got "
+	    "string",
+	    "bad.jsonl:13: field started_at: expected a UTC time like "
+	    "2025-01-31T12:00:00Z, got \"yesterday\"",
+	    "bad.jsonl:14: field config.layers: expected int in [1, 100000], "
+	    "got 0",
+	    "bad.jsonl:16: field message: expected \"\" with status ok",
+	    "bad.jsonl:17: field memory.peak_bytes.depth: expected int, got "
+	    "real",
+	    "bad.jsonl:18: field config.lyers: unknown field (not a config "
+	    "key",
+	    NULL};
+	json_t *r = one_record();
+	char bad[512], good[512];
+	FILE *f;
+	cli_path(bad, sizeof(bad), "bad.jsonl");
+	cli_path(good, sizeof(good), "good.jsonl");
+	f = fopen(good, "w");
+	put_line(f, r, NULL, NULL);
+	fclose(f);
+	write_bad_lines(bad, r);
 	{
 		const char *a[] = {"validate", good, bad, NULL};
 		run_ok(a, 2);

@@ -33,7 +33,10 @@ from deqtorch import cli, data, grad, safetensors  # noqa: E402
 
 torch.set_num_threads(1)
 SHAPE = dict(d_model=8, n_heads=2, d_ff=12, seq_len=5, vocab_size=11)
-MODELS = ("transformer", "tanh_cell", "trellisnet")
+# the registered models: the `model` key's values (deqbench's registry)
+MODELS = tuple(next(k for k in json.loads(subprocess.run(
+    [DEQBENCH, "run", "--help-json"], check=True, capture_output=True,
+    text=True).stdout) if k["name"] == "model")["choices"].split(", "))
 # Block tensors scaled for the deq tests so that the Jacobian's spectral
 # radius is clearly below 1 (checked < 0.9): the post-LN transformer's ln2
 # affine parameters by 0.3 (LayerNorm's output has unit std whatever the
@@ -274,7 +277,7 @@ class Peer(unittest.TestCase):
         base = {"method": "deq", "b_mode": "ift", "f_tol": 1e-12,
                 "b_tol": 1e-12, "f_max_iter": 300, "b_max_iter": 300}
         reg = dict(base, jac_loss_weight=5.0, jac_loss_freq=1.0)
-        for m in ("transformer", "tanh_cell", "trellisnet"):
+        for m in MODELS:
             p = self.path(f"s_{m}.safetensors")
             with self.subTest(model=m):
                 ours = self.torch_grad(m, p, reg)
@@ -380,8 +383,9 @@ class Peer(unittest.TestCase):
 
     def test_trace_record(self):
         """A deq run with trace=true through `deqbench run impl=pytorch`:
-        the record passes deqbench's schema check (--strict), and its trace
-        columns agree with its solver aggregates."""
+        the record passes deqbench's schema check (--strict), carries
+        deqbench's method.label, and its trace columns agree with its
+        solver aggregates."""
         rec = self.record(
             ["run", "corpus=synthetic", "impl=pytorch", "method=deq",
              "d_model=8", "n_heads=2", "d_ff=12", "seq_len=6",
@@ -389,6 +393,7 @@ class Peer(unittest.TestCase):
              "threads=1", "lr_warmup=4", "trace=true"],
             self.path("trace.jsonl"))
         self.assertTrue(rec["impl"].startswith("pytorch-"))
+        self.assertEqual(rec["method"]["label"], "deq broyden/ift")
         tr = rec["trace"]
         for col in ("loss", "step_ms", "grad_norm", "lr", "fwd_iters",
                     "bwd_residual", "fwd_converged", "host_reads"):

@@ -1,5 +1,5 @@
-"""deqtorch: deqbench's models and methods (unroll, checkpoint, deq) in
-PyTorch, run by `bench/pytorch/deqtorch.py` (README.md beside it).
+"""deqtorch: deqbench's models and methods in PyTorch, run by
+`bench/pytorch/deqtorch.py` (README.md beside it).
 
 Modules: config (keys and the support check; no torch), safetensors and
 data (numpy), models, solvers, methods, memory, train, record, cli."""

@@ -9,7 +9,9 @@ import time
 
 from . import config, interrupt
 
-# deqbench's defaults (docs/configuration.md key table), for `grad key=value ...`
+# deqbench's defaults (docs/configuration.md key table; warmup_steps -1 is
+# min(10, steps/5)), for `grad key=value ...`; tests/peer/test_keys.py
+# checks them against `deqbench run --help-json`
 DEFAULTS = {
     "model": "transformer", "d_model": 64, "n_heads": 2, "d_ff": 256,
     "seq_len": 32, "batch_size": 16, "vocab_size": 0, "seed": 1,
@@ -25,7 +27,7 @@ DEFAULTS = {
     "jac_loss_weight": 0.0, "jac_loss_freq": 1.0, "jac_fd_eta": 0.0,
     "phantom_steps": 5, "phantom_tau": 0.5, "spectral_radius_iters": 0,
     "slots": 0, "corpus": "brown", "data_dir": "data", "steps": 200,
-    "pretrain_steps": 0, "pretrain_layers": 12, "warmup_steps": 10,
+    "pretrain_steps": 0, "pretrain_layers": 12, "warmup_steps": -1,
     "lr": 1e-3, "lr_warmup": 20, "clip": 1.0, "eval_tokens": 16384,
     "eval_warmup": 2, "params": "", "device": "cpu", "threads": 0,
     "tf32": False, "out": "results/runs.jsonl", "trace": False,

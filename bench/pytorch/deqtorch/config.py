@@ -6,7 +6,9 @@ import glob
 import importlib.util
 import os
 
-# Every key of `deqbench run --help` (docs/configuration.md).
+# Every key of `deqbench run --help` (docs/configuration.md);
+# tests/peer/test_keys.py checks this list, METHOD_KEYS and cli.DEFAULTS
+# against `deqbench run --help-json` and a deqbench record.
 KNOWN_KEYS = (
     "model d_model n_heads d_ff seq_len batch_size vocab_size seed init "
     "init_std embed_std head_chunk method layers k f_solver f_tol "

@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""test_keys.py — deqtorch's copies of deqbench's key table against the C
+table (bench/config.c and the methods' key rows), without torch.
+
+    test_keys.py BUILD/bench/deqbench SOURCE_ROOT
+
+deqtorch (bench/pytorch/deqtorch) keeps its own lists on purpose: they say
+what the PyTorch peer implements, so a key deqbench gains is refused there
+until deqtorch learns it, instead of being accepted and ignored. This test
+is what keeps the copies honest: it fails when they differ from what
+`deqbench run --help-json` and a real record say, and names the keys.
+
+  - config.KNOWN_KEYS: every key of `deqbench run --help-json`, no other;
+  - config.METHOD_KEYS: the keys of a deqbench record's `method` object
+    (its `label` aside: deqbench adds that to deqtorch's records itself);
+  - DEFAULTS (`deqtorch.py grad key=value`'s starting point): every key's
+    `--help-json` default, of the same JSON type, but `impl` (deqtorch runs
+    only impl=pytorch);
+  - the values config.check_config supports (method, model, device) are
+    the C table's choices, each of them.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+DEQBENCH, ROOT = sys.argv[1], sys.argv[2]
+sys.path.insert(0, os.path.join(ROOT, "bench", "pytorch"))
+from deqtorch import cli, config  # noqa: E402  (neither imports torch)
+
+TINY = ["corpus=synthetic", "d_model=8", "n_heads=2", "d_ff=16", "seq_len=4",
+        "batch_size=2", "layers=2", "steps=2", "warmup_steps=0",
+        "eval_tokens=0", "threads=1"]
+
+
+def fail(msg):
+    print(f"FAIL: {msg}")
+    sys.exit(1)
+
+
+def differ(what, ours, theirs):
+    ours, theirs = set(ours), set(theirs)
+    if ours != theirs:
+        fail(f"{what}: deqtorch lacks {sorted(theirs - ours)}, has "
+             f"{sorted(ours - theirs)} that deqbench does not; update "
+             "bench/pytorch/deqtorch (and implement what it lacks)")
+
+
+def record_method_keys():
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "r.jsonl")
+        subprocess.run([DEQBENCH, "run", *TINY, f"out={out}"], check=True,
+                       capture_output=True)
+        with open(out) as f:
+            rec = json.loads(f.readline())
+    return [k for k in rec["method"] if k != "label"]
+
+
+def main():
+    keys = json.loads(subprocess.run([DEQBENCH, "run", "--help-json"],
+                                     check=True, capture_output=True,
+                                     text=True).stdout)
+    names = [k["name"] for k in keys]
+    differ("config.KNOWN_KEYS", config.KNOWN_KEYS, names)
+    differ("config.METHOD_KEYS", config.METHOD_KEYS, record_method_keys())
+    defaults = getattr(config, "DEFAULTS", None) or cli.DEFAULTS
+    differ("DEFAULTS' keys", defaults, [n for n in names if n != "impl"])
+    for k in keys:
+        if k["name"] == "impl":
+            continue
+        ours, want = defaults[k["name"]], k["default"]
+        if ours != want or isinstance(ours, bool) != isinstance(want, bool) \
+                or isinstance(ours, str) != isinstance(want, str):
+            fail(f"DEFAULTS[{k['name']!r}] is {ours!r}; deqbench's default "
+                 f"is {want!r}")
+    for k in keys:
+        if k["name"] not in ("method", "model", "device"):
+            continue
+        for v in k["choices"].split(", "):
+            if k["name"] == "device" and v == "cuda":
+                continue  # refused where torch has no CUDA: the machine's
+            try:
+                config.check_config({k["name"]: v})
+            except config.Unsupported as e:
+                fail(f"deqtorch refuses {k['name']}={v}, a value of "
+                     f"deqbench's table: {e}")
+    print(f"ok: {len(names)} keys, {len(config.METHOD_KEYS)} method keys, "
+          f"{len(defaults)} defaults as deqbench's")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
