@@ -15,7 +15,7 @@
 #include "data.h"
 #include "pretrain.h"
 #include "progress.h"
-#include "runner.h"
+#include "run_ctx.h"
 #include "step_log.h"
 
 /* Pool figures over the measured steps (backends with pool_stats). */
