@@ -11,7 +11,6 @@
 #include "../methods/method.h"
 #include "../models/model.h"
 #include "env.h"
-#include "evaluate.h"
 #include "health.h"
 #include "jsontext.h"
 #include "record.h"

@@ -62,6 +62,14 @@ struct run {
 	double t_setup, t_train, t_eval; /* wall seconds */
 };
 
+/* What the evaluation (evaluate.h: run_evaluate) gives the record
+ * (run_record.h: run_record_quality). */
+struct eval_result {
+	double valid_loss, test_loss;	/* mean per-token loss, nats; NAN when
+					 no tokens were evaluated */
+	long valid_tokens, test_tokens; /* tokens evaluated */
+};
+
 /* Monotonic wall clock, seconds. */
 static inline double run_wall_s(void)
 {
