@@ -45,12 +45,13 @@
 #include "../methods/method.h"
 #include "cmd.h"
 #include "data.h"
+#include "dispatch.h"
 #include "fileio.h"
 #include "interrupt.h"
 #include "memfit.h"
 #include "peer.h"
 #include "record.h"
-#include "runner.h"
+#include "run_ctx.h"
 
 #define PLAN_CAL_STEPS	10
 #define PLAN_CAL_WARMUP 3
@@ -109,7 +110,7 @@ static double calibrate(const struct bench_config *c, const char *what, int i,
 	k.trace = 0;
 	snprintf(k.save_params, sizeof(k.save_params), "%s", "");
 	fprintf(stderr, "plan: calibrating %d/%d: %s ... ", i, n, what);
-	enum run_status st = runner_run(&k, &meta, rec);
+	enum run_status st = dispatch_run(&k, &meta, rec);
 	double ms = record_num(*rec, "timing.step_ms.median");
 	if (st != RUN_OK || !isfinite(ms)) {
 		const char *m =
@@ -454,7 +455,7 @@ static int run_top(const struct plan *p, int n)
 		if (c->peak > budget)
 			continue;
 		rank++;
-		enum run_status st = runner_run(&c->cfg, &meta, &rec);
+		enum run_status st = dispatch_run(&c->cfg, &meta, &rec);
 		json_object_set_new(rec, "plan", plan_json(p, c, rank));
 		unsaved = record_save(c->cfg.out, rec) != 0;
 		double pk = record_num(rec, "memory.peak_total_bytes");
@@ -639,7 +640,7 @@ int cmd_plan(int argc, char **argv)
 		return bad_input(err);
 	/* peaks need no calibration: when none fits, say so at once */
 	if (enumerate(&p, err, sizeof(err)) != 0 ||
-	    runner_resolve_vocab(&p.base, &p.V, err, sizeof(err)) != 0 ||
+	    run_ctx_resolve_vocab(&p.base, &p.V, err, sizeof(err)) != 0 ||
 	    predict_memory(&p, err, sizeof(err)) != 0) {
 		free(p.c);
 		return bad_input(err);

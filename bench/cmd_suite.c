@@ -2,7 +2,7 @@
  * of the shard up front (bad input exits 2 before anything is written),
  * then runs each run in its own child process (run_isolated), so a crash
  * becomes that run's error record, and prints the summary table. Suites
- * with "command": "eval" run deqbench eval for each run (runner_eval). */
+ * with "command": "eval" run deqbench eval for each run (dispatch.h). */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -17,14 +17,17 @@
 #include "cmd.h"
 #include "config.h"
 #include "data.h"
+#include "dispatch.h"
 #include "env.h"
 #include "fileio.h"
 #include "interrupt.h"
 #include "memfit.h"
+#include "param_files.h"
 #include "peer.h"
 #include "proc.h"
 #include "record.h"
-#include "runner.h"
+#include "run_ctx.h"
+#include "run_record.h"
 #include "suite.h"
 #include "suite_resume.h"
 
@@ -56,7 +59,7 @@ static json_t *crash_record(const struct suite *s, const struct suite_run *r,
 		: json_sprintf("run exited with status %d before writing its "
 			       "record",
 			       WEXITSTATUS(wst)));
-	json_object_set_new(rec, "suite", runner_meta_json(&meta));
+	json_object_set_new(rec, "suite", run_record_meta_json(&meta));
 	json_object_set_new(rec, "build", env_build_json());
 	json_object_set_new(rec, "host", env_host_json());
 	gmtime_r(&t, &tm);
@@ -105,7 +108,7 @@ static void child_run(const struct suite *s, const struct suite_run *r,
 	char *s2;
 	size_t n, off = 0;
 	int saved;
-	(s->eval ? runner_eval : runner_run)(&r->cfg, meta, &x);
+	(s->eval ? dispatch_eval : dispatch_run)(&r->cfg, meta, &x);
 	saved = record_save(r->cfg.out, x) == 0;
 	s2 = record_dumps(x);
 	n = s2 ? strlen(s2) : 0;
@@ -144,7 +147,7 @@ static json_t *run_isolated(const struct suite *s, const struct suite_run *r,
 		close(fds[1]);
 	}
 	if (pid < 0) {
-		(s->eval ? runner_eval : runner_run)(&r->cfg, &meta, &rec);
+		(s->eval ? dispatch_eval : dispatch_run)(&r->cfg, &meta, &rec);
 		*saved = record_save(r->cfg.out, rec) == 0;
 		return rec;
 	}
@@ -197,8 +200,8 @@ static void suite_final_line(const struct suite *s, size_t n_runs, int n_ran,
 		fileio_rescue_path(rescue, sizeof(rescue)));
 }
 
-/* The impl=pytorch runs of shard si/sn, checked by deqtorch.py in one
- * call (peer_check). */
+/* The runs of shard si/sn through peer_check, which checks their
+ * impl=pytorch ones with deqtorch.py in one call. */
 static int suite_check_peer(const struct suite *s, int si, int sn, char *err,
 			    size_t errlen)
 {
@@ -211,7 +214,7 @@ static int suite_check_peer(const struct suite *s, int si, int sn, char *err,
 	}
 	for (int i = 0; i < s->n_runs; i++) {
 		const struct bench_config *c = &s->runs[i].cfg;
-		if (suite_in_shard(i, si, sn) && peer_wanted(c))
+		if (suite_in_shard(i, si, sn))
 			cfgs[n++] = c;
 	}
 	rc = peer_check(cfgs, n, err, errlen);
@@ -226,7 +229,7 @@ struct params_checked {
 };
 
 /* The parameter file of an eval run with vocabulary V loads into its model
- * (runner_check_params), as `deqbench eval`'s setup requires; a run with
+ * (params_check), as `deqbench eval`'s setup requires; a run with
  * the file, model keys and V of the last one checked (*last) is not read
  * again. 0, or -1 with one line. */
 static int check_eval_params(const struct bench_config *c, int V,
@@ -236,7 +239,7 @@ static int check_eval_params(const struct bench_config *c, int V,
 	if (last->c && last->V == V && !strcmp(last->c->params, c->params) &&
 	    !memcmp(&last->c->model, &c->model, sizeof(c->model)))
 		return 0;
-	if (runner_check_params(c, V, err, errlen) != 0)
+	if (params_check(c, V, err, errlen) != 0)
 		return -1;
 	last->c = c, last->V = V;
 	return 0;
@@ -285,8 +288,8 @@ static int suite_check_runs(const struct suite *s, const char *path, int si,
 				    strcmp(c->data_dir, prev->data_dir) ||
 				    c->model.vocab_size !=
 					prev->model.vocab_size)
-					rc = runner_resolve_vocab(c, &V, err,
-								  errlen);
+					rc = run_ctx_resolve_vocab(c, &V, err,
+								   errlen);
 				if (rc == 0 && !peer_wanted(c))
 					rc = memfit_check(c, V, NULL, !s->eval,
 							  err, errlen);

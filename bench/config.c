@@ -3,6 +3,7 @@
  * checks, JSON output and --help, so adding a key is one table row. */
 #include "config.h"
 #include "config_keys.h"
+#include "errmsg.h"
 
 #include "../methods/deq.h"
 
@@ -416,7 +417,7 @@ int config_set(struct bench_config *c, const char *key, const char *value,
 		snprintf(err, errlen,
 			 "unknown key '%s'%s (deqbench run --help lists the "
 			 "keys)",
-			 config_brief(key, kb, sizeof(kb)), sug);
+			 errmsg_brief(key, kb, sizeof(kb)), sug);
 		return -1;
 	}
 	return config_set_row(r.d, (char *)key_field(c, r) - r.d->offset, value,
@@ -428,7 +429,7 @@ int config_set_row(const struct key_desc *d, void *base, const char *value,
 {
 	const char *key = d->name;
 	char vb[96], ch[256];
-	const char *shown = config_brief(value, vb, sizeof(vb));
+	const char *shown = errmsg_brief(value, vb, sizeof(vb));
 	void *field = (char *)base + d->offset;
 
 	key_choices(d, ch, sizeof(ch));
@@ -663,59 +664,6 @@ int config_validate(const struct bench_config *c, char *err, size_t errlen)
 		}
 	}
 	return 0;
-}
-
-/* Key r's value in c as text (as --dry-run prints it); malloc'd. */
-static char *value_text(const struct bench_config *c, struct key_ref r)
-{
-	json_t *v = key_json(c, r);
-	char *t = json_is_string(v) ? strdup(json_string_value(v))
-				    : json_dumps(v, JSON_ENCODE_ANY);
-	json_decref(v);
-	return t;
-}
-
-int config_check_method_keys(const struct bench_config *c, char *err,
-			     size_t errlen)
-{
-	struct bench_config d;
-	struct key_ref r;
-	config_defaults(&d);
-	for (size_t i = 0; (r = key_at(i)).d; i++) {
-		json_t *a, *b;
-		int same;
-		if (r.owner < 0 || r.owner == c->method.method)
-			continue;
-		a = key_json(c, r);
-		b = key_json(&d, r);
-		same = json_equal(a, b);
-		json_decref(a);
-		json_decref(b);
-		if (!same) {
-			char *t = value_text(c, r);
-			snprintf(err, errlen,
-				 "%s=%.60s has no effect with method=%s: it is "
-				 "a key of method=%s; drop it, or use "
-				 "method=%s",
-				 r.d->name, t ? t : "?",
-				 method_kind_name(c->method.method),
-				 method_kind_name(r.owner),
-				 method_kind_name(r.owner));
-			free(t);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-json_t *config_effective_json(const struct bench_config *c)
-{
-	json_t *o = config_to_json(c);
-	struct key_ref r;
-	for (size_t i = 0; (r = key_at(i)).d; i++)
-		if (r.owner >= 0 && r.owner != c->method.method)
-			json_object_del(o, r.d->name);
-	return o;
 }
 
 int config_finish(struct bench_config *c, char *err, size_t errlen)

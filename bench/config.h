@@ -201,10 +201,6 @@ void config_print_markdown(FILE *f);
 const char *config_closest_key(const char *s);
 /* "; did you mean 'KEY'?" for the closest key, or "" when none is close. */
 void config_suggest(const char *s, char *buf, size_t n);
-/* s for a message: s itself when shorter than n, else its first and last
- * characters around "..." in buf (n bytes), so a long path or value
- * leaves room for the cause that follows it. Returns s or buf. */
-const char *config_brief(const char *s, char *buf, size_t n);
 
 /* Effective vocabulary for synthetic corpora when vocab_size is 0. */
 #define CONFIG_SYNTHETIC_VOCAB 256

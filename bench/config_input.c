@@ -1,29 +1,16 @@
 /* config_input.c — what reads configuration from outside the key table:
  * JSON config and suite files (a FIFO is never waited on, a key given twice
  * in one object is refused), key=value argument lists (a key given twice is
- * refused), and the shortening of long values in messages. The key table
- * itself and the parsing of one value live in config.c. */
+ * refused). The key table itself and the parsing of one value live in
+ * config.c. */
 #include "config.h"
+#include "errmsg.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-const char *config_brief(const char *s, char *buf, size_t n)
-{
-	size_t len = strlen(s), head;
-	if (len < n || n < 16)
-		return s;
-	/* keep both ends: the start says where, the end names the file */
-	head = (n - 4) / 2;
-	memcpy(buf, s, head);
-	memcpy(buf + head, "...", 3);
-	memcpy(buf + head + 3, s + len - (n - 4 - head), n - 4 - head);
-	buf[n - 1] = 0;
-	return buf;
-}
 
 json_t *config_json_load(const char *path, const char *what, char *err,
 			 size_t errlen)
@@ -32,7 +19,7 @@ json_t *config_json_load(const char *path, const char *what, char *err,
 	json_t *root = NULL;
 	struct stat st;
 	char pb[256];
-	const char *ps = config_brief(path, pb, sizeof(pb));
+	const char *ps = errmsg_brief(path, pb, sizeof(pb));
 	/* O_NONBLOCK: opening a FIFO must not wait for a writer */
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 
@@ -87,8 +74,8 @@ int config_args_unique(int n, char *const *args, char *err, size_t errlen)
 				 "%.*s is given twice (%s, then %s); give each "
 				 "key once",
 				 (int)(k < 60 ? k : 60), args[i],
-				 config_brief(args[j], v1, sizeof(v1)),
-				 config_brief(args[i], v2, sizeof(v2)));
+				 errmsg_brief(args[j], v1, sizeof(v1)),
+				 errmsg_brief(args[i], v2, sizeof(v2)));
 			return -1;
 		}
 	}

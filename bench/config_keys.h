@@ -6,10 +6,13 @@
 #ifndef DEQBENCH_CONFIG_KEYS_H
 #define DEQBENCH_CONFIG_KEYS_H
 
-#include "config.h"
-
 #include <jansson.h>
 #include <stddef.h>
+
+/* Only pointers here, so this header needs neither config.h nor
+ * methods/keys.h (where struct key_desc is). */
+struct bench_config;
+struct key_desc;
 
 /* A key row and the struct its offset is relative to: bench_config for
  * config.c's own rows, a method's options slot for that method's rows. */

@@ -1,6 +1,8 @@
 /* config_print.c — struct bench_config as JSON (the record's "config" and
- * "method" objects) and the key table as --help, --help-json and docs/configuration.md's
- * markdown table, all from the rows of config.c and the methods' key rows. */
+ * "method" objects, the effective config without other methods' keys, and
+ * the check that refuses such keys set away from their defaults) and the
+ * key table as --help, --help-json and docs/configuration.md's markdown
+ * table, all from the rows of config.c and the methods' key rows. */
 #include "config.h"
 #include "config_keys.h"
 #include "jsontext.h"
@@ -68,6 +70,59 @@ json_t *config_method_record_json(const struct method_config *m)
 	json_t *o = config_method_json(m);
 	method_label(m, label, sizeof(label));
 	json_object_set_new(o, "label", json_string(label));
+	return o;
+}
+
+/* Key r's value in c as text (as --dry-run prints it); malloc'd. */
+static char *value_text(const struct bench_config *c, struct key_ref r)
+{
+	json_t *v = key_json(c, r);
+	char *t = json_is_string(v) ? strdup(json_string_value(v))
+				    : json_dumps(v, JSON_ENCODE_ANY);
+	json_decref(v);
+	return t;
+}
+
+int config_check_method_keys(const struct bench_config *c, char *err,
+			     size_t errlen)
+{
+	struct bench_config d;
+	struct key_ref r;
+	config_defaults(&d);
+	for (size_t i = 0; (r = key_at(i)).d; i++) {
+		json_t *a, *b;
+		int same;
+		if (r.owner < 0 || r.owner == c->method.method)
+			continue;
+		a = key_json(c, r);
+		b = key_json(&d, r);
+		same = json_equal(a, b);
+		json_decref(a);
+		json_decref(b);
+		if (!same) {
+			char *t = value_text(c, r);
+			snprintf(err, errlen,
+				 "%s=%.60s has no effect with method=%s: it is "
+				 "a key of method=%s; drop it, or use "
+				 "method=%s",
+				 r.d->name, t ? t : "?",
+				 method_kind_name(c->method.method),
+				 method_kind_name(r.owner),
+				 method_kind_name(r.owner));
+			free(t);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+json_t *config_effective_json(const struct bench_config *c)
+{
+	json_t *o = config_to_json(c);
+	struct key_ref r;
+	for (size_t i = 0; (r = key_at(i)).d; i++)
+		if (r.owner >= 0 && r.owner != c->method.method)
+			json_object_del(o, r.d->name);
 	return o;
 }
 

@@ -2,13 +2,15 @@
  * data_impl.h — what the corpus files share; private to bench/data*.c (the
  * public interface is data.h).
  *
- * corpus_load (data.c) runs three steps over one struct source:
+ * corpus_load (data_load.c) runs three steps over one struct source:
  *   data_source.c    find the text files of a corpus kind and fingerprint
  *                    them (names, sizes, mtimes)
  *   data_cache.c     reuse the token-id cache written for that fingerprint
  *   data_tokenize.c  or build the ids from the text (tokeniser, vocabulary)
  *                    and data_cache.c writes them for the next load.
- * data_batch.c cuts a loaded stream into batches.
+ * data_batch.c cuts a loaded stream into batches. data.c (corpus_free,
+ * corpus_split_name, corpus_synthetic) and this header are what the
+ * others build on; data.c calls none of them.
  */
 #ifndef DQ_BENCH_DATA_IMPL_H
 #define DQ_BENCH_DATA_IMPL_H

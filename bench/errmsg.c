@@ -1,8 +1,9 @@
-/* errmsg.c — errmsg_set; see errmsg.h. */
+/* errmsg.c — errmsg_set and errmsg_brief; see errmsg.h. */
 #include "errmsg.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "jsontext.h"
 
@@ -17,4 +18,18 @@ void errmsg_set(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 	if (n >= 0 && (size_t)n >= errlen)
 		jsontext_trim(err);
+}
+
+const char *errmsg_brief(const char *s, char *buf, size_t n)
+{
+	size_t len = strlen(s), head;
+	if (len < n || n < 16)
+		return s;
+	/* keep both ends: the start says where, the end names the file */
+	head = (n - 4) / 2;
+	memcpy(buf, s, head);
+	memcpy(buf + head, "...", 3);
+	memcpy(buf + head + 3, s + len - (n - 4 - head), n - 4 - head);
+	buf[n - 1] = 0;
+	return buf;
 }

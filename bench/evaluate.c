@@ -10,6 +10,7 @@
 #include "../methods/method.h"
 #include "../models/model.h"
 #include "interrupt.h"
+#include "run_record.h"
 #include "train_step.h"
 
 /* Whole batches of B*T tokens evaluated from a split of the batcher b. */
@@ -175,7 +176,7 @@ void run_evaluate(struct run *r, struct eval_result *q)
 					: RUN_ERROR;
 	}
 	if (r->eval_prog)
-		progress_end(&prog, runner_status_name(r->status));
+		progress_end(&prog, run_record_status_name(r->status));
 	r->eval_prog = NULL;
 	r->t_eval = run_wall_s() - t0;
 }

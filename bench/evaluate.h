@@ -9,12 +9,6 @@
 
 #include "run_state.h"
 
-struct eval_result {
-	double valid_loss, test_loss;	/* mean per-token loss, nats; NAN when
-					 no tokens were evaluated */
-	long valid_tokens, test_tokens; /* tokens evaluated */
-};
-
 /* When the run is ok and eval_tokens > 0: evaluates valid, then test (the
  * first eval_tokens tokens of each, rounded down to whole batches of B*T,
  * read as the training batcher would; a split too short for one batch of B

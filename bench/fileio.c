@@ -1,7 +1,7 @@
 /* fileio.c — appending, replacing and temporary files (see fileio.h). */
 #include "fileio.h"
 
-#include "config.h"
+#include "errmsg.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -26,7 +26,7 @@ static int mkdirs(const char *path, char *err, size_t errlen)
 	if (n >= sizeof(buf)) {
 		char pb[160];
 		snprintf(err, errlen, "%s: path too long",
-			 config_brief(path, pb, sizeof(pb)));
+			 errmsg_brief(path, pb, sizeof(pb)));
 		return -1;
 	}
 	memcpy(buf, path, n + 1);
@@ -38,8 +38,8 @@ static int mkdirs(const char *path, char *err, size_t errlen)
 			char pb[160], db[160];
 			snprintf(
 			    err, errlen, "%s: cannot create directory %s (%s)",
-			    config_brief(path, pb, sizeof(pb)),
-			    config_brief(buf, db, sizeof(db)), strerror(errno));
+			    errmsg_brief(path, pb, sizeof(pb)),
+			    errmsg_brief(buf, db, sizeof(db)), strerror(errno));
 			return -1;
 		}
 		*p = '/';
@@ -58,7 +58,7 @@ static void open_error(const char *path, int e, char *err, size_t errlen)
 {
 	char pb[256];
 	snprintf(err, errlen, "%s: cannot open for appending (%s)",
-		 config_brief(path, pb, sizeof(pb)),
+		 errmsg_brief(path, pb, sizeof(pb)),
 		 e == ENXIO ? "a FIFO with no reader" : strerror(e));
 }
 
@@ -96,7 +96,7 @@ static int probe_create(const char *path, char *err, size_t errlen)
 			snprintf(err, errlen,
 				 "%s: name too long (%zu bytes "
 				 "in one component, at most %d)",
-				 config_brief(path, pb, sizeof(pb)),
+				 errmsg_brief(path, pb, sizeof(pb)),
 				 strlen(base), NAME_MAX);
 			return -1;
 		}
@@ -110,8 +110,8 @@ static int probe_create(const char *path, char *err, size_t errlen)
 	}
 	if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
 		snprintf(err, errlen, "%s: %s is not a directory",
-			 config_brief(path, pb, sizeof(pb)),
-			 config_brief(dir, db, sizeof(db)));
+			 errmsg_brief(path, pb, sizeof(pb)),
+			 errmsg_brief(dir, db, sizeof(db)));
 		return -1;
 	}
 	host_tag(host, sizeof(host));
@@ -125,8 +125,8 @@ static int probe_create(const char *path, char *err, size_t errlen)
 			  0600);
 	if (fd < 0) {
 		snprintf(err, errlen, "%s: cannot create a file in %s (%s)",
-			 config_brief(path, pb, sizeof(pb)),
-			 config_brief(dir, db, sizeof(db)), strerror(errno));
+			 errmsg_brief(path, pb, sizeof(pb)),
+			 errmsg_brief(dir, db, sizeof(db)), strerror(errno));
 		return -1;
 	}
 	close(fd);
@@ -153,7 +153,7 @@ int fileio_probe_append(const char *path, char *err, size_t errlen)
 			 "%s is a dangling symbolic link (to '%.300s', which "
 			 "does not exist); create that file or remove the "
 			 "link",
-			 config_brief(path, pb, sizeof(pb)), to);
+			 errmsg_brief(path, pb, sizeof(pb)), to);
 		return -1;
 	}
 	fd = open(path, O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC);
@@ -447,7 +447,7 @@ int fileio_open_read(const char *path, char *err, size_t errlen)
 	if (fd < 0 || fstat(fd, &st) != 0) {
 		int e = errno;
 		snprintf(err, errlen, "%s: cannot read (%s)",
-			 config_brief(path, pb, sizeof(pb)), strerror(e));
+			 errmsg_brief(path, pb, sizeof(pb)), strerror(e));
 		if (fd >= 0)
 			close(fd);
 		errno = e;
@@ -455,7 +455,7 @@ int fileio_open_read(const char *path, char *err, size_t errlen)
 	}
 	if (!S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "%s is a %s, not a regular file",
-			 config_brief(path, pb, sizeof(pb)),
+			 errmsg_brief(path, pb, sizeof(pb)),
 			 type_name(st.st_mode));
 		close(fd);
 		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
@@ -553,8 +553,8 @@ int fileio_distinct(const struct fileio_named *f, int n, char *err,
 			    "%s%s and %s%s name the same file; give each "
 			    "its own path (an output must not write into "
 			    "an input or another output)",
-			    f[i].what, config_brief(f[i].path, pa, sizeof(pa)),
-			    f[j].what, config_brief(f[j].path, pb, sizeof(pb)));
+			    f[i].what, errmsg_brief(f[i].path, pa, sizeof(pa)),
+			    f[j].what, errmsg_brief(f[j].path, pb, sizeof(pb)));
 			return -1;
 		}
 	return 0;

@@ -30,10 +30,10 @@
 
 #include "../methods/solver_types.h"
 #include "bench_block.h"
-#include "peer.h"
 #include "cmd.h"
 #include "config.h"
 #include "data.h"
+#include "dispatch.h"
 #include "dq_build.h"
 #include "dq_git.h"
 #include "env.h"
@@ -41,10 +41,11 @@
 #include "interrupt.h"
 #include "jsontext.h"
 #include "memfit.h"
+#include "param_files.h"
+#include "peer.h"
 #include "record.h"
 #include "record_usable.h"
 #include "report.h"
-#include "runner.h"
 #include "suite.h"
 
 int bad_input(const char *msg)
@@ -206,7 +207,7 @@ static int parse_eval_config(struct bench_config *cfg, int argc, char **argv,
 	if (parse_config_args(cfg, argc, argv, NULL, NULL, err, errlen) ||
 	    config_check_method_keys(cfg, err, errlen))
 		return -1;
-	if (!cfg->params[0] || !(meta = runner_params_config(cfg->params)))
+	if (!cfg->params[0] || !(meta = params_config(cfg->params)))
 		return 0;
 	base = json_object();
 	json_object_foreach(meta, k,
@@ -391,16 +392,6 @@ static void print_eval_line(const json_t *rec)
 		   1048576.0);
 }
 
-/* Checks of `run` before anything is written: memory for deqbench's own
- * runs (memfit.h), deqtorch.py check for impl=pytorch (peer.h). */
-static int precheck_run(const struct bench_config *cfg, char *err,
-			size_t errlen)
-{
-	if (peer_wanted(cfg))
-		return peer_check(&cfg, 1, err, errlen);
-	return runner_precheck(cfg, err, errlen);
-}
-
 /* `run` or, with eval, `eval`. */
 static int cmd_run_or_eval(int argc, char **argv, int eval)
 {
@@ -441,12 +432,11 @@ static int cmd_run_or_eval(int argc, char **argv, int eval)
 			 sizeof(err)) != 0 ||
 	    check_params_key(&cfg, eval, err, sizeof(err)) != 0 ||
 	    (eval && check_eval_tokens(&cfg, err, sizeof(err)) != 0) ||
-	    ((!eval || peer_wanted(&cfg)) &&
-	     precheck_run(&cfg, err, sizeof(err)) != 0) ||
+	    dispatch_precheck(&cfg, eval, err, sizeof(err)) != 0 ||
 	    record_check_out(cfg.out, err, sizeof(err)) != 0)
 		return bad_input(err);
 	interrupt_install();
-	st = (eval ? runner_eval : runner_run)(&cfg, NULL, &rec);
+	st = (eval ? dispatch_eval : dispatch_run)(&cfg, NULL, &rec);
 	msg = json_string_value(json_object_get(rec, "message"));
 	if (st == RUN_SETUP_FAILED) {
 		/* missing corpus, bad sizes: bad input, no record */
@@ -551,7 +541,7 @@ static int cmd_params(int argc, char **argv)
 	}
 	if (check_replace_out(val[0]) != 0)
 		return EXIT_BAD_INPUT;
-	if (runner_params_init(&cfg, val[0], err, sizeof(err)) != 0)
+	if (params_init(&cfg, val[0], err, sizeof(err)) != 0)
 		return bad_input(err);
 	return 0;
 }
@@ -589,7 +579,7 @@ static int check_grad_files(const char *config_file, const char *const *val,
 		return -1;
 	for (int i = 0; i < 2; i++) {
 		int fd = fileio_open_read(val[i], e, sizeof(e));
-		/* not a regular file; a missing one is runner_grad's to name,
+		/* not a regular file; a missing one is params_grad's to name,
 		 * after what it checks first */
 		if (fd < 0 && (errno == EISDIR || errno == EINVAL)) {
 			snprintf(err, errlen, "%s%s; give the path of %s",
@@ -632,7 +622,7 @@ static int cmd_grad(int argc, char **argv)
 		return bad_input(err);
 	if (check_replace_out(val[2]) != 0)
 		return EXIT_BAD_INPUT;
-	if (runner_grad(&cfg, val[0], val[1], val[2], &st, err, sizeof(err)) !=
+	if (params_grad(&cfg, val[0], val[1], val[2], &st, err, sizeof(err)) !=
 	    0)
 		return bad_input(err);
 	if (st.has_fwd_solve)

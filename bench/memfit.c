@@ -1,5 +1,5 @@
 /* memfit.c — see memfit.h. The estimate is the sum of what the run's
- * constructors allocate (model_create, method_create, runner_ctx_create's
+ * constructors allocate (model_create, method_create, run_ctx_create's
  * z, the Adam moments), computed by the same layout functions without
  * allocating; the tests compare it with the tracked allocator's counters
  * after a real setup. Host buffers freed before the step loop (the

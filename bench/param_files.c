@@ -1,9 +1,9 @@
-/* param_files.c — parameter and gradient files of a run context
- * (runner.h): runner_load_params, and the commands `deqbench params init`
- * (runner_params_init) and `deqbench grad` (runner_grad). Files are
- * float32 safetensors (safetensors.h) named as the model's parameters
- * (docs/ARCHITECTURE.md §Model), written atomically. */
-#include "runner.h"
+/* param_files.c — see param_files.h: parameter and gradient files of a
+ * run context (run_ctx.h): params_load and params_save, and the commands
+ * `deqbench params init` (params_init) and `deqbench grad` (params_grad).
+ * Files are float32 safetensors (safetensors.h) named as the model's
+ * parameters (docs/ARCHITECTURE.md §Model), written atomically. */
+#include "param_files.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -15,6 +15,7 @@
 #include "../models/model.h"
 #include "dq_build.h"
 #include "safetensors.h"
+#include "train_step.h"
 
 /* The model keys that change what the parameters mean without changing
  * their shapes, checked against the file's "config" metadata when it has
@@ -107,7 +108,7 @@ static int check_finite(const double *x, size_t n, const char *path,
 }
 
 /* The parameters of file path for model m (its parameter table; buffers
- * not needed), checked as runner_load_params says, into tmp[n_param_elems]
+ * not needed), checked as params_load says, into tmp[n_param_elems]
  * as float64. 0, or -1 with one line. */
 static int read_params(const struct model *m, const char *path, double *tmp,
 		       char *err, size_t errlen)
@@ -156,7 +157,7 @@ static double *params_room(const struct model *m, char *err, size_t errlen)
 	return tmp;
 }
 
-json_t *runner_params_config(const char *path)
+json_t *params_config(const char *path)
 {
 	struct st_file f;
 	char err[256];
@@ -175,8 +176,7 @@ json_t *runner_params_config(const char *path)
 	return c;
 }
 
-int runner_load_params(struct run_ctx *rc, const char *path, char *err,
-		       size_t errlen)
+int params_load(struct run_ctx *rc, const char *path, char *err, size_t errlen)
 {
 	struct model *m = rc->m;
 	double *tmp = params_room(m, err, errlen);
@@ -191,8 +191,8 @@ int runner_load_params(struct run_ctx *rc, const char *path, char *err,
 	return rv;
 }
 
-int runner_check_params(const struct bench_config *cfg, int V, char *err,
-			size_t errlen)
+int params_check(const struct bench_config *cfg, int V, char *err,
+		 size_t errlen)
 {
 	struct backend stub; /* model_shape reads only elem */
 	struct model_config mc = cfg->model;
@@ -389,24 +389,24 @@ out:
 	return rv;
 }
 
-int runner_params_init(const struct bench_config *cfg, const char *out_path,
-		       char *err, size_t errlen)
+int params_init(const struct bench_config *cfg, const char *out_path, char *err,
+		size_t errlen)
 {
 	struct run_ctx rc;
 	int V, rv;
-	if (runner_resolve_vocab(cfg, &V, err, errlen) != 0)
+	if (run_ctx_resolve_vocab(cfg, &V, err, errlen) != 0)
 		return -1;
-	if (runner_ctx_create(&rc, cfg, V, err, errlen) != 0)
+	if (run_ctx_create(&rc, cfg, V, err, errlen) != 0)
 		return -1;
 	struct save_what what = {"", NULL, 0, 0};
 	rv = save_buffer(&rc, rc.m->param_buf, &what, cfg, out_path, err,
 			 errlen);
-	runner_ctx_destroy(&rc);
+	run_ctx_destroy(&rc);
 	return rv;
 }
 
-int runner_save_params(struct run_ctx *rc, const struct bench_config *cfg,
-		       const char *path, char *err, size_t errlen)
+int params_save(struct run_ctx *rc, const struct bench_config *cfg,
+		const char *path, char *err, size_t errlen)
 {
 	struct save_what what = {"", NULL, 0, 1};
 	return save_buffer(rc, rc->m->param_buf, &what, cfg, path, err, errlen);
@@ -488,7 +488,7 @@ static int params_vocab(const char *path, char *err, size_t errlen)
 	return V;
 }
 
-int runner_grad(const struct bench_config *cfg_in, const char *params_path,
+int params_grad(const struct bench_config *cfg_in, const char *params_path,
 		const char *tokens_path, const char *out_path,
 		struct method_stats *stats, char *err, size_t errlen)
 {
@@ -504,12 +504,13 @@ int runner_grad(const struct bench_config *cfg_in, const char *params_path,
 	/* vocabulary: the key, else the parameter file's embedding rows */
 	if (V <= 0)
 		V = params_vocab(params_path, err, errlen);
-	if (!V || runner_ctx_create(&rc, &cfg, V, err, errlen) != 0) {
+	if (!V || run_ctx_create(&rc, &cfg, V, err, errlen) != 0) {
 		free(tokens);
 		return -1;
 	}
-	if (runner_load_params(&rc, params_path, err, errlen) == 0) {
-		if (runner_grad_step(&rc, tokens, &loss, e2, sizeof(e2)) == 0) {
+	if (params_load(&rc, params_path, err, errlen) == 0) {
+		if (train_step_grad_step(&rc, tokens, &loss, e2, sizeof(e2)) ==
+		    0) {
 			struct save_what what = {"grad.", &loss, 1, 0};
 			rv = save_buffer(&rc, rc.m->grad_buf, &what, &cfg,
 					 out_path, err, errlen);
@@ -518,7 +519,7 @@ int runner_grad(const struct bench_config *cfg_in, const char *params_path,
 		} else
 			snprintf(err, errlen, "%s: %s", tokens_path, e2);
 	}
-	runner_ctx_destroy(&rc);
+	run_ctx_destroy(&rc);
 	free(tokens);
 	return rv;
 }

@@ -18,8 +18,10 @@
 #include "health.h"
 #include "interrupt.h"
 #include "jsontext.h"
+#include "param_files.h"
 #include "proc.h"
 #include "record.h"
+#include "run_record.h"
 #include "validate.h"
 
 #ifndef DQ_SOURCE_ROOT
@@ -306,7 +308,7 @@ static int write_tokens(const struct bench_config *cfg, char *dir, size_t n,
 	struct corpus c;
 	char host[256];
 	int made;
-	if (runner_load_corpus(&c, cfg, V, err, errlen) != 0)
+	if (run_ctx_load_corpus(&c, cfg, V, err, errlen) != 0)
 		return -1;
 	remove_stale_dirs();
 	host_tag(host, sizeof(host));
@@ -336,7 +338,7 @@ static void peer_cleanup(const char *dir)
 
 /* ---- one run ---- */
 
-/* cfg's params= file through deqbench's own loader (runner_load_params:
+/* cfg's params= file through deqbench's own loader (params_load:
  * every tensor with the model's shape, the file's model and n_heads,
  * finite values), so impl=pytorch refuses what deqbench refuses, with the
  * same message. The model is built small (on the CPU, one unrolled layer,
@@ -359,10 +361,10 @@ static int check_params_file(const struct bench_config *cfg, int V, char *err,
 	int rv;
 	for (size_t i = 0; i < sizeof(small) / sizeof(small[0]); i++)
 		config_set(&c, small[i][0], small[i][1], e, sizeof(e));
-	if (runner_ctx_create(&rc, &c, V, err, errlen) != 0)
+	if (run_ctx_create(&rc, &c, V, err, errlen) != 0)
 		return -1;
-	rv = runner_load_params(&rc, cfg->params, err, errlen);
-	runner_ctx_destroy(&rc);
+	rv = params_load(&rc, cfg->params, err, errlen);
+	run_ctx_destroy(&rc);
 	return rv;
 }
 
@@ -549,7 +551,8 @@ static enum run_status child_failed(json_t *rec, const struct proc_out *c,
 					       : WTERMSIG(c->wstatus),
 			 st == RUN_SETUP_FAILED && *c->last ? c->last : tail);
 	}
-	json_object_set_new(rec, "status", json_string(runner_status_name(st)));
+	json_object_set_new(rec, "status",
+			    json_string(run_record_status_name(st)));
 	json_object_set_new(rec, "message", jsontext_buf(m, sizeof(m)));
 	return st;
 }
@@ -560,13 +563,13 @@ static json_t *base_record(const struct bench_config *cfg,
 			   const struct run_meta *meta, int eval)
 {
 	json_t *rec = record_new();
-	runner_set_now(rec, "started_at");
+	run_record_set_now(rec, "started_at");
 	json_object_set_new(rec, "impl", json_string(peer_impl_name()));
 	if (eval)
 		json_object_set_new(rec, "kind", json_string("eval"));
 	json_object_set_new(rec, "config", config_to_json(cfg));
 	if (meta && meta->suite)
-		json_object_set_new(rec, "suite", runner_meta_json(meta));
+		json_object_set_new(rec, "suite", run_record_meta_json(meta));
 	json_object_set_new(rec, "host", env_host_json());
 	json_object_set_new(rec, "build", env_build_json());
 	return rec;
@@ -587,7 +590,7 @@ static int prepare(const struct bench_config *cfg, char *dir, size_t n_dir,
 	 * two are comparable step by step */
 	struct bench_config c = *cfg;
 	c.model.vocab_size = *V;
-	return runner_params_init(&c, init, err, errlen);
+	return params_init(&c, init, err, errlen);
 }
 
 /* The record of a finished child of method config mc: its own when
@@ -615,7 +618,7 @@ static enum run_status finished(json_t *rec, enum run_status st)
 {
 	json_t *h;
 	if (!json_is_string(json_object_get(rec, "finished_at")))
-		runner_set_now(rec, "finished_at");
+		run_record_set_now(rec, "finished_at");
 	if (json_is_null(json_object_get(rec, "health")) &&
 	    (h = health_of_record(rec)))
 		json_object_set_new(rec, "health", h);

@@ -43,7 +43,7 @@
 #include <stddef.h>
 
 #include "config.h"
-#include "runner.h"
+#include "run_ctx.h"
 
 /* 1 when cfg asks for impl=pytorch. */
 int peer_wanted(const struct bench_config *cfg);
@@ -70,11 +70,12 @@ const char *peer_impl_name(void);
 /* Runs cfg in PyTorch (deqtorch.py run) and stores its record in *record
  * (always; status "error" with the reason when the child failed or printed
  * no valid record). Its stderr passes through to ours (progress). A params=
- * file is first loaded by deqbench's own loader (runner_load_params), so
+ * file is first loaded by deqbench's own loader (params_load), so
  * impl=pytorch refuses what deqbench refuses, with the same message.
- * Returns the record's status as runner_run does; RUN_SETUP_FAILED when
- * the corpus cannot be loaded, the params= file is refused or deqtorch.py
- * refused the config (exit 2). */
+ * Returns the record's status as runner_run does (runner.h);
+ * RUN_SETUP_FAILED when the corpus cannot be loaded, the params= file is
+ * refused or deqtorch.py refused the config (exit 2). dispatch_run
+ * (dispatch.h) calls it for impl=pytorch. */
 enum run_status peer_run(const struct bench_config *cfg,
 			 const struct run_meta *meta, json_t **record);
 

@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 #include "config.h"
-#include "runner.h"
+#include "run_ctx.h"
 #include "step_log.h"
 
 struct pretrain {
@@ -52,7 +52,7 @@ void pretrain_end(struct pretrain *pt, struct run_ctx *rc,
 json_t *pretrain_json(const struct pretrain *pt, const struct bench_config *cfg,
 		      int ok_steps, const struct step_log *log);
 
-/* Gives the deq method back to rc (runner_ctx_destroy frees it), frees the
+/* Gives the deq method back to rc (run_ctx_destroy frees it), frees the
  * unroll method and zeroes pt. Safe on a zeroed pt. */
 void pretrain_free(struct pretrain *pt, struct run_ctx *rc);
 

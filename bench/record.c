@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "errmsg.h"
 #include "fileio.h"
 
 static const char *const sections[] = {
@@ -80,7 +81,7 @@ int record_check_out(const char *path, char *err, size_t errlen)
 			 "line is not one JSON object: a safetensors or JSON "
 			 "config file?); records are appended to out=, so give "
 			 "a .jsonl path",
-			 config_brief(path, pb, sizeof(pb)));
+			 errmsg_brief(path, pb, sizeof(pb)));
 		return -1;
 	}
 	if (fileio_probe_append(path, e, sizeof(e)) == 0)

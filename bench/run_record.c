@@ -14,6 +14,7 @@
 #include "health.h"
 #include "jsontext.h"
 #include "record.h"
+#include "run_state.h"
 
 /* ---- value helpers ---- */
 
@@ -43,7 +44,7 @@ static double mean_of(const double *x, int n)
 	return n ? s / n : NAN;
 }
 
-void runner_set_now(json_t *rec, const char *key)
+void run_record_set_now(json_t *rec, const char *key)
 {
 	char ts[32];
 	time_t t = time(NULL);
@@ -53,7 +54,7 @@ void runner_set_now(json_t *rec, const char *key)
 	json_object_set_new(rec, key, json_string(ts));
 }
 
-const char *runner_status_name(enum run_status s)
+const char *run_record_status_name(enum run_status s)
 {
 	return s == RUN_OK	      ? "ok"
 	       : s == RUN_DIVERGED    ? "diverged"
@@ -61,7 +62,7 @@ const char *runner_status_name(enum run_status s)
 				      : "error";
 }
 
-json_t *runner_meta_json(const struct run_meta *meta)
+json_t *run_record_meta_json(const struct run_meta *meta)
 {
 	json_t *s = json_object();
 	json_object_set_new(s, "name", jsontext_string(meta->suite));
@@ -75,10 +76,11 @@ json_t *runner_meta_json(const struct run_meta *meta)
 
 void run_record_begin(struct run *r)
 {
-	runner_set_now(r->rec, "started_at");
+	run_record_set_now(r->rec, "started_at");
 	json_object_set_new(r->rec, "config", config_to_json(r->cfg));
 	if (r->meta && r->meta->suite)
-		json_object_set_new(r->rec, "suite", runner_meta_json(r->meta));
+		json_object_set_new(r->rec, "suite",
+				    run_record_meta_json(r->meta));
 	json_object_set_new(r->rec, "host", env_host_json());
 	json_object_set_new(r->rec, "build", env_build_json());
 }
@@ -565,10 +567,10 @@ void run_record_inference(struct run *r)
 void run_record_end(struct run *r)
 {
 	json_object_set_new(r->rec, "status",
-			    json_string(runner_status_name(r->status)));
+			    json_string(run_record_status_name(r->status)));
 	json_object_set_new(r->rec, "message",
 			    r->status == RUN_OK
 				? json_string("")
 				: jsontext_buf(r->err, sizeof(r->err)));
-	runner_set_now(r->rec, "finished_at");
+	run_record_set_now(r->rec, "finished_at");
 }

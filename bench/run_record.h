@@ -3,13 +3,19 @@
  * gets there, so a run that fails part way still gives a record of the
  * documented shape: the sections it did not reach stay null
  * (record_new). Internal to the runner (docs/ARCHITECTURE.md §Config and
- * records).
+ * records), apart from the three helpers at the end, which impl=pytorch
+ * runs (peer.c) and a suite's crash records (cmd_suite.c) share.
  */
 #ifndef DQ_BENCH_RUN_RECORD_H
 #define DQ_BENCH_RUN_RECORD_H
 
-#include "evaluate.h"
-#include "run_state.h"
+#include <jansson.h>
+
+#include "run_ctx.h"
+
+struct eval_result;
+struct model;
+struct run;
 
 /* Before setup: started_at, config, suite (r->meta in a suite), host and
  * build. */
@@ -59,5 +65,17 @@ double run_step_flops(const struct model *m, double fwd_evals,
 
 /* Last: status, message (empty when ok, else r->err) and finished_at. */
 void run_record_end(struct run *r);
+
+/* The record's status string of s: "ok", "diverged", "interrupted" or
+ * "error". */
+const char *run_record_status_name(enum run_status s);
+
+/* rec[key] = the UTC time now, ISO 8601 to the second
+ * ("2026-11-25T18:00:00Z"). */
+void run_record_set_now(json_t *rec, const char *key);
+
+/* The record's "suite" object of a suite run: {"name", "index", "combo",
+ * "repeat"} from meta (meta->suite non-NULL). New reference. */
+json_t *run_record_meta_json(const struct run_meta *meta);
 
 #endif

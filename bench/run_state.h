@@ -15,7 +15,7 @@
 #include "data.h"
 #include "pretrain.h"
 #include "progress.h"
-#include "runner.h"
+#include "run_ctx.h"
 #include "step_log.h"
 
 /* Pool figures over the measured steps (backends with pool_stats). */
@@ -60,6 +60,14 @@ struct run {
 	 * with every statistic (a diverged or failed step is not) */
 	int steps_done, ok_steps;
 	double t_setup, t_train, t_eval; /* wall seconds */
+};
+
+/* What the evaluation (evaluate.h: run_evaluate) gives the record
+ * (run_record.h: run_record_quality). */
+struct eval_result {
+	double valid_loss, test_loss;	/* mean per-token loss, nats; NAN when
+					 no tokens were evaluated */
+	long valid_tokens, test_tokens; /* tokens evaluated */
 };
 
 /* Monotonic wall clock, seconds. */

@@ -1,10 +1,10 @@
 /* runner.c — see runner.h: runner_run (setup → timed loop → records of the
- * loop → evaluation → quality → teardown), the run context, and the
- * vocabulary and memory checks that come before a run. Everything a step
- * touches is allocated in the setup here, before the timed loop
- * (train_step.c), which allocates nothing. Evaluation is in evaluate.c, the
- * record in run_record.c, the per-step log in step_log.c, parameter and
- * gradient files in param_files.c. */
+ * loop → evaluation → quality → teardown) and runner_eval. Everything a
+ * step touches is allocated in the setup here, before the timed loop
+ * (train_step.c), which allocates nothing. The corpus and the run context
+ * are in run_ctx.c, evaluation in evaluate.c, the record in run_record.c,
+ * the per-step log in step_log.c, parameter and gradient files in
+ * param_files.c. */
 #include "runner.h"
 
 #include <math.h>
@@ -18,140 +18,12 @@
 #include "data.h"
 #include "evaluate.h"
 #include "jsontext.h"
-#include "memfit.h"
-#include "peer.h"
+#include "param_files.h"
 #include "pretrain.h"
 #include "record.h"
 #include "run_record.h"
 #include "run_state.h"
 #include "train_step.h"
-
-static int is_synthetic(const struct bench_config *cfg)
-{
-	return cfg->corpus == CORPUS_SYNTHETIC;
-}
-
-/* ---- data ---- */
-
-/* Loads cfg's corpus and works out the vocabulary the model gets: the
- * corpus's, or vocab_size when given (synthetic: the number of distinct
- * tokens generated; a file corpus: at least the corpus's, extra rows are
- * never seen). */
-int runner_load_corpus(struct corpus *c, const struct bench_config *cfg, int *V,
-		       char *err, size_t errlen)
-{
-	int want = cfg->model.vocab_size;
-	if (corpus_load(c, corpus_kind_name(cfg->corpus), cfg->data_dir,
-			is_synthetic(cfg) ? want : 0, cfg->model.seed, err,
-			errlen) != 0)
-		return -1;
-	*V = c->vocab_size;
-	if (want > 0 && !is_synthetic(cfg)) {
-		if (want < c->vocab_size) {
-			snprintf(
-			    err, errlen,
-			    "vocab_size=%d is smaller than the %d words of "
-			    "corpus=%s; use vocab_size=0 (the corpus's) "
-			    "or at least %d",
-			    want, c->vocab_size, corpus_kind_name(cfg->corpus),
-			    c->vocab_size);
-			corpus_free(c);
-			return -1;
-		}
-		*V = want;
-	}
-	return 0;
-}
-
-int runner_resolve_vocab(const struct bench_config *cfg, int *V, char *err,
-			 size_t errlen)
-{
-	struct corpus c;
-	if (is_synthetic(cfg)) {
-		*V = cfg->model.vocab_size > 0 ? cfg->model.vocab_size
-					       : CONFIG_SYNTHETIC_VOCAB;
-		return 0;
-	}
-	if (runner_load_corpus(&c, cfg, V, err, errlen) != 0)
-		return -1;
-	corpus_free(&c);
-	return 0;
-}
-
-int runner_precheck(const struct bench_config *cfg, char *err, size_t errlen)
-{
-	int V = cfg->model.vocab_size ? cfg->model.vocab_size
-				      : CONFIG_SYNTHETIC_VOCAB;
-	if (!is_synthetic(cfg) && cfg->model.vocab_size == 0)
-		return 0; /* V comes from the corpus: ctx_create checks */
-	return memfit_check(cfg, V, NULL, 1, err, errlen);
-}
-
-/* ---- context ---- */
-
-/* runner_ctx_create; train: the run will train (the memory check counts
- * the optimizer state and the step log). */
-static int ctx_create(struct run_ctx *rc, const struct bench_config *cfg, int V,
-		      int train, char *err, size_t errlen)
-{
-	struct model_config mc = cfg->model;
-
-	memset(rc, 0, sizeof(*rc));
-	mc.vocab_size = V;
-	if (backend_create(&rc->be, config_device_name(cfg->device),
-			   cfg->threads, err, errlen))
-		return -1;
-	/* before allocating: a run that cannot fit is bad input, not a
-	 * process the kernel kills halfway through its setup */
-	if (memfit_check(cfg, V, rc->be, train, err, errlen) != 0)
-		goto fail;
-	if (be_has_set_tf32(rc->be))
-		be_set_tf32(rc->be, cfg->tf32);
-	else if (cfg->tf32) {
-		/* config_validate catches this for cpu/cpu64; kept for a
-		 * backend that lacks the switch */
-		snprintf(err, errlen,
-			 "tf32=true: backend %s has no TF32 mode; drop tf32 "
-			 "or use device=cuda",
-			 be_name(rc->be));
-		goto fail;
-	}
-	if (model_create(&rc->m, rc->be, &mc, err, errlen))
-		goto fail;
-	if (method_create(&rc->me, rc->m, &cfg->method, err, errlen))
-		goto fail;
-	method_seed(rc->me, cfg->model.seed);
-	rc->spectral_radius = NAN;
-	rc->z = backend_alloc(rc->be, rc->m->n_state, MEM_HEAD);
-	if (!rc->z) {
-		snprintf(err, errlen,
-			 "out of device memory for z (%zu elements); lower "
-			 "batch_size, seq_len or d_model",
-			 rc->m->n_state);
-		goto fail;
-	}
-	return 0;
-fail:
-	runner_ctx_destroy(rc);
-	return -1;
-}
-
-int runner_ctx_create(struct run_ctx *rc, const struct bench_config *cfg, int V,
-		      char *err, size_t errlen)
-{
-	return ctx_create(rc, cfg, V, 0, err, errlen);
-}
-
-void runner_ctx_destroy(struct run_ctx *rc)
-{
-	if (rc->me)
-		method_destroy(rc->me);
-	if (rc->m)
-		model_destroy(rc->m);
-	if (rc->be)
-		backend_destroy(rc->be); /* frees z */
-	memset(rc, 0, sizeof(*rc));
-}
 
 /* ---- setup: everything allocated before the timed loop ---- */
 
@@ -163,10 +35,10 @@ static int setup_context(struct run *r)
 	const struct bench_config *cfg = r->cfg;
 	struct corpus *c = &r->corpus;
 
-	/* eval: ctx_create checks the inference-only memory */
-	if (!r->eval_only && runner_precheck(cfg, r->err, sizeof(r->err)) != 0)
+	/* eval: run_ctx_create checks the inference-only memory */
+	if (!r->eval_only && run_ctx_precheck(cfg, r->err, sizeof(r->err)) != 0)
 		return -1;
-	if (runner_load_corpus(c, cfg, &r->V, r->err, sizeof(r->err)) != 0)
+	if (run_ctx_load_corpus(c, cfg, &r->V, r->err, sizeof(r->err)) != 0)
 		return -1;
 	r->have_corpus = 1;
 	if (batcher_init(&r->train, c->ids[CORPUS_TRAIN], c->n[CORPUS_TRAIN],
@@ -179,12 +51,12 @@ static int setup_context(struct run *r)
 			 r->B, r->T + 1);
 		return -1;
 	}
-	if (ctx_create(&r->rc, cfg, r->V, !r->eval_only, r->err,
-		       sizeof(r->err)) != 0)
+	if (run_ctx_create_for_run(&r->rc, cfg, r->V, !r->eval_only, r->err,
+				   sizeof(r->err)) != 0)
 		return -1;
 	run_record_device(r);
-	if (cfg->params[0] && runner_load_params(&r->rc, cfg->params, r->err,
-						 sizeof(r->err)) != 0)
+	if (cfg->params[0] &&
+	    params_load(&r->rc, cfg->params, r->err, sizeof(r->err)) != 0)
 		return -1;
 	return 0;
 }
@@ -247,22 +119,22 @@ static void run_teardown(struct run *r)
 		backend_free(r->rc.be, r->adam_v);
 	}
 	pretrain_free(&r->pt, &r->rc);
-	runner_ctx_destroy(&r->rc);
+	run_ctx_destroy(&r->rc);
 	if (r->have_corpus)
 		corpus_free(&r->corpus);
 	step_log_free(&r->log);
 	step_log_free(&r->inf);
 }
 
-/* save_params= of an ok run: the trained parameters (runner_save_params);
+/* save_params= of an ok run: the trained parameters (params_save);
  * a failed write makes the run an error with the reason. */
 static void save_params(struct run *r)
 {
 	char e[900];
 	if (r->status != RUN_OK || !r->cfg->save_params[0])
 		return;
-	if (runner_save_params(&r->rc, r->cfg, r->cfg->save_params, e,
-			       sizeof(e)) != 0) {
+	if (params_save(&r->rc, r->cfg, r->cfg->save_params, e, sizeof(e)) !=
+	    0) {
 		snprintf(r->err, sizeof(r->err), "save_params=%.*s: %.*s",
 			 (int)jsontext_fit(r->cfg->save_params, 300),
 			 r->cfg->save_params, (int)jsontext_fit(e, 600), e);
@@ -278,8 +150,6 @@ enum run_status runner_run(const struct bench_config *cfg,
 	struct eval_result q;
 	int log_ok;
 
-	if (peer_wanted(cfg))
-		return peer_run(cfg, meta, record);
 	memset(&r, 0, sizeof(r));
 	r.cfg = cfg;
 	r.meta = meta;
@@ -313,8 +183,6 @@ enum run_status runner_eval(const struct bench_config *cfg_in,
 	struct run r;
 	struct eval_result q;
 
-	if (peer_wanted(cfg_in) && cfg_in->params[0])
-		return peer_eval(cfg_in, meta, record);
 	cfg.method.inference = 1;
 	memset(&r, 0, sizeof(r));
 	r.cfg = &cfg;

@@ -14,6 +14,7 @@
 #include "../models/model.h"
 #include "interrupt.h"
 #include "progress.h"
+#include "run_record.h"
 
 /* Adam hyper-parameters (Kingma & Ba 2015 defaults, as the DEQ code). */
 #define ADAM_BETA1 0.9
@@ -44,8 +45,8 @@ void step_backward(struct run_ctx *rc)
 	model_inject_backward(m);
 }
 
-int runner_grad_step(struct run_ctx *rc, const int32_t *tokens_host,
-		     double *loss, char *err, size_t errlen)
+int train_step_grad_step(struct run_ctx *rc, const int32_t *tokens_host,
+			 double *loss, char *err, size_t errlen)
 {
 	if (step_forward(rc, tokens_host, 1, loss, err, errlen) != 0)
 		return -1;
@@ -94,11 +95,11 @@ static void diverge_hint(const struct run *r, int s, const char *lr_fix,
 			 gives, what);
 }
 
-/* Whether the loss of step s has diverged (runner.h: not finite, or above
- * RUNNER_DIVERGE_FACTOR · ln V nats); if so r->err says so. */
+/* Whether the loss of step s has diverged (run_ctx.h: not finite, or above
+ * RUN_DIVERGE_FACTOR · ln V nats); if so r->err says so. */
 static int loss_diverged(struct run *r, double loss, int s)
 {
-	double limit = RUNNER_DIVERGE_FACTOR * log((double)r->V);
+	double limit = RUN_DIVERGE_FACTOR * log((double)r->V);
 	char hint[512];
 	if (isfinite(loss) && loss <= limit)
 		return 0;
@@ -107,7 +108,7 @@ static int loss_diverged(struct run *r, double loss, int s)
 	snprintf(r->err, sizeof(r->err),
 		 "loss became %g at step %d%s%.4g nats (%d ln V, V = %d); %s",
 		 loss, s, isfinite(loss) ? ", above " : "; the limit is ",
-		 limit, RUNNER_DIVERGE_FACTOR, r->V, hint);
+		 limit, RUN_DIVERGE_FACTOR, r->V, hint);
 	return 1;
 }
 
@@ -243,5 +244,5 @@ void train_loop(struct run *r)
 	}
 	r->t_train = run_wall_s() - t0;
 	pretrain_end(&r->pt, &r->rc, &r->log);
-	progress_end(&prog, runner_status_name(r->status));
+	progress_end(&prog, run_record_status_name(r->status));
 }

@@ -1,8 +1,8 @@
 /* train_step.h — one training step (forward, loss, backward, gradient
  * clipping, Adam) and the timed loop of `steps` of them over a run's
  * state (run_state.h); the forward and backward halves are also what
- * evaluation and `deqbench grad` run. Internal to the runner
- * (docs/ARCHITECTURE.md §Data flow).
+ * evaluation and `deqbench grad` (param_files.c: train_step_grad_step)
+ * run. Internal to the runner (docs/ARCHITECTURE.md §Data flow).
  */
 #ifndef DQ_BENCH_TRAIN_STEP_H
 #define DQ_BENCH_TRAIN_STEP_H
@@ -20,6 +20,13 @@ int step_forward(struct run_ctx *rc, const int32_t *tok, int train,
 
 /* Backward of the last training forward: dL/dθ added into m->grad_buf. */
 void step_backward(struct run_ctx *rc);
+
+/* One forward + backward on host tokens (B, T+1) int32: zeroes the grads,
+ * then leaves dL/dθ in m->grad_buf. Returns the loss (nats) in *loss; -1
+ * with err for bad token ids. The same path every training step takes;
+ * `deqbench grad` runs it (param_files.c). */
+int train_step_grad_step(struct run_ctx *rc, const int32_t *tokens_host,
+			 double *loss, char *err, size_t errlen);
 
 /* The timed loop (runner.h): r->cfg->steps steps on r->train's batches,
  * progress on stderr, each step's statistics in r->log. Needs everything

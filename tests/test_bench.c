@@ -23,9 +23,11 @@
 #include "env.h"
 #include "record.h"
 #include "report.h"
+#include "param_files.h"
 #include "runner.h"
 #include "suite.h"
 #include "test_cli.h"
+#include "train_step.h"
 #include "validate.h"
 
 /* ---------------------------------------------------------------- config */
@@ -774,18 +776,18 @@ Test(data_path, vocab_from_corpus_or_key, .init = cli_setup,
 	config_set(&c, "corpus", "text", err, sizeof(err));
 	config_set(&c, "data_dir", cli_dir, err, sizeof(err));
 	c.model.vocab_size = 0;
-	cr_assert_eq(runner_resolve_vocab(&c, &V, err, sizeof(err)), 0, "%s",
+	cr_assert_eq(run_ctx_resolve_vocab(&c, &V, err, sizeof(err)), 0, "%s",
 		     err);
 	cr_assert_eq(V, 16, "<eos>, <unk> and 14 training words");
 	c.model.vocab_size = 20; /* larger: allowed, rows never seen */
-	cr_assert_eq(runner_resolve_vocab(&c, &V, err, sizeof(err)), 0);
+	cr_assert_eq(run_ctx_resolve_vocab(&c, &V, err, sizeof(err)), 0);
 	cr_assert_eq(V, 20);
 	c.model.vocab_size = 10; /* smaller than the corpus: refused */
-	cr_assert_eq(runner_resolve_vocab(&c, &V, err, sizeof(err)), -1);
+	cr_assert_eq(run_ctx_resolve_vocab(&c, &V, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "vocab_size=10") && strstr(err, "16"), "%s", err);
 	config_set(&c, "corpus", "synthetic", err, sizeof(err));
 	c.model.vocab_size = 0;
-	cr_assert_eq(runner_resolve_vocab(&c, &V, err, sizeof(err)), 0);
+	cr_assert_eq(run_ctx_resolve_vocab(&c, &V, err, sizeof(err)), 0);
 	cr_assert_eq(V, CONFIG_SYNTHETIC_VOCAB);
 }
 
@@ -1550,11 +1552,11 @@ Test(cli, grad_matches_in_process, .init = cli_setup, .fini = cli_teardown,
 			config_set_arg(&c, gcfg[i], e2, sizeof(e2));
 		if (config_set_arg(&c, karg, e2, sizeof(e2)) != 0 ||
 		    config_finish(&c, e2, sizeof(e2)) != 0 ||
-		    runner_ctx_create(&rc, &c, 40, e2, sizeof(e2)) != 0) {
+		    run_ctx_create(&rc, &c, 40, e2, sizeof(e2)) != 0) {
 			cr_log_info("model=%s skipped: %s", models[ki], e2);
 			continue;
 		}
-		runner_ctx_destroy(&rc);
+		run_ctx_destroy(&rc);
 		snprintf(a1, sizeof(a1), "out=%s", pp);
 		{
 			const char *a[] = {"params", "init", GRAD_CFG, karg,
@@ -1591,16 +1593,15 @@ Test(cli, grad_matches_in_process, .init = cli_setup, .fini = cli_teardown,
 			cr_assert_eq(config_finish(&c, e2, sizeof(e2)), 0, "%s",
 				     e2);
 			cr_assert_eq(
-			    runner_ctx_create(&rc, &c, 40, e2, sizeof(e2)), 0,
+			    run_ctx_create(&rc, &c, 40, e2, sizeof(e2)), 0,
 			    "%s", e2);
-			cr_assert_eq(
-			    runner_load_params(&rc, pp, e2, sizeof(e2)), 0,
-			    "%s", e2);
+			cr_assert_eq(params_load(&rc, pp, e2, sizeof(e2)), 0,
+				     "%s", e2);
 			for (int i = 0; i < 3 * 7; i++)
 				tok[i] = (i * 7 + 3) % 40;
-			cr_assert_eq(
-			    runner_grad_step(&rc, tok, &loss, e2, sizeof(e2)),
-			    0);
+			cr_assert_eq(train_step_grad_step(&rc, tok, &loss, e2,
+							  sizeof(e2)),
+				     0);
 			g = malloc(sizeof(double) * rc.m->n_param_elems);
 			be_download(rc.be, g, rc.m->grad_buf,
 				    rc.m->n_param_elems);
@@ -1643,7 +1644,7 @@ Test(cli, grad_matches_in_process, .init = cli_setup, .fini = cli_teardown,
 			free(g);
 			free(data);
 			json_decref(h);
-			runner_ctx_destroy(&rc);
+			run_ctx_destroy(&rc);
 		}
 	}
 }

@@ -25,9 +25,9 @@
  *      memory returning NULL and leaving the backend usable, timers, info;
  *   4. methods: unroll, checkpoint and deq (Broyden, IFT) on tanh_cell,
  *      transformer and trellisnet at small sizes: the loss and every
- *      parameter gradient of one runner_grad_step on cuda against cpu with
- *      the same parameters (the cpu model's, uploaded) and tokens; and the
- *      depth+solver peak ordering unroll > checkpoint > deq at L = 16.
+ *      parameter gradient of one train_step_grad_step on cuda against cpu
+ *      with the same parameters (the cpu model's, uploaded) and tokens; and
+ *      the depth+solver peak ordering unroll > checkpoint > deq at L = 16.
  *
  * Tolerances. NMSE_TOL 1e-9 for single ops: both sides compute in float32
  * with different summation orders (cuBLAS vs OpenBLAS blocking, warp trees
@@ -51,7 +51,8 @@
 #include "test_ops_util.h"
 #include "test_move_ops.h"
 #include "config.h"
-#include "runner.h"
+#include "run_ctx.h"
+#include "train_step.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -925,7 +926,7 @@ Test(cuda_backend, timer_and_info)
 	backend_destroy(be);
 }
 
-/* ---- methods: one runner_grad_step on cuda vs cpu ------------------------
+/* ---- methods: one train_step_grad_step on cuda vs cpu -------------------
  */
 
 struct mcase {
@@ -967,13 +968,13 @@ static void mcase_config(struct bench_config *cfg, const struct mcase *mc,
 static void ctx_or_skip(struct run_ctx *rc, const struct bench_config *cfg)
 {
 	char err[256] = "";
-	if (runner_ctx_create(rc, cfg, cfg->model.vocab_size, err,
-			      sizeof(err)) == 0)
+	if (run_ctx_create(rc, cfg, cfg->model.vocab_size, err, sizeof(err)) ==
+	    0)
 		return;
 	if (strstr(err, "no CUDA device was found") ||
 	    strstr(err, "has no CUDA backend"))
 		cr_skip_test("%s", err);
-	cr_assert_fail("runner_ctx_create(device=%s): %s",
+	cr_assert_fail("run_ctx_create(device=%s): %s",
 		       config_device_name(cfg->device), err);
 }
 
@@ -1019,10 +1020,10 @@ static void check_method(const struct mcase *mc)
 	}
 	rg.be->ops->upload(rg.be->ctx, mg->param_buf, params, np);
 	double lc, lg;
-	cr_assert_eq(runner_grad_step(&rcpu, tok, &lc, err, sizeof(err)), 0,
+	cr_assert_eq(train_step_grad_step(&rcpu, tok, &lc, err, sizeof(err)), 0,
 		     "%s", err);
-	cr_assert_eq(runner_grad_step(&rg, tok, &lg, err, sizeof(err)), 0, "%s",
-		     err);
+	cr_assert_eq(train_step_grad_step(&rg, tok, &lg, err, sizeof(err)), 0,
+		     "%s", err);
 	rcpu.be->ops->download(rcpu.be->ctx, gc, mcpu->grad_buf, np);
 	rg.be->ops->download(rg.be->ctx, gg, mg->grad_buf, np);
 	double tol = mc->method == deq_kind() ? DEQ_TOL : METHOD_TOL;
@@ -1058,8 +1059,8 @@ static void check_method(const struct mcase *mc)
 	cr_log_info("%s: loss %.9g (cpu %.9g), evals %ld/%ld (cpu %ld/%ld)",
 		    mc->name, lg, lc, sg->forward_evals, sg->vjp_evals,
 		    sc->forward_evals, sc->vjp_evals);
-	runner_ctx_destroy(&rg);
-	runner_ctx_destroy(&rcpu);
+	run_ctx_destroy(&rg);
+	run_ctx_destroy(&rcpu);
 	free(tok), free(params), free(gc), free(gg);
 }
 
@@ -1138,7 +1139,7 @@ Test(cuda_methods, peak_memory_order, .timeout = 300)
 			tok[j] = (j * 5) % cfg.model.vocab_size;
 		double loss;
 		cr_assert_eq(
-		    runner_grad_step(&rc, tok, &loss, err, sizeof(err)), 0,
+		    train_step_grad_step(&rc, tok, &loss, err, sizeof(err)), 0,
 		    "%s", err);
 		cr_assert(isfinite(loss));
 		peak[i] = rc.be->mem.peak_depth_solver;
@@ -1152,7 +1153,7 @@ Test(cuda_methods, peak_memory_order, .timeout = 300)
 			    "pool high %zu",
 			    cs[i].name, peak[i], rc.be->mem.peak_total,
 			    ps.used_high_bytes);
-		runner_ctx_destroy(&rc);
+		run_ctx_destroy(&rc);
 		free(tok);
 	}
 	cr_assert_gt(peak[0], peak[1], "unroll %zu vs checkpoint %zu", peak[0],

@@ -12,7 +12,7 @@
  *   4. the presets differ, and change scales but not draws (gpt2 normal
  *      tensors are exactly twice deq's: 0.02 = 2 · 0.01 in binary);
  *   5. bad presets and stds are refused with one line;
- *   6. `deqbench params init` (runner_params_init) writes what the model
+ *   6. `deqbench params init` (params_init) writes what the model
  *      drew, with the init keys in its metadata.
  *
  * Tolerances (item 2) for n independent draws, at 5 standard errors, so a
@@ -41,7 +41,7 @@
 #include <unistd.h>
 
 #include "bench/config.h"
-#include "bench/runner.h"
+#include "bench/param_files.h"
 #include "bench/safetensors.h"
 #include "models/model.h"
 #include "test_model_util.h"
@@ -382,8 +382,7 @@ Test(init, params_init_writes_preset, .timeout = 60)
 	snprintf(path, sizeof(path), "/tmp/dq_test_init_%d.safetensors",
 		 (int)getpid());
 	cr_assert_eq(config_finish(&c, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(runner_params_init(&c, path, err, sizeof(err)), 0, "%s",
-		     err);
+	cr_assert_eq(params_init(&c, path, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(st_read(&f, path, err, sizeof(err)), 0, "%s", err);
 	/* the file holds float32 of what the model drew */
 	struct model *m = make(be, MODEL_TRANSFORMER, MODEL_INIT_PYTORCH, 0,

@@ -90,7 +90,7 @@ Test(shard, every_shard_checks_the_corpus_up_front, .init = cli_setup,
 /* --------------------------------------------------------- g: memory */
 
 /* c from the defaults and the n pairs key = value of kv, then
- * runner_ctx_create of it into rc with V = 37; fails the test on error. */
+ * run_ctx_create of it into rc with V = 37; fails the test on error. */
 static void ctx_of(struct bench_config *c, struct run_ctx *rc,
 		   const char *const (*kv)[2], size_t n)
 {
@@ -101,11 +101,10 @@ static void ctx_of(struct bench_config *c, struct run_ctx *rc,
 		    config_set(c, kv[i][0], kv[i][1], err, sizeof(err)), 0,
 		    "%s", err);
 	cr_assert_eq(config_finish(c, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(runner_ctx_create(rc, c, 37, err, sizeof(err)), 0, "%s",
-		     err);
+	cr_assert_eq(run_ctx_create(rc, c, 37, err, sizeof(err)), 0, "%s", err);
 }
 
-/* runner_ctx_create of model `kind`, d_model 12, N = 3·5 = 15 positions,
+/* run_ctx_create of model `kind`, d_model 12, N = 3·5 = 15 positions,
  * V = 37, key k = v and head_chunk = hc: every category of the tracked
  * allocator equals memfit_estimate's (and training adds Adam's two
  * moments); returns the head's bytes. */
@@ -139,12 +138,12 @@ static size_t estimate_vs_allocator(const char *kind, const char *k,
 	    memfit_estimate(&c, 37, rc.be->elem, 1, &e, err, sizeof(err)), 0);
 	cr_assert_eq(e.device[MEM_OPTIMIZER], 2 * rc.be->mem.live[MEM_PARAMS]);
 	size_t head = rc.be->mem.live[MEM_HEAD];
-	runner_ctx_destroy(&rc);
+	run_ctx_destroy(&rc);
 	return head;
 }
 
 /* The estimate is what setup allocates: every category of the tracked
- * allocator after runner_ctx_create equals memfit_estimate's, for every
+ * allocator after run_ctx_create equals memfit_estimate's, for every
  * model kind and method, with the head whole and chunked (a formula off by
  * one buffer fails here); head_chunk = K shrinks the head by exactly
  * (N − K)·V elements (K ≥ N: by nothing). */
@@ -203,7 +202,7 @@ Test(memfit, estimate_counts_the_pretraining_unroll, .timeout = 60)
 		     "estimate %zu, allocated %zu", e.device[MEM_DEPTH],
 		     rc.be->mem.live[MEM_DEPTH]);
 	pretrain_free(&pt, &rc);
-	runner_ctx_destroy(&rc);
+	run_ctx_destroy(&rc);
 }
 
 /* Sizes inside every key's range that need far more memory than any host
@@ -668,7 +667,7 @@ Test(diverge, loss_blow_up_is_diverged, .init = cli_setup, .fini = cli_teardown,
 		json_t *tl =
 		    json_object_get(json_object_get(r, "trace"), "loss");
 		size_t n = json_array_size(tl);
-		double lim = RUNNER_DIVERGE_FACTOR * log(256.0);
+		double lim = RUN_DIVERGE_FACTOR * log(256.0);
 		cr_assert_geq(n, 2);
 		cr_assert_lt(n, 50, "stopped at the blow-up");
 		cr_assert_gt(json_number_value(json_array_get(tl, n - 1)), lim);

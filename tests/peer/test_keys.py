@@ -27,7 +27,7 @@ import tempfile
 
 DEQBENCH, ROOT = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(ROOT, "bench", "pytorch"))
-from deqtorch import cli, config  # noqa: E402  (neither imports torch)
+from deqtorch import common, config  # noqa: E402  (neither imports torch)
 
 TINY = ["corpus=synthetic", "d_model=8", "n_heads=2", "d_ff=16", "seq_len=4",
         "batch_size=2", "layers=2", "steps=2", "warmup_steps=0",
@@ -64,7 +64,7 @@ def main():
     names = [k["name"] for k in keys]
     differ("config.KNOWN_KEYS", config.KNOWN_KEYS, names)
     differ("config.METHOD_KEYS", config.METHOD_KEYS, record_method_keys())
-    defaults = getattr(config, "DEFAULTS", None) or cli.DEFAULTS
+    defaults = common.DEFAULTS
     differ("DEFAULTS' keys", defaults, [n for n in names if n != "impl"])
     for k in keys:
         if k["name"] == "impl":

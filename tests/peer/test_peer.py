@@ -29,7 +29,7 @@ except ImportError:
 DEQBENCH, ROOT = sys.argv[1], sys.argv[2]
 DEQTORCH = os.path.join(ROOT, "bench", "pytorch", "deqtorch.py")
 sys.path.insert(0, os.path.join(ROOT, "bench", "pytorch"))
-from deqtorch import cli, data, grad, safetensors  # noqa: E402
+from deqtorch import common, data, grad, safetensors  # noqa: E402
 
 torch.set_num_threads(1)
 SHAPE = dict(d_model=8, n_heads=2, d_ff=12, seq_len=5, vocab_size=11)
@@ -94,7 +94,7 @@ class Peer(unittest.TestCase):
                                      for k, v in t.items() if k != "loss"}
 
     def torch_grad(self, m, params, extra):
-        cfg = dict(cli.DEFAULTS, model=m, device="cpu64", **SHAPE, **extra)
+        cfg = dict(common.DEFAULTS, model=m, device="cpu64", **SHAPE, **extra)
         loss, g, _ = grad.loss_and_grads(cfg, params, self.tok)
         return loss, g
 
@@ -190,7 +190,7 @@ class Peer(unittest.TestCase):
             for slots in (1, 2, 0):
                 extra = {"method": "revolve", "layers": L, "slots": slots}
                 with self.subTest(model=m, slots=slots):
-                    cfg = dict(cli.DEFAULTS, model=m, device="cpu64",
+                    cfg = dict(common.DEFAULTS, model=m, device="cpu64",
                                **SHAPE, **extra)
                     loss, g, ctx = grad.loss_and_grads(cfg, p, self.tok)
                     self.assert_close((loss, g), un, 1e-12,
@@ -212,7 +212,7 @@ class Peer(unittest.TestCase):
             p = self.path(f"p_{m}.safetensors")
             extra = {"method": "offload", "layers": 4}
             with self.subTest(model=m):
-                cfg = dict(cli.DEFAULTS, model=m, device="cpu64", **SHAPE,
+                cfg = dict(common.DEFAULTS, model=m, device="cpu64", **SHAPE,
                            **extra)
                 loss, g, ctx = grad.loss_and_grads(cfg, p, self.tok)
                 ctx.method.end_step()
@@ -328,7 +328,7 @@ class Peer(unittest.TestCase):
                 self.assertLess(abs(a - b) / b, 1e-5, f"{m}: {loss}")
 
     def test_check_refusals(self):
-        ok = dict(cli.DEFAULTS, impl="pytorch")
+        ok = dict(common.DEFAULTS, impl="pytorch")
         self.assertEqual(check([ok]).returncode, 0)
         for key, val in (("method", "bptt"), ("tf32", True),
                          ("no_such_key", 1)):
@@ -346,7 +346,7 @@ class Peer(unittest.TestCase):
         for split, n in (("train", 2000), ("valid", 400), ("test", 400)):
             paths[split] = self.path(f"{split}.ids")
             data.write_ids(paths[split], rng.integers(0, 16, n), 16)
-        cfg = dict(cli.DEFAULTS, impl="pytorch", corpus="synthetic",
+        cfg = dict(common.DEFAULTS, impl="pytorch", corpus="synthetic",
                    d_model=8, n_heads=2, d_ff=12, seq_len=6, batch_size=4,
                    steps=6, warmup_steps=2, eval_tokens=48, threads=1,
                    method="deq", init="pytorch")
@@ -420,7 +420,7 @@ def dense_ift(kind, params, tok):
     """(loss, grads) by the implicit function theorem with the dense
     Jacobian, and ρ(J) at z*; float64."""
     from deqtorch import train
-    cfg = dict(cli.DEFAULTS, model=kind, device="cpu64", **SHAPE,
+    cfg = dict(common.DEFAULTS, model=kind, device="cpu64", **SHAPE,
                batch_size=tok.shape[0])
     ctx = train.Ctx(cfg, SHAPE["vocab_size"], params)
     m = ctx.model

@@ -7,7 +7,7 @@ import importlib.util
 import os
 
 # Every key of `deqbench run --help` (docs/configuration.md);
-# tests/peer/test_keys.py checks this list, METHOD_KEYS and cli.DEFAULTS
+# tests/peer/test_keys.py checks this list, METHOD_KEYS and common.DEFAULTS
 # against `deqbench run --help-json` and a deqbench record.
 KNOWN_KEYS = (
     "model d_model n_heads d_ff seq_len batch_size vocab_size seed init "
@@ -44,7 +44,7 @@ class ParamsError(ValueError):
 
 
 # deqbench's advice for a parameter file that does not fit the model
-# (bench/param_files.c runner_load_params)
+# (bench/param_files.c params_load)
 FIT = ("the file must hold every parameter of the configured model with "
        "its shape (make it with deqbench params init and the same model "
        "keys)")

@@ -6,12 +6,13 @@ import sys
 
 import numpy as np
 
-from . import cli, config, safetensors
+from . import config, safetensors
+from .common import DEFAULTS, bad
 
 
 def parse_args(args):
     """(cfg with defaults, params path, tokens path, out path)."""
-    cfg, paths = dict(cli.DEFAULTS), {}
+    cfg, paths = dict(DEFAULTS), {}
     for a in args:
         if "=" not in a:
             raise ValueError(f"argument '{a}' is not key=value")
@@ -59,9 +60,9 @@ def cmd_grad(args):
             torch.set_num_threads(cfg["threads"])
         loss, g, ctx = loss_and_grads(cfg, pp, tok)
     except config.Unsupported as e:
-        return cli.bad(str(e))
+        return bad(str(e))
     except (ValueError, OSError, KeyError) as e:
-        return cli.bad(f"deqtorch: grad: {e}; see README.md")
+        return bad(f"deqtorch: grad: {e}; see README.md")
     for k in ("fwd", "bwd"):
         st = ctx.method.last[k]
         if st is not None:
