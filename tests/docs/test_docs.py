@@ -4,7 +4,7 @@
     test_docs.py DEQBENCH SOURCE_ROOT
 
 The key table of docs/configuration.md is checked byte for byte by
-tests/test_bench.c (config/docs_key_table_current); this test checks what
+tests/test_config.c (config/docs_key_table_current); this test checks what
 prose lists: every method of the registry (`deqbench run --help-json`, the
 `method` key's values) is named in README.md's first paragraph, has a row
 in docs/methods.md's method table and a file under methods/ named in
