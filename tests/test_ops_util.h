@@ -1,5 +1,5 @@
 /* test_ops_util.h — helpers shared by the op tests (test_ops.c,
- * test_vec_ops.c) and the CUDA tests (test_cuda.c), on top of test_util.h:
+ * test_vec_ops.c) and the CUDA tests (test_cuda*.c), on top of test_util.h:
  * uniform draws in [-1, 1) from its splitmix64 stream (rng_state starts at 0
  * here), backends by name and thread count, a pool of device buffers freed
  * together (with a check that nothing else stayed allocated), normalised
