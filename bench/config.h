@@ -193,7 +193,7 @@ void config_print_help(FILE *f);
  * choices for enums, in table order. */
 void config_print_json(FILE *f);
 /* The same table in markdown, as docs/configuration.md carries it (`deqbench run
- * --help-markdown`; tests/test_bench.c checks docs/configuration.md against it). */
+ * --help-markdown`; tests/test_config.c checks docs/configuration.md against it). */
 void config_print_markdown(FILE *f);
 
 /* Closest known key name to s (edit distance), for "did you mean"; NULL

@@ -18,7 +18,7 @@
 # Environment: DQ_BUILDDIR (default build-gpu), DQ_GPU_STEPS (override the
 # suite's steps, e.g. 20 for a quick look; warmup_steps becomes steps/5),
 # DQ_SKIP_SETUP=1 (use DQ_BUILDDIR as it is: a machine that cannot install
-# packages gets deqbench and tests/test_cuda built elsewhere), CUDA toolkit
+# packages gets deqbench and tests/test_cuda* built elsewhere), CUDA toolkit
 # in /usr/local/cuda. The default suite runs on Brown when data/brown holds
 # the corpus (scripts/fetch-brown.sh), else on synthetic tokens.
 # Every step runs even when an earlier one fails; the exit status is 1 when
@@ -64,10 +64,17 @@ if ! grep -q "DQ_CUDA_BUILD 1" "$builddir/dq_build.h" 2>/dev/null; then
 	failed+=("cuda-build")
 fi
 
-# The cuda suite's one executable, run directly (as meson test --suite cuda
-# would) so that a carried build needs no meson.
-step "cuda tests" "$logdir/test-cuda.log" \
-	"$builddir/tests/test_cuda" --jobs=1 --verbose
+# The cuda suite's executables, run directly (as meson test --suite cuda
+# would) so that a carried build needs no meson; the step fails when any
+# of them does.
+cuda_tests() {
+	local rc=0 t
+	for t in test_cuda_ops test_cuda_vec_ops test_cuda; do
+		"$builddir/tests/$t" --jobs=1 --verbose || rc=1
+	done
+	return "$rc"
+}
+step "cuda tests" "$logdir/test-cuda.log" cuda_tests
 
 step env "$logdir/env.json" "$builddir/bench/deqbench" env
 

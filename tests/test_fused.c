@@ -2,7 +2,8 @@
  * test_fused.c — the CPU backends' fused layer ops give the bits of the ops
  * they replace (test_fused.h says which), in float32 and float64, on one
  * thread and on two (the column sums' blocks do not depend on the thread
- * count). test_cuda.c runs the same checks on a GPU, within a tolerance.
+ * count). test_cuda_ops.c runs the same checks on a GPU, within a
+ * tolerance.
  */
 #include "test_fused.h"
 

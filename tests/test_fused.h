@@ -16,7 +16,7 @@
  * 0) the outputs agree to tol relative to 1 + |reference|.
  * Shapes: (37, 70) (a column block of 64 and a ragged one of 6) and
  * (300, 130), past the CPU's parallel threshold. Header-only: included by
- * test_fused.c (cpu, cpu64) and test_cuda.c (cuda). */
+ * test_fused.c (cpu, cpu64) and test_cuda_ops.c (cuda). */
 #ifndef DQ_TEST_FUSED_H
 #define DQ_TEST_FUSED_H
 

@@ -1,10 +1,11 @@
 /* test_move_ops.h — checks of the two ops that only move values, zero_rows
- * and transpose, on any backend (test_ops.c runs them on "cpu" and "cpu64",
- * test_cuda.c on "cuda"). The reference is written here on the host from
- * the values the device holds, in the backend's element type, and compared
- * bit for bit: the ops move values (transpose's add rounds once, an IEEE
- * addition that the host float/double add reproduces), so every backend
- * must give exactly the reference and so the same bits as the CPU.
+ * and transpose, on any backend (test_vec_ops.c runs them on "cpu" and
+ * "cpu64", test_cuda_vec_ops.c on "cuda"). The reference is written here on
+ * the host from the values the device holds, in the backend's element type,
+ * and compared bit for bit: the ops move values (transpose's add rounds
+ * once, an IEEE addition that the host float/double add reproduces), so
+ * every backend must give exactly the reference and so the same bits as the
+ * CPU.
  * Needs test_ops_util.h (rnd, pool_*) first. Header-only, static. */
 #ifndef DQ_TEST_MOVE_OPS_H
 #define DQ_TEST_MOVE_OPS_H

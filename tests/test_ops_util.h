@@ -1,10 +1,10 @@
-/* test_ops_util.h — helpers shared by the op tests (test_ops.c) and the
- * CUDA tests (test_cuda.c), on top of test_util.h: uniform draws in
- * [-1, 1) from its splitmix64 stream (rng_state starts at 0 here), backends
- * by name and thread count, a pool of device buffers freed together (with a
- * check that nothing else stayed allocated), normalised mean squared error,
- * double-precision references for dot/norm and GEMM. Header-only, static
- * inline. */
+/* test_ops_util.h — helpers shared by the op tests (test_ops.c,
+ * test_vec_ops.c) and the CUDA tests (test_cuda*.c), on top of test_util.h:
+ * uniform draws in [-1, 1) from its splitmix64 stream (rng_state starts at 0
+ * here), backends by name and thread count, a pool of device buffers freed
+ * together (with a check that nothing else stayed allocated), normalised
+ * mean squared error, double-precision references for dot/norm and GEMM.
+ * Header-only, static inline. */
 #ifndef DQ_TEST_OPS_UTIL_H
 #define DQ_TEST_OPS_UTIL_H
 

@@ -4,7 +4,7 @@
     test_docs.py DEQBENCH SOURCE_ROOT
 
 The key table of docs/configuration.md is checked byte for byte by
-tests/test_bench.c (config/docs_key_table_current); this test checks what
+tests/test_config.c (config/docs_key_table_current); this test checks what
 prose lists, with the registries read from `deqbench run --help-json` (the
 `method` and `model` keys' values):
 

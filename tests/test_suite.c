@@ -1,0 +1,214 @@
+/* test_suite.c — suite files (bench/suite.c) and the suite command
+ * (bench/cmd_suite.c): expansion of the axes in product order over the
+ * base, exclusions, repeats, variant groups and command-line overrides, bad
+ * suites, shards that partition the runs, the "command" member, and
+ * `deqbench suite` end to end (--dry-run, two shards: every run once). */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../methods/checkpoint.h"
+#include "../methods/deq.h"
+#include "record.h"
+#include "suite.h"
+#include "test_cli.h"
+
+static int expand(struct suite *s, const char *text, int n_over,
+		  char *const *over, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *root = json_loads(text, 0, &je);
+	int rc;
+	cr_assert_not_null(root, "%s", je.text);
+	rc = suite_expand(s, root, "t.json", n_over, over, err, errlen);
+	json_decref(root);
+	return rc;
+}
+
+Test(suite, product_order_and_base)
+{
+	struct suite s;
+	char err[512];
+	cr_assert_eq(
+	    expand(&s,
+		   "{\"name\":\"t\",\"base\":{\"steps\":7,\"warmup_steps\":1},"
+		   "\"axes\":{\"method\":[\"unroll\",\"checkpoint\","
+		   "\"deq\"],\"layers\":[4,8]}}",
+		   0, NULL, err, sizeof(err)),
+	    0, "%s", err);
+	cr_assert_eq(s.n_runs, 6);
+	cr_assert_str_eq(s.name, "t");
+	/* first axis slowest */
+	cr_assert_eq(s.runs[0].cfg.method.method, method_kind_parse("unroll"));
+	cr_assert_eq(s.runs[0].cfg.method.layers, 4);
+	cr_assert_eq(s.runs[1].cfg.method.layers, 8);
+	cr_assert_eq(s.runs[2].cfg.method.method, checkpoint_kind());
+	cr_assert_eq(s.runs[5].cfg.method.method, deq_kind());
+	for (int i = 0; i < 6; i++) {
+		cr_assert_eq(s.runs[i].cfg.steps, 7);
+		cr_assert_eq(s.runs[i].index, i);
+	}
+	suite_free(&s);
+}
+
+Test(suite, exclusions_repeats_groups_overrides)
+{
+	struct suite s;
+	char err[512];
+	char *over[] = {"steps=5", "warmup_steps=2"};
+	cr_assert_eq(expand(&s,
+			    "{\"axes\":{\"variant\":[{\"method\":\"unroll\"},"
+			    "{\"method\":\"checkpoint\",\"k\":2},"
+			    "{\"method\":\"deq\",\"f_solver\":\"anderson\"}],"
+			    "\"layers\":[4,8]},"
+			    "\"exclude\":[{\"method\":\"deq\",\"layers\":8},"
+			    "{\"k\":2,\"layers\":4.0}],\"repeats\":3}",
+			    2, over, err, sizeof(err)),
+		     0, "%s", err);
+	/* 6 combos - (deq,8) - (checkpoint k=2, 4) = 4 combos, x3 */
+	cr_assert_eq(s.n_runs, 12, "%d", s.n_runs);
+	cr_assert_eq(s.runs[0].repeat, 0);
+	cr_assert_eq(s.runs[2].repeat, 2);
+	cr_assert_eq(s.runs[0].combo, s.runs[2].combo);
+	cr_assert_eq(s.runs[6].cfg.method.method, checkpoint_kind());
+	cr_assert_eq(checkpoint_config(&s.runs[6].cfg.method)->k, 2);
+	cr_assert_eq(s.runs[6].cfg.method.layers, 8);
+	cr_assert_eq(s.runs[9].cfg.method.method, deq_kind());
+	cr_assert_eq(deq_config(&s.runs[9].cfg.method)->f_solver,
+		     SOLVER_ANDERSON);
+	cr_assert_eq(s.runs[9].cfg.method.layers, 4);
+	for (int i = 0; i < s.n_runs; i++)
+		cr_assert_eq(s.runs[i].cfg.steps, 5);
+	suite_free(&s);
+}
+
+Test(suite, bad_suites)
+{
+	struct suite s;
+	char err[512];
+	cr_assert_eq(expand(&s, "{\"axes\":{\"lyers\":[1,2]}}", 0, NULL, err,
+			    sizeof(err)),
+		     -1);
+	cr_assert(strstr(err, "layers"), "%s", err);
+	cr_assert_eq(expand(&s, "{\"axes\":{\"layers\":[1,\"x\"]}}", 0, NULL,
+			    err, sizeof(err)),
+		     -1);
+	cr_assert_eq(
+	    expand(&s, "{\"axes\":{\"layers\":[]}}", 0, NULL, err, sizeof(err)),
+	    -1);
+	cr_assert_eq(expand(&s, "{\"axes\":{\"layers\":[1]},\"repeats\":0}", 0,
+			    NULL, err, sizeof(err)),
+		     -1);
+	cr_assert_eq(expand(&s,
+			    "{\"axes\":{\"layers\":[1]},\"exclude\":["
+			    "{\"layers\":1}]}",
+			    0, NULL, err, sizeof(err)),
+		     -1);
+	cr_assert(strstr(err, "excluded"), "%s", err);
+	cr_assert_eq(expand(&s, "{\"bases\":{}}", 0, NULL, err, sizeof(err)),
+		     -1);
+}
+
+Test(suite, shards_partition_runs)
+{
+	struct suite s;
+	char err[512];
+	int si, sn;
+	cr_assert_eq(expand(&s,
+			    "{\"axes\":{\"method\":[\"unroll\",\"checkpoint\","
+			    "\"deq\"],\"layers\":[2,3,4,5,6,7,8]}}",
+			    0, NULL, err, sizeof(err)),
+		     0);
+	cr_assert_eq(s.n_runs, 21);
+	for (int n = 1; n <= 5; n++) {
+		int count[21] = {0};
+		for (int i = 0; i < n; i++)
+			for (int r = 0; r < s.n_runs; r++)
+				count[r] += suite_in_shard(r, i, n);
+		for (int r = 0; r < s.n_runs; r++)
+			cr_assert_eq(count[r], 1, "run %d in %d shards of %d",
+				     r, count[r], n);
+	}
+	cr_assert_eq(suite_shard_parse("1/3", &si, &sn, err, sizeof(err)), 0);
+	cr_assert(si == 1 && sn == 3);
+	cr_assert_eq(suite_shard_parse("3/3", &si, &sn, err, sizeof(err)), -1);
+	cr_assert_eq(suite_shard_parse("x", &si, &sn, err, sizeof(err)), -1);
+	cr_assert_eq(suite_shard_parse("0/0", &si, &sn, err, sizeof(err)), -1);
+	suite_free(&s);
+}
+
+/* "command" of a suite: "run" (default) or "eval"; anything else is
+ * refused. */
+Test(suite, command_member)
+{
+	struct suite s;
+	char err[512];
+	json_t *ok = json_loads("{\"command\": \"eval\", \"base\": "
+				"{\"params\": \"p.safetensors\", \"method\": "
+				"\"deq\"}, \"axes\": {\"f_tol\": [0.1, 0.01]}}",
+				0, NULL);
+	json_t *bad =
+	    json_loads("{\"command\": \"train\", \"axes\": {}}", 0, NULL);
+	cr_assert_eq(suite_expand(&s, ok, "s.json", 0, NULL, err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(s.eval, 1);
+	cr_assert_eq(s.n_runs, 2);
+	suite_free(&s);
+	cr_assert_eq(suite_expand(&s, bad, "s.json", 0, NULL, err, sizeof(err)),
+		     -1);
+	cr_assert(strstr(err, "command"), "%s", err);
+	json_decref(ok);
+	json_decref(bad);
+}
+
+Test(cli, suite_dry_run_and_shards, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
+{
+	char suite_p[512], out[512], arg[600], err[4096];
+	json_t *arr = json_array();
+	cli_path(suite_p, sizeof(suite_p), "s.json");
+	cli_path(out, sizeof(out), "s.jsonl");
+	cli_write_text(
+	    suite_p, "{\"name\":\"t\",\"base\":{\"corpus\":\"synthetic\","
+		     "\"d_model\":16,\"n_heads\":2,\"d_ff\":32,\"seq_len\":8,"
+		     "\"batch_size\":4,\"steps\":3,\"warmup_steps\":1,"
+		     "\"eval_tokens\":32,\"threads\":1},"
+		     "\"axes\":{\"method\":[\"unroll\",\"checkpoint\",\"deq\"],"
+		     "\"layers\":[2,4]},\"exclude\":[{\"method\":\"deq\","
+		     "\"layers\":4}]}");
+	snprintf(arg, sizeof(arg), "out=%s", out);
+	{
+		const char *a[] = {"suite", suite_p, "--dry-run", arg, NULL};
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
+	}
+	{
+		const char *a[] = {"suite", suite_p, "--shard",
+				   "0/2",   arg,     NULL};
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
+	}
+	{
+		const char *a[] = {"suite", suite_p, "--shard",
+				   "1/2",   arg,     NULL};
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
+	}
+	cr_assert_eq(record_read_jsonl(out, arr, err, sizeof(err)), 0);
+	cr_assert_eq(json_array_size(arr), 5);
+	{
+		int seen[5] = {0};
+		size_t i;
+		json_t *r;
+		json_array_foreach(arr, i, r)
+		{
+			int idx = (int)json_integer_value(json_object_get(
+			    json_object_get(r, "suite"), "index"));
+			cr_assert(idx >= 0 && idx < 5);
+			seen[idx]++;
+		}
+		for (int k = 0; k < 5; k++)
+			cr_assert_eq(seen[k], 1, "run %d ran %d times", k,
+				     seen[k]);
+	}
+	json_decref(arr);
+}
