@@ -12,71 +12,7 @@
 
 #include <jansson.h>
 
-/* JSON types a field may have (or-ed). VT_NUM is any number, integer or
- * real (SCHEMA.md's `number`); VT_INT a JSON integer only. */
-enum vtype {
-	VT_NULL = 1,
-	VT_BOOL = 2,
-	VT_INT = 4,
-	VT_NUM = 8,
-	VT_STR = 16,
-	VT_OBJ = 32,
-	VT_ARR = 64,
-};
-
-/* Row flags. */
-enum vflag {
-	/* may be absent whatever the record's age (host.caches' levels:
-	 * only those the machine has) */
-	VF_OPTIONAL = 1,
-	/* SCHEMA.md describes the members or elements in prose, not in
-	 * table rows (stats, host.caches, model.params, the trace arrays'
-	 * entries, inference.forward_solve): tests compare only the row */
-	VF_PROSE = 2,
-	/* the `config` object: every member is a config key, checked by
-	 * config_check_json against the key table (`deqbench run --help`) */
-	VF_CONFIG = 4,
-	/* a UTC time "2025-01-31T12:00:00Z" */
-	VF_TIME = 8,
-	/* the schema version: must equal RECORD_SCHEMA */
-	VF_VERSION = 16,
-	/* a number that may be negative (a loss, memory.offload.overlap);
-	 * every other number outside `config` and the keyed fields is a
-	 * size, count, rate or time, >= 0 */
-	VF_SIGNED = 32,
-	/* the implementation: "deqbench" or "pytorch-<torch version>" */
-	VF_IMPL = 64,
-};
-
-/* One field: a member of an object (name) or the element of an array. */
-struct vfield {
-	const char *name;
-	unsigned types;		      /* enum vtype, or-ed */
-	const char *const *values;    /* allowed strings, NULL-terminated;
-				      NULL: any string */
-	const char *key;	      /* config key whose type, range and values
-				      the value must also satisfy (method.k,
-				      model.kind: "model"); NULL: none */
-	const struct vfield *members; /* an object's fields, ending with a
-					 row whose name is NULL; NULL: not
-					 checked */
-	const struct vfield *elem;    /* an array's element; NULL: any */
-	int min_items, max_items;     /* array length bounds; 0: none */
-	const char *doc_type;	      /* SCHEMA.md's name of the type when
-					 it is not the plain one ("stats") */
-	const char *added;	      /* date the field was added: records
-					 written before it lack it; NULL:
-					 in every record of the schema */
-	unsigned flags;		      /* enum vflag */
-};
-
-/* The top-level fields of a record (results/SCHEMA.md "Top level"),
- * ending with a row whose name is NULL. */
-const struct vfield *validate_schema(void);
-
-/* Config keys that records written before they existed lack (every other
- * key of `deqbench run --help` is in every record), NULL-terminated. */
-extern const char *const validate_config_added[];
+#include "validate_schema.h"
 
 /* What to demand of a record. */
 enum validate_mode {

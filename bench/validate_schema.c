@@ -1,11 +1,11 @@
 /* validate_schema.c — results/SCHEMA.md as a table: one row per documented
- * field, section by section in the document's order (validate.h describes
- * the columns). A field that the code starts to write is added here and in
+ * field, section by section in the document's order (validate_schema.h
+ * describes the columns). A field that the code starts to write is added here and in
  * SCHEMA.md in the same commit: `deqbench validate` calls an unlisted field
  * a problem, and tests/test_validate.c compares this table with the
  * document's tables.
  */
-#include "validate.h"
+#include "validate_schema.h"
 
 #include <stddef.h>
 
