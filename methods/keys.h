@@ -4,7 +4,7 @@
  * (docs/ARCHITECTURE.md §Config and records).
  *
  * A row's `offset` is relative to the struct that holds the key: struct
- * bench_config for the bench's own rows (bench/config.c), a method's
+ * bench_config for the bench's own rows (bench/config/config.c), a method's
  * options struct for the rows a method exports (struct deq_config for
  * deq's, methods/deq.c). A method's rows thus live in the method's file
  * and the bench finds them through the method registry (method.h).

@@ -75,7 +75,7 @@ void *method_opts_slot(const struct method_config *c, int k);
  * bytes. */
 void method_label(const struct method_config *c, char *buf, size_t n);
 
-/* One configuration `deqbench plan` tries (bench/cmd_plan.c): n_keys
+/* One configuration `deqbench plan` tries (bench/cmd/cmd_plan.c): n_keys
  * key=value settings over the base config, after method=<its name>, and
  * the row's label ("checkpoint k=3", "deq broyden h=8"). */
 #define METHOD_CAND_KEYS 4

@@ -6,7 +6,7 @@ the committed records alone.
 
 Reads results/cpu/*.jsonl and results/gpu/*.jsonl through `deqbench report
 --format json` (one row per configuration, seeds aggregated, 95% intervals:
-bench/report.h) and prints, per question the DEQ paper's reviewers asked, a
+bench/report/report.h) and prints, per question the DEQ paper's reviewers asked, a
 sentence and a table: time x unroll [95% interval], depth+solver and total
 peak x unroll, valid perplexity mean ± sd, converged fractions and the
 health labels (a labelled row says so in its own line). A suite whose

@@ -88,11 +88,11 @@ def depth_of(rec):
     return cfg(rec, "layers")
 
 
-# Method keys (config_key_is_method in bench/config.c: method, k and the deq
+# Method keys (config_key_is_method in bench/config/config.c: method, k and the deq
 # group) and output-only keys: what is left identifies the experiment a row
 # belongs to, as deqbench report groups rows.
 def _key_table():
-    """Key metadata from `deqbench run --help-json` (bench/config.c's key
+    """Key metadata from `deqbench run --help-json` (bench/config/config.c's key
     table, the one place that says which keys choose the method and which
     only say where output goes). The binary is $DEQBENCH, else
     build/bench/deqbench beside this folder; exit status 2 without it."""
@@ -117,7 +117,7 @@ OUTPUT_KEYS = {k["name"] for k in KEYS if k["output"]}
 
 def identity(rec):
     """Config apart from output keys and the seed, as deqbench report's
-    rows (bench/report.c report_key): data_dir stays unless the corpus is
+    rows (bench/report/report.c report_key): data_dir stays unless the corpus is
     synthetic (the other corpora are read from it: two directories, two
     datasets); seeds are replicates, combined like repeats."""
     c = get(rec, "config", {})

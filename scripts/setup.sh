@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 # fuzz targets (tests/fuzz, build-fuzz in scripts/test.sh); python3-torch
 # runs impl=pytorch (bench/pytorch) and the peer tests (tests/peer); jq
 # reads records in scripts/cpu-rate.sh; libgsl-dev gives the report's t
-# quantiles (bench/stats.c); chromium renders the HTML report in its test
+# quantiles (bench/report/stats.c); chromium renders the HTML report in its test
 # (tests/html)
 pkgs=(gcc g++ meson ninja-build pkg-config libjansson-dev libhwloc-dev
       libopenblas-openmp-dev libcriterion-dev npm python3-matplotlib git

@@ -69,7 +69,7 @@ static inline double num_at(const json_t *r, const char *path)
 #define OBJ(r, p) cr_assert(json_is_object(at(r, p)), "%s not an object", p)
 
 /* ---- results/SCHEMA.md as a checker ----
- * The schema's table (bench/validate.h, compared with SCHEMA.md's tables by
+ * The schema's table (bench/records/validate.h, compared with SCHEMA.md's tables by
  * tests/test_validate.c) in strict mode: every field of the current schema
  * present with a documented type and value, and nothing undocumented. */
 

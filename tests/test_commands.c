@@ -1,5 +1,5 @@
 /* test_commands.c — the run command of the deqbench binary end to end
- * (bench/main.c; DQ_DEQBENCH gives its path): a tiny synthetic run appends
+ * (bench/cmd/main.c; DQ_DEQBENCH gives its path): a tiny synthetic run appends
  * one line and its summary table matches the record, the real text-corpus
  * path, every bad input (exit 2, one line on stderr, results untouched),
  * the exit status by outcome, and pretrain_* out of range. */

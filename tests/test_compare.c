@@ -1,4 +1,4 @@
-/* test_compare.c — `deqbench compare` (bench/compare.h) on records of real
+/* test_compare.c — `deqbench compare` (bench/report/compare.h) on records of real
  * tiny runs and on copies of them made to differ: identical files are SAME,
  * step times scaled by 1.5 are SLOWER and by 0.5 FASTER (U test on the
  * traced steps), one run a side cannot tell (NOISY), --fail-above exits 1

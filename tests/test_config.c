@@ -1,4 +1,4 @@
-/* test_config.c — the key table and its inputs (bench/config.c,
+/* test_config.c — the key table and its inputs (bench/config/config.c,
  * config_input.c, config_print.c): defaults, types, ranges and cross-key
  * checks, unknown keys with a suggestion, config files and overrides, the
  * JSON round trip, tf32 only with device=cuda, and docs/configuration.md's

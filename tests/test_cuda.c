@@ -26,7 +26,8 @@
 #include "test_cuda_util.h"
 #include "test_ops_util.h"
 #include "config.h"
-#include "runner.h"
+#include "run_ctx.h"
+#include "train_step.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

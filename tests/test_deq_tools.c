@@ -20,8 +20,8 @@
 
 #include "../methods/checkpoint.h"
 #include "../methods/deq.h"
-#include "bench/config.h"
-#include "bench/runner.h"
+#include "bench/config/config.h"
+#include "bench/run/runner.h"
 #include "methods/method.h"
 
 #define DQ_TEST_SEED 23

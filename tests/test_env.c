@@ -1,4 +1,4 @@
-/* test_env.c — host and device facts for the record (bench/env.c): the
+/* test_env.c — host and device facts for the record (bench/records/env.c): the
  * CPUs local to a PCI device, from hwloc or sysfs, and a note instead when
  * the device is not there. */
 #include <criterion/criterion.h>

@@ -1,4 +1,4 @@
-/* test_health.c — the training-health verdict (bench/health.h): the spike
+/* test_health.c — the training-health verdict (bench/records/health.h): the spike
  * rule, the loss windows and the unconverged label on made-up series, then
  * on real tiny runs: a healthy run is healthy, a run made to blow up (lr
  * high, clip off) unstable, a DEQ capped at 2 iterations unconverged, and

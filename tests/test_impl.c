@@ -1,4 +1,4 @@
-/* test_impl.c — impl=pytorch's wiring in deqbench (bench/peer.h), with a
+/* test_impl.c — impl=pytorch's wiring in deqbench (bench/pytorch/peer.h), with a
  * stand-in for python3 and deqtorch.py (shell scripts set through
  * DQ_PYTHON and DQ_PYTORCH_SCRIPT), so these run without PyTorch: the
  * request on the child's stdin (config, token files holding the corpus's

@@ -40,9 +40,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/config.h"
-#include "bench/param_files.h"
-#include "bench/safetensors.h"
+#include "bench/config/config.h"
+#include "bench/run/param_files.h"
+#include "bench/io/safetensors.h"
 #include "models/model.h"
 #include "test_model_util.h"
 

@@ -1,5 +1,5 @@
-/* test_params.c — parameter files (bench/param_files.c, safetensors.c) and
- * evaluation (bench/evaluate.c): `deqbench params init` and `grad` through
+/* test_params.c — parameter files (bench/run/param_files.c, safetensors.c) and
+ * evaluation (bench/run/evaluate.c): `deqbench params init` and `grad` through
  * safetensors equal the in-process gradient and report their solves, bad
  * parameter and token files exit 2, save_params then eval reproduces the
  * run's perplexity, the saved metadata, a looser tolerance at inference,
@@ -18,7 +18,9 @@
 
 #include "../methods/deq.h"
 #include "config.h"
+#include "param_files.h"
 #include "runner.h"
+#include "train_step.h"
 #include "test_bench_util.h"
 #include "test_cli.h"
 

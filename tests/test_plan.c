@@ -1,5 +1,5 @@
 /*
- * test_plan.c — `deqbench plan` (bench/cmd_plan.c) and the closed-form
+ * test_plan.c — `deqbench plan` (bench/cmd/cmd_plan.c) and the closed-form
  * evaluation counts it uses:
  *
  *   1. method_evals_per_step equals the counts a real training step makes

@@ -1,9 +1,9 @@
-/* test_record.c — the record of a run (bench/run_record.c, record.c): every
+/* test_record.c — the record of a run (bench/run/run_record.c, record.c): every
  * section present and typed against results/SCHEMA.md (check_record, one
  * function per section), records deterministic on the CPU, the learning-rate
  * schedule, head_chunk's saving, the two phases of a pretrained deq run, an
  * error record's shape, the summary table's converged columns, and the
- * statistics and JSONL appends of bench/record.c. */
+ * statistics and JSONL appends of bench/records/record.c. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <math.h>
@@ -160,7 +160,7 @@ static void check_evals_quality(const json_t *r)
 		  json_number_value(at(r, "quality.valid_ppl")) < 500);
 }
 
-/* host, device and build (bench/env.c): no tf32 or local CPUs on the CPU. */
+/* host, device and build (bench/records/env.c): no tf32 or local CPUs on the CPU. */
 static void check_env(const json_t *r)
 {
 	cr_assert(json_is_null(at(r, "device.tf32")));

@@ -1,5 +1,5 @@
 /* test_records_strict.c — issue 27: text that is not UTF-8, or cut, never
- * makes a record field vanish (bench/jsontext.h; out= path, suite name,
+ * makes a record field vanish (bench/io/jsontext.h; out= path, suite name,
  * save_params message); `deqbench validate` refuses what results/SCHEMA.md
  * rules out beyond types (impl names, negative sizes, times that do not
  * exist, a key twice, an ok record without its sections, an eval record

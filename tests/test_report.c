@@ -1,6 +1,6 @@
-/* test_report.c — the summary rows (bench/report.h) on made-up records:
+/* test_report.c — the summary rows (bench/report/report.h) on made-up records:
  * seeds aggregate into one row, the step time's interval and the ratio's
- * are bench/stats.h's on the runs' medians, the noise rule, the health
+ * are bench/report/stats.h's on the runs' medians, the noise rule, the health
  * labels, perplexity mean ± sd, and the markdown table shows the labels. */
 #include <criterion/criterion.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-/* test_safetensors.c — bench/safetensors.c on files the tests write into a
+/* test_safetensors.c — bench/io/safetensors.c on files the tests write into a
  * temp dir: a round trip of every dtype and shape, broken files rejected
  * with one line naming the file, foreign files with misaligned offsets, and
  * a failed write that leaves nothing behind. */

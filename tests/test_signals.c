@@ -1,4 +1,4 @@
-/* test_signals.c — SIGINT, SIGTERM and SIGKILL (bench/interrupt.c, the
+/* test_signals.c — SIGINT, SIGTERM and SIGKILL (bench/io/interrupt.c, the
  * suite's children, suite --resume): a signalled run stops after its step
  * with an "interrupted" record and exit 128 + signal, a signalled suite
  * finishes its current run and starts no other, and a killed suite resumed

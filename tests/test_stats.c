@@ -1,4 +1,4 @@
-/* test_stats.c — bench/stats.h against values computed independently with
+/* test_stats.c — bench/report/stats.h against values computed independently with
  * SciPy 1.10 (scipy.stats.t.ppf, numpy's ddof=1): the geometric-mean t
  * interval, Welch's ratio interval, and the cases without an interval. */
 #include <criterion/criterion.h>

@@ -1,5 +1,5 @@
-/* test_suite.c — suite files (bench/suite.c) and the suite command
- * (bench/cmd_suite.c): expansion of the axes in product order over the
+/* test_suite.c — suite files (bench/suite/suite.c) and the suite command
+ * (bench/cmd/cmd_suite.c): expansion of the axes in product order over the
  * base, exclusions, repeats, variant groups and command-line overrides, bad
  * suites, shards that partition the runs, the "command" member, and
  * `deqbench suite` end to end (--dry-run, two shards: every run once). */

@@ -1,5 +1,5 @@
 /* test_validate.c — `deqbench validate` and its schema table
- * (bench/validate.h): the table against results/SCHEMA.md's tables, both
+ * (bench/records/validate.h): the table against results/SCHEMA.md's tables, both
  * ways; records of real tiny runs of the current binary (every method,
  * eval, diverged, interrupted, a crashed suite run's error record) valid
  * in strict mode; every committed results/ JSONL file valid; bad records
@@ -190,7 +190,7 @@ Test(schema, table_matches_schema_md)
 		const struct doc_field *t = doc_find(&table, doc.f[i].path);
 		cr_assert_not_null(t,
 				   "SCHEMA.md documents %s; "
-				   "bench/validate_schema.c lacks it",
+				   "bench/records/validate_schema.c lacks it",
 				   doc.f[i].path);
 		cr_assert(same_types(t->types, doc.f[i].types),
 			  "%s: SCHEMA.md says %s, the table %s", t->path,
@@ -201,7 +201,7 @@ Test(schema, table_matches_schema_md)
 	}
 	for (int i = 0; i < table.n; i++)
 		cr_assert_not_null(doc_find(&doc, table.f[i].path),
-				   "bench/validate_schema.c lists %s; "
+				   "bench/records/validate_schema.c lists %s; "
 				   "SCHEMA.md does not",
 				   table.f[i].path);
 	cr_assert_eq(doc.n, table.n);

@@ -1,5 +1,5 @@
 /* fuzz_cache.c — libFuzzer target: the token-id cache reader
- * data_cache_read (bench/data_cache.c), which corpus_load calls before it
+ * data_cache_read (bench/data/data_cache.c), which corpus_load calls before it
  * tokenises a file corpus: vocab.txt and train/valid/test.ids of one cache
  * directory. An accepted cache must hold at least <eos>, <unk> and ids
  * inside the vocabulary.
@@ -14,7 +14,7 @@
 #include <ftw.h>
 #include <sys/stat.h>
 
-#include "bench/data_impl.h"
+#include "bench/data/data_impl.h"
 
 #define FUZZ_SEP    "#SPLIT#"
 #define HDR	    56 /* the .ids header, bytes (data_cache.c) */

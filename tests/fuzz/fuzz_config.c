@@ -1,5 +1,5 @@
 /* fuzz_config.c — libFuzzer target: a config file and key=value arguments
- * as `deqbench run FILE.json key=value ...` reads them (bench/main.c):
+ * as `deqbench run FILE.json key=value ...` reads them (bench/cmd/main.c):
  * config_load_file, config_args_unique, config_set_arg, config_finish; then
  * what the run does first with an accepted config: memfit_estimate (the
  * sizes of every buffer) and the record's config and method objects.
@@ -8,8 +8,8 @@
  * one per line. Every refusal must come with a message. */
 #include "fuzz_util.h"
 
-#include "bench/config.h"
-#include "bench/memfit.h"
+#include "bench/config/config.h"
+#include "bench/run/memfit.h"
 
 /* The record's config and method objects, serialised and freed. */
 static void dump_config(const struct bench_config *c)

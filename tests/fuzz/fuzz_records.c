@@ -4,8 +4,8 @@
  * records read (record_summary), whatever their fields hold. */
 #include "fuzz_util.h"
 
-#include "bench/record.h"
-#include "bench/report.h"
+#include "bench/records/record.h"
+#include "bench/report/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

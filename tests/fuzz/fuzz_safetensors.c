@@ -1,4 +1,4 @@
-/* fuzz_safetensors.c — libFuzzer target: st_read (bench/safetensors.c) on
+/* fuzz_safetensors.c — libFuzzer target: st_read (bench/io/safetensors.c) on
  * any bytes, as `deqbench eval params=FILE` and `deqbench params` read a
  * parameter file. An accepted file must keep st_read's promises: tensors
  * sorted by offset, each of numel x dtype-size bytes, readable to the end
@@ -6,7 +6,7 @@
  * and shape. */
 #include "fuzz_util.h"
 
-#include "bench/safetensors.h"
+#include "bench/io/safetensors.h"
 
 /* every tensor byte is read into it, so the reads are not optimised out */
 static volatile unsigned char sink;

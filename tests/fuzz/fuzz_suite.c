@@ -8,7 +8,7 @@
  * holds n_runs = combinations kept x repeats, indexed in order. */
 #include "fuzz_util.h"
 
-#include "bench/suite.h"
+#include "bench/suite/suite.h"
 
 /* Suites of more combinations than this, up to the 1e6 suite_expand
  * allows (more are refused at once), are not handed to suite_load: one of

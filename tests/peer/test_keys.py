@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_keys.py — deqtorch's copies of deqbench's key table against the C
-table (bench/config.c and the methods' key rows), without torch.
+table (bench/config/config.c and the methods' key rows), without torch.
 
     test_keys.py BUILD/bench/deqbench SOURCE_ROOT
 

@@ -128,7 +128,7 @@ def print_record(rec):
 def _evaluate(ctx, splits, log):
     """The valid and test evaluation of a run whose training ended ok (log
     says how it ended); a SIGINT/SIGTERM during it makes log interrupted
-    and leaves the rest unevaluated (bench/evaluate.c)."""
+    and leaves the rest unevaluated (bench/run/evaluate.c)."""
     from . import train
     empty = (None, 0, [], [], [])
     ev = {"valid": empty, "test": empty}
@@ -145,7 +145,7 @@ def _evaluate(ctx, splits, log):
 
 
 def _save(ctx, log):
-    """save_params= of an ok run (bench/runner.c save_params): a failed
+    """save_params= of an ok run (bench/run/runner.c save_params): a failed
     write makes the run an error with the reason; its statistics stay."""
     path = ctx.cfg.get("save_params")
     if not path or log.status != "ok":

@@ -44,7 +44,7 @@ class ParamsError(ValueError):
 
 
 # deqbench's advice for a parameter file that does not fit the model
-# (bench/param_files.c params_load)
+# (bench/run/param_files.c params_load)
 FIT = ("the file must hold every parameter of the configured model with "
        "its shape (make it with deqbench params init and the same model "
        "keys)")

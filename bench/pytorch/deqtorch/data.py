@@ -1,6 +1,6 @@
 """deqbench's token-id cache files and its ordered batcher (numpy).
 
-.ids (bench/data_cache.c; little-endian, 56-byte header): char[8] magic
+.ids (bench/data/data_cache.c; little-endian, 56-byte header): char[8] magic
 "DQTOKIDS", u32 version 1, u32 vocab size, u64 token count n, u64 FNV-1a
 of the ids, u64 source fingerprint, u64 vocab checksum, u32 split, u32
 documents, then int32 ids[n]. The checksum is not verified here (deqbench
@@ -38,7 +38,7 @@ def write_ids(path, ids, vocab_size):
 
 class Batcher:
     """B contiguous streams of ids read in windows of T+1 tokens, in order,
-    wrapping at the end (bench/data_batch.c, the DEQ / Transformer-XL
+    wrapping at the end (bench/data/data_batch.c, the DEQ / Transformer-XL
     LMOrderedIterator). ValueError when the split holds no batch."""
 
     def __init__(self, ids, B, T):

@@ -1,4 +1,4 @@
-"""SIGINT and SIGTERM as deqbench's bench/interrupt.h: the first signal
+"""SIGINT and SIGTERM as deqbench's bench/io/interrupt.h: the first signal
 only sets a flag that the training loop and the evaluation read after each
 step or batch, so the run ends after the current one and its record says
 `interrupted` with the statistics so far; a second signal of either kind

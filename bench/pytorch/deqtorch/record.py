@@ -53,7 +53,7 @@ def data_json(req, splits, cfg):
 
 
 def step_gflop(ctx, log):
-    """timing.step_gflop: run_step_flops of bench/run_record.h over the
+    """timing.step_gflop: run_step_flops of bench/run/run_record.h over the
     record's evals; the head's and the injection's GEMMs are 3 x 2 N x
     their weight's elements (V E and U E k). None without steps."""
     ev = evals_json(log)
@@ -69,7 +69,7 @@ def step_gflop(ctx, log):
 
 def _timed(ctx, log, a, b):
     """(step, forward, backward ms) of steps a..b-1 but the first
-    warmup_steps: each phase has its own warmup (bench/pretrain.c)."""
+    warmup_steps: each phase has its own warmup (bench/run/pretrain.c)."""
     w = min(a + ctx.cfg["warmup_steps"], b)
     return log.ms[w:b], log.fwd_ms[w:b], log.bwd_ms[w:b]
 
@@ -247,7 +247,7 @@ def _arr(x):
 
 def _solve_cols(sts, n, p0):
     """(iters, residual, converged) columns of per-step solver Stats; a
-    step without a solve has 0, 0 and false (bench/run_record.c), a
+    step without a solve has 0, 0 and false (bench/run/run_record.c), a
     pretraining step 0, null and false."""
     it = [s.iters if s is not None else 0 for s in sts[:n]]
     res = [s.residual if s is not None else (None if i < p0 else 0.0)

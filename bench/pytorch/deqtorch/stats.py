@@ -1,5 +1,5 @@
-"""Record helpers: the stats object, solver aggregates (bench/record.c,
-bench/run_record.c)."""
+"""Record helpers: the stats object, solver aggregates (bench/records/record.c,
+bench/run/run_record.c)."""
 import math
 
 

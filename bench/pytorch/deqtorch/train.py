@@ -15,7 +15,7 @@ DIVERGE_FACTOR = 10
 
 
 def lr_at(cfg, step):
-    """Learning rate of 1-based step (bench/train_step.c lr_at)."""
+    """Learning rate of 1-based step (bench/run/train_step.c lr_at)."""
     w, lr = cfg["lr_warmup"], cfg["lr"]
     if w > 0 and step <= w:
         return lr * step / w
@@ -64,7 +64,7 @@ class Ctx:
         self.tracker = memory.Tracker(self.params)
         self.method = methods.create(self.model, cfg, self.tracker)
         # deq with pretrain_steps: an unroll of pretrain_layers for the
-        # first steps (bench/pretrain.c); `active` is the one in use
+        # first steps (bench/run/pretrain.c); `active` is the one in use
         self.pre = None
         if cfg["method"] == "deq" and cfg.get("pretrain_steps", 0) > 0:
             self.pre = methods.create(
@@ -89,7 +89,7 @@ class Ctx:
 
 def grad_norm_clip(params, clip):
     """Global l2 norm of the gradients (float64); scaled by clip/norm when
-    above clip > 0 (bench/train_step.c optimizer_step)."""
+    above clip > 0 (bench/run/train_step.c optimizer_step)."""
     gs = [p.grad for p in params if p.grad is not None]
     gn = math.sqrt(sum(float(g.double().pow(2).sum()) for g in gs))
     if clip > 0 and gn > clip:
@@ -99,7 +99,7 @@ def grad_norm_clip(params, clip):
 
 
 class Log:
-    """Per-step figures (bench/step_log.c)."""
+    """Per-step figures (bench/run/step_log.c)."""
 
     def __init__(self):
         self.loss, self.ms, self.fwd_ms, self.bwd_ms = [], [], [], []
@@ -107,7 +107,7 @@ class Log:
         self.gnorm, self.lr = [], []
         self.jac = []  # R per step, None where not applied
         self.ok_steps = 0
-        self.p0 = 0  # pretraining steps done (bench/pretrain.c)
+        self.p0 = 0  # pretraining steps done (bench/run/pretrain.c)
         self.pre_depth = 0  # depth peak over the pretraining steps
         self.status, self.message = "ok", ""
 
@@ -181,7 +181,7 @@ def train(ctx, batcher):
         if s % every == 0 or s == cfg["steps"]:
             print(f"deqtorch: {cfg['method']} step {s}/{cfg['steps']} "
                   f"loss {log.loss[-1]:.4f}", file=sys.stderr, flush=True)
-        if interrupt.first():  # bench/train_step.c interrupted()
+        if interrupt.first():  # bench/run/train_step.c interrupted()
             log.status = "interrupted"
             log.message = (f"interrupted by {interrupt.name()} after step "
                            f"{s} of {cfg['steps']}")
@@ -200,7 +200,7 @@ def evaluate(ctx, ids, spectral=False):
     (deq with spectral_radius_iters; else None). A SIGINT or SIGTERM
     (interrupt.py) stops it after the current batch with ctx.eval_cut set:
     the mean is then None, the tokens and lists those of the batches
-    evaluated (bench/evaluate.c)."""
+    evaluated (bench/run/evaluate.c)."""
     cfg = ctx.cfg
     B, T = cfg["batch_size"], cfg["seq_len"]
     try:

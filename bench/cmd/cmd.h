@@ -1,0 +1,69 @@
+/* cmd.h — what the command files of deqbench (main.c: run, eval, report,
+ * env, params, grad; cmd_suite.c: suite; cmd_validate.c: validate) share. Exit status and messages:
+ * main.c's header comment and docs/commands.md. */
+#ifndef DQ_BENCH_CMD_H
+#define DQ_BENCH_CMD_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "../config/config.h"
+
+/* Exit status of bad input: a config, suite, corpus, parameter file or flag
+ * that cannot be used; nothing was written. */
+#define EXIT_BAD_INPUT 2
+
+/* Prints "deqbench: MSG" on stderr as one line (control characters that
+ * came from the input escaped: \n, \t, \xNN); returns EXIT_BAD_INPUT. */
+int bad_input(const char *msg);
+
+/* The summary table of records (record_summary) on stdout, after a blank
+ * line. */
+void print_summary(const json_t *records);
+
+/* params= of a run (required with eval) a readable regular file, and
+ * save_params= a path that can be replaced (fileio_replace_target) in a
+ * writable directory: 0, or -1 with one line naming the key and the fix. */
+int check_params_key(const struct bench_config *c, int eval, char *err,
+		     size_t errlen);
+
+/* The files of one run (config_file: the FILE.json argument, suite_file:
+ * a suite's file; NULL when none) and its params=, save_params= and out=:
+ * no output (out=, save_params=) names the same file as another of them
+ * (fileio_distinct). 0, or -1 with one line. */
+int check_distinct_files(const struct bench_config *c, const char *config_file,
+			 const char *suite_file, char *err, size_t errlen);
+
+/* The FILE.json argument of key=value arguments (the first, when it is not
+ * key=value), or NULL. */
+const char *config_file_arg(int argc, char **argv);
+/* eval_tokens of an eval (the command, an eval suite's runs) is at least
+ * one batch of batch_size * seq_len tokens: an evaluation of whole batches
+ * that evaluates none is no result. 0, or -1 with one line. */
+int check_eval_tokens(const struct bench_config *c, char *err, size_t errlen);
+
+/* [FILE.json] key=value... into cfg (defaults first; a key given twice
+ * is refused). extra: NULL-terminated keys the caller handles itself (e.g.
+ * "params"), their values returned through extra_val. 0, or -1 with one
+ * line in err. */
+int parse_config_args(struct bench_config *cfg, int argc, char **argv,
+		      const char *const *extra, const char **extra_val,
+		      char *err, size_t errlen);
+
+/* deqbench plan budget_mib=M [FILE.json] [key=value ...] [--run N]
+ * (cmd_plan.c). */
+int cmd_plan(int argc, char **argv);
+
+/* deqbench suite FILE.json [--dry-run] [--shard I/N] [key=value ...]. */
+int cmd_suite(int argc, char **argv);
+
+/* deqbench report [flags] FILE.jsonl ... (cmd_report.c). */
+int cmd_report(int argc, char **argv);
+
+/* deqbench compare BASE NEW [flags] (cmd_compare.c, compare.h). */
+int cmd_compare(int argc, char **argv);
+
+/* deqbench validate [--strict] FILE.jsonl ... (cmd_validate.c). */
+int cmd_validate(int argc, char **argv);
+
+#endif

@@ -1,0 +1,271 @@
+/* cmd_report.c — `deqbench report [--format table|md|csv|json] [--where
+ * KEY=VALUE ...] [--sort COLUMN] FILE.jsonl ...` (report.h;
+ * docs/commands.md): the summary of record files, one row per
+ * configuration. Exit 0, or 2 for bad input (a flag, a file that cannot be
+ * read, no usable records). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "cmd.h"
+#include "../io/fileio.h"
+#include "../config/config.h"
+#include "../records/record.h"
+#include "../records/record_usable.h"
+#include "../report/report.h"
+
+static const char USAGE[] =
+    "usage: deqbench report [--format table|md|csv|json] [--where "
+    "KEY=VALUE ...] [--sort COLUMN] FILE.jsonl ...\n"
+    "  --format  table (default: fits 100 columns, one heading per group),\n"
+    "            md (the wide markdown table run and suite print), csv, or\n"
+    "            json (the rows with every figure and its interval)\n"
+    "  --where   keep the records whose config key KEY has VALUE (as\n"
+    "            --dry-run prints it); repeat to require several\n"
+    "  --sort    order the rows by step_ms, x_unroll, memory, ppl or "
+    "method\n"
+    "            (default: as the configurations first appear)\n"
+    "  --html OUT.html  also write one self-contained page: per file its\n"
+    "            table and the SVG figures drawn beside it (plots/plot.sh)\n";
+
+#define MAX_WHERE 16
+
+struct report_args {
+	const char *format, *sort, *html;
+	const char *where[MAX_WHERE];
+	int n_where;
+};
+
+/* The flag at argv[*i] (value next or after '='), or 0 when it is not
+ * one. 1 taken; -1 after bad input's message (*rc its status). */
+static int take(int argc, char **argv, int *i, struct report_args *a, int *rc)
+{
+	static const char *const flags[] = {"--format", "--where", "--sort",
+					    "--html"};
+	const char *arg = argv[*i], *eq = strchr(arg, '='), *v;
+	size_t len =
+	    eq && !strncmp(arg, "--", 2) ? (size_t)(eq - arg) : strlen(arg);
+	int k = -1;
+	for (int j = 0; j < 4; j++)
+		if (strlen(flags[j]) == len && !strncmp(arg, flags[j], len))
+			k = j;
+	if (k < 0)
+		return 0;
+	v = eq ? eq + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
+	if (!v || !*v) {
+		*rc = bad_input("report: a flag needs a value; see deqbench "
+				"report --help");
+		return -1;
+	}
+	if (k == 0)
+		a->format = v;
+	else if (k == 2)
+		a->sort = v;
+	else if (k == 3)
+		a->html = v;
+	else if (a->n_where < MAX_WHERE && strchr(v, '='))
+		a->where[a->n_where++] = v;
+	else {
+		*rc = bad_input("report: --where takes KEY=VALUE, e.g. "
+				"--where method=deq (at most 16)");
+		return -1;
+	}
+	return 1;
+}
+
+static int check_args(const struct report_args *a)
+{
+	static const char *const sorts[] = {"step_ms", "x_unroll", "memory",
+					    "ppl", "method"};
+	int ok = 0;
+	char e[300];
+	if (strcmp(a->format, "table") && strcmp(a->format, "md") &&
+	    strcmp(a->format, "csv") && strcmp(a->format, "json"))
+		return bad_input("report: --format must be table, md, csv or "
+				 "json");
+	for (int i = 0; i < a->n_where; i++) {
+		char key[128];
+		snprintf(key, sizeof(key), "%.*s",
+			 (int)(strchr(a->where[i], '=') - a->where[i]),
+			 a->where[i]);
+		if (!config_key_known(key)) {
+			snprintf(
+			    e, sizeof(e),
+			    "report: --where %.100s: %.60s is not a config "
+			    "key (deqbench run --help lists them)",
+			    a->where[i], key);
+			return bad_input(e);
+		}
+	}
+	for (int i = 0; a->sort && i < 5; i++)
+		ok |= !strcmp(a->sort, sorts[i]);
+	if (a->sort && !ok)
+		return bad_input("report: --sort takes step_ms, x_unroll, "
+				 "memory, ppl or method");
+	return 0;
+}
+
+/* 1 when record r's config matches every --where. */
+static int kept(const json_t *r, const struct report_args *a)
+{
+	const json_t *cfg = json_object_get(r, "config");
+	for (int i = 0; i < a->n_where; i++) {
+		const char *eq = strchr(a->where[i], '=');
+		char key[128], *text;
+		int same;
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - a->where[i]),
+			 a->where[i]);
+		text = record_value_text(json_object_get(cfg, key));
+		same = text && !strcmp(text, eq + 1);
+		free(text);
+		if (!same)
+			return 0;
+	}
+	return 1;
+}
+
+static const char *sort_path(const char *sort)
+{
+	return !strcmp(sort, "step_ms")	   ? "step_ms.median"
+	       : !strcmp(sort, "x_unroll") ? "step_x_unroll.ratio"
+	       : !strcmp(sort, "memory")   ? "total_mib"
+					   : "valid_ppl.mean";
+}
+
+static const char *g_sort;
+
+static int by_sort(const void *x, const void *y)
+{
+	const json_t *a = *(json_t *const *)x, *b = *(json_t *const *)y;
+	if (!strcmp(g_sort, "method"))
+		return strcmp(json_string_value(json_object_get(a, "method")),
+			      json_string_value(json_object_get(b, "method")));
+	double p = record_num(a, sort_path(g_sort));
+	double q = record_num(b, sort_path(g_sort));
+	/* missing values last */
+	return p == p && q == q ? (p > q) - (p < q) : (p != p) - (q != q);
+}
+
+/* rows sorted by a->sort (stable for equal keys: qsort on indices). */
+static json_t *sorted(json_t *rows, const char *sort)
+{
+	size_t n = json_array_size(rows);
+	json_t **v = malloc((n + 1) * sizeof(*v)), *out = json_array();
+	for (size_t i = 0; v && i < n; i++)
+		v[i] = json_array_get(rows, i);
+	g_sort = sort;
+	if (v)
+		qsort(v, n, sizeof(*v), by_sort);
+	for (size_t i = 0; v && i < n; i++)
+		json_array_append(out, v[i]);
+	free(v);
+	json_decref(rows);
+	return out;
+}
+
+/* The usable records of the files that --where keeps, into all. 0, or bad
+ * input's status. */
+static int load(int nf, char **files, const struct report_args *a, json_t *all)
+{
+	json_t *some = json_array(), *r;
+	char err[1024];
+	int skipped = 0;
+	size_t i;
+	for (int k = 0; k < nf; k++)
+		if (record_read_usable(files[k], some, &skipped, err,
+				       sizeof(err)) != 0) {
+			json_decref(some);
+			return bad_input(err);
+		}
+	json_array_foreach(some, i, r) if (kept(r, a))
+	    json_array_append(all, r);
+	json_decref(some);
+	if (json_array_size(all))
+		return 0;
+	snprintf(err, sizeof(err),
+		 "report: %s%s hold%s no %srecords%s; give JSONL files written "
+		 "by deqbench run or suite",
+		 files[0], nf > 1 ? " ..." : "", nf > 1 ? "" : "s",
+		 skipped ? "usable " : "",
+		 a->n_where ? " that --where keeps" : "");
+	return bad_input(err);
+}
+
+/* --html: the page of the files' rows (each file apart), written by
+ * temporary file and rename (fileio_replace). 0, or bad input's status. */
+static int write_html(int nf, char **files, const struct report_args *a)
+{
+	const json_t **rows = calloc((size_t)nf + 1, sizeof(*rows));
+	char *buf = NULL, err[1200];
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	int rc = 0;
+	for (int k = 0; rows && k < nf; k++) {
+		json_t *one = json_array();
+		if (!rc && load(1, files + k, a, one) != 0)
+			rc = 2;
+		rows[k] = rc ? json_array() : report_rows(one);
+		json_decref(one);
+	}
+	if (!rc && (!rows || !m || report_write_html(m, nf, files, rows) != 0))
+		rc = bad_input("report: --html: out of memory");
+	if (m)
+		fclose(m);
+	if (rc == 0) {
+		struct iovec iov = {buf, len};
+		if (fileio_replace(a->html, &iov, 1, err, sizeof(err)) != 0)
+			rc = bad_input(err);
+		else
+			fprintf(stderr, "deqbench: report written to %s\n",
+				a->html);
+	}
+	for (int k = 0; rows && k < nf; k++)
+		json_decref((json_t *)rows[k]);
+	free(rows);
+	free(buf);
+	return rc;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report_args a = {"table", NULL, NULL, {NULL}, 0};
+	json_t *all, *rows;
+	int nf = 0, rc = 0;
+	for (int i = 0; i < argc; i++) {
+		int t;
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(USAGE, stdout);
+			return 0;
+		}
+		if ((t = take(argc, argv, &i, &a, &rc)) < 0)
+			return rc;
+		if (!t)
+			argv[nf++] = argv[i];
+	}
+	if ((rc = check_args(&a)))
+		return rc;
+	if (nf == 0)
+		return bad_input("report: give one or more FILE.jsonl, e.g. "
+				 "deqbench report results/cpu/default.jsonl");
+	all = json_array();
+	if ((rc = load(nf, argv, &a, all)) == 0 && (rows = report_rows(all))) {
+		if (a.sort)
+			rows = sorted(rows, a.sort);
+		if (!strcmp(a.format, "json")) {
+			json_dumpf(rows, stdout,
+				   JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+			fputc('\n', stdout);
+		} else if (!strcmp(a.format, "csv"))
+			report_print_csv(stdout, rows);
+		else if (!strcmp(a.format, "md"))
+			report_print_md(stdout, rows);
+		else
+			report_print_term(stdout, rows);
+		json_decref(rows);
+	}
+	json_decref(all);
+	if (rc == 0 && a.html)
+		rc = write_html(nf, argv, &a);
+	return rc;
+}

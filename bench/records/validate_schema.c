@@ -1,0 +1,450 @@
+/* validate_schema.c — results/SCHEMA.md as a table: one row per documented
+ * field, section by section in the document's order (validate_schema.h
+ * describes the columns). A field that the code starts to write is added here and in
+ * SCHEMA.md in the same commit: `deqbench validate` calls an unlisted field
+ * a problem, and tests/test_validate.c compares this table with the
+ * document's tables.
+ */
+#include "validate_schema.h"
+
+#include <stddef.h>
+
+/* The date of the fields that older records lack (SCHEMA.md: "Added"). */
+#define ADDED "2026-11-23"
+/* The health object and the quartiles of `stats` (issue 28). */
+#define ADDED_HEALTH "2026-11-25"
+/* method.label (issue 30); optional even for --strict: the committed
+ * results/ records of 2026-11-25 were made before it, and every reader
+ * makes the label from the other fields where it is absent */
+#define ADDED_LABEL "2026-11-25"
+
+/* A row: name, types (enum vtype), then any other member by name. */
+#define F(n, t, ...)                                                           \
+	{                                                                      \
+		.name = n, .types = t, __VA_ARGS__                             \
+	}
+/* A method field checked like the config key of the same name. */
+#define KEYED(n, t) F(n, t, .key = n)
+#define NUM_OR_NULL (VT_NUM | VT_NULL)
+#define INT_OR_NULL (VT_INT | VT_NULL)
+#define STR_OR_NULL (VT_STR | VT_NULL)
+#define OBJ_OR_NULL (VT_OBJ | VT_NULL)
+
+static const char *const kinds[] = {"train", "eval", NULL};
+static const char *const statuses[] = {"ok", "diverged", "interrupted", "error",
+				       NULL};
+static const char *const splits[] = {"valid", NULL};
+static const char *const cpus_sources[] = {"hwloc", "sysfs", NULL};
+
+const char *const validate_config_added[] = {
+    "impl",
+    "init",
+    "init_std",
+    "embed_std",
+    "head_chunk",
+    "slots",
+    "solver_batching",
+    "f_stop_scope",
+    "b_stop_scope",
+    "protect_thres",
+    "stall_window",
+    "sync_every",
+    "jac_loss_weight",
+    "jac_loss_freq",
+    "jac_fd_eta",
+    "phantom_steps",
+    "phantom_tau",
+    "spectral_radius_iters",
+    "pretrain_steps",
+    "pretrain_layers",
+    "eval_warmup",
+    "params",
+    "save_params",
+    NULL,
+};
+
+/* {median, mean, p10, p90, min, max, p25, p75}: SCHEMA.md's `stats` */
+static const struct vfield stats_f[] = {
+    F("median", NUM_OR_NULL),
+    F("mean", NUM_OR_NULL),
+    F("p10", NUM_OR_NULL),
+    F("p90", NUM_OR_NULL),
+    F("min", NUM_OR_NULL),
+    F("max", NUM_OR_NULL),
+    F("p25", NUM_OR_NULL, .added = ADDED_HEALTH),
+    F("p75", NUM_OR_NULL, .added = ADDED_HEALTH),
+    {.name = NULL},
+};
+#define STATS(n)                                                               \
+	F(n, VT_OBJ, .members = stats_f, .doc_type = "stats", .flags = VF_PROSE)
+
+static const struct vfield suite_f[] = {
+    F("name", VT_STR),	 F("index", VT_INT), F("combo", VT_INT),
+    F("repeat", VT_INT), {.name = NULL},
+};
+
+static const struct vfield method_f[] = {
+    KEYED("method", VT_STR),
+    F("label", VT_STR, .added = ADDED_LABEL, .flags = VF_OPTIONAL),
+    KEYED("layers", VT_INT),
+    KEYED("k", VT_INT),
+    F("slots", VT_INT, .key = "slots", .added = ADDED),
+    KEYED("f_solver", VT_STR),
+    KEYED("b_solver", VT_STR),
+    KEYED("f_tol", VT_NUM),
+    KEYED("b_tol", VT_NUM),
+    KEYED("f_max_iter", VT_INT),
+    KEYED("b_max_iter", VT_INT),
+    KEYED("f_history", VT_INT),
+    KEYED("b_history", VT_INT),
+    KEYED("f_stop_mode", VT_STR),
+    KEYED("b_stop_mode", VT_STR),
+    KEYED("b_mode", VT_STR),
+    KEYED("anderson_m", VT_INT),
+    KEYED("anderson_lambda", VT_NUM),
+    KEYED("anderson_beta", VT_NUM),
+    F("solver_batching", VT_STR, .key = "solver_batching", .added = ADDED),
+    F("f_stop_scope", VT_STR, .key = "f_stop_scope", .added = ADDED),
+    F("b_stop_scope", VT_STR, .key = "b_stop_scope", .added = ADDED),
+    F("protect_thres", VT_NUM, .key = "protect_thres", .added = ADDED),
+    F("stall_window", VT_INT, .key = "stall_window", .added = ADDED),
+    F("sync_every", VT_INT, .key = "sync_every", .added = ADDED),
+    F("jac_loss_weight", VT_NUM, .key = "jac_loss_weight", .added = ADDED),
+    F("jac_loss_freq", VT_NUM, .key = "jac_loss_freq", .added = ADDED),
+    F("jac_fd_eta", VT_NUM, .key = "jac_fd_eta", .added = ADDED),
+    F("phantom_steps", VT_INT, .key = "phantom_steps", .added = ADDED),
+    F("phantom_tau", VT_NUM, .key = "phantom_tau", .added = ADDED),
+    F("spectral_radius_iters", VT_INT, .key = "spectral_radius_iters",
+      .added = ADDED),
+    {.name = NULL},
+};
+
+/* model.params[i]: {name, shape}, shape 1 to 3 ints */
+static const struct vfield int_elem = F("", VT_INT);
+static const struct vfield param_f[] = {
+    F("name", VT_STR),
+    F("shape", VT_ARR, .elem = &int_elem, .min_items = 1, .max_items = 3),
+    {.name = NULL},
+};
+static const struct vfield param_elem = F("", VT_OBJ, .members = param_f);
+
+static const struct vfield model_f[] = {
+    F("kind", VT_STR, .key = "model"),
+    F("vocab_size", VT_INT),
+    F("n_params", VT_INT),
+    F("block_flops", VT_NUM),
+    F("params", VT_ARR, .elem = &param_elem, .flags = VF_PROSE),
+    {.name = NULL},
+};
+
+static const struct vfield data_f[] = {
+    F("corpus", VT_STR, .key = "corpus"),
+    F("source_dir", STR_OR_NULL),
+    F("from_cache", VT_BOOL),
+    F("vocab_size", VT_INT),
+    F("train_tokens", VT_INT),
+    F("valid_tokens", VT_INT),
+    F("test_tokens", VT_INT),
+    F("train_batches_per_epoch", VT_INT),
+    F("epochs", VT_NUM),
+    {.name = NULL},
+};
+
+static const struct vfield timing_f[] = {
+    F("steps_timed", VT_INT),
+    STATS("step_ms"),
+    STATS("forward_ms"),
+    STATS("backward_ms"),
+    F("tokens_per_s", NUM_OR_NULL),
+    F("step_gflop", NUM_OR_NULL, .added = ADDED),
+    F("gflops", NUM_OR_NULL, .added = ADDED),
+    F("setup_s", VT_NUM),
+    F("train_s", VT_NUM),
+    F("eval_s", VT_NUM),
+    {.name = NULL},
+};
+
+/* the memory categories (kernels/backend.h) */
+static const struct vfield cats_f[] = {
+    F("params", VT_INT),
+    F("grads", VT_INT),
+    F("optimizer", VT_INT),
+    F("head", VT_INT),
+    F("depth", VT_INT),
+    F("solver", VT_INT),
+    F("workspace", INT_OR_NULL),
+    F("host", VT_INT, .added = ADDED),
+    {.name = NULL},
+};
+
+static const struct vfield pool_f[] = {
+    F("used_high_bytes", VT_INT),
+    F("reserved_high_bytes", VT_INT),
+    F("device_free_bytes", VT_INT),
+    F("device_total_bytes", VT_INT),
+    {.name = NULL},
+};
+
+/* memory.offload (method=offload) */
+static const struct vfield offload_f[] = {
+    F("bytes_per_step", VT_NUM),
+    STATS("copy_ms"),
+    STATS("stall_ms"),
+    F("overlap", NUM_OR_NULL, .flags = VF_SIGNED),
+    {.name = NULL},
+};
+
+static const struct vfield memory_f[] = {
+    F("peak_bytes", VT_OBJ, .members = cats_f),
+    F("peak_depth_solver_bytes", VT_INT),
+    F("peak_total_bytes", VT_INT),
+    F("setup_live_bytes", VT_OBJ, .members = cats_f),
+    F("setup_live_total_bytes", VT_INT),
+    F("predicted_depth_bytes", INT_OR_NULL),
+    F("predicted_solver_bytes", INT_OR_NULL),
+    F("predicted_host_bytes", INT_OR_NULL, .added = ADDED),
+    F("offload", OBJ_OR_NULL, .members = offload_f, .added = ADDED),
+    F("max_rss_bytes", VT_INT),
+    F("pool", OBJ_OR_NULL, .members = pool_f),
+    {.name = NULL},
+};
+
+/* solver.forward, solver.backward, inference.forward_solve */
+static const struct vfield solve_f[] = {
+    F("steps", VT_INT),
+    F("iters_mean", NUM_OR_NULL),
+    F("iters_max", NUM_OR_NULL),
+    F("residual_mean", NUM_OR_NULL),
+    F("residual_max", NUM_OR_NULL),
+    F("converged_fraction", NUM_OR_NULL),
+    F("nonfinite_steps", VT_INT, .added = ADDED),
+    F("protect_break_steps", VT_INT, .added = ADDED),
+    F("stall_break_steps", VT_INT, .added = ADDED),
+    {.name = NULL},
+};
+
+static const struct vfield solver_f[] = {
+    F("forward", OBJ_OR_NULL, .members = solve_f),
+    F("backward", OBJ_OR_NULL, .members = solve_f),
+    F("host_reads_per_step", NUM_OR_NULL),
+    F("jac_loss_mean", NUM_OR_NULL, .added = ADDED),
+    F("jac_loss_steps", VT_INT, .added = ADDED),
+    {.name = NULL},
+};
+
+static const struct vfield evals_f[] = {
+    F("steps", VT_INT),
+    F("forward_evals_per_step", NUM_OR_NULL),
+    F("forward_evals_total", VT_INT),
+    F("vjp_evals_per_step", NUM_OR_NULL),
+    F("vjp_evals_total", VT_INT),
+    {.name = NULL},
+};
+
+static const struct vfield quality_f[] = {
+    F("train_loss_first", NUM_OR_NULL, .flags = VF_SIGNED),
+    F("train_loss_final", NUM_OR_NULL, .flags = VF_SIGNED),
+    F("tokens_trained", VT_INT),
+    F("valid_loss", NUM_OR_NULL, .flags = VF_SIGNED),
+    F("valid_ppl", NUM_OR_NULL),
+    F("valid_eval_tokens", VT_INT),
+    F("test_loss", NUM_OR_NULL, .flags = VF_SIGNED),
+    F("test_ppl", NUM_OR_NULL),
+    F("test_eval_tokens", VT_INT),
+    F("valid_spectral_radius", NUM_OR_NULL, .added = ADDED),
+    {.name = NULL},
+};
+
+static const struct vfield inference_memory_f[] = {
+    F("peak_bytes", VT_OBJ, .members = cats_f, .flags = VF_PROSE),
+    F("peak_depth_solver_bytes", VT_INT),
+    F("peak_total_bytes", VT_INT),
+    {.name = NULL},
+};
+
+static const struct vfield inference_f[] = {
+    F("split", VT_STR, .values = splits),
+    F("batches", VT_INT),
+    F("batches_timed", VT_INT),
+    STATS("step_ms"),
+    F("tokens_per_s", NUM_OR_NULL),
+    F("forward_evals_per_batch", NUM_OR_NULL),
+    F("host_reads_per_batch", NUM_OR_NULL),
+    F("forward_solve", OBJ_OR_NULL, .members = solve_f, .flags = VF_PROSE),
+    F("memory", OBJ_OR_NULL, .members = inference_memory_f),
+    F("eval_s", VT_NUM),
+    {.name = NULL},
+};
+
+/* host.caches.<level>: {size_bytes, count}, present where the machine has
+ * that level */
+static const struct vfield cache_f[] = {
+    F("size_bytes", VT_INT),
+    F("count", VT_INT),
+    {.name = NULL},
+};
+static const struct vfield caches_f[] = {
+    F("l1d_bytes", VT_OBJ, .members = cache_f, .flags = VF_OPTIONAL),
+    F("l1i_bytes", VT_OBJ, .members = cache_f, .flags = VF_OPTIONAL),
+    F("l2_bytes", VT_OBJ, .members = cache_f, .flags = VF_OPTIONAL),
+    F("l3_bytes", VT_OBJ, .members = cache_f, .flags = VF_OPTIONAL),
+    {.name = NULL},
+};
+
+static const struct vfield os_f[] = {
+    F("sysname", VT_STR), F("release", VT_STR), F("version", VT_STR),
+    F("machine", VT_STR), {.name = NULL},
+};
+
+static const struct vfield host_f[] = {
+    F("cpu_model", STR_OR_NULL),
+    F("packages", INT_OR_NULL),
+    F("cores", INT_OR_NULL),
+    F("pus", INT_OR_NULL),
+    F("numa_nodes", INT_OR_NULL),
+    F("memory_bytes", INT_OR_NULL),
+    F("caches", VT_OBJ, .members = caches_f, .flags = VF_PROSE),
+    F("online_cpus", VT_INT),
+    F("os", VT_OBJ, .members = os_f),
+    F("hostname", VT_STR),
+    F("hwloc_api_version", VT_INT),
+    {.name = NULL},
+};
+
+static const struct vfield device_f[] = {
+    F("device", VT_STR, .key = "device"),
+    F("backend", VT_STR),
+    F("name", VT_STR),
+    F("elem_bytes", VT_INT),
+    F("total_mem_bytes", VT_INT),
+    F("compute_capability", STR_OR_NULL),
+    F("sm_count", VT_INT),
+    F("driver_version", VT_INT),
+    F("runtime_version", VT_INT),
+    F("tf32", VT_BOOL | VT_NULL),
+    F("pci_bus_id", STR_OR_NULL),
+    F("local_cpus", STR_OR_NULL),
+    F("local_cpus_source", STR_OR_NULL, .values = cpus_sources),
+    F("local_cpus_note", STR_OR_NULL),
+    {.name = NULL},
+};
+
+static const struct vfield build_f[] = {
+    F("version", VT_STR),
+    F("git_commit", VT_STR),
+    F("compiler", VT_STR),
+    F("buildtype", VT_STR),
+    F("flags", VT_STR),
+    F("blas", VT_STR),
+    F("sanitize", VT_STR),
+    F("cuda_build", VT_BOOL),
+    F("omp_wait_policy", STR_OR_NULL, .added = ADDED),
+    {.name = NULL},
+};
+
+static const struct vfield pretrain_f[] = {
+    F("steps", VT_INT),
+    F("layers", VT_INT),
+    F("steps_done", VT_INT),
+    F("steps_timed", VT_INT),
+    STATS("step_ms"),
+    STATS("forward_ms"),
+    STATS("backward_ms"),
+    F("tokens_per_s", NUM_OR_NULL),
+    F("forward_evals_per_step", NUM_OR_NULL),
+    F("vjp_evals_per_step", NUM_OR_NULL),
+    F("train_loss_last", NUM_OR_NULL, .flags = VF_SIGNED),
+    F("depth_bytes", VT_INT),
+    {.name = NULL},
+};
+
+/* trace arrays: one entry per step, a number or null (non-finite), or a
+ * boolean for the converged flags */
+static const struct vfield num_elem = F("", NUM_OR_NULL);
+static const struct vfield loss_elem = F("", NUM_OR_NULL, .flags = VF_SIGNED);
+static const struct vfield bool_elem = F("", VT_BOOL);
+#define NUMS(n) F(n, VT_ARR, .elem = &num_elem, .flags = VF_PROSE)
+static const struct vfield trace_f[] = {
+    F("loss", VT_ARR, .elem = &loss_elem, .flags = VF_PROSE),
+    NUMS("step_ms"),
+    NUMS("forward_ms"),
+    NUMS("backward_ms"),
+    NUMS("grad_norm"),
+    NUMS("lr"),
+    NUMS("fwd_iters"),
+    NUMS("fwd_residual"),
+    NUMS("bwd_iters"),
+    NUMS("bwd_residual"),
+    F("fwd_converged", VT_ARR, .elem = &bool_elem, .added = ADDED,
+      .flags = VF_PROSE),
+    F("bwd_converged", VT_ARR, .elem = &bool_elem, .added = ADDED,
+      .flags = VF_PROSE),
+    NUMS("host_reads"),
+    F("jac_loss", VT_ARR, .elem = &num_elem, .added = ADDED, .flags = VF_PROSE),
+    NUMS("last_fwd_residual_trace"),
+    NUMS("last_bwd_residual_trace"),
+    {.name = NULL},
+};
+
+/* health: did the run train (bench/records/health.h) */
+static const char *const verdicts[] = {"healthy", "unstable", "diverged", NULL};
+static const struct vfield health_f[] = {
+    F("verdict", VT_STR, .values = verdicts),
+    F("unconverged", VT_BOOL | VT_NULL),
+    F("steps", VT_INT),
+    F("grad_norm_median", NUM_OR_NULL),
+    F("grad_norm_max", NUM_OR_NULL),
+    F("spike_steps", VT_INT),
+    F("loss_final", NUM_OR_NULL),
+    F("loss_min", NUM_OR_NULL),
+    F("fwd_converged", NUM_OR_NULL),
+    F("fwd_converged_last", NUM_OR_NULL),
+    {.name = NULL},
+};
+
+/* plan (deqbench plan --run) */
+static const struct vfield plan_f[] = {
+    F("budget_mib", VT_NUM),
+    F("rank", VT_INT),
+    F("candidate", VT_STR),
+    F("predicted_peak_total_bytes", VT_INT),
+    F("predicted_host_bytes", VT_INT),
+    F("predicted_step_ms", VT_NUM),
+    F("predicted_forward_evals", VT_NUM),
+    F("predicted_vjp_evals", VT_NUM),
+    {.name = NULL},
+};
+
+static const struct vfield top_f[] = {
+    F("schema", VT_INT, .flags = VF_VERSION),
+    F("kind", VT_STR, .values = kinds, .added = ADDED),
+    F("impl", VT_STR, .added = ADDED, .flags = VF_IMPL),
+    F("status", VT_STR, .values = statuses),
+    F("message", VT_STR),
+    F("started_at", STR_OR_NULL, .flags = VF_TIME),
+    F("finished_at", STR_OR_NULL, .flags = VF_TIME),
+    F("suite", OBJ_OR_NULL, .members = suite_f),
+    F("config", VT_OBJ, .flags = VF_CONFIG),
+    F("method", OBJ_OR_NULL, .members = method_f),
+    F("model", OBJ_OR_NULL, .members = model_f),
+    F("data", OBJ_OR_NULL, .members = data_f),
+    F("timing", OBJ_OR_NULL, .members = timing_f),
+    F("memory", OBJ_OR_NULL, .members = memory_f),
+    F("solver", OBJ_OR_NULL, .members = solver_f),
+    F("evals", OBJ_OR_NULL, .members = evals_f),
+    F("health", OBJ_OR_NULL, .members = health_f, .added = ADDED_HEALTH),
+    F("quality", OBJ_OR_NULL, .members = quality_f),
+    F("inference", OBJ_OR_NULL, .members = inference_f, .added = ADDED),
+    F("host", OBJ_OR_NULL, .members = host_f),
+    F("device", OBJ_OR_NULL, .members = device_f),
+    F("build", OBJ_OR_NULL, .members = build_f),
+    F("trace", OBJ_OR_NULL, .members = trace_f),
+    F("pretrain", OBJ_OR_NULL, .members = pretrain_f, .added = ADDED),
+    F("plan", OBJ_OR_NULL, .members = plan_f, .added = ADDED),
+    {.name = NULL},
+};
+
+const struct vfield *validate_schema(void)
+{
+	return top_f;
+}

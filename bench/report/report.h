@@ -1,0 +1,75 @@
+/*
+ * report.h — the summary of run records that `deqbench report`, `run` and
+ * `suite` print, and that the findings (plots/findings.py) are generated
+ * from: one row per configuration, its runs aggregated.
+ *
+ * Rows: records whose configs are equal apart from the output-only keys
+ * (config_key_is_output) and `seed` are one row: seeds are replicates, as
+ * are a suite's repeats. A row's group is its config without the method
+ * keys (config_key_is_method); ratios (× unroll) are to the unroll row of
+ * the same group.
+ *
+ * Per row (bench/report/stats.h for the intervals):
+ * - step time: the median of the runs' median step times, with the 95% t
+ *   interval of their geometric mean (log scale); × unroll with Welch's
+ *   95% interval of the ratio of geometric means; none with one run;
+ * - noisy runs: runs whose step-time interquartile range exceeds
+ *   REPORT_NOISE_IQR of their median (torch.utils.benchmark's rule);
+ * - valid perplexity: mean ± sample sd over the runs;
+ * - memory: medians (the allocator's bytes do not vary between seeds);
+ * - health: how many runs were healthy, unstable, diverged, unconverged
+ *   (the record's `health`, bench/records/health.h), and the row's labels.
+ */
+#ifndef DQ_BENCH_REPORT_H
+#define DQ_BENCH_REPORT_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#define REPORT_NOISE_IQR 0.10
+#define REPORT_LEVEL	 0.95
+
+/* The rows of records (an array of records; those without a config object
+ * are left out), in the order their configurations first appear: an array
+ * of objects documented in docs/commands.md (`report --format json`). New
+ * reference; NULL when out of memory. */
+json_t *report_rows(const json_t *records);
+
+/* Prints rows (report_rows) as the markdown summary table, then, where
+ * rows of both implementations are present, the deqbench / PyTorch table. */
+void report_print_md(FILE *f, const json_t *rows);
+
+/* Width in columns of report_print_term's lines (at most). */
+#define REPORT_TERM_WIDTH 100
+
+/* Prints rows as the terminal table (report's default): per group a
+ * heading line ("== GROUP"), a header with the units, one line per row
+ * (method label cut to fit, runs, step ms with its 95% interval, × unroll
+ * with its interval, depth+solver and total peak × unroll, forward /
+ * backward converged %, valid ppl mean±sd, "!" when labelled), then the
+ * group's health labels as "! METHOD: LABELS" lines. */
+void report_print_term(FILE *f, const json_t *rows);
+
+/* Prints rows as CSV (RFC 4180): a header line, then one line per row with
+ * the figures of report_rows (empty where null) and the health labels. */
+void report_print_csv(FILE *f, const json_t *rows);
+
+/* Writes the HTML report of n record files (paths[i] and its rows[i]):
+ * one self-contained page with, per file, its summary table and the SVG
+ * figures plots/plot.py drew beside it (PATH-stem.*.svg), inline. 0, or -1
+ * on a write error. */
+int report_write_html(FILE *f, int n, char *const *paths,
+		      const json_t *const *rows);
+
+/* x printed with printf format f into buf, "-" when x is not finite (a
+ * null figure). */
+void report_fmt(char *buf, size_t n, double x, const char *f);
+
+/* A CSV field (RFC 4180): quoted, inner quotes doubled. */
+void report_csv_str(FILE *f, const char *s);
+
+/* report_rows then report_print_md: the summary `run`, `suite` and
+ * `report` print. */
+void record_summary(FILE *f, const json_t *records);
+
+#endif

@@ -1,0 +1,185 @@
+/* report_print.c — see report.h: the rows (report_rows) as the markdown
+ * summary table and the deqbench / PyTorch table. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../records/record.h"
+#include "report.h"
+
+static double at(const json_t *row, const char *path)
+{
+	return record_num(row, path);
+}
+
+void report_fmt(char *buf, size_t n, double x, const char *f)
+{
+	if (isfinite(x))
+		snprintf(buf, n, f, x);
+	else
+		snprintf(buf, n, "-");
+}
+
+void report_csv_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+#define fmt report_fmt
+
+/* A fraction in [0, 1] as a percentage with one decimal; never rounded to
+ * 100.0% or 0.0% unless it is exactly that, so a solve that missed its
+ * tolerance once in 2000 steps does not read as always converged. */
+static void fmt_pct(char *buf, size_t n, double x)
+{
+	double p = 100 * x;
+	if (p < 100 && p > 99.9)
+		p = 99.9;
+	else if (p > 0 && p < 0.1)
+		p = 0.1;
+	fmt(buf, n, isfinite(x) ? p : NAN, "%.1f%%");
+}
+
+/* "x [lo, hi]" (f the format of each), or "x" without an interval. */
+static void fmt_ci(char *buf, size_t n, double x, double lo, double hi,
+		   const char *f)
+{
+	char a[24], b[24], c[24];
+	fmt(a, sizeof(a), x, f);
+	if (!isfinite(x) || !isfinite(lo) || !isfinite(hi)) {
+		snprintf(buf, n, "%s", a);
+		return;
+	}
+	fmt(b, sizeof(b), lo, f);
+	fmt(c, sizeof(c), hi, f);
+	snprintf(buf, n, "%s [%s, %s]", a, b, c);
+}
+
+/* The health column: the row's labels, or "healthy" (eval rows: "-"). */
+static void fmt_health(char *buf, size_t n, const json_t *row)
+{
+	const json_t *labels =
+	    json_object_get(json_object_get(row, "health"), "labels");
+	size_t i, l = 0;
+	json_t *s;
+	buf[0] = 0;
+	json_array_foreach(labels, i, s) l +=
+	    (size_t)snprintf(buf + l, l < n ? n - l : 0, "%s%s", i ? ", " : "",
+			     json_string_value(s));
+	if (!buf[0])
+		snprintf(buf, n, "%s",
+			 strcmp(json_string_value(json_object_get(row, "kind")),
+				"eval")
+			     ? "healthy"
+			     : "-");
+}
+
+static void print_header(FILE *f)
+{
+	fprintf(f, "| group | method | status | runs | health | step ms "
+		   "[95%% CI] | × unroll [95%% CI] | infer ms | × unroll "
+		   "| depth+solver MiB | × unroll | total peak MiB | × unroll "
+		   "| fwd iters | fwd converged | bwd iters | bwd converged "
+		   "| valid ppl |\n");
+	fprintf(f, "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+		   "---:|---:|---:|---:|---:|---:|\n");
+}
+
+static void print_row(FILE *f, const json_t *row)
+{
+	char c[12][96], h[256];
+	fmt_ci(c[0], 96, at(row, "step_ms.median"), at(row, "step_ms.lo"),
+	       at(row, "step_ms.hi"), "%.2f");
+	fmt_ci(c[1], 96, at(row, "step_x_unroll.ratio"),
+	       at(row, "step_x_unroll.lo"), at(row, "step_x_unroll.hi"),
+	       "%.2f");
+	fmt(c[2], 96, at(row, "inference_ms.median"), "%.2f");
+	fmt(c[3], 96, at(row, "inference_x_unroll.ratio"), "%.2f");
+	fmt(c[4], 96, at(row, "depth_solver_mib"), "%.2f");
+	fmt(c[5], 96, at(row, "depth_solver_x_unroll"), "%.3f");
+	fmt(c[6], 96, at(row, "total_mib"), "%.2f");
+	fmt(c[7], 96, at(row, "total_x_unroll"), "%.3f");
+	fmt(c[8], 96, at(row, "fwd_iters"), "%.1f");
+	fmt_pct(c[9], 96, at(row, "fwd_converged"));
+	fmt(c[10], 96, at(row, "bwd_iters"), "%.1f");
+	fmt_pct(c[11], 96, at(row, "bwd_converged"));
+	fmt_health(h, sizeof(h), row);
+	fprintf(f,
+		"| %s | %s | %s | %lld | %s | %s | %s | %s | %s | %s | %s | "
+		"%s | %s | %s | %s | %s | %s | ",
+		json_string_value(json_object_get(row, "group")),
+		json_string_value(json_object_get(row, "method")),
+		json_string_value(json_object_get(row, "status")),
+		(long long)json_integer_value(json_object_get(row, "runs")), h,
+		c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9],
+		c[10], c[11]);
+	if (isfinite(at(row, "valid_ppl.sd")))
+		fprintf(f, "%.2f ± %.2f |\n", at(row, "valid_ppl.mean"),
+			at(row, "valid_ppl.sd"));
+	else {
+		fmt(c[0], 96, at(row, "valid_ppl.mean"), "%.2f");
+		fprintf(f, "%s |\n", c[0]);
+	}
+}
+
+/* Each deqbench row beside the pytorch row of the same config: step time
+ * and depth+solver peak, and PyTorch's / deqbench's. */
+static void print_peer_table(FILE *f, const json_t *rows)
+{
+	int header = 0;
+	size_t j;
+	json_t *r;
+	json_array_foreach(rows, j, r)
+	{
+		const json_t *p = json_array_get(
+		    rows, (size_t)json_integer_value(
+			      json_object_get(r, "pytorch_row")));
+		char c[6][32];
+		double ms, pms, ds, pds;
+		if (!json_is_integer(json_object_get(r, "pytorch_row")) || !p)
+			continue;
+		if (!header++)
+			fprintf(f, "\n| group | method | deqbench step ms | "
+				   "pytorch step ms | pytorch / deqbench | "
+				   "deqbench depth+solver MiB | pytorch "
+				   "depth+solver MiB | pytorch / deqbench |\n"
+				   "|---|---|---:|---:|---:|---:|---:|---:|\n");
+		ms = at(r, "step_ms.median");
+		pms = at(p, "step_ms.median");
+		ds = at(r, "depth_solver_mib");
+		pds = at(p, "depth_solver_mib");
+		fmt(c[0], 32, ms, "%.2f");
+		fmt(c[1], 32, pms, "%.2f");
+		fmt(c[2], 32, pms / ms, "%.2f");
+		fmt(c[3], 32, ds, "%.2f");
+		fmt(c[4], 32, pds, "%.2f");
+		fmt(c[5], 32, pds / ds, "%.2f");
+		fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			json_string_value(json_object_get(r, "group")),
+			json_string_value(json_object_get(r, "method")), c[0],
+			c[1], c[2], c[3], c[4], c[5]);
+	}
+}
+
+void report_print_md(FILE *f, const json_t *rows)
+{
+	size_t j;
+	json_t *r;
+	print_header(f);
+	json_array_foreach(rows, j, r) print_row(f, r);
+	print_peer_table(f, rows);
+}
+
+void record_summary(FILE *f, const json_t *records)
+{
+	json_t *rows = report_rows(records);
+	if (rows)
+		report_print_md(f, rows);
+	json_decref(rows);
+}

@@ -1,0 +1,305 @@
+/* report_rows.c — see report.h: the rows as JSON objects, each figure with
+ * its interval, the labels of groups and methods, and the health labels. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../config/config.h"
+#include "../records/record.h"
+#include "report.h"
+#include "report_impl.h"
+#include "stats.h"
+
+static json_t *num(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+/* The finite values of column c of row r into out (r->n doubles). */
+static int finite_col(const struct agg *r, enum col c, double *out)
+{
+	const double *x = agg_col(r, c);
+	int k = 0;
+	for (int i = 0; i < r->n; i++)
+		if (isfinite(x[i]))
+			out[k++] = x[i];
+	return k;
+}
+
+static double col_median(const struct agg *r, enum col c)
+{
+	return stats_median(agg_col(r, c), r->n);
+}
+
+static double col_mean(const struct agg *r, enum col c)
+{
+	double *x = malloc(((size_t)r->n + 1) * sizeof(*x)), m, sd;
+	int k = x ? finite_col(r, c, x) : 0;
+	stats_mean_sd(x, k, &m, &sd);
+	free(x);
+	return m;
+}
+
+/* {"median", "lo", "hi", "n"} of column c: the runs' median and the 95%
+ * interval of their geometric mean (nulls with fewer than 2 runs). */
+static json_t *interval_json(const struct agg *r, enum col c)
+{
+	double *x = malloc(((size_t)r->n + 1) * sizeof(*x)), lo, hi;
+	int k = x ? finite_col(r, c, x) : 0;
+	json_t *o = json_object();
+	stats_log_interval(x, k, REPORT_LEVEL, &lo, &hi);
+	json_object_set_new(o, "median", num(stats_median(x, k)));
+	json_object_set_new(o, "lo", num(lo));
+	json_object_set_new(o, "hi", num(hi));
+	json_object_set_new(o, "n", json_integer(k));
+	free(x);
+	return o;
+}
+
+/* {"ratio", "lo", "hi"} of column c, row r over row b: the ratio of the
+ * medians and Welch's 95% interval; null without b or a median. */
+static json_t *ratio_json(const struct agg *r, const struct agg *b, enum col c)
+{
+	double *x, *y, lo, hi, ratio;
+	int kx, ky;
+	json_t *o;
+	if (!b)
+		return json_null();
+	ratio = col_median(r, c) / col_median(b, c);
+	if (!isfinite(ratio))
+		return json_null();
+	x = malloc(((size_t)r->n + 1) * sizeof(*x));
+	y = malloc(((size_t)b->n + 1) * sizeof(*y));
+	kx = x ? finite_col(r, c, x) : 0;
+	ky = y ? finite_col(b, c, y) : 0;
+	stats_log_ratio_interval(x, kx, y, ky, REPORT_LEVEL, &lo, &hi);
+	o = json_object();
+	json_object_set_new(o, "ratio", num(ratio));
+	json_object_set_new(o, "lo", num(lo));
+	json_object_set_new(o, "hi", num(hi));
+	free(x);
+	free(y);
+	return o;
+}
+
+/* A row's method label from a record made before 2026-11-25, which lacks
+ * method.label: what method_label (methods/method.h) writes, read from
+ * the record's config and method objects. */
+static void label_of_old(char *buf, size_t n, const json_t *rec)
+{
+	const json_t *cfg = json_object_get(rec, "config");
+	const json_t *m = json_object_get(rec, "method");
+	const char *meth = report_str(cfg, "method", "?");
+	double L = record_num(cfg, "layers");
+	if (!strcmp(meth, "unroll") || !strcmp(meth, "offload"))
+		snprintf(buf, n, "%s L=%.0f", meth, L);
+	else if (!strcmp(meth, "checkpoint") || !strcmp(meth, "revolve")) {
+		const char *key = meth[0] == 'c' ? "k" : "slots";
+		double k = record_num(m, key);
+		if (!isfinite(k))
+			k = record_num(cfg, key);
+		snprintf(buf, n, "%s L=%.0f %s=%.0f", meth, L, key, k);
+	} else if (!strcmp(meth, "deq"))
+		snprintf(buf, n, "deq %s/%s", report_str(cfg, "f_solver", "?"),
+			 report_str(cfg, "b_mode", "?"));
+	else
+		snprintf(buf, n, "%s", meth);
+}
+
+/* The row's method label: the record's method.label (label_of_old before
+ * 2026-11-25). vary_deq: the deq keys whose values differ between the deq
+ * records of the table; each is appended to a deq row's label, so rows
+ * that differ only in, say, f_tol or f_history get distinct labels. */
+static void row_label(char *buf, size_t n, const json_t *rec,
+		      const json_t *vary_deq)
+{
+	const json_t *cfg = json_object_get(rec, "config");
+	const char *label = json_string_value(
+	    json_object_get(json_object_get(rec, "method"), "label"));
+	const char *k2;
+	json_t *v2;
+	size_t l;
+	if (label)
+		snprintf(buf, n, "%s", label);
+	else
+		label_of_old(buf, n, rec);
+	if (strcmp(report_str(cfg, "method", "?"), "deq"))
+		return;
+	l = strlen(buf);
+	json_object_foreach((json_t *)vary_deq, k2, v2)
+	{
+		char *t;
+		if (l >= n || !strcmp(k2, "f_solver") || !strcmp(k2, "b_mode"))
+			continue;
+		t = record_value_text(json_object_get(cfg, k2));
+		l +=
+		    (size_t)snprintf(buf + l, n - l, " %s=%s", k2, t ? t : "?");
+		free(t);
+	}
+}
+
+/* The group label: "key=value ..." of the varying keys, or the corpus. */
+static void group_label(char *group, size_t n, const json_t *cfg,
+			const json_t *varying)
+{
+	const char *k2;
+	json_t *v2;
+	size_t gl = 0;
+	group[0] = 0;
+	json_object_foreach((json_t *)varying, k2, v2)
+	{
+		char *t = record_value_text(json_object_get(cfg, k2));
+		gl +=
+		    (size_t)snprintf(group + gl, gl < n ? n - gl : 0, "%s%s=%s",
+				     gl ? " " : "", k2, t ? t : "?");
+		free(t);
+		if (gl >= n)
+			break;
+	}
+	if (!group[0])
+		snprintf(group, n, "%s", report_str(cfg, "corpus", "-"));
+}
+
+static void add_label(json_t *labels, const char *what, int k, int n)
+{
+	char buf[64];
+	if (k <= 0)
+		return;
+	snprintf(buf, sizeof(buf), "%s %d/%d", what, k, n);
+	json_array_append_new(labels, json_string(buf));
+}
+
+/* The row's health object: the counts and the labels ("unstable 1/3",
+ * ...; empty when every run was healthy and steady). */
+static json_t *health_json(const struct agg *r)
+{
+	json_t *o = json_object(), *labels = json_array();
+	json_object_set_new(o, "healthy", json_integer(r->healthy));
+	json_object_set_new(o, "unstable", json_integer(r->unstable));
+	json_object_set_new(o, "diverged", json_integer(r->diverged));
+	json_object_set_new(o, "unconverged", json_integer(r->unconverged));
+	json_object_set_new(o, "noisy", json_integer(r->noisy));
+	json_object_set_new(o, "unknown", json_integer(r->no_health));
+	add_label(labels, "diverged", r->diverged, r->n);
+	add_label(labels, "unstable", r->unstable, r->n);
+	add_label(labels, "unconverged", r->unconverged, r->n);
+	add_label(labels, "noisy", r->noisy, r->n);
+	add_label(labels, "health unknown", r->no_health, r->n);
+	json_object_set_new(o, "labels", labels);
+	return o;
+}
+
+/* {"mean", "sd"} of the runs' valid perplexities. */
+static json_t *ppl_json(const struct agg *r)
+{
+	double *x = malloc(((size_t)r->n + 1) * sizeof(*x)), m, sd;
+	int k = x ? finite_col(r, C_PPL, x) : 0;
+	json_t *o = json_object();
+	stats_mean_sd(x, k, &m, &sd);
+	json_object_set_new(o, "mean", num(m));
+	json_object_set_new(o, "sd", num(sd));
+	json_object_set_new(o, "n", json_integer(k));
+	free(x);
+	return o;
+}
+
+/* The row's config: the first record's without the seed. */
+static json_t *row_config(const struct agg *r)
+{
+	json_t *c = json_deep_copy(json_object_get(r->first, "config"));
+	json_object_del(c, "seed");
+	return c;
+}
+
+static void set_mem(json_t *o, const struct agg *r, const struct agg *b)
+{
+	double ds = col_median(r, C_DS), tot = col_median(r, C_TOT);
+	json_object_set_new(o, "depth_solver_mib", num(ds / 1048576.0));
+	json_object_set_new(o, "depth_solver_x_unroll",
+			    num(b ? ds / col_median(b, C_DS) : NAN));
+	json_object_set_new(o, "total_mib", num(tot / 1048576.0));
+	json_object_set_new(o, "total_x_unroll",
+			    num(b ? tot / col_median(b, C_TOT) : NAN));
+}
+
+static void set_solver(json_t *o, const struct agg *r)
+{
+	json_object_set_new(o, "fwd_iters", num(col_mean(r, C_FIT)));
+	json_object_set_new(o, "fwd_converged", num(col_mean(r, C_FCV)));
+	json_object_set_new(o, "bwd_iters", num(col_mean(r, C_BIT)));
+	json_object_set_new(o, "bwd_converged", num(col_mean(r, C_BCV)));
+	json_object_set_new(o, "forward_evals", num(col_mean(r, C_FEV)));
+	json_object_set_new(o, "vjp_evals", num(col_mean(r, C_VEV)));
+}
+
+/* Row j of t as a JSON object (report.h). */
+static json_t *row_json(const struct table *t, size_t j)
+{
+	const struct agg *r = &t->rows[j], *b = report_unroll_row(t, r);
+	const json_t *cfg = json_object_get(r->first, "config");
+	char label[256], group[256];
+	json_t *o = json_object();
+	group_label(group, sizeof(group), cfg, t->varying);
+	row_label(label, sizeof(label), r->first, t->vary_deq);
+	json_object_set_new(o, "group", json_string(group));
+	json_object_set_new(o, "method", json_string(label));
+	json_object_set_new(o, "impl",
+			    json_string(report_str(cfg, "impl", "deqbench")));
+	json_object_set_new(o, "kind",
+			    json_string(report_str(r->first, "kind", "train")));
+	json_object_set_new(o, "status", json_string(r->status));
+	json_object_set_new(o, "runs", json_integer(r->n));
+	json_object_set_new(o, "runs_ok", json_integer(r->n_ok));
+	json_object_set_new(o, "seeds", json_deep_copy(r->seeds));
+	json_object_set_new(o, "health", health_json(r));
+	json_object_set_new(o, "step_ms", interval_json(r, C_STEP));
+	json_object_set_new(o, "step_x_unroll", ratio_json(r, b, C_STEP));
+	json_object_set_new(o, "inference_ms", interval_json(r, C_INF));
+	json_object_set_new(o, "inference_x_unroll", ratio_json(r, b, C_INF));
+	set_mem(o, r, b);
+	set_solver(o, r);
+	json_object_set_new(o, "valid_ppl", ppl_json(r));
+	json_object_set_new(o, "config", row_config(r));
+	return o;
+}
+
+/* The index of the impl=pytorch row of row j's config, or -1 (row j
+ * itself a pytorch row). */
+static json_int_t pytorch_row(const struct table *t, size_t j)
+{
+	json_t *c = json_deep_copy(json_object_get(t->rows[j].first, "config"));
+	json_int_t found = -1;
+	char *k;
+	if (!strcmp(report_str(c, "impl", "deqbench"), "pytorch")) {
+		json_decref(c);
+		return -1;
+	}
+	json_object_set_new(c, "impl", json_string("pytorch"));
+	k = report_key(c, 0);
+	for (size_t q = 0; k && q < t->nrow && found < 0; q++)
+		if (!strcmp(t->rows[q].key, k))
+			found = (json_int_t)q;
+	free(k);
+	json_decref(c);
+	return found;
+}
+
+json_t *report_rows(const json_t *records)
+{
+	struct table t;
+	json_t *rows = NULL;
+	if (report_table_build(&t, records) == 0) {
+		rows = json_array();
+		for (size_t j = 0; j < t.nrow; j++) {
+			json_t *o = row_json(&t, j);
+			json_int_t p = pytorch_row(&t, j);
+			json_object_set_new(o, "pytorch_row",
+					    p < 0 ? json_null()
+						  : json_integer(p));
+			json_array_append_new(rows, o);
+		}
+	}
+	report_table_free(&t);
+	return rows;
+}

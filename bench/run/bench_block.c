@@ -1,0 +1,521 @@
+/* bench_block.c — `deqbench bench-block`: the block's achieved GFLOP/s next
+ * to the backend GEMM's GFLOP/s on the same shapes.
+ *
+ * What is counted (model_block_flops, models/transformer.c): forward FLOPs
+ * F_fwd = 2N(4d² + 2dF) + 4BT²d (GEMMs plus q kᵀ and att v over the full
+ * T×T, multiply-add = 2). Forward + vjp with parameter gradients is counted
+ * as 3 F_fwd, the usual convention: the backward of every matmul is two
+ * matmuls of the same size (input and weight gradients). Bias, LayerNorm,
+ * softmax, relu and copies are not counted but are timed.
+ *
+ * The GEMM reference runs the block's twelve GEMMs (N = B*T rows):
+ *   forward  z Wqkvᵀ (N,3d,d)  a Woᵀ (N,d,d)  h W1ᵀ (N,F,d)  p W2ᵀ (N,d,F)
+ *   dX       dqkv Wqkv (N,d,3d)  dr1 Wo (N,d,d)  dp W1 (N,d,F)  dr2 W2 (N,F,d)
+ *   dW       dqkvᵀ z (3d,d,N)  dr1ᵀ a (d,d,N)  dpᵀ h (F,d,N)  dr2ᵀ p (d,F,N)
+ * each timed alone (median), and reports Σ flops / Σ median time: the rate
+ * the block would reach if it were only these GEMMs. ratio = block rate /
+ * GEMM rate; below 1 by the cost of attention (not a BLAS call on the CPU)
+ * and the element-wise ops.
+ *
+ * model=trellisnet (models/trellisnet.c, h = d_model): F_fwd = 16 N h², the
+ * layer's eight (N,h,h) GEMMs (4 gates x 2 taps); its vjp has eight of
+ * each of dX = dpre_j W_jk (N,h,h) and dW = dpre_jᵀ x (h,h,N). The
+ * reference times those three shapes once and counts each 8 times (the
+ * 24 GEMMs' time if each ran as fast as timed). The gates, shifts and
+ * weight transposition are timed with the block, not counted.
+ *
+ * vocab=V > 0 adds the LM head's three GEMMs at N = B*T rows and E =
+ * d_model (the head's input width):
+ *   logits z Whᵀ (N,V,E)   dz = dlogits Wh (N,E,V)   dWh = dlogitsᵀ z (V,E,N)
+ * each timed once (median), and a rate for one training step's GEMM
+ * shapes: Σ flops / Σ time over layers=L times the block's GEMMs (as
+ * above, with their multiplicity) plus the head's three, the rate a
+ * whole step's counted FLOPs (timing.gflops, bench/run/run_record.h) could
+ * reach if every counted FLOP ran at these GEMMs' speed. The injection's
+ * GEMMs (small beside these) are not in it.
+ */
+#include "bench_block.h"
+
+#include <assert.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../models/model.h"
+#include "../config/config.h"
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+struct bb_cfg {
+	int d, H, F, T, B, threads, iters, warmup;
+	int vocab, layers; /* head GEMMs (0: off); block GEMMs per step */
+	uint64_t seed;
+	const char *device;
+	enum model_kind model; /* transformer (default) or trellisnet */
+};
+
+/* The config keys bench-block reads, parsed and checked as `run`'s are
+ * (config_set), and their values where they differ from `run`'s defaults:
+ * the bench-block preset (docs/commands.md). */
+static const char *const run_keys[] = {
+    "model",  "d_model", "n_heads", "d_ff", "seq_len", "batch_size",
+    "layers", "device",	 "threads", "seed", NULL,
+};
+static const char *const preset[] = {
+    "d_model=128",   "n_heads=4", "d_ff=512", "seq_len=64",
+    "batch_size=16", "layers=1",  NULL,
+};
+
+/* Its own keys: rows (methods/keys.h) over struct bb_own, parsed by
+ * config_set_row. */
+struct bb_own {
+	int iters, warmup, vocab;
+};
+#define O struct bb_own
+static const struct key_desc own_keys[] = {
+    KEY_INT(O, "iters", "bench", iters, 1, 1e9, "timed repetitions", 0),
+    KEY_INT(O, "warmup", "bench", warmup, 0, 1e9, "untimed repetitions", 0),
+    KEY_INT(O, "vocab", "bench", vocab, 0, 1 << 26,
+	    "LM head vocabulary V; 0 = the head is not timed", 0),
+};
+#undef O
+static const struct bb_own own_defaults = {20, 3, 0};
+
+static int in_list(const char *k, size_t kl, const char *const *list)
+{
+	for (int i = 0; list[i]; i++)
+		if (strlen(list[i]) == kl && !strncmp(k, list[i], kl))
+			return 1;
+	return 0;
+}
+
+/* bench-block's key names, ", "-separated, into buf. */
+static void key_names(char *buf, size_t n)
+{
+	size_t l = 0;
+	buf[0] = 0;
+	for (int i = 0; run_keys[i] && l < n; i++)
+		l += (size_t)snprintf(buf + l, n - l, "%s, ", run_keys[i]);
+	for (size_t i = 0; i < NELEM(own_keys) && l < n; i++)
+		l += (size_t)snprintf(buf + l, n - l, "%s%s", own_keys[i].name,
+				      i + 1 < NELEM(own_keys) ? ", " : "");
+}
+
+/* Sets "key=value" a (eq: its '=') in *c or *own. 0, or -1 with err. */
+static int set_key(struct bench_config *c, struct bb_own *own, const char *a,
+		   const char *eq, char *err, size_t errlen)
+{
+	char key[64], names[256], sug[96] = "";
+	size_t kl = (size_t)(eq - a);
+	const char *close;
+	for (size_t i = 0; i < NELEM(own_keys); i++)
+		if (strlen(own_keys[i].name) == kl &&
+		    !strncmp(a, own_keys[i].name, kl))
+			return config_set_row(&own_keys[i], own, eq + 1, err,
+					      errlen);
+	snprintf(key, sizeof(key), "%.*s", (int)(kl < 63 ? kl : 63), a);
+	if (in_list(a, kl, run_keys))
+		return config_set(c, key, eq + 1, err, errlen);
+	close = config_closest_key(key);
+	if (close && in_list(close, strlen(close), run_keys))
+		snprintf(sug, sizeof(sug), "; did you mean '%s'?", close);
+	key_names(names, sizeof(names));
+	if (config_key_known(key))
+		snprintf(err, errlen,
+			 "'%s' is a key of deqbench run, not of bench-block; "
+			 "bench-block's keys: %s",
+			 key, names);
+	else
+		snprintf(err, errlen,
+			 "unknown key '%s'%s; bench-block's keys: %s", key, sug,
+			 names);
+	return -1;
+}
+
+/* Prints the usage with every key's default (the preset). */
+static void print_usage(const struct bench_config *c, const struct bb_own *own)
+{
+	printf("usage: deqbench bench-block [key=value ...]\n"
+	       "  keys and their defaults (the bench-block preset; the config "
+	       "keys are\n  parsed and checked as deqbench run's):\n   ");
+	for (int i = 0; run_keys[i]; i++) {
+		json_t *v = config_key_json(c, run_keys[i]);
+		char *t = json_is_string(v) ? strdup(json_string_value(v))
+					    : json_dumps(v, JSON_ENCODE_ANY);
+		printf(" %s=%s", run_keys[i], t ? t : "?");
+		free(t);
+		json_decref(v);
+	}
+	for (size_t i = 0; i < NELEM(own_keys); i++)
+		printf(" %s=%d", own_keys[i].name,
+		       *(const int *)((const char *)own + own_keys[i].offset));
+	printf("\n  model: transformer or trellisnet; vocab=V > 0: also time "
+	       "the LM head's\n  three GEMMs and print the rate of one "
+	       "training step's GEMM shapes\n  (layers x the block's + the "
+	       "head's)\n");
+}
+
+/* The preset: run's defaults with preset[] over them. */
+static void preset_config(struct bench_config *c)
+{
+	char err[256];
+	config_defaults(c);
+	for (int i = 0; preset[i]; i++) {
+		int rc = config_set_arg(c, preset[i], err, sizeof(err));
+		assert(rc == 0 && "the preset holds valid keys");
+		(void)rc;
+	}
+}
+
+/* The bench-block config from c and own. */
+static void fill(struct bb_cfg *b, const struct bench_config *c,
+		 const struct bb_own *own)
+{
+	const struct model_config *m = &c->model;
+	*b = (struct bb_cfg){.d = m->d_model,
+			     .H = m->n_heads,
+			     .F = m->d_ff,
+			     .T = m->seq_len,
+			     .B = m->batch_size,
+			     .threads = c->threads,
+			     .iters = own->iters,
+			     .warmup = own->warmup,
+			     .vocab = own->vocab,
+			     .layers = c->method.layers,
+			     .seed = m->seed,
+			     .device = config_device_name(c->device),
+			     .model = m->kind};
+}
+
+/* argv[1..argc) into *b (the preset for keys not given). 0; 1 after
+ * printing the usage for --help; -1 on bad input (its message printed). */
+static int parse_args(int argc, char **argv, struct bb_cfg *b)
+{
+	struct bench_config c;
+	struct bb_own own = own_defaults;
+	char err[1024];
+	preset_config(&c);
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			print_usage(&c, &own);
+			return 1;
+		}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *eq = strchr(a, '=');
+		if (!eq || eq == a)
+			snprintf(err, sizeof(err),
+				 "'%s' is not key=value; write e.g. "
+				 "d_model=128 (deqbench bench-block --help "
+				 "lists the keys)",
+				 a);
+		if (!eq || eq == a ||
+		    set_key(&c, &own, a, eq, err, sizeof(err)))
+			goto bad;
+	}
+	if (c.model.kind != MODEL_TRANSFORMER &&
+	    c.model.kind != MODEL_TRELLISNET) {
+		snprintf(err, sizeof(err),
+			 "model=%s: bench-block knows the GEMM shapes of "
+			 "transformer and trellisnet; use one of them",
+			 model_kind_name(c.model.kind));
+		goto bad;
+	}
+	if (config_validate(&c, err, sizeof(err)) != 0)
+		goto bad;
+	fill(b, &c, &own);
+	return 0;
+bad:
+	fprintf(stderr, "deqbench bench-block: %s\n", err);
+	return -1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct gemm_shape {
+	const char *what;
+	int ta, tb, M, N, K;
+};
+
+/* Median milliseconds of one gemm call of shape s (operands of the right
+ * sizes from A, Bm, C; contents irrelevant to the rate). */
+static double time_gemm(struct backend *be, const struct gemm_shape *s, void *A,
+			void *Bm, void *C, int warmup, int iters, double *ms)
+{
+	int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
+	for (int i = 0; i < warmup + iters; i++) {
+		be_timer_mark(be, 0);
+		be_gemm(be, s->ta, s->tb, s->M, s->N, s->K, 1.0, A, lda, Bm,
+			ldb, 1.0, C, s->N);
+		be_timer_mark(be, 1);
+		if (i >= warmup)
+			ms[i - warmup] = be_timer_elapsed_ms(be, 0, 1);
+	}
+	return median(ms, iters);
+}
+
+/* Device buffers of one bench-block run and the host scratch. */
+struct bb_bufs {
+	size_t nd;  /* block state elements (m->n_state) */
+	size_t big; /* elements of each GEMM operand: max(N w, w d, N V,
+		     * V d) */
+	void *z, *zo, *g, *gi, *tape; /* block input/output, cotangents */
+	void *A, *Bm, *C;	      /* GEMM operands */
+	double *ms, *host;	      /* iters timings; max(nd, big) inputs */
+};
+
+/* Allocates the buffers of model M (c's sizes) and fills them with
+ * deterministic O(1) values. -1 when out of memory (message printed; free
+ * with bb_free). */
+static int bb_alloc(struct backend *be, struct model *m, const struct bb_cfg *c,
+		    struct bb_bufs *b)
+{
+	size_t N = (size_t)c->B * c->T, d = (size_t)c->d, F = (size_t)c->F;
+	size_t w = F > 3 * d ? F : 3 * d, V = (size_t)c->vocab;
+	b->nd = m->n_state;
+	/* GEMM operands below are at most max(N w, w d, N V, V d) =
+	 * max(N, d) max(w, V) elements */
+	b->big = (N > d ? N : d) * (w > V ? w : V);
+	b->z = backend_alloc(be, b->nd, MEM_DEPTH);
+	b->zo = backend_alloc(be, b->nd, MEM_DEPTH);
+	b->g = backend_alloc(be, b->nd, MEM_DEPTH);
+	b->gi = backend_alloc(be, b->nd, MEM_DEPTH);
+	b->tape = backend_alloc(be, model_tape_elems(m), MEM_DEPTH);
+	b->A = backend_alloc(be, b->big, MEM_WORKSPACE);
+	b->Bm = backend_alloc(be, b->big, MEM_WORKSPACE);
+	b->C = backend_alloc(be, b->big, MEM_WORKSPACE);
+	b->ms = malloc(sizeof(double) * (size_t)c->iters);
+	b->host = malloc(sizeof(double) * (b->nd > b->big ? b->nd : b->big));
+	if (!b->z || !b->zo || !b->g || !b->gi || !b->tape || !b->A || !b->Bm ||
+	    !b->C || !b->ms || !b->host) {
+		fprintf(stderr, "deqbench bench-block: out of memory\n");
+		return -1;
+	}
+	/* deterministic O(1) inputs: z, gz_out and u from a cheap LCG */
+	uint64_t s = 12345;
+	for (size_t i = 0; i < (b->nd > b->big ? b->nd : b->big); i++) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		b->host[i] = (double)(s >> 11) * 0x1.0p-53 - 0.5;
+	}
+	be_upload(be, b->z, b->host, b->nd);
+	be_upload(be, b->g, b->host + 1, b->nd); /* big > nd */
+	be_upload(be, b->A, b->host, b->big);
+	be_upload(be, b->Bm, b->host, b->big);
+	be_fill(be, b->C, 0.0, b->big);
+	model_inject_forward(m); /* u from token 0 rows: any values do */
+	return 0;
+}
+
+/* Frees what bb_alloc allocated (NULL pointers included). */
+static void bb_free(struct backend *be, struct bb_bufs *b)
+{
+	free(b->ms);
+	free(b->host);
+	void *dev[] = {b->z, b->zo, b->g, b->gi, b->tape, b->A, b->Bm, b->C};
+	for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
+		backend_free(be, dev[i]);
+}
+
+/* Median ms of the block's forward with tape (*fwd), its vjp with
+ * parameter gradients (*bwd) and both (*blk), as a method's backward
+ * runs them. -1 when out of memory (message printed). */
+static int time_block(struct backend *be, struct model *m,
+		      const struct bb_cfg *c, struct bb_bufs *b, double *fwd,
+		      double *bwd, double *blk)
+{
+	double *fm = malloc(sizeof(double) * (size_t)c->iters);
+	double *bm = malloc(sizeof(double) * (size_t)c->iters);
+	if (!fm || !bm) {
+		free(fm);
+		free(bm);
+		fprintf(stderr, "deqbench bench-block: out of memory\n");
+		return -1;
+	}
+	for (int i = 0; i < c->warmup + c->iters; i++) {
+		be_timer_mark(be, 0);
+		model_block_forward(m, b->zo, b->z, m->u, b->tape);
+		be_timer_mark(be, 1);
+		model_block_vjp(m, b->gi, m->gu, b->g, b->tape, 1);
+		be_timer_mark(be, 2);
+		if (i >= c->warmup) {
+			fm[i - c->warmup] = be_timer_elapsed_ms(be, 0, 1);
+			bm[i - c->warmup] = be_timer_elapsed_ms(be, 1, 2);
+			b->ms[i - c->warmup] = be_timer_elapsed_ms(be, 0, 2);
+		}
+	}
+	*fwd = median(fm, c->iters);
+	*bwd = median(bm, c->iters);
+	*blk = median(b->ms, c->iters);
+	free(fm);
+	free(bm);
+	return 0;
+}
+
+/* Times shapes sh[0..n) once each and prints a row per shape; adds their
+ * flops and median ms, each counted mult times, to *flops and *ms. */
+static void time_shapes(struct backend *be, const struct bb_cfg *c,
+			const struct gemm_shape *sh, size_t n, int mult,
+			struct bb_bufs *b, double *flops, double *ms)
+{
+	for (size_t k = 0; k < n; k++) {
+		double t = time_gemm(be, &sh[k], b->A, b->Bm, b->C, c->warmup,
+				     c->iters, b->ms);
+		double f = 2.0 * sh[k].M * (double)sh[k].N * sh[k].K;
+		*flops += f * mult;
+		*ms += t * mult;
+		printf("%-22s %6d %6d %6d %10.4f %10.2f\n", sh[k].what, sh[k].M,
+		       sh[k].N, sh[k].K, t, f / (t * 1e6));
+	}
+}
+
+/* Times and prints the reference GEMMs of the block (see the header):
+ * *flops and *ms their counted FLOPs and median times, summed. */
+static void time_gemms(struct backend *be, const struct bb_cfg *c, int tn,
+		       struct bb_bufs *b, double *flops, double *ms)
+{
+	int n = (int)((size_t)c->B * c->T), D = c->d, FF = c->F;
+	const struct gemm_shape shapes[] = {
+	    {"fwd  qkv  z Wqkv^T", 0, 1, n, 3 * D, D},
+	    {"fwd  out  a Wo^T", 0, 1, n, D, D},
+	    {"fwd  ff1  h W1^T", 0, 1, n, FF, D},
+	    {"fwd  ff2  p W2^T", 0, 1, n, D, FF},
+	    {"dX   qkv  dqkv Wqkv", 0, 0, n, D, 3 * D},
+	    {"dX   out  dr1 Wo", 0, 0, n, D, D},
+	    {"dX   ff1  dp W1", 0, 0, n, D, FF},
+	    {"dX   ff2  dr2 W2", 0, 0, n, FF, D},
+	    {"dW   qkv  dqkv^T z", 1, 0, 3 * D, D, n},
+	    {"dW   out  dr1^T a", 1, 0, D, D, n},
+	    {"dW   ff1  dp^T h", 1, 0, FF, D, n},
+	    {"dW   ff2  dr2^T p", 1, 0, D, FF, n},
+	};
+	/* trellisnet: its three GEMM shapes (see the header) */
+	const struct gemm_shape tn_shapes[] = {
+	    {"fwd  conv x W_jk^T", 0, 1, n, D, D},
+	    {"dX   conv dpre_j W_jk", 0, 0, n, D, D},
+	    {"dW   conv dpre_j^T x", 1, 0, D, D, n},
+	};
+	printf("%-22s %6s %6s %6s %10s %10s\n", "gemm", "M", "N", "K", "ms",
+	       "GFLOP/s");
+	*flops = *ms = 0;
+	if (tn)
+		time_shapes(be, c, tn_shapes, NELEM(tn_shapes), 8, b, flops,
+			    ms);
+	else
+		time_shapes(be, c, shapes, NELEM(shapes), 1, b, flops, ms);
+}
+
+/* Times and prints the head's three GEMMs (c->vocab > 0; see the header,
+ * E = d_model): *flops and *ms their FLOPs and median times, summed. */
+static void time_head_gemms(struct backend *be, const struct bb_cfg *c,
+			    struct bb_bufs *b, double *flops, double *ms)
+{
+	int n = (int)((size_t)c->B * c->T), E = c->d, V = c->vocab;
+	const struct gemm_shape head[] = {
+	    {"head logits z Wh^T", 0, 1, n, V, E},
+	    {"head dz  dlogits Wh", 0, 0, n, E, V},
+	    {"head dWh dlogits^T z", 1, 0, V, E, n},
+	};
+	*flops = *ms = 0;
+	time_shapes(be, c, head, NELEM(head), 1, b, flops, ms);
+}
+
+/* With vocab > 0: times the head's GEMMs and prints the rate of one
+ * training step's GEMM shapes, layers x the block's (block_flops FLOPs in
+ * block_ms) + the head's. */
+static void print_step_rate(struct backend *be, const struct bb_cfg *c,
+			    struct bb_bufs *b, double block_flops,
+			    double block_ms)
+{
+	double hf, hms;
+	time_head_gemms(be, c, b, &hf, &hms);
+	double f = c->layers * block_flops + hf,
+	       ms = c->layers * block_ms + hms;
+	printf("gemm, one training step's shapes %8.4f ms for %.4g GFLOP  "
+	       "%.2f GFLOP/s  (layers=%d x block + head, vocab=%d)\n",
+	       ms, f * 1e-9, f / (ms * 1e6), c->layers, c->vocab);
+}
+
+/* Creates the backend and the model of c. 0, or -1 with the message
+ * printed (*be destroyed). */
+static int bb_setup(const struct bb_cfg *c, struct backend **be,
+		    struct model **m)
+{
+	char err[256] = "";
+	struct model_config mc = {
+	    .kind = c->model,
+	    .d_model = c->d,
+	    .n_heads = c->H,
+	    .d_ff = c->F,
+	    .seq_len = c->T,
+	    .batch_size = c->B,
+	    .vocab_size = 16, /* the head is not timed */
+	    .seed = c->seed,
+	};
+	if (backend_create(be, c->device, c->threads, err, sizeof(err)) != 0) {
+		fprintf(stderr, "deqbench bench-block: %s\n", err);
+		return -1;
+	}
+	if (model_create(m, *be, &mc, err, sizeof(err)) != 0) {
+		fprintf(stderr, "deqbench bench-block: %s\n", err);
+		backend_destroy(*be);
+		return -1;
+	}
+	return 0;
+}
+
+int bench_block_main(int argc, char **argv)
+{
+	struct bb_cfg c;
+	struct backend *be = NULL;
+	struct model *m = NULL;
+	struct bb_bufs b = {0};
+	struct backend_info info;
+	double fwd_ms, bwd_ms, blk_ms, flops, blk_gfs, gflop_sum, gms_sum;
+	int rc = 1, pa = parse_args(argc, argv, &c);
+
+	if (pa != 0)
+		return pa > 0 ? 0 : 2;
+	if (bb_setup(&c, &be, &m) != 0)
+		return 2;
+	if (bb_alloc(be, m, &c, &b) != 0 ||
+	    time_block(be, m, &c, &b, &fwd_ms, &bwd_ms, &blk_ms) != 0)
+		goto done;
+	flops = model_block_flops(m);
+	blk_gfs = 3.0 * flops / (blk_ms * 1e6);
+	be_info(be, &info);
+	printf("bench-block: model=%s device=%s (%s) B=%d T=%d d_model=%d "
+	       "n_heads=%d d_ff=%d iters=%d warmup=%d\n",
+	       model_kind_name(c.model), c.device, info.name, c.B, c.T, c.d,
+	       c.H, c.F, c.iters, c.warmup);
+	time_gemms(be, &c, c.model == MODEL_TRELLISNET, &b, &gflop_sum,
+		   &gms_sum);
+	double gemm_gfs = gflop_sum / (gms_sum * 1e6);
+	printf("block forward   %10.4f ms (median)\n", fwd_ms);
+	printf("block vjp       %10.4f ms (median, parameter gradients on)\n",
+	       bwd_ms);
+	printf("block fwd+vjp   %10.4f ms  %.4g GFLOP counted (3 x %.4g "
+	       "forward)  %.2f GFLOP/s\n",
+	       blk_ms, 3.0 * flops * 1e-9, flops * 1e-9, blk_gfs);
+	printf("gemm, same shapes %8.4f ms for %.4g GFLOP  %.2f GFLOP/s\n",
+	       gms_sum, gflop_sum * 1e-9, gemm_gfs);
+	printf("ratio block/gemm %.3f  (gemm share of block time %.0f%%)\n",
+	       blk_gfs / gemm_gfs, 100.0 * gms_sum / blk_ms);
+	if (c.vocab > 0)
+		print_step_rate(be, &c, &b, gflop_sum, gms_sum);
+	rc = 0;
+done:
+	bb_free(be, &b);
+	model_destroy(m);
+	backend_destroy(be);
+	return rc;
+}

@@ -1,0 +1,63 @@
+/* step_log.h — the per-step statistics of one training run: a struct of
+ * arrays indexed by step - 1, in one host allocation made before the timed
+ * loop (the loop writes into it and allocates nothing). The record's
+ * timing, evals, solver, pretrain and trace objects are computed from it
+ * (run_record.c, pretrain.c; results/SCHEMA.md). Internal to the runner
+ * (docs/ARCHITECTURE.md §Data flow).
+ */
+#ifndef DQ_BENCH_STEP_LOG_H
+#define DQ_BENCH_STEP_LOG_H
+
+#include "../../methods/method.h"
+
+/* Bits of solve_log.flags (step_log_solve_flags). */
+enum {
+	SOLVE_CONVERGED = 1,	 /* residual <= tol */
+	SOLVE_NONFINITE = 2,	 /* a non-finite residual ended the solve;
+				    the method went on from the best finite
+				    iterate */
+	SOLVE_PROTECT_BREAK = 4, /* stopped by protect_thres */
+	SOLVE_STALL_BREAK = 8,	 /* stopped by stall_window */
+};
+
+/* One solve (forward or backward) of every step. */
+struct solve_log {
+	double *iters;	  /* evaluations the solver made */
+	double *residual; /* final residual in the stop mode's sense; NAN for
+			     pretraining steps, which had no solve */
+	int *flags;	  /* SOLVE_* bits */
+};
+
+struct step_log {
+	int n;		/* steps the arrays hold */
+	double *loss;	/* training loss, nats (mean over B*T positions) */
+	double *ms;	/* fwd_ms + bwd_ms */
+	double *fwd_ms; /* device time up to the loss */
+	double *bwd_ms; /* the rest, optimizer included */
+	double *gnorm;	/* global l2 norm of the gradient, before clipping */
+	double *lr;	/* learning rate of the step */
+	struct solve_log fwd, bwd;
+	double *f_ev;  /* block forward evaluations */
+	double *v_ev;  /* block VJP evaluations */
+	double *reads; /* values the solvers read back to the host */
+	double *jac;   /* R of the steps that applied the Jacobian
+			  regulariser, NAN elsewhere */
+	/* offload: bytes the method copied between device and host, the
+	 * copy stream's ms and the ms the compute stream waited for copies
+	 * (backend_copy_stats; 0 when nothing moved) */
+	double *moved, *copy_ms, *stall_ms;
+	void *mem; /* the one allocation behind every array */
+};
+
+/* Allocates n zeroed entries of every array in one block. 0, or -1 when
+ * out of host memory (l is then safe to step_log_free). */
+int step_log_alloc(struct step_log *l, int n);
+/* Host bytes step_log_alloc takes per step (memfit's estimate). */
+size_t step_log_step_bytes(void);
+void step_log_free(struct step_log *l);
+
+/* Stores the method's statistics of step index i (after its backward):
+ * evaluations, host reads, both solves and the Jacobian regulariser. */
+void step_log_method(struct step_log *l, int i, const struct method_stats *st);
+
+#endif
