@@ -41,7 +41,9 @@
 #include <string.h>
 
 #define NMSE_TOL 1e-9
-#define MAXO	 10
+/* outputs one op run may collect: run_fused has the most, 11 (3 for each
+ * activation, 2 of the LayerNorm forward, 3 of its backward) */
+#define MAXO 16
 
 /* ---- ops on three backends ------------------------------------------------
  */
