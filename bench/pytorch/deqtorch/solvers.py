@@ -103,7 +103,11 @@ class _Run:
 
     def check(self, x, gn2, fn2):
         """True when the solve must stop after iterate x with per-sample
-        ‖g‖², ‖F‖² (float64 tensors)."""
+        ‖g‖², ‖F‖² (float64 tensors). The per-sample book-keeping (best
+        residuals, done flags) lives on the host, as Anderson's Gram matrix
+        does: gn2 and fn2 come from x's device (CUDA: issue 31 measured
+        every DEQ run failing on mixed devices before they were moved)."""
+        gn2, fn2 = gn2.cpu(), fn2.cpu()
         G, Fn = float(gn2.sum()), float(fn2.sum())
         res = _resid(self.p.stop, math.sqrt(G) if G >= 0 else G,
                      math.sqrt(Fn) if Fn >= 0 else Fn)
