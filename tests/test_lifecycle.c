@@ -31,42 +31,15 @@
 #include <sys/syscall.h>
 
 #include "record.h"
+#include "test_bench_util.h"
 #include "test_cli.h"
 #include "validate.h"
-
-/* ------------------------------------------------------------ helpers */
-
-static const json_t *at(const json_t *o, const char *path)
-{
-	char buf[256], *save = NULL, *tok;
-	const json_t *cur = o;
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (tok = strtok_r(buf, ".", &save); tok;
-	     tok = strtok_r(NULL, ".", &save)) {
-		cur = json_object_get(cur, tok);
-		cr_assert_not_null(cur, "record lacks %s", path);
-	}
-	return cur;
-}
 
 static double num(const json_t *r, const char *path)
 {
 	const json_t *v = at(r, path);
 	cr_assert(json_is_number(v), "%s is not a number", path);
 	return json_number_value(v);
-}
-
-static void report_problem(void *ctx, const char *path, const char *what)
-{
-	(void)ctx;
-	cr_log_error("record field %s: %s", path, what);
-}
-
-/* The record against results/SCHEMA.md, strict. */
-static void check_schema(const json_t *r)
-{
-	int n = validate_record(r, VALIDATE_STRICT, report_problem, NULL);
-	cr_assert_eq(n, 0, "%d problems against results/SCHEMA.md (logged)", n);
 }
 
 /* The last record of cli_dir/name (new reference). */
@@ -83,8 +56,8 @@ static json_t *last_record(const char *name)
 	return r;
 }
 
-/* The tiny config of the issue's reproductions (tiny.json). */
-#define TINY                                                                   \
+/* The tiny config of issue 27's reproductions (tiny.json). */
+#define TINY27                                                                 \
 	"corpus=synthetic", "d_model=16", "n_heads=2", "d_ff=32", "seq_len=8", \
 	    "batch_size=2", "layers=3", "steps=3", "warmup_steps=1",           \
 	    "lr_warmup=1", "threads=1", "eval_warmup=0"
@@ -97,17 +70,17 @@ static const char *arg_path(char *buf, size_t n, const char *key,
 	return buf;
 }
 
-/* params init of TINY into cli_dir/p.st. */
+/* params init of TINY27 into cli_dir/p.st. */
 static void params_init(void)
 {
 	char out[600], err[1024];
-	const char *a[] = {"params", "init", TINY,
+	const char *a[] = {"params", "init", TINY27,
 			   arg_path(out, sizeof(out), "out", "p.st"), NULL};
 	cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
 }
 
 /* cli_run expecting exit 2 with one line on stderr holding want. */
-static void expect_bad(const char *const *args, const char *want)
+static void expect_bad_line(const char *const *args, const char *want)
 {
 	char err[4096], *nl;
 	cr_assert_eq(cli_run(args, 0, err, sizeof(err)), 2, "%s", err);
@@ -269,7 +242,7 @@ Test(lifecycle, interrupted_eval_counts_batches_evaluated, .init = cli_setup,
 	for (int k = 0; k < 2; k++) {
 		const char *a[] = {
 		    "eval",
-		    TINY,
+		    TINY27,
 		    "method=deq",
 		    "eval_tokens=1000000",
 		    arg_path(params, sizeof(params), "params", "p.st"),
@@ -306,13 +279,13 @@ Test(lifecycle, eval_refuses_eval_tokens_below_one_batch, .init = cli_setup,
 {
 	char params[600], out[600], p[512];
 	const char *a[] = {"eval",
-			   TINY,
+			   TINY27,
 			   "eval_tokens=15",
 			   arg_path(params, sizeof(params), "params", "p.st"),
 			   arg_path(out, sizeof(out), "out", "e.jsonl"),
 			   NULL};
 	params_init();
-	expect_bad(a, "eval_tokens=15 is less than one batch");
+	expect_bad_line(a, "eval_tokens=15 is less than one batch");
 	cli_path(p, sizeof(p), "e.jsonl");
 	cr_assert(!cli_exists(p), "a refused eval wrote %s", p);
 }
@@ -325,7 +298,7 @@ Test(lifecycle, run_below_one_eval_batch_has_null_inference, .init = cli_setup,
      .fini = cli_teardown, .timeout = 120)
 {
 	char out[600], err[4096];
-	const char *a[] = {"run", TINY, "eval_tokens=15",
+	const char *a[] = {"run", TINY27, "eval_tokens=15",
 			   arg_path(out, sizeof(out), "out", "r.jsonl"), NULL};
 	json_t *r;
 	cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
@@ -338,7 +311,7 @@ Test(lifecycle, run_below_one_eval_batch_has_null_inference, .init = cli_setup,
 	json_decref(r);
 }
 
-/* The suite file of an eval suite over TINY with params (cli_dir/s.json). */
+/* The suite file of an eval suite over TINY27 with params (cli_dir/s.json). */
 static void write_eval_suite(const char *params, const char *extra)
 {
 	char sp[512], text[2048];
@@ -366,7 +339,7 @@ Test(lifecycle, eval_suite_bad_params_is_bad_input, .init = cli_setup,
 	cli_path(p, sizeof(p), "bad.st");
 	cli_write_text(p, "garbage, not safetensors");
 	write_eval_suite("bad.st", ", \"eval_tokens\": 64");
-	expect_bad(a, "bad.st");
+	expect_bad_line(a, "bad.st");
 	cli_path(p, sizeof(p), "s.jsonl");
 	cr_assert(!cli_exists(p), "a refused suite wrote %s", p);
 }
@@ -382,7 +355,7 @@ Test(lifecycle, eval_suite_refuses_eval_tokens_below_one_batch,
 	cli_path(sp, sizeof(sp), "s.json");
 	params_init();
 	write_eval_suite("p.st", ", \"eval_tokens\": 8");
-	expect_bad(a, "eval_tokens=8 is less than one batch");
+	expect_bad_line(a, "eval_tokens=8 is less than one batch");
 	cli_path(p, sizeof(p), "s.jsonl");
 	cr_assert(!cli_exists(p), "a refused suite wrote %s", p);
 }
@@ -489,7 +462,7 @@ Test(lifecycle, eval_huge_parameters_is_error, .init = cli_setup,
 	char params[600], out[600], err[4096];
 	const char *a[] = {
 	    "eval",
-	    TINY,
+	    TINY27,
 	    "eval_tokens=64",
 	    arg_path(params, sizeof(params), "params", "huge.st"),
 	    arg_path(out, sizeof(out), "out", "e.jsonl"),
@@ -516,7 +489,7 @@ Test(lifecycle, run_huge_parameters_message, .init = cli_setup,
 	char params[600], out[600], err[4096];
 	const char *a[] = {
 	    "run",
-	    TINY,
+	    TINY27,
 	    "eval_tokens=64",
 	    arg_path(params, sizeof(params), "params", "huge.st"),
 	    arg_path(out, sizeof(out), "out", "r.jsonl"),
@@ -661,8 +634,8 @@ Test(lifecycle, plan_budget_bounded, .init = cli_setup, .fini = cli_teardown,
 			   NULL};
 	const char *b[] = {PLAN_TINY, "layers=3", "steps=3", "budget_mib=1.1e9",
 			   NULL};
-	expect_bad(a, "at most 1e9");
-	expect_bad(b, "at most 1e9");
+	expect_bad_line(a, "at most 1e9");
+	expect_bad_line(b, "at most 1e9");
 }
 
 /* Nothing fits the budget: bad input naming the smallest candidate's peak
@@ -679,8 +652,8 @@ Test(lifecycle, plan_nothing_fits_is_bad_input, .init = cli_setup,
 			   "--run",
 			   "1",
 			   NULL};
-	expect_bad(a, "no candidate fits; the smallest, ");
-	expect_bad(a, " MiB of device memory: give budget_mib=");
+	expect_bad_line(a, "no candidate fits; the smallest, ");
+	expect_bad_line(a, " MiB of device memory: give budget_mib=");
 	cli_path(p, sizeof(p), "p.jsonl");
 	cr_assert(!cli_exists(p));
 }
@@ -693,7 +666,7 @@ Test(lifecycle, plan_refuses_pretrain_steps, .init = cli_setup,
 	const char *a[] = {
 	    PLAN_TINY,	  "layers=3",	      "steps=10", "budget_mib=100",
 	    "method=deq", "pretrain_steps=1", NULL};
-	expect_bad(a, "plan does not take pretrain_steps");
+	expect_bad_line(a, "plan does not take pretrain_steps");
 }
 
 /* device=cuda where `run` refuses it (no GPU: CUDA_VISIBLE_DEVICES hides
@@ -704,14 +677,14 @@ Test(lifecycle, plan_unavailable_device_is_bad_input, .init = cli_setup,
      .fini = cli_teardown, .timeout = 120)
 {
 	char out[600], err[4096];
-	const char *r[] = {"run", TINY, "device=cuda",
+	const char *r[] = {"run", TINY27, "device=cuda",
 			   arg_path(out, sizeof(out), "out", "c.jsonl"), NULL};
 	const char *a[] = {PLAN_TINY,	     "layers=3",    "steps=3",
 			   "budget_mib=100", "device=cuda", NULL};
 	cr_assert_eq(setenv("CUDA_VISIBLE_DEVICES", "", 1), 0);
 	if (cli_run(r, 0, err, sizeof(err)) != 2)
 		cr_skip_test("device=cuda runs here");
-	expect_bad(a, "CUDA");
+	expect_bad_line(a, "CUDA");
 }
 
 /* --------------------------------------------------------- messages */
@@ -732,5 +705,5 @@ Test(lifecycle, vocab_refusal_names_vocab_size, .init = cli_setup,
 			   "threads=1",
 			   arg_path(out, sizeof(out), "out", "v.jsonl"),
 			   NULL};
-	expect_bad(a, "lower vocab_size");
+	expect_bad_line(a, "lower vocab_size");
 }
