@@ -99,6 +99,17 @@ static inline char *cli_read(const char *path, size_t *len)
 	return buf;
 }
 
+/* Waits for child pid (deqbench); its exit status. Fails the test when it
+ * died of a signal. */
+static inline int cli_wait_exit(pid_t pid)
+{
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "deqbench died of signal %d",
+		  WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	return WEXITSTATUS(st);
+}
+
 /* argv for execv into argv[64]: the deqbench binary DQ_DEQBENCH names,
  * then args (at most 62), NULL-terminated. Returns the binary; fails the
  * test when DQ_DEQBENCH is not set. */

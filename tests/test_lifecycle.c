@@ -205,15 +205,6 @@ static char *drain(int fd)
 	return buf;
 }
 
-static int wait_status(pid_t pid)
-{
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st), "deqbench died of signal %d",
-		  WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-	return WEXITSTATUS(st);
-}
-
 /* Runs args with a full stderr, sends sig once it is blocked in its first
  * write there, and returns its exit status; its stderr text in *text
  * (malloc'd). */
@@ -224,7 +215,7 @@ static int signal_when_blocked(const char *const *args, int sig, char **text)
 	wait_blocked(pid);
 	cr_assert_eq(kill(pid, sig), 0);
 	*text = drain(rd);
-	return wait_status(pid);
+	return cli_wait_exit(pid);
 }
 
 /* -------------------------------------- interrupted evaluation (item 5) */
@@ -414,7 +405,7 @@ Test(lifecycle, eval_suite_crash_record_is_eval, .init = cli_setup,
 	child = blocked_child(pid);
 	cr_assert_eq(kill(child, SIGKILL), 0);
 	free(drain(rd));
-	cr_assert_eq(wait_status(pid), 1);
+	cr_assert_eq(cli_wait_exit(pid), 1);
 	{
 		char path[512], err[512];
 		json_t *arr = json_array(), *r;
@@ -582,7 +573,7 @@ Test(lifecycle, plan_run_interrupted, .init = cli_setup, .fini = cli_teardown,
 	cr_assert_not_null(e, "no --run progress line in 120 s");
 	free(e);
 	cr_assert_eq(kill(pid, SIGINT), 0);
-	cr_assert_eq(wait_status(pid), 130);
+	cr_assert_eq(cli_wait_exit(pid), 130);
 	e = cli_read(err_p, NULL);
 	cr_assert(e && strstr(e, "plan --run interrupted by SIGINT"), "%s",
 		  e ? e : "");

@@ -52,15 +52,6 @@ static pid_t spawn_until_progress(const char *const *args)
 	return pid;
 }
 
-static int wait_status(pid_t pid)
-{
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st), "deqbench died of signal %d",
-		  WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-	return WEXITSTATUS(st);
-}
-
 #define LONG_RUN                                                               \
 	"corpus=synthetic", "d_model=16", "n_heads=2", "d_ff=32", "seq_len=8", \
 	    "batch_size=4", "layers=3", "warmup_steps=1", "eval_tokens=32",    \
@@ -84,7 +75,7 @@ Test(cli, signal_interrupts_run, .init = cli_setup, .fini = cli_teardown,
 		json_t *arr = json_array(), *r;
 		pid_t pid = spawn_until_progress(a);
 		kill(-pid, sigs[k]);
-		cr_assert_eq(wait_status(pid), 128 + sigs[k]);
+		cr_assert_eq(cli_wait_exit(pid), 128 + sigs[k]);
 		cr_assert_eq(record_read_jsonl(out, arr, err, sizeof(err)), 0,
 			     "%s", err);
 		cr_assert_eq(json_array_size(arr), (size_t)k + 1);
@@ -122,7 +113,7 @@ Test(cli, signal_stops_suite_after_current_run, .init = cli_setup,
 		const char *a[] = {"suite", sp, arg, NULL};
 		pid_t pid = spawn_until_progress(a);
 		kill(pid, SIGTERM); /* the parent only */
-		cr_assert_eq(wait_status(pid), 143);
+		cr_assert_eq(cli_wait_exit(pid), 143);
 	}
 	cr_assert_eq(record_read_jsonl(out, arr, err, sizeof(err)), 0, "%s",
 		     err);

@@ -248,16 +248,6 @@ static pid_t spawn(const char *const *args, int cpu_s)
 	return pid;
 }
 
-/* Waits for pid; its exit status (fails the test on a signal). */
-static int wait_exit(pid_t pid)
-{
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st), "deqbench died of signal %d",
-		  WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-	return WEXITSTATUS(st);
-}
-
 /* Waits up to 60 s for a training step's progress line on stderr. */
 static void wait_progress(void)
 {
@@ -334,7 +324,7 @@ static void write_current_records(const char *arg)
 		pid_t pid = spawn(a, 0);
 		wait_progress();
 		kill(pid, SIGTERM);
-		cr_assert_eq(wait_exit(pid), 143);
+		cr_assert_eq(cli_wait_exit(pid), 143);
 	}
 	/* the suite's child runs into the CPU limit (SIGXCPU); the parent,
 	 * waiting, writes the crash's error record and exits 1 */
@@ -347,7 +337,7 @@ static void write_current_records(const char *arg)
 			   "\"threads\": 1}}");
 	{
 		const char *a[] = {"suite", sp, arg, NULL};
-		cr_assert_eq(wait_exit(spawn(a, 2)), 1);
+		cr_assert_eq(cli_wait_exit(spawn(a, 2)), 1);
 	}
 }
 
