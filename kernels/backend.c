@@ -44,6 +44,22 @@ const char *mem_category_name(enum mem_category c)
 	return (c >= 0 && c < MEM_NCAT) ? category_names[c] : "?";
 }
 
+static const char *const precision_names[] = {"fp32", "tf32", "bf16"};
+
+const char *dq_precision_name(enum dq_precision p)
+{
+	return (p >= DQ_PREC_FP32 && p <= DQ_PREC_BF16) ? precision_names[p]
+							: "?";
+}
+
+int dq_precision_parse(const char *s)
+{
+	for (int i = 0; i <= DQ_PREC_BF16; i++)
+		if (s && strcmp(s, precision_names[i]) == 0)
+			return i;
+	return -1;
+}
+
 const char *const backend_names[] = {
     "cpu",
     "cpu64",

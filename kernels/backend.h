@@ -174,6 +174,34 @@ struct backend_ops {
 	void (*mul)(void *ctx, void *dst, const void *a, const void *b,
 		    size_t n);
 
+	/* ---- bf16 mixed precision (docs/precision.md) ----
+	 * bf16 is the upper half of a float32 (1 sign, 8 exponent, 7 mantissa
+	 * bits), stored as uint16_t. Rounding is to nearest, ties to even;
+	 * inf stays inf, nan stays nan (quiet); finite values past the
+	 * largest bf16 become inf: PyTorch's float32 -> bfloat16 cast. cpu64
+	 * rounds through float32 first (a double rounding, which can move a
+	 * tie by one bf16 ulp: the float64 backend is the gradient reference,
+	 * not a bf16 one). */
+	/* dst(n) = bf16(src(n)); no aliasing. */
+	void (*to_bf16)(void *ctx, uint16_t *dst, const void *src, size_t n);
+	/* dst(n) = src(n) widened to the backend type (exact). */
+	void (*from_bf16)(void *ctx, void *dst, const uint16_t *src, size_t n);
+	/* x(n) = bf16(x(n)) widened, in place. */
+	void (*round_bf16)(void *ctx, void *x, size_t n);
+	/* gemm on bf16 operands: C(M,N) = alpha op(bf16(A)) op(bf16(B)) +
+	 * beta C, products and sums in the backend type (fp32 accumulation),
+	 * C stays in the backend type; arguments as gemm. scratch holds the
+	 * rounded op(A) and, dq_bf16_b_offset(M, K) elements on, op(B):
+	 * be_gemm_bf16_scratch_bytes (backend_call.h).
+	 * cuda: bf16 copies, then cublasGemmEx (CUDA_R_16BF inputs,
+	 * CUBLAS_COMPUTE_32F: tensor cores); cpu: the rounded values in the
+	 * backend type, then SGEMM. A product of two bf16 numbers is exact in
+	 * fp32, so both compute the same sums, up to their order. */
+	void (*gemm_bf16)(void *ctx, int ta, int tb, int M, int N, int K,
+			  double alpha, const void *A, int lda, const void *B,
+			  int ldb, double beta, void *C, int ldc,
+			  void *scratch);
+
 	/* ---- LayerNorm over the last dim, eps 1e-5, biased variance ----
 	 * y(N,C) = (x - mean) * rstd * w + b; mean(N), rstd(N) saved.
 	 * Residual fused in: when res(N,C) or bias(C) is not NULL, x is first
@@ -344,8 +372,24 @@ struct backend {
 	const struct backend_ops *ops;
 	void *ctx;
 	size_t elem; /* bytes per element: 4 (float) or 8 (double) */
+	/* bytes per element of gemm_bf16's scratch: 2 where the backend
+	 * multiplies bf16 arrays (cuda), elem where it multiplies the rounded
+	 * values in its own type (cpu, cpu64) */
+	size_t bf16_operand_elem;
 	struct backend_mem_stats mem;
 };
+
+/* Numeric precision of a run's matrix products (docs/precision.md):
+ *   FP32  exact float32 products (the backend type);
+ *   TF32  float32 storage, GEMMs on TF32 tensor cores (cuda's set_tf32;
+ *         the cpu backends have no TF32 and refuse it);
+ *   BF16  mixed precision: GEMM operands rounded to bf16, fp32
+ *         accumulation, tapes stored in bf16, everything else fp32. */
+enum dq_precision { DQ_PREC_FP32, DQ_PREC_TF32, DQ_PREC_BF16 };
+/* "fp32", "tf32", "bf16"; "?" for another value. */
+const char *dq_precision_name(enum dq_precision p);
+/* The precision named s; -1 when s names none. */
+int dq_precision_parse(const char *s);
 
 /* Names of the backends compiled into this binary, NULL-terminated. */
 extern const char *const backend_names[];

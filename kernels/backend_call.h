@@ -279,6 +279,53 @@ static inline void be_mul(const struct backend *be, void *dst, const void *a,
 	be->ops->mul(be->ctx, dst, a, b, n);
 }
 
+static inline void be_to_bf16(const struct backend *be, uint16_t *dst,
+			      const void *src, size_t n)
+{
+	DQ_NEED(n, dst), DQ_NEED(n, src);
+	be->ops->to_bf16(be->ctx, dst, src, n);
+}
+
+static inline void be_from_bf16(const struct backend *be, void *dst,
+				const uint16_t *src, size_t n)
+{
+	DQ_NEED(n, dst), DQ_NEED(n, src);
+	be->ops->from_bf16(be->ctx, dst, src, n);
+}
+
+static inline void be_round_bf16(const struct backend *be, void *x, size_t n)
+{
+	DQ_NEED(n, x);
+	be->ops->round_bf16(be->ctx, x, n);
+}
+
+/* Elements from the start of gemm_bf16's scratch to its copy of op(B):
+ * M K rounded up to a multiple of 8, so that a bf16 copy starts 16-byte
+ * aligned (cuBLAS's vector loads) whatever M K is. */
+static inline size_t dq_bf16_b_offset(int M, int K)
+{
+	return ((size_t)M * K + 7) / 8 * 8;
+}
+
+/* Bytes of gemm_bf16's scratch for op(A) (M,K) and op(B) (K,N). */
+static inline size_t be_gemm_bf16_scratch_bytes(const struct backend *be, int M,
+						int N, int K)
+{
+	return (dq_bf16_b_offset(M, K) + (size_t)K * N) * be->bf16_operand_elem;
+}
+
+static inline void be_gemm_bf16(const struct backend *be, int ta, int tb, int M,
+				int N, int K, double alpha, const void *A,
+				int lda, const void *B, int ldb, double beta,
+				void *C, int ldc, void *scratch)
+{
+	dq_gemm_shape(ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
+	assert(be->bf16_operand_elem > 0);
+	DQ_NEED((size_t)M * K + (size_t)K * N, scratch);
+	be->ops->gemm_bf16(be->ctx, ta, tb, M, N, K, alpha, A, lda, B, ldb,
+			   beta, C, ldc, scratch);
+}
+
 static inline void be_layernorm_forward(const struct backend *be, void *y,
 					void *mean, void *rstd, const void *x,
 					const void *w, const void *b, int N,

@@ -542,4 +542,8 @@ const struct backend_ops DQ_FN(dq_cpu_ops_) = {
     .copy_async = dq_cpu_copy_async,
     .copy_wait = dq_cpu_copy_wait,
     .copy_stats = dq_cpu_copy_stats,
+    .to_bf16 = DQ_FN(dq_cpu_to_bf16_),
+    .from_bf16 = DQ_FN(dq_cpu_from_bf16_),
+    .round_bf16 = DQ_FN(dq_cpu_round_bf16_),
+    .gemm_bf16 = DQ_FN(dq_cpu_gemm_bf16_),
 };

@@ -94,6 +94,22 @@ DQ_CPU_SOLVE_DECL(f)
 DQ_CPU_SOLVE_DECL(d)
 #undef DQ_CPU_SOLVE_DECL
 
+/* bf16 mixed-precision ops (cpu_bf16.c), per instantiation: the ops
+ * table's members of the same names (kernels/backend.h). */
+#define DQ_CPU_BF16_DECL(S)                                                    \
+	void dq_cpu_to_bf16_##S(void *ctx, uint16_t *dst, const void *src,     \
+				size_t n);                                     \
+	void dq_cpu_from_bf16_##S(void *ctx, void *dst, const uint16_t *src,   \
+				  size_t n);                                   \
+	void dq_cpu_round_bf16_##S(void *ctx, void *x, size_t n);              \
+	void dq_cpu_gemm_bf16_##S(void *ctx, int ta, int tb, int M, int N,     \
+				  int K, double alpha, const void *A, int lda, \
+				  const void *B, int ldb, double beta,         \
+				  void *C, int ldc, void *scratch);
+DQ_CPU_BF16_DECL(f)
+DQ_CPU_BF16_DECL(d)
+#undef DQ_CPU_BF16_DECL
+
 /* Softmax cross-entropy (cpu_xent.c), per instantiation: the ops
  * xent_forward and xent_train of backend.h. */
 double dq_cpu_xent_forward_f(void *ctx, void *probs, const void *logits,

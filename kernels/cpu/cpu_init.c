@@ -24,6 +24,7 @@ int backend_cpu_init(struct backend *be, int is_double, int threads, char *err,
 	ctx->is_double = is_double != 0;
 	be->ops = is_double ? &dq_cpu_ops_d : &dq_cpu_ops_f;
 	be->elem = is_double ? sizeof(double) : sizeof(float);
+	be->bf16_operand_elem = be->elem; /* rounded values, own type */
 	be->ctx = ctx;
 	/* Process-wide settings: the last backend created wins. */
 	if (threads > 0) {

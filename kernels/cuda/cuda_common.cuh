@@ -14,6 +14,8 @@
  *   cuda_attention.cu  causal multi-head attention forward/backward
  *   cuda_copy.cu       offload: pinned host memory, the copy stream, its
  *                      events and statistics
+ *   cuda_bf16.cu       bf16 mixed precision: float32 <-> bf16 conversion,
+ *                      GEMM on bf16 operands (cublasGemmEx)
  *
  * Everything runs on one non-blocking stream per backend (ctx->stream);
  * cuBLAS is bound to it. Element type float32; token ids int32.
@@ -273,6 +275,14 @@ void cu_attention_forward(void *ctx, void *out, void *att, const void *qkv,
 void cu_attention_backward(void *ctx, void *dqkv, void *scratch,
 			   const void *dout, const void *qkv, const void *att,
 			   int B, int T, int C, int H);
+
+/* cuda_bf16.cu */
+void cu_to_bf16(void *ctx, uint16_t *dst, const void *src, size_t n);
+void cu_from_bf16(void *ctx, void *dst, const uint16_t *src, size_t n);
+void cu_round_bf16(void *ctx, void *x, size_t n);
+void cu_gemm_bf16(void *ctx, int ta, int tb, int M, int N, int K, double alpha,
+		  const void *A, int lda, const void *B, int ldb, double beta,
+		  void *C, int ldc, void *scratch);
 
 /* cuda_copy.cu: the ops, and their setup and teardown (called by
  * backend_cuda_init's steps and cu_destroy). */

@@ -1,6 +1,7 @@
 /* cuda_init.cu — the CUDA backend ("cuda", float32): construction, device
  * facts, memory, synchronisation, timing, transfers and the ops table. The
- * compute ops are in cuda_ops.cu, cuda_vector.cu and cuda_attention.cu.
+ * compute ops are in cuda_ops.cu, cuda_vector.cu, cuda_attention.cu and
+ * cuda_bf16.cu.
  *
  * What runs where: one GPU (the CUDA runtime's current device, so
  * CUDA_VISIBLE_DEVICES picks it), one non-blocking stream per backend that
@@ -332,6 +333,10 @@ static struct backend_ops cu_ops_make(void)
 	o.pool_stats = cu_pool_stats;
 	o.pool_reset_peak = cu_pool_reset_peak;
 	o.set_tf32 = cu_set_tf32;
+	o.to_bf16 = cu_to_bf16;
+	o.from_bf16 = cu_from_bf16;
+	o.round_bf16 = cu_round_bf16;
+	o.gemm_bf16 = cu_gemm_bf16;
 	return o;
 }
 
@@ -481,5 +486,7 @@ extern "C" int backend_cuda_init(struct backend *be, char *err, size_t errlen)
 	be->ops = &cu_ops;
 	be->ctx = c;
 	be->elem = sizeof(float);
+	/* gemm_bf16 multiplies bf16 copies (cuda_bf16.cu) */
+	be->bf16_operand_elem = sizeof(uint16_t);
 	return 0;
 }

@@ -1,0 +1,159 @@
+/* cuda_bf16.cu — the CUDA backend's bf16 mixed-precision ops: float32 <->
+ * bf16 conversion (to_bf16, from_bf16, round_bf16) and the GEMM on bf16
+ * operands (gemm_bf16). The contracts are kernels/backend.h's ("bf16 mixed
+ * precision"); the CPU backend computes the same values.
+ *
+ * bf16 is the upper half of a float32, stored as uint16_t. The rounding
+ * rule is kernels/bf16.h's dq_bf16_bits, the function the CPU backend calls
+ * too (__host__ __device__ under nvcc), so the bits agree by construction.
+ * On the float's bits b: nan -> (b >> 16) | 0x40 (quiet, sign and top
+ * payload bits kept); otherwise b += 0x7FFF + ((b >> 16) & 1) and the
+ * result is b >> 16: round to nearest, ties to even, inf stays inf, finite
+ * values past the largest bf16 carry into the exponent and become inf,
+ * subnormals round like any other value (no flush to zero): PyTorch's
+ * float32 -> bfloat16 cast. Not __float2bfloat16_rn (the same rounding,
+ * but its nan bits are the hardware's, which may be a canonical nan).
+ * Widening is exact (bits << 16).
+ *
+ * gemm_bf16: the stored A and B are converted into the caller's scratch as
+ * packed bf16 matrices (A's copy first, row width ta ? M : K, then B's, row
+ * width tb ? K : N; lda/ldb > row width is what the strided pack kernel is
+ * for), then one cublasGemmEx with CUDA_R_16BF A and B, CUDA_R_32F C,
+ * CUBLAS_COMPUTE_32F and CUBLAS_GEMM_DEFAULT (cuBLAS library documentation,
+ * "cublasGemmEx": that type combination is in its table of supported
+ * configurations; tensor cores where the device has them, products of two
+ * bf16 numbers exact and sums in fp32). Row-major as column-major with the
+ * operands swapped, as cu_gemm in cuda_ops.cu. Alignment: the A copy starts
+ * at scratch (a pool allocation, 256-byte aligned), the B copy
+ * dq_bf16_b_offset(M, K) elements later (M K rounded up to a multiple of
+ * 8): both 16-byte aligned, so cuBLAS can pick its kernels with vector
+ * loads.
+ *
+ * What runs where: everything on the GPU, on ctx->stream (cuBLAS is bound
+ * to it), asynchronously; nothing here synchronises. Deterministic: the
+ * conversions are per element, the GEMM is cuBLAS's with a fixed workspace.
+ */
+#include "cuda_common.cuh"
+
+#include "../bf16.h"
+
+/* ------------------------------------------------------------ conversion */
+
+__global__ void to_bf16_kernel(uint16_t *dst, const float *src, size_t n)
+{
+	DQ_GRID_STRIDE(i, n)
+	dst[i] = dq_bf16_bits(src[i]);
+}
+
+__global__ void from_bf16_kernel(float *dst, const uint16_t *src, size_t n)
+{
+	DQ_GRID_STRIDE(i, n)
+	dst[i] = dq_bf16_float(src[i]);
+}
+
+__global__ void round_bf16_kernel(float *x, size_t n)
+{
+	DQ_GRID_STRIDE(i, n)
+	x[i] = dq_bf16_round(x[i]);
+}
+
+/* dst(rows, cols) packed = bf16(src(rows, cols) with row stride ld); n =
+ * rows cols. The column advances with the grid stride (as bias_forward in
+ * cuda_ops.cu) instead of a 64-bit division per element; writes coalesce. */
+__global__ void pack_bf16_kernel(uint16_t *dst, const float *src, size_t n,
+				 int cols, int ld)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	const size_t stride = (size_t)gridDim.x * blockDim.x;
+	if (i >= n)
+		return;
+	const size_t w = (size_t)cols;
+	size_t row = i / w, col = i - row * w;
+	const size_t drow = stride / w, dcol = stride - drow * w;
+	for (; i < n; i += stride) {
+		dst[i] = dq_bf16_bits(src[row * (size_t)ld + col]);
+		row += drow;
+		col += dcol;
+		if (col >= w) {
+			col -= w;
+			row++;
+		}
+	}
+}
+
+void cu_to_bf16(void *ctx, uint16_t *dst, const void *src, size_t n)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (!n)
+		return;
+	to_bf16_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
+			 c->stream>>>(dst, (const float *)src, n);
+	cuda_check_launch();
+}
+
+void cu_from_bf16(void *ctx, void *dst, const uint16_t *src, size_t n)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (!n)
+		return;
+	from_bf16_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
+			   c->stream>>>((float *)dst, src, n);
+	cuda_check_launch();
+}
+
+void cu_round_bf16(void *ctx, void *x, size_t n)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (!n)
+		return;
+	round_bf16_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
+			    c->stream>>>((float *)x, n);
+	cuda_check_launch();
+}
+
+/* dst = the stored (rows, cols) matrix src (row stride ld) in bf16,
+ * packed; a contiguous source is one flat conversion. rows, cols > 0. */
+static void pack_bf16(struct dq_cuda_ctx *c, uint16_t *dst, const float *src,
+		      int rows, int cols, int ld)
+{
+	const size_t n = (size_t)rows * (size_t)cols;
+	const unsigned int grid = dq_grid_1d(c, n, DQ_CU_THREADS);
+	if (ld == cols)
+		to_bf16_kernel<<<grid, DQ_CU_THREADS, 0, c->stream>>>(dst, src,
+								      n);
+	else
+		pack_bf16_kernel<<<grid, DQ_CU_THREADS, 0, c->stream>>>(
+		    dst, src, n, cols, ld);
+	cuda_check_launch();
+}
+
+/* ------------------------------------------------------------------ gemm */
+
+/* C(M,N) = alpha op(bf16(A)) op(bf16(B)) + beta C (see the top of the
+ * file). K == 0 has no operands to round: C = beta C exactly as the fp32
+ * gemm computes it (cu_gemm), and scratch is not touched. */
+void cu_gemm_bf16(void *ctx, int ta, int tb, int M, int N, int K, double alpha,
+		  const void *A, int lda, const void *B, int ldb, double beta,
+		  void *C, int ldc, void *scratch)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (M <= 0 || N <= 0)
+		return;
+	if (K <= 0) {
+		cu_gemm(ctx, ta, tb, M, N, 0, alpha, A, lda, B, ldb, beta, C,
+			ldc);
+		return;
+	}
+	/* the stored shapes: A (K,M) or (M,K), B (N,K) or (K,N) */
+	const int wa = ta ? M : K, wb = tb ? K : N;
+	uint16_t *a16 = (uint16_t *)scratch;
+	uint16_t *b16 = a16 + dq_bf16_b_offset(M, K);
+	pack_bf16(c, a16, (const float *)A, ta ? K : M, wa, lda);
+	pack_bf16(c, b16, (const float *)B, tb ? N : K, wb, ldb);
+	float al = (float)alpha, be = (float)beta;
+	cublas_check(cublasGemmEx(c->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+				  ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &al,
+				  b16, CUDA_R_16BF, wb, a16, CUDA_R_16BF, wa,
+				  &be, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+				  CUBLAS_GEMM_DEFAULT));
+}
