@@ -69,7 +69,7 @@ fi
 # of them does.
 cuda_tests() {
 	local rc=0 t
-	for t in test_cuda_ops test_cuda_vec_ops test_cuda; do
+	for t in test_cuda_ops test_cuda_vec_ops test_cuda_bf16 test_cuda; do
 		"$builddir/tests/$t" --jobs=1 --verbose || rc=1
 	done
 	return "$rc"

@@ -1,0 +1,286 @@
+/*
+ * test_cuda_bf16.c — the bf16 mixed-precision ops of the CUDA backend
+ * (kernels/cuda/cuda_bf16.cu) against the rounding rule and the cpu
+ * backend, run by `meson test --suite cuda` (skipped without a GPU, as
+ * test_cuda_ops.c's tests are): to_bf16, from_bf16, round_bf16 bit for
+ * bit; gemm_bf16 against the cpu backend's and a double loop over the
+ * rounded operands (tolerance at its test).
+ */
+#include "test_cuda_util.h"
+#include "test_ops_util.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- bf16 mixed precision: to_bf16, from_bf16, round_bf16 bit for bit
+ * against the rounding rule of backend.h and the cpu backend; gemm_bf16
+ * against the cpu backend's and a double loop over the rounded operands.
+ * ---- */
+
+/* bf16 bits of the float with bits b: backend.h's rule (nan stays a quiet
+ * nan, else round to nearest even, overflow to inf), written out here so
+ * that the test does not lean on either backend. */
+static uint16_t ref_bf16(uint32_t b)
+{
+	if ((b & 0x7FFFFFFFu) > 0x7F800000u)
+		return (uint16_t)((b >> 16) | 0x40u);
+	b += 0x7FFFu + ((b >> 16) & 1u);
+	return (uint16_t)(b >> 16);
+}
+
+static float bits_f(uint32_t b)
+{
+	float f;
+	memcpy(&f, &b, sizeof(f));
+	return f;
+}
+
+static uint32_t f_bits(float f)
+{
+	uint32_t b;
+	memcpy(&b, &f, sizeof(b));
+	return b;
+}
+
+/* bytes of device memory on pl's backend, uploaded from h when h; freed
+ * with the pool. */
+static void *pool_bytes(struct pool *pl, const void *h, size_t bytes)
+{
+	cr_assert_lt(pl->n, POOL_MAX);
+	void *p = backend_alloc_bytes(pl->be, bytes, MEM_WORKSPACE);
+	cr_assert_not_null(p);
+	if (h && bytes)
+		be_upload_bytes(pl->be, p, h, bytes);
+	return pl->p[pl->n++] = p;
+}
+
+/* The float32 inputs of the conversion tests: ties (even below and odd
+ * below, both signs), values one float ulp off a tie, zeros, subnormals
+ * (ties, the largest, rounding up into the normals), ±inf, quiet and
+ * signalling nans with payloads in either half, the largest bf16, values
+ * past it (a tie that rounds up to inf, FLT_MAX), then random bit patterns
+ * (every class) and random values of moderate size. */
+static const uint32_t BF16_SPECIAL[] = {
+    0x3F808000u, 0x3F818000u, 0xBF808000u, 0xBF818000u, /* ties */
+    0x3F808001u, 0x3F807FFFu, 0xBF818001u, 0xBF817FFFu, /* near ties */
+    0x00000000u, 0x80000000u,				/* ±0 */
+    0x00000001u, 0x00008000u, 0x00018000u, 0x0000FFFFu, /* subnormals */
+    0x80008000u, 0x80018000u, 0x807FFFFFu, 0x007FFFFFu,
+    0x007F8000u, 0x00408000u, 0x7F800000u, 0xFF800000u, /* ±inf */
+    0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFF800001u, /* nans */
+    0x7F80FFFFu, 0x7FBF0000u, 0xFF812345u, 0x7FFFFFFFu,
+    0x7F7F0000u, 0xFF7F0000u, /* the largest bf16 */
+    0x7F7F7FFFu, 0x7F7F8000u, 0xFF7F8000u, 0x7F7FFFFFu,
+    0xFF7FFFFFu, 0x7F7FC000u, 0x3F800000u, 0x40490FDBu, /* 1, pi */
+};
+#define N_SPECIAL (sizeof(BF16_SPECIAL) / sizeof(BF16_SPECIAL[0]))
+#define N_BF16_IN (N_SPECIAL + 8192)
+
+static float *bf16_inputs(void)
+{
+	float *x = malloc(N_BF16_IN * sizeof(float));
+	cr_assert_not_null(x);
+	rng_state = 4242;
+	for (size_t i = 0; i < N_BF16_IN; i++) {
+		if (i < N_SPECIAL)
+			x[i] = bits_f(BF16_SPECIAL[i]);
+		else if (i < N_SPECIAL + 4096)
+			x[i] = bits_f((uint32_t)splitmix64(&rng_state));
+		else
+			x[i] = (float)(urand() * 1000.0);
+	}
+	return x;
+}
+
+Test(cuda_bf16, bf16_to)
+{
+	struct backend *cu = cuda_or_skip();
+	struct backend *c32 = make("cpu", 0);
+	const size_t n = N_BF16_IN;
+	float *x = bf16_inputs();
+	uint16_t *got = calloc(n, sizeof(uint16_t)),
+		 *cpu = calloc(n, sizeof(uint16_t));
+	cr_assert(got && cpu);
+	struct pool pc = {cu, {0}, 0}, p32 = {c32, {0}, 0};
+	void *dx = pool_bytes(&pc, x, n * sizeof(float));
+	uint16_t *dh = (uint16_t *)pool_bytes(&pc, NULL, n * sizeof(uint16_t));
+	be_to_bf16(cu, dh, dx, n);
+	be_download_bytes(cu, got, dh, n * sizeof(uint16_t));
+	void *hx = pool_bytes(&p32, x, n * sizeof(float));
+	uint16_t *hh = (uint16_t *)pool_bytes(&p32, NULL, n * sizeof(uint16_t));
+	be_to_bf16(c32, hh, hx, n);
+	be_download_bytes(c32, cpu, hh, n * sizeof(uint16_t));
+	for (size_t i = 0; i < n; i++) {
+		uint32_t b = f_bits(x[i]);
+		cr_assert_eq(got[i], ref_bf16(b),
+			     "to_bf16(%08x) [%zu]: cuda %04x, rule %04x", b, i,
+			     got[i], ref_bf16(b));
+		cr_assert_eq(got[i], cpu[i],
+			     "to_bf16(%08x) [%zu]: cuda %04x, cpu %04x", b, i,
+			     got[i], cpu[i]);
+	}
+	pool_free(&pc);
+	pool_free(&p32);
+	backend_destroy(cu);
+	backend_destroy(c32);
+	free(x), free(got), free(cpu);
+}
+
+/* from_bf16 of all 2^16 patterns is the exact widening (bits << 16), nans
+ * and subnormals included. round_bf16 in place gives the bits of
+ * from_bf16(to_bf16(x)) and of the rule, and the cpu backend's. */
+Test(cuda_bf16, bf16_from_round)
+{
+	struct backend *cu = cuda_or_skip();
+	struct backend *c32 = make("cpu", 0);
+	const size_t nh = 65536, n = N_BF16_IN;
+	uint16_t *h = malloc(nh * sizeof(uint16_t));
+	float *w = calloc(nh, sizeof(float));
+	cr_assert(h && w);
+	for (size_t i = 0; i < nh; i++)
+		h[i] = (uint16_t)i;
+	struct pool pc = {cu, {0}, 0}, p32 = {c32, {0}, 0};
+	uint16_t *dh = (uint16_t *)pool_bytes(&pc, h, nh * sizeof(uint16_t));
+	void *dw = pool_bytes(&pc, NULL, nh * sizeof(float));
+	be_from_bf16(cu, dw, dh, nh);
+	be_download_bytes(cu, w, dw, nh * sizeof(float));
+	for (size_t i = 0; i < nh; i++)
+		cr_assert_eq(f_bits(w[i]), (uint32_t)i << 16,
+			     "from_bf16(%04zx): %08x", i, f_bits(w[i]));
+
+	float *x = bf16_inputs();
+	float *r = calloc(n, sizeof(float)), *rt = calloc(n, sizeof(float)),
+	      *rc = calloc(n, sizeof(float));
+	cr_assert(r && rt && rc);
+	void *dx = pool_bytes(&pc, x, n * sizeof(float));
+	void *dy = pool_bytes(&pc, NULL, n * sizeof(float));
+	uint16_t *dt = (uint16_t *)pool_bytes(&pc, NULL, n * sizeof(uint16_t));
+	be_to_bf16(cu, dt, dx, n);
+	be_from_bf16(cu, dy, dt, n);
+	be_download_bytes(cu, rt, dy, n * sizeof(float));
+	be_round_bf16(cu, dx, n);
+	be_download_bytes(cu, r, dx, n * sizeof(float));
+	void *hx = pool_bytes(&p32, x, n * sizeof(float));
+	be_round_bf16(c32, hx, n);
+	be_download_bytes(c32, rc, hx, n * sizeof(float));
+	for (size_t i = 0; i < n; i++) {
+		uint32_t b = f_bits(x[i]), want = (uint32_t)ref_bf16(b) << 16;
+		cr_assert_eq(f_bits(r[i]), want,
+			     "round_bf16(%08x): cuda %08x, rule %08x", b,
+			     f_bits(r[i]), want);
+		cr_assert_eq(f_bits(r[i]), f_bits(rt[i]),
+			     "round_bf16(%08x): %08x, from(to(x)) %08x", b,
+			     f_bits(r[i]), f_bits(rt[i]));
+		cr_assert_eq(f_bits(r[i]), f_bits(rc[i]),
+			     "round_bf16(%08x): cuda %08x, cpu %08x", b,
+			     f_bits(r[i]), f_bits(rc[i]));
+	}
+	pool_free(&pc);
+	pool_free(&p32);
+	backend_destroy(cu);
+	backend_destroy(c32);
+	free(h), free(w), free(x), free(r), free(rt), free(rc);
+}
+
+/* The double value of bf16(float(v)). */
+static double bf16_of(double v)
+{
+	return (double)bits_f((uint32_t)ref_bf16(f_bits((float)v)) << 16);
+}
+
+/* gemm_bf16 with every transpose, padded row strides (the padding of C
+ * stays as uploaded), alpha 0.5, beta 1 and 0, at (M,N,K) = (37,29,53)
+ * (odd: M K odd puts B's bf16 copy at a 2-byte offset) and (64,48,96), and
+ * K = 0 (C = beta C). Against the cpu backend's gemm_bf16 and a double loop
+ * over the rounded operands: a product of two bf16 numbers is exact in
+ * float32, so the backends differ only in the order of K float sums, each
+ * rounding ≤ 2^-24 of the partial sum: |error| ≤ K 2^-24 Σ|a b| ≈ 3e-6
+ * Σ|a b| at K = 53; 1e-5 of the scale |alpha| Σ|a||b| + |beta C| covers it,
+ * and one operand left unrounded (relative 2^-9) does not pass. */
+static void check_gemm_bf16(struct backend *cu, struct backend *c32, int M,
+			    int N, int K, int ta, int tb, double beta)
+{
+	const double alpha = 0.5;
+	int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 4;
+	size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb,
+	       nc = (size_t)M * ldc;
+	double *A = rnd(na ? na : 1, 1), *B = rnd(nb ? nb : 1, 1),
+	       *C = rnd(nc, 1);
+	double *got = zeros(nc), *cpu = zeros(nc), *ref = zeros(nc);
+	double *Ar = zeros(na ? na : 1), *Br = zeros(nb ? nb : 1);
+	struct pool pc = {cu, {0}, 0}, p32 = {c32, {0}, 0};
+	void *dA = pool_up(&pc, A, na), *dB = pool_up(&pc, B, nb),
+	     *dC = pool_up(&pc, C, nc);
+	void *ds =
+	    pool_bytes(&pc, NULL, be_gemm_bf16_scratch_bytes(cu, M, N, K));
+	void *hA = pool_up(&p32, A, na), *hB = pool_up(&p32, B, nb),
+	     *hC = pool_up(&p32, C, nc);
+	void *hs =
+	    pool_bytes(&p32, NULL, be_gemm_bf16_scratch_bytes(c32, M, N, K));
+	/* the float values both backends hold */
+	be_download(cu, C, dC, nc);
+	for (size_t i = 0; i < na; i++)
+		Ar[i] = bf16_of(A[i]);
+	for (size_t i = 0; i < nb; i++)
+		Br[i] = bf16_of(B[i]);
+	memcpy(ref, C, nc * sizeof(double));
+	naive_gemm(ref, ldc, ta, tb, M, N, K, alpha, Ar, lda, Br, ldb, beta);
+	be_gemm_bf16(cu, ta, tb, M, N, K, alpha, dA, lda, dB, ldb, beta, dC,
+		     ldc, ds);
+	be_download(cu, got, dC, nc);
+	be_gemm_bf16(c32, ta, tb, M, N, K, alpha, hA, lda, hB, ldb, beta, hC,
+		     ldc, hs);
+	be_download(c32, cpu, hC, nc);
+	for (int m = 0; m < M; m++)
+		for (int n = 0; n < ldc; n++) {
+			size_t i = (size_t)m * ldc + n;
+			if (n >= N) {
+				cr_assert_eq(
+				    got[i], C[i],
+				    "gemm_bf16 padding [%d][%d] written", m, n);
+				continue;
+			}
+			double s = 0;
+			for (int k = 0; k < K; k++)
+				s += fabs(Ar[ta ? (size_t)k * lda + m
+						: (size_t)m * lda + k] *
+					  Br[tb ? (size_t)n * ldb + k
+						: (size_t)k * ldb + n]);
+			double tol =
+			    1e-5 * (fabs(alpha) * s + fabs(beta * C[i]));
+			cr_assert(fabs(got[i] - cpu[i]) <= tol,
+				  "gemm_bf16 (%d,%d,%d) ta=%d tb=%d beta=%g "
+				  "C[%d][%d]: cuda %.9g, cpu %.9g",
+				  M, N, K, ta, tb, beta, m, n, got[i], cpu[i]);
+			cr_assert(fabs(got[i] - ref[i]) <= tol,
+				  "gemm_bf16 (%d,%d,%d) ta=%d tb=%d beta=%g "
+				  "C[%d][%d]: cuda %.9g, rounded operands "
+				  "in double %.9g",
+				  M, N, K, ta, tb, beta, m, n, got[i], ref[i]);
+		}
+	pool_free(&pc);
+	pool_free(&p32);
+	free(A), free(B), free(C), free(got), free(cpu), free(ref);
+	free(Ar), free(Br);
+}
+
+Test(cuda_bf16, gemm_bf16)
+{
+	struct backend *cu = cuda_or_skip();
+	struct backend *c32 = make("cpu", 0);
+	static const int shapes[][3] = {{37, 29, 53}, {64, 48, 96}, {5, 7, 0}};
+	cr_assert_eq(cu->bf16_operand_elem, 2);
+	for (int s = 0; s < 3; s++)
+		for (int tr = 0; tr < 8; tr++) {
+			rng_state = 900 + 8 * (uint64_t)s + (uint64_t)tr;
+			check_gemm_bf16(cu, c32, shapes[s][0], shapes[s][1],
+					shapes[s][2], tr & 1, (tr >> 1) & 1,
+					(tr >> 2) ? 0.0 : 1.0);
+		}
+	backend_destroy(cu);
+	backend_destroy(c32);
+}
