@@ -155,25 +155,26 @@ void method_config_resolve(struct method_config *c)
 	c->resolved = 1;
 }
 
-/* Elements of the tapes and of the states (checkpoints and vectors) of
- * layout l; SIZE_MAX each when they would pass 2^62 (layers=1e5 of a large
- * tape), so sizes saturate instead of wrapping into a small buffer. */
-static void depth_elems(const struct model *m, const struct method_layout *l,
-			size_t *tapes, size_t *states)
+/* Bytes of the tapes (model_tape_bytes each: bf16 under precision=bf16)
+ * and elements of the states (checkpoints and vectors) of layout l;
+ * SIZE_MAX each when they would pass 2^62 (layers=1e5 of a large tape), so
+ * sizes saturate instead of wrapping into a small buffer. */
+static void depth_sizes(const struct model *m, const struct method_layout *l,
+			size_t *tape_bytes, size_t *states)
 {
-	size_t t = model_tape_elems(m), n = m->n_state;
+	size_t t = model_tape_bytes(m), n = m->n_state;
 	int ns = l->n_ckpts + l->n_vecs;
-	*tapes = (double)l->n_tapes * (double)t >= 0x1p62
-		     ? SIZE_MAX
-		     : (size_t)l->n_tapes * t;
+	*tape_bytes = (double)l->n_tapes * (double)t >= 0x1p62
+			  ? SIZE_MAX
+			  : (size_t)l->n_tapes * t;
 	*states = (double)ns * (double)n >= 0x1p62 ? SIZE_MAX : (size_t)ns * n;
 }
 
-/* Elements of layout l's offloaded tapes, saturating like depth_elems. */
-static size_t host_tape_elems(const struct model *m,
+/* Bytes of layout l's offloaded tapes, saturating like depth_sizes. */
+static size_t host_tape_bytes(const struct model *m,
 			      const struct method_layout *l)
 {
-	size_t t = model_tape_elems(m);
+	size_t t = model_tape_bytes(m);
 	return (double)l->n_host_tapes * (double)t >= 0x1p62
 		   ? SIZE_MAX
 		   : (size_t)l->n_host_tapes * t;
@@ -200,8 +201,7 @@ size_t method_host_memory(const struct model *m,
 	assert(cfg->resolved && "method_config_resolve the config first");
 	memset(&l, 0, sizeof(l));
 	desc_of(cfg)->ops->layout(m, cfg, &l);
-	size_t e = host_tape_elems(m, &l);
-	return e > SIZE_MAX / m->be->elem ? SIZE_MAX : e * m->be->elem;
+	return host_tape_bytes(m, &l);
 }
 
 int method_memory(const struct model *m, const struct method_config *cfg,
@@ -216,7 +216,7 @@ int method_memory(const struct model *m, const struct method_config *cfg,
 		return -1;
 	memset(&l, 0, sizeof(l));
 	desc_of(&c)->ops->layout(m, &c, &l);
-	depth_elems(m, &l, &tapes, &states);
+	depth_sizes(m, &l, &tapes, &states);
 	solver = solver_mem_bytes(l.solve, l.n_solve, m->n_state, e);
 	if (tapes == SIZE_MAX || states == SIZE_MAX || solver == SIZE_MAX) {
 		snprintf(err, errlen,
@@ -226,7 +226,7 @@ int method_memory(const struct model *m, const struct method_config *cfg,
 			 method_kind_name(c.method));
 		return -1;
 	}
-	*depth_bytes = e * (tapes + states);
+	*depth_bytes = tapes + e * states;
 	*solver_bytes = solver;
 	return 0;
 }
@@ -252,32 +252,32 @@ int method_create(struct method **out, struct model *m,
 	me->desc = desc_of(&me->cfg);
 	me->ops = me->desc->ops;
 	me->ops->layout(m, &me->cfg, &me->lay);
-	me->tape_elems = model_tape_elems(m);
+	me->tape_bytes = model_tape_bytes(m);
 
 	struct backend *be = m->be;
 	size_t tapes, states;
-	depth_elems(m, &me->lay, &tapes, &states);
-	me->tapes = backend_alloc(be, tapes, MEM_DEPTH);
+	depth_sizes(m, &me->lay, &tapes, &states);
+	me->tapes = backend_alloc_bytes(be, tapes, MEM_DEPTH);
 	me->states = backend_alloc(be, states, MEM_DEPTH);
 	if (me->lay.n_host_tapes > 0 &&
-	    !(me->host_tapes =
-		  backend_alloc(be, host_tape_elems(m, &me->lay), MEM_HOST))) {
+	    !(me->host_tapes = backend_alloc_bytes(
+		  be, host_tape_bytes(m, &me->lay), MEM_HOST))) {
 		snprintf(err, errlen,
 			 "out of host memory for method=%s's %d offloaded "
-			 "tapes of %zu elements; lower layers, batch_size or "
+			 "tapes of %zu bytes; lower layers, batch_size or "
 			 "seq_len",
 			 method_kind_name(me->cfg.method), me->lay.n_host_tapes,
-			 me->tape_elems);
+			 me->tape_bytes);
 		method_destroy(me);
 		return -1;
 	}
 	if (!me->tapes || !me->states) {
 		snprintf(err, errlen,
 			 "out of device memory for method=%s's depth buffers "
-			 "(%d tapes of %zu elements, %d states); lower layers, "
+			 "(%d tapes of %zu bytes, %d states); lower layers, "
 			 "batch_size or seq_len",
 			 method_kind_name(me->cfg.method), me->lay.n_tapes,
-			 me->tape_elems, me->lay.n_ckpts + me->lay.n_vecs);
+			 me->tape_bytes, me->lay.n_ckpts + me->lay.n_vecs);
 		method_destroy(me);
 		return -1;
 	}

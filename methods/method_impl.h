@@ -3,10 +3,12 @@
  *
  * Every method's depth memory has the same shape, so method.c allocates it
  * from the numbers a method's `layout` returns:
- *   depth = n_tapes · tape + (n_ckpts + n_vecs) · n_state   elements,
- * tapes in one MEM_DEPTH allocation, checkpoints then state vectors in a
- * second; solver memory (MEM_SOLVER) comes from solvers.h; offloaded tapes
- * n_host_tapes · tape elements in one MEM_HOST allocation.
+ *   depth = n_tapes · model_tape_bytes + (n_ckpts + n_vecs) · n_state
+ *   elements of the backend type,
+ * tapes in one MEM_DEPTH allocation (bf16 under precision=bf16),
+ * checkpoints then state vectors (fp32) in a second; solver memory
+ * (MEM_SOLVER) comes from solvers.h; offloaded tapes n_host_tapes ·
+ * model_tape_bytes in one MEM_HOST allocation.
  */
 #ifndef DQ_METHOD_IMPL_H
 #define DQ_METHOD_IMPL_H
@@ -89,9 +91,9 @@ struct method {
 	struct method_stats st;
 	int have_train; /* a train forward awaits its backward */
 
-	size_t tape_elems; /* model_tape_elems(m) */
-	void *tapes;	   /* (n_tapes, tape_elems), MEM_DEPTH */
-	void *host_tapes;  /* (n_host_tapes, tape_elems), MEM_HOST */
+	size_t tape_bytes; /* model_tape_bytes(m) (bf16 under precision=bf16) */
+	void *tapes;	   /* n_tapes of tape_bytes each, MEM_DEPTH */
+	void *host_tapes;  /* n_host_tapes of tape_bytes each, MEM_HOST */
 	void *states;	   /* (n_ckpts + n_vecs, n_state), MEM_DEPTH */
 	struct solver *solver;
 
@@ -111,13 +113,13 @@ struct method {
 /* Tape i, checkpoint i, work vector i. */
 static inline void *method_tape(const struct method *me, int i)
 {
-	return dq_at(me->m->be, me->tapes, (size_t)i * me->tape_elems);
+	return (char *)me->tapes + (size_t)i * me->tape_bytes;
 }
 
 /* Host tape i (offload). */
 static inline void *method_host_tape(const struct method *me, int i)
 {
-	return dq_at(me->m->be, me->host_tapes, (size_t)i * me->tape_elems);
+	return (char *)me->host_tapes + (size_t)i * me->tape_bytes;
 }
 
 static inline void *method_ckpt(const struct method *me, int i)

@@ -37,7 +37,7 @@ static void offload_layout(const struct model *m, const struct method_config *c,
 
 static size_t tape_bytes(const struct method *me)
 {
-	return me->tape_elems * me->m->be->elem;
+	return me->tape_bytes;
 }
 
 static void offload_forward(struct method *me, const void *u, void *z,

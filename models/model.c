@@ -386,7 +386,8 @@ void model_memory(const struct model *m, size_t bytes[MEM_NCAT])
 	    2 * N * sizeof(int32_t) +
 	    e * (N * (size_t)m->E + 2 * m->n_u +
 		 model_head_rows(m) * (size_t)m->cfg.vocab_size + m->n_state);
-	bytes[MEM_WORKSPACE] = e * m->def->workspace_elems(m);
+	bytes[MEM_WORKSPACE] =
+	    e * m->def->workspace_elems(m) + model_bf16_workspace_bytes(m);
 }
 
 /* Device buffers of m: params, grads, head and workspace; -1 with the
@@ -447,7 +448,8 @@ int model_create(struct model **out, struct backend *be,
 		snprintf(err, errlen, "out of host memory creating the model");
 		goto fail;
 	}
-	if (alloc_device(m, err, errlen) != 0)
+	if (alloc_device(m, err, errlen) != 0 ||
+	    model_bf16_alloc(m, err, errlen) != 0)
 		goto fail;
 	init_values(m, specs, host);
 	be_upload(be, m->param_buf, host, np);
@@ -483,8 +485,11 @@ void model_destroy(struct model *m)
 		backend_free(be, m->gu);
 		backend_free(be, m->logits);
 		backend_free(be, m->gz);
-		if (pv)
+		if (pv) {
 			backend_free(be, pv->ws);
+			backend_free(be, pv->tape32);
+			backend_free(be, pv->gemm_scratch);
+		}
 	}
 	if (pv)
 		free(pv->staging);
@@ -502,12 +507,24 @@ size_t model_tape_elems(const struct model *m)
 void model_block_forward(struct model *m, void *z_out, const void *z_in,
 			 const void *u, void *tape)
 {
-	m->def->forward(m, z_out, z_in, u, tape);
+	struct model_priv *pv = m->priv;
+	if (!tape || m->cfg.precision != DQ_PREC_BF16) {
+		m->def->forward(m, z_out, z_in, u, tape);
+		return;
+	}
+	/* bf16: the fp32 tape in tape32, stored rounded (model_bf16.c) */
+	m->def->forward(m, z_out, z_in, u, pv->tape32);
+	be_to_bf16(m->be, tape, pv->tape32, model_tape_elems(m));
 }
 
 void model_block_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
 		     const void *tape, int param_grads)
 {
+	struct model_priv *pv = m->priv;
+	if (m->cfg.precision == DQ_PREC_BF16) {
+		be_from_bf16(m->be, pv->tape32, tape, model_tape_elems(m));
+		tape = pv->tape32;
+	}
 	m->def->vjp(m, gz_in, gu, gz_out, tape, param_grads);
 }
 
@@ -547,8 +564,8 @@ int model_set_batch(struct model *m, const int32_t *tokens_host, char *err,
 void model_matmul_forward(struct model *m, void *y, double beta, const void *x,
 			  int w, int N, int in, int out)
 {
-	be_gemm(m->be, 0, 1, N, out, in, 1.0, x, in,
-		model_p(m, m->param_buf, w), in, beta, y, out);
+	model_gemm(m, 0, 1, N, out, in, 1.0, x, in, model_p(m, m->param_buf, w),
+		   in, beta, y, out);
 }
 
 void model_linear_forward(struct model *m, void *y, double beta, const void *x,
@@ -562,11 +579,11 @@ void model_matmul_backward(struct model *m, void *dx, double beta,
 			   const void *dy, const void *x, int w, int N, int in,
 			   int out, int param_grads)
 {
-	be_gemm(m->be, 0, 0, N, in, out, 1.0, dy, out,
-		model_p(m, m->param_buf, w), in, beta, dx, in);
+	model_gemm(m, 0, 0, N, in, out, 1.0, dy, out,
+		   model_p(m, m->param_buf, w), in, beta, dx, in);
 	if (param_grads)
-		be_gemm(m->be, 1, 0, out, in, N, 1.0, dy, out, x, in, 1.0,
-			model_p(m, m->grad_buf, w), in);
+		model_gemm(m, 1, 0, out, in, N, 1.0, dy, out, x, in, 1.0,
+			   model_p(m, m->grad_buf, w), in);
 }
 
 void model_linear_backward(struct model *m, void *dx, double beta,

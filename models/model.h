@@ -82,6 +82,11 @@ struct model_config {
 	int head_chunk;	      /* > 0: the head works on chunks of this many
 			       * positions (see model_head_forward); 0 = all
 			       * N = B·T at once */
+	/* DQ_PREC_BF16: mixed precision (models/model_bf16.c): every GEMM
+	 * of the model on bf16 operands, tapes stored in bf16; fp32 and
+	 * tf32 compute as the backend does (tf32 is the backend's
+	 * set_tf32, not the model's business) */
+	enum dq_precision precision;
 };
 
 /* One named parameter tensor inside the single parameter allocation.
@@ -166,8 +171,23 @@ size_t model_head_rows(const struct model *m);
  * tape holds everything model_block_vjp reads, z_in included. */
 size_t model_tape_elems(const struct model *m);
 
+/* Bytes one block application's tape takes: model_tape_elems() elements
+ * of the backend type, or of 2 bytes (bf16) under precision=bf16. Methods
+ * allocate and address tapes in these. */
+size_t model_tape_bytes(const struct model *m);
+
+/* C(M,N) = alpha op(A) op(B) + beta C, as be_gemm: the model's matrix
+ * products, which the kinds call instead of be_gemm. Under precision=bf16
+ * it is be_gemm_bf16 with the model's scratch (bf16 operands, fp32
+ * accumulation); otherwise be_gemm. */
+void model_gemm(struct model *m, int ta, int tb, int M, int N, int K,
+		double alpha, const void *A, int lda, const void *B, int ldb,
+		double beta, void *C, int ldc);
+
 /* z_out = f(z_in; u). tape: NULL (no tape; uses model workspace) or a buffer
- * of model_tape_elems() elements that receives what the vjp needs.
+ * of model_tape_bytes() that receives what the vjp needs (under bf16 the
+ * block writes an fp32 tape into the model's staging buffer and stores it
+ * rounded to bf16: the vjp reads the rounded values, widened back).
  * z_out must not alias z_in. Counts as one layer evaluation. */
 void model_block_forward(struct model *m, void *z_out, const void *z_in,
 			 const void *u, void *tape);

@@ -112,7 +112,17 @@ struct model_priv {
 	/* model_head_forward_train did the chunked head's backward too */
 	int head_grads_done;
 	int32_t *staging; /* host (2,B,T): inputs then targets */
+	/* precision=bf16 only (models/model_bf16.c), else NULL: */
+	void *tape32;	    /* MEM_WORKSPACE, one fp32 tape: the block's own */
+	void *gemm_scratch; /* MEM_WORKSPACE, model_gemm's rounded operands */
+	size_t gemm_scratch_bytes;
 };
+
+/* models/model_bf16.c: bytes of the bf16 buffers above (0 unless
+ * precision=bf16), and their allocation (-1 with the message when out of
+ * device memory; model_destroy frees them). */
+size_t model_bf16_workspace_bytes(const struct model *m);
+int model_bf16_alloc(struct model *m, char *err, size_t errlen);
 
 static inline void *model_ws(const struct model *m)
 {

@@ -46,8 +46,8 @@ static void tc_forward(struct model *m, void *z_out, const void *z_in,
 	struct backend *be = m->be;
 	int N = m->B * m->T, d = m->d;
 	be_copy(be, z_out, u, m->n_state);
-	be_gemm(be, 0, 1, N, d, d, 1.0, z_in, d,
-		model_p(m, m->param_buf, CP_CELL_W), d, 1.0, z_out, d);
+	model_gemm(m, 0, 1, N, d, d, 1.0, z_in, d,
+		   model_p(m, m->param_buf, CP_CELL_W), d, 1.0, z_out, d);
 	be_act_forward(be, ACT_TANH, z_out, z_out, m->n_state);
 	if (tape) {
 		be_copy(be, tape, z_in, m->n_state);
@@ -64,11 +64,11 @@ static void tc_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
 	const void *z = tape, *y = dq_at(m->be, tape, m->n_state);
 	/* g = gz_out (1 - y²); gz_in = g W; dW += gᵀ z; gu += g */
 	be_act_backward(be, ACT_TANH, g, gz_out, NULL, y, m->n_state);
-	be_gemm(be, 0, 0, N, d, d, 1.0, g, d,
-		model_p(m, m->param_buf, CP_CELL_W), d, 0.0, gz_in, d);
+	model_gemm(m, 0, 0, N, d, d, 1.0, g, d,
+		   model_p(m, m->param_buf, CP_CELL_W), d, 0.0, gz_in, d);
 	if (pg)
-		be_gemm(be, 1, 0, d, d, N, 1.0, g, d, z, d, 1.0,
-			model_p(m, m->grad_buf, CP_CELL_W), d);
+		model_gemm(m, 1, 0, d, d, N, 1.0, g, d, z, d, 1.0,
+			   model_p(m, m->grad_buf, CP_CELL_W), d);
 	if (gu)
 		be_axpy(be, gu, 1.0, g, m->n_state);
 }

@@ -166,6 +166,10 @@ static void tf_forward(struct model *m, void *z_out, const void *z_in,
 	/* qkv = u + z Wqkvᵀ + bqkv */
 	be_copy(be, t.qkv, u, m->n_u);
 	model_linear_forward(m, t.qkv, 1.0, z, TP_QKV_W, N, d, 3 * d);
+	/* bf16: the attention's products read bf16 q, k, v, as a bf16
+	 * linear layer's output feeds them (models/model_bf16.c) */
+	if (m->cfg.precision == DQ_PREC_BF16)
+		be_round_bf16(be, t.qkv, m->n_u);
 	be_attention_forward(be, t.a, t.att, t.qkv, B, T, d, H);
 	/* r1 = a Woᵀ, then in one pass r1 = (r1 + z) + bo and h = LN1(r1) */
 	model_matmul_forward(m, t.r1, 0.0, t.a, TP_OUT_W, N, d, d);

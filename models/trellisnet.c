@@ -258,9 +258,9 @@ static void conv_forward(struct model *m, void *y, const void *x_prev,
 	int N = m->B * m->T, h = m->E;
 	for (int j = 0; j < 4; j++)
 		for (int k = 0; k < 2; k++)
-			be_gemm(m->be, 0, 1, N, h, in, 1.0, k ? x : x_prev, in,
-				tap(m, wk, j, k, in), in, k ? 1.0 : beta,
-				gate(m, y, j), h);
+			model_gemm(m, 0, 1, N, h, in, 1.0, k ? x : x_prev, in,
+				   tap(m, wk, j, k, in), in, k ? 1.0 : beta,
+				   gate(m, y, j), h);
 }
 
 /* Input gradients of conv_forward: gx = Σ_j dy_j W_{j,1} and gS = Σ_j dy_j
@@ -272,9 +272,9 @@ static void conv_backward_input(struct model *m, void *gx, void *gS,
 	int N = m->B * m->T, h = m->E;
 	for (int j = 0; j < 4; j++)
 		for (int k = 0; k < 2; k++)
-			be_gemm(m->be, 0, 0, N, in, h, 1.0, gate(m, dy, j), h,
-				tap(m, wk, j, k, in), in, j ? 1.0 : 0.0,
-				k ? gx : gS, in);
+			model_gemm(m, 0, 0, N, in, h, 1.0, gate(m, dy, j), h,
+				   tap(m, wk, j, k, in), in, j ? 1.0 : 0.0,
+				   k ? gx : gS, in);
 }
 
 /* Kernel-major weight gradient dwk (2, 4h, in): W_{j,0} = dy_jᵀ x_prev,
@@ -285,9 +285,9 @@ static void conv_backward_weight(struct model *m, void *dwk, const void *dy,
 	int N = m->B * m->T, h = m->E;
 	for (int j = 0; j < 4; j++)
 		for (int k = 0; k < 2; k++)
-			be_gemm(m->be, 1, 0, h, in, N, 1.0, gate(m, dy, j), h,
-				k ? x : x_prev, in, 0.0, tap(m, dwk, j, k, in),
-				in);
+			model_gemm(m, 1, 0, h, in, N, 1.0, gate(m, dy, j), h,
+				   k ? x : x_prev, in, 0.0,
+				   tap(m, dwk, j, k, in), in);
 }
 
 /* Per-gate bias: y_j (N,h) += b[j h .. (j+1) h), and its gradient. */
