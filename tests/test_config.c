@@ -191,5 +191,62 @@ Test(config, tf32_only_on_cuda)
 	config_defaults(&c);
 	cr_assert_eq(config_set(&c, "tf32", "true", err, sizeof(err)), 0);
 	cr_assert_eq(config_finish(&c, err, sizeof(err)), -1);
-	cr_assert(strstr(err, "tf32") && strstr(err, "device=cuda"), "%s", err);
+	cr_assert(strstr(err, "tf32=true") && strstr(err, "device=cuda"), "%s",
+		  err);
+}
+
+/* precision: tf32 needs device=cuda whichever way it is spelled; tf32=true
+ * is an alias of precision=tf32 (both say so once resolved) and
+ * contradicts precision=bf16; compile=true is impl=pytorch's. */
+static int finish_with(const char *const *kv, char *err, size_t errlen,
+		       struct bench_config *c)
+{
+	config_defaults(c);
+	for (; *kv; kv += 2)
+		cr_assert_eq(config_set(c, kv[0], kv[1], err, errlen), 0, "%s",
+			     err);
+	return config_finish(c, err, errlen);
+}
+
+Test(config, precision_keys)
+{
+	struct bench_config c;
+	char err[512];
+	const char *tf32_cpu[] = {"precision", "tf32", NULL};
+	cr_assert_eq(finish_with(tf32_cpu, err, sizeof(err), &c), -1);
+	cr_assert(strstr(err, "precision=tf32") && strstr(err, "device=cuda"),
+		  "%s", err);
+	const char *both[] = {"precision", "bf16", "tf32", "true", NULL};
+	cr_assert_eq(finish_with(both, err, sizeof(err), &c), -1);
+	cr_assert(strstr(err, "contradicts precision=bf16"), "%s", err);
+	const char *bf16[] = {"precision", "bf16", NULL};
+	cr_assert_eq(finish_with(bf16, err, sizeof(err), &c), 0, "%s", err);
+	cr_assert_eq(c.model.precision, DQ_PREC_BF16);
+	cr_assert_eq(c.tf32, 0);
+	const char *comp[] = {"compile", "true", NULL};
+	cr_assert_eq(finish_with(comp, err, sizeof(err), &c), -1);
+	cr_assert(strstr(err, "compile=true") && strstr(err, "impl=pytorch"),
+		  "%s", err);
+	cr_assert_eq(dq_precision_parse("fp16"), -1);
+	for (int p = DQ_PREC_FP32; p <= DQ_PREC_BF16; p++)
+		cr_assert_eq(dq_precision_parse(dq_precision_name(p)), p);
+}
+
+/* The alias resolves the same on a build with CUDA: tf32=true and
+ * precision=tf32 give one resolved config. */
+Test(config, tf32_is_precision_tf32)
+{
+	struct bench_config a, b;
+	char err[512];
+	int cuda = 0;
+	for (int i = 0; backend_names[i]; i++)
+		cuda |= strcmp(backend_names[i], "cuda") == 0;
+	if (!cuda)
+		cr_skip_test("this build has no CUDA backend");
+	const char *ka[] = {"device", "cuda", "tf32", "true", NULL};
+	const char *kb[] = {"device", "cuda", "precision", "tf32", NULL};
+	cr_assert_eq(finish_with(ka, err, sizeof(err), &a), 0, "%s", err);
+	cr_assert_eq(finish_with(kb, err, sizeof(err), &b), 0, "%s", err);
+	cr_assert_eq(a.model.precision, DQ_PREC_TF32);
+	cr_assert_eq(b.tf32, 1);
 }

@@ -411,7 +411,8 @@ Test(bench_block, parses_with_the_config_code, .init = cli_setup,
 		cr_assert(so && strstr(so, " model=transformer d_model=128 "
 					   "n_heads=4 d_ff=512 seq_len=64 "
 					   "batch_size=16 layers=1 device=cpu "
-					   "threads=0 seed=1 iters=20 "
+					   "threads=0 seed=1 precision=fp32 "
+					   "iters=20 "
 					   "warmup=3 vocab=0\n"),
 			  "%s", so);
 		free(so);

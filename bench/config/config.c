@@ -24,6 +24,11 @@ static const char *init_name_i(int k)
 	return model_init_name((enum model_init)k);
 }
 
+static const char *precision_name_i(int k)
+{
+	return dq_precision_name((enum dq_precision)k);
+}
+
 static const char *const device_names[] = {"cpu", "cpu64", "cuda"};
 static const char *const impl_names[] = {"deqbench", "pytorch"};
 KEY_NAME_FUNCS(config_device_parse, config_device_name, device_names)
@@ -108,8 +113,18 @@ static const struct key_desc tail_keys[] = {
 	 "backend", 0),
     INT("threads", "device", threads, 0, 4096,
 	"CPU threads; 0 = library default"),
+    ENUM("precision", "device", model.precision, dq_precision_parse,
+	 precision_name_i,
+	 "matrix products: fp32, tf32 (TF32 tensor cores, device=cuda) or "
+	 "bf16 (mixed precision: bf16 GEMM operands and tapes, fp32 "
+	 "weights, Adam and statistics; docs/precision.md)",
+	 0),
     BOOL("tf32", "device", tf32,
-	 "allow TF32 GEMMs (device=cuda only; an error elsewhere)", 0),
+	 "alias of precision=tf32 (device=cuda only; an error elsewhere)", 0),
+    BOOL("compile", "device", compile,
+	 "impl=pytorch: torch.compile the model (torch >= 2); an error with "
+	 "impl=deqbench",
+	 0),
     ENUM("impl", "device", impl, config_impl_parse, config_impl_name,
 	 "implementation: deqbench (this C core) or pytorch (bench/pytorch "
 	 "on Debian's python3-torch, run as a child process; "
@@ -619,6 +634,37 @@ static int config_check_pretrain(const struct bench_config *c, char *err,
 	return 0;
 }
 
+/* precision, its alias tf32, and compile. */
+static int config_check_precision(const struct bench_config *c, char *err,
+				  size_t errlen)
+{
+	enum dq_precision p = c->model.precision;
+	if (c->tf32 && p == DQ_PREC_BF16) {
+		snprintf(err, errlen,
+			 "tf32=true contradicts precision=bf16 (tf32=true is "
+			 "an alias of precision=tf32); drop tf32");
+		return -1;
+	}
+	/* TF32 exists only on the GPU; asking for it elsewhere is a mistake
+	 * worth stopping for, not a silent no-op that would mislabel records */
+	if ((c->tf32 || p == DQ_PREC_TF32) && c->device != DEVICE_CUDA) {
+		snprintf(err, errlen,
+			 "precision=tf32 (tf32=true) needs device=cuda "
+			 "(device=%s has no TF32); use precision=fp32 or "
+			 "bf16, or device=cuda",
+			 config_device_name(c->device));
+		return -1;
+	}
+	if (c->compile && c->impl != IMPL_PYTORCH) {
+		snprintf(err, errlen,
+			 "compile=true is torch.compile, for impl=pytorch only "
+			 "(deqbench's C core compiles ahead of time); drop "
+			 "compile or use impl=pytorch");
+		return -1;
+	}
+	return 0;
+}
+
 int config_validate(const struct bench_config *c, char *err, size_t errlen)
 {
 	const struct model_config *m = &c->model;
@@ -641,16 +687,8 @@ int config_validate(const struct bench_config *c, char *err, size_t errlen)
 		return -1;
 	if (method_config_validate(&c->method, err, errlen) != 0)
 		return -1;
-	/* TF32 exists only on the GPU; asking for it elsewhere is a mistake
-	 * worth stopping for, not a silent no-op that would mislabel records */
-	if (c->tf32 && c->device != DEVICE_CUDA) {
-		snprintf(err, errlen,
-			 "tf32=true needs device=cuda (device=%s always "
-			 "computes in full precision); drop tf32 or use "
-			 "device=cuda",
-			 config_device_name(c->device));
+	if (config_check_precision(c, err, errlen) != 0)
 		return -1;
-	}
 	if (c->device == DEVICE_CUDA) {
 		int ok = 0;
 		for (int i = 0; backend_names[i]; i++)
@@ -671,6 +709,12 @@ int config_finish(struct bench_config *c, char *err, size_t errlen)
 	/* the default warm-up scales with short runs: steps=2 runs */
 	if (c->warmup_steps < 0)
 		c->warmup_steps = c->steps / 5 < 10 ? c->steps / 5 : 10;
+	/* tf32=true is precision=tf32: one spelling in the resolved config
+	 * (tf32 then says the same as precision) */
+	if (c->tf32 && c->model.precision == DQ_PREC_FP32)
+		c->model.precision = DQ_PREC_TF32;
+	if (c->model.precision == DQ_PREC_TF32)
+		c->tf32 = 1;
 	if (config_validate(c, err, errlen) != 0)
 		return -1;
 	method_config_resolve(&c->method);

@@ -63,7 +63,8 @@ struct bench_config {
 
 	enum config_device device; /* cpu, cpu64, cuda */
 	int threads;		   /* 0 = library default */
-	int tf32;		   /* allow TF32 GEMMs on cuda */
+	int tf32;		   /* alias of precision=tf32 (model.precision) */
+	int compile; /* impl=pytorch: torch.compile (bench/pytorch) */
 	enum config_impl impl;	   /* deqbench, or pytorch (bench/pytorch,
 				      run by peer.c) */
 

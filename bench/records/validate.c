@@ -302,16 +302,22 @@ static void check_object(struct walk *w, const json_t *o,
 	}
 }
 
-static int config_key_added(const char *key)
+static int in_names(const char *const *names, const char *key)
 {
-	for (int i = 0; validate_config_added[i]; i++)
-		if (!strcmp(validate_config_added[i], key))
+	for (int i = 0; names[i]; i++)
+		if (!strcmp(names[i], key))
 			return 1;
 	return 0;
 }
 
+static int config_key_added(const char *key)
+{
+	return in_names(validate_config_added, key);
+}
+
 /* The config object: every key of the key table (those of
- * validate_config_added only in strict mode), each value checked by
+ * validate_config_added only in strict mode, those of
+ * validate_config_defaulted never), each value checked by
  * config_check_json, and nothing else. */
 static void check_config(struct walk *w, const json_t *o, const char *path)
 {
@@ -320,7 +326,8 @@ static void check_config(struct walk *w, const json_t *o, const char *path)
 	char p[300];
 	for (size_t i = 0; (key = config_key_name(i)); i++) {
 		if (json_object_get(o, key) ||
-		    (w->mode != VALIDATE_STRICT && config_key_added(key)))
+		    (w->mode != VALIDATE_STRICT && config_key_added(key)) ||
+		    in_names(validate_config_defaulted, key))
 			continue;
 		join(p, sizeof(p), path, key);
 		problem(w, p, "missing (a config key: deqbench run --help)");

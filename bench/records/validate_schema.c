@@ -63,6 +63,12 @@ const char *const validate_config_added[] = {
     NULL,
 };
 
+const char *const validate_config_defaulted[] = {
+    "precision",
+    "compile",
+    NULL,
+};
+
 /* {median, mean, p10, p90, min, max, p25, p75}: SCHEMA.md's `stats` */
 static const struct vfield stats_f[] = {
     F("median", NUM_OR_NULL),

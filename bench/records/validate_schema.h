@@ -72,5 +72,9 @@ const struct vfield *validate_schema(void);
 /* Config keys that records written before they existed lack (every other
  * key of `deqbench run --help` is in every record), NULL-terminated. */
 extern const char *const validate_config_added[];
+/* Config keys a record may lack even under --strict: absent means the
+ * key's default (precision fp32, compile false), as in every record
+ * written before 2026-11-25, results/cpu's included. NULL-terminated. */
+extern const char *const validate_config_defaulted[];
 
 #endif

@@ -52,15 +52,16 @@ struct bb_cfg {
 	int vocab, layers; /* head GEMMs (0: off); block GEMMs per step */
 	uint64_t seed;
 	const char *device;
-	enum model_kind model; /* transformer (default) or trellisnet */
+	enum model_kind model;	     /* transformer (default) or trellisnet */
+	enum dq_precision precision; /* of the block and the reference GEMMs */
 };
 
 /* The config keys bench-block reads, parsed and checked as `run`'s are
  * (config_set), and their values where they differ from `run`'s defaults:
  * the bench-block preset (docs/commands.md). */
 static const char *const run_keys[] = {
-    "model",  "d_model", "n_heads", "d_ff", "seq_len", "batch_size",
-    "layers", "device",	 "threads", "seed", NULL,
+    "model",  "d_model", "n_heads", "d_ff", "seq_len",	 "batch_size",
+    "layers", "device",	 "threads", "seed", "precision", NULL,
 };
 static const char *const preset[] = {
     "d_model=128",   "n_heads=4", "d_ff=512", "seq_len=64",
@@ -185,7 +186,8 @@ static void fill(struct bb_cfg *b, const struct bench_config *c,
 			     .layers = c->method.layers,
 			     .seed = m->seed,
 			     .device = config_device_name(c->device),
-			     .model = m->kind};
+			     .model = m->kind,
+			     .precision = m->precision};
 }
 
 /* argv[1..argc) into *b (the preset for keys not given). 0; 1 after
@@ -248,15 +250,22 @@ struct gemm_shape {
 };
 
 /* Median milliseconds of one gemm call of shape s (operands of the right
- * sizes from A, Bm, C; contents irrelevant to the rate). */
+ * sizes from A, Bm, C; contents irrelevant to the rate): be_gemm, or
+ * under precision=bf16 be_gemm_bf16 with scratch S, as model_gemm calls
+ * it (both operands rounded, then the bf16 product). */
 static double time_gemm(struct backend *be, const struct gemm_shape *s, void *A,
-			void *Bm, void *C, int warmup, int iters, double *ms)
+			void *Bm, void *C, void *S, int warmup, int iters,
+			double *ms)
 {
 	int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
 	for (int i = 0; i < warmup + iters; i++) {
 		be_timer_mark(be, 0);
-		be_gemm(be, s->ta, s->tb, s->M, s->N, s->K, 1.0, A, lda, Bm,
-			ldb, 1.0, C, s->N);
+		if (S)
+			be_gemm_bf16(be, s->ta, s->tb, s->M, s->N, s->K, 1.0, A,
+				     lda, Bm, ldb, 1.0, C, s->N, S);
+		else
+			be_gemm(be, s->ta, s->tb, s->M, s->N, s->K, 1.0, A, lda,
+				Bm, ldb, 1.0, C, s->N);
 		be_timer_mark(be, 1);
 		if (i >= warmup)
 			ms[i - warmup] = be_timer_elapsed_ms(be, 0, 1);
@@ -271,7 +280,8 @@ struct bb_bufs {
 		     * V d) */
 	void *z, *zo, *g, *gi, *tape; /* block input/output, cotangents */
 	void *A, *Bm, *C;	      /* GEMM operands */
-	double *ms, *host;	      /* iters timings; max(nd, big) inputs */
+	void *S;	   /* gemm_bf16's scratch (precision=bf16), else NULL */
+	double *ms, *host; /* iters timings; max(nd, big) inputs */
 };
 
 /* Allocates the buffers of model M (c's sizes) and fills them with
@@ -290,10 +300,16 @@ static int bb_alloc(struct backend *be, struct model *m, const struct bb_cfg *c,
 	b->zo = backend_alloc(be, b->nd, MEM_DEPTH);
 	b->g = backend_alloc(be, b->nd, MEM_DEPTH);
 	b->gi = backend_alloc(be, b->nd, MEM_DEPTH);
-	b->tape = backend_alloc(be, model_tape_elems(m), MEM_DEPTH);
+	b->tape = backend_alloc_bytes(be, model_tape_bytes(m), MEM_DEPTH);
 	b->A = backend_alloc(be, b->big, MEM_WORKSPACE);
 	b->Bm = backend_alloc(be, b->big, MEM_WORKSPACE);
 	b->C = backend_alloc(be, b->big, MEM_WORKSPACE);
+	if (c->precision == DQ_PREC_BF16 &&
+	    !(b->S = backend_alloc_bytes(be, 2 * b->big * be->bf16_operand_elem,
+					 MEM_WORKSPACE))) {
+		fprintf(stderr, "deqbench bench-block: out of memory\n");
+		return -1;
+	}
 	b->ms = malloc(sizeof(double) * (size_t)c->iters);
 	b->host = malloc(sizeof(double) * (b->nd > b->big ? b->nd : b->big));
 	if (!b->z || !b->zo || !b->g || !b->gi || !b->tape || !b->A || !b->Bm ||
@@ -321,7 +337,8 @@ static void bb_free(struct backend *be, struct bb_bufs *b)
 {
 	free(b->ms);
 	free(b->host);
-	void *dev[] = {b->z, b->zo, b->g, b->gi, b->tape, b->A, b->Bm, b->C};
+	void *dev[] = {b->z, b->zo, b->g, b->gi, b->tape,
+		       b->A, b->Bm, b->C, b->S};
 	for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
 		backend_free(be, dev[i]);
 }
@@ -368,8 +385,8 @@ static void time_shapes(struct backend *be, const struct bb_cfg *c,
 			struct bb_bufs *b, double *flops, double *ms)
 {
 	for (size_t k = 0; k < n; k++) {
-		double t = time_gemm(be, &sh[k], b->A, b->Bm, b->C, c->warmup,
-				     c->iters, b->ms);
+		double t = time_gemm(be, &sh[k], b->A, b->Bm, b->C, b->S,
+				     c->warmup, c->iters, b->ms);
 		double f = 2.0 * sh[k].M * (double)sh[k].N * sh[k].K;
 		*flops += f * mult;
 		*ms += t * mult;
@@ -460,11 +477,14 @@ static int bb_setup(const struct bb_cfg *c, struct backend **be,
 	    .batch_size = c->B,
 	    .vocab_size = 16, /* the head is not timed */
 	    .seed = c->seed,
+	    .precision = c->precision,
 	};
 	if (backend_create(be, c->device, c->threads, err, sizeof(err)) != 0) {
 		fprintf(stderr, "deqbench bench-block: %s\n", err);
 		return -1;
 	}
+	if (c->precision == DQ_PREC_TF32)
+		be_set_tf32(*be, 1); /* config_validate: device=cuda */
 	if (model_create(m, *be, &mc, err, sizeof(err)) != 0) {
 		fprintf(stderr, "deqbench bench-block: %s\n", err);
 		backend_destroy(*be);
@@ -493,10 +513,11 @@ int bench_block_main(int argc, char **argv)
 	flops = model_block_flops(m);
 	blk_gfs = 3.0 * flops / (blk_ms * 1e6);
 	be_info(be, &info);
-	printf("bench-block: model=%s device=%s (%s) B=%d T=%d d_model=%d "
-	       "n_heads=%d d_ff=%d iters=%d warmup=%d\n",
-	       model_kind_name(c.model), c.device, info.name, c.B, c.T, c.d,
-	       c.H, c.F, c.iters, c.warmup);
+	printf("bench-block: model=%s device=%s (%s) precision=%s B=%d T=%d "
+	       "d_model=%d n_heads=%d d_ff=%d iters=%d warmup=%d\n",
+	       model_kind_name(c.model), c.device, info.name,
+	       dq_precision_name(c.precision), c.B, c.T, c.d, c.H, c.F, c.iters,
+	       c.warmup);
 	time_gemms(be, &c, c.model == MODEL_TRELLISNET, &b, &gflop_sum,
 		   &gms_sum);
 	double gemm_gfs = gflop_sum / (gms_sum * 1e6);

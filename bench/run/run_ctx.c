@@ -73,6 +73,25 @@ int run_ctx_precheck(const struct bench_config *cfg, char *err, size_t errlen)
 
 /* ---- context ---- */
 
+/* bf16 GEMMs (cublasGemmEx on CUDA_R_16BF) need compute capability 8.0
+ * (Ampere) or later; the cpu backends emulate them. */
+static int bf16_check(const struct bench_config *cfg, struct backend *be,
+		      char *err, size_t errlen)
+{
+	struct backend_info in;
+	if (cfg->model.precision != DQ_PREC_BF16 ||
+	    strcmp(be_name(be), "cuda") != 0)
+		return 0;
+	be_info(be, &in);
+	if (in.compute_major >= 8)
+		return 0;
+	snprintf(err, errlen,
+		 "precision=bf16 needs a GPU of compute capability 8.0 or "
+		 "later (%s is %d.%d); use precision=fp32",
+		 in.name, in.compute_major, in.compute_minor);
+	return -1;
+}
+
 int run_ctx_create_for_run(struct run_ctx *rc, const struct bench_config *cfg,
 			   int V, int train, char *err, size_t errlen)
 {
@@ -98,6 +117,8 @@ int run_ctx_create_for_run(struct run_ctx *rc, const struct bench_config *cfg,
 			 be_name(rc->be));
 		goto fail;
 	}
+	if (bf16_check(cfg, rc->be, err, errlen) != 0)
+		goto fail;
 	if (model_create(&rc->m, rc->be, &mc, err, errlen))
 		goto fail;
 	if (method_create(&rc->me, rc->m, &cfg->method, err, errlen))
