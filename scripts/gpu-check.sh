@@ -7,14 +7,24 @@
 #      CPU backends, pool/timer/info checks, methods cuda vs cpu;
 #   3. deqbench env (device facts as JSON);
 #   4. bench-block device=cuda: a transformer block's forward+vjp GFLOP/s
-#      next to cuBLAS SGEMM's on the same GEMM shapes, at the issue's shape
-#      (d=128 H=4 F=512 T=64 B=16) and three larger ones;
+#      next to cuBLAS's GEMMs on the same shapes, at the issue's shape
+#      (d=128 H=4 F=512 T=64 B=16) and three larger ones, each in
+#      precision fp32, tf32 and bf16 (the bf16 reference: both operands
+#      rounded, then cublasGemmEx, as the model calls it);
 #   5. the default suite (unroll, checkpoint, deq) with device=cuda on the
 #      synthetic corpus, records in <dir>/<gpu-name>.jsonl, then the report;
 #   6. save_params and deqbench eval: a DEQ trained 200 steps, evaluated at
-#      two tolerances and unrolled, records in <dir>/<gpu-name>-eval.jsonl.
+#      two tolerances and unrolled, records in <dir>/<gpu-name>-eval.jsonl;
+#   7. bench/suites/vs-pytorch-gpu.json: unroll, checkpoint and DEQ at
+#      d_model 512 in fp32 and bf16, in deqbench, PyTorch eager and
+#      PyTorch with torch.compile, records in
+#      <dir>/<gpu-name>-vs-pytorch.jsonl (a resumed suite: --resume).
 #
 #   scripts/gpu-check.sh [LOG_DIR]        (default results/gpu)
+# Resumable: a step that passed leaves LOG_DIR/.done/<step>, and a rerun
+# skips it (DQ_REDO=1 runs every step again), so a machine lent for ten
+# minutes at a time finishes the list over several calls. DQ_ONLY="tests
+# bench-block suite eval vs-pytorch" (any of them) runs those groups only.
 # Environment: DQ_BUILDDIR (default build-gpu), DQ_GPU_STEPS (override the
 # suite's steps, e.g. 20 for a quick look; warmup_steps becomes steps/5),
 # DQ_SKIP_SETUP=1 (use DQ_BUILDDIR as it is: a machine that cannot install
@@ -31,16 +41,31 @@ mkdir -p "$logdir"
 export PATH="$PATH:/usr/local/cuda/bin"
 failed=()
 
-# step NAME LOGFILE CMD...: runs CMD, output to the terminal and LOGFILE.
+mkdir -p "$logdir/.done"
+[ -n "${DQ_REDO:-}" ] && rm -f "$logdir"/.done/*
+
+# group NAME: whether DQ_ONLY (when set) lists step group NAME.
+group() {
+	[ -z "${DQ_ONLY:-}" ] || [[ " $DQ_ONLY " == *" $1 "* ]]
+}
+
+# step NAME LOGFILE CMD...: runs CMD, output to the terminal and LOGFILE;
+# skipped when an earlier call passed it (LOG_DIR/.done).
 step() {
-	local name="$1" log="$2"
+	local name="$1" log="$2" mark
 	shift 2
+	mark="$logdir/.done/$(printf '%s' "$name" | tr -c 'a-zA-Z0-9=.-' '_')"
+	if [ -e "$mark" ]; then
+		echo "== $name: passed in an earlier call (rm $mark to rerun)" >&2
+		return 0
+	fi
 	echo "== $name (log: $log)" >&2
 	if ! "$@" 2>&1 | tee "$log"; then
 		failed+=("$name")
 		echo "== $name FAILED" >&2
 		return 1
 	fi
+	touch "$mark"
 }
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
@@ -74,7 +99,7 @@ cuda_tests() {
 	done
 	return "$rc"
 }
-step "cuda tests" "$logdir/test-cuda.log" cuda_tests
+group tests && step "cuda tests" "$logdir/test-cuda.log" cuda_tests
 
 step env "$logdir/env.json" "$builddir/bench/deqbench" env
 
@@ -86,11 +111,15 @@ shapes=(
 	"1024 16 4096 512 8"
 )
 for s in "${shapes[@]}"; do
+	group bench-block || break
 	read -r d h f t b <<<"$s"
-	step "bench-block d=$d" "$logdir/bench-block-d$d.log" \
-		"$builddir/bench/deqbench" bench-block device=cuda d_model="$d" \
-		n_heads="$h" d_ff="$f" seq_len="$t" batch_size="$b" iters=50 \
-		warmup=5
+	for p in fp32 tf32 bf16; do
+		step "bench-block d=$d $p" "$logdir/bench-block-d$d-$p.log" \
+			"$builddir/bench/deqbench" bench-block device=cuda \
+			d_model="$d" n_heads="$h" d_ff="$f" seq_len="$t" \
+			batch_size="$b" precision="$p" iters=50 warmup=5 \
+			vocab=10002 layers=16
+	done
 done
 
 out="$logdir/$gpu_tag.jsonl"
@@ -101,10 +130,12 @@ fi
 if [ -n "${DQ_GPU_STEPS:-}" ]; then
 	extra+=("steps=$DQ_GPU_STEPS" "warmup_steps=$((DQ_GPU_STEPS / 5))")
 fi
-step "default suite" "$logdir/suite.log" \
-	"$builddir/bench/deqbench" suite bench/suites/default.json \
-	device=cuda out="$out" "${extra[@]}"
-step report "$logdir/report.txt" "$builddir/bench/deqbench" report "$out"
+if group suite; then
+	step "default suite" "$logdir/suite.log" \
+		"$builddir/bench/deqbench" suite bench/suites/default.json \
+		--resume device=cuda out="$out" "${extra[@]}"
+	step report "$logdir/report.txt" "$builddir/bench/deqbench" report "$out"
+fi
 
 # 6. save_params and deqbench eval on the GPU (CUDA-event inference timing,
 # inference-only memory): a DEQ of the default suite's shape trained briefly,
@@ -114,17 +145,37 @@ ev="$logdir/$gpu_tag-eval.jsonl"
 params="$logdir/$gpu_tag-deq.safetensors"
 model=(model=transformer d_model=128 n_heads=4 d_ff=512 seq_len=32
 	batch_size=16 init=pytorch device=cuda "${extra[@]}")
-step "train with save_params" "$logdir/eval-train.log" \
-	"$builddir/bench/deqbench" run "${model[@]}" method=deq steps=200 \
-	warmup_steps=20 save_params="$params" out="$ev"
-for e in "method=deq f_tol=0.001" "method=deq f_tol=0.1" \
-	"method=unroll layers=12"; do
-	read -r -a kv <<<"$e"
-	step "eval $e" "$logdir/eval-${kv[1]}.log" \
-		"$builddir/bench/deqbench" eval "${model[@]}" "${kv[@]}" \
-		params="$params" out="$ev"
-done
-rm -f "$params"
+if group eval; then
+	# the parameters stay until every evaluation has passed (a resumed
+	# call trains again only when they are gone)
+	[ -e "$params" ] || rm -f "$logdir/.done/train_with_save_params"
+	step "train with save_params" "$logdir/eval-train.log" \
+		"$builddir/bench/deqbench" run "${model[@]}" method=deq \
+		steps=200 warmup_steps=20 save_params="$params" out="$ev"
+	evals_left=0
+	for e in "method=deq f_tol=0.001" "method=deq f_tol=0.1" \
+		"method=unroll layers=12"; do
+		read -r -a kv <<<"$e"
+		if [ ! -e "$params" ]; then
+			evals_left=1
+			break
+		fi
+		step "eval $e" "$logdir/eval-${kv[1]}.log" \
+			"$builddir/bench/deqbench" eval "${model[@]}" "${kv[@]}" \
+			params="$params" out="$ev" || evals_left=1
+	done
+	[ "$evals_left" = 0 ] && rm -f "$params"
+fi
+
+# 7. deqbench beside PyTorch eager and torch.compile, fp32 and bf16
+vp="$logdir/$gpu_tag-vs-pytorch.jsonl"
+if group vs-pytorch; then
+	step "vs-pytorch-gpu suite" "$logdir/vs-pytorch.log" \
+		"$builddir/bench/deqbench" suite bench/suites/vs-pytorch-gpu.json \
+		--resume out="$vp" "${extra[@]}"
+	step "vs-pytorch report" "$logdir/vs-pytorch.txt" \
+		"$builddir/bench/deqbench" report "$vp"
+fi
 
 if ((${#failed[@]})); then
 	echo "gpu-check: FAILED: ${failed[*]} (logs in $logdir)" >&2

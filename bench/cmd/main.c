@@ -238,14 +238,18 @@ static void print_run_line(const json_t *rec)
 	if (!label) /* no method object: the run did not get that far */
 		label = json_string_value(json_object_get(cfg, "method"));
 	const char *impl = json_string_value(json_object_get(rec, "impl"));
+	const char *prec = json_string_value(json_object_get(cfg, "precision"));
 	if (impl && strcmp(impl, "deqbench"))
 		printf("%s: ", impl);
-	printf("%s: %s %s on %s, %.0f steps: step %.3g ms (median), "
+	printf("%s: %s %s%s%s on %s, %.0f steps: step %.3g ms (median), "
 	       "%.0f tokens/s, depth+solver peak %.3g MiB, total peak %.3g "
 	       "MiB, valid ppl %.5g (%.0f tokens), test ppl %.5g (%.0f "
 	       "tokens)\n",
 	       st ? st : "?", json_string_value(json_object_get(cfg, "model")),
 	       label ? label : "?",
+	       /* a run not at the default precision says so */
+	       prec && strcmp(prec, "fp32") ? " " : "",
+	       prec && strcmp(prec, "fp32") ? prec : "",
 	       json_string_value(json_object_get(cfg, "corpus")),
 	       record_num(cfg, "steps"),
 	       record_num(rec, "timing.step_ms.median"),
