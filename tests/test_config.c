@@ -223,6 +223,9 @@ Test(config, precision_keys)
 	cr_assert_eq(finish_with(bf16, err, sizeof(err), &c), 0, "%s", err);
 	cr_assert_eq(c.model.precision, DQ_PREC_BF16);
 	cr_assert_eq(c.tf32, 0);
+	const char *b64[] = {"precision", "bf16", "device", "cpu64", NULL};
+	cr_assert_eq(finish_with(b64, err, sizeof(err), &c), -1);
+	cr_assert(strstr(err, "cpu64"), "%s", err);
 	const char *comp[] = {"compile", "true", NULL};
 	cr_assert_eq(finish_with(comp, err, sizeof(err), &c), -1);
 	cr_assert(strstr(err, "compile=true") && strstr(err, "impl=pytorch"),

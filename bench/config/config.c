@@ -655,6 +655,13 @@ static int config_check_precision(const struct bench_config *c, char *err,
 			 config_device_name(c->device));
 		return -1;
 	}
+	if (p == DQ_PREC_BF16 && c->device == DEVICE_CPU64) {
+		snprintf(err, errlen,
+			 "precision=bf16 on device=cpu64: cpu64 is the float64 "
+			 "reference (and torch.autocast leaves float64 alone); "
+			 "use device=cpu or cuda");
+		return -1;
+	}
 	if (c->compile && c->impl != IMPL_PYTORCH) {
 		snprintf(err, errlen,
 			 "compile=true is torch.compile, for impl=pytorch only "
