@@ -7,8 +7,12 @@ For each model, from one `deqbench params init` file and one tokens file:
 the loss and every parameter gradient of `deqbench grad device=cpu64`
 equal PyTorch float64's (unroll, checkpoint: 1e-4 relative), and deq with
 b_mode=ift at a well-posed equilibrium equals a dense-Jacobian implicit
-gradient; plus deqtorch's `check` refusals and a tiny `run`. Exits 77
-(meson's skip) with a message where torch cannot be imported.
+gradient; plus deqtorch's `check` refusals and a tiny `run`; and
+deqtorch's precision=bf16 (autocast; its gradients against float32's for
+every method, tiny runs against float32 runs), the precision / tf32 /
+compile refusals and the normalisation of the tf32 alias (class
+Precision: deqtorch's `run` and `check` directly, not through deqbench).
+Exits 77 (meson's skip) with a message where torch cannot be imported.
 """
 import json
 import os
@@ -29,7 +33,7 @@ except ImportError:
 DEQBENCH, ROOT = sys.argv[1], sys.argv[2]
 DEQTORCH = os.path.join(ROOT, "bench", "pytorch", "deqtorch.py")
 sys.path.insert(0, os.path.join(ROOT, "bench", "pytorch"))
-from deqtorch import common, data, grad, safetensors  # noqa: E402
+from deqtorch import common, config, data, grad, safetensors  # noqa: E402
 
 torch.set_num_threads(1)
 SHAPE = dict(d_model=8, n_heads=2, d_ff=12, seq_len=5, vocab_size=11)
@@ -327,6 +331,37 @@ class Peer(unittest.TestCase):
             for a, b in zip(loss["pytorch"], loss["deqbench"]):
                 self.assertLess(abs(a - b) / b, 1e-5, f"{m}: {loss}")
 
+    def test_bf16_grads(self):
+        """precision=bf16 (autocast) against float32, one step from the
+        same parameters, every method: the loss moves (autocast ran) by
+        under 1e-3, and every parameter's gradient exists and is float32's
+        to 6e-2 of its largest element (measured: at most 2.2e-2). A
+        block application without a tape (deq's solve, revolve's
+        advances) that left its weight casts in autocast's cache cut the
+        weights' gradients (None: an error here)."""
+        for m in MODELS:
+            p = self.path(f"s_{m}.safetensors")
+            for extra in ({"method": "unroll", "layers": 4},
+                          {"method": "checkpoint", "layers": 5, "k": 2},
+                          {"method": "revolve", "layers": 5},
+                          {"method": "offload", "layers": 4},
+                          {"method": "deq", "f_tol": 1e-2, "b_tol": 1e-2},
+                          {"method": "deq", "b_mode": "phantom"},
+                          {"method": "deq", "f_tol": 1e-2, "b_tol": 1e-2,
+                           "jac_loss_weight": 1.0},
+                          {"method": "unroll", "layers": 3,
+                           "head_chunk": 4}):
+                with self.subTest(model=m, **extra):
+                    cfg = dict(common.DEFAULTS, model=m, **SHAPE, **extra)
+                    lf, gf, _ = grad.loss_and_grads(cfg, p, self.tok)
+                    lb, gb, _ = grad.loss_and_grads(
+                        dict(cfg, precision="bf16"), p, self.tok)
+                    self.assertNotEqual(lb, lf, "autocast did not run")
+                    self.assertLess(abs(lb - lf) / lf, 1e-3)
+                    self.assertEqual(sorted(gb), sorted(gf))
+                    for k in gf:
+                        self.assertLess(rel_err(gb[k], gf[k]), 6e-2, k)
+
     def test_check_refusals(self):
         ok = dict(common.DEFAULTS, impl="pytorch")
         self.assertEqual(check([ok]).returncode, 0)
@@ -408,6 +443,170 @@ class Peer(unittest.TestCase):
                          tr["fwd_iters"][-1])
         for s, lr in enumerate(tr["lr"][:4], 1):  # linear warmup
             digits10(lr, 1e-3 * s / 4)
+
+
+class Precision(unittest.TestCase):
+    """precision=bf16 runs against float32 runs, and the refusals of
+    precision, tf32 and compile, through deqtorch.py directly (not
+    through deqbench, whose key table may not have them yet)."""
+    V = 32
+    TINY = dict(corpus="synthetic", d_model=32, n_heads=2, d_ff=64,
+                seq_len=16, batch_size=4, layers=2, steps=20,
+                warmup_steps=2, lr_warmup=2, lr=3e-3, eval_tokens=256,
+                threads=1)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        # a learnable stream: next = 5 prev + 3 (mod V), 10% uniform noise
+        rng = np.random.default_rng(5)
+        cls.paths = {}
+        for split, n in (("train", 8000), ("valid", 1000), ("test", 1000)):
+            x = [0]
+            for r, j in zip(rng.random(n - 1), rng.integers(0, cls.V,
+                                                            n - 1)):
+                x.append((x[-1] * 5 + 3) % cls.V if r < 0.9 else int(j))
+            cls.paths[split] = os.path.join(cls.tmp.name, f"{split}.ids")
+            data.write_ids(cls.paths[split], x, cls.V)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def request(self, **kw):
+        cfg = dict(common.DEFAULTS, impl="pytorch", **dict(self.TINY, **kw))
+        return {"config": cfg, "data": dict(self.paths, corpus="synthetic",
+                                            vocab_size=self.V)}
+
+    def run_deqtorch(self, **kw):
+        return subprocess.run([sys.executable, DEQTORCH, "run"],
+                              input=json.dumps(self.request(**kw)),
+                              capture_output=True, text=True)
+
+    def record(self, **kw):
+        r = self.run_deqtorch(**kw)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rec = json.loads(r.stdout)
+        self.assertEqual(rec["status"], "ok", rec["message"])
+        return rec
+
+    def assert_refused(self, r, want):
+        """Exit 2, no record, one stderr line containing want."""
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.stdout, "")
+        lines = r.stderr.splitlines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertIn(want, lines[0])
+
+    def assert_loss_close(self, a, b, tol):
+        for k in ("train_loss_final", "valid_loss", "test_loss"):
+            x, y = a["quality"][k], b["quality"][k]
+            self.assertIsNotNone(x, k)  # null: not finite
+            self.assertTrue(np.isfinite(x), k)
+            self.assertLess(abs(x - y) / y, tol, f"{k}: {x} vs {y}")
+
+    def test_bf16_transformer(self):
+        """Tiny transformer, unroll of 2 layers, 20 steps: bf16 trains as
+        float32 does (final, valid and test loss within 3%; measured
+        0.02%), the loss fell (the comparison means something), the
+        record's config says precision=bf16 (tf32 false, compile false),
+        and the saved activations are counted smaller than float32's
+        (bf16 tensors; autocast's weight copies are not depth)."""
+        f = self.record(method="unroll")
+        b = self.record(method="unroll", precision="bf16")
+        self.assertLess(f["quality"]["train_loss_final"],
+                        f["quality"]["train_loss_first"] - 0.3)
+        self.assert_loss_close(b, f, 0.03)
+        self.assertEqual(b["config"]["precision"], "bf16")
+        self.assertIs(b["config"]["tf32"], False)
+        self.assertIs(b["config"]["compile"], False)
+        self.assertEqual(f["config"]["precision"], "fp32")
+        self.assertIsNone(b["device"]["tf32"])  # cpu: no switch
+        self.assertEqual(b["device"]["elem_bytes"], 4)  # float32 weights
+        db = b["memory"]["peak_bytes"]["depth"]
+        df = f["memory"]["peak_bytes"]["depth"]
+        self.assertGreater(db, 0)
+        self.assertLess(db, df)
+        self.assertEqual(b["memory"]["peak_bytes"]["params"],
+                         f["memory"]["peak_bytes"]["params"])
+
+    def test_bf16_depth(self):
+        """The depth accounting under bf16 counts saved activations at
+        their dtype's size and not autocast's bf16 copies of the weights:
+        tanh_cell's unroll saves each layer's input to the cell GEMM and
+        its tanh output, float32 or bfloat16, so bf16's depth is exactly
+        half of float32's (a counted weight copy would add 2 d² bytes)."""
+        kw = dict(model="tanh_cell", method="unroll", layers=3, steps=2,
+                  eval_tokens=0)
+        f = self.record(**kw)["memory"]["peak_bytes"]["depth"]
+        b = self.record(precision="bf16", **kw)["memory"]["peak_bytes"]
+        self.assertGreater(f, 0)
+        self.assertEqual(2 * b["depth"], f)
+
+    def test_bf16_deq(self):
+        """method=deq under bf16: the forward and IFT backward solves
+        converge as float32's do (every step, at f_tol = b_tol = 1e-2:
+        bf16's rounding of the block puts a floor near 1e-3 under the
+        relative residual, so the default 1e-3 is not reached in most
+        steps), in about as many iterations, with the solver's memory of
+        float32 state (the same bytes); the losses within 3%."""
+        kw = dict(method="deq", f_tol=1e-2, b_tol=1e-2)
+        f = self.record(**kw)
+        b = self.record(precision="bf16", **kw)
+        self.assert_loss_close(b, f, 0.03)
+        for d in ("forward", "backward"):
+            sf, sb = f["solver"][d], b["solver"][d]
+            self.assertEqual(sb["steps"], 20, d)
+            self.assertEqual(sb["converged_fraction"], 1.0, d)
+            self.assertEqual(sf["converged_fraction"], 1.0, d)
+            self.assertEqual(sb["nonfinite_steps"], 0, d)
+            self.assertLess(abs(sb["iters_mean"] - sf["iters_mean"]),
+                            0.3 * sf["iters_mean"], d)
+            self.assertLess(sb["residual_max"], 1e-2, d)
+        self.assertEqual(b["memory"]["peak_bytes"]["solver"],
+                         f["memory"]["peak_bytes"]["solver"])
+
+    def test_refusals(self):
+        """precision and its alias tf32: tf32=true with precision=bf16,
+        precision=tf32 off CUDA, precision=bf16 on cpu64 and an unknown
+        precision are refused by `check` and `run` (exit 2, one line)."""
+        ok = dict(common.DEFAULTS, impl="pytorch")
+        self.assertEqual(check([ok, dict(ok, precision="bf16")]).returncode,
+                         0)
+        for bad, want in (({"tf32": True, "precision": "bf16"},
+                           "tf32=true is not supported by impl=pytorch"),
+                          ({"precision": "tf32"}, "precision=tf32 is not"),
+                          ({"precision": "bf16", "device": "cpu64"},
+                           "precision=bf16 is not"),
+                          ({"precision": "fp16"}, "precision=fp16 is not")):
+            with self.subTest(**bad):
+                self.assert_refused(check([ok, dict(ok, **bad)]), want)
+                self.assert_refused(self.run_deqtorch(**bad), want)
+
+    def test_normalise(self):
+        """tf32=true is precision=tf32 (bench/config/config.c): afterwards
+        tf32 == (precision == tf32); a config without precision is left
+        as it is."""
+        n = config.normalise
+        self.assertEqual(n({"tf32": True, "precision": "fp32"}),
+                         {"tf32": True, "precision": "tf32"})
+        self.assertEqual(n({"tf32": False, "precision": "tf32"}),
+                         {"tf32": True, "precision": "tf32"})
+        for p in ("fp32", "bf16"):
+            self.assertEqual(n({"tf32": False, "precision": p}),
+                             {"tf32": False, "precision": p})
+        self.assertEqual(n({"tf32": True}), {"tf32": True})
+
+    def test_compile_refused(self):
+        """compile=true on torch < 2: `check` and `run` exit 2 with one
+        line naming the torch version."""
+        if hasattr(torch, "compile"):
+            self.skipTest(f"torch {torch.__version__} has torch.compile")
+        want = (f"compile=true needs torch >= 2 (this is torch "
+                f"{torch.__version__}); drop compile")
+        ok = dict(common.DEFAULTS, impl="pytorch")
+        self.assert_refused(check([dict(ok, compile=True)]), want)
+        self.assert_refused(self.run_deqtorch(compile=True), want)
 
 
 def check(cfgs):

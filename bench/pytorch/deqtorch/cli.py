@@ -45,6 +45,7 @@ def _setup(req):
     from . import data, train
     cfg = req["config"]
     config.check_config(cfg)
+    config.normalise(cfg)
     if cfg["device"] == "cuda":
         import torch
         if not torch.cuda.is_available():

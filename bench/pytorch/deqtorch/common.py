@@ -24,8 +24,8 @@ DEFAULTS = {
     "pretrain_steps": 0, "pretrain_layers": 12, "warmup_steps": -1,
     "lr": 1e-3, "lr_warmup": 20, "clip": 1.0, "eval_tokens": 16384,
     "eval_warmup": 2, "params": "", "device": "cpu", "threads": 0,
-    "tf32": False, "out": "results/runs.jsonl", "trace": False,
-    "save_params": "",
+    "tf32": False, "precision": "fp32", "compile": False,
+    "out": "results/runs.jsonl", "trace": False, "save_params": "",
 }
 
 

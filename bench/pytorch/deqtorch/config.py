@@ -5,6 +5,7 @@ Imports neither torch nor numpy: `deqtorch.py check` must be fast.
 import glob
 import importlib.util
 import os
+import re
 
 # Every key of `deqbench run --help` (docs/configuration.md);
 # tests/peer/test_keys.py checks this list, METHOD_KEYS and common.DEFAULTS
@@ -18,8 +19,8 @@ KNOWN_KEYS = (
     "sync_every jac_loss_weight jac_loss_freq jac_fd_eta phantom_steps "
     "phantom_tau spectral_radius_iters slots corpus data_dir steps "
     "pretrain_steps pretrain_layers warmup_steps lr lr_warmup clip "
-    "eval_tokens eval_warmup params device threads tf32 out trace "
-    "save_params impl"
+    "eval_tokens eval_warmup params device threads tf32 precision compile "
+    "out trace save_params impl"
 ).split()
 
 # Keys read by the implementation; all others are accepted only when they
@@ -68,6 +69,49 @@ def cuda_torch_present():
     return has_lib and os.path.exists("/dev/nvidia0")
 
 
+def torch_version():
+    """torch.__version__ of the installed torch, read from its version.py
+    without importing torch (`check` stays fast); None when unknown."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0],
+                        "version.py")
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    m = re.search(r"^__version__\s*(?::\s*str\s*)?=\s*['\"]([^'\"]+)['\"]",
+                  text, re.M)
+    return m.group(1) if m else None
+
+
+def torch_major(version):
+    """The major number of a torch version string (None if unreadable)."""
+    m = re.match(r"\d+", version or "")
+    return int(m.group()) if m else None
+
+
+PRECISIONS = ("fp32", "tf32", "bf16")
+
+
+def normalise(cfg):
+    """deqbench's resolution of precision and its alias tf32
+    (bench/config/config.c), in place: afterwards tf32 == (precision ==
+    "tf32"). tf32=true with precision=fp32 becomes precision=tf32,
+    precision=tf32 sets tf32=true; tf32=true with precision=bf16 is
+    refused by check_config. A config without `precision` (a deqbench
+    older than the key) is left as it is. Returns cfg."""
+    if "precision" not in cfg:
+        return cfg
+    if cfg.get("tf32", False) and cfg["precision"] == "fp32":
+        cfg["precision"] = "tf32"
+    if cfg["precision"] == "tf32":
+        cfg["tf32"] = True
+    return cfg
+
+
 # (key, predicate on the value that means "unsupported", how to fix)
 _RULES = (
     ("method", lambda v: v not in ("unroll", "checkpoint", "deq",
@@ -80,6 +124,8 @@ _RULES = (
      "use device=cpu, cpu64 or cuda"),
     ("impl", lambda v: v not in ("pytorch", ""),
      "deqtorch runs only impl=pytorch configs"),
+    ("precision", lambda v: v not in PRECISIONS,
+     "use precision=fp32, tf32 or bf16"),
 )
 
 
@@ -98,9 +144,26 @@ def check_config(cfg):
         if key in cfg and bad(cfg[key]):
             _refuse(key, cfg[key], fix)
     dev = cfg.get("device", "cpu")
+    prec = cfg.get("precision", "fp32")
+    if cfg.get("tf32", False) and prec == "bf16":
+        _refuse("tf32", True, "tf32=true is the alias of precision=tf32 "
+                "and contradicts precision=bf16; drop tf32 or use "
+                "precision=tf32")
     if cfg.get("tf32", False) and dev != "cuda":
         _refuse("tf32", True, "tf32 applies to device=cuda only; use "
                 "tf32=false")
+    if prec == "tf32" and dev != "cuda":
+        _refuse("precision", prec, "tf32 applies to device=cuda only; use "
+                "precision=fp32 or bf16")
+    if prec == "bf16" and dev == "cpu64":
+        _refuse("precision", prec, "device=cpu64 computes in float64, "
+                "which autocast leaves alone; use device=cpu or cuda, or "
+                "precision=fp32")
+    if cfg.get("compile", False):
+        v = torch_version()
+        if torch_major(v) is not None and torch_major(v) < 2:
+            raise Unsupported(f"deqtorch: compile=true needs torch >= 2 "
+                              f"(this is torch {v}); drop compile")
     if dev == "cuda" and not cuda_torch_present():
         _refuse("device", dev, "this python3-torch has no CUDA build or no "
                 "GPU is present; use device=cpu")

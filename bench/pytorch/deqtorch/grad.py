@@ -54,6 +54,7 @@ def cmd_grad(args):
     try:
         cfg, pp, tp, out = parse_args(args)
         config.check_config(cfg)
+        config.normalise(cfg)
         tok = safetensors.read(tp)[0]["tokens"]
         if cfg["threads"] > 0:
             import torch

@@ -9,8 +9,17 @@ inputs that torch.utils.checkpoint keeps by reference (not through the
 hooks) are added by the method (`hold`). The solver's history tensors are
 added while a solve runs (`solver_alloc`), so `peak_depth_solver` is the
 high-water mark of both together, as deqbench's allocator reports it.
+
+Under precision=bf16 the saved activations are counted at their own
+dtype's size (bfloat16 where autocast ran the op in it, float32 where the
+op ran in float32); autocast's bfloat16 copies of the weights (one per
+weight and forward, kept by autocast's cache) are not depth, as the
+weights are not. Tensors that are not plain (torch.compile's fake tensors
+while it traces) are not counted.
 """
 import torch
+
+PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
 def _key(t):
@@ -59,6 +68,19 @@ class Tracker:
     def is_param(self, t):
         return _key(t)[0] in self.exclude
 
+    def is_param_cast(self, t):
+        """t (or the tensor it views) is autocast's cast of a parameter: a
+        `.to(dtype)` copy whose only input is a parameter's gradient
+        accumulator."""
+        b = t._base if t._base is not None else t
+        gf = b.grad_fn
+        if gf is None or type(gf).__name__ != "ToCopyBackward0":
+            return False
+        nxt = gf.next_functions
+        src = nxt[0][0] if nxt else None
+        var = getattr(src, "variable", None)
+        return var is not None and _key(var)[0] in self.exclude
+
     def _update(self):
         self.peak_depth = max(self.peak_depth, self.live)
         self.peak_solver = max(self.peak_solver, self.solver_live)
@@ -80,8 +102,10 @@ class Tracker:
             self.count[key[0]] = n
 
     def _pack(self, t):
+        if type(t) not in PLAIN:
+            return t
         key = _key(t)
-        if key[0] in self.exclude:
+        if key[0] in self.exclude or self.is_param_cast(t):
             return t
         return _Held(t, key, self)
 

@@ -2,7 +2,15 @@
 (docs/ARCHITECTURE.md §Methods). forward(u, train) returns z; with train
 the graph is kept so that loss.backward() differentiates it (deq's IFT
 backward is a gradient hook on z). Statistics of the last step are in
-`last`: fwd/bwd solver Stats (or None) and VJPs taken."""
+`last`: fwd/bwd solver Stats (or None) and VJPs taken.
+
+precision=bf16: forward runs under autocast (train.Ctx.loss); what runs
+again in the backward outside it (revolve's recomputations) enters
+`amp()`, the same autocast (torch.utils.checkpoint restores it itself).
+deq's solvers stay float32: the block's output is cast to the state's
+dtype (the weights', float32) before it enters the solver arithmetic,
+and the IFT backward solves in float32 on float32 VJPs."""
+import contextlib
 import functools
 import math
 import time
@@ -11,6 +19,23 @@ import torch
 from torch.utils.checkpoint import checkpoint
 
 from . import memory, rng, solvers
+
+
+@contextlib.contextmanager
+def untaped():
+    """torch.no_grad() for block applications without a tape (deq's
+    solves, revolve's advances), with autocast's weight-cast cache off:
+    a cast made without grad has no graph to the weight, and autocast
+    would hand that cached copy to the taped applications after it in the
+    same autocast region, cutting the weights' gradients (bf16; a no-op
+    for the arithmetic otherwise)."""
+    prev = torch.is_autocast_cache_enabled()
+    torch.set_autocast_cache_enabled(False)
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        torch.set_autocast_cache_enabled(prev)
 
 
 def resolve(cfg):
@@ -34,6 +59,8 @@ class Method:
         self.jac = None  # γ R of this training step (a graph), or None
         self.jac_r = None  # R of this training step (a float), or None
         self.rng = rng.SplitMix64(cfg["seed"])  # method_seed
+        # the forward's autocast context (train.Ctx sets it; bf16)
+        self.amp = contextlib.nullcontext
 
     def end_step(self):
         """After the backward: drops what the forward held."""
@@ -93,7 +120,10 @@ class Offload(Unroll):
         return out
 
     def _pack(self, t):
-        if self.tr.is_param(t):
+        # parameters, and autocast's bf16 copies of them, stay in place;
+        # so do torch.compile's fake tensors while it traces
+        if (type(t) not in memory.PLAIN or self.tr.is_param(t)
+                or self.tr.is_param_cast(t)):
             return t
         return memory.HostHeld(self._copy(t, torch.device("cpu")),
                                t.device, self.tr)
@@ -210,8 +240,9 @@ class Revolve(Method):
 
     def _advance(self, z, a, b):
         """z_b from z_a (untaped)."""
-        for _ in range(a, b):
-            z = self.m.f(z, self.ud)
+        with untaped():
+            for _ in range(a, b):
+                z = self.m.f(z, self.ud)
         return z
 
     def _forward(self, u):
@@ -272,7 +303,8 @@ class Revolve(Method):
         self.du, self.dp = None, [None] * len(self.params)
         with torch.no_grad():
             z0 = self.m.z0(self.ud)
-        self._reverse(0, self.L, self.s, z0, g)
+        with self.amp():  # the recomputations as the forward ran
+            self._reverse(0, self.L, self.s, z0, g)
         du, dp = self.du, self.dp
         self.du = self.dp = self.stored = self.top = None
         return du, dp
@@ -313,9 +345,12 @@ class Deq(Method):
         c, m = self.cfg, self.m
         ud = u.detach()
         z0 = m.z0(u)
-        with torch.no_grad():
+        # the solver's arithmetic in z0's dtype (the weights'): under bf16
+        # autocast f's bfloat16 output is cast to float32 first
+        with untaped():
             zs, self.last["fwd"] = self._solve(
-                lambda x: m.f(x.view(z0.shape), ud).reshape(x.shape), z0, 0)
+                lambda x: m.f(x.view(z0.shape), ud).reshape(x.shape)
+                .to(x.dtype), z0, 0)
         self.last["bwd"] = None
         self.jac = self.jac_r = None
         if (train and c["jac_loss_weight"] > 0
@@ -360,7 +395,7 @@ class Deq(Method):
         zs, ud = self.eval_at
         with torch.enable_grad():
             zin = zs.detach().requires_grad_()
-            fz = self.m.f(zin, ud)
+            fz = self.m.f(zin, ud, eager=True)
             v = self._deq_layout(self.rng.gaussian(fz.numel()), fz)
             v = v / v.double().norm().to(v.dtype)
             r = math.nan
@@ -380,23 +415,26 @@ class Deq(Method):
         where deqbench takes a central difference of VJPs. Costs one
         forward and a VJP with its own backward (counted as 2 VJPs)."""
         zin = zs.detach().clone().requires_grad_()
-        fz = self.m.f(zin, u)
+        fz = self.m.f(zin, u, eager=True)  # double backward: not compiled
         eps = self._deq_layout(self.rng.gaussian(fz.numel()), fz)
         (w,) = torch.autograd.grad(fz, zin, eps, create_graph=True)
         return w.pow(2).sum() / w.numel()
 
     def _ift(self, g, z, zin):
-        """y = y J + g by b_solver, J = ∂f/∂z at z*; VJPs of z's graph."""
+        """y = y J + g by b_solver, J = ∂f/∂z at z*; VJPs of z's graph.
+        The solve is in zin's dtype (float32 under bf16: g and the VJPs,
+        which are zin's, are cast to it); y goes on in g's dtype."""
         shape = g.shape
+        gs = g.to(zin.dtype)
 
         def F(y):
-            (v,) = torch.autograd.grad(z, zin, y.view(shape),
+            (v,) = torch.autograd.grad(z, zin, y.view(shape).to(z.dtype),
                                        retain_graph=True)
-            return v.reshape(y.shape) + g.reshape(y.shape)
+            return v.reshape(y.shape) + gs.reshape(y.shape)
         with torch.no_grad():
-            y, self.last["bwd"] = self._solve(F, g, 1)
+            y, self.last["bwd"] = self._solve(F, gs, 1)
         self.last["vjps"] = self.last["bwd"].iters + 1
-        return y
+        return y.to(g.dtype)
 
 
 def create(model, cfg, tracker):

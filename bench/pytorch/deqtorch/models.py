@@ -6,7 +6,17 @@ Each model has inject(tokens) -> u, f(z, u) -> f(z; u) (the block), z0(u)
 applications (recomputations included). The state is batch-first
 (B, T, d); trellisnet's is (B, T, 2h) = [h | c] per position (deqbench
 stores h and c planar; the math is the same, and solvers group per sample).
+
+precision=bf16 (autocast(bfloat16) around the forward, train.Ctx): the
+weights stay float32 (autocast casts them for the GEMMs); the LayerNorms
+take float32 inputs, as CUDA autocast's float32 list does and as CPU
+autocast in torch 1.13 would not (it has no mixed-dtype layer_norm), so
+the transformer's state and residual stream stay float32; the attention
+softmax is taken in float32 (explicit attention) or by
+scaled_dot_product_attention where torch has it; z0 is of the weights'
+dtype. Without autocast every one of these casts is a no-op.
 """
+import contextlib
 import math
 
 import torch
@@ -28,6 +38,9 @@ class _TransformerBlock(nn.Module):
         self.ff2 = nn.Linear(Fw, d)
         self.ln2 = nn.LayerNorm(d, eps=1e-5)
         self.H = H
+        # scaled_dot_product_attention(is_causal=True) for the attention
+        # (build: precision=bf16 where torch >= 2 has it)
+        self.sdpa = False
 
     def forward(self, z, u):
         B, T, d = z.shape
@@ -35,12 +48,25 @@ class _TransformerBlock(nn.Module):
         qkv = self.attn.qkv(z) + u
         q, k, v = (t.reshape(B, T, H, dh).transpose(1, 2)
                    for t in qkv.split(d, dim=-1))
-        s = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(dh))
-        mask = torch.ones(T, T, dtype=torch.bool, device=z.device).triu(1)
-        a = torch.matmul(s.masked_fill(mask, float("-inf")).softmax(-1), v)
+        if self.sdpa:
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            s = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(dh))
+            mask = torch.ones(T, T, dtype=torch.bool,
+                              device=z.device).triu(1)
+            s = s.masked_fill(mask, float("-inf"))
+            # bf16 scores: the softmax in float32 (a no-op otherwise)
+            s = s.to(torch.promote_types(s.dtype, torch.float32))
+            a = torch.matmul(s.softmax(-1), v)
         a = a.transpose(1, 2).reshape(B, T, d)
-        h = self.ln1(z + self.attn.out(a))
-        return self.ln2(h + self.ff2(torch.relu(self.ff1(h))))
+        h = _ln(self.ln1, z + self.attn.out(a))
+        return _ln(self.ln2, h + self.ff2(torch.relu(self.ff1(h))))
+
+
+def _ln(ln, x):
+    """LayerNorm ln of x in the weights' dtype (float32 under bf16
+    autocast; a no-op cast otherwise)."""
+    return ln(x if x.dtype == ln.weight.dtype else x.to(ln.weight.dtype))
 
 
 def _shift(y):
@@ -95,6 +121,7 @@ class LM(nn.Module):
         # deqbench's state layout: this many planar blocks (h, c)
         self.state_parts = 2 if kind == "trellisnet" else 1
         self.head = nn.Linear(d, V)
+        self.compiled = None  # torch.compile of _block (compile=true)
 
     def inject_u(self, tokens):
         """u (B,T,U) of input tokens (B,T)."""
@@ -104,15 +131,30 @@ class LM(nn.Module):
             return _conv_k2(x, self.inject.weight, self.inject.bias)
         return self.inject(x)
 
-    def f(self, z, u):
-        """One application of the weight-tied block."""
-        self.evals += 1
+    def _block(self, z, u):
         if self.kind == "tanh_cell":
             return torch.tanh(self.cell(z) + u)
         return self.block(z, u)
 
+    def f(self, z, u, eager=False):
+        """One application of the weight-tied block: the torch.compile'd
+        one with compile=true unless eager (the Jacobian regulariser's
+        double backward, which compiled graphs do not support)."""
+        self.evals += 1
+        if self.compiled is not None and not eager:
+            return self.compiled(z, u)
+        return self._block(z, u)
+
+    def compile_block(self):
+        """compile=true: the block through torch.compile (torch >= 2). The
+        evals counter stays outside the compiled function."""
+        self.compiled = torch.compile(self._block)
+
     def z0(self, u):
-        return u.new_zeros(u.shape[0], u.shape[1], self.d_state)
+        """The zero state, of the weights' dtype (float32 under bf16
+        autocast, where u is bfloat16)."""
+        return u.new_zeros(u.shape[0], u.shape[1], self.d_state,
+                           dtype=self.head.weight.dtype)
 
     def logits(self, z):
         return self.head(z[..., :self.E])
@@ -121,10 +163,14 @@ class LM(nn.Module):
         """Mean next-token cross-entropy (nats) and the logits; with chunk
         K > 0 (head_chunk) the loss of _ChunkedHead and no logits."""
         if chunk > 0:
-            zc = z[..., :self.E].reshape(-1, self.E)
-            return _ChunkedHead.apply(zc, self.head.weight, self.head.bias,
-                                      targets.reshape(-1), chunk,
-                                      torch.is_grad_enabled()), None
+            # in the weights' dtype without autocast (a custom Function
+            # in float32, as cross_entropy runs under autocast)
+            w = self.head.weight
+            zc = z[..., :self.E].reshape(-1, self.E).to(w.dtype)
+            with _no_autocast(z.device.type):
+                return _ChunkedHead.apply(zc, w, self.head.bias,
+                                          targets.reshape(-1), chunk,
+                                          torch.is_grad_enabled()), None
         lg = self.logits(z)
         return F.cross_entropy(lg.reshape(-1, lg.shape[-1]),
                                targets.reshape(-1)), lg
@@ -167,8 +213,28 @@ class _ChunkedHead(torch.autograd.Function):
         return gl * dz, gl * dW, gl * db, None, None, None
 
 
+def _no_autocast(device_type):
+    """autocast disabled for device_type (a no-op outside autocast)."""
+    return torch.autocast(device_type=device_type, enabled=False)
+
+
+def autocast(cfg, device_type):
+    """The context of the forward: autocast(bfloat16) with
+    precision=bf16, else nothing."""
+    if cfg.get("precision") == "bf16":
+        return torch.autocast(device_type=device_type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
 def build(cfg, V, dtype, device):
     """The model of config cfg with vocabulary V, uninitialised."""
     m = LM(cfg["model"], V, cfg["d_model"], cfg["n_heads"], cfg["d_ff"],
            cfg["seq_len"])
+    if cfg["model"] == "transformer":
+        # fused causal attention under bf16 where torch has it; not with
+        # the Jacobian regulariser, whose double backward the fused
+        # kernels do not support
+        m.block.sdpa = (cfg.get("precision") == "bf16"
+                        and hasattr(F, "scaled_dot_product_attention")
+                        and cfg.get("jac_loss_weight", 0.0) == 0)
     return m.to(device=device, dtype=dtype)

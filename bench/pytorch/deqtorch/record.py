@@ -233,8 +233,9 @@ def device_json(ctx):
                  sm_count=p.multi_processor_count, tf32=bool(cfg["tf32"]),
                  local_cpus_note="not measured by impl=pytorch")
     else:
+        amp = " bf16 autocast" if cfg.get("precision") == "bf16" else ""
         d.update(name=f"torch {torch.__version__} cpu "
-                 f"{'float64' if e == 8 else 'float32'}",
+                 f"{'float64' if e == 8 else 'float32'}{amp}",
                  total_mem_bytes=os.sysconf("SC_PAGE_SIZE") *
                  os.sysconf("SC_PHYS_PAGES"))
     return d

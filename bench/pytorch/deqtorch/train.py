@@ -2,14 +2,21 @@
 §Data flow): Adam (0.9, 0.999, 1e-8, no decay), linear warmup then
 half-cosine learning rate, global grad-norm clip, divergence at a loss
 above 10 ln V or not finite, warmup steps untimed, then the valid and
-test evaluation over whole batches."""
+test evaluation over whole batches.
+
+precision=bf16: autocast(bfloat16) around the forward of training and
+evaluation (injection, block applications, head and loss: Ctx.loss); the
+weights, their gradients, Adam's moments, the clipping and the update
+stay float32 outside it; no GradScaler (bfloat16 has float32's exponent
+range). precision=tf32: TF32 matmuls and cuDNN convolutions on CUDA.
+compile=true: the block through torch.compile (torch >= 2)."""
 import math
 import sys
 import time
 
 import torch
 
-from . import data, init, interrupt, memory, methods, models
+from . import config, data, init, interrupt, memory, methods, models
 
 DIVERGE_FACTOR = 10
 
@@ -52,7 +59,9 @@ class Ctx:
         self.cfg, self.V = cfg, V
         self.dev, self.dtype = device_of(cfg)
         if self.dev.type == "cuda":
-            torch.backends.cuda.matmul.allow_tf32 = bool(cfg["tf32"])
+            tf32 = bool(cfg["tf32"]) or cfg.get("precision") == "tf32"
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            torch.backends.cudnn.allow_tf32 = tf32
         self.model = models.build(cfg, V, self.dtype, self.dev)
         if init_params:
             init.load(self.model, init_params)
@@ -72,7 +81,26 @@ class Ctx:
                                  layers=cfg["pretrain_layers"]),
                 self.tracker)
         self.active = self.method
+        for m in (self.method, self.pre):
+            if m is not None:
+                m.amp = self.autocast
+        if cfg.get("compile", False):
+            if not hasattr(torch, "compile"):
+                raise config.Unsupported(
+                    f"deqtorch: compile=true needs torch >= 2 (this is "
+                    f"torch {torch.__version__}); drop compile")
+            try:
+                self.model.compile_block()
+            except RuntimeError as e:  # e.g. torch 2.0 on Python 3.11
+                raise config.Unsupported(
+                    f"deqtorch: compile=true is not supported by "
+                    f"impl=pytorch here; torch.compile: "
+                    f"{str(e).splitlines()[0]}; drop compile") from e
         self.clock = Clock(self.dev)
+
+    def autocast(self):
+        """The forward's precision context (autocast bf16, or nothing)."""
+        return models.autocast(self.cfg, self.dev.type)
 
     def batch(self, tok):
         t = torch.as_tensor(tok, device=self.dev)
@@ -81,10 +109,11 @@ class Ctx:
     def loss(self, tok, train):
         """Forward of batch tok (B, T+1): (loss tensor, logits)."""
         inp, tgt = self.batch(tok)
-        u = self.model.inject_u(inp)
-        with self.tracker.hooks():
-            z = self.active.forward(u, train)
-        return self.model.head_loss(z, tgt, self.cfg["head_chunk"])
+        with self.autocast():
+            u = self.model.inject_u(inp)
+            with self.tracker.hooks():
+                z = self.active.forward(u, train)
+            return self.model.head_loss(z, tgt, self.cfg["head_chunk"])
 
 
 def grad_norm_clip(params, clip):
