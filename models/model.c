@@ -1,8 +1,8 @@
 /* model.c — the parts every model kind shares: config validation, the
- * parameter table and its seeded initialisation, the head (embeddings,
- * injection, LM projection, cross-entropy) and dispatch to the kind's block
- * through its struct model_def (model_impl.h; the kinds are listed in
- * registry.c). docs/ARCHITECTURE.md §Model.
+ * parameter table and its seeded initialisation, dispatch to the kind's
+ * block through its struct model_def (model_impl.h; the kinds are listed
+ * in registry.c), and precision=bf16 (model_gemm, the bf16 tapes). The
+ * head is in model_head.c. docs/ARCHITECTURE.md §Model.
  *
  * Letters: B batch, T sequence, N = B*T positions, d state width, E
  * embedding width = head input width (d, or h = d/2 for trellisnet), U
@@ -370,8 +370,7 @@ int model_shape(struct model *m, struct backend *be,
 
 size_t model_head_rows(const struct model *m)
 {
-	size_t N = (size_t)m->B * m->T, K = (size_t)m->cfg.head_chunk;
-	return K > 0 && K < N ? K : N;
+	return model_head_rows_of(m);
 }
 
 void model_memory(const struct model *m, size_t bytes[MEM_NCAT])
@@ -448,9 +447,16 @@ int model_create(struct model **out, struct backend *be,
 		snprintf(err, errlen, "out of host memory creating the model");
 		goto fail;
 	}
-	if (alloc_device(m, err, errlen) != 0 ||
-	    model_bf16_alloc(m, err, errlen) != 0)
+	if (alloc_device(m, err, errlen) != 0)
 		goto fail;
+	if (model_bf16_alloc(m) != 0) {
+		model_err(err, errlen,
+			  "out of device memory for precision=bf16's workspace "
+			  "(one fp32 tape and %zu bytes of GEMM operands); "
+			  "lower batch_size or seq_len",
+			  pv->gemm_scratch_bytes);
+		goto fail;
+	}
 	init_values(m, specs, host);
 	be_upload(be, m->param_buf, host, np);
 	free(host);
@@ -512,7 +518,7 @@ void model_block_forward(struct model *m, void *z_out, const void *z_in,
 		m->def->forward(m, z_out, z_in, u, tape);
 		return;
 	}
-	/* bf16: the fp32 tape in tape32, stored rounded (model_bf16.c) */
+	/* bf16: the fp32 tape in tape32, stored rounded (below, precision=bf16) */
 	m->def->forward(m, z_out, z_in, u, pv->tape32);
 	be_to_bf16(m->be, tape, pv->tape32, model_tape_elems(m));
 }
@@ -533,193 +539,6 @@ double model_block_flops(const struct model *m)
 	return m->def->flops(m);
 }
 
-/* ------------------------------------------------------------------ head */
-
-int model_set_batch(struct model *m, const int32_t *tokens_host, char *err,
-		    size_t errlen)
-{
-	struct model_priv *pv = m->priv;
-	int B = m->B, T = m->T, V = m->cfg.vocab_size;
-	size_t N = (size_t)B * T;
-	int32_t *in = pv->staging, *tg = pv->staging + N;
-	for (int b = 0; b < B; b++) {
-		const int32_t *row = tokens_host + (size_t)b * (T + 1);
-		for (int t = 0; t <= T; t++) {
-			if (row[t] < 0 || row[t] >= V)
-				return model_err(
-				    err, errlen,
-				    "token id %d at batch row %d, position %d "
-				    "is outside [0, vocab_size=%d)",
-				    (int)row[t], b, t, V);
-		}
-		memcpy(in + (size_t)b * T, row, (size_t)T * sizeof(int32_t));
-		memcpy(tg + (size_t)b * T, row + 1,
-		       (size_t)T * sizeof(int32_t));
-	}
-	be_upload_bytes(m->be, m->tokens, in, N * sizeof(int32_t));
-	be_upload_bytes(m->be, m->targets, tg, N * sizeof(int32_t));
-	return 0;
-}
-
-void model_matmul_forward(struct model *m, void *y, double beta, const void *x,
-			  int w, int N, int in, int out)
-{
-	model_gemm(m, 0, 1, N, out, in, 1.0, x, in, model_p(m, m->param_buf, w),
-		   in, beta, y, out);
-}
-
-void model_linear_forward(struct model *m, void *y, double beta, const void *x,
-			  int w, int N, int in, int out)
-{
-	model_matmul_forward(m, y, beta, x, w, N, in, out);
-	be_bias_forward(m->be, y, model_p(m, m->param_buf, w + 1), N, out);
-}
-
-void model_matmul_backward(struct model *m, void *dx, double beta,
-			   const void *dy, const void *x, int w, int N, int in,
-			   int out, int param_grads)
-{
-	model_gemm(m, 0, 0, N, in, out, 1.0, dy, out,
-		   model_p(m, m->param_buf, w), in, beta, dx, in);
-	if (param_grads)
-		model_gemm(m, 1, 0, out, in, N, 1.0, dy, out, x, in, 1.0,
-			   model_p(m, m->grad_buf, w), in);
-}
-
-void model_linear_backward(struct model *m, void *dx, double beta,
-			   const void *dy, const void *x, int w, int N, int in,
-			   int out, int param_grads)
-{
-	model_matmul_backward(m, dx, beta, dy, x, w, N, in, out, param_grads);
-	if (param_grads)
-		be_bias_backward(m->be, model_p(m, m->grad_buf, w + 1), dy, N,
-				 out);
-}
-
-void model_inject_forward(struct model *m)
-{
-	if (m->def->inject_forward) {
-		m->def->inject_forward(m);
-		return;
-	}
-	void *P = m->param_buf;
-	/* x (N,E) = embed[tok] + pos; u (N,U) = x Winjᵀ + b */
-	be_embed_forward(m->be, m->x, m->tokens, model_p(m, P, P_EMBED_W),
-			 model_p(m, P, P_POS_W), m->B, m->T, m->E);
-	model_linear_forward(m, m->u, 0.0, m->x, P_INJ_W, m->B * m->T, m->E,
-			     m->U);
-}
-
-/* Rows [r0, r0 + n) of the head: logits (n,V) = z[r0 .. r0+n, :E] Whᵀ + b
- * into m->logits, then in place the probabilities, or with train the
- * rows of dlogits = (probs - onehot) / N (xent_train: one pass, the
- * probabilities never stored); returns their mean cross-entropy. z[:, :E]
- * is the (N,E) matrix at the start of z. */
-static double head_chunk_forward(struct model *m, const void *z, int r0, int n,
-				 int train)
-{
-	int N = m->B * m->T, V = m->cfg.vocab_size;
-	const void *zc = dq_at(m->be, z, (size_t)r0 * m->E);
-	model_linear_forward(m, m->logits, 0.0, zc, m->n_params - 2, n, m->E,
-			     V);
-	if (train)
-		return be_xent_train(m->be, m->logits, m->logits,
-				     m->targets + r0, n, V, 1.0 / (double)N);
-	return be_xent_forward(m->be, m->logits, m->logits, m->targets + r0, n,
-			       V);
-}
-
-/* Rows [r0, r0 + n) of the head's backward from dlogits in m->logits: gz
- * rows (n,E) = dlogits Wh; dWh (V,E) += dlogitsᵀ z rows; dbh += Σ rows. */
-static void head_chunk_grads(struct model *m, const void *z, int r0, int n)
-{
-	int E = m->E, V = m->cfg.vocab_size;
-	size_t off = (size_t)r0 * E;
-	model_linear_backward(m, dq_at(m->be, m->gz, off), 0.0, m->logits,
-			      dq_at(m->be, z, off), m->n_params - 2, n, E, V,
-			      1);
-}
-
-/* model_head_forward; with train, each chunk's backward follows its
- * forward at once, from xent_train's dlogits. */
-static double head_forward(struct model *m, const void *z, int train)
-{
-	int N = m->B * m->T, K = (int)model_head_rows(m);
-	struct model_priv *pv = m->priv;
-	double total = 0;
-	pv->head_z = z;
-	pv->head_grads_done = train;
-	if (K == N) {
-		total = head_chunk_forward(m, z, 0, N, train);
-		if (train)
-			head_chunk_grads(m, z, 0, N);
-		return total;
-	}
-	/* chunked: Σ over chunks of rows · chunk mean, in double */
-	for (int r0 = 0; r0 < N; r0 += K) {
-		int n = N - r0 < K ? N - r0 : K;
-		total += (double)n * head_chunk_forward(m, z, r0, n, train);
-		if (train)
-			head_chunk_grads(m, z, r0, n);
-	}
-	return total / (double)N;
-}
-
-double model_head_forward(struct model *m, const void *z)
-{
-	return head_forward(m, z, 0);
-}
-
-double model_head_forward_train(struct model *m, const void *z)
-{
-	return head_forward(m, z, 1);
-}
-
-/* Reads the z given to the last model_head_forward: the caller keeps it
- * unchanged in between. */
-void model_head_backward(struct model *m)
-{
-	int N = m->B * m->T, E = m->E, K = (int)model_head_rows(m);
-	struct model_priv *pv = m->priv;
-	const void *z = pv->head_z;
-	if (pv->head_grads_done) {
-		/* model_head_forward_train did every chunk's backward */
-		pv->head_grads_done = 0;
-	} else if (K == N) {
-		/* one chunk: the forward left its probabilities */
-		be_xent_backward(m->be, m->logits, m->logits, m->targets, N,
-				 m->cfg.vocab_size, 1.0 / (double)N);
-		head_chunk_grads(m, z, 0, N);
-	} else {
-		/* each chunk's dlogits again, then its backward */
-		for (int r0 = 0; r0 < N; r0 += K) {
-			int n = N - r0 < K ? N - r0 : K;
-			head_chunk_forward(m, z, r0, n, 1);
-			head_chunk_grads(m, z, r0, n);
-		}
-	}
-	/* the rest of the state (trellisnet's c) does not reach the head */
-	size_t ne = (size_t)N * E;
-	if (m->n_state > ne)
-		be_fill(m->be, dq_at(m->be, m->gz, ne), 0.0, m->n_state - ne);
-}
-
-void model_inject_backward(struct model *m)
-{
-	if (m->def->inject_backward) {
-		m->def->inject_backward(m);
-		return;
-	}
-	void *G = m->grad_buf;
-	void *dx = model_ws(m); /* (N,E), workspace is >= n_state */
-	/* dx (N,E) = gu Winj; dWinj (U,E) += guᵀ x; dbinj += Σ rows gu */
-	model_linear_backward(m, dx, 0.0, m->gu, m->x, P_INJ_W, m->B * m->T,
-			      m->E, m->U, 1);
-	be_embed_backward(m->be, model_p(m, G, P_EMBED_W),
-			  model_p(m, G, P_POS_W), dx, m->tokens, m->B, m->T,
-			  m->E, m->cfg.vocab_size);
-}
-
 void model_zero_grads(struct model *m)
 {
 	be_fill(m->be, m->grad_buf, 0.0, m->n_param_elems);
@@ -733,4 +552,100 @@ const struct model_param *model_param_find(const struct model *m,
 		if (strcmp(m->params[i].name, name) == 0)
 			return &m->params[i];
 	return NULL;
+}
+
+/* ------------------------------------------------------ precision=bf16
+ *
+ * Mixed precision as practitioners train
+ * (Micikevicius et al. 2018, "Mixed Precision Training"; Kalamkar et al.
+ * 2019 for bf16, which needs no loss scaling): docs/precision.md.
+ *
+ *   matrix products   every model_gemm on bf16 operands (be_gemm_bf16),
+ *                     forward and backward, block and head, with fp32
+ *                     accumulation and an fp32 result; the transformer
+ *                     rounds qkv to bf16 before the attention, so q kᵀ
+ *                     and att v read bf16 q, k, v
+ *   tapes             stored in bf16 (model_tape_bytes = 2 bytes an
+ *                     element): the block writes its fp32 tape into
+ *                     tape32 and stores it rounded; the vjp widens it
+ *                     back into tape32 and reads that
+ *   fp32              parameters (master weights), gradients and their
+ *                     accumulation, Adam, LayerNorm, softmax and
+ *                     cross-entropy and their statistics, the state z,
+ *                     checkpoints, and every solver's state
+ *
+ * Memory: tape32 (one fp32 tape) and gemm_scratch are workspace, so a
+ * method with n tapes keeps n/2 + 1 fp32 tapes' worth of bytes. */
+
+/* Elements of the widest activation row a kind has, times N. */
+static size_t act_elems(const struct model *m)
+{
+	struct model_extent x = m->def->extent(&m->cfg);
+	size_t row = (size_t)x.row, N = (size_t)m->B * m->T;
+	if ((size_t)m->U > row)
+		row = (size_t)m->U;
+	if ((size_t)m->d > row)
+		row = (size_t)m->d;
+	return N * row;
+}
+
+/* Operand elements (op(A) plus op(B)) of the largest model_gemm: a
+ * block product (an activation and a weight, or two activations for a
+ * weight gradient) or a head product (logits rows K by V with the head
+ * weight V by E or with z's K by E rows). model_gemm asserts the bound. */
+static size_t gemm_operand_elems(const struct model *m)
+{
+	size_t wmax = 0, a = act_elems(m), K = model_head_rows_of(m);
+	size_t V = (size_t)m->cfg.vocab_size, E = (size_t)m->E;
+	for (int i = 0; i < m->n_params; i++)
+		if (m->params[i].numel > wmax)
+			wmax = m->params[i].numel;
+	size_t block = a + (a > wmax ? a : wmax);
+	size_t head = K * V + (V > K ? V : K) * E;
+	/* + 7: op(B) starts at op(A)'s size rounded up to 8 (be_gemm_bf16) */
+	return (block > head ? block : head) + 7;
+}
+
+size_t model_bf16_workspace_bytes(const struct model *m)
+{
+	if (m->cfg.precision != DQ_PREC_BF16)
+		return 0;
+	return m->be->elem * m->def->tape_elems(m) +
+	       m->be->bf16_operand_elem * gemm_operand_elems(m);
+}
+
+int model_bf16_alloc(struct model *m)
+{
+	struct model_priv *pv = m->priv;
+	struct backend *be = m->be;
+	if (m->cfg.precision != DQ_PREC_BF16)
+		return 0;
+	pv->gemm_scratch_bytes = be->bf16_operand_elem * gemm_operand_elems(m);
+	pv->tape32 = backend_alloc(be, m->def->tape_elems(m), MEM_WORKSPACE);
+	pv->gemm_scratch =
+	    backend_alloc_bytes(be, pv->gemm_scratch_bytes, MEM_WORKSPACE);
+	return pv->tape32 && pv->gemm_scratch ? 0 : -1;
+}
+
+size_t model_tape_bytes(const struct model *m)
+{
+	size_t e =
+	    m->cfg.precision == DQ_PREC_BF16 ? sizeof(uint16_t) : m->be->elem;
+	return e * m->def->tape_elems(m);
+}
+
+void model_gemm(struct model *m, int ta, int tb, int M, int N, int K,
+		double alpha, const void *A, int lda, const void *B, int ldb,
+		double beta, void *C, int ldc)
+{
+	struct model_priv *pv = m->priv;
+	if (m->cfg.precision != DQ_PREC_BF16) {
+		be_gemm(m->be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C,
+			ldc);
+		return;
+	}
+	assert(be_gemm_bf16_scratch_bytes(m->be, M, N, K) <=
+	       pv->gemm_scratch_bytes);
+	be_gemm_bf16(m->be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C,
+		     ldc, pv->gemm_scratch);
 }

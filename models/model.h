@@ -82,8 +82,8 @@ struct model_config {
 	int head_chunk;	      /* > 0: the head works on chunks of this many
 			       * positions (see model_head_forward); 0 = all
 			       * N = B·T at once */
-	/* DQ_PREC_BF16: mixed precision (models/model_bf16.c): every GEMM
-	 * of the model on bf16 operands, tapes stored in bf16; fp32 and
+	/* DQ_PREC_BF16: mixed precision (model.c, docs/precision.md): every
+	 * GEMM of the model on bf16 operands, tapes stored in bf16; fp32 and
 	 * tf32 compute as the backend does (tf32 is the backend's
 	 * set_tf32, not the model's business) */
 	enum dq_precision precision;

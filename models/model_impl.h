@@ -112,17 +112,24 @@ struct model_priv {
 	/* model_head_forward_train did the chunked head's backward too */
 	int head_grads_done;
 	int32_t *staging; /* host (2,B,T): inputs then targets */
-	/* precision=bf16 only (models/model_bf16.c), else NULL: */
+	/* precision=bf16 only (model.c), else NULL: */
 	void *tape32;	    /* MEM_WORKSPACE, one fp32 tape: the block's own */
 	void *gemm_scratch; /* MEM_WORKSPACE, model_gemm's rounded operands */
 	size_t gemm_scratch_bytes;
 };
 
-/* models/model_bf16.c: bytes of the bf16 buffers above (0 unless
- * precision=bf16), and their allocation (-1 with the message when out of
- * device memory; model_destroy frees them). */
+/* model.c: bytes of the bf16 buffers above (0 unless precision=bf16),
+ * and their allocation (-1 when out of device memory;
+ * model_destroy frees what was allocated). */
 size_t model_bf16_workspace_bytes(const struct model *m);
-int model_bf16_alloc(struct model *m, char *err, size_t errlen);
+int model_bf16_alloc(struct model *m);
+
+/* model_head_rows (model.h), for the files below model.c. */
+static inline size_t model_head_rows_of(const struct model *m)
+{
+	size_t N = (size_t)m->B * m->T, K = (size_t)m->cfg.head_chunk;
+	return K > 0 && K < N ? K : N;
+}
 
 static inline void *model_ws(const struct model *m)
 {

@@ -167,7 +167,7 @@ static void tf_forward(struct model *m, void *z_out, const void *z_in,
 	be_copy(be, t.qkv, u, m->n_u);
 	model_linear_forward(m, t.qkv, 1.0, z, TP_QKV_W, N, d, 3 * d);
 	/* bf16: the attention's products read bf16 q, k, v, as a bf16
-	 * linear layer's output feeds them (models/model_bf16.c) */
+	 * linear layer's output feeds them (models/model.c, precision=bf16) */
 	if (m->cfg.precision == DQ_PREC_BF16)
 		be_round_bf16(be, t.qkv, m->n_u);
 	be_attention_forward(be, t.a, t.att, t.qkv, B, T, d, H);

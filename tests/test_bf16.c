@@ -1,5 +1,5 @@
 /*
- * test_bf16.c — precision=bf16 (models/model_bf16.c, kernels/bf16.h,
+ * test_bf16.c — precision=bf16 (models/model.c, kernels/bf16.h,
  * kernels/cpu/cpu_bf16.c) on the CPU backends:
  *   1. the rounding rule (ties to even, inf, nan, overflow, subnormals) on
  *      cpu and cpu64, and from_bf16 / round_bf16 agree with it;
