@@ -580,3 +580,63 @@ Test(eval, bad_params_exit_2, .init = cli_setup, .fini = cli_teardown,
 		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
 	}
 }
+
+/* A params file trained at precision=bf16: `deqbench eval` takes the
+ * model and method from its metadata but not the precision (a machine
+ * setting, like device and tf32): fp32 unless precision= is given, and
+ * with precision=bf16 the run's valid loss bit for bit (the same bf16
+ * forward on the same batches). */
+Test(eval, precision_is_not_taken_from_the_file, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	char p[512], out[512], err[4096], pa[600], oa[600];
+	cli_path(p, sizeof(p), "bf16.safetensors");
+	cli_path(out, sizeof(out), "r.jsonl");
+	snprintf(pa, sizeof(pa), "params=%s", p);
+	snprintf(oa, sizeof(oa), "out=%s", out);
+	char sp[600];
+	snprintf(sp, sizeof(sp), "save_params=%s", p);
+	const char *run[] = {"run",
+			     "corpus=synthetic",
+			     "d_model=16",
+			     "n_heads=2",
+			     "d_ff=32",
+			     "seq_len=8",
+			     "batch_size=4",
+			     "vocab_size=50",
+			     "layers=4",
+			     "steps=6",
+			     "eval_tokens=64",
+			     "threads=1",
+			     "precision=bf16",
+			     sp,
+			     oa,
+			     NULL};
+	cr_assert_eq(cli_run(run, 0, err, sizeof(err)), 0, "%s", err);
+	const char *e32[] = {"eval", "eval_tokens=64", pa, oa, NULL};
+	cr_assert_eq(cli_run(e32, 0, err, sizeof(err)), 0, "%s", err);
+	const char *e16[] = {"eval", "eval_tokens=64", "precision=bf16", pa, oa,
+			     NULL};
+	cr_assert_eq(cli_run(e16, 0, err, sizeof(err)), 0, "%s", err);
+	char *text = cli_read(out, NULL), *line = text, *next;
+	json_t *r[3];
+	for (int i = 0; i < 3; i++, line = next + 1) {
+		cr_assert_not_null(next = strchr(line, '\n'));
+		*next = 0;
+		r[i] = json_loads(line, 0, NULL);
+		cr_assert_not_null(r[i]);
+	}
+	cr_assert_str_eq(json_string_value(at(r[0], "config.precision")),
+			 "bf16");
+	cr_assert_str_eq(json_string_value(at(r[1], "config.precision")),
+			 "fp32");
+	cr_assert_str_eq(json_string_value(at(r[2], "config.precision")),
+			 "bf16");
+	cr_assert_eq(num_at(r[2], "quality.valid_loss"),
+		     num_at(r[0], "quality.valid_loss"));
+	cr_assert_neq(num_at(r[1], "quality.valid_loss"),
+		      num_at(r[0], "quality.valid_loss"));
+	for (int i = 0; i < 3; i++)
+		json_decref(r[i]);
+	free(text);
+}

@@ -180,12 +180,14 @@ int parse_config_args(struct bench_config *cfg, int argc, char **argv,
 }
 
 /* Keys of a params file's metadata config that `eval` does not take as its
- * base: where output goes and what machine runs it. */
+ * base: where output goes and what machine runs it, and how (precision:
+ * a bf16- or tf32-trained file evaluates at fp32 unless precision= says
+ * otherwise, on whatever device). */
 static int eval_base_key(const char *k)
 {
 	static const char *const machine[] = {
-	    "params", "device",	     "threads",	    "impl",
-	    "tf32",   "eval_tokens", "eval_warmup", NULL};
+	    "params",	 "device",  "threads",	   "impl",	  "tf32",
+	    "precision", "compile", "eval_tokens", "eval_warmup", NULL};
 	for (int i = 0; machine[i]; i++)
 		if (!strcmp(k, machine[i]))
 			return 0;
