@@ -15,6 +15,8 @@
 #      synthetic corpus, records in <dir>/<gpu-name>.jsonl, then the report;
 #   6. save_params and deqbench eval: a DEQ trained 200 steps, evaluated at
 #      two tolerances and unrolled, records in <dir>/<gpu-name>-eval.jsonl;
+#   6b. bench/suites/gc-vs-deq.json with device=cuda (checkpointing vs
+#      DEQ at d_model 128, 3 seeds), records in <dir>/<gpu-name>-gc.jsonl;
 #   7. bench/suites/vs-pytorch-gpu.json: unroll, checkpoint and DEQ at
 #      d_model 512 in fp32 and bf16, in deqbench, PyTorch eager and
 #      PyTorch with torch.compile, records in
@@ -24,7 +26,8 @@
 # Resumable: a step that passed leaves LOG_DIR/.done/<step>, and a rerun
 # skips it (DQ_REDO=1 runs every step again), so a machine lent for ten
 # minutes at a time finishes the list over several calls. DQ_ONLY="tests
-# bench-block suite eval vs-pytorch" (any of them) runs those groups only.
+# bench-block suite gc-vs-deq eval vs-pytorch" (any of them) runs those
+# groups only.
 # Environment: DQ_BUILDDIR (default build-gpu), DQ_GPU_STEPS (override the
 # suite's steps, e.g. 20 for a quick look; warmup_steps becomes steps/5),
 # DQ_SKIP_SETUP=1 (use DQ_BUILDDIR as it is: a machine that cannot install
@@ -165,6 +168,16 @@ if group eval; then
 			params="$params" out="$ev" || evals_left=1
 	done
 	[ "$evals_left" = 0 ] && rm -f "$params"
+fi
+
+# 6b. checkpointing vs DEQ (the CPU twin of gc-vs-deq-gpu) on the GPU
+gc="$logdir/$gpu_tag-gc.jsonl"
+if group gc-vs-deq; then
+	step "gc-vs-deq suite" "$logdir/gc-vs-deq.log" \
+		"$builddir/bench/deqbench" suite bench/suites/gc-vs-deq.json \
+		--resume device=cuda out="$gc" "${extra[@]}"
+	step "gc-vs-deq report" "$logdir/gc-vs-deq.txt" \
+		"$builddir/bench/deqbench" report "$gc"
 fi
 
 # 7. deqbench beside PyTorch eager and torch.compile, fp32 and bf16
