@@ -115,15 +115,23 @@ METHOD_KEYS = {k["name"] for k in KEYS if k["method"]}
 OUTPUT_KEYS = {k["name"] for k in KEYS if k["output"]}
 
 
+# Keys records may lack (results/SCHEMA.md): absent means the default, so
+# at their default they are left out of a run's identity, as
+# bench/records/record.c's record_run_identity does.
+DEFAULTED = {"precision": "fp32", "compile": False}
+
+
 def identity(rec):
     """Config apart from output keys and the seed, as deqbench report's
     rows (bench/report/report.c report_key): data_dir stays unless the corpus is
     synthetic (the other corpora are read from it: two directories, two
-    datasets); seeds are replicates, combined like repeats."""
+    datasets); seeds are replicates, combined like repeats; precision and
+    compile only where not at their defaults."""
     c = get(rec, "config", {})
     keep = set() if c.get("corpus") == "synthetic" else {"data_dir"}
     return {k: v for k, v in c.items()
-            if (k not in OUTPUT_KEYS or k in keep) and k != "seed"}
+            if (k not in OUTPUT_KEYS or k in keep) and k != "seed"
+            and not (k in DEFAULTED and DEFAULTED[k] == v)}
 
 
 def group_key(rec):

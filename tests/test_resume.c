@@ -570,3 +570,24 @@ Test(resume, concurrent_resumes_run_each_once, .init = cli_setup,
 		json_decref(arr);
 	}
 }
+
+/* precision and compile (added 2026-11-25) at their defaults are not part
+ * of a run's identity: a record written before them (no such keys) is the
+ * same run as one at fp32 and compile=false, so compare pairs them and
+ * --resume skips; precision=bf16 is another run. */
+Test(resume, defaulted_keys_not_identity_at_default)
+{
+	json_t *old = json_pack("{s:s, s:i}", "method", "unroll", "steps", 3);
+	json_t *now = json_pack("{s:s, s:i, s:s, s:b}", "method", "unroll",
+				"steps", 3, "precision", "fp32", "compile", 0);
+	json_t *bf = json_pack("{s:s, s:i, s:s, s:b}", "method", "unroll",
+			       "steps", 3, "precision", "bf16", "compile", 0);
+	json_t *a = record_run_identity(old), *b = record_run_identity(now),
+	       *c = record_run_identity(bf);
+	cr_assert(json_equal(a, b));
+	cr_assert(!json_equal(a, c));
+	cr_assert_str_eq(json_string_value(json_object_get(c, "precision")),
+			 "bf16");
+	json_decref(old), json_decref(now), json_decref(bf);
+	json_decref(a), json_decref(b), json_decref(c);
+}

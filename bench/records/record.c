@@ -14,6 +14,7 @@
 #include "../config/config.h"
 #include "../io/errmsg.h"
 #include "../io/fileio.h"
+#include "validate_schema.h"
 
 static const char *const sections[] = {
     "suite",  "config", "method",   "model",   "data",	    "timing", "memory",
@@ -381,13 +382,35 @@ char *record_value_text(const json_t *x)
 		   : json_dumps(x, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
 }
 
+/* Whether v, the value of key, is the default of a key that records may
+ * lack (validate_config_defaulted: absent means the default), so that a
+ * record without it and one with its default are the same run. */
+static int defaulted_at_default(const char *key, const json_t *v)
+{
+	struct bench_config d;
+	int same = 0;
+	for (int i = 0; validate_config_defaulted[i]; i++) {
+		if (strcmp(validate_config_defaulted[i], key))
+			continue;
+		config_defaults(&d);
+		json_t *dv = config_key_json(&d, key);
+		same = json_equal(dv, (json_t *)v);
+		json_decref(dv);
+	}
+	return same;
+}
+
 /* Whether config key KEY of CFG is part of a run's identity: every key but
- * the output-only ones, data_dir included unless the corpus is synthetic. */
+ * the output-only ones, data_dir included unless the corpus is synthetic,
+ * precision and compile unless at their defaults (records before them
+ * lack them). */
 static int identity_key(const char *key, const json_t *cfg)
 {
 	const char *corpus = json_string_value(json_object_get(cfg, "corpus"));
 	if (!strcmp(key, "data_dir"))
 		return !corpus || strcmp(corpus, "synthetic") != 0;
+	if (defaulted_at_default(key, json_object_get(cfg, key)))
+		return 0;
 	return !config_key_is_output(key);
 }
 
