@@ -18,11 +18,25 @@
 #define DQ_BF16_HD static inline
 #endif
 
-/* The bf16 bits nearest to f (ties to even). */
-DQ_BF16_HD uint16_t dq_bf16_bits(float f)
+/* The bits of float32 f, and the float32 of bits u (bit casts). */
+DQ_BF16_HD uint32_t dq_f32_bits(float f)
 {
 	uint32_t u;
 	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+DQ_BF16_HD float dq_f32_of(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/* The bf16 bits nearest to f (ties to even). */
+DQ_BF16_HD uint16_t dq_bf16_bits(float f)
+{
+	uint32_t u = dq_f32_bits(f);
 	if ((u & 0x7fffffffu) > 0x7f800000u) /* nan: keep sign, make quiet */
 		return (uint16_t)((u >> 16) | 0x0040u);
 	u += 0x7fffu + ((u >> 16) & 1u);
@@ -32,10 +46,7 @@ DQ_BF16_HD uint16_t dq_bf16_bits(float f)
 /* The float32 whose upper half is b (exact). */
 DQ_BF16_HD float dq_bf16_float(uint16_t b)
 {
-	uint32_t u = (uint32_t)b << 16;
-	float f;
-	memcpy(&f, &u, sizeof(f));
-	return f;
+	return dq_f32_of((uint32_t)b << 16);
 }
 
 /* f rounded to bf16 and widened back: the value a bf16 store keeps. */

@@ -28,20 +28,6 @@
 
 /* ---------------------------------------------------- 1. rounding rule */
 
-static uint32_t bits_of(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
-
-static float float_of(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
 /* Inputs and the bf16 bits they must round to. */
 static const struct {
 	uint32_t in;
@@ -71,7 +57,7 @@ static void check_rounding(const char *name)
 	uint16_t *b16 = backend_alloc_bytes(be, n * 2, MEM_WORKSPACE);
 	void *x = dev(be, n), *y = dev(be, n);
 	for (size_t i = 0; i + 2 < n; i++)
-		h[i] = float_of(cases[i].in);
+		h[i] = dq_f32_of(cases[i].in);
 	h[n - 2] = NAN, h[n - 1] = -NAN;
 	up(be, x, h, n);
 	be_to_bf16(be, b16, x, n);
@@ -92,11 +78,12 @@ static void check_rounding(const char *name)
 	be_round_bf16(be, x, n);
 	down(be, h, x, n);
 	for (size_t i = 0; i + 2 < n; i++) {
-		cr_assert_eq(bits_of((float)back[i]),
+		cr_assert_eq(dq_f32_bits((float)back[i]),
 			     (uint32_t)cases[i].out << 16, "%s: widen %zu",
 			     name, i);
-		cr_assert_eq(bits_of((float)h[i]), bits_of((float)back[i]),
-			     "%s: round_bf16 %zu", name, i);
+		cr_assert_eq(dq_f32_bits((float)h[i]),
+			     dq_f32_bits((float)back[i]), "%s: round_bf16 %zu",
+			     name, i);
 	}
 	cr_assert(isnan(h[n - 1]) && isnan(back[n - 2]));
 	free(h), free(back);
@@ -110,7 +97,8 @@ Test(bf16, rounding_rule)
 	check_rounding("cpu64");
 	/* the shared helper itself, on the host */
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		cr_assert_eq(dq_bf16_bits(float_of(cases[i].in)), cases[i].out);
+		cr_assert_eq(dq_bf16_bits(dq_f32_of(cases[i].in)),
+			     cases[i].out);
 }
 
 /* ------------------------------------------------------- 2. gemm_bf16 */

@@ -6,6 +6,7 @@
  * bit; gemm_bf16 against the cpu backend's and a double loop over the
  * rounded operands (tolerance at its test).
  */
+#include "../kernels/bf16.h"
 #include "test_cuda_util.h"
 #include "test_ops_util.h"
 
@@ -30,20 +31,6 @@ static uint16_t ref_bf16(uint32_t b)
 		return (uint16_t)((b >> 16) | 0x40u);
 	b += 0x7FFFu + ((b >> 16) & 1u);
 	return (uint16_t)(b >> 16);
-}
-
-static float bits_f(uint32_t b)
-{
-	float f;
-	memcpy(&f, &b, sizeof(f));
-	return f;
-}
-
-static uint32_t f_bits(float f)
-{
-	uint32_t b;
-	memcpy(&b, &f, sizeof(b));
-	return b;
 }
 
 /* bytes of device memory on pl's backend, uploaded from h when h; freed
@@ -87,9 +74,9 @@ static float *bf16_inputs(void)
 	rng_state = 4242;
 	for (size_t i = 0; i < N_BF16_IN; i++) {
 		if (i < N_SPECIAL)
-			x[i] = bits_f(BF16_SPECIAL[i]);
+			x[i] = dq_f32_of(BF16_SPECIAL[i]);
 		else if (i < N_SPECIAL + 4096)
-			x[i] = bits_f((uint32_t)splitmix64(&rng_state));
+			x[i] = dq_f32_of((uint32_t)splitmix64(&rng_state));
 		else
 			x[i] = (float)(urand() * 1000.0);
 	}
@@ -115,7 +102,7 @@ Test(cuda_bf16, bf16_to)
 	be_to_bf16(c32, hh, hx, n);
 	be_download_bytes(c32, cpu, hh, n * sizeof(uint16_t));
 	for (size_t i = 0; i < n; i++) {
-		uint32_t b = f_bits(x[i]);
+		uint32_t b = dq_f32_bits(x[i]);
 		cr_assert_eq(got[i], ref_bf16(b),
 			     "to_bf16(%08x) [%zu]: cuda %04x, rule %04x", b, i,
 			     got[i], ref_bf16(b));
@@ -149,8 +136,8 @@ Test(cuda_bf16, bf16_from_round)
 	be_from_bf16(cu, dw, dh, nh);
 	be_download_bytes(cu, w, dw, nh * sizeof(float));
 	for (size_t i = 0; i < nh; i++)
-		cr_assert_eq(f_bits(w[i]), (uint32_t)i << 16,
-			     "from_bf16(%04zx): %08x", i, f_bits(w[i]));
+		cr_assert_eq(dq_f32_bits(w[i]), (uint32_t)i << 16,
+			     "from_bf16(%04zx): %08x", i, dq_f32_bits(w[i]));
 
 	float *x = bf16_inputs();
 	float *r = calloc(n, sizeof(float)), *rt = calloc(n, sizeof(float)),
@@ -168,16 +155,17 @@ Test(cuda_bf16, bf16_from_round)
 	be_round_bf16(c32, hx, n);
 	be_download_bytes(c32, rc, hx, n * sizeof(float));
 	for (size_t i = 0; i < n; i++) {
-		uint32_t b = f_bits(x[i]), want = (uint32_t)ref_bf16(b) << 16;
-		cr_assert_eq(f_bits(r[i]), want,
+		uint32_t b = dq_f32_bits(x[i]), want = (uint32_t)ref_bf16(b)
+						       << 16;
+		cr_assert_eq(dq_f32_bits(r[i]), want,
 			     "round_bf16(%08x): cuda %08x, rule %08x", b,
-			     f_bits(r[i]), want);
-		cr_assert_eq(f_bits(r[i]), f_bits(rt[i]),
+			     dq_f32_bits(r[i]), want);
+		cr_assert_eq(dq_f32_bits(r[i]), dq_f32_bits(rt[i]),
 			     "round_bf16(%08x): %08x, from(to(x)) %08x", b,
-			     f_bits(r[i]), f_bits(rt[i]));
-		cr_assert_eq(f_bits(r[i]), f_bits(rc[i]),
+			     dq_f32_bits(r[i]), dq_f32_bits(rt[i]));
+		cr_assert_eq(dq_f32_bits(r[i]), dq_f32_bits(rc[i]),
 			     "round_bf16(%08x): cuda %08x, cpu %08x", b,
-			     f_bits(r[i]), f_bits(rc[i]));
+			     dq_f32_bits(r[i]), dq_f32_bits(rc[i]));
 	}
 	pool_free(&pc);
 	pool_free(&p32);
@@ -189,7 +177,8 @@ Test(cuda_bf16, bf16_from_round)
 /* The double value of bf16(float(v)). */
 static double bf16_of(double v)
 {
-	return (double)bits_f((uint32_t)ref_bf16(f_bits((float)v)) << 16);
+	return (double)dq_f32_of((uint32_t)ref_bf16(dq_f32_bits((float)v))
+				 << 16);
 }
 
 /* gemm_bf16 with every transpose, padded row strides (the padding of C
