@@ -149,8 +149,9 @@ void model_destroy(struct model *m);
 
 /* A shape-only model: fills *m with cfg's kind, sizes (B, T, d, U, E,
  * n_state, n_u) and parameter table as model_create would, allocating
- * nothing (buffers NULL); m->be = be, of which only be->elem is read, so be
- * may be a stack struct with elem set. Enough for model_tape_elems,
+ * nothing (buffers NULL); m->be = be, of which only be->elem (and, under
+ * precision=bf16, be->bf16_operand_elem) is read, so be may be a stack
+ * struct with those set. Enough for model_tape_elems,
  * model_memory and method_memory: memory is estimated before a run
  * allocates it. -1 with model_create's message for bad dimensions. */
 int model_shape(struct model *m, struct backend *be,

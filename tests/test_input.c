@@ -105,11 +105,11 @@ static void ctx_of(struct bench_config *c, struct run_ctx *rc,
 }
 
 /* run_ctx_create of model `kind`, d_model 12, N = 3·5 = 15 positions,
- * V = 37, key k = v and head_chunk = hc: every category of the tracked
- * allocator equals memfit_estimate's (and training adds Adam's two
- * moments); returns the head's bytes. */
-static size_t estimate_vs_allocator(const char *kind, const char *k,
-				    const char *v, const char *hc)
+ * V = 37, key k = v, head_chunk = hc and precision prec: every category of
+ * the tracked allocator equals memfit_estimate's (and training adds
+ * Adam's two moments); returns the head's bytes. */
+static size_t estimate_at(const char *kind, const char *k, const char *v,
+			  const char *hc, const char *prec)
 {
 	struct bench_config c;
 	struct run_ctx rc;
@@ -119,7 +119,8 @@ static size_t estimate_vs_allocator(const char *kind, const char *k,
 	    {"model", kind},	  {"d_model", "12"},	{"n_heads", "3"},
 	    {"d_ff", "20"},	  {"seq_len", "5"},	{"batch_size", "3"},
 	    {"layers", "7"},	  {"threads", "1"},	{"head_chunk", hc},
-	    {"method", "unroll"}, {"method", "unroll"}, {k, v}};
+	    {"method", "unroll"}, {"method", "unroll"}, {k, v},
+	    {"precision", prec}};
 	if (strcmp(k, "f_solver") == 0)
 		kv[10][1] = "deq";
 	ctx_of(&c, &rc, (const char *const(*)[2])kv,
@@ -140,6 +141,25 @@ static size_t estimate_vs_allocator(const char *kind, const char *k,
 	size_t head = rc.be->mem.live[MEM_HEAD];
 	run_ctx_destroy(&rc);
 	return head;
+}
+
+static size_t estimate_vs_allocator(const char *kind, const char *k,
+				    const char *v, const char *hc)
+{
+	return estimate_at(kind, k, v, hc, "fp32");
+}
+
+/* The same under precision=bf16: the tapes at 2 bytes an element and the
+ * workspace's fp32 tape and GEMM operands, as allocated. */
+Test(memfit, estimate_equals_the_allocator_bf16, .timeout = 120)
+{
+	static const char *const kinds[] = {"transformer", "tanh_cell",
+					    "trellisnet"};
+	for (int k = 0; k < 3; k++) {
+		estimate_at(kinds[k], "method", "unroll", "0", "bf16");
+		estimate_at(kinds[k], "method", "checkpoint", "4", "bf16");
+		estimate_at(kinds[k], "f_solver", "broyden", "0", "bf16");
+	}
 }
 
 /* The estimate is what setup allocates: every category of the tracked

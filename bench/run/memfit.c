@@ -49,7 +49,7 @@ static size_t vocab_param_bytes(const struct model_config *mc,
 int memfit_estimate(const struct bench_config *cfg, int V, size_t elem,
 		    int train, struct run_memory *out, char *err, size_t errlen)
 {
-	struct backend stub; /* model_shape reads only elem */
+	struct backend stub; /* model_shape reads elem, bf16_operand_elem */
 	struct model_config mc = cfg->model;
 	struct model m;
 	size_t depth, solver, n, per_step;
@@ -57,6 +57,9 @@ int memfit_estimate(const struct bench_config *cfg, int V, size_t elem,
 	memset(out, 0, sizeof(*out));
 	memset(&stub, 0, sizeof(stub));
 	stub.elem = elem;
+	/* gemm_bf16's operands (precision=bf16): bf16 on the GPU, the
+	 * rounded values in the backend type on the CPU (backend.h) */
+	stub.bf16_operand_elem = cfg->device == DEVICE_CUDA ? 2 : elem;
 	mc.vocab_size = V;
 	if (model_shape(&m, &stub, &mc, err, errlen) != 0)
 		return -1;
