@@ -218,7 +218,8 @@ int method_memory(const struct model *m, const struct method_config *cfg,
 	desc_of(&c)->ops->layout(m, &c, &l);
 	depth_sizes(m, &l, &tapes, &states);
 	solver = solver_mem_bytes(l.solve, l.n_solve, m->n_state, e);
-	if (tapes == SIZE_MAX || states == SIZE_MAX || solver == SIZE_MAX) {
+	if (tapes == SIZE_MAX || states == SIZE_MAX || solver == SIZE_MAX ||
+	    states > (SIZE_MAX - tapes) / e) {
 		snprintf(err, errlen,
 			 "method=%s needs more than 2^62 elements of depth or "
 			 "solver memory; lower layers, f_history/b_history, "
