@@ -201,6 +201,16 @@ struct backend_ops {
 			  double alpha, const void *A, int lda, const void *B,
 			  int ldb, double beta, void *C, int ldc,
 			  void *scratch);
+	/* gemm_bf16's product on operands that are bf16 arrays already (A,
+	 * B uint16_t, row strides lda, ldb in elements), C as gemm_bf16's:
+	 * the bf16 GEMM alone, without the rounding passes (bench-block's
+	 * floor). cuda: one cublasGemmEx, scratch unused (may be NULL); cpu:
+	 * the widened values in scratch (be_gemm_bf16_scratch_bytes), then
+	 * SGEMM: bit for bit gemm_bf16 of the widened arrays. */
+	void (*gemm_bf16_arrays)(void *ctx, int ta, int tb, int M, int N, int K,
+				 double alpha, const uint16_t *A, int lda,
+				 const uint16_t *B, int ldb, double beta,
+				 void *C, int ldc, void *scratch);
 
 	/* ---- LayerNorm over the last dim, eps 1e-5, biased variance ----
 	 * y(N,C) = (x - mean) * rstd * w + b; mean(N), rstd(N) saved.

@@ -314,6 +314,17 @@ static inline size_t be_gemm_bf16_scratch_bytes(const struct backend *be, int M,
 	return (dq_bf16_b_offset(M, K) + (size_t)K * N) * be->bf16_operand_elem;
 }
 
+static inline void be_gemm_bf16_arrays(const struct backend *be, int ta, int tb,
+				       int M, int N, int K, double alpha,
+				       const uint16_t *A, int lda,
+				       const uint16_t *B, int ldb, double beta,
+				       void *C, int ldc, void *scratch)
+{
+	dq_gemm_shape(ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
+	be->ops->gemm_bf16_arrays(be->ctx, ta, tb, M, N, K, alpha, A, lda, B,
+				  ldb, beta, C, ldc, scratch);
+}
+
 static inline void be_gemm_bf16(const struct backend *be, int ta, int tb, int M,
 				int N, int K, double alpha, const void *A,
 				int lda, const void *B, int ldb, double beta,

@@ -4,7 +4,8 @@
  *   1. the rounding rule (ties to even, inf, nan, overflow, subnormals) on
  *      cpu and cpu64, and from_bf16 / round_bf16 agree with it;
  *   2. gemm_bf16 is the product of the rounded operands in fp32 sums, for
- *      every transpose pair and row strides wider than the rows;
+ *      every transpose pair and row strides wider than the rows, and
+ *      gemm_bf16_arrays on the bf16 arrays gives its bits;
  *   3. one training step of every model kind under every method: the loss
  *      and every gradient tensor within the bf16 tolerance of the fp32
  *      step (and not equal to it: the rounding happened);
@@ -174,9 +175,20 @@ static void check_gemm(int ta, int tb, double beta)
 		for (int j = N; j < ldc; j++)
 			cr_assert_eq(AT(c, i, j, ldc),
 				     (double)(float)AT(c0, i, j, ldc));
+	/* gemm_bf16_arrays of the bf16 arrays: gemm_bf16's bits */
+	uint16_t *A16 = backend_alloc_bytes(be, 2 * na, MEM_WORKSPACE);
+	uint16_t *B16 = backend_alloc_bytes(be, 2 * nb, MEM_WORKSPACE);
+	be_to_bf16(be, A16, A, na), be_to_bf16(be, B16, B, nb);
+	up(be, C, c0, nc);
+	be_gemm_bf16_arrays(be, ta, tb, M, N, K, 0.5, A16, lda, B16, ldb, beta,
+			    C, ldc, S);
+	down(be, want, C, nc);
+	cr_assert_eq(memcmp(want, c, nc * sizeof(double)), 0,
+		     "ta=%d tb=%d: gemm_bf16_arrays differs from gemm_bf16", ta,
+		     tb);
 	free(a), free(b), free(c0), free(c), free(want), free(exact), free(mag);
 	backend_free(be, A), backend_free(be, B), backend_free(be, C);
-	backend_free(be, S);
+	backend_free(be, S), backend_free(be, A16), backend_free(be, B16);
 	backend_destroy(be);
 }
 

@@ -224,6 +224,15 @@ static void check_gemm_bf16(struct backend *cu, struct backend *c32, int M,
 	be_gemm_bf16(c32, ta, tb, M, N, K, alpha, hA, lda, hB, ldb, beta, hC,
 		     ldc, hs);
 	be_download(c32, cpu, hC, nc);
+	/* gemm_bf16_arrays on bf16 copies of A and B (bench-block's floor) */
+	uint16_t *a16 = pool_bytes(&pc, NULL, 2 * (na ? na : 1)),
+		 *b16 = pool_bytes(&pc, NULL, 2 * (nb ? nb : 1));
+	void *dC2 = pool_up(&pc, C, nc);
+	double *arr = zeros(nc);
+	be_to_bf16(cu, a16, dA, na), be_to_bf16(cu, b16, dB, nb);
+	be_gemm_bf16_arrays(cu, ta, tb, M, N, K, alpha, a16, lda, b16, ldb,
+			    beta, dC2, ldc, NULL);
+	be_download(cu, arr, dC2, nc);
 	for (int m = 0; m < M; m++)
 		for (int n = 0; n < ldc; n++) {
 			size_t i = (size_t)m * ldc + n;
@@ -245,6 +254,10 @@ static void check_gemm_bf16(struct backend *cu, struct backend *c32, int M,
 				  "gemm_bf16 (%d,%d,%d) ta=%d tb=%d beta=%g "
 				  "C[%d][%d]: cuda %.9g, cpu %.9g",
 				  M, N, K, ta, tb, beta, m, n, got[i], cpu[i]);
+			cr_assert(fabs(arr[i] - cpu[i]) <= tol,
+				  "gemm_bf16_arrays (%d,%d,%d) ta=%d tb=%d "
+				  "C[%d][%d]: cuda %.9g, cpu %.9g",
+				  M, N, K, ta, tb, m, n, arr[i], cpu[i]);
 			cr_assert(fabs(got[i] - ref[i]) <= tol,
 				  "gemm_bf16 (%d,%d,%d) ta=%d tb=%d beta=%g "
 				  "C[%d][%d]: cuda %.9g, rounded operands "
@@ -254,7 +267,7 @@ static void check_gemm_bf16(struct backend *cu, struct backend *c32, int M,
 	pool_free(&pc);
 	pool_free(&p32);
 	free(A), free(B), free(C), free(got), free(cpu), free(ref);
-	free(Ar), free(Br);
+	free(Ar), free(Br), free(arr);
 }
 
 Test(cuda_bf16, gemm_bf16)

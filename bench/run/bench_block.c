@@ -33,6 +33,13 @@
  * whole step's counted FLOPs (timing.gflops, bench/run/run_record.h) could
  * reach if every counted FLOP ran at these GEMMs' speed. The injection's
  * GEMMs (small beside these) are not in it.
+ *
+ * precision=bf16 (docs/precision.md): the block runs in bf16 and each
+ * reference GEMM is timed twice: as model_gemm calls it (be_gemm_bf16:
+ * both operands rounded, then the bf16 product; the "ms" column) and on
+ * operands that are bf16 arrays already (be_gemm_bf16_arrays: the bf16
+ * GEMM alone, the "floor ms" column), whose sums are the bf16 GEMM-only
+ * floor of the block's and of a training step's shapes.
  */
 #include "bench_block.h"
 
@@ -273,6 +280,24 @@ static double time_gemm(struct backend *be, const struct gemm_shape *s, void *A,
 	return median(ms, iters);
 }
 
+/* Median milliseconds of be_gemm_bf16_arrays of shape s on the bf16
+ * arrays A16, B16: the bf16 GEMM alone, the floor of precision=bf16. */
+static double time_floor(struct backend *be, const struct gemm_shape *s,
+			 const uint16_t *A16, const uint16_t *B16, void *C,
+			 void *S, int warmup, int iters, double *ms)
+{
+	int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
+	for (int i = 0; i < warmup + iters; i++) {
+		be_timer_mark(be, 0);
+		be_gemm_bf16_arrays(be, s->ta, s->tb, s->M, s->N, s->K, 1.0,
+				    A16, lda, B16, ldb, 1.0, C, s->N, S);
+		be_timer_mark(be, 1);
+		if (i >= warmup)
+			ms[i - warmup] = be_timer_elapsed_ms(be, 0, 1);
+	}
+	return median(ms, iters);
+}
+
 /* Device buffers of one bench-block run and the host scratch. */
 struct bb_bufs {
 	size_t nd;  /* block state elements (m->n_state) */
@@ -280,8 +305,10 @@ struct bb_bufs {
 		     * V d) */
 	void *z, *zo, *g, *gi, *tape; /* block input/output, cotangents */
 	void *A, *Bm, *C;	      /* GEMM operands */
-	void *S;	   /* gemm_bf16's scratch (precision=bf16), else NULL */
-	double *ms, *host; /* iters timings; max(nd, big) inputs */
+	void *S; /* gemm_bf16's scratch (precision=bf16), else NULL */
+	uint16_t *A16, *B16; /* A, Bm in bf16 (precision=bf16), else NULL */
+	double floor_ms;     /* Σ of time_floor's medians (precision=bf16) */
+	double *ms, *host;   /* iters timings; max(nd, big) inputs */
 };
 
 /* Allocates the buffers of model M (c's sizes) and fills them with
@@ -310,6 +337,12 @@ static int bb_alloc(struct backend *be, struct model *m, const struct bb_cfg *c,
 		fprintf(stderr, "deqbench bench-block: out of memory\n");
 		return -1;
 	}
+	if (c->precision == DQ_PREC_BF16 &&
+	    (!(b->A16 = backend_alloc_bytes(be, 2 * b->big, MEM_WORKSPACE)) ||
+	     !(b->B16 = backend_alloc_bytes(be, 2 * b->big, MEM_WORKSPACE)))) {
+		fprintf(stderr, "deqbench bench-block: out of memory\n");
+		return -1;
+	}
 	b->ms = malloc(sizeof(double) * (size_t)c->iters);
 	b->host = malloc(sizeof(double) * (b->nd > b->big ? b->nd : b->big));
 	if (!b->z || !b->zo || !b->g || !b->gi || !b->tape || !b->A || !b->Bm ||
@@ -328,6 +361,10 @@ static int bb_alloc(struct backend *be, struct model *m, const struct bb_cfg *c,
 	be_upload(be, b->A, b->host, b->big);
 	be_upload(be, b->Bm, b->host, b->big);
 	be_fill(be, b->C, 0.0, b->big);
+	if (b->A16) {
+		be_to_bf16(be, b->A16, b->A, b->big);
+		be_to_bf16(be, b->B16, b->Bm, b->big);
+	}
 	model_inject_forward(m); /* u from token 0 rows: any values do */
 	return 0;
 }
@@ -337,8 +374,8 @@ static void bb_free(struct backend *be, struct bb_bufs *b)
 {
 	free(b->ms);
 	free(b->host);
-	void *dev[] = {b->z, b->zo, b->g, b->gi, b->tape,
-		       b->A, b->Bm, b->C, b->S};
+	void *dev[] = {b->z,  b->zo, b->g, b->gi,  b->tape, b->A,
+		       b->Bm, b->C,  b->S, b->A16, b->B16};
 	for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
 		backend_free(be, dev[i]);
 }
@@ -379,7 +416,9 @@ static int time_block(struct backend *be, struct model *m,
 }
 
 /* Times shapes sh[0..n) once each and prints a row per shape; adds their
- * flops and median ms, each counted mult times, to *flops and *ms. */
+ * flops and median ms, each counted mult times, to *flops and *ms (and,
+ * under precision=bf16, the floor's to b->floor_ms, printed in a last
+ * column). */
 static void time_shapes(struct backend *be, const struct bb_cfg *c,
 			const struct gemm_shape *sh, size_t n, int mult,
 			struct bb_bufs *b, double *flops, double *ms)
@@ -390,8 +429,16 @@ static void time_shapes(struct backend *be, const struct bb_cfg *c,
 		double f = 2.0 * sh[k].M * (double)sh[k].N * sh[k].K;
 		*flops += f * mult;
 		*ms += t * mult;
-		printf("%-22s %6d %6d %6d %10.4f %10.2f\n", sh[k].what, sh[k].M,
+		printf("%-22s %6d %6d %6d %10.4f %10.2f", sh[k].what, sh[k].M,
 		       sh[k].N, sh[k].K, t, f / (t * 1e6));
+		if (b->A16) {
+			double fl =
+			    time_floor(be, &sh[k], b->A16, b->B16, b->C, b->S,
+				       c->warmup, c->iters, b->ms);
+			b->floor_ms += fl * mult;
+			printf(" %10.4f", fl);
+		}
+		printf("\n");
 	}
 }
 
@@ -421,8 +468,8 @@ static void time_gemms(struct backend *be, const struct bb_cfg *c, int tn,
 	    {"dX   conv dpre_j W_jk", 0, 0, n, D, D},
 	    {"dW   conv dpre_j^T x", 1, 0, D, D, n},
 	};
-	printf("%-22s %6s %6s %6s %10s %10s\n", "gemm", "M", "N", "K", "ms",
-	       "GFLOP/s");
+	printf("%-22s %6s %6s %6s %10s %10s%s\n", "gemm", "M", "N", "K", "ms",
+	       "GFLOP/s", b->A16 ? "   floor ms" : "");
 	*flops = *ms = 0;
 	if (tn)
 		time_shapes(be, c, tn_shapes, NELEM(tn_shapes), 8, b, flops,
@@ -453,10 +500,17 @@ static void print_step_rate(struct backend *be, const struct bb_cfg *c,
 			    struct bb_bufs *b, double block_flops,
 			    double block_ms)
 {
-	double hf, hms;
+	double hf, hms, block_floor = b->floor_ms;
+	b->floor_ms = 0;
 	time_head_gemms(be, c, b, &hf, &hms);
 	double f = c->layers * block_flops + hf,
 	       ms = c->layers * block_ms + hms;
+	if (b->A16) /* the bf16 GEMM-only floor of the step's shapes */
+		printf("gemm bf16 floor, one training step's shapes %8.4f ms "
+		       "for %.4g GFLOP  %.2f GFLOP/s (operands already "
+		       "bf16)\n",
+		       c->layers * block_floor + b->floor_ms, f * 1e-9,
+		       f / ((c->layers * block_floor + b->floor_ms) * 1e6));
 	printf("gemm, one training step's shapes %8.4f ms for %.4g GFLOP  "
 	       "%.2f GFLOP/s  (layers=%d x block + head, vocab=%d)\n",
 	       ms, f * 1e-9, f / (ms * 1e6), c->layers, c->vocab);
@@ -531,6 +585,11 @@ int bench_block_main(int argc, char **argv)
 	       gms_sum, gflop_sum * 1e-9, gemm_gfs);
 	printf("ratio block/gemm %.3f  (gemm share of block time %.0f%%)\n",
 	       blk_gfs / gemm_gfs, 100.0 * gms_sum / blk_ms);
+	if (b.A16)
+		printf("gemm bf16 floor, same shapes %8.4f ms  %.2f GFLOP/s "
+		       "(operands already bf16; ratio block/floor %.3f)\n",
+		       b.floor_ms, gflop_sum / (b.floor_ms * 1e6),
+		       blk_gfs / (gflop_sum / (b.floor_ms * 1e6)));
 	if (c.vocab > 0)
 		print_step_rate(be, &c, &b, gflop_sum, gms_sum);
 	rc = 0;

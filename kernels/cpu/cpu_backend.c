@@ -546,4 +546,5 @@ const struct backend_ops DQ_FN(dq_cpu_ops_) = {
     .from_bf16 = DQ_FN(dq_cpu_from_bf16_),
     .round_bf16 = DQ_FN(dq_cpu_round_bf16_),
     .gemm_bf16 = DQ_FN(dq_cpu_gemm_bf16_),
+    .gemm_bf16_arrays = DQ_FN(dq_cpu_gemm_bf16_arrays_),
 };

@@ -60,6 +60,29 @@ static void round_pack(real *dst, const real *src, int rows, int cols, int ld)
 			    (real)dq_bf16_round((float)src[(size_t)r * ld + c]);
 }
 
+/* dst (rows, cols) packed = the bf16 src (rows, cols) of row stride ld,
+ * widened. */
+static void widen_pack(real *dst, const uint16_t *src, int rows, int cols,
+		       int ld)
+{
+#pragma omp parallel for if ((long long)rows * cols >= PAR_MIN_N)
+	for (int r = 0; r < rows; r++)
+		for (int c = 0; c < cols; c++)
+			dst[(size_t)r * cols + c] =
+			    (real)dq_bf16_float(src[(size_t)r * ld + c]);
+}
+
+/* The GEMM of the packed operands a (stored row width ac) and b (bc). */
+static void packed_gemm(int ta, int tb, int M, int N, int K, double alpha,
+			const real *a, int ac, const real *b, int bc,
+			double beta, void *C, int ldc)
+{
+	DQ_GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+		tb ? CblasTrans : CblasNoTrans, M, N, K, (real)alpha, a,
+		ac > 1 ? ac : 1, b, bc > 1 ? bc : 1, (real)beta, (real *)C,
+		ldc);
+}
+
 void DQ_FN(dq_cpu_gemm_bf16_)(void *ctx, int ta, int tb, int M, int N, int K,
 			      double alpha, const void *A, int lda,
 			      const void *B, int ldb, double beta, void *C,
@@ -73,8 +96,21 @@ void DQ_FN(dq_cpu_gemm_bf16_)(void *ctx, int ta, int tb, int M, int N, int K,
 	real *a = scratch, *b = a + dq_bf16_b_offset(M, K);
 	round_pack(a, A, ar, ac, lda);
 	round_pack(b, B, br, bc, ldb);
-	DQ_GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-		tb ? CblasTrans : CblasNoTrans, M, N, K, (real)alpha, a,
-		ac > 1 ? ac : 1, b, bc > 1 ? bc : 1, (real)beta, (real *)C,
-		ldc);
+	packed_gemm(ta, tb, M, N, K, alpha, a, ac, b, bc, beta, C, ldc);
+}
+
+void DQ_FN(dq_cpu_gemm_bf16_arrays_)(void *ctx, int ta, int tb, int M, int N,
+				     int K, double alpha, const uint16_t *A,
+				     int lda, const uint16_t *B, int ldb,
+				     double beta, void *C, int ldc,
+				     void *scratch)
+{
+	(void)ctx;
+	if (M <= 0 || N <= 0)
+		return;
+	int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+	real *a = scratch, *b = a + dq_bf16_b_offset(M, K);
+	widen_pack(a, A, ar, ac, lda);
+	widen_pack(b, B, br, bc, ldb);
+	packed_gemm(ta, tb, M, N, K, alpha, a, ac, b, bc, beta, C, ldc);
 }

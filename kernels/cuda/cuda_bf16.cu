@@ -150,10 +150,31 @@ void cu_gemm_bf16(void *ctx, int ta, int tb, int M, int N, int K, double alpha,
 	uint16_t *b16 = a16 + dq_bf16_b_offset(M, K);
 	pack_bf16(c, a16, (const float *)A, ta ? K : M, wa, lda);
 	pack_bf16(c, b16, (const float *)B, tb ? N : K, wb, ldb);
+	cu_gemm_bf16_arrays(ctx, ta, tb, M, N, K, alpha, a16, wa, b16, wb, beta,
+			    C, ldc, NULL);
+}
+
+/* C(M,N) = alpha op(A) op(B) + beta C on bf16 arrays A, B: one
+ * cublasGemmEx (row-major as column-major, operands swapped). K == 0 as
+ * cu_gemm_bf16. */
+void cu_gemm_bf16_arrays(void *ctx, int ta, int tb, int M, int N, int K,
+			 double alpha, const uint16_t *A, int lda,
+			 const uint16_t *B, int ldb, double beta, void *C,
+			 int ldc, void *scratch)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	(void)scratch;
+	if (M <= 0 || N <= 0)
+		return;
+	if (K <= 0) {
+		cu_gemm(ctx, ta, tb, M, N, 0, alpha, A, lda, B, ldb, beta, C,
+			ldc);
+		return;
+	}
 	float al = (float)alpha, be = (float)beta;
 	cublas_check(cublasGemmEx(c->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
 				  ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &al,
-				  b16, CUDA_R_16BF, wb, a16, CUDA_R_16BF, wa,
-				  &be, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+				  B, CUDA_R_16BF, ldb, A, CUDA_R_16BF, lda, &be,
+				  C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
 				  CUBLAS_GEMM_DEFAULT));
 }

@@ -280,6 +280,10 @@ void cu_attention_backward(void *ctx, void *dqkv, void *scratch,
 void cu_to_bf16(void *ctx, uint16_t *dst, const void *src, size_t n);
 void cu_from_bf16(void *ctx, void *dst, const uint16_t *src, size_t n);
 void cu_round_bf16(void *ctx, void *x, size_t n);
+void cu_gemm_bf16_arrays(void *ctx, int ta, int tb, int M, int N, int K,
+			 double alpha, const uint16_t *A, int lda,
+			 const uint16_t *B, int ldb, double beta, void *C,
+			 int ldc, void *scratch);
 void cu_gemm_bf16(void *ctx, int ta, int tb, int M, int N, int K, double alpha,
 		  const void *A, int lda, const void *B, int ldb, double beta,
 		  void *C, int ldc, void *scratch);

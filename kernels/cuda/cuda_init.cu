@@ -337,6 +337,7 @@ static struct backend_ops cu_ops_make(void)
 	o.from_bf16 = cu_from_bf16;
 	o.round_bf16 = cu_round_bf16;
 	o.gemm_bf16 = cu_gemm_bf16;
+	o.gemm_bf16_arrays = cu_gemm_bf16_arrays;
 	return o;
 }
 
