@@ -256,48 +256,6 @@ struct gemm_shape {
 	int ta, tb, M, N, K;
 };
 
-/* Median milliseconds of one gemm call of shape s (operands of the right
- * sizes from A, Bm, C; contents irrelevant to the rate): be_gemm, or
- * under precision=bf16 be_gemm_bf16 with scratch S, as model_gemm calls
- * it (both operands rounded, then the bf16 product). */
-static double time_gemm(struct backend *be, const struct gemm_shape *s, void *A,
-			void *Bm, void *C, void *S, int warmup, int iters,
-			double *ms)
-{
-	int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
-	for (int i = 0; i < warmup + iters; i++) {
-		be_timer_mark(be, 0);
-		if (S)
-			be_gemm_bf16(be, s->ta, s->tb, s->M, s->N, s->K, 1.0, A,
-				     lda, Bm, ldb, 1.0, C, s->N, S);
-		else
-			be_gemm(be, s->ta, s->tb, s->M, s->N, s->K, 1.0, A, lda,
-				Bm, ldb, 1.0, C, s->N);
-		be_timer_mark(be, 1);
-		if (i >= warmup)
-			ms[i - warmup] = be_timer_elapsed_ms(be, 0, 1);
-	}
-	return median(ms, iters);
-}
-
-/* Median milliseconds of be_gemm_bf16_arrays of shape s on the bf16
- * arrays A16, B16: the bf16 GEMM alone, the floor of precision=bf16. */
-static double time_floor(struct backend *be, const struct gemm_shape *s,
-			 const uint16_t *A16, const uint16_t *B16, void *C,
-			 void *S, int warmup, int iters, double *ms)
-{
-	int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
-	for (int i = 0; i < warmup + iters; i++) {
-		be_timer_mark(be, 0);
-		be_gemm_bf16_arrays(be, s->ta, s->tb, s->M, s->N, s->K, 1.0,
-				    A16, lda, B16, ldb, 1.0, C, s->N, S);
-		be_timer_mark(be, 1);
-		if (i >= warmup)
-			ms[i - warmup] = be_timer_elapsed_ms(be, 0, 1);
-	}
-	return median(ms, iters);
-}
-
 /* Device buffers of one bench-block run and the host scratch. */
 struct bb_bufs {
 	size_t nd;  /* block state elements (m->n_state) */
@@ -307,9 +265,45 @@ struct bb_bufs {
 	void *A, *Bm, *C;	      /* GEMM operands */
 	void *S; /* gemm_bf16's scratch (precision=bf16), else NULL */
 	uint16_t *A16, *B16; /* A, Bm in bf16 (precision=bf16), else NULL */
-	double floor_ms;     /* Σ of time_floor's medians (precision=bf16) */
+	double floor_ms;     /* Σ of the floor's medians (precision=bf16) */
 	double *ms, *host;   /* iters timings; max(nd, big) inputs */
 };
+
+/* One call of shape s on b's operands (contents irrelevant to the rate):
+ * be_gemm; under precision=bf16 be_gemm_bf16 with scratch b->S, as
+ * model_gemm calls it (both operands rounded, then the bf16 product), or
+ * with floor be_gemm_bf16_arrays on the bf16 arrays b->A16, b->B16 (the
+ * bf16 GEMM alone). */
+static void gemm_call(struct backend *be, const struct gemm_shape *s,
+		      const struct bb_bufs *b, int floor)
+{
+	int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
+	if (floor)
+		be_gemm_bf16_arrays(be, s->ta, s->tb, s->M, s->N, s->K, 1.0,
+				    b->A16, lda, b->B16, ldb, 1.0, b->C, s->N,
+				    b->S);
+	else if (b->S)
+		be_gemm_bf16(be, s->ta, s->tb, s->M, s->N, s->K, 1.0, b->A, lda,
+			     b->Bm, ldb, 1.0, b->C, s->N, b->S);
+	else
+		be_gemm(be, s->ta, s->tb, s->M, s->N, s->K, 1.0, b->A, lda,
+			b->Bm, ldb, 1.0, b->C, s->N);
+}
+
+/* Median milliseconds of gemm_call(s, floor) over iters calls after
+ * warmup (b->ms holds the timings). */
+static double time_gemm(struct backend *be, const struct gemm_shape *s,
+			struct bb_bufs *b, int floor, int warmup, int iters)
+{
+	for (int i = 0; i < warmup + iters; i++) {
+		be_timer_mark(be, 0);
+		gemm_call(be, s, b, floor);
+		be_timer_mark(be, 1);
+		if (i >= warmup)
+			b->ms[i - warmup] = be_timer_elapsed_ms(be, 0, 1);
+	}
+	return median(b->ms, iters);
+}
 
 /* Allocates the buffers of model M (c's sizes) and fills them with
  * deterministic O(1) values. -1 when out of memory (message printed; free
@@ -424,8 +418,7 @@ static void time_shapes(struct backend *be, const struct bb_cfg *c,
 			struct bb_bufs *b, double *flops, double *ms)
 {
 	for (size_t k = 0; k < n; k++) {
-		double t = time_gemm(be, &sh[k], b->A, b->Bm, b->C, b->S,
-				     c->warmup, c->iters, b->ms);
+		double t = time_gemm(be, &sh[k], b, 0, c->warmup, c->iters);
 		double f = 2.0 * sh[k].M * (double)sh[k].N * sh[k].K;
 		*flops += f * mult;
 		*ms += t * mult;
@@ -433,8 +426,7 @@ static void time_shapes(struct backend *be, const struct bb_cfg *c,
 		       sh[k].N, sh[k].K, t, f / (t * 1e6));
 		if (b->A16) {
 			double fl =
-			    time_floor(be, &sh[k], b->A16, b->B16, b->C, b->S,
-				       c->warmup, c->iters, b->ms);
+			    time_gemm(be, &sh[k], b, 1, c->warmup, c->iters);
 			b->floor_ms += fl * mult;
 			printf(" %10.4f", fl);
 		}

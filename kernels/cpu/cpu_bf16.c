@@ -72,11 +72,33 @@ static void widen_pack(real *dst, const uint16_t *src, int rows, int cols,
 			    (real)dq_bf16_float(src[(size_t)r * ld + c]);
 }
 
-/* The GEMM of the packed operands a (stored row width ac) and b (bc). */
-static void packed_gemm(int ta, int tb, int M, int N, int K, double alpha,
-			const real *a, int ac, const real *b, int bc,
-			double beta, void *C, int ldc)
+/* dst (rows, cols) packed = src (rows, cols) of row stride ld in bf16:
+ * the backend type's values rounded (round_pack), or bf16 bits widened
+ * (widen_pack). */
+static void pack(real *dst, const void *src, int bf16_in, int rows, int cols,
+		 int ld)
 {
+	if (bf16_in)
+		widen_pack(dst, src, rows, cols, ld);
+	else
+		round_pack(dst, src, rows, cols, ld);
+}
+
+/* C = alpha op(A) op(B) + beta C on A and B packed into scratch in bf16
+ * (pack: bf16_in says whether they are bf16 arrays already), then the
+ * backend's GEMM of the packed values. */
+static void gemm_packed(int ta, int tb, int M, int N, int K, double alpha,
+			const void *A, int lda, const void *B, int ldb,
+			double beta, void *C, int ldc, void *scratch,
+			int bf16_in)
+{
+	if (M <= 0 || N <= 0)
+		return;
+	/* stored shapes: A (M,K) or, transposed, (K,M); B (K,N) or (N,K) */
+	int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+	real *a = scratch, *b = a + dq_bf16_b_offset(M, K);
+	pack(a, A, bf16_in, ar, ac, lda);
+	pack(b, B, bf16_in, br, bc, ldb);
 	DQ_GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
 		tb ? CblasTrans : CblasNoTrans, M, N, K, (real)alpha, a,
 		ac > 1 ? ac : 1, b, bc > 1 ? bc : 1, (real)beta, (real *)C,
@@ -89,14 +111,8 @@ void DQ_FN(dq_cpu_gemm_bf16_)(void *ctx, int ta, int tb, int M, int N, int K,
 			      int ldc, void *scratch)
 {
 	(void)ctx;
-	if (M <= 0 || N <= 0)
-		return;
-	/* stored shapes: A (M,K) or, transposed, (K,M); B (K,N) or (N,K) */
-	int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
-	real *a = scratch, *b = a + dq_bf16_b_offset(M, K);
-	round_pack(a, A, ar, ac, lda);
-	round_pack(b, B, br, bc, ldb);
-	packed_gemm(ta, tb, M, N, K, alpha, a, ac, b, bc, beta, C, ldc);
+	gemm_packed(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+		    scratch, 0);
 }
 
 void DQ_FN(dq_cpu_gemm_bf16_arrays_)(void *ctx, int ta, int tb, int M, int N,
@@ -106,11 +122,6 @@ void DQ_FN(dq_cpu_gemm_bf16_arrays_)(void *ctx, int ta, int tb, int M, int N,
 				     void *scratch)
 {
 	(void)ctx;
-	if (M <= 0 || N <= 0)
-		return;
-	int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
-	real *a = scratch, *b = a + dq_bf16_b_offset(M, K);
-	widen_pack(a, A, ar, ac, lda);
-	widen_pack(b, B, br, bc, ldb);
-	packed_gemm(ta, tb, M, N, K, alpha, a, ac, b, bc, beta, C, ldc);
+	gemm_packed(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+		    scratch, 1);
 }

@@ -130,18 +130,18 @@ static void pack_bf16(struct dq_cuda_ctx *c, uint16_t *dst, const float *src,
 /* ------------------------------------------------------------------ gemm */
 
 /* C(M,N) = alpha op(bf16(A)) op(bf16(B)) + beta C (see the top of the
- * file). K == 0 has no operands to round: C = beta C exactly as the fp32
- * gemm computes it (cu_gemm), and scratch is not touched. */
+ * file): both operands packed into scratch in bf16, then
+ * cu_gemm_bf16_arrays. With no operands to round (M, N or K 0) that is all
+ * it does, and scratch is not touched. */
 void cu_gemm_bf16(void *ctx, int ta, int tb, int M, int N, int K, double alpha,
 		  const void *A, int lda, const void *B, int ldb, double beta,
 		  void *C, int ldc, void *scratch)
 {
 	struct dq_cuda_ctx *c = dq_cu(ctx);
-	if (M <= 0 || N <= 0)
-		return;
-	if (K <= 0) {
-		cu_gemm(ctx, ta, tb, M, N, 0, alpha, A, lda, B, ldb, beta, C,
-			ldc);
+	if (M <= 0 || N <= 0 || K <= 0) { /* A, B unread (cu_gemm, K 0) */
+		cu_gemm_bf16_arrays(
+		    ctx, ta, tb, M, N, K, alpha, (const uint16_t *)A, lda,
+		    (const uint16_t *)B, ldb, beta, C, ldc, NULL);
 		return;
 	}
 	/* the stored shapes: A (K,M) or (M,K), B (N,K) or (K,N) */
@@ -155,8 +155,9 @@ void cu_gemm_bf16(void *ctx, int ta, int tb, int M, int N, int K, double alpha,
 }
 
 /* C(M,N) = alpha op(A) op(B) + beta C on bf16 arrays A, B: one
- * cublasGemmEx (row-major as column-major, operands swapped). K == 0 as
- * cu_gemm_bf16. */
+ * cublasGemmEx (row-major as column-major, operands swapped). K == 0 has
+ * no products: C = beta C exactly as the fp32 gemm computes it
+ * (cu_gemm). */
 void cu_gemm_bf16_arrays(void *ctx, int ta, int tb, int M, int N, int K,
 			 double alpha, const uint16_t *A, int lda,
 			 const uint16_t *B, int ldb, double beta, void *C,
