@@ -35,8 +35,8 @@ static char tombstone_byte;
 #define TOMBSTONE ((void *)&tombstone_byte)
 
 static const char *const category_names[MEM_NCAT] = {
-    "params", "grads",	"optimizer", "head",
-    "depth",  "solver", "workspace", "host",
+    "params", "grads",	   "optimizer", "head",	   "depth",
+    "solver", "workspace", "host",	"managed",
 };
 
 const char *mem_category_name(enum mem_category c)
@@ -119,6 +119,26 @@ int backend_create(struct backend **out, const char *name, int threads,
 	return 0;
 }
 
+/* Memory of category cat from where that category lives. */
+static void *cat_alloc(const struct backend *be, int cat, size_t bytes)
+{
+	if (cat == MEM_HOST)
+		return be_host_alloc(be, bytes);
+	if (cat == MEM_MANAGED)
+		return be_managed_alloc(be, bytes);
+	return be_raw_alloc(be, bytes);
+}
+
+static void cat_free(const struct backend *be, int cat, void *p)
+{
+	if (cat == MEM_HOST)
+		be_host_free(be, p);
+	else if (cat == MEM_MANAGED)
+		be_managed_free(be, p);
+	else
+		be_raw_free(be, p);
+}
+
 void backend_destroy(struct backend *be)
 {
 	if (!be)
@@ -128,10 +148,7 @@ void backend_destroy(struct backend *be)
 		void *p = o->table[i].p;
 		if (!p || p == TOMBSTONE)
 			continue;
-		if (o->table[i].cat == MEM_HOST)
-			be_host_free(be, p);
-		else
-			be_raw_free(be, p);
+		cat_free(be, o->table[i].cat, p);
 	}
 	free(o->table);
 	be_destroy(be);
@@ -181,7 +198,8 @@ static int table_grow(struct backend_owned *o)
 static void account(struct backend *be, int cat, size_t bytes, int sign)
 {
 	struct backend_mem_stats *m = &be->mem;
-	size_t dev = cat == MEM_HOST ? 0 : bytes; /* totals: device only */
+	/* totals: device memory only (MEM_HOST and MEM_MANAGED are not) */
+	size_t dev = cat == MEM_HOST || cat == MEM_MANAGED ? 0 : bytes;
 	if (sign > 0) {
 		m->live[cat] += bytes;
 		m->live_total += dev;
@@ -210,8 +228,7 @@ void *backend_alloc_bytes(struct backend *be, size_t bytes,
 		return NULL;
 	/* Zero-sized requests still get a unique pointer so that free and the
 	 * table work uniformly. */
-	void *p = cat == MEM_HOST ? be_host_alloc(be, bytes ? bytes : 1)
-				  : be_raw_alloc(be, bytes ? bytes : 1);
+	void *p = cat_alloc(be, cat, bytes ? bytes : 1);
 	if (!p)
 		return NULL;
 	size_t j = hash_ptr(p, o->cap);
@@ -242,13 +259,10 @@ void backend_free(struct backend *be, void *p)
 		if (!e->p)
 			break;
 		if (e->p == p) {
-			int host = e->cat == MEM_HOST;
-			account(be, e->cat, e->bytes, -1);
+			int cat = e->cat;
+			account(be, cat, e->bytes, -1);
 			e->p = TOMBSTONE;
-			if (host)
-				be_host_free(be, p);
-			else
-				be_raw_free(be, p);
+			cat_free(be, cat, p);
 			return;
 		}
 		j = (j + 1) & (o->cap - 1);

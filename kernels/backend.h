@@ -53,6 +53,11 @@ enum mem_category {
 	 * Not device memory: the totals (live_total, peak_total) leave it
 	 * out; the cpu backend keeps the same accounting, as a model */
 	MEM_HOST,
+	/* unified memory the method keeps activations in (method=managed;
+	 * cuda: cudaMallocManaged, resident where the driver puts it). Left
+	 * out of the device totals like MEM_HOST: which of its pages sit on
+	 * the device changes under the run and the allocator cannot see it */
+	MEM_MANAGED,
 	MEM_NCAT
 };
 
@@ -362,6 +367,32 @@ struct backend_ops {
 	/* Allows (1) or forbids (0, the default) TF32 tensor-core math in
 	 * GEMMs (cuda; NULL on cpu, which is always exact FP32/FP64). */
 	void (*set_tf32)(void *ctx, int allow);
+
+	/* ---- unified memory (method=managed, docs/ARCHITECTURE.md
+	 * §Managed): optional, the three together (cuda; NULL on cpu, where
+	 * the method is refused) ---- */
+	/* MEM_MANAGED memory (cuda: cudaMallocManaged, attached globally):
+	 * pages live where the driver puts them (first touch, migration on
+	 * fault, eviction to the host when the device is full). NULL on
+	 * failure. */
+	void *(*managed_alloc)(void *ctx, size_t bytes);
+	void (*managed_free)(void *ctx, void *p);
+	/* Migrates `bytes` of MEM_MANAGED memory at p to the device
+	 * (to_device 1) or to the host (0) on the copy stream once every op
+	 * issued before the call has finished, then marks copy event ev
+	 * (0 <= ev < BACKEND_COPY_EVENTS), which copy_wait orders later ops
+	 * after (cuda: cudaMemPrefetchAsync). A hint: results never depend
+	 * on it, only where the pages are when a kernel reads them. */
+	void (*prefetch)(void *ctx, const void *p, size_t bytes, int to_device,
+			 int ev);
+	/* Optional (cuda): caps the device memory left to the run at `bytes`
+	 * by holding the rest of what is free now in a reserve outside the
+	 * pool and outside every category (cudaMalloc), so that allocations
+	 * past the cap fail and managed pages past it are evicted
+	 * (oversubscription on a large card). Once per backend, before the
+	 * run allocates. 0, or -1 with one line in err (the cap is above the
+	 * free memory, or the reserve could not be made). */
+	int (*cap_device)(void *ctx, size_t bytes, char *err, size_t errlen);
 };
 
 /* Per-category live and peak bytes. peak_depth_solver is the high-water mark

@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "backend.h"
@@ -29,6 +30,11 @@
  *   pool_stats             NULL: be_pool_stats zeroes *out, returns -1
  *   pool_reset_peak        NULL: be_pool_reset_peak returns -1
  *   set_tf32               NULL: be_set_tf32 returns -1 (FP32 stays exact)
+ *   managed_alloc, managed_free, prefetch
+ *                          the three or none (be_has_managed); NULL:
+ *                          MEM_MANAGED allocations fail, be_prefetch
+ *                          returns -1
+ *   cap_device             NULL: be_cap_device returns -1 with a line
  * The wrappers of optional ops return 0 when the op ran. Every other op is
  * required: a backend's table sets it.
  *
@@ -578,6 +584,27 @@ static inline void be_anderson_weights(const struct backend *be,
 	be->ops->anderson_weights(be->ctx, c, row, alpha, slot, nact, lambda);
 }
 
+/* Allocator-only: MEM_MANAGED bytes; NULL without managed memory. */
+static inline int be_has_managed(const struct backend *be)
+{
+	assert((be->ops->managed_alloc == NULL) ==
+	       (be->ops->managed_free == NULL));
+	assert((be->ops->managed_alloc == NULL) == (be->ops->prefetch == NULL));
+	return be->ops->managed_alloc != NULL;
+}
+
+static inline void *be_managed_alloc(const struct backend *be, size_t bytes)
+{
+	return be_has_managed(be) ? be->ops->managed_alloc(be->ctx, bytes)
+				  : NULL;
+}
+
+static inline void be_managed_free(const struct backend *be, void *p)
+{
+	if (be_has_managed(be))
+		be->ops->managed_free(be->ctx, p);
+}
+
 /* ---- optional ops (the list above): be_has_<op>, then the wrapper, which
  * returns 0 when the op ran and -1 when the backend has none */
 
@@ -623,6 +650,35 @@ static inline int be_set_tf32(const struct backend *be, int allow)
 		return -1;
 	be->ops->set_tf32(be->ctx, allow);
 	return 0;
+}
+
+static inline int be_prefetch(const struct backend *be, const void *p,
+			      size_t bytes, int to_device, int ev)
+{
+	assert(ev >= 0 && ev < BACKEND_COPY_EVENTS);
+	assert(p != NULL || bytes == 0);
+	if (!be_has_managed(be))
+		return -1;
+	be->ops->prefetch(be->ctx, p, bytes, to_device != 0, ev);
+	return 0;
+}
+
+static inline int be_has_cap_device(const struct backend *be)
+{
+	return be->ops->cap_device != NULL;
+}
+
+/* -1 with a line in err where the backend cannot cap its memory. */
+static inline int be_cap_device(const struct backend *be, size_t bytes,
+				char *err, size_t errlen)
+{
+	if (!be_has_cap_device(be)) {
+		snprintf(err, errlen,
+			 "this backend cannot cap its device memory "
+			 "(device_mem_cap_mib needs device=cuda)");
+		return -1;
+	}
+	return be->ops->cap_device(be->ctx, bytes, err, errlen);
 }
 
 #endif

@@ -78,6 +78,7 @@ struct dq_cuda_ctx {
 	struct dq_cu_timing *timing; /* cap_timing pairs, n_timing in use */
 	int n_timing, cap_timing;
 	struct backend_copy_stats copies; /* counts since copy_stats */
+	void *reserve; /* cap_device's hold on the memory above the cap */
 };
 
 /* A pair of timing events: a copy on the copy stream (stall 0) or a wait of
@@ -295,6 +296,10 @@ void cu_host_free(void *ctx, void *p);
 void cu_copy_async(void *ctx, void *dst, const void *src, size_t bytes, int ev);
 void cu_copy_wait(void *ctx, int ev);
 void cu_copy_stats(void *ctx, struct backend_copy_stats *out);
+void *cu_managed_alloc(void *ctx, size_t bytes);
+void cu_managed_free(void *ctx, void *p);
+void cu_prefetch(void *ctx, const void *p, size_t bytes, int to_device, int ev);
+int cu_cap_device(void *ctx, size_t bytes, char *err, size_t errlen);
 cudaError_t cu_copy_init(struct dq_cuda_ctx *c);
 void cu_copy_destroy(struct dq_cuda_ctx *c);
 

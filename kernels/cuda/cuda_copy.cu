@@ -1,7 +1,9 @@
-/* cuda_copy.cu — offload support of the CUDA backend (backend.h, §offload;
- * docs/ARCHITECTURE.md §Offload): page-locked host memory for MEM_HOST, a
- * second non-blocking stream for the copies, BACKEND_COPY_EVENTS events
- * that order the compute stream after a copy, and timing.
+/* cuda_copy.cu — offload and unified-memory support of the CUDA backend
+ * (backend.h, §offload and §unified memory; docs/ARCHITECTURE.md §Offload,
+ * §Managed): page-locked host memory for MEM_HOST, managed memory for
+ * MEM_MANAGED, a second non-blocking stream for the copies and prefetches,
+ * BACKEND_COPY_EVENTS events that order the compute stream after one, the
+ * device-memory cap, and timing.
  *
  * Ordering. copy_async records order_ev on the compute stream and makes the
  * copy stream wait for it, so a copy starts after every op issued before it
@@ -10,6 +12,10 @@
  * about to be overwritten, or a prefetched tape about to be read).
  * cudaStreamWaitEvent takes the event's state at the call, so reusing
  * order_ev and cev[] is safe once they are waited for.
+ *
+ * A prefetch (cudaMemPrefetchAsync) is ordered, timed and counted as a
+ * copy: copy_stats' copies and bytes include the bytes asked to move,
+ * whether or not their pages had to move.
  *
  * Timing. Each copy gets a pair of timing events around it on the copy
  * stream (copy_ms); each copy_wait a pair on the compute stream around the
@@ -71,23 +77,103 @@ static struct dq_cu_timing *timing_next(struct dq_cuda_ctx *c, int stall)
 	return p;
 }
 
-void cu_copy_async(void *ctx, void *dst, const void *src, size_t bytes, int ev)
+/* A copy (dst != NULL) or a prefetch of src to loc (dst NULL) on the copy
+ * stream after every op issued so far, timed, then copy event ev. */
+static void copy_or_prefetch(struct dq_cuda_ctx *c, void *dst, const void *src,
+			     size_t bytes, const cudaMemLocation *loc, int ev)
 {
-	struct dq_cuda_ctx *c = dq_cu(ctx);
-	if (!bytes)
-		return;
 	cuda_check(cudaEventRecord(c->order_ev, c->stream));
 	cuda_check(cudaStreamWaitEvent(c->copy_stream, c->order_ev, 0));
 	struct dq_cu_timing *t = timing_next(c, 0);
 	if (t)
 		cuda_check(cudaEventRecord(t->a, c->copy_stream));
-	cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
-				   c->copy_stream));
+	if (dst)
+		cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
+					   c->copy_stream));
+	else
+		cuda_check(
+		    cudaMemPrefetchAsync(src, bytes, *loc, 0, c->copy_stream));
 	if (t)
 		cuda_check(cudaEventRecord(t->b, c->copy_stream));
 	cuda_check(cudaEventRecord(c->cev[ev], c->copy_stream));
 	c->copies.copies++;
 	c->copies.bytes += bytes;
+}
+
+void cu_copy_async(void *ctx, void *dst, const void *src, size_t bytes, int ev)
+{
+	if (bytes)
+		copy_or_prefetch(dq_cu(ctx), dst, src, bytes, NULL, ev);
+}
+
+/* ------------------------------------------------------ unified memory */
+
+void *cu_managed_alloc(void *ctx, size_t bytes)
+{
+	void *p = NULL;
+	(void)ctx;
+	if (cudaMallocManaged(&p, bytes, cudaMemAttachGlobal) != cudaSuccess) {
+		(void)cudaGetLastError(); /* out of memory: not sticky */
+		return NULL;
+	}
+	return p;
+}
+
+/* cudaFree waits for the device: managed memory is freed outside the
+ * timed steps (method_destroy). */
+void cu_managed_free(void *ctx, void *p)
+{
+	(void)ctx;
+	if (p)
+		cuda_check(cudaFree(p));
+}
+
+void cu_prefetch(void *ctx, const void *p, size_t bytes, int to_device, int ev)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	cudaMemLocation loc;
+	memset(&loc, 0, sizeof(loc));
+	loc.type =
+	    to_device ? cudaMemLocationTypeDevice : cudaMemLocationTypeHost;
+	loc.id = to_device ? c->device : 0;
+	if (bytes)
+		copy_or_prefetch(c, NULL, p, bytes, &loc, ev);
+}
+
+/* The reserve: what is free beyond `bytes`, in 2 MiB units (the driver's
+ * granularity), held by one cudaMalloc until cu_destroy. The pool is
+ * trimmed first so that memory it holds unused counts as free. */
+int cu_cap_device(void *ctx, size_t bytes, char *err, size_t errlen)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	const size_t unit = (size_t)2 << 20;
+	size_t fr = 0, tot = 0;
+	if (c->reserve) {
+		snprintf(err, errlen, "the device memory is capped already");
+		return -1;
+	}
+	cuda_check(cudaStreamSynchronize(c->stream));
+	cuda_check(cudaMemPoolTrimTo(c->pool, 0));
+	cuda_check(cudaMemGetInfo(&fr, &tot));
+	if (bytes >= fr) {
+		snprintf(err, errlen,
+			 "device_mem_cap_mib=%zu is not below the %zu MiB free "
+			 "on the GPU; lower it, or drop it to use the whole "
+			 "card",
+			 bytes >> 20, fr >> 20);
+		return -1;
+	}
+	size_t hold = (fr - bytes) / unit * unit;
+	if (hold && cudaMalloc(&c->reserve, hold) != cudaSuccess) {
+		(void)cudaGetLastError();
+		c->reserve = NULL;
+		snprintf(err, errlen,
+			 "device_mem_cap_mib=%zu: could not reserve the %zu "
+			 "MiB above the cap; raise the cap",
+			 bytes >> 20, hold >> 20);
+		return -1;
+	}
+	return 0;
 }
 
 void cu_copy_wait(void *ctx, int ev)
@@ -151,5 +237,7 @@ void cu_copy_destroy(struct dq_cuda_ctx *c)
 	free(c->timing);
 	if (c->copy_stream)
 		(void)cudaStreamDestroy(c->copy_stream);
+	if (c->reserve)
+		(void)cudaFree(c->reserve);
 	(void)cudaGetLastError();
 }

@@ -333,6 +333,10 @@ static struct backend_ops cu_ops_make(void)
 	o.pool_stats = cu_pool_stats;
 	o.pool_reset_peak = cu_pool_reset_peak;
 	o.set_tf32 = cu_set_tf32;
+	o.managed_alloc = cu_managed_alloc;
+	o.managed_free = cu_managed_free;
+	o.prefetch = cu_prefetch;
+	o.cap_device = cu_cap_device;
 	o.to_bf16 = cu_to_bf16;
 	o.from_bf16 = cu_from_bf16;
 	o.round_bf16 = cu_round_bf16;
