@@ -54,6 +54,12 @@ const struct key_desc *method_kind_keys(int k, size_t *n)
 	return *n ? method_registry[k]->keys : NULL;
 }
 
+int method_kind_needs_managed(int k)
+{
+	return k >= 0 && k < method_kind_count() &&
+	       method_registry[k]->needs_managed;
+}
+
 void *method_opts_slot(const struct method_config *c, int k)
 {
 	return (char *)&c->opts + method_registry[k]->opts_offset;
@@ -194,14 +200,29 @@ int method_evals_per_step(const struct method_config *cfg, long *fwd, long *vjp)
 	return 0;
 }
 
-size_t method_host_memory(const struct model *m,
-			  const struct method_config *cfg)
+/* Bytes of cfg's tapes outside device memory in MEM_MANAGED (managed 1)
+ * or MEM_HOST (0). */
+static size_t outside_memory(const struct model *m,
+			     const struct method_config *cfg, int managed)
 {
 	struct method_layout l;
 	assert(cfg->resolved && "method_config_resolve the config first");
 	memset(&l, 0, sizeof(l));
 	desc_of(cfg)->ops->layout(m, cfg, &l);
-	return host_tape_bytes(m, &l);
+	return (l.host_managed != 0) == (managed != 0) ? host_tape_bytes(m, &l)
+						       : 0;
+}
+
+size_t method_host_memory(const struct model *m,
+			  const struct method_config *cfg)
+{
+	return outside_memory(m, cfg, 0);
+}
+
+size_t method_managed_memory(const struct model *m,
+			     const struct method_config *cfg)
+{
+	return outside_memory(m, cfg, 1);
 }
 
 int method_memory(const struct model *m, const struct method_config *cfg,
@@ -260,14 +281,25 @@ int method_create(struct method **out, struct model *m,
 	depth_sizes(m, &me->lay, &tapes, &states);
 	me->tapes = backend_alloc_bytes(be, tapes, MEM_DEPTH);
 	me->states = backend_alloc(be, states, MEM_DEPTH);
+	if (me->desc->needs_managed && !be_has_managed(be)) {
+		snprintf(err, errlen,
+			 "method=%s needs unified memory (cudaMallocManaged), "
+			 "which backend %s has not; use device=cuda, or "
+			 "method=offload",
+			 method_kind_name(me->cfg.method), be_name(be));
+		method_destroy(me);
+		return -1;
+	}
 	if (me->lay.n_host_tapes > 0 &&
 	    !(me->host_tapes = backend_alloc_bytes(
-		  be, host_tape_bytes(m, &me->lay), MEM_HOST))) {
+		  be, host_tape_bytes(m, &me->lay),
+		  me->lay.host_managed ? MEM_MANAGED : MEM_HOST))) {
 		snprintf(err, errlen,
-			 "out of host memory for method=%s's %d offloaded "
-			 "tapes of %zu bytes; lower layers, batch_size or "
-			 "seq_len",
+			 "out of %s memory for method=%s's %d %s tapes of %zu "
+			 "bytes; lower layers, batch_size or seq_len",
+			 me->lay.host_managed ? "managed" : "host",
 			 method_kind_name(me->cfg.method), me->lay.n_host_tapes,
+			 me->lay.host_managed ? "managed" : "offloaded",
 			 me->tape_bytes);
 		method_destroy(me);
 		return -1;

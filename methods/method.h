@@ -66,6 +66,9 @@ const struct key_desc *method_kind_keys(int k, size_t *n);
 /* The options struct of registered method k in c (what its key rows'
  * offsets are relative to). */
 void *method_opts_slot(const struct method_config *c, int k);
+/* 1 when registered method k needs managed memory (method=managed: a
+ * backend with be_has_managed, i.e. device=cuda), else 0. */
+int method_kind_needs_managed(int k);
 
 /* The method of resolved config c in a few words, from its registry entry:
  * its name and what sets its depth ("unroll L=12", "checkpoint L=16 k=4",
@@ -134,6 +137,11 @@ int method_memory(const struct model *m, const struct method_config *cfg,
  * be resolved and valid. */
 size_t method_host_memory(const struct model *m,
 			  const struct method_config *cfg);
+/* Bytes of unified memory (MEM_MANAGED) method cfg keeps its tapes in
+ * (method=managed: L tapes; 0 for every other method), as
+ * method_host_memory. */
+size_t method_managed_memory(const struct model *m,
+			     const struct method_config *cfg);
 
 /* Block forward and VJP evaluations of one training step of resolved cfg,
  * by the formulas in each method's file header (unroll/offload L and L;

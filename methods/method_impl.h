@@ -8,7 +8,8 @@
  * tapes in one MEM_DEPTH allocation (bf16 under precision=bf16),
  * checkpoints then state vectors (fp32) in a second; solver memory
  * (MEM_SOLVER) comes from solvers.h; offloaded tapes n_host_tapes ·
- * model_tape_bytes in one MEM_HOST allocation.
+ * model_tape_bytes in one MEM_HOST allocation (MEM_MANAGED when the
+ * layout says host_managed: method=managed).
  */
 #ifndef DQ_METHOD_IMPL_H
 #define DQ_METHOD_IMPL_H
@@ -18,7 +19,8 @@
 
 struct method_layout {
 	int n_tapes;	  /* block tapes kept at once (device) */
-	int n_host_tapes; /* tapes moved to host memory (MEM_HOST, offload) */
+	int n_host_tapes; /* tapes outside device memory (MEM_HOST, offload) */
+	int host_managed; /* 1: those are MEM_MANAGED (unified memory) */
 	int n_ckpts;	  /* saved states */
 	int n_vecs;	  /* work vectors of n_state (ping-pong z and ḡ) */
 	int n_solve;	  /* solver parameter sets (deq: 1 or 2), in solve[] */
@@ -55,6 +57,8 @@ struct method_desc {
 	 * (deq: the Jacobian probe). 0, or -1 with a message. */
 	int (*init)(struct method *me, char *err, size_t errlen);
 	int uses_layers; /* 1: the `layers` key sets its depth */
+	/* 1: needs a backend with managed memory (be_has_managed: cuda) */
+	int needs_managed;
 	/* Block forward and VJP evaluations of one training step of the
 	 * resolved c, where they follow from the config alone (NULL: they
 	 * depend on the solves, deq). */
@@ -93,7 +97,8 @@ struct method {
 
 	size_t tape_bytes; /* model_tape_bytes(m) (bf16 under precision=bf16) */
 	void *tapes;	   /* n_tapes of tape_bytes each, MEM_DEPTH */
-	void *host_tapes;  /* n_host_tapes of tape_bytes each, MEM_HOST */
+	void *host_tapes;  /* n_host_tapes of tape_bytes each, MEM_HOST or
+			    * MEM_MANAGED (lay.host_managed) */
 	void *states;	   /* (n_ckpts + n_vecs, n_state), MEM_DEPTH */
 	struct solver *solver;
 
@@ -116,7 +121,7 @@ static inline void *method_tape(const struct method *me, int i)
 	return (char *)me->tapes + (size_t)i * me->tape_bytes;
 }
 
-/* Host tape i (offload). */
+/* Host tape i (offload), or managed tape i (managed). */
 static inline void *method_host_tape(const struct method *me, int i)
 {
 	return (char *)me->host_tapes + (size_t)i * me->tape_bytes;

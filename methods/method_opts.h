@@ -7,12 +7,14 @@
 
 #include "checkpoint.h"
 #include "deq.h"
+#include "managed.h"
 #include "revolve.h"
 
 struct method_opts {
 	struct checkpoint_config checkpoint;
 	struct deq_config deq;
 	struct revolve_config revolve;
+	struct managed_config managed;
 };
 
 #endif

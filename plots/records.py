@@ -118,7 +118,8 @@ OUTPUT_KEYS = {k["name"] for k in KEYS if k["output"]}
 # Keys records may lack (results/SCHEMA.md): absent means the default, so
 # at their default they are left out of a run's identity, as
 # bench/records/record.c's record_run_identity does.
-DEFAULTED = {"precision": "fp32", "compile": False}
+DEFAULTED = {"precision": "fp32", "compile": False, "device_mem_cap_mib": 0,
+             "managed_prefetch": True}
 
 
 def identity(rec):

@@ -282,6 +282,9 @@ Test(bf16, gradients_near_fp32_every_model_and_method, .timeout = 300)
 	deq_config(&anderson)->f_solver = SOLVER_ANDERSON;
 	for (int kind = 0; kind < model_kind_count(); kind++) {
 		for (int mk = 0; mk < method_kind_count(); mk++) {
+			if (method_kind_needs_managed(mk))
+				continue; /* test_managed: managed's are
+					   * unroll's bit for bit */
 			double w =
 			    check_grads((enum model_kind)kind, cfg_of(mk, 3, 0),
 					method_kind_name(mk));

@@ -220,6 +220,8 @@ Test(methods_registry, plan_candidates)
 	for (int k = 0; k < method_kind_count(); k++) {
 		struct method_candidate mc;
 		int i = 0;
+		if (method_kind_needs_managed(k))
+			continue; /* refused off device=cuda: the gpu tests */
 		for (; method_candidate(k, &base.method, i, &mc); i++) {
 			struct bench_config c = base;
 			const char *name = method_kind_name(k);
@@ -284,6 +286,8 @@ Test(records, method_label_in_record_summary_and_report, .init = cli_setup,
 	for (int k = 0; k < method_kind_count(); k++) {
 		char out[512], arg[600], m[64], err[4096], want[128], got[160],
 		    sp[512];
+		if (method_kind_needs_managed(k))
+			continue; /* refused off device=cuda */
 		struct bench_config c;
 		json_t *arr = json_array(), *r, *meth;
 		char *so;

@@ -198,13 +198,23 @@ static int add(struct plan *p, const char *label, const char *const *kv, int n,
  * head_chunk, allocated here (free it); those whose evaluation counts
  * depend on the solves (method_evals_per_step refuses them: deq) are
  * calibrated. 0, or -1 with err. */
+/* Method k is tried unless it keeps tapes in unified memory
+ * (method=managed): where its pages live is the driver's decision under
+ * the run, which neither memfit's estimate nor the cost model above can
+ * see; measure it with run or suite. */
+static int plan_tries(int k)
+{
+	return !method_kind_needs_managed(k);
+}
+
 static int enumerate(struct plan *p, char *err, size_t errlen)
 {
 	struct method_candidate mc;
 	const char *kv[2 * METHOD_CAND_KEYS + 2];
 	p->cap = 0;
 	for (int k = 0; k < method_kind_count(); k++)
-		for (int i = 0; method_candidate(k, &p->base.method, i, &mc);
+		for (int i = 0; plan_tries(k) &&
+				method_candidate(k, &p->base.method, i, &mc);
 		     i++)
 			p->cap += 2;
 	p->c = calloc((size_t)p->cap, sizeof(*p->c));
@@ -216,7 +226,8 @@ static int enumerate(struct plan *p, char *err, size_t errlen)
 		return -1;
 	}
 	for (int k = 0; k < method_kind_count(); k++)
-		for (int i = 0; method_candidate(k, &p->base.method, i, &mc);
+		for (int i = 0; plan_tries(k) &&
+				method_candidate(k, &p->base.method, i, &mc);
 		     i++) {
 			int n = 2;
 			kv[0] = "method", kv[1] = method_kind_name(k);

@@ -6,6 +6,7 @@
 #include "../io/errmsg.h"
 
 #include "../../methods/deq.h"
+#include "../../methods/method.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -125,6 +126,10 @@ static const struct key_desc tail_keys[] = {
 	 "impl=pytorch: torch.compile the model (torch >= 2); an error with "
 	 "impl=deqbench",
 	 0),
+    INT("device_mem_cap_mib", "device", device_mem_cap_mib, 0, 1e8,
+	"device=cuda: MiB of GPU memory the run may use, the rest held "
+	"back, so that method=managed oversubscribes a large card; 0 = the "
+	"whole card"),
     ENUM("impl", "device", impl, config_impl_parse, config_impl_name,
 	 "implementation: deqbench (this C core) or pytorch (bench/pytorch "
 	 "on Debian's python3-torch, run as a child process; "
@@ -660,6 +665,24 @@ static int config_check_precision(const struct bench_config *c, char *err,
 			 "precision=bf16 on device=cpu64: cpu64 is the float64 "
 			 "reference (and torch.autocast leaves float64 alone); "
 			 "use device=cpu or cuda");
+		return -1;
+	}
+	if (method_kind_needs_managed(c->method.method) &&
+	    (c->device != DEVICE_CUDA || c->impl == IMPL_PYTORCH)) {
+		snprintf(err, errlen,
+			 "method=%s keeps tapes in CUDA unified memory "
+			 "(cudaMallocManaged): it needs device=cuda and "
+			 "impl=deqbench; on the CPU or in PyTorch use "
+			 "method=offload",
+			 method_kind_name(c->method.method));
+		return -1;
+	}
+	if (c->device_mem_cap_mib > 0 &&
+	    (c->device != DEVICE_CUDA || c->impl == IMPL_PYTORCH)) {
+		snprintf(err, errlen,
+			 "device_mem_cap_mib=%d caps a GPU's memory: it needs "
+			 "device=cuda and impl=deqbench; drop it",
+			 c->device_mem_cap_mib);
 		return -1;
 	}
 	if (c->compile && c->impl != IMPL_PYTORCH) {

@@ -63,9 +63,10 @@ struct bench_config {
 
 	enum config_device device; /* cpu, cpu64, cuda */
 	int threads;		   /* 0 = library default */
-	int tf32;		   /* alias of precision=tf32 (model.precision) */
+	int tf32;    /* alias of precision=tf32 (model.precision) */
 	int compile; /* impl=pytorch: torch.compile (bench/pytorch) */
-	enum config_impl impl;	   /* deqbench, or pytorch (bench/pytorch,
+	int device_mem_cap_mib; /* cuda: GPU memory the run may use; 0 = all */
+	enum config_impl impl;	/* deqbench, or pytorch (bench/pytorch,
 				      run by peer.c) */
 
 	char out[CONFIG_PATH]; /* JSONL file records are appended to */

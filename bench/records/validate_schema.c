@@ -17,6 +17,10 @@
  * results/ records of 2026-11-25 were made before it, and every reader
  * makes the label from the other fields where it is absent */
 #define ADDED_LABEL "2026-11-25"
+/* the managed category and its prediction (method=managed, issue 31);
+ * optional even for --strict, as the label: records before them lack
+ * them, and a reader takes an absent one as 0 */
+#define ADDED_MANAGED "2026-11-26"
 
 /* A row: name, types (enum vtype), then any other member by name. */
 #define F(n, t, ...)                                                           \
@@ -64,9 +68,7 @@ const char *const validate_config_added[] = {
 };
 
 const char *const validate_config_defaulted[] = {
-    "precision",
-    "compile",
-    NULL,
+    "precision", "compile", "device_mem_cap_mib", "managed_prefetch", NULL,
 };
 
 /* {median, mean, p10, p90, min, max, p25, p75}: SCHEMA.md's `stats` */
@@ -122,6 +124,8 @@ static const struct vfield method_f[] = {
     F("phantom_tau", VT_NUM, .key = "phantom_tau", .added = ADDED),
     F("spectral_radius_iters", VT_INT, .key = "spectral_radius_iters",
       .added = ADDED),
+    F("managed_prefetch", VT_BOOL, .key = "managed_prefetch",
+      .added = ADDED_MANAGED, .flags = VF_OPTIONAL),
     {.name = NULL},
 };
 
@@ -180,6 +184,7 @@ static const struct vfield cats_f[] = {
     F("solver", VT_INT),
     F("workspace", INT_OR_NULL),
     F("host", VT_INT, .added = ADDED),
+    F("managed", VT_INT, .added = ADDED_MANAGED, .flags = VF_OPTIONAL),
     {.name = NULL},
 };
 
@@ -209,6 +214,8 @@ static const struct vfield memory_f[] = {
     F("predicted_depth_bytes", INT_OR_NULL),
     F("predicted_solver_bytes", INT_OR_NULL),
     F("predicted_host_bytes", INT_OR_NULL, .added = ADDED),
+    F("predicted_managed_bytes", INT_OR_NULL, .added = ADDED_MANAGED,
+      .flags = VF_OPTIONAL),
     F("offload", OBJ_OR_NULL, .members = offload_f, .added = ADDED),
     F("max_rss_bytes", VT_INT),
     F("pool", OBJ_OR_NULL, .members = pool_f),

@@ -81,12 +81,13 @@ int memfit_estimate(const struct bench_config *cfg, int V, size_t elem,
 	out->device[MEM_DEPTH] = depth;
 	out->device[MEM_SOLVER] = solver;
 	out->device[MEM_HOST] = method_host_memory(&m, &cfg->method);
+	out->device[MEM_MANAGED] = method_managed_memory(&m, &cfg->method);
 	out->device[MEM_HEAD] =
 	    sat_add(out->device[MEM_HEAD], sat_mul(elem, m.n_state));
 	if (train)
 		out->device[MEM_OPTIMIZER] = sat_mul(2 * elem, n);
 	for (int c = 0; c < MEM_NCAT; c++)
-		if (c != MEM_HOST) /* the device's total, as the allocator's */
+		if (c != MEM_HOST && c != MEM_MANAGED) /* as the allocator's */
 			out->device_total =
 			    sat_add(out->device_total, out->device[c]);
 
@@ -103,6 +104,8 @@ int memfit_estimate(const struct bench_config *cfg, int V, size_t elem,
 		out->host_extra = sat_add(out->host_extra, out->host_steps);
 	}
 	out->host_total = sat_add(out->host_extra, out->device[MEM_HOST]);
+	/* managed pages may all be evicted to the host */
+	out->host_total = sat_add(out->host_total, out->device[MEM_MANAGED]);
 	if (cfg->device != DEVICE_CUDA)
 		out->host_total = sat_add(out->host_total, out->device_total);
 	return 0;
@@ -160,6 +163,7 @@ static const char *lower_hint(const struct run_memory *e, int host)
 	    "f_history, b_history or anderson_m",
 	    "batch_size, seq_len or d_ff",
 	    "layers, batch_size or seq_len (the offloaded tapes)",
+	    "layers, batch_size or seq_len (the managed tapes)",
 	};
 	int big = 0;
 	for (int c = 1; c < MEM_NCAT; c++)
@@ -184,7 +188,8 @@ static void describe(char *buf, size_t n, const struct run_memory *e, int host)
 	off = (size_t)snprintf(buf, n, "an estimated %s of %s memory (", t,
 			       host ? "host" : "device");
 	for (int k = 0; k < MEM_NCAT && off < n; k++) {
-		if (!e->device[k] || (!host && k == MEM_HOST) ||
+		if (!e->device[k] ||
+		    (!host && (k == MEM_HOST || k == MEM_MANAGED)) ||
 		    (host && e->host_total == e->host_extra))
 			continue;
 		fmt_bytes(c, sizeof(c), e->device[k]);
@@ -231,6 +236,9 @@ int memfit_check(const struct bench_config *cfg, int V,
 		be_info(be, &info);
 		dev = info.total_mem_bytes;
 	}
+	if (cuda && cfg->device_mem_cap_mib > 0 &&
+	    (!dev || ((size_t)cfg->device_mem_cap_mib << 20) < dev))
+		dev = (size_t)cfg->device_mem_cap_mib << 20;
 	if (dev && e.device_total > dev)
 		return refuse(&e, 0, dev, err, errlen);
 	if (host && e.host_total > host)

@@ -19,7 +19,9 @@ struct run_memory {
 	 * reports them: model_memory, method_memory, the depth output z
 	 * (head), with training Adam's two moments (optimizer), and
 	 * method_host_memory (host: offloaded tapes, in host RAM, outside
-	 * device_total) */
+	 * device_total) and method_managed_memory (managed: unified-memory
+	 * tapes, outside device_total, counted in host_total since the driver
+	 * may evict them all) */
 	size_t device[MEM_NCAT];
 	size_t device_total;
 	/* the part of device[MEM_PARAMS] that grows with the vocabulary
@@ -33,7 +35,8 @@ struct run_memory {
 	 * step) */
 	size_t host_extra;
 	size_t host_steps; /* the per-step part of host_extra */
-	/* host total: host_extra and device[MEM_HOST], plus device_total
+	/* host total: host_extra, device[MEM_HOST] and device[MEM_MANAGED],
+	 * plus device_total
 	 * when the device is the host (cpu, cpu64) */
 	size_t host_total;
 };

@@ -102,6 +102,10 @@ int run_ctx_create_for_run(struct run_ctx *rc, const struct bench_config *cfg,
 	if (backend_create(&rc->be, config_device_name(cfg->device),
 			   cfg->threads, err, errlen))
 		return -1;
+	if (cfg->device_mem_cap_mib > 0 &&
+	    be_cap_device(rc->be, (size_t)cfg->device_mem_cap_mib << 20, err,
+			  errlen) != 0)
+		goto fail;
 	/* before allocating: a run that cannot fit is bad input, not a
 	 * process the kernel kills halfway through its setup */
 	if (memfit_check(cfg, V, rc->be, train, err, errlen) != 0)

@@ -301,6 +301,9 @@ static json_t *memory_json(const struct run *r)
 	json_object_set_new(mem, "predicted_host_bytes",
 			    r->have_pred ? size_json(r->pred_host)
 					 : json_null());
+	json_object_set_new(mem, "predicted_managed_bytes",
+			    r->have_pred ? size_json(r->pred_managed)
+					 : json_null());
 	json_object_set_new(mem, "offload", offload_json(r));
 	getrusage(RUSAGE_SELF, &ru);
 	json_object_set_new(mem, "max_rss_bytes",

@@ -53,7 +53,7 @@ struct run {
 
 	/* method_memory's prediction of the deq method's buffers (bytes) */
 	int have_pred;
-	size_t pred_depth, pred_solver, pred_host;
+	size_t pred_depth, pred_solver, pred_host, pred_managed;
 	struct backend_mem_stats setup_mem; /* allocator after setup */
 
 	/* steps_done: steps whose loss is known; ok_steps: steps completed

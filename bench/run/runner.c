@@ -85,9 +85,11 @@ static int setup_training(struct run *r)
 	r->have_pred =
 	    method_memory(r->rc.m, method_get_config(r->rc.me), &r->pred_depth,
 			  &r->pred_solver, e2, sizeof(e2)) == 0;
-	if (r->have_pred)
-		r->pred_host =
-		    method_host_memory(r->rc.m, method_get_config(r->rc.me));
+	if (r->have_pred) {
+		const struct method_config *mc = method_get_config(r->rc.me);
+		r->pred_host = method_host_memory(r->rc.m, mc);
+		r->pred_managed = method_managed_memory(r->rc.m, mc);
+	}
 	run_record_setup(r);
 	if (pretrain_create(&r->pt, &r->rc, r->cfg, r->err, sizeof(r->err)))
 		return -1;

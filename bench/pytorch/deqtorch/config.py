@@ -20,7 +20,7 @@ KNOWN_KEYS = (
     "phantom_tau spectral_radius_iters slots corpus data_dir steps "
     "pretrain_steps pretrain_layers warmup_steps lr lr_warmup clip "
     "eval_tokens eval_warmup params device threads tf32 precision compile "
-    "out trace save_params impl"
+    "device_mem_cap_mib managed_prefetch out trace save_params impl"
 ).split()
 
 # Keys read by the implementation; all others are accepted only when they
@@ -31,7 +31,7 @@ METHOD_KEYS = (
     "anderson_lambda anderson_beta solver_batching f_stop_scope "
     "b_stop_scope protect_thres stall_window sync_every jac_loss_weight "
     "jac_loss_freq jac_fd_eta phantom_steps phantom_tau "
-    "spectral_radius_iters slots"
+    "spectral_radius_iters slots managed_prefetch"
 ).split()
 
 
@@ -126,6 +126,9 @@ _RULES = (
      "deqtorch runs only impl=pytorch configs"),
     ("precision", lambda v: v not in PRECISIONS,
      "use precision=fp32, tf32 or bf16"),
+    # deqbench refuses it with impl=pytorch too: the cap is the C core's
+    ("device_mem_cap_mib", lambda v: v != 0,
+     "the GPU memory cap is deqbench's (impl=deqbench); drop it"),
 )
 
 
