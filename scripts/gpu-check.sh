@@ -17,6 +17,10 @@
 #      two tolerances and unrolled, records in <dir>/<gpu-name>-eval.jsonl;
 #   6b. bench/suites/gc-vs-deq.json with device=cuda (checkpointing vs
 #      DEQ at d_model 128, 3 seeds), records in <dir>/<gpu-name>-gc.jsonl;
+#   6c. bench/suites/managed-gpu.json: unroll, offload and method=managed
+#      (unified memory, with and without prefetch) at d_model 512, on the
+#      whole card and under device_mem_cap_mib=1024, records in
+#      <dir>/<gpu-name>-managed.jsonl;
 #   7. bench/suites/vs-pytorch-gpu.json: unroll, checkpoint and DEQ at
 #      d_model 512 in fp32 and bf16, in deqbench, PyTorch eager and
 #      PyTorch with torch.compile, records in
@@ -26,7 +30,7 @@
 # Resumable: a step that passed leaves LOG_DIR/.done/<step>, and a rerun
 # skips it (DQ_REDO=1 runs every step again), so a machine lent for ten
 # minutes at a time finishes the list over several calls. DQ_ONLY="tests
-# bench-block suite gc-vs-deq eval vs-pytorch" (any of them) runs those
+# bench-block suite gc-vs-deq eval managed vs-pytorch" (any of them) runs those
 # groups only.
 # Environment: DQ_BUILDDIR (default build-gpu), DQ_GPU_STEPS (override the
 # suite's steps, e.g. 20 for a quick look; warmup_steps becomes steps/5),
@@ -97,7 +101,8 @@ fi
 # of them does.
 cuda_tests() {
 	local rc=0 t
-	for t in test_cuda_ops test_cuda_vec_ops test_cuda_bf16 test_cuda; do
+	for t in test_cuda_ops test_cuda_vec_ops test_cuda_bf16 test_cuda \
+		test_cuda_managed; do
 		"$builddir/tests/$t" --jobs=1 --verbose || rc=1
 	done
 	return "$rc"
@@ -178,6 +183,17 @@ if group gc-vs-deq; then
 		--resume device=cuda out="$gc" "${extra[@]}"
 	step "gc-vs-deq report" "$logdir/gc-vs-deq.txt" \
 		"$builddir/bench/deqbench" report "$gc"
+fi
+
+# 6c. unified memory against offload and unroll (method=managed), on the
+# whole card and under device_mem_cap_mib=1024 (oversubscribed)
+mg="$logdir/$gpu_tag-managed.jsonl"
+if group managed; then
+	step "managed-gpu suite" "$logdir/managed.log" \
+		"$builddir/bench/deqbench" suite bench/suites/managed-gpu.json \
+		--resume out="$mg" "${extra[@]}"
+	step "managed report" "$logdir/managed.txt" \
+		"$builddir/bench/deqbench" report "$mg"
 fi
 
 # 7. deqbench beside PyTorch eager and torch.compile, fp32 and bf16
