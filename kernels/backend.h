@@ -393,6 +393,29 @@ struct backend_ops {
 	 * run allocates. 0, or -1 with one line in err (the cap is above the
 	 * free memory, or the reserve could not be made). */
 	int (*cap_device)(void *ctx, size_t bytes, char *err, size_t errlen);
+
+	/* ---- CUDA graphs (docs/ARCHITECTURE.md §Graphs): optional, all
+	 * seven or none (cuda; NULL on cpu) ---- */
+	/* Starts recording the ops issued on the compute stream (stream
+	 * capture) instead of running them. Nothing may read the device or
+	 * allocate until the recording ends. */
+	void (*graph_begin)(void *ctx);
+	/* Ends the recording: its ops as one executable graph (opaque), which
+	 * graph_launch runs; they have not run yet. */
+	void *(*graph_end)(void *ctx);
+	/* A device-side loop: like graph_begin, but the recording is the
+	 * first of a chain of segments. graph_loop_next ends the current
+	 * segment and starts the next, which runs only if the device double
+	 * *go is non-zero when the current one has finished (a kernel sets a
+	 * conditional IF node's handle from it); a skipped segment's
+	 * successors are skipped too. graph_loop_end ends the last segment
+	 * and returns the chain as graph_end does. */
+	void (*graph_loop_begin)(void *ctx);
+	void (*graph_loop_next)(void *ctx, const double *go);
+	void *(*graph_loop_end)(void *ctx);
+	/* Runs graph g on the compute stream (asynchronous, as an op). */
+	void (*graph_launch)(void *ctx, void *g);
+	void (*graph_free)(void *ctx, void *g);
 };
 
 /* Per-category live and peak bytes. peak_depth_solver is the high-water mark

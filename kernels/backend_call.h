@@ -35,6 +35,10 @@
  *                          MEM_MANAGED allocations fail, be_prefetch
  *                          returns -1
  *   cap_device             NULL: be_cap_device returns -1 with a line
+ *   graph_begin, graph_end, graph_loop_begin, graph_loop_next,
+ *   graph_loop_end, graph_launch, graph_free
+ *                          the seven or none (be_has_graphs); callers
+ *                          test be_has_graphs first (the wrappers assert)
  * The wrappers of optional ops return 0 when the op ran. Every other op is
  * required: a backend's table sets it.
  *
@@ -661,6 +665,60 @@ static inline int be_prefetch(const struct backend *be, const void *p,
 		return -1;
 	be->ops->prefetch(be->ctx, p, bytes, to_device != 0, ev);
 	return 0;
+}
+
+static inline int be_has_graphs(const struct backend *be)
+{
+	const struct backend_ops *o = be->ops;
+	int n = !!o->graph_begin + !!o->graph_end + !!o->graph_loop_begin +
+		!!o->graph_loop_next + !!o->graph_loop_end + !!o->graph_launch +
+		!!o->graph_free;
+	assert(n == 0 || n == 7);
+	return n == 7;
+}
+
+static inline void be_graph_begin(const struct backend *be)
+{
+	assert(be_has_graphs(be));
+	be->ops->graph_begin(be->ctx);
+}
+
+static inline void *be_graph_end(const struct backend *be)
+{
+	assert(be_has_graphs(be));
+	return be->ops->graph_end(be->ctx);
+}
+
+static inline void be_graph_loop_begin(const struct backend *be)
+{
+	assert(be_has_graphs(be));
+	be->ops->graph_loop_begin(be->ctx);
+}
+
+static inline void be_graph_loop_next(const struct backend *be,
+				      const double *go)
+{
+	assert(be_has_graphs(be) && go != NULL);
+	be->ops->graph_loop_next(be->ctx, go);
+}
+
+static inline void *be_graph_loop_end(const struct backend *be)
+{
+	assert(be_has_graphs(be));
+	return be->ops->graph_loop_end(be->ctx);
+}
+
+static inline void be_graph_launch(const struct backend *be, void *g)
+{
+	assert(be_has_graphs(be) && g != NULL);
+	be->ops->graph_launch(be->ctx, g);
+}
+
+/* g may be NULL. */
+static inline void be_graph_free(const struct backend *be, void *g)
+{
+	if (g)
+		be->ops->graph_free(be->ctx, g);
 }
 
 static inline int be_has_cap_device(const struct backend *be)

@@ -53,6 +53,13 @@ extern "C" {
 /* cuBLAS workspace, NVIDIA's recommendation for Hopper (32 MiB). */
 #define DQ_CU_CUBLAS_WS ((size_t)32 << 20)
 
+/* A device-side loop being recorded (cuda_graph.cu): its root graph and
+ * the root's last node (NULL while empty). */
+struct dq_cu_loop {
+	cudaGraph_t root;
+	cudaGraphNode_t last;
+};
+
 struct dq_cuda_ctx {
 	int device;
 	int sm_count;
@@ -79,6 +86,7 @@ struct dq_cuda_ctx {
 	int n_timing, cap_timing;
 	struct backend_copy_stats copies; /* counts since copy_stats */
 	void *reserve; /* cap_device's hold on the memory above the cap */
+	struct dq_cu_loop loop; /* the device-side loop being recorded */
 };
 
 /* A pair of timing events: a copy on the copy stream (stall 0) or a wait of
@@ -301,6 +309,15 @@ void cu_managed_free(void *ctx, void *p);
 void cu_prefetch(void *ctx, const void *p, size_t bytes, int to_device, int ev);
 int cu_cap_device(void *ctx, size_t bytes, char *err, size_t errlen);
 cudaError_t cu_copy_init(struct dq_cuda_ctx *c);
+
+/* cuda_graph.cu: the graph ops. */
+void cu_graph_begin(void *ctx);
+void *cu_graph_end(void *ctx);
+void cu_graph_loop_begin(void *ctx);
+void cu_graph_loop_next(void *ctx, const double *go);
+void *cu_graph_loop_end(void *ctx);
+void cu_graph_launch(void *ctx, void *g);
+void cu_graph_free(void *ctx, void *g);
 void cu_copy_destroy(struct dq_cuda_ctx *c);
 
 #endif

@@ -337,6 +337,13 @@ static struct backend_ops cu_ops_make(void)
 	o.managed_free = cu_managed_free;
 	o.prefetch = cu_prefetch;
 	o.cap_device = cu_cap_device;
+	o.graph_begin = cu_graph_begin;
+	o.graph_end = cu_graph_end;
+	o.graph_loop_begin = cu_graph_loop_begin;
+	o.graph_loop_next = cu_graph_loop_next;
+	o.graph_loop_end = cu_graph_loop_end;
+	o.graph_launch = cu_graph_launch;
+	o.graph_free = cu_graph_free;
 	o.to_bf16 = cu_to_bf16;
 	o.from_bf16 = cu_from_bf16;
 	o.round_bf16 = cu_round_bf16;
