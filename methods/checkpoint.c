@@ -199,6 +199,7 @@ const struct method_desc method_checkpoint = {
     .check = checkpoint_check,
     .resolve = checkpoint_resolve,
     .uses_layers = 1,
+    .graphable = 1,
     .evals = checkpoint_evals,
     .label = checkpoint_label,
     .candidate = checkpoint_candidate,

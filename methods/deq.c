@@ -216,10 +216,14 @@ static void deq_jac_backward(struct method *me, void *gu);
 
 static void deq_forward(struct method *me, const void *u, void *z, int train)
 {
-	struct fp_map F = {map_forward, me};
+	struct fp_map F = {map_forward, me, {me->u, NULL}};
+	long f0 = me->st.forward_evals;
 	const void *zs = solver_solve(
 	    me->solver, &me->lay.solve[0], &F, &me->st.fwd, me->st.fwd_trace,
 	    &me->st.fwd_trace_len, &me->st.host_reads);
+	/* the evaluations that ran (a recorded solve's map is called at the
+	 * recording, for every segment, and not at a replay) */
+	me->st.forward_evals = f0 + me->st.fwd.evals;
 	me->st.has_fwd_solve = 1;
 	me->zstar = zs;
 	if (dq(me)->b_mode == BMODE_PHANTOM)
@@ -241,12 +245,14 @@ static void deq_backward(struct method *me, const void *gz, void *gu)
 		phantom_backward(me, gz, gu);
 	} else {
 		if (dq(me)->b_mode == BMODE_IFT) {
-			struct fp_map F = {map_backward, me};
+			struct fp_map F = {map_backward, me, {gz, NULL}};
+			long v0 = me->st.vjp_evals;
 			me->gz = gz;
 			y = solver_solve(me->solver, &me->lay.solve[1], &F,
 					 &me->st.bwd, me->st.bwd_trace,
 					 &me->st.bwd_trace_len,
 					 &me->st.host_reads);
+			me->st.vjp_evals = v0 + me->st.bwd.evals;
 			me->st.has_bwd_solve = 1;
 		}
 		method_vjp(me, method_vec(me, V_OUT), gu, y, method_tape(me, 0),

@@ -324,6 +324,8 @@ int method_create(struct method **out, struct model *m,
 		method_destroy(me);
 		return -1;
 	}
+	if (me->solver)
+		solver_graphs(me->solver, me->cfg.graphs);
 	*out = me;
 	return 0;
 }
@@ -335,9 +337,50 @@ void method_destroy(struct method *me)
 	backend_free(me->m->be, me->tapes);
 	backend_free(me->m->be, me->states);
 	backend_free(me->m->be, me->host_tapes);
+	be_graph_free(me->m->be, me->gfwd.g);
+	be_graph_free(me->m->be, me->gbwd.g);
 	solver_destroy(me->solver);
 	free(me->host);
 	free(me);
+}
+
+/* ------------------------------------------------------- CUDA graphs */
+
+/* Whether me's forward and backward run as recorded graphs: cfg.graphs
+ * on a backend with graphs, for a method whose passes issue only device
+ * work (method_desc.graphable). */
+static int graphed(const struct method *me)
+{
+	return me->cfg.graphs && me->desc->graphable &&
+	       be_has_graphs(me->m->be);
+}
+
+/* The forward (train >= 0: a = u, b = z) or the backward (train = -1:
+ * a = ḡ, b = gu) as a graph: recorded the first time and whenever a, b,
+ * train or the forward's u (which a backward's recomputation reads)
+ * differ from the recording's, replayed otherwise. The evaluation
+ * counts are the recording's (fixed by the config for these methods). */
+static void graph_run(struct method *me, struct method_graph *mg, const void *a,
+		      void *b, int train)
+{
+	const struct backend *be = me->m->be;
+	long f0 = me->st.forward_evals, v0 = me->st.vjp_evals;
+	if (!mg->g || mg->a != a || mg->b != b || mg->train != train ||
+	    mg->u != me->u) {
+		be_graph_free(be, mg->g);
+		be_graph_begin(be);
+		if (train >= 0)
+			me->ops->forward(me, a, b, train);
+		else
+			me->ops->backward(me, a, b);
+		mg->g = be_graph_end(be);
+		mg->a = a, mg->b = b, mg->train = train, mg->u = me->u;
+		mg->fwd = me->st.forward_evals - f0;
+		mg->vjp = me->st.vjp_evals - v0;
+	}
+	be_graph_launch(be, mg->g);
+	me->st.forward_evals = f0 + mg->fwd;
+	me->st.vjp_evals = v0 + mg->vjp;
 }
 
 void method_forward(struct method *me, const void *u, void *z, int train)
@@ -351,7 +394,10 @@ void method_forward(struct method *me, const void *u, void *z, int train)
 	me->have_train = train != 0;
 	me->eval_forward = train == 0;
 	me->u = u; /* backward recomputation reads it; the caller keeps it */
-	me->ops->forward(me, u, z, train);
+	if (graphed(me))
+		graph_run(me, &me->gfwd, u, z, train);
+	else
+		me->ops->forward(me, u, z, train);
 }
 
 void method_backward(struct method *me, const void *gz, void *gu)
@@ -361,7 +407,10 @@ void method_backward(struct method *me, const void *gz, void *gu)
 				"forward\n");
 		abort();
 	}
-	me->ops->backward(me, gz, gu);
+	if (graphed(me))
+		graph_run(me, &me->gbwd, gz, gu, -1);
+	else
+		me->ops->backward(me, gz, gu);
 	me->have_train = 0;
 }
 

@@ -37,6 +37,11 @@ struct method_config {
 	/* not a key: set by method_config_resolve; method_create and
 	 * method_memory take only resolved configs (they assert it) */
 	int resolved;
+	/* not a key: 1 = run as CUDA graphs where the backend has them
+	 * (bench key cuda_graphs): unroll, checkpoint and revolve record
+	 * their forward and backward once and replay them, deq's solves are
+	 * device-side loops (solvers.h solver_graphs); no effect elsewhere */
+	int graphs;
 };
 
 /* Every method's defaults; method = unroll, layers = 12. */

@@ -59,6 +59,10 @@ struct method_desc {
 	int uses_layers; /* 1: the `layers` key sets its depth */
 	/* 1: needs a backend with managed memory (be_has_managed: cuda) */
 	int needs_managed;
+	/* 1: forward and backward issue device work only (no reads, no
+	 * copies on another stream), so that with cfg.graphs they run as
+	 * recorded CUDA graphs (unroll, checkpoint, revolve) */
+	int graphable;
 	/* Block forward and VJP evaluations of one training step of the
 	 * resolved c, where they follow from the config alone (NULL: they
 	 * depend on the solves, deq). */
@@ -101,6 +105,14 @@ struct method {
 			    * MEM_MANAGED (lay.host_managed) */
 	void *states;	   /* (n_ckpts + n_vecs, n_state), MEM_DEPTH */
 	struct solver *solver;
+	/* the recorded forward and backward (cfg.graphs, desc->graphable) */
+	struct method_graph {
+		void *g;	   /* NULL: none yet */
+		const void *a, *u; /* u: me->u at the recording */
+		void *b;
+		int train;     /* -1: the backward */
+		long fwd, vjp; /* the evaluations it runs */
+	} gfwd, gbwd;
 
 	const void *u;	   /* injection of the current forward (deq map) */
 	const void *gz;	   /* dL/dz of the current backward (deq map) */

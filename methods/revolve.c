@@ -212,6 +212,7 @@ const struct method_desc method_revolve = {
     .defaults = revolve_defaults,
     .resolve = revolve_resolve,
     .uses_layers = 1,
+    .graphable = 1,
     .evals = revolve_evals,
     .label = revolve_label,
     .candidate = revolve_candidate,

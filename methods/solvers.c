@@ -42,6 +42,13 @@ struct solver {
 	struct dq_solve_ctl ctl; /* st: the control block, in buf */
 	double *head;  /* host: the block's head and trace, read per solve */
 	double *zeros; /* host: S zeros, the frozen flags' start */
+	int graphs; /* solves as recorded device-side loops (solver_graphs) */
+	struct solve_graph {
+		void *g; /* NULL: free */
+		struct solver_params p;
+		struct fp_map F;
+	} cache[SOLVER_GRAPHS];
+	int next; /* the cache entry the next new recording replaces */
 };
 
 /* Samples and segments per sample of p; 0 (unset) means 1. */
@@ -181,6 +188,8 @@ void solver_destroy(struct solver *s)
 {
 	if (!s)
 		return;
+	for (int i = 0; i < SOLVER_GRAPHS; i++)
+		be_graph_free(s->be, s->cache[i].g);
 	backend_free(s->be, s->buf);
 	free(s->head);
 	free(s->zeros);
@@ -258,6 +267,8 @@ struct run {
 	int launched; /* evaluations issued */
 	int since;    /* of them since the last read of the decision */
 	int sync;     /* evaluations between reads, >= 1 */
+	int graph;    /* recording a device-side loop: no reads, a segment
+		       * per evaluation */
 };
 
 static void run_eval(struct run *r, void *out, const void *in)
@@ -280,6 +291,10 @@ static int run_check(struct run *r, const void *x)
 	copy_if(s, r->best, x, s->ctl.o_imp);
 	if (r->launched >= r->p->max_iter)
 		return 1;
+	if (r->graph) { /* the next evaluation runs while the device goes */
+		be_graph_loop_next(s->be, ctl_at(s, DQ_CTL_GO));
+		return 0;
+	}
 	if (++r->since < r->sync)
 		return 0;
 	r->since = 0;
@@ -534,6 +549,66 @@ static void ctl_finish(struct solver *s, const struct solver_params *p,
 		st->converged = have && st->samples_converged == s->S;
 }
 
+int solver_graphs(struct solver *s, int on)
+{
+	s->graphs = on && be_has_graphs(s->be);
+	return s->graphs;
+}
+
+/* The iterations of r's solver kind, from x₀ = 0 (the device's check
+ * decides where they stop; the host issues until run_check says so). */
+static void solve_run(struct run *r)
+{
+	switch (r->p->kind) {
+	case SOLVER_FIXED_POINT:
+		solve_fixed_point(r);
+		break;
+	case SOLVER_BROYDEN:
+		solve_broyden(r);
+		break;
+	case SOLVER_ANDERSON:
+		solve_anderson(r);
+		break;
+	}
+}
+
+/* A recording of solves with p and F (same parameters, map and keys), or
+ * NULL. */
+static struct solve_graph *graph_find(struct solver *s,
+				      const struct solver_params *p,
+				      const struct fp_map *F)
+{
+	for (int i = 0; i < SOLVER_GRAPHS; i++) {
+		struct solve_graph *g = &s->cache[i];
+		if (g->g && memcmp(&g->p, p, sizeof(*p)) == 0 &&
+		    g->F.apply == F->apply && g->F.ctx == F->ctx &&
+		    g->F.key[0] == F->key[0] && g->F.key[1] == F->key[1])
+			return g;
+	}
+	return NULL;
+}
+
+/* The solve as a device-side loop: recorded at its first use (the host
+ * issues every evaluation up to max_iter, a segment each, without a
+ * read), replayed after; the device skips the segments after its stop. */
+static void solve_graph(struct run *r)
+{
+	struct solver *s = r->s;
+	struct solve_graph *g = graph_find(s, r->p, r->F);
+	if (!g) {
+		g = &s->cache[s->next];
+		s->next = (s->next + 1) % SOLVER_GRAPHS;
+		be_graph_free(s->be, g->g);
+		r->graph = 1;
+		be_graph_loop_begin(s->be);
+		solve_run(r);
+		g->g = be_graph_loop_end(s->be);
+		memcpy(&g->p, r->p, sizeof(*r->p));
+		g->F = *r->F;
+	}
+	be_graph_launch(s->be, g->g);
+}
+
 const void *solver_solve(struct solver *s, const struct solver_params *p,
 			 const struct fp_map *F, struct solve_stats *st,
 			 double *trace, int *trace_len, long *host_reads)
@@ -564,18 +639,12 @@ const void *solver_solve(struct solver *s, const struct solver_params *p,
 		return r.best;
 	}
 	ctl_start(s, p);
-	switch (p->kind) {
-	case SOLVER_FIXED_POINT:
-		solve_fixed_point(&r);
-		break;
-	case SOLVER_BROYDEN:
-		solve_broyden(&r);
-		break;
-	case SOLVER_ANDERSON:
-		solve_anderson(&r);
-		break;
-	}
+	if (s->graphs)
+		solve_graph(&r);
+	else
+		solve_run(&r);
 	ctl_finish(s, p, st, trace, trace_len, host_reads);
-	st->evals = r.launched;
+	/* a device-side loop runs the evaluations the device checked */
+	st->evals = s->graphs ? st->iters : r.launched;
 	return r.best;
 }

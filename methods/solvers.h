@@ -91,11 +91,19 @@
 #include "../kernels/backend.h"
 #include "solver_types.h"
 
-/* out = F(in); out never aliases in. */
+/* out = F(in); out never aliases in. key: the pointers apply reads
+ * besides ctx's fixed buffers (deq: u, or ḡ), NULL where unused; a
+ * recorded solve (solver_graphs) is replayed only for the same apply,
+ * ctx and key. */
 struct fp_map {
 	void (*apply)(void *ctx, void *out, const void *in);
 	void *ctx;
+	const void *key[2];
 };
+
+/* Recorded solves a solver keeps (solver_graphs): a forward and a
+ * backward parameter set, and room for an evaluation's. */
+#define SOLVER_GRAPHS 4
 
 struct solver_params {
 	enum solver_kind kind;
@@ -136,6 +144,17 @@ int solver_create(struct solver **out, struct backend *be, size_t n,
 		  const struct solver_params *p, int np, char *err,
 		  size_t errlen);
 void solver_destroy(struct solver *s);
+
+/* Solves of s as device-side loops (on = 1) where the backend has graphs
+ * (be_has_graphs: cuda): the first solve with a given parameter set and
+ * map is recorded, every evaluation up to max_iter a segment that runs
+ * only while the device's stop decision says go (graph_loop_next), and
+ * replayed by later ones. Such a solve reads the host once (the head and
+ * trace at its end), never runs an evaluation after the device stopped,
+ * and gives a sync_every = 1 solve's result, iterations and trace;
+ * solve_stats.evals is then its iterations. sync_every does not apply.
+ * Returns whether graphs are now on. */
+int solver_graphs(struct solver *s, int on);
 
 /* Solves x = F(x) from x₀ = 0 with p (which must fit what the solver was
  * created for). Fills st (iters and evals as described above; solver, tol

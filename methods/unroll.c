@@ -54,5 +54,6 @@ const struct method_desc method_unroll = {
     .name = "unroll",
     .ops = &method_unroll_ops,
     .uses_layers = 1,
+    .graphable = 1,
     .evals = method_evals_layers,
 };

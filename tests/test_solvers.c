@@ -180,7 +180,7 @@ static void check_equals_independent(enum solver_kind k, int P)
 	struct backend *be = make_be("cpu64");
 	struct diag_map m;
 	diag_init(&m, be, S, P, len, 77 + (uint64_t)P);
-	struct fp_map F = {diag_apply, &m};
+	struct fp_map F = {.apply = diag_apply, .ctx = &m};
 	size_t d = (size_t)m.d, n = (size_t)S * d;
 	double *xb = host(n), *x1 = host(d);
 	struct solve_stats sb =
@@ -241,7 +241,7 @@ Test(solvers, batch_scope_reports_true_residual)
 	struct backend *be = make_be("cpu64");
 	struct diag_map m;
 	diag_init(&m, be, S, P, len, 5);
-	struct fp_map F = {diag_apply, &m};
+	struct fp_map F = {.apply = diag_apply, .ctx = &m};
 	size_t n = (size_t)S * m.d;
 	double *x = host(n), *fx = host(n);
 	enum stop_mode modes[] = {STOP_ABS, STOP_REL};
@@ -290,7 +290,7 @@ Test(solvers, sync_every_keeps_the_result)
 	struct backend *be = make_be("cpu64");
 	struct diag_map m;
 	diag_init(&m, be, S, P, len, 11);
-	struct fp_map F = {diag_apply, &m};
+	struct fp_map F = {.apply = diag_apply, .ctx = &m};
 	size_t n = (size_t)S * m.d;
 	double *x1 = host(n), *xk = host(n);
 	enum solver_kind kinds[] = {SOLVER_BROYDEN, SOLVER_ANDERSON,
@@ -368,7 +368,7 @@ Test(solvers, protect_and_stall_breaks)
 {
 	struct backend *be = make_be("cpu64");
 	struct affine f = {be, 2.0, 1.0, 4};
-	struct fp_map F = {affine_apply, &f};
+	struct fp_map F = {.apply = affine_apply, .ctx = &f};
 	double x[4];
 	struct solver_params p = params(SOLVER_FIXED_POINT, 1, 1, SCOPE_BATCH);
 	p.protect = 10;
@@ -393,7 +393,7 @@ Test(solvers, stats_carry_solver_tol_and_stop)
 {
 	struct backend *be = make_be("cpu64");
 	struct affine f = {be, 0.5, 1.0, 4};
-	struct fp_map F = {affine_apply, &f};
+	struct fp_map F = {.apply = affine_apply, .ctx = &f};
 	double x[4];
 	for (int k = SOLVER_BROYDEN; k <= SOLVER_FIXED_POINT; k++) {
 		struct solver_params p = params(k, 1, 1, SCOPE_BATCH);
@@ -659,7 +659,7 @@ Test(solvers, linear_finite_termination)
 			       backend_alloc(be, 8, MEM_WORKSPACE), n};
 	be_upload(be, L.A, A, 64);
 	be_upload(be, L.b, b, 8);
-	struct fp_map F = {linear_apply, &L};
+	struct fp_map F = {.apply = linear_apply, .ctx = &L};
 	struct solver_params p[2] = {
 	    {.kind = SOLVER_BROYDEN,
 	     .tol = 1e-10,

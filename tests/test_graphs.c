@@ -1,0 +1,284 @@
+/*
+ * test_graphs.c — the host side of cuda_graphs (methods/method.c's
+ * recorded passes, methods/solvers.c's device-side loops) on the CPU. The
+ * CPU backends have no graphs, so the backend here gets stand-in graph
+ * ops: the ops "recorded" run at once (the CPU cannot defer them), the
+ * recordings are counted, a loop's segments are counted together with
+ * those recorded after the device's stop flag went to 0 (those a GPU
+ * skips), and a launch is counted and runs nothing. So the first step with
+ * graphs computes, and the tests compare it with a step without; later
+ * steps only replay, and the tests check what was launched and counted.
+ * tests/test_cuda_graphs.c compares real graphs with eager runs on a GPU.
+ *
+ *   1. unroll, checkpoint and revolve: the recorded step is bitwise the
+ *      eager one; a forward and a backward are recorded once and replayed
+ *      while their buffers stay, with the recording's evaluation counts;
+ *      a new output buffer is recorded anew;
+ *   2. deq (Broyden and Anderson forward, Broyden backward): the first
+ *      step with graphs is bitwise the eager one (result, iterations,
+ *      residuals, trace), each solve records max_iter segments and reads
+ *      the host once, the evaluations counted are the device's iterations,
+ *      not the segments recorded; the next step records nothing and
+ *      launches one loop a solve;
+ *   3. offload and managed are not recorded (their copies use a second
+ *      stream), nor is anything when the backend has no graphs.
+ */
+#include "methods/method.h"
+
+#define DQ_TEST_SEED 31
+#include "test_util.h"
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_cli.h"
+#include "test_deq_util.h"
+
+/* ------------------------------------------------- stand-in graph ops */
+
+static struct {
+	struct backend_ops ops;
+	int recordings, loops, segments, after_stop, launches, live;
+	int in_loop;
+} fake;
+
+static void fake_begin(void *ctx)
+{
+	(void)ctx;
+	fake.recordings++;
+}
+
+static void *fake_end(void *ctx)
+{
+	(void)ctx;
+	fake.live++;
+	return malloc(1);
+}
+
+static void fake_loop_begin(void *ctx)
+{
+	(void)ctx;
+	fake.loops++;
+	fake.segments++;
+	fake.in_loop = 1;
+}
+
+/* On the CPU *go is host memory, already written by the check. */
+static void fake_loop_next(void *ctx, const double *go)
+{
+	(void)ctx;
+	cr_assert(fake.in_loop);
+	fake.segments++;
+	fake.after_stop += *go == 0;
+}
+
+static void *fake_loop_end(void *ctx)
+{
+	fake.in_loop = 0;
+	return fake_end(ctx);
+}
+
+static void fake_launch(void *ctx, void *g)
+{
+	(void)ctx;
+	cr_assert_not_null(g);
+	fake.launches++;
+}
+
+static void fake_free(void *ctx, void *g)
+{
+	(void)ctx;
+	fake.live--;
+	free(g);
+}
+
+static void give_graphs(struct model *m)
+{
+	memset(&fake, 0, sizeof(fake));
+	fake.ops = *m->be->ops;
+	fake.ops.graph_begin = fake_begin;
+	fake.ops.graph_end = fake_end;
+	fake.ops.graph_loop_begin = fake_loop_begin;
+	fake.ops.graph_loop_next = fake_loop_next;
+	fake.ops.graph_loop_end = fake_loop_end;
+	fake.ops.graph_launch = fake_launch;
+	fake.ops.graph_free = fake_free;
+	m->be->ops = &fake.ops;
+}
+
+static struct method_config graphed(struct method_config c)
+{
+	c.graphs = 1;
+	return c;
+}
+
+#define odd shape_odd
+
+/* --------------------------------------------- 1. recorded passes */
+
+static void check_passes(const char *name, int L, int k)
+{
+	struct model *m = open_model("cpu", MODEL_TRANSFORMER, odd, 3);
+	give_graphs(m);
+	void *z = dev_state(m), *z2 = dev_state(m);
+	struct method_config c = cfg_of(method_kind_parse(name), L, k);
+	struct step_out eager = step_of(m, c, z);
+	cr_assert_eq(fake.recordings + fake.launches, 0, "%s", name);
+	struct method *me = new_method(m, graphed(c));
+	double loss = step(m, me, z, NULL);
+	double *g = download(m->be, m->grad_buf, m->n_param_elems);
+	cr_assert_eq(memcmp(&loss, &eager.loss, sizeof(loss)), 0, "%s", name);
+	cr_assert_eq(memcmp(g, eager.g, m->n_param_elems * sizeof(double)), 0,
+		     "%s", name);
+	cr_assert_eq(fake.recordings, 2, "%s: a forward and a backward", name);
+	cr_assert_eq(fake.launches, 2, "%s", name);
+	cr_assert_eq(fake.loops, 0, "%s", name);
+	/* replays: nothing recorded, the recording's counts */
+	step(m, me, z, NULL);
+	step(m, me, z, NULL);
+	cr_assert_eq(fake.recordings, 2, "%s", name);
+	cr_assert_eq(fake.launches, 6, "%s", name);
+	const struct method_stats *st = method_get_stats(me);
+	cr_assert_eq(st->forward_evals, eager.st.forward_evals, "%s", name);
+	cr_assert_eq(st->vjp_evals, eager.st.vjp_evals, "%s", name);
+	/* another output buffer: the forward is recorded anew */
+	step(m, me, z2, NULL);
+	cr_assert_eq(fake.recordings, 3, "%s", name);
+	cr_assert_eq(fake.live, 2, "%s: the old forward was freed", name);
+	method_destroy(me);
+	cr_assert_eq(fake.live, 0, "%s: method_destroy frees its graphs", name);
+	free(g);
+	step_out_free(&eager);
+	backend_free(m->be, z);
+	backend_free(m->be, z2);
+	close_model(m);
+}
+
+Test(graphs, recorded_passes, .timeout = 120)
+{
+	check_passes("unroll", 5, 0);
+	check_passes("checkpoint", 7, 3);
+	check_passes("revolve", 6, 0);
+}
+
+/* ------------------------------------------ 2. device-side loops */
+
+static void check_deq(enum solver_kind fs, const char *what)
+{
+	struct model *m =
+	    open_contractive("cpu", MODEL_TANH_CELL, shape_pow2, 5);
+	give_graphs(m);
+	void *z = dev_state(m);
+	struct method_config c = deq_solvers(fs, SOLVER_BROYDEN, 1e-6, 25);
+	struct step_out eager = step_of(m, c, z);
+	struct method *me = new_method(m, graphed(c));
+	double loss = step(m, me, z, NULL);
+	double *g = download(m->be, m->grad_buf, m->n_param_elems);
+	const struct method_stats *st = method_get_stats(me);
+	cr_assert_eq(memcmp(&loss, &eager.loss, sizeof(loss)), 0, "%s", what);
+	cr_assert_eq(memcmp(g, eager.g, m->n_param_elems * sizeof(double)), 0,
+		     "%s", what);
+	cr_assert(eager.st.fwd.converged && eager.st.bwd.converged, "%s", what);
+	cr_assert_lt(eager.st.fwd.iters, 25, "%s: stops early", what);
+	/* the same iterations, residuals and trace as the eager solves */
+	cr_assert_eq(st->fwd.iters, eager.st.fwd.iters, "%s", what);
+	cr_assert_eq(st->bwd.iters, eager.st.bwd.iters, "%s", what);
+	cr_assert_eq(
+	    memcmp(&st->fwd.residual, &eager.st.fwd.residual, sizeof(double)),
+	    0, "%s", what);
+	cr_assert_eq(st->fwd_trace_len, eager.st.fwd_trace_len, "%s", what);
+	cr_assert_eq(memcmp(st->fwd_trace, eager.st.fwd_trace,
+			    (size_t)st->fwd_trace_len * sizeof(double)),
+		     0, "%s", what);
+	/* two loops of max_iter segments, each read once; the evaluations
+	 * counted are the device's, not the segments */
+	cr_assert_eq(fake.loops, 2, "%s", what);
+	cr_assert_eq(fake.segments, 50, "%s", what);
+	cr_assert_eq(fake.after_stop,
+		     50 - eager.st.fwd.iters - eager.st.bwd.iters,
+		     "%s: %d segments after the stop", what, fake.after_stop);
+	cr_assert_eq(st->host_reads, 2, "%s: %ld reads", what, st->host_reads);
+	cr_assert_gt(eager.st.host_reads, 2, "%s", what);
+	cr_assert_eq(st->fwd.evals, st->fwd.iters, "%s", what);
+	cr_assert_eq(st->forward_evals, eager.st.forward_evals, "%s", what);
+	cr_assert_eq(st->vjp_evals, eager.st.vjp_evals, "%s", what);
+	cr_assert_eq(fake.recordings, 0, "%s: deq's passes read the host",
+		     what);
+	/* the next step replays both loops */
+	step(m, me, z, NULL);
+	cr_assert_eq(fake.loops, 2, "%s", what);
+	cr_assert_eq(fake.launches, 4, "%s", what);
+	cr_assert_eq(method_get_stats(me)->host_reads, 2, "%s", what);
+	method_destroy(me);
+	cr_assert_eq(fake.live, 0, "%s", what);
+	free(g);
+	step_out_free(&eager);
+	backend_free(m->be, z);
+	close_model(m);
+}
+
+Test(graphs, device_side_loops, .timeout = 120)
+{
+	check_deq(SOLVER_BROYDEN, "broyden");
+	check_deq(SOLVER_ANDERSON, "anderson");
+}
+
+/* ------------------------------------------------ 3. not recorded */
+
+Test(graphs, not_recorded)
+{
+	struct model *m = open_model("cpu", MODEL_TRANSFORMER, odd, 3);
+	void *z = dev_state(m);
+	/* no graph ops: cfg.graphs changes nothing */
+	struct step_out a =
+	    step_of(m, graphed(cfg_of(method_kind_parse("unroll"), 4, 0)), z);
+	struct step_out b =
+	    step_of(m, cfg_of(method_kind_parse("unroll"), 4, 0), z);
+	assert_same_step(m, &a, &b, "unroll without graph ops");
+	give_graphs(m);
+	struct method *me =
+	    new_method(m, graphed(cfg_of(method_kind_parse("offload"), 4, 0)));
+	step(m, me, z, NULL);
+	cr_assert_eq(fake.recordings + fake.loops + fake.launches, 0);
+	method_destroy(me);
+	step_out_free(&a);
+	step_out_free(&b);
+	backend_free(m->be, z);
+	close_model(m);
+}
+
+/* ------------------------------------------------------ 4. refusals */
+
+/* Exit 2 and one line naming the key; nothing written. */
+static void expect_refused(const char *const *argv, const char *want)
+{
+	char err[4096], out[600];
+	cli_path(out, sizeof(out), "r.jsonl");
+	cr_assert_eq(cli_run(argv, 0, err, sizeof(err)), 2, "%s", err);
+	cr_assert(strstr(err, want), "want \"%s\" in: %s", want, err);
+	cr_assert(!cli_exists(out), "a refused run wrote %s", out);
+}
+
+Test(graphs, refused_off_cuda, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 60)
+{
+	char out[700], o[600];
+	cli_path(o, sizeof(o), "r.jsonl");
+	snprintf(out, sizeof(out), "out=%s", o);
+	const char *const cpu[] = {"run", "cuda_graphs=true", "steps=2", out,
+				   NULL};
+	const char *const pt[] = {
+	    "run", "cuda_graphs=true", "impl=pytorch", "steps=2", out, NULL};
+	const char *const sync[] = {
+	    "run", "device=cuda", "cuda_graphs=true", "sync_every=4", "steps=2",
+	    out,   NULL};
+	expect_refused(cpu, "cuda_graphs=true records CUDA graphs");
+	expect_refused(pt, "use compile=true");
+	/* in a build without CUDA device=cuda is refused for that first */
+	char err[4096];
+	cr_assert_eq(cli_run(sync, 0, err, sizeof(err)), 2, "%s", err);
+	cr_assert(strstr(err, "sync_every=4") || strstr(err, "no CUDA"), "%s",
+		  err);
+}
