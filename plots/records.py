@@ -119,7 +119,7 @@ OUTPUT_KEYS = {k["name"] for k in KEYS if k["output"]}
 # at their default they are left out of a run's identity, as
 # bench/records/record.c's record_run_identity does.
 DEFAULTED = {"precision": "fp32", "compile": False, "device_mem_cap_mib": 0,
-             "managed_prefetch": True}
+             "managed_prefetch": True, "cuda_graphs": False}
 
 
 def identity(rec):

@@ -17,6 +17,8 @@
 #      two tolerances and unrolled, records in <dir>/<gpu-name>-eval.jsonl;
 #   6b. bench/suites/gc-vs-deq.json with device=cuda (checkpointing vs
 #      DEQ at d_model 128, 3 seeds), records in <dir>/<gpu-name>-gc.jsonl;
+#   6b'. the same suite with cuda_graphs=true, records in
+#      <dir>/<gpu-name>-gc-graphs.jsonl, compared with 6b's;
 #   6c. bench/suites/managed-gpu.json: unroll, offload and method=managed
 #      (unified memory, with and without prefetch) at d_model 512, on the
 #      whole card and under device_mem_cap_mib=1024, records in
@@ -30,7 +32,7 @@
 # Resumable: a step that passed leaves LOG_DIR/.done/<step>, and a rerun
 # skips it (DQ_REDO=1 runs every step again), so a machine lent for ten
 # minutes at a time finishes the list over several calls. DQ_ONLY="tests
-# bench-block suite gc-vs-deq eval managed vs-pytorch" (any of them) runs those
+# bench-block suite gc-vs-deq graphs eval managed vs-pytorch" (any of them) runs those
 # groups only.
 # Environment: DQ_BUILDDIR (default build-gpu), DQ_GPU_STEPS (override the
 # suite's steps, e.g. 20 for a quick look; warmup_steps becomes steps/5),
@@ -102,7 +104,7 @@ fi
 cuda_tests() {
 	local rc=0 t
 	for t in test_cuda_ops test_cuda_vec_ops test_cuda_bf16 test_cuda \
-		test_cuda_managed; do
+		test_cuda_managed test_cuda_graphs; do
 		"$builddir/tests/$t" --jobs=1 --verbose || rc=1
 	done
 	return "$rc"
@@ -183,6 +185,23 @@ if group gc-vs-deq; then
 		--resume device=cuda out="$gc" "${extra[@]}"
 	step "gc-vs-deq report" "$logdir/gc-vs-deq.txt" \
 		"$builddir/bench/deqbench" report "$gc"
+fi
+
+# 6b'. the same suite with cuda_graphs=true (recorded passes, device-side
+# solve loops), then deqbench compare against the eager records of 6b
+gcg="$logdir/$gpu_tag-gc-graphs.jsonl"
+if group graphs; then
+	step "gc-vs-deq suite, cuda_graphs" "$logdir/gc-vs-deq-graphs.log" \
+		"$builddir/bench/deqbench" suite bench/suites/gc-vs-deq.json \
+		--resume device=cuda cuda_graphs=true out="$gcg" "${extra[@]}"
+	step "gc-vs-deq report, cuda_graphs" "$logdir/gc-vs-deq-graphs.txt" \
+		"$builddir/bench/deqbench" report "$gcg"
+	if [ -s "$gc" ]; then
+		step "compare eager vs cuda_graphs" \
+			"$logdir/gc-vs-deq-graphs-compare.txt" \
+			"$builddir/bench/deqbench" compare --match cuda_graphs \
+			"$gc" "$gcg"
+	fi
 fi
 
 # 6c. unified memory against offload and unroll (method=managed), on the

@@ -126,6 +126,11 @@ static const struct key_desc tail_keys[] = {
 	 "impl=pytorch: torch.compile the model (torch >= 2); an error with "
 	 "impl=deqbench",
 	 0),
+    BOOL("cuda_graphs", "device", cuda_graphs,
+	 "device=cuda: run unroll/checkpoint/revolve passes as recorded CUDA "
+	 "graphs and deq's solves as device-side loops (one host read a "
+	 "solve; docs/gpu.md)",
+	 0),
     INT("device_mem_cap_mib", "device", device_mem_cap_mib, 0, 1e8,
 	"device=cuda: MiB of GPU memory the run may use, the rest held "
 	"back, so that method=managed oversubscribes a large card; 0 = the "
@@ -677,6 +682,22 @@ static int config_check_precision(const struct bench_config *c, char *err,
 			 method_kind_name(c->method.method));
 		return -1;
 	}
+	if (c->cuda_graphs &&
+	    (c->device != DEVICE_CUDA || c->impl == IMPL_PYTORCH)) {
+		snprintf(err, errlen,
+			 "cuda_graphs=true records CUDA graphs: it needs "
+			 "device=cuda and impl=deqbench (for PyTorch use "
+			 "compile=true); drop it");
+		return -1;
+	}
+	if (c->cuda_graphs && deq_config(&c->method)->sync_every != 1) {
+		snprintf(
+		    err, errlen,
+		    "sync_every=%d: with cuda_graphs=true a solve loops on "
+		    "the device and reads the host once; drop sync_every",
+		    deq_config(&c->method)->sync_every);
+		return -1;
+	}
 	if (c->device_mem_cap_mib > 0 &&
 	    (c->device != DEVICE_CUDA || c->impl == IMPL_PYTORCH)) {
 		snprintf(err, errlen,
@@ -745,6 +766,7 @@ int config_finish(struct bench_config *c, char *err, size_t errlen)
 		c->model.precision = DQ_PREC_TF32;
 	if (c->model.precision == DQ_PREC_TF32)
 		c->tf32 = 1;
+	c->method.graphs = c->cuda_graphs;
 	if (config_validate(c, err, errlen) != 0)
 		return -1;
 	method_config_resolve(&c->method);

@@ -66,6 +66,7 @@ struct bench_config {
 	int tf32;    /* alias of precision=tf32 (model.precision) */
 	int compile; /* impl=pytorch: torch.compile (bench/pytorch) */
 	int device_mem_cap_mib; /* cuda: GPU memory the run may use; 0 = all */
+	int cuda_graphs;	/* cuda: graphs and device-side solve loops */
 	enum config_impl impl;	/* deqbench, or pytorch (bench/pytorch,
 				      run by peer.c) */
 

@@ -25,7 +25,7 @@ DEFAULTS = {
     "lr": 1e-3, "lr_warmup": 20, "clip": 1.0, "eval_tokens": 16384,
     "eval_warmup": 2, "params": "", "device": "cpu", "threads": 0,
     "tf32": False, "precision": "fp32", "compile": False,
-    "device_mem_cap_mib": 0, "managed_prefetch": True,
+    "cuda_graphs": False, "device_mem_cap_mib": 0, "managed_prefetch": True,
     "out": "results/runs.jsonl", "trace": False, "save_params": "",
 }
 

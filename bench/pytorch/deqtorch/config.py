@@ -20,7 +20,8 @@ KNOWN_KEYS = (
     "phantom_tau spectral_radius_iters slots corpus data_dir steps "
     "pretrain_steps pretrain_layers warmup_steps lr lr_warmup clip "
     "eval_tokens eval_warmup params device threads tf32 precision compile "
-    "device_mem_cap_mib managed_prefetch out trace save_params impl"
+    "cuda_graphs device_mem_cap_mib managed_prefetch out trace save_params "
+    "impl"
 ).split()
 
 # Keys read by the implementation; all others are accepted only when they
@@ -129,6 +130,8 @@ _RULES = (
     # deqbench refuses it with impl=pytorch too: the cap is the C core's
     ("device_mem_cap_mib", lambda v: v != 0,
      "the GPU memory cap is deqbench's (impl=deqbench); drop it"),
+    ("cuda_graphs", lambda v: v is not False,
+     "deqbench's CUDA graphs are the C core's; use compile=true"),
 )
 
 
