@@ -470,6 +470,25 @@ const void *method_run_plain(struct method *me, const void *u, const void *z_in,
 	return in;
 }
 
+void method_unroll_forward(struct method *me, const void *u, void *z, int train,
+			   void *tapes)
+{
+	void *a = method_vec(me, 0), *b = method_vec(me, 1);
+	const int L = me->cfg.layers;
+	be_fill(me->m->be, a, 0.0, me->m->n_state);
+	if (!train) {
+		method_run_plain(me, u, a, z, L, a, b);
+		return;
+	}
+	const void *in = a;
+	for (int i = 0; i < L; i++) {
+		void *out = i == L - 1 ? z : (in == a ? b : a);
+		method_f(me, out, in, u,
+			 (char *)tapes + (size_t)i * me->tape_bytes);
+		in = out;
+	}
+}
+
 const void *method_vjp_taped(struct method *me, const void *g, void *gu, int n,
 			     void *a, void *b)
 {

@@ -178,6 +178,12 @@ double method_u01(struct method *me);
 const void *method_run_plain(struct method *me, const void *u, const void *z_in,
 			     void *z, int n_layers, void *a, void *b);
 
+/* unroll's forward from z₀ = 0 through cfg.layers layers into z, with
+ * work vectors 0 and 1; training writes layer i's tape at tapes + i ·
+ * tape_bytes (unroll's device tapes, managed's unified-memory ones). */
+void method_unroll_forward(struct method *me, const void *u, void *z, int train,
+			   void *tapes);
+
 /* VJP back through the n ≥ 0 layers taped in tapes 0..n-1, last first, from
  * the cotangent g; parameter gradients accumulate, the input cotangents
  * alternate between work vectors a and b (g may be a or b). Returns the

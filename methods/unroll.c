@@ -21,21 +21,7 @@ static void unroll_layout(const struct model *m, const struct method_config *c,
 
 static void unroll_forward(struct method *me, const void *u, void *z, int train)
 {
-	const struct backend *be = me->m->be;
-	void *a = method_vec(me, 0), *b = method_vec(me, 1);
-	const int L = me->cfg.layers;
-
-	be_fill(be, a, 0.0, me->m->n_state);
-	if (!train) {
-		method_run_plain(me, u, a, z, L, a, b);
-		return;
-	}
-	const void *in = a;
-	for (int i = 0; i < L; i++) {
-		void *out = i == L - 1 ? z : (in == a ? b : a);
-		method_f(me, out, in, u, method_tape(me, i));
-		in = out;
-	}
+	method_unroll_forward(me, u, z, train, me->tapes);
 }
 
 static void unroll_backward(struct method *me, const void *gz, void *gu)

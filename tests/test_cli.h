@@ -195,4 +195,16 @@ static inline int cli_run(const char *const *args, long fsize, char *err_text,
 	return cli_run_with(args, &o, err_text, errlen);
 }
 
+/* args (a run with out=<cli_dir>/r.jsonl) is bad input: exit 2, stderr
+ * naming want, and no r.jsonl written. */
+static inline void cli_expect_refused(const char *const *args,
+				      const char *want)
+{
+	char err[4096], out[600];
+	cli_path(out, sizeof(out), "r.jsonl");
+	cr_assert_eq(cli_run(args, 0, err, sizeof(err)), 2, "%s", err);
+	cr_assert(strstr(err, want), "want \"%s\" in: %s", want, err);
+	cr_assert(!cli_exists(out), "a refused run wrote %s", out);
+}
+
 #endif

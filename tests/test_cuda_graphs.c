@@ -20,6 +20,7 @@
 #include "test_ops_util.h"
 #include "config.h"
 #include "run_ctx.h"
+#include "test_cuda_run.h"
 #include "train_step.h"
 
 #include <criterion/criterion.h>
@@ -70,25 +71,15 @@ static struct result run_steps(const struct bench_config *c)
 	struct run_ctx rc;
 	struct result r;
 	char err[512] = "";
-	if (run_ctx_create(&rc, c, c->model.vocab_size, err, sizeof(err))) {
-		if (strstr(err, "no CUDA device was found") ||
-		    strstr(err, "has no CUDA backend"))
-			cr_skip_test("%s", err);
+	if (cuda_run_ctx(&rc, c, err, sizeof(err)) != 0)
 		cr_assert_fail("run_ctx_create: %s", err);
-	}
-	int B = c->model.batch_size, T = c->model.seq_len;
-	int32_t *tok = malloc((size_t)B * (T + 1) * sizeof(int32_t));
-	cr_assert_not_null(tok);
-	rng_state = 77;
-	for (int i = 0; i < B * (T + 1); i++)
-		tok[i] = (int32_t)((urand() + 1) * 0.5 * 29) % 29;
+	int32_t *tok = cuda_test_tokens(c);
 	for (int s = 0; s < STEPS; s++)
 		cr_assert_eq(train_step_grad_step(&rc, tok, &r.loss[s], err,
 						  sizeof(err)),
 			     0, "%s", err);
 	r.n = rc.m->n_param_elems;
-	r.g = zeros(r.n);
-	rc.be->ops->download(rc.be->ctx, r.g, rc.m->grad_buf, r.n);
+	r.g = cuda_test_grads(&rc);
 	r.st = *method_get_stats(rc.me);
 	run_ctx_destroy(&rc);
 	free(tok);

@@ -22,6 +22,7 @@
 #include "test_ops_util.h"
 #include "config.h"
 #include "run_ctx.h"
+#include "test_cuda_run.h"
 #include "train_step.h"
 
 #include <criterion/criterion.h>
@@ -57,18 +58,6 @@ static void make_config(struct bench_config *c, const char *method,
 	method_config_resolve(&c->method);
 }
 
-/* run_ctx_create, skipping without a GPU; -1 with err when refused. */
-static int open_ctx(struct run_ctx *rc, const struct bench_config *c, char *err,
-		    size_t errlen)
-{
-	if (run_ctx_create(rc, c, c->model.vocab_size, err, errlen) == 0)
-		return 0;
-	if (strstr(err, "no CUDA device was found") ||
-	    strstr(err, "has no CUDA backend"))
-		cr_skip_test("%s", err);
-	return -1;
-}
-
 struct result {
 	double loss;
 	double *g;
@@ -84,18 +73,12 @@ static struct result grad_step(const struct bench_config *c)
 	struct run_ctx rc;
 	struct result r;
 	char err[512] = "";
-	cr_assert_eq(open_ctx(&rc, c, err, sizeof(err)), 0, "%s", err);
-	int B = c->model.batch_size, T = c->model.seq_len;
-	int32_t *tok = malloc((size_t)B * (T + 1) * sizeof(int32_t));
-	cr_assert_not_null(tok);
-	rng_state = 77;
-	for (int i = 0; i < B * (T + 1); i++)
-		tok[i] = (int32_t)((urand() + 1) * 0.5 * 29) % 29;
+	cr_assert_eq(cuda_run_ctx(&rc, c, err, sizeof(err)), 0, "%s", err);
+	int32_t *tok = cuda_test_tokens(c);
 	cr_assert_eq(train_step_grad_step(&rc, tok, &r.loss, err, sizeof(err)),
 		     0, "%s", err);
 	r.n = rc.m->n_param_elems;
-	r.g = zeros(r.n);
-	rc.be->ops->download(rc.be->ctx, r.g, rc.m->grad_buf, r.n);
+	r.g = cuda_test_grads(&rc);
 	r.moved = method_get_stats(rc.me)->offload_bytes;
 	r.managed_live = rc.be->mem.live[MEM_MANAGED];
 	run_ctx_destroy(&rc);
@@ -145,7 +128,7 @@ Test(cuda_managed, oversubscribed, .timeout = 600)
 	make_config(&c, "unroll", s, 1, 0);
 	struct result un = grad_step(&c);
 	make_config(&c, "unroll", s, 1, 256);
-	cr_assert_eq(open_ctx(&rc, &c, err, sizeof(err)), -1,
+	cr_assert_eq(cuda_run_ctx(&rc, &c, err, sizeof(err)), -1,
 		     "unroll's tapes fit under the cap");
 	cr_log_info("unroll under the cap: %s", err);
 	make_config(&c, "managed", s, 1, 256);

@@ -251,16 +251,6 @@ Test(graphs, not_recorded)
 
 /* ------------------------------------------------------ 4. refusals */
 
-/* Exit 2 and one line naming the key; nothing written. */
-static void expect_refused(const char *const *argv, const char *want)
-{
-	char err[4096], out[600];
-	cli_path(out, sizeof(out), "r.jsonl");
-	cr_assert_eq(cli_run(argv, 0, err, sizeof(err)), 2, "%s", err);
-	cr_assert(strstr(err, want), "want \"%s\" in: %s", want, err);
-	cr_assert(!cli_exists(out), "a refused run wrote %s", out);
-}
-
 Test(graphs, refused_off_cuda, .init = cli_setup, .fini = cli_teardown,
      .timeout = 60)
 {
@@ -274,8 +264,8 @@ Test(graphs, refused_off_cuda, .init = cli_setup, .fini = cli_teardown,
 	const char *const sync[] = {
 	    "run", "device=cuda", "cuda_graphs=true", "sync_every=4", "steps=2",
 	    out,   NULL};
-	expect_refused(cpu, "cuda_graphs=true records CUDA graphs");
-	expect_refused(pt, "use compile=true");
+	cli_expect_refused(cpu, "cuda_graphs=true records CUDA graphs");
+	cli_expect_refused(pt, "use compile=true");
 	/* in a build without CUDA device=cuda is refused for that first */
 	char err[4096];
 	cr_assert_eq(cli_run(sync, 0, err, sizeof(err)), 2, "%s", err);

@@ -279,16 +279,6 @@ Test(refused, on_the_cpu_backend)
 	close_model(m);
 }
 
-/* Exit 2 and one line naming what is wrong, nothing written. */
-static void expect_refused(const char *const *argv, const char *want)
-{
-	char err[4096], out[600];
-	cli_path(out, sizeof(out), "r.jsonl");
-	cr_assert_eq(cli_run(argv, 0, err, sizeof(err)), 2, "%s", err);
-	cr_assert(strstr(err, want), "want \"%s\" in: %s", want, err);
-	cr_assert(!cli_exists(out), "a refused run wrote %s", out);
-}
-
 Test(refused, cli, .init = cli_setup, .fini = cli_teardown, .timeout = 60)
 {
 	char out[700], o[600];
@@ -300,9 +290,9 @@ Test(refused, cli, .init = cli_setup, .fini = cli_teardown, .timeout = 60)
 	    "run", "method=managed", "impl=pytorch", "steps=2", out, NULL};
 	const char *const cap[] = {"run", "device_mem_cap_mib=512", "steps=2",
 				   out, NULL};
-	expect_refused(cpu, "method=managed keeps tapes in CUDA unified "
+	cli_expect_refused(cpu, "method=managed keeps tapes in CUDA unified "
 			    "memory");
-	expect_refused(cpu, "method=offload");
-	expect_refused(pt, "impl=deqbench");
-	expect_refused(cap, "device_mem_cap_mib=512 caps a GPU's memory");
+	cli_expect_refused(cpu, "method=offload");
+	cli_expect_refused(pt, "impl=deqbench");
+	cli_expect_refused(cap, "device_mem_cap_mib=512 caps a GPU's memory");
 }
