@@ -19,6 +19,9 @@
 #      DEQ at d_model 128, 3 seeds), records in <dir>/<gpu-name>-gc.jsonl;
 #   6b'. the same suite with cuda_graphs=true, records in
 #      <dir>/<gpu-name>-gc-graphs.jsonl, compared with 6b's;
+#   6b''. bench/suites/gc-vs-deq-gpu.json (d_model 512) with
+#      cuda_graphs=true, compared with reproduce.sh gpu's eager records
+#      (group graphs512, not in the default list: ~12 minutes);
 #   6c. bench/suites/managed-gpu.json: unroll, offload and method=managed
 #      (unified memory, with and without prefetch) at d_model 512, on the
 #      whole card and under device_mem_cap_mib=1024, records in
@@ -32,8 +35,9 @@
 # Resumable: a step that passed leaves LOG_DIR/.done/<step>, and a rerun
 # skips it (DQ_REDO=1 runs every step again), so a machine lent for ten
 # minutes at a time finishes the list over several calls. DQ_ONLY="tests
-# bench-block suite gc-vs-deq graphs eval managed vs-pytorch" (any of them) runs those
-# groups only.
+# bench-block suite gc-vs-deq graphs eval managed vs-pytorch" (any of them)
+# runs those groups only; graphs512 (d_model 512 with cuda_graphs, about 12
+# minutes) runs only when DQ_ONLY names it.
 # Environment: DQ_BUILDDIR (default build-gpu), DQ_GPU_STEPS (override the
 # suite's steps, e.g. 20 for a quick look; warmup_steps becomes steps/5),
 # DQ_SKIP_SETUP=1 (use DQ_BUILDDIR as it is: a machine that cannot install
@@ -56,6 +60,11 @@ mkdir -p "$logdir/.done"
 # group NAME: whether DQ_ONLY (when set) lists step group NAME.
 group() {
 	[ -z "${DQ_ONLY:-}" ] || [[ " $DQ_ONLY " == *" $1 "* ]]
+}
+
+# A group that runs only when DQ_ONLY names it (long ones).
+named() {
+	[[ " ${DQ_ONLY:-} " == *" $1 "* ]]
 }
 
 # step NAME LOGFILE CMD...: runs CMD, output to the terminal and LOGFILE;
@@ -201,6 +210,22 @@ if group graphs; then
 			"$logdir/gc-vs-deq-graphs-compare.txt" \
 			"$builddir/bench/deqbench" compare --match cuda_graphs \
 			"$gc" "$gcg"
+	fi
+fi
+
+# 6b''. the paper-width suite (d_model 512, 1000 steps, ~12 minutes on an
+# H100: over two calls, --resume) with cuda_graphs=true, for the eager
+# records scripts/reproduce.sh gpu makes (results/gpu/gc-vs-deq-gpu.jsonl)
+g512="$logdir/$gpu_tag-gc512-graphs.jsonl"
+if named graphs512; then
+	step "gc-vs-deq-gpu suite, cuda_graphs" "$logdir/gc512-graphs.log" \
+		"$builddir/bench/deqbench" suite bench/suites/gc-vs-deq-gpu.json \
+		--resume cuda_graphs=true out="$g512" "${extra[@]}"
+	if [ -s results/gpu/gc-vs-deq-gpu.jsonl ]; then
+		step "compare gc-vs-deq-gpu eager vs cuda_graphs" \
+			"$logdir/gc512-graphs-compare.txt" \
+			"$builddir/bench/deqbench" compare --match cuda_graphs \
+			results/gpu/gc-vs-deq-gpu.jsonl "$g512"
 	fi
 fi
 

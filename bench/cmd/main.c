@@ -241,17 +241,27 @@ static void print_run_line(const json_t *rec)
 		label = json_string_value(json_object_get(cfg, "method"));
 	const char *impl = json_string_value(json_object_get(rec, "impl"));
 	const char *prec = json_string_value(json_object_get(cfg, "precision"));
+	int graphs = json_is_true(json_object_get(cfg, "cuda_graphs"));
+	int cap = (int)json_integer_value(
+	    json_object_get(cfg, "device_mem_cap_mib"));
+	char extra[64] = "";
+	/* a run not at the defaults of precision, graphs and the memory cap
+	 * says so */
+	if (prec && strcmp(prec, "fp32"))
+		snprintf(extra, sizeof(extra), " %s", prec);
+	if (graphs)
+		strcat(extra, " graphs");
+	if (cap > 0)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+			 " cap %d MiB", cap);
 	if (impl && strcmp(impl, "deqbench"))
 		printf("%s: ", impl);
-	printf("%s: %s %s%s%s on %s, %.0f steps: step %.3g ms (median), "
+	printf("%s: %s %s%s on %s, %.0f steps: step %.3g ms (median), "
 	       "%.0f tokens/s, depth+solver peak %.3g MiB, total peak %.3g "
 	       "MiB, valid ppl %.5g (%.0f tokens), test ppl %.5g (%.0f "
 	       "tokens)\n",
 	       st ? st : "?", json_string_value(json_object_get(cfg, "model")),
-	       label ? label : "?",
-	       /* a run not at the default precision says so */
-	       prec && strcmp(prec, "fp32") ? " " : "",
-	       prec && strcmp(prec, "fp32") ? prec : "",
+	       label ? label : "?", extra,
 	       json_string_value(json_object_get(cfg, "corpus")),
 	       record_num(cfg, "steps"),
 	       record_num(rec, "timing.step_ms.median"),
