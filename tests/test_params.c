@@ -640,3 +640,47 @@ Test(eval, precision_is_not_taken_from_the_file, .init = cli_setup,
 		json_decref(r[i]);
 	free(text);
 }
+
+/* A file saved by a GPU run with cuda_graphs=true and a memory cap
+ * evaluates on the CPU: eval takes neither key from the file's metadata
+ * (both describe the machine; on the CPU both are refused). The file here
+ * is a CPU run's with its metadata edited in place to those values (the
+ * same number of bytes). */
+Test(eval, machine_keys_are_not_taken_from_the_file, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	char p[512], out[512], err[4096], pa[600], oa[600], sp[600];
+	size_t len;
+	cli_path(p, sizeof(p), "g.safetensors");
+	cli_path(out, sizeof(out), "r.jsonl");
+	snprintf(pa, sizeof(pa), "params=%s", p);
+	snprintf(oa, sizeof(oa), "out=%s", out);
+	snprintf(sp, sizeof(sp), "save_params=%s", p);
+	const char *run[] = {"run",
+			     "corpus=synthetic",
+			     "d_model=16",
+			     "n_heads=2",
+			     "d_ff=32",
+			     "seq_len=8",
+			     "batch_size=4",
+			     "vocab_size=50",
+			     "layers=4",
+			     "steps=3",
+			     "eval_tokens=64",
+			     "threads=1",
+			     sp,
+			     oa,
+			     NULL};
+	cr_assert_eq(cli_run(run, 0, err, sizeof(err)), 0, "%s", err);
+	char *f = cli_read(p, &len);
+	cr_assert_not_null(f);
+	char *g = memmem(f, len, "cuda_graphs\\\":false", 19);
+	char *c = memmem(f, len, "device_mem_cap_mib\\\":0,", 23);
+	cr_assert(g && c, "the metadata holds both keys");
+	memcpy(g, "cuda_graphs\\\":true ", 19);
+	memcpy(c, "device_mem_cap_mib\\\":9,", 23);
+	cli_write(p, f, len);
+	free(f);
+	const char *ev[] = {"eval", "eval_tokens=64", pa, oa, NULL};
+	cr_assert_eq(cli_run(ev, 0, err, sizeof(err)), 0, "%s", err);
+}

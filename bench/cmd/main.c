@@ -182,12 +182,15 @@ int parse_config_args(struct bench_config *cfg, int argc, char **argv,
 /* Keys of a params file's metadata config that `eval` does not take as its
  * base: where output goes and what machine runs it, and how (precision:
  * a bf16- or tf32-trained file evaluates at fp32 unless precision= says
- * otherwise, on whatever device). */
+ * otherwise, on whatever device; a file trained with cuda_graphs or under
+ * a memory cap evaluates on the CPU too). */
 static int eval_base_key(const char *k)
 {
 	static const char *const machine[] = {
-	    "params",	 "device",  "threads",	   "impl",	  "tf32",
-	    "precision", "compile", "eval_tokens", "eval_warmup", NULL};
+	    "params",	   "device",	  "threads",
+	    "impl",	   "tf32",	  "precision",
+	    "compile",	   "cuda_graphs", "device_mem_cap_mib",
+	    "eval_tokens", "eval_warmup", NULL};
 	for (int i = 0; machine[i]; i++)
 		if (!strcmp(k, machine[i]))
 			return 0;
@@ -242,8 +245,8 @@ static void print_run_line(const json_t *rec)
 	const char *impl = json_string_value(json_object_get(rec, "impl"));
 	const char *prec = json_string_value(json_object_get(cfg, "precision"));
 	int graphs = json_is_true(json_object_get(cfg, "cuda_graphs"));
-	int cap = (int)json_integer_value(
-	    json_object_get(cfg, "device_mem_cap_mib"));
+	int cap =
+	    (int)json_integer_value(json_object_get(cfg, "device_mem_cap_mib"));
 	char extra[64] = "";
 	/* a run not at the defaults of precision, graphs and the memory cap
 	 * says so */
