@@ -279,8 +279,6 @@ int method_create(struct method **out, struct model *m,
 	struct backend *be = m->be;
 	size_t tapes, states;
 	depth_sizes(m, &me->lay, &tapes, &states);
-	me->tapes = backend_alloc_bytes(be, tapes, MEM_DEPTH);
-	me->states = backend_alloc(be, states, MEM_DEPTH);
 	if (me->desc->needs_managed && !be_has_managed(be)) {
 		snprintf(err, errlen,
 			 "method=%s needs unified memory (cudaMallocManaged), "
@@ -290,6 +288,8 @@ int method_create(struct method **out, struct model *m,
 		method_destroy(me);
 		return -1;
 	}
+	me->tapes = backend_alloc_bytes(be, tapes, MEM_DEPTH);
+	me->states = backend_alloc(be, states, MEM_DEPTH);
 	if (me->lay.n_host_tapes > 0 &&
 	    !(me->host_tapes = backend_alloc_bytes(
 		  be, host_tape_bytes(m, &me->lay),
