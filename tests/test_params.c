@@ -581,20 +581,17 @@ Test(eval, bad_params_exit_2, .init = cli_setup, .fini = cli_teardown,
 	}
 }
 
-/* A params file trained at precision=bf16: `deqbench eval` takes the
- * model and method from its metadata but not the precision (a machine
- * setting, like device and tf32): fp32 unless precision= is given, and
- * with precision=bf16 the run's valid loss bit for bit (the same bf16
- * forward on the same batches). */
-Test(eval, precision_is_not_taken_from_the_file, .init = cli_setup,
-     .fini = cli_teardown, .timeout = 120)
+/* A tiny 6-step run (arg: one more key=value) saving its parameters to
+ * <cli_dir>/name and its record to <cli_dir>/r.jsonl: their paths into p
+ * and out, "params=p" into pa and "out=out" into oa (600 bytes each). */
+static void save_tiny(const char *name, const char *arg, char *p, char *out,
+		      char *pa, char *oa)
 {
-	char p[512], out[512], err[4096], pa[600], oa[600];
-	cli_path(p, sizeof(p), "bf16.safetensors");
-	cli_path(out, sizeof(out), "r.jsonl");
-	snprintf(pa, sizeof(pa), "params=%s", p);
-	snprintf(oa, sizeof(oa), "out=%s", out);
-	char sp[600];
+	char sp[600], err[4096];
+	cli_path(p, 512, name);
+	cli_path(out, 512, "r.jsonl");
+	snprintf(pa, 600, "params=%s", p);
+	snprintf(oa, 600, "out=%s", out);
 	snprintf(sp, sizeof(sp), "save_params=%s", p);
 	const char *run[] = {"run",
 			     "corpus=synthetic",
@@ -608,11 +605,23 @@ Test(eval, precision_is_not_taken_from_the_file, .init = cli_setup,
 			     "steps=6",
 			     "eval_tokens=64",
 			     "threads=1",
-			     "precision=bf16",
+			     arg,
 			     sp,
 			     oa,
 			     NULL};
 	cr_assert_eq(cli_run(run, 0, err, sizeof(err)), 0, "%s", err);
+}
+
+/* A params file trained at precision=bf16: `deqbench eval` takes the
+ * model and method from its metadata but not the precision (a machine
+ * setting, like device and tf32): fp32 unless precision= is given, and
+ * with precision=bf16 the run's valid loss bit for bit (the same bf16
+ * forward on the same batches). */
+Test(eval, precision_is_not_taken_from_the_file, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	char p[512], out[512], err[4096], pa[600], oa[600];
+	save_tiny("bf16.safetensors", "precision=bf16", p, out, pa, oa);
 	const char *e32[] = {"eval", "eval_tokens=64", pa, oa, NULL};
 	cr_assert_eq(cli_run(e32, 0, err, sizeof(err)), 0, "%s", err);
 	const char *e16[] = {"eval", "eval_tokens=64", "precision=bf16", pa, oa,
@@ -649,29 +658,9 @@ Test(eval, precision_is_not_taken_from_the_file, .init = cli_setup,
 Test(eval, machine_keys_are_not_taken_from_the_file, .init = cli_setup,
      .fini = cli_teardown, .timeout = 120)
 {
-	char p[512], out[512], err[4096], pa[600], oa[600], sp[600];
+	char p[512], out[512], err[4096], pa[600], oa[600];
 	size_t len;
-	cli_path(p, sizeof(p), "g.safetensors");
-	cli_path(out, sizeof(out), "r.jsonl");
-	snprintf(pa, sizeof(pa), "params=%s", p);
-	snprintf(oa, sizeof(oa), "out=%s", out);
-	snprintf(sp, sizeof(sp), "save_params=%s", p);
-	const char *run[] = {"run",
-			     "corpus=synthetic",
-			     "d_model=16",
-			     "n_heads=2",
-			     "d_ff=32",
-			     "seq_len=8",
-			     "batch_size=4",
-			     "vocab_size=50",
-			     "layers=4",
-			     "steps=3",
-			     "eval_tokens=64",
-			     "threads=1",
-			     sp,
-			     oa,
-			     NULL};
-	cr_assert_eq(cli_run(run, 0, err, sizeof(err)), 0, "%s", err);
+	save_tiny("g.safetensors", "precision=fp32", p, out, pa, oa);
 	char *f = cli_read(p, &len);
 	cr_assert_not_null(f);
 	char *g = memmem(f, len, "cuda_graphs\\\":false", 19);
