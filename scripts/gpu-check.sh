@@ -122,11 +122,12 @@ group tests && step "cuda tests" "$logdir/test-cuda.log" cuda_tests
 
 step env "$logdir/env.json" "$builddir/bench/deqbench" env
 
-# d_model n_heads d_ff seq_len batch_size
+# d_model n_heads d_ff seq_len batch_size (d_model 512 at the shapes of
+# the d_model 512 suites' step: its bf16 GEMM floor is issue 31's target)
 shapes=(
 	"128 4 512 64 16"
 	"256 4 1024 128 16"
-	"512 8 2048 256 16"
+	"512 8 2048 128 16"
 	"1024 16 4096 512 8"
 )
 for s in "${shapes[@]}"; do

@@ -1,0 +1,366 @@
+#!/usr/bin/env python3
+"""gpu_targets.py — issue 31's GPU targets against the records and logs of
+one lent-GPU check (scripts/gpu-lent.sh, scripts/gpu-check.sh), generated,
+never typed: the TARGETS.md beside them.
+
+    gpu_targets.py [--write | --check] [DIR]     (default results/gpu/check)
+
+Reads DIR/*.jsonl (run records, results/SCHEMA.md) and DIR/bench-block-*.log
+(`deqbench bench-block` prints no record; its lines are parsed here: the
+header's shape and precision, "ratio block/gemm", and under precision=bf16
+"gemm bf16 floor, one training step's shapes ... ms"). Prints, per target
+(NVIDIA H100 in the issue; the device the records name here), what was
+measured, from which records, and met / missed / not measured. Ratios are
+of medians measured in the same call on the same device. --write writes
+DIR/TARGETS.md; --check exits 1 when the committed file differs from what
+the records generate (tests/meson.build: test `gpu-targets`). Standard
+library only.
+"""
+import argparse
+import glob
+import os
+import re
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import records as R  # noqa: E402
+
+BLOCK_MIN = 0.90       # block fwd+vjp ≥ 0.90 of cuBLAS at the same precision
+PER_EVAL_MAX = 1.10    # DEQ ms per evaluation ≤ 1.10 × unroll's
+PER_EVAL_STEPS = 500   # ... over whole runs of at least this many steps
+READS_MAX = 2.0        # host reads per solve
+FLOOR_MAX = 2.5        # bf16 unroll step ≤ 2.5 × the bf16 GEMM-only floor
+COMPILE_MIN = 3.0      # ≥ 3 × faster than PyTorch bf16 + torch.compile
+EAGER_MIN = 10.0       # d_model 128: ≥ 10 × faster than PyTorch eager bf16
+
+HEAD = re.compile(r"^bench-block: .*device=(\S+) \((.*)\) precision=(\S+) "
+                  r"B=(\d+) T=(\d+) d_model=(\d+)")
+RATIO = re.compile(r"^ratio block/gemm ([0-9.]+)")
+FLOOR = re.compile(r"^gemm bf16 floor, one training step's shapes\s+([0-9.]+) ms")
+
+
+def bench_block(d):
+    """Rows of the bench-block logs in d: dicts with device, precision, B,
+    T, d_model, ratio and (bf16) the step's GEMM floor in ms."""
+    rows = []
+    for path in sorted(glob.glob(os.path.join(d, "bench-block-*.log"))):
+        row = {"log": os.path.basename(path)}
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                m = HEAD.match(line)
+                if m:
+                    row.update(device=m[2], precision=m[3], B=int(m[4]),
+                               T=int(m[5]), d_model=int(m[6]))
+                m = RATIO.match(line)
+                if m:
+                    row["ratio"] = float(m[1])
+                m = FLOOR.match(line)
+                if m:
+                    row["floor_ms"] = float(m[1])
+        if "ratio" in row and "d_model" in row:
+            rows.append(row)
+    return sorted(rows, key=lambda r: (r["d_model"], r["precision"]))
+
+
+def load(d):
+    paths = sorted(glob.glob(os.path.join(d, "*.jsonl")))
+    ok, _ = R.load(paths, note=lambda *a: None)
+    return [(os.path.basename(p), rec) for p, _, rec in ok]
+
+
+def c(rec, key):
+    return R.get(rec, "config." + key)
+
+
+def step(rec):
+    return R.num(rec, "timing.step_ms.median")
+
+
+def is_torch(rec):
+    return str(rec.get("impl", "")).startswith("pytorch")
+
+
+def pick(recs, **want):
+    """Records whose config matches want (impl=torch/deqbench by kind)."""
+    out = []
+    for f, r in recs:
+        impl = want.get("impl")
+        if impl is not None and (impl == "pytorch") != is_torch(r):
+            continue
+        if all(c(r, k) == v for k, v in want.items() if k != "impl"):
+            out.append((f, r))
+    return out
+
+
+def fmt(x, d=2):
+    return "-" if x is None else f"{x:.{d}f}"
+
+
+def verdict(ok):
+    return "**met**" if ok else "**missed**"
+
+
+def per_eval(rec):
+    ev = (R.num(rec, "evals.forward_evals_per_step") or 0) + \
+        (R.num(rec, "evals.vjp_evals_per_step") or 0)
+    return step(rec) / ev if ev and step(rec) else None
+
+
+def section_block(rows):
+    out = ["## 1. Block forward+VJP against cuBLAS at the same precision",
+           "", f"Target: ≥ {BLOCK_MIN:.2f} for d_model 128–1024 "
+           "(`ratio block/gemm` of `deqbench bench-block`, 50 iterations).", "",
+           "| d_model | B×T | precision | block/gemm | verdict | log |",
+           "|---:|---|---|---:|---|---|"]
+    for r in rows:
+        out.append(f"| {r['d_model']} | {r['B']}×{r['T']} | {r['precision']} | "
+                   f"{r['ratio']:.3f} | {verdict(r['ratio'] >= BLOCK_MIN)} | "
+                   f"{r['log']} |")
+    return out + [""]
+
+
+def deq_unroll_pairs(recs):
+    """(file, graphs, d_model, seed, deq record, unroll record) for every DEQ
+    record with an unroll record of the same file, shape, precision, graphs
+    and seed."""
+    pairs = []
+    for f, r in recs:
+        if c(r, "method") != "deq" or is_torch(r) or r.get("kind") != "train":
+            continue
+        for f2, u in recs:
+            if (f2 == f and c(u, "method") == "unroll" and not is_torch(u)
+                    and u.get("kind") == "train"
+                    and all(c(u, k) == c(r, k) for k in
+                            ("d_model", "seq_len", "batch_size", "precision",
+                             "cuda_graphs", "seed", "steps", "layers"))):
+                pairs.append((f, r, u))
+                break
+    return pairs
+
+
+def section_per_eval(recs):
+    out = ["## 2. DEQ cost per evaluation against unroll's", "",
+           f"Target: ≤ {PER_EVAL_MAX:.2f}× at d_model 128 and 512 over whole "
+           f"runs of ≥ {PER_EVAL_STEPS} steps. Per evaluation: the median "
+           "step time over (forward + VJP evaluations per step); unroll "
+           "makes L + L. Step time includes the head and Adam, which a DEQ "
+           "pays once over fewer evaluations.", "",
+           "| file | d_model | precision | graphs | steps | seeds | DEQ ms/eval | "
+           "unroll ms/eval | ratio (median [min–max]) | verdict |",
+           "|---|---:|---|---|---:|---:|---:|---:|---|---|"]
+    groups = {}
+    for f, r, u in deq_unroll_pairs(recs):
+        key = (f, c(r, "d_model"), c(r, "precision"), bool(c(r, "cuda_graphs")),
+               c(r, "steps"))
+        groups.setdefault(key, []).append((per_eval(r), per_eval(u)))
+    for (f, d, p, g, n), xs in sorted(groups.items()):
+        ratios = [a / b for a, b in xs]
+        med = statistics.median(ratios)
+        ok = verdict(med <= PER_EVAL_MAX) if n >= PER_EVAL_STEPS else \
+            f"not a whole ≥ {PER_EVAL_STEPS}-step run"
+        out.append(f"| {f} | {d} | {p} | {'yes' if g else 'no'} | {n} | {len(xs)} | "
+                   f"{fmt(statistics.median(a for a, _ in xs), 4)} | "
+                   f"{fmt(statistics.median(b for _, b in xs), 4)} | "
+                   f"{med:.2f} [{min(ratios):.2f}–{max(ratios):.2f}] | {ok} |")
+    return out + [""]
+
+
+def section_reads(recs):
+    out = ["## 3. Host reads per solve", "",
+           f"Target: ≤ {READS_MAX:g} (`solver.host_reads_per_step` over the "
+           "step's two solves, forward and backward; inference: one solve "
+           "a batch).", "",
+           "| file | graphs | runs | training reads/solve (max) | "
+           "inference reads/solve (max) | verdict |", "|---|---|---:|---:|---:|---|"]
+    groups = {}
+    for f, r in recs:
+        if c(r, "method") != "deq" or is_torch(r) or r.get("kind") != "train":
+            continue
+        tr = R.num(r, "solver.host_reads_per_step")
+        inf = R.num(r, "inference.host_reads_per_batch")
+        groups.setdefault((f, bool(c(r, "cuda_graphs"))), []).append(
+            (tr / 2 if tr is not None else None, inf))
+    for (f, g), xs in sorted(groups.items()):
+        tr = max((a for a, _ in xs if a is not None), default=None)
+        inf = max((b for _, b in xs if b is not None), default=None)
+        worst = max(x for x in (tr, inf) if x is not None)
+        out.append(f"| {f} | {'yes' if g else 'no'} | {len(xs)} | {fmt(tr)} | "
+                   f"{fmt(inf)} | {verdict(worst <= READS_MAX)} |")
+    return out + [""]
+
+
+def section_floor(recs, rows):
+    out = ["## 4. bf16 unroll step against the bf16 GEMM-only floor of its shapes",
+           "", f"Target: ≤ {FLOOR_MAX:g}× at d_model 512 (the floor: "
+           "bench-block's \"gemm bf16 floor, one training step's shapes\", "
+           "operands already bf16, at the run's d_model, batch and seq_len).", "",
+           "| file | d_model | B×T | graphs | step ms | floor ms | ratio | verdict |",
+           "|---|---:|---|---|---:|---:|---:|---|"]
+    for f, r in pick(recs, method="unroll", precision="bf16", impl="deqbench"):
+        d, B, T = c(r, "d_model"), c(r, "batch_size"), c(r, "seq_len")
+        fl = [x for x in rows if x["precision"] == "bf16" and x["d_model"] == d
+              and x["B"] == B and x["T"] == T and "floor_ms" in x]
+        if d != 512:
+            continue
+        if not fl:
+            out.append(f"| {f} | {d} | {B}×{T} | "
+                       f"{'yes' if c(r, 'cuda_graphs') else 'no'} | {fmt(step(r))} | - | - | "
+                       f"not measured: no bench-block log at {B}×{T} |")
+            continue
+        ratio = step(r) / fl[0]["floor_ms"]
+        out.append(f"| {f} | {d} | {B}×{T} | {'yes' if c(r, 'cuda_graphs') else 'no'} | "
+                   f"{fmt(step(r))} | {fmt(fl[0]['floor_ms'])} | {ratio:.2f} | "
+                   f"{verdict(ratio <= FLOOR_MAX)} |")
+    return out + [""]
+
+
+def torch_eager_ms(recs, f, t):
+    """PyTorch eager's median step in file f at t's shapes, or None."""
+    for f2, e in pick(recs, method="unroll", precision="bf16", impl="pytorch",
+                      d_model=c(t, "d_model"), seq_len=c(t, "seq_len")):
+        if f2 == f and not c(e, "compile"):
+            return step(e)
+    return None
+
+
+def section_torch(recs, d_model, compile_, target, title):
+    note = (" deqtorch's compile=true compiles the block only "
+            "(bench/pytorch/deqtorch); where it is no faster than PyTorch "
+            "eager in the same file, the verdict says so: such a baseline "
+            "is not what a GPU user gets from torch.compile." if compile_ else "")
+    out = [title, "", f"Target: ≥ {target:g}× (PyTorch's median step over "
+           "deqbench's, same shapes, method unroll, bf16)." + note, "",
+           "| file | deqbench graphs | deqbench ms | PyTorch ms | ratio | verdict |",
+           "|---|---|---:|---:|---:|---|"]
+    for f, t in pick(recs, method="unroll", precision="bf16", impl="pytorch",
+                     d_model=d_model):
+        if bool(c(t, "compile")) != compile_:
+            continue
+        eager = torch_eager_ms(recs, f, t) if compile_ else None
+        suspect = (f", but compile ({fmt(step(t))} ms) is no faster than eager "
+                   f"({fmt(eager)} ms): suspect baseline"
+                   if eager is not None and step(t) >= 0.95 * eager else "")
+        for f2, r in pick(recs, method="unroll", precision="bf16", impl="deqbench",
+                          d_model=d_model):
+            if f2 != f or c(r, "layers") != c(t, "layers") or \
+                    c(r, "seq_len") != c(t, "seq_len"):
+                continue
+            ratio = step(t) / step(r)
+            out.append(f"| {f} | {'yes' if c(r, 'cuda_graphs') else 'no'} | "
+                       f"{fmt(step(r))} | {fmt(step(t))} | {ratio:.2f} | "
+                       f"{verdict(ratio >= target)}{suspect} |")
+    return out + [""]
+
+
+def section_managed(recs):
+    out = ["## Unified memory (method=managed) against offload", "",
+           "bench/suites/managed-gpu.json: median step ms over repeats "
+           "[min–max], total device peak (MiB; managed pages are outside it), "
+           "on the whole card and under device_mem_cap_mib.", "",
+           "| cap MiB | method | prefetch | runs | step ms | total peak MiB |",
+           "|---:|---|---|---:|---|---:|"]
+    by = {}
+    for f, r in recs:
+        if "managed" not in f or is_torch(r):
+            continue
+        pf = c(r, "managed_prefetch") if c(r, "method") == "managed" else None
+        key = (c(r, "device_mem_cap_mib") or 0, c(r, "method"), str(pf))
+        by.setdefault(key, []).append(r)
+    for (cap, m, pf), rs in sorted(by.items()):
+        ms = [step(r) for r in rs]
+        peak = statistics.median(R.num(r, "memory.peak_total_bytes") for r in rs) / R.MIB
+        out.append(f"| {cap} | {m} | {'-' if pf == 'None' else pf.lower()} | {len(rs)} | "
+                   f"{statistics.median(ms):.2f} [{min(ms):.2f}–{max(ms):.2f}] | {peak:.0f} |")
+    return out + [""]
+
+
+def section_graphs(recs):
+    out = ["## Eager against cuda_graphs=true", "",
+           "Median step ms per method (median over seeds), same file pair.", "",
+           "| file | method | precision | d_model | eager ms | graphs ms | graphs/eager |",
+           "|---|---|---|---:|---:|---:|---:|"]
+    by = {}
+    for f, r in recs:
+        if is_torch(r) or r.get("kind") != "train" or c(r, "device_mem_cap_mib"):
+            continue
+        base = f.replace("-gc-graphs", "-gc")
+        key = (base, c(r, "method"), c(r, "precision"), c(r, "d_model"))
+        by.setdefault(key, {}).setdefault(bool(c(r, "cuda_graphs")), []).append(step(r))
+    for (f, m, p, d), v in sorted(by.items(), key=lambda kv: str(kv[0])):
+        if True in v and False in v:
+            e, g = statistics.median(v[False]), statistics.median(v[True])
+            out.append(f"| {f} | {m} | {p} | {d} | {e:.2f} | {g:.2f} | {g / e:.2f} |")
+    return out + [""]
+
+
+def provenance(recs, rows):
+    commits = sorted({str(R.get(r, "build.git_commit")) for _, r in recs
+                      if not is_torch(r)})
+    devices = sorted({str(R.get(r, "device.name")) for _, r in recs} |
+                     {x["device"] for x in rows})
+    dates = sorted(r.get("finished_at", "")[:10] for _, r in recs if r.get("finished_at"))
+    torch = sorted({r["impl"] for _, r in recs if is_torch(r)})
+    unhealthy = [f"{f}: {R.label(r)} {R.get(r, 'health.verdict')}" for f, r in recs
+                 if R.get(r, "health.verdict") not in ("healthy", None)
+                 and not is_torch(r)]
+    out = [f"Records: {len(recs)} runs from deqbench commit {', '.join(commits)} on "
+           f"{', '.join(devices)}, {dates[0] if dates else '?'} to "
+           f"{dates[-1] if dates else '?'}; PyTorch: {', '.join(torch) or 'none'}; "
+           f"{len(rows)} bench-block logs."]
+    out.append("Runs not labelled healthy (deqbench's own health check): "
+               + ("; ".join(unhealthy) if unhealthy else "none") + ".")
+    return out + [""]
+
+
+def generate(d):
+    recs, rows = load(d), bench_block(d)
+    out = ["# Issue 31's GPU targets, measured", "",
+           "Generated by `plots/gpu_targets.py --write " + os.path.relpath(
+               os.path.abspath(d), os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) +
+           "` from the records and logs in this folder; edit the generator, "
+           "not this file.", ""]
+    out += provenance(recs, rows)
+    out += section_block(rows)
+    out += section_per_eval(recs)
+    out += section_reads(recs)
+    out += section_floor(recs, rows)
+    out += section_torch(recs, 512, True, COMPILE_MIN,
+                         "## 5. bf16 unroll at d_model 512 against PyTorch bf16 + torch.compile")
+    out += section_torch(recs, 128, False, EAGER_MIN,
+                         "## 6. bf16 unroll at d_model 128 against PyTorch eager bf16")
+    out += section_graphs(recs)
+    out += section_managed(recs)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--write", action="store_true")
+    g.add_argument("--check", action="store_true")
+    ap.add_argument("dir", nargs="?", default="results/gpu/check")
+    a = ap.parse_args()
+    if not os.path.isdir(a.dir):
+        print(f"gpu_targets.py: no folder {a.dir}; give the folder of a GPU "
+              "check's records", file=sys.stderr)
+        return 2
+    text = generate(a.dir)
+    path = os.path.join(a.dir, "TARGETS.md")
+    if a.write:
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+    elif a.check:
+        old = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
+        if old != text:
+            print(f"gpu_targets.py: {path} differs from what the records generate; "
+                  f"run plots/gpu_targets.py --write {a.dir}", file=sys.stderr)
+            return 1
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
