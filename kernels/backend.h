@@ -335,6 +335,30 @@ struct backend_ops {
 				 const void *row, void *alpha, int slot,
 				 int nact, double lambda);
 
+	/* ---- the step's scalars on the device (docs/ARCHITECTURE.md
+	 * §Graphs: with cuda_graphs the head, clipping and Adam are recorded,
+	 * so nothing they compute may come back to the host in between).
+	 * Each equals its host-returning op bit for bit; none synchronises.
+	 * ---- */
+	/* xent_train with the mean loss written to *loss (a device double)
+	 * instead of returned. */
+	void (*xent_train_dev)(void *ctx, void *dlogits, const void *logits,
+			       const int32_t *targets, int N, int V,
+			       double scale, double *loss);
+	/* sumsq[0] (a device double) = Σ x² with norm's reduction: its
+	 * square root is norm(x). */
+	void (*sumsq_dev)(void *ctx, double *sumsq, const void *x, size_t n);
+	/* Global-norm clipping: with gn the square root of sumsq[0], x *=
+	 * clip / gn as scale does when clip > 0 and gn > clip; x untouched
+	 * otherwise. */
+	void (*clip_dev)(void *ctx, void *x, size_t n, const double *sumsq,
+			 double clip);
+	/* adam with hyper (3 device doubles) = {lr, 1 - beta1^t, 1 -
+	 * beta2^t}, the values adam computes on the host at step t. */
+	void (*adam_dev)(void *ctx, void *p, const void *g, void *m, void *v,
+			 size_t n, const double *hyper, double beta1,
+			 double beta2, double eps, double wd);
+
 	/* ---- offload (docs/ARCHITECTURE.md §Offload): copies between
 	 * device and host memory on a copy stream beside the compute stream
 	 * ---- */

@@ -6,11 +6,13 @@
  * propagation; the batched solver ops and the solve-control decisions;
  * transfers larger than the staging buffer; fill/copy; zero_rows and
  * transpose bit for bit; bitwise determinism of every op but the embedding
- * scatter. Tolerances are justified where they are used.
+ * scatter; the step's scalars on the device bit for bit their host twins
+ * (test_step_scalars.h). Tolerances are justified where they are used.
  */
 #include "test_cuda_util.h"
 #include "test_ops_util.h"
 #include "test_move_ops.h"
+#include "test_step_scalars.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -68,6 +70,14 @@ Test(cuda_ops, adam)
 		free(p), free(g), free(m), free(v), free(gp), free(gm),
 		    free(gv);
 	}
+	backend_destroy(be);
+}
+
+Test(cuda_ops, step_scalars, .timeout = 120)
+{
+	struct backend *be = cuda_or_skip();
+	check_step_scalars(be, 5);
+	check_step_scalars(be, 3000017);
 	backend_destroy(be);
 }
 

@@ -2,13 +2,16 @@
  * test_vec_ops.c — the ops of the CPU backends ("cpu64", "cpu") that are not
  * layers (test_ops.c has those): Adam against its formula, the solver
  * vector ops (dot, norm, axpy, scale; dot_segments and gemm_batched; the
- * solve-control decisions of solve_ctl.h), the ops that move values
+ * solve-control decisions of solve_ctl.h), the step's scalars on the
+ * device against their host-returning twins (test_step_scalars.h), the
+ * ops that move values
  * (zero_rows, transpose: exact), copy, fill and transfers, and bitwise
  * determinism of the threaded kernels (two runs, and 1 vs 2 threads).
  * Tolerances are justified where they are used.
  */
 #include "test_ops_util.h"
 #include "test_move_ops.h"
+#include "test_step_scalars.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -66,6 +69,18 @@ Test(ops, adam)
 			free(p), free(g), free(m), free(v), free(gp), free(gm),
 			    free(gv);
 		}
+}
+
+/* The step's scalars on the device, bit for bit their host twins'. */
+Test(ops, step_scalars)
+{
+	const char *names[] = {"cpu64", "cpu"};
+	for (int bi = 0; bi < 2; bi++) {
+		struct backend *be = make(names[bi], 0);
+		check_step_scalars(be, 5);
+		check_step_scalars(be, 100003);
+		backend_destroy(be);
+	}
 }
 
 /* ---- vector ops -----------------------------------------------------------

@@ -483,6 +483,45 @@ static void cpu_scale(void *ctx, void *x_, double a, size_t n)
 	PAR_EACH(n, x[i] *= ra);
 }
 
+/* ------------------------------ the step's scalars "on the device" (RAM) */
+
+/* Each is its host-returning op with the number stored, not returned, so
+ * the bits are the same (kernels/backend.h). */
+static void cpu_xent_train_dev(void *ctx, void *dlogits, const void *logits,
+			       const int32_t *targets, int N, int V,
+			       double scale, double *loss)
+{
+	*loss = DQ_FN(dq_cpu_xent_train_)(ctx, dlogits, logits, targets, N, V,
+					  scale);
+}
+
+static void cpu_sumsq_dev(void *ctx, double *sumsq, const void *x, size_t n)
+{
+	(void)ctx;
+	*sumsq = block_dot(x, x, n);
+}
+
+static void cpu_clip_dev(void *ctx, void *x, size_t n, const double *sumsq,
+			 double clip)
+{
+	double gn = sqrt(*sumsq);
+	if (clip > 0 && gn > clip)
+		cpu_scale(ctx, x, clip / gn, n);
+}
+
+static void cpu_adam_dev(void *ctx, void *p_, const void *g_, void *m_,
+			 void *v_, size_t n, const double *hyper, double beta1,
+			 double beta2, double eps, double wd)
+{
+	(void)ctx;
+	real *p = p_, *m = m_, *v = v_;
+	const real *g = g_;
+	real bc1 = (real)hyper[1], bc2 = (real)hyper[2];
+	PAR_EACH(n, adam_step(&p[i], g[i], &m[i], &v[i], (real)hyper[0],
+			      (real)beta1, (real)beta2, (real)eps, (real)wd,
+			      bc1, bc2));
+}
+
 /* ------------------------------------------- solver control (solve_ctl.h) */
 
 /* Device memory is host memory here: the plain dots, into c->st. The
@@ -528,6 +567,10 @@ const struct backend_ops DQ_FN(dq_cpu_ops_) = {
     .xent_backward = cpu_xent_backward,
     .xent_train = DQ_FN(dq_cpu_xent_train_),
     .adam = cpu_adam,
+    .xent_train_dev = cpu_xent_train_dev,
+    .sumsq_dev = cpu_sumsq_dev,
+    .clip_dev = cpu_clip_dev,
+    .adam_dev = cpu_adam_dev,
     .dot = cpu_dot,
     .dot_segments = cpu_dot_segments,
     .dot_segments_dev = cpu_dot_segments_dev,

@@ -314,6 +314,10 @@ static struct backend_ops cu_ops_make(void)
 	o.xent_backward = cu_xent_backward;
 	o.xent_train = cu_xent_train;
 	o.adam = cu_adam;
+	o.xent_train_dev = cu_xent_train_dev;
+	o.sumsq_dev = cu_sumsq_dev;
+	o.clip_dev = cu_clip_dev;
+	o.adam_dev = cu_adam_dev;
 	o.dot = cu_dot;
 	o.dot_segments = cu_dot_segments;
 	o.dot_segments_dev = cu_dot_segments_dev;

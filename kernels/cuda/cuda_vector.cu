@@ -115,6 +115,43 @@ double cu_xent_train(void *ctx, void *dlogits, const void *logits,
 	return xent_rows(ctx, dlogits, logits, targets, N, V, (float)scale, 1);
 }
 
+/* *loss = (first ? 0 : *loss) + *s, then / N when last: xent_rows'
+ * total on the device, in the same double operations (no contraction). */
+__global__ void loss_acc_kernel(double *loss, const double *s, int first,
+				int last, int N)
+{
+	double t = __dadd_rn(first ? 0.0 : *loss, *s);
+	*loss = last ? __ddiv_rn(t, (double)N) : t;
+}
+
+/* cu_xent_train with the mean loss left in *loss (device); no sync. */
+void cu_xent_train_dev(void *ctx, void *dlogits, const void *logits,
+		       const int32_t *targets, int N, int V, double scale,
+		       double *loss)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (N <= 0) {
+		cuda_check(
+		    cudaMemsetAsync(loss, 0, sizeof(double), c->stream));
+		return;
+	}
+	for (int n0 = 0; n0 < N; n0 += (int)DQ_CU_RED_CAP) {
+		int cnt =
+		    N - n0 < (int)DQ_CU_RED_CAP ? N - n0 : (int)DQ_CU_RED_CAP;
+		size_t off = (size_t)n0 * (size_t)V;
+		xent_forward_kernel<<<(unsigned int)cnt, 256, 0, c->stream>>>(
+		    (float *)dlogits + off, (const float *)logits + off,
+		    targets + n0, V, c->red, (float)scale, 1);
+		cuda_check_launch();
+		sum_rows_kernel<<<1, 1024, 0, c->stream>>>(c->dres, c->red,
+							   cnt);
+		cuda_check_launch();
+		loss_acc_kernel<<<1, 1, 0, c->stream>>>(
+		    loss, c->dres, n0 == 0, n0 + cnt >= N, N);
+		cuda_check_launch();
+	}
+}
+
 /* dlogits = scale (probs - onehot(target)), one block per row; computed as
  * scale*p, then -= scale at the target, the CPU backend's two roundings.
  * Each element is read and written by one thread: dlogits may alias
@@ -170,6 +207,32 @@ void cu_adam(void *ctx, void *p, const void *g, void *m, void *v, size_t n,
 		      c->stream>>>(
 	    (float *)p, (const float *)g, (float *)m, (float *)v, n, (float)lr,
 	    (float)beta1, (float)beta2, (float)eps, (float)wd, bc1, bc2);
+	cuda_check_launch();
+}
+
+/* adam_kernel with lr and the bias corrections read from hyper (device
+ * doubles {lr, 1 - b1^t, 1 - b2^t}), rounded to float as cu_adam does. */
+__global__ void adam_dev_kernel(float *p, const float *g, float *m, float *v,
+				size_t n, const double *hyper, float b1,
+				float b2, float eps, float wd)
+{
+	const float lr = (float)hyper[0], bc1 = (float)hyper[1],
+		    bc2 = (float)hyper[2];
+	DQ_GRID_STRIDE(i, n)
+	dq_adam_f(&p[i], g[i], &m[i], &v[i], lr, b1, b2, eps, wd, bc1, bc2);
+}
+
+void cu_adam_dev(void *ctx, void *p, const void *g, void *m, void *v, size_t n,
+		 const double *hyper, double beta1, double beta2, double eps,
+		 double wd)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (!n)
+		return;
+	adam_dev_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
+			  c->stream>>>((float *)p, (const float *)g, (float *)m,
+				       (float *)v, n, hyper, (float)beta1,
+				       (float)beta2, (float)eps, (float)wd);
 	cuda_check_launch();
 }
 
@@ -239,6 +302,48 @@ double cu_norm(void *ctx, const void *x, size_t n)
 {
 	const float *f = (const float *)x;
 	return sqrt(dot_launch(dq_cu(ctx), f, f, n));
+}
+
+/* cu_norm's sum of squares (dot_kernel, the same grid) left in *sumsq. */
+void cu_sumsq_dev(void *ctx, double *sumsq, const void *x, size_t n)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	const float *f = (const float *)x;
+	if (!n) {
+		cuda_check(
+		    cudaMemsetAsync(sumsq, 0, sizeof(double), c->stream));
+		return;
+	}
+	unsigned int g = dq_grid_1d(c, n, 256);
+	if (g > 4u * (unsigned int)c->sm_count)
+		g = 4u * (unsigned int)c->sm_count;
+	dot_kernel<<<g, 256, 0, c->stream>>>(f, f, n, c->red, c->tickets,
+					     sumsq);
+	cuda_check_launch();
+}
+
+/* x *= (float)(clip / gn) with gn = sqrt(*sumsq) when clip > 0 and gn >
+ * clip (cu_scale's rounding of the factor computed on the host). */
+__global__ void clip_kernel(float *x, size_t n, const double *sumsq,
+			    double clip)
+{
+	const double gn = sqrt(*sumsq);
+	if (!(clip > 0 && gn > clip))
+		return;
+	const float a = (float)__ddiv_rn(clip, gn);
+	DQ_GRID_STRIDE(i, n)
+	x[i] *= a;
+}
+
+void cu_clip_dev(void *ctx, void *x, size_t n, const double *sumsq,
+		 double clip)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (!n)
+		return;
+	clip_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
+		      c->stream>>>((float *)x, n, sumsq, clip);
+	cuda_check_launch();
 }
 
 /* part[s G + g] = Σ over block g's grid-stride share of segment s
