@@ -10,6 +10,7 @@
  * Gradient rule: every backward here ADDs (+=) into the parameter
  * gradients; model_zero_grads (model.c) clears them once per step.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -156,6 +157,19 @@ double model_head_forward(struct model *m, const void *z)
 double model_head_forward_train(struct model *m, const void *z)
 {
 	return head_forward(m, z, 1);
+}
+
+void model_head_forward_train_dev(struct model *m, const void *z, double *loss)
+{
+	int N = m->B * m->T, V = m->cfg.vocab_size;
+	struct model_priv *pv = m->priv;
+	assert(model_head_rows(m) == (size_t)N);
+	pv->head_z = z;
+	pv->head_grads_done = 1;
+	model_linear_forward(m, m->logits, 0.0, z, m->n_params - 2, N, m->E, V);
+	be_xent_train_dev(m->be, m->logits, m->logits, m->targets, N, V,
+			  1.0 / (double)N, loss);
+	head_chunk_grads(m, z, 0, N);
 }
 
 /* Reads the z given to the last model_head_forward: the caller keeps it

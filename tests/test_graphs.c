@@ -23,11 +23,13 @@
  *   3. offload and managed are not recorded (their copies use a second
  *      stream), nor is anything when the backend has no graphs.
  */
+#include "bench/run/step_graphs.h"
 #include "methods/method.h"
 
 #define DQ_TEST_SEED 31
 #include "test_util.h"
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,7 +227,137 @@ Test(graphs, device_side_loops, .timeout = 120)
 	check_deq(SOLVER_ANDERSON, "anderson");
 }
 
-/* ------------------------------------------------ 3. not recorded */
+/* ------------------------------- 3. the head and the optimizer */
+
+/* One training step of me on m's batch up to the method's backward:
+ * eager (sg NULL: the run's head, model_head_forward_train) or with the
+ * head recorded; returns the eager loss (NAN with sg). */
+static double head_and_method(struct model *m, struct method *me, void *z,
+			      struct step_graphs *sg)
+{
+	double loss = NAN;
+	model_zero_grads(m);
+	model_inject_forward(m);
+	method_forward(me, m->u, z, 1);
+	if (sg) {
+		step_graphs_head(sg, m, z);
+	} else {
+		loss = model_head_forward_train(m, z);
+		model_head_backward(m);
+	}
+	method_backward(me, m->gz, m->gu);
+	return loss;
+}
+
+/* What a step left: loss, norm, parameters and Adam moments. */
+struct opt_out {
+	double loss, gn, *p, *am, *av;
+};
+
+static struct opt_out opt_out_of(struct model *m, double loss, double gn,
+				 void *am, void *av)
+{
+	size_t n = m->n_param_elems;
+	struct opt_out o = {loss, gn, download(m->be, m->param_buf, n),
+			    download(m->be, am, n), download(m->be, av, n)};
+	return o;
+}
+
+static void check_head_opt(const char *be_name, double clip)
+{
+	struct model *m = open_model(be_name, MODEL_TRANSFORMER, odd, 3);
+	size_t n = m->n_param_elems;
+	double *p0 = download(m->be, m->param_buf, n);
+	void *z = dev_state(m), *am = backend_alloc(m->be, n, MEM_OPTIMIZER),
+	     *av = backend_alloc(m->be, n, MEM_OPTIMIZER);
+	cr_assert(am && av);
+	struct method *me =
+	    new_method(m, cfg_of(method_kind_parse("unroll"), 3, 0));
+	struct step_opt o = {.lr = 1e-2,
+			     .clip = clip,
+			     .beta1 = 0.9,
+			     .beta2 = 0.999,
+			     .eps = 1e-8,
+			     .t = 1};
+	/* eager: train_step.c's head, then norm, clipping and Adam */
+	be_fill(m->be, am, 0, n), be_fill(m->be, av, 0, n);
+	double loss = head_and_method(m, me, z, NULL);
+	model_inject_backward(m);
+	double gn = be_norm(m->be, m->grad_buf, n);
+	if (clip > 0 && gn > clip)
+		be_scale(m->be, m->grad_buf, clip / gn, n);
+	be_adam(m->be, m->param_buf, m->grad_buf, am, av, n, o.lr, o.beta1,
+		o.beta2, o.eps, o.wd, o.t);
+	struct opt_out eager = opt_out_of(m, loss, gn, am, av);
+	cr_assert(clip == 0 || gn > clip, "%s: clipping engaged", be_name);
+	/* recorded: the same bits */
+	be_upload(m->be, m->param_buf, p0, n);
+	be_fill(m->be, am, 0, n), be_fill(m->be, av, 0, n);
+	give_graphs(m);
+	struct step_graphs sg;
+	cr_assert(step_graphs_wanted(m, 1) && !step_graphs_wanted(m, 0));
+	cr_assert_eq(step_graphs_init(&sg, m), 0);
+	head_and_method(m, me, z, &sg);
+	step_graphs_opt(&sg, m, am, av, &o, &loss, &gn);
+	struct opt_out g = opt_out_of(m, loss, gn, am, av);
+	cr_assert_eq(memcmp(&g.loss, &eager.loss, sizeof(double)), 0, "%s",
+		     be_name);
+	cr_assert_eq(memcmp(&g.gn, &eager.gn, sizeof(double)), 0, "%s",
+		     be_name);
+	cr_assert_eq(memcmp(g.p, eager.p, n * sizeof(double)), 0, "%s",
+		     be_name);
+	cr_assert_eq(memcmp(g.am, eager.am, n * sizeof(double)), 0, "%s",
+		     be_name);
+	cr_assert_eq(memcmp(g.av, eager.av, n * sizeof(double)), 0, "%s",
+		     be_name);
+	cr_assert_eq(fake.recordings, 2, "%s: the head and the optimizer",
+		     be_name);
+	cr_assert_eq(fake.launches, 2, "%s", be_name);
+	/* the next step replays both; other moments record the optimizer anew */
+	o.t = 2;
+	head_and_method(m, me, z, &sg);
+	step_graphs_opt(&sg, m, am, av, &o, &loss, &gn);
+	cr_assert_eq(fake.recordings, 2, "%s", be_name);
+	cr_assert_eq(fake.launches, 4, "%s", be_name);
+	step_graphs_opt(&sg, m, av, am, &o, &loss, &gn);
+	cr_assert_eq(fake.recordings, 3, "%s", be_name);
+	step_graphs_free(&sg, m);
+	cr_assert_eq(fake.live, 0, "%s: step_graphs_free frees both", be_name);
+	method_destroy(me);
+	struct opt_out *outs[] = {&eager, &g};
+	for (int i = 0; i < 2; i++)
+		free(outs[i]->p), free(outs[i]->am), free(outs[i]->av);
+	free(p0);
+	backend_free(m->be, z), backend_free(m->be, am),
+	    backend_free(m->be, av);
+	close_model(m);
+}
+
+Test(graphs, head_and_optimizer, .timeout = 120)
+{
+	check_head_opt("cpu", 0.0);
+	check_head_opt("cpu", 1e-3);
+	check_head_opt("cpu64", 1e-3);
+}
+
+/* A chunked head reads the host once a chunk: it is not recorded. */
+Test(graphs, chunked_head_not_recorded)
+{
+	struct model *m = open_model("cpu", MODEL_TRANSFORMER, odd, 3);
+	give_graphs(m);
+	cr_assert(step_graphs_wanted(m, 1));
+	close_model(m);
+	struct backend *be = make_be("cpu");
+	struct model_config mc = model_cfg(MODEL_TRANSFORMER, odd, 11);
+	mc.head_chunk = 4; /* < B T = 15 */
+	struct model *mk = model_of(be, &mc);
+	give_graphs(mk);
+	cr_assert(!step_graphs_wanted(mk, 1));
+	model_destroy(mk);
+	backend_destroy(be);
+}
+
+/* ------------------------------------------------ 4. not recorded */
 
 Test(graphs, not_recorded)
 {
@@ -249,7 +381,7 @@ Test(graphs, not_recorded)
 	close_model(m);
 }
 
-/* ------------------------------------------------------ 4. refusals */
+/* ------------------------------------------------------ 5. refusals */
 
 Test(graphs, refused_off_cuda, .init = cli_setup, .fini = cli_teardown,
      .timeout = 60)

@@ -127,9 +127,10 @@ static const struct key_desc tail_keys[] = {
 	 "impl=deqbench",
 	 0),
     BOOL("cuda_graphs", "device", cuda_graphs,
-	 "device=cuda: run unroll/checkpoint/revolve passes as recorded CUDA "
-	 "graphs and deq's solves as device-side loops (one host read a "
-	 "solve; docs/gpu.md)",
+	 "device=cuda: run unroll/checkpoint/revolve passes, the head and "
+	 "clipping+Adam as recorded CUDA graphs and deq's solves as "
+	 "device-side loops (one host read a solve, one a step for the "
+	 "loss and norm; docs/gpu.md)",
 	 0),
     INT("device_mem_cap_mib", "device", device_mem_cap_mib, 0, 1e8,
 	"device=cuda: MiB of GPU memory the run may use, the rest held "

@@ -82,6 +82,12 @@ static int setup_training(struct run *r)
 	}
 	be_fill(be, r->adam_m, 0, n);
 	be_fill(be, r->adam_v, 0, n);
+	r->sg_on = step_graphs_wanted(r->rc.m, r->cfg->cuda_graphs);
+	if (r->sg_on && step_graphs_init(&r->sg, r->rc.m) != 0) {
+		snprintf(r->err, sizeof(r->err),
+			 "out of device memory for the step's scalars");
+		return -1;
+	}
 	r->have_pred =
 	    method_memory(r->rc.m, method_get_config(r->rc.me), &r->pred_depth,
 			  &r->pred_solver, e2, sizeof(e2)) == 0;
@@ -119,6 +125,8 @@ static void run_teardown(struct run *r)
 	if (r->rc.be) {
 		backend_free(r->rc.be, r->adam_m);
 		backend_free(r->rc.be, r->adam_v);
+		if (r->sg_on)
+			step_graphs_free(&r->sg, r->rc.m);
 	}
 	pretrain_free(&r->pt, &r->rc);
 	run_ctx_destroy(&r->rc);

@@ -128,6 +128,40 @@ static double optimizer_step(struct run *r, int s, double lr)
 	return gn;
 }
 
+/* The optimizer of step s at learning rate lr (step_graphs.h). */
+static struct step_opt step_opt_of(const struct run *r, int s, double lr)
+{
+	struct step_opt o = {.lr = lr,
+			     .clip = r->cfg->clip,
+			     .beta1 = ADAM_BETA1,
+			     .beta2 = ADAM_BETA2,
+			     .eps = ADAM_EPS,
+			     .wd = 0.0,
+			     .t = s};
+	return o;
+}
+
+/* The forward, backward and optimizer of step s with the head and the
+ * optimizer recorded (r->sg_on): *loss and *gn come back after the
+ * update. 0, or -1 with r->err (bad token ids). */
+static int graphed_step(struct run *r, int s, double lr, double *loss,
+			double *gn)
+{
+	struct run_ctx *rc = &r->rc;
+	struct model *m = rc->m;
+	struct step_opt o = step_opt_of(r, s, lr);
+	model_zero_grads(m);
+	if (model_set_batch(m, r->tok, r->err, sizeof(r->err)) != 0)
+		return -1;
+	model_inject_forward(m);
+	method_forward(rc->me, m->u, rc->z, 1);
+	step_graphs_head(&r->sg, m, rc->z);
+	be_timer_mark(rc->be, 1);
+	method_backward(rc->me, m->gz, m->gu);
+	step_graphs_opt(&r->sg, m, r->adam_m, r->adam_v, &o, loss, gn);
+	return 0;
+}
+
 /* Raises the pool's high-water marks by this step's. */
 static void pool_update(struct run *r)
 {
@@ -154,15 +188,23 @@ static enum run_status train_step(struct run *r, int s, int measured)
 	int i = s - 1;
 
 	be_timer_mark(be, 0);
-	if (step_forward(&r->rc, r->tok, 1, &loss, r->err, sizeof(r->err)))
-		return RUN_ERROR;
-	be_timer_mark(be, 1);
+	if (r->sg_on) {
+		if (graphed_step(r, s, lr, &loss, &gn) != 0)
+			return RUN_ERROR;
+	} else {
+		if (step_forward(&r->rc, r->tok, 1, &loss, r->err,
+				 sizeof(r->err)))
+			return RUN_ERROR;
+		be_timer_mark(be, 1);
+	}
 	log->loss[i] = loss;
 	r->steps_done = s;
 	if (loss_diverged(r, loss, s))
 		return RUN_DIVERGED;
-	step_backward(&r->rc);
-	gn = optimizer_step(r, s, lr);
+	if (!r->sg_on) {
+		step_backward(&r->rc);
+		gn = optimizer_step(r, s, lr);
+	}
 	be_timer_mark(be, 2);
 	log->fwd_ms[i] = be_timer_elapsed_ms(be, 0, 1);
 	log->bwd_ms[i] = be_timer_elapsed_ms(be, 1, 2);
