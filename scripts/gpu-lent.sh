@@ -21,7 +21,9 @@
 # (torch.compile at d_model 512, eager at 512 and 128); d_model 128 steps;
 # the managed suite; the default suite and eval; the vs-pytorch suite
 # (resumed where a record file is carried). A step cut by the deadline
-# leaves what it wrote.
+# leaves what it wrote. PARTS="tests bench-block steps gc torch managed
+# suite vs-pytorch graphs512" (any of them; graphs512 only when named,
+# about 12 minutes) runs those parts only, in that order.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 B=build-reproduce
@@ -66,6 +68,15 @@ run() {
 		python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)'
 		echo "DQ_PYTHON=$DQ_PYTHON"
 	} >"$L/machine.txt" 2>&1
+	# the d_model 512 and 128 runs' shapes (steps512, torch512, steps128)
+	M512=(model=transformer d_model=512 n_heads=8 d_ff=2048 seq_len=128
+		batch_size=16 layers=16 corpus=brown data_dir=data steps=60
+		warmup_steps=10 lr=0.00025 lr_warmup=10 clip=1.0 eval_tokens=4096
+		init=pytorch device=cuda seed=1 out="$L/d512-steps.jsonl")
+	M128=(model=transformer d_model=128 n_heads=4 d_ff=512 seq_len=32
+		batch_size=16 layers=12 corpus=brown data_dir=data steps=100
+		warmup_steps=10 lr=0.001 lr_warmup=30 clip=1.0 eval_tokens=4096
+		init=pytorch device=cuda seed=1 method=unroll out="$L/d128-steps.jsonl")
 	runs
 	log "driver done"
 	(cd "$OUT" && tar czf gpu.tgz gpu && rm -rf gpu)
@@ -99,13 +110,27 @@ one() { # one CAP NAME CMD...: one command, log in $L/NAME.log
 	log "rc $? $n"
 }
 
+# part NAME: whether PARTS (default: all, in the order of runs) names it
+part() {
+	[ -z "${PARTS:-}" ] || [[ " $PARTS " == *" $1 "* ]]
+}
+
 runs() {
-	grp 150 tests
-	grp 100 bench-block
-	local M512=(model=transformer d_model=512 n_heads=8 d_ff=2048 seq_len=128
-		batch_size=16 layers=16 corpus=brown data_dir=data steps=60
-		warmup_steps=10 lr=0.00025 lr_warmup=10 clip=1.0 eval_tokens=4096
-		init=pytorch device=cuda seed=1 out="$L/d512-steps.jsonl")
+	part tests && grp 150 tests
+	part bench-block && grp 100 bench-block
+	part steps && steps512
+	part gc && DQ_GPU_STEPS=500 grp 90 gc-vs-deq
+	part gc && DQ_GPU_STEPS=500 grp 90 graphs
+	part torch && torch512
+	part steps && steps128
+	part managed && grp 120 managed
+	part suite && grp 70 suite eval
+	part vs-pytorch && grp 150 vs-pytorch
+	[[ " ${PARTS:-} " == *" graphs512 "* ]] && grp 540 graphs512
+	return 0
+}
+
+steps512() {
 	local DEQ=(method=deq f_solver=broyden b_solver=broyden f_max_iter=30
 		b_max_iter=40)
 	one 25 d512-unroll-fp32 "$D" run "${M512[@]}" method=unroll precision=fp32
@@ -114,20 +139,19 @@ runs() {
 	one 25 d512-unroll-fp32-graphs "$D" run "${M512[@]}" method=unroll precision=fp32 cuda_graphs=true
 	one 30 d512-deq-bf16 "$D" run "${M512[@]}" "${DEQ[@]}" precision=bf16
 	one 30 d512-deq-bf16-graphs "$D" run "${M512[@]}" "${DEQ[@]}" precision=bf16 cuda_graphs=true
-	DQ_GPU_STEPS=500 grp 90 gc-vs-deq
-	DQ_GPU_STEPS=500 grp 90 graphs
+}
+
+torch512() {
 	one 120 d512-unroll-bf16-torch-compile "$D" run "${M512[@]}" method=unroll precision=bf16 impl=pytorch compile=true
 	one 40 d512-unroll-bf16-torch-eager "$D" run "${M512[@]}" method=unroll precision=bf16 impl=pytorch
-	local M128=(model=transformer d_model=128 n_heads=4 d_ff=512 seq_len=32
-		batch_size=16 layers=12 corpus=brown data_dir=data steps=100
-		warmup_steps=10 lr=0.001 lr_warmup=30 clip=1.0 eval_tokens=4096
-		init=pytorch device=cuda seed=1 method=unroll out="$L/d128-steps.jsonl")
+}
+
+steps128() {
 	one 40 d128-unroll-bf16 "$D" run "${M128[@]}" precision=bf16
 	one 40 d128-unroll-bf16-graphs "$D" run "${M128[@]}" precision=bf16 cuda_graphs=true
+	one 40 d128-unroll-fp32 "$D" run "${M128[@]}" precision=fp32
+	one 40 d128-unroll-fp32-graphs "$D" run "${M128[@]}" precision=fp32 cuda_graphs=true
 	one 60 d128-unroll-bf16-torch-eager "$D" run "${M128[@]}" precision=bf16 impl=pytorch
-	grp 120 managed
-	grp 70 suite eval
-	grp 150 vs-pytorch
 }
 
 case "${1:-}" in
