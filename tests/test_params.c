@@ -673,3 +673,33 @@ Test(eval, machine_keys_are_not_taken_from_the_file, .init = cli_setup,
 	const char *ev[] = {"eval", "eval_tokens=64", pa, oa, NULL};
 	cr_assert_eq(cli_run(ev, 0, err, sizeof(err)), 0, "%s", err);
 }
+
+/* A file trained with method=managed (unified memory: device=cuda only)
+ * evaluates on the CPU as unroll, whose arithmetic it is; a note says so.
+ * The file is a CPU offload run's with "offload" edited to "managed" in
+ * its metadata (the same number of bytes). */
+Test(eval, managed_file_evaluates_as_unroll_off_cuda, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	char p[512], out[512], err[4096], pa[600], oa[600];
+	size_t len;
+	save_tiny("m.safetensors", "method=offload", p, out, pa, oa);
+	char *f = cli_read(p, &len), *at;
+	cr_assert_not_null(f);
+	int n = 0;
+	while ((at = memmem(f, len, "\\\"offload\\\"", 11)) != NULL)
+		memcpy(at + 2, "managed", 7), n++;
+	cr_assert_gt(n, 0, "the metadata names the method");
+	cli_write(p, f, len);
+	free(f);
+	const char *ev[] = {"eval", "eval_tokens=64", pa, oa, NULL};
+	cr_assert_eq(cli_run(ev, 0, err, sizeof(err)), 0, "%s", err);
+	cr_assert(strstr(err, "method=managed") && strstr(err, "as unroll"),
+		  "%s", err);
+	const char *ev_cuda[] = {"eval", "device=cuda", "eval_tokens=64", pa,
+				 oa,	 NULL};
+	/* on device=cuda the file's method stands (refused here for lack
+	 * of a GPU or of a CUDA build, never for the method) */
+	cr_assert_eq(cli_run(ev_cuda, 0, err, sizeof(err)), 2, "%s", err);
+	cr_assert(!strstr(err, "as unroll"), "%s", err);
+}

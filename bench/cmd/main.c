@@ -197,6 +197,22 @@ static int eval_base_key(const char *k)
 	return !config_key_is_output(k);
 }
 
+/* A file trained with method=managed (unified memory, device=cuda only)
+ * evaluated off the GPU: its base method becomes unroll, whose arithmetic
+ * managed is (methods/managed.h), with a note on stderr. cfg holds the
+ * arguments alone (their device; a method given there overrides the base
+ * anyway). */
+static void managed_as_unroll(json_t *base, const struct bench_config *cfg)
+{
+	const char *m = json_string_value(json_object_get(base, "method"));
+	if (!m || strcmp(m, "managed") || cfg->device == DEVICE_CUDA)
+		return;
+	json_object_set_new(base, "method", json_string("unroll"));
+	fprintf(stderr, "deqbench eval: the file was trained with "
+			"method=managed (unified memory, device=cuda); "
+			"evaluating it as unroll, the same arithmetic\n");
+}
+
 /* `eval`'s config: the model and method config saved in params='s
  * metadata as the base (eval_base_key's keys), then FILE.json and the
  * arguments, which override it; without such metadata as `run` parses
@@ -218,6 +234,7 @@ static int parse_eval_config(struct bench_config *cfg, int argc, char **argv,
 	json_object_foreach(meta, k,
 			    v) if (eval_base_key(k) && config_key_known(k))
 	    json_object_set(base, k, v);
+	managed_as_unroll(base, cfg);
 	rc = parse_config_on(cfg, base, argc, argv, NULL, NULL, err, errlen);
 	json_decref(base);
 	json_decref(meta);
