@@ -15,6 +15,7 @@ Precision: deqtorch's `run` and `check` directly, not through deqbench).
 Exits 77 (meson's skip) with a message where torch cannot be imported.
 """
 import json
+import math
 import os
 import subprocess
 import sys
@@ -445,10 +446,10 @@ class Peer(unittest.TestCase):
             digits10(lr, 1e-3 * s / 4)
 
 
-class Precision(unittest.TestCase):
-    """precision=bf16 runs against float32 runs, and the refusals of
-    precision, tf32 and compile, through deqtorch.py directly (not
-    through deqbench, whose key table may not have them yet)."""
+class Runs(unittest.TestCase):
+    """deqtorch.py runs on a tiny learnable corpus, through deqtorch.py
+    directly (not through deqbench, whose key table may not have every
+    key yet): what Precision and Timing share."""
     V = 32
     TINY = dict(corpus="synthetic", d_model=32, n_heads=2, d_ff=64,
                 seq_len=16, batch_size=4, layers=2, steps=20,
@@ -504,6 +505,11 @@ class Precision(unittest.TestCase):
             self.assertIsNotNone(x, k)  # null: not finite
             self.assertTrue(np.isfinite(x), k)
             self.assertLess(abs(x - y) / y, tol, f"{k}: {x} vs {y}")
+
+
+class Precision(Runs):
+    """precision=bf16 runs against float32 runs, and the refusals of
+    precision, tf32 and compile."""
 
     def test_bf16_transformer(self):
         """Tiny transformer, unroll of 2 layers, 20 steps: bf16 trains as
@@ -607,6 +613,49 @@ class Precision(unittest.TestCase):
         ok = dict(common.DEFAULTS, impl="pytorch")
         self.assert_refused(check([dict(ok, compile=True)]), want)
         self.assert_refused(self.run_deqtorch(compile=True), want)
+
+
+class Timing(Runs):
+    """What deqtorch's timed steps run: no saved-tensor hooks after the
+    warmup (train.tracks), one host read for the clipping norm."""
+
+    def test_tracks(self):
+        from deqtorch import train
+        c = dict(common.DEFAULTS, warmup_steps=2)
+        self.assertEqual([train.tracks(c, s) for s in (1, 2, 3, 9)],
+                         [True, True, False, False])
+        self.assertTrue(train.tracks(dict(c, warmup_steps=0), 1))
+        self.assertFalse(train.tracks(dict(c, warmup_steps=0), 2))
+        self.assertTrue(train.tracks(dict(c, pretrain_steps=5), 5))
+        self.assertTrue(train.tracks(dict(c, jac_loss_weight=0.5), 9))
+
+    def test_depth_from_the_warmup(self):
+        """The depth peak measured over the warmup steps alone is the one
+        measured over every step (each step saves the same tensors)."""
+        for m in ("unroll", "checkpoint", "deq"):
+            kw = dict(method=m, layers=4, steps=6, eval_tokens=0)
+            one = self.record(warmup_steps=1, **kw)["memory"]
+            every = self.record(warmup_steps=6, **kw)["memory"]
+            self.assertGreater(one["peak_bytes"]["depth"], 0, m)
+            self.assertEqual(one["peak_bytes"], every["peak_bytes"], m)
+            self.assertEqual(one["peak_depth_solver_bytes"],
+                             every["peak_depth_solver_bytes"], m)
+
+    def test_clip_norm_bits(self):
+        """grad_norm_clip's norm is the per-parameter float64 sums added
+        in parameter order on the host, bit for bit."""
+        from deqtorch import train
+        g = torch.Generator().manual_seed(3)
+        ps = [torch.nn.Parameter(torch.zeros(n)) for n in (7, 300, 1)]
+        for p in ps:
+            p.grad = torch.randn(p.shape, generator=g)
+        want = math.sqrt(sum(float(p.grad.double().pow(2).sum())
+                             for p in ps))
+        grads = [p.grad.clone() for p in ps]
+        self.assertEqual(train.grad_norm_clip(ps, 0.0), want)
+        self.assertEqual(train.grad_norm_clip(ps, want / 2), want)
+        for p, g0 in zip(ps, grads):
+            self.assertTrue(torch.equal(p.grad, g0 * (want / 2 / want)))
 
 
 def check(cfgs):

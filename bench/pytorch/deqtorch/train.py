@@ -10,6 +10,7 @@ weights, their gradients, Adam's moments, the clipping and the update
 stay float32 outside it; no GradScaler (bfloat16 has float32's exponent
 range). precision=tf32: TF32 matmuls and cuDNN convolutions on CUDA.
 compile=true: the block through torch.compile (torch >= 2)."""
+import contextlib
 import math
 import sys
 import time
@@ -71,6 +72,7 @@ class Ctx:
             init.seeded(self.model, cfg)
         self.params = list(self.model.parameters())
         self.tracker = memory.Tracker(self.params)
+        self.track = True  # count saved tensors (tracks(): not every step)
         self.method = methods.create(self.model, cfg, self.tracker)
         # deq with pretrain_steps: an unroll of pretrain_layers for the
         # first steps (bench/run/pretrain.c); `active` is the one in use
@@ -111,7 +113,8 @@ class Ctx:
         inp, tgt = self.batch(tok)
         with self.autocast():
             u = self.model.inject_u(inp)
-            with self.tracker.hooks():
+            with (self.tracker.hooks() if self.track
+                  else contextlib.nullcontext()):
                 z = self.active.forward(u, train)
             return self.model.head_loss(z, tgt, self.cfg["head_chunk"])
 
@@ -120,7 +123,11 @@ def grad_norm_clip(params, clip):
     """Global l2 norm of the gradients (float64); scaled by clip/norm when
     above clip > 0 (bench/run/train_step.c optimizer_step)."""
     gs = [p.grad for p in params if p.grad is not None]
-    gn = math.sqrt(sum(float(g.double().pow(2).sum()) for g in gs))
+    # the per-parameter sums come back together (one host read, not one
+    # per parameter) and are added on the host in parameter order
+    sums = torch.stack([g.double().pow(2).sum() for g in gs]).tolist() \
+        if gs else []
+    gn = math.sqrt(sum(sums))
     if clip > 0 and gn > clip:
         for g in gs:
             g.mul_(clip / gn)
@@ -141,9 +148,22 @@ class Log:
         self.status, self.message = "ok", ""
 
 
+def tracks(cfg, s):
+    """Whether training step s counts saved tensors (memory.Tracker's
+    hooks, a Python call per tensor autograd saves): the untimed warmup
+    steps (step 1 at least), the pretraining steps, and every step when
+    the Jacobian regulariser may apply. The other steps save the same
+    tensors and run without the hooks, as a PyTorch user's would: their
+    times are not the instrumentation's."""
+    return (s <= max(cfg["warmup_steps"], 1)
+            or s <= cfg.get("pretrain_steps", 0)
+            or cfg.get("jac_loss_weight", 0) > 0)
+
+
 def _step(ctx, opt, tok, s, log):
     """Training step s; returns False when the run diverged."""
     cfg, m = ctx.cfg, ctx.model
+    ctx.track = tracks(cfg, s)
     ctx.active = ctx.pre if ctx.pre and s <= cfg["pretrain_steps"] \
         else ctx.method
     method = ctx.active
@@ -216,6 +236,7 @@ def train(ctx, batcher):
                            f"{s} of {cfg['steps']}")
             break
     log.train_s = time.perf_counter() - t0
+    ctx.track = True  # evaluation: the hooks as before
     log.p0 = min(cfg.get("pretrain_steps", 0) if ctx.pre else 0,
                  log.ok_steps)
     ctx.active = ctx.method
