@@ -78,6 +78,8 @@ run() {
 		warmup_steps=10 lr=0.001 lr_warmup=30 clip=1.0 eval_tokens=4096
 		init=pytorch device=cuda seed=1 method=unroll out="$L/d128-steps.jsonl")
 	runs
+	# the targets table (standard library only: any python3 runs it)
+	python3 plots/gpu_targets.py --write "$L" >>"$L/driver.log" 2>&1
 	log "driver done"
 	(cd "$OUT" && tar czf gpu.tgz gpu && rm -rf gpu)
 }
