@@ -434,4 +434,22 @@ Test(bench_block, parses_with_the_config_code, .init = cli_setup,
 			  "%s", so);
 		free(so);
 	}
+	{
+		/* the transformer's non-GEMM ops, timed alone */
+		const char *a[] = {
+		    "bench-block", "d_model=16",     "n_heads=2", "d_ff=32",
+		    "seq_len=8",   "batch_size=2",   "iters=2",	  "warmup=0",
+		    "threads=1",   "precision=bf16", NULL};
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
+		cli_path(p, sizeof(p), "stdout.txt");
+		so = cli_read(p, NULL);
+		cr_assert(
+		    so &&
+			strstr(so, "other ops (median ms): attention "
+				   "fwd ") &&
+			strstr(so, ", bf16 rounding of an (N,d) operand ") &&
+			strstr(so, "% of block time\n"),
+		    "%s", so);
+		free(so);
+	}
 }

@@ -34,6 +34,10 @@
  * reach if every counted FLOP ran at these GEMMs' speed. The injection's
  * GEMMs (small beside these) are not in it.
  *
+ * The transformer's largest non-GEMM ops (attention forward and vjp,
+ * LayerNorm forward and vjp, the bf16 rounding of an operand) are timed
+ * alone at the block's shapes too, with their share of the block's time.
+ *
  * precision=bf16 (docs/precision.md): the block runs in bf16 and each
  * reference GEMM is timed twice: as model_gemm calls it (be_gemm_bf16:
  * both operands rounded, then the bf16 product; the "ms" column) and on
@@ -508,6 +512,88 @@ static void print_step_rate(struct backend *be, const struct bb_cfg *c,
 	       ms, f * 1e-9, f / (ms * 1e6), c->layers, c->vocab);
 }
 
+/* Median ms of op(be, b, k) over iters calls after warmup. */
+static double time_op(struct backend *be, const struct bb_cfg *c,
+		      struct bb_bufs *b,
+		      void (*op)(struct backend *, struct bb_bufs *, int),
+		      int k)
+{
+	for (int i = 0; i < c->warmup + c->iters; i++) {
+		be_timer_mark(be, 0);
+		op(be, b, k);
+		be_timer_mark(be, 1);
+		if (i >= c->warmup)
+			b->ms[i - c->warmup] = be_timer_elapsed_ms(be, 0, 1);
+	}
+	return median(b->ms, c->iters);
+}
+
+/* The block's non-GEMM ops at its shapes (struct other_bufs), k picks
+ * one: 0 attention forward, 1 its backward, 2 LayerNorm forward, 3 its
+ * backward (the block fuses a residual add into them), 4 the bf16
+ * rounding of one (N, d) operand. Inputs are bb_alloc's O(1) values. */
+struct other_bufs {
+	int B, T, d, H;
+	void *att, *scr, *mean, *rstd; /* (B,H,T,T) twice, (N) twice */
+};
+static struct other_bufs ob;
+
+static void other_op(struct backend *be, struct bb_bufs *b, int k)
+{
+	int N = ob.B * ob.T, d = ob.d;
+	void *w = b->g, *lb = dq_at(be, b->g, (size_t)d);
+	void *dw = b->zo, *db = dq_at(be, b->zo, (size_t)d);
+	if (k == 0)
+		be_attention_forward(be, b->C, ob.att, b->A, ob.B, ob.T, d,
+				     ob.H);
+	else if (k == 1)
+		be_attention_backward(be, b->Bm, ob.scr, b->C, b->A, ob.att,
+				      ob.B, ob.T, d, ob.H);
+	else if (k == 2)
+		be_layernorm_forward(be, b->C, ob.mean, ob.rstd, b->A, w, lb, N,
+				     d);
+	else if (k == 3)
+		be_layernorm_backward(be, b->Bm, dw, db, b->C, b->A, ob.mean,
+				      ob.rstd, w, N, d);
+	else
+		be_round_bf16(be, b->C, (size_t)N * d);
+}
+
+/* Times and prints the transformer block's largest non-GEMM ops, each
+ * alone at the block's shapes: attention forward and backward (fp32 in
+ * every precision), LayerNorm forward and backward (two of each in the
+ * block) and, under bf16, the rounding of one (N, d) GEMM operand (the
+ * block rounds each GEMM's operands); with their share of blk_ms. */
+static void time_other_ops(struct backend *be, const struct bb_cfg *c,
+			   struct bb_bufs *b, double blk_ms)
+{
+	size_t tt = (size_t)c->B * c->H * c->T * c->T, N = (size_t)c->B * c->T;
+	double t[5] = {0};
+	ob =
+	    (struct other_bufs){c->B, c->T, c->d, c->H, NULL, NULL, NULL, NULL};
+	ob.att = backend_alloc(be, tt, MEM_WORKSPACE);
+	ob.scr = backend_alloc(be, tt, MEM_WORKSPACE);
+	ob.mean = backend_alloc(be, N, MEM_WORKSPACE);
+	ob.rstd = backend_alloc(be, N, MEM_WORKSPACE);
+	if (!ob.att || !ob.scr || !ob.mean || !ob.rstd) {
+		printf("other ops: not timed (out of memory)\n");
+	} else {
+		for (int k = 0; k < (b->A16 ? 5 : 4); k++)
+			t[k] = time_op(be, c, b, other_op, k);
+		printf("other ops (median ms): attention fwd %.4f vjp %.4f, "
+		       "layernorm fwd %.4f vjp %.4f (x2)",
+		       t[0], t[1], t[2], t[3]);
+		if (b->A16)
+			printf(", bf16 rounding of an (N,d) operand %.4f",
+			       t[4]);
+		printf("; attention + layernorms %.0f%% of block time\n",
+		       100.0 * (t[0] + t[1] + 2 * (t[2] + t[3])) / blk_ms);
+	}
+	void *p[] = {ob.att, ob.scr, ob.mean, ob.rstd};
+	for (size_t i = 0; i < NELEM(p); i++)
+		backend_free(be, p[i]);
+}
+
 /* Creates the backend and the model of c. 0, or -1 with the message
  * printed (*be destroyed). */
 static int bb_setup(const struct bb_cfg *c, struct backend **be,
@@ -577,6 +663,8 @@ int bench_block_main(int argc, char **argv)
 	       gms_sum, gflop_sum * 1e-9, gemm_gfs);
 	printf("ratio block/gemm %.3f  (gemm share of block time %.0f%%)\n",
 	       blk_gfs / gemm_gfs, 100.0 * gms_sum / blk_ms);
+	if (c.model == MODEL_TRANSFORMER)
+		time_other_ops(be, &c, &b, blk_ms);
 	if (b.A16)
 		printf("gemm bf16 floor, same shapes %8.4f ms  %.2f GFLOP/s "
 		       "(operands already bf16; ratio block/floor %.3f)\n",
