@@ -493,9 +493,8 @@ static inline void be_adam(const struct backend *be, void *p, const void *g,
 }
 
 static inline void be_xent_train_dev(const struct backend *be, void *dlogits,
-				     const void *logits,
-				     const int32_t *targets, int N, int V,
-				     double scale, double *loss)
+				     const void *logits, const int32_t *targets,
+				     int N, int V, double scale, double *loss)
 {
 	assert(N >= 0 && V > 0 && loss != NULL);
 	DQ_NEED(N, dlogits), DQ_NEED(N, logits), DQ_NEED(N, targets);
@@ -519,15 +518,14 @@ static inline void be_clip_dev(const struct backend *be, void *x, size_t n,
 	be->ops->clip_dev(be->ctx, x, n, sumsq, clip);
 }
 
-static inline void be_adam_dev(const struct backend *be, void *p,
-			       const void *g, void *m, void *v, size_t n,
-			       const double *hyper, double beta1, double beta2,
-			       double eps, double wd)
+static inline void be_adam_dev(const struct backend *be, void *p, const void *g,
+			       void *m, void *v, size_t n, const double *hyper,
+			       double beta1, double beta2, double eps,
+			       double wd)
 {
 	assert(hyper != NULL);
 	DQ_NEED(n, p), DQ_NEED(n, g), DQ_NEED(n, m), DQ_NEED(n, v);
-	be->ops->adam_dev(be->ctx, p, g, m, v, n, hyper, beta1, beta2, eps,
-			  wd);
+	be->ops->adam_dev(be->ctx, p, g, m, v, n, hyper, beta1, beta2, eps, wd);
 }
 
 static inline double be_dot(const struct backend *be, const void *x,

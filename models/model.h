@@ -236,8 +236,7 @@ double model_head_forward_train(struct model *m, const void *z);
  * B*T) with the loss left in *loss, a device double (be_xent_train_dev),
  * the same bits: nothing comes back to the host, so a graph can record it
  * (cuda_graphs, bench/run/step_graphs.c). */
-void model_head_forward_train_dev(struct model *m, const void *z,
-				  double *loss);
+void model_head_forward_train_dev(struct model *m, const void *z, double *loss);
 /* m->gz = dL/dz (n_state, overwritten; 0 past the first B*T*E elements);
  * head grads +=. Needs model_head_forward
  * first, and reads the z given to it: keep z unchanged in between.

@@ -43,7 +43,7 @@ struct run {
 	 * sg_on when step_graphs_wanted at setup */
 	struct step_graphs sg;
 	int sg_on;
-	int32_t *tok;	       /* (B, T+1) host batch */
+	int32_t *tok; /* (B, T+1) host batch */
 	struct step_log log;
 	/* the evaluation (evaluate.h): per valid batch, and the allocator's
 	 * figures over the valid evaluation */

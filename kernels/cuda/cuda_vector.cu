@@ -72,16 +72,32 @@ __global__ void __launch_bounds__(1024)
 		*res = s;
 }
 
+/* *loss = (first ? 0 : *loss) + *s, then / N when last: xent_rows'
+ * total on the device, in the same double operations (no contraction). */
+__global__ void loss_acc_kernel(double *loss, const double *s, int first,
+				int last, int N)
+{
+	double t = __dadd_rn(first ? 0.0 : *loss, *s);
+	*loss = last ? __ddiv_rn(t, (double)N) : t;
+}
+
 /* Mean loss over N rows; per-row losses go through ctx->red in chunks of
- * DQ_CU_RED_CAP rows. Synchronises (returns a number to the host). out gets
- * the probabilities times scale, minus scale at the target with grad. */
+ * DQ_CU_RED_CAP rows. out gets the probabilities times scale, minus scale
+ * at the target with grad. With loss NULL the chunk sums come to the host
+ * (a synchronisation each) and the mean is returned; otherwise they are
+ * added on the device, the mean is left in *loss (the same double
+ * operations) and nothing synchronises. */
 static double xent_rows(void *ctx, void *out, const void *logits,
 			const int32_t *targets, int N, int V, float scale,
-			int grad)
+			int grad, double *loss)
 {
 	struct dq_cuda_ctx *c = dq_cu(ctx);
-	if (N <= 0)
+	if (N <= 0) {
+		if (loss)
+			cuda_check(cudaMemsetAsync(loss, 0, sizeof(double),
+						   c->stream));
 		return 0.0;
+	}
 	double total = 0.0;
 	for (int n0 = 0; n0 < N; n0 += (int)DQ_CU_RED_CAP) {
 		int cnt =
@@ -94,6 +110,12 @@ static double xent_rows(void *ctx, void *out, const void *logits,
 		sum_rows_kernel<<<1, 1024, 0, c->stream>>>(c->dres, c->red,
 							   cnt);
 		cuda_check_launch();
+		if (loss) {
+			loss_acc_kernel<<<1, 1, 0, c->stream>>>(
+			    loss, c->dres, n0 == 0, n0 + cnt >= N, N);
+			cuda_check_launch();
+			continue;
+		}
 		cuda_check(cudaMemcpyAsync(c->hres, c->dres, sizeof(double),
 					   cudaMemcpyDeviceToHost, c->stream));
 		cuda_check(cudaStreamSynchronize(c->stream));
@@ -105,23 +127,15 @@ static double xent_rows(void *ctx, void *out, const void *logits,
 double cu_xent_forward(void *ctx, void *probs, const void *logits,
 		       const int32_t *targets, int N, int V)
 {
-	return xent_rows(ctx, probs, logits, targets, N, V, 1.0f, 0);
+	return xent_rows(ctx, probs, logits, targets, N, V, 1.0f, 0, NULL);
 }
 
 /* xent_forward and xent_backward in one kernel per row. */
 double cu_xent_train(void *ctx, void *dlogits, const void *logits,
 		     const int32_t *targets, int N, int V, double scale)
 {
-	return xent_rows(ctx, dlogits, logits, targets, N, V, (float)scale, 1);
-}
-
-/* *loss = (first ? 0 : *loss) + *s, then / N when last: xent_rows'
- * total on the device, in the same double operations (no contraction). */
-__global__ void loss_acc_kernel(double *loss, const double *s, int first,
-				int last, int N)
-{
-	double t = __dadd_rn(first ? 0.0 : *loss, *s);
-	*loss = last ? __ddiv_rn(t, (double)N) : t;
+	return xent_rows(ctx, dlogits, logits, targets, N, V, (float)scale, 1,
+			 NULL);
 }
 
 /* cu_xent_train with the mean loss left in *loss (device); no sync. */
@@ -129,27 +143,8 @@ void cu_xent_train_dev(void *ctx, void *dlogits, const void *logits,
 		       const int32_t *targets, int N, int V, double scale,
 		       double *loss)
 {
-	struct dq_cuda_ctx *c = dq_cu(ctx);
-	if (N <= 0) {
-		cuda_check(
-		    cudaMemsetAsync(loss, 0, sizeof(double), c->stream));
-		return;
-	}
-	for (int n0 = 0; n0 < N; n0 += (int)DQ_CU_RED_CAP) {
-		int cnt =
-		    N - n0 < (int)DQ_CU_RED_CAP ? N - n0 : (int)DQ_CU_RED_CAP;
-		size_t off = (size_t)n0 * (size_t)V;
-		xent_forward_kernel<<<(unsigned int)cnt, 256, 0, c->stream>>>(
-		    (float *)dlogits + off, (const float *)logits + off,
-		    targets + n0, V, c->red, (float)scale, 1);
-		cuda_check_launch();
-		sum_rows_kernel<<<1, 1024, 0, c->stream>>>(c->dres, c->red,
-							   cnt);
-		cuda_check_launch();
-		loss_acc_kernel<<<1, 1, 0, c->stream>>>(
-		    loss, c->dres, n0 == 0, n0 + cnt >= N, N);
-		cuda_check_launch();
-	}
+	(void)xent_rows(ctx, dlogits, logits, targets, N, V, (float)scale, 1,
+			loss);
 }
 
 /* dlogits = scale (probs - onehot(target)), one block per row; computed as
@@ -335,8 +330,7 @@ __global__ void clip_kernel(float *x, size_t n, const double *sumsq,
 	x[i] *= a;
 }
 
-void cu_clip_dev(void *ctx, void *x, size_t n, const double *sumsq,
-		 double clip)
+void cu_clip_dev(void *ctx, void *x, size_t n, const double *sumsq, double clip)
 {
 	struct dq_cuda_ctx *c = dq_cu(ctx);
 	if (!n)
