@@ -21,8 +21,9 @@
 #define ADAM_BETA2 0.999
 #define ADAM_EPS   1e-8
 
-int step_forward(struct run_ctx *rc, const int32_t *tok, int train,
-		 double *loss, char *err, size_t errlen)
+/* step_forward up to the method's output rc->z (the head not yet). */
+static int forward_to_z(struct run_ctx *rc, const int32_t *tok, int train,
+			char *err, size_t errlen)
 {
 	struct model *m = rc->m;
 	if (train)
@@ -31,6 +32,15 @@ int step_forward(struct run_ctx *rc, const int32_t *tok, int train,
 		return -1;
 	model_inject_forward(m);
 	method_forward(rc->me, m->u, rc->z, train);
+	return 0;
+}
+
+int step_forward(struct run_ctx *rc, const int32_t *tok, int train,
+		 double *loss, char *err, size_t errlen)
+{
+	struct model *m = rc->m;
+	if (forward_to_z(rc, tok, train, err, errlen) != 0)
+		return -1;
 	/* training: a chunked head does its backward with its forward */
 	*loss = train ? model_head_forward_train(m, rc->z)
 		      : model_head_forward(m, rc->z);
@@ -112,22 +122,6 @@ static int loss_diverged(struct run *r, double loss, int s)
 	return 1;
 }
 
-/* Clips the gradient to global l2 norm `clip` (when > 0) and takes Adam
- * step s (no weight decay) at learning rate lr. Returns the norm before
- * clipping. */
-static double optimizer_step(struct run *r, int s, double lr)
-{
-	struct backend *be = r->rc.be;
-	struct model *m = r->rc.m;
-	size_t n = m->n_param_elems;
-	double gn = be_norm(be, m->grad_buf, n);
-	if (r->cfg->clip > 0 && gn > r->cfg->clip)
-		be_scale(be, m->grad_buf, r->cfg->clip / gn, n);
-	be_adam(be, m->param_buf, m->grad_buf, r->adam_m, r->adam_v, n, lr,
-		ADAM_BETA1, ADAM_BETA2, ADAM_EPS, 0.0, s);
-	return gn;
-}
-
 /* The optimizer of step s at learning rate lr (step_graphs.h). */
 static struct step_opt step_opt_of(const struct run *r, int s, double lr)
 {
@@ -141,6 +135,23 @@ static struct step_opt step_opt_of(const struct run *r, int s, double lr)
 	return o;
 }
 
+/* Clips the gradient to global l2 norm `clip` (when > 0) and takes Adam
+ * step s (no weight decay) at learning rate lr. Returns the norm before
+ * clipping. */
+static double optimizer_step(struct run *r, int s, double lr)
+{
+	struct backend *be = r->rc.be;
+	struct model *m = r->rc.m;
+	size_t n = m->n_param_elems;
+	struct step_opt o = step_opt_of(r, s, lr);
+	double gn = be_norm(be, m->grad_buf, n);
+	if (o.clip > 0 && gn > o.clip)
+		be_scale(be, m->grad_buf, o.clip / gn, n);
+	be_adam(be, m->param_buf, m->grad_buf, r->adam_m, r->adam_v, n, o.lr,
+		o.beta1, o.beta2, o.eps, o.wd, o.t);
+	return gn;
+}
+
 /* The forward, backward and optimizer of step s with the head and the
  * optimizer recorded (r->sg_on): *loss and *gn come back after the
  * update. 0, or -1 with r->err (bad token ids). */
@@ -150,11 +161,8 @@ static int graphed_step(struct run *r, int s, double lr, double *loss,
 	struct run_ctx *rc = &r->rc;
 	struct model *m = rc->m;
 	struct step_opt o = step_opt_of(r, s, lr);
-	model_zero_grads(m);
-	if (model_set_batch(m, r->tok, r->err, sizeof(r->err)) != 0)
+	if (forward_to_z(rc, r->tok, 1, r->err, sizeof(r->err)) != 0)
 		return -1;
-	model_inject_forward(m);
-	method_forward(rc->me, m->u, rc->z, 1);
 	step_graphs_head(&r->sg, m, rc->z);
 	be_timer_mark(rc->be, 1);
 	method_backward(rc->me, m->gz, m->gu);
