@@ -52,7 +52,9 @@ void step_graphs_free(struct step_graphs *sg, struct model *m);
 void step_graphs_head(struct step_graphs *sg, struct model *m, const void *z);
 /* After the method's backward: the injection's backward, clipping and
  * Adam on the moments adam_m, adam_v (n_param_elems each), recorded the
- * first time and whenever the moments differ; then one download: *loss
+ * first time and whenever the moments differ (o's clip and Adam constants
+ * go into the recording: a run keeps them; its lr and t are written for
+ * each launch); then one download: *loss
  * (nats, the head's) and *gn (the gradient's l2 norm before clipping).
  * Synchronises. */
 void step_graphs_opt(struct step_graphs *sg, struct model *m, void *adam_m,
