@@ -413,4 +413,36 @@ static inline void check_fd_method(enum model_kind kind, struct shape s,
 	close_model(m);
 }
 
+/* A method of config c on m whose tapes live outside the device totals
+ * in category out (MEM_HOST: offload; MEM_MANAGED: managed): at creation
+ * and as a step's peaks, depth db and `want` bytes of out, none of the
+ * other outside category; the totals hold db and a state buffer only;
+ * the step allocates nothing; destroying the method frees it all. */
+static inline void assert_outside_memory(struct model *m,
+					 struct method_config c, size_t db,
+					 enum mem_category out, size_t want,
+					 int L)
+{
+	struct backend *be = m->be;
+	enum mem_category other = out == MEM_HOST ? MEM_MANAGED : MEM_HOST;
+	size_t dev0 = be->mem.live_total;
+	void *z = dev_state(m);
+	struct method *me = new_method(m, c);
+	cr_assert_eq(be->mem.live[MEM_DEPTH], db, "L=%d", L);
+	cr_assert_eq(be->mem.live[out], want, "L=%d", L);
+	cr_assert_eq(be->mem.live[other], 0, "L=%d", L);
+	cr_assert_eq(be->mem.live_total, dev0 + db + m->n_state * be->elem,
+		     "L=%d", L);
+	backend_mem_reset_peak(be);
+	size_t allocs = be->mem.n_allocs;
+	step(m, me, z, NULL);
+	cr_assert_eq(be->mem.n_allocs, allocs, "a step allocated");
+	cr_assert_eq(be->mem.peak[MEM_DEPTH], db);
+	cr_assert_eq(be->mem.peak[out], want);
+	method_destroy(me);
+	backend_free(be, z);
+	cr_assert_eq(be->mem.live[out], 0);
+	cr_assert_eq(be->mem.live_total, dev0);
+}
+
 #endif

@@ -221,7 +221,6 @@ static void check_memory(struct model *m, int L)
 	struct backend *be = m->be;
 	struct method_config c = managed_cfg(L, 1);
 	size_t db, sb, n = m->n_state, tape = tape_bytes(m);
-	size_t dev0 = be->mem.live_total;
 	char err[256];
 	cr_assert_eq(method_memory(m, &c, &db, &sb, err, sizeof(err)), 0, "%s",
 		     err);
@@ -230,23 +229,7 @@ static void check_memory(struct model *m, int L)
 	cr_assert_eq(method_host_memory(m, &c), 0, "L=%d", L);
 	cr_assert_eq(db, 2 * n * be->elem, "L=%d", L);
 	cr_assert_eq(sb, 0);
-	void *z = dev_state(m);
-	struct method *me = new_method(m, c);
-	cr_assert_eq(be->mem.live[MEM_DEPTH], db, "L=%d", L);
-	cr_assert_eq(be->mem.live[MEM_MANAGED], want, "L=%d", L);
-	cr_assert_eq(be->mem.live[MEM_HOST], 0, "L=%d", L);
-	/* the managed tapes are not in the device totals */
-	cr_assert_eq(be->mem.live_total, dev0 + db + n * be->elem, "L=%d", L);
-	backend_mem_reset_peak(be);
-	size_t allocs = be->mem.n_allocs;
-	step(m, me, z, NULL);
-	cr_assert_eq(be->mem.n_allocs, allocs, "a step allocated");
-	cr_assert_eq(be->mem.peak[MEM_DEPTH], db);
-	cr_assert_eq(be->mem.peak[MEM_MANAGED], want);
-	method_destroy(me);
-	backend_free(be, z);
-	cr_assert_eq(be->mem.live[MEM_MANAGED], 0);
-	cr_assert_eq(be->mem.live_total, dev0);
+	assert_outside_memory(m, c, db, MEM_MANAGED, want, L);
 }
 
 Test(memory, layout)
@@ -291,7 +274,7 @@ Test(refused, cli, .init = cli_setup, .fini = cli_teardown, .timeout = 60)
 	const char *const cap[] = {"run", "device_mem_cap_mib=512", "steps=2",
 				   out, NULL};
 	cli_expect_refused(cpu, "method=managed keeps tapes in CUDA unified "
-			    "memory");
+				"memory");
 	cli_expect_refused(cpu, "method=offload");
 	cli_expect_refused(pt, "impl=deqbench");
 	cli_expect_refused(cap, "device_mem_cap_mib=512 caps a GPU's memory");

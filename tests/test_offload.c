@@ -124,7 +124,6 @@ static void check_memory(struct model *m, int L)
 	struct backend *be = m->be;
 	struct method_config c = offload_cfg(L);
 	size_t db, sb, n = m->n_state, tape = tape_bytes(m);
-	size_t dev0 = be->mem.live_total;
 	char err[256];
 	method_config_resolve(&c);
 	cr_assert_eq(method_memory(m, &c, &db, &sb, err, sizeof(err)), 0, "%s",
@@ -134,22 +133,7 @@ static void check_memory(struct model *m, int L)
 	cr_assert_eq(db, (size_t)(L < 2 ? L : 2) * tape + 2 * n * be->elem,
 		     "L=%d", L);
 	cr_assert_eq(sb, 0);
-	void *z = dev_state(m);
-	struct method *me = new_method(m, c);
-	cr_assert_eq(be->mem.live[MEM_DEPTH], db, "L=%d", L);
-	cr_assert_eq(be->mem.live[MEM_HOST], want_host, "L=%d", L);
-	/* the host tapes are not device memory */
-	cr_assert_eq(be->mem.live_total, dev0 + db + n * be->elem, "L=%d", L);
-	backend_mem_reset_peak(be);
-	size_t allocs = be->mem.n_allocs;
-	step(m, me, z, NULL);
-	cr_assert_eq(be->mem.n_allocs, allocs, "a step allocated");
-	cr_assert_eq(be->mem.peak[MEM_DEPTH], db);
-	cr_assert_eq(be->mem.peak[MEM_HOST], want_host);
-	method_destroy(me);
-	backend_free(be, z);
-	cr_assert_eq(be->mem.live[MEM_HOST], 0);
-	cr_assert_eq(be->mem.live_total, dev0);
+	assert_outside_memory(m, c, db, MEM_HOST, want_host, L);
 }
 
 Test(memory, layout)

@@ -381,6 +381,21 @@ Test(enum_keys, corpus_device_impl)
 
 /* --------------------------------------------------------- bench-block */
 
+/* stdout of a tiny bench-block run with key=value arg (exit 0); free() it. */
+static char *tiny_bench_block(const char *arg)
+{
+	char err[4096], p[512];
+	const char *a[] = {"bench-block", "d_model=16", "n_heads=2",
+			   "d_ff=32",	  "seq_len=8",	"batch_size=2",
+			   "iters=2",	  "warmup=0",	"threads=1",
+			   arg,		  NULL};
+	cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s: %s", arg, err);
+	cli_path(p, sizeof(p), "stdout.txt");
+	char *so = cli_read(p, NULL);
+	cr_assert_not_null(so);
+	return so;
+}
+
 /* bench-block's keys go through the config code: run's messages, a
  * suggestion for a typo, run's keys it does not read refused; --help
  * prints the preset; a tiny run works. */
@@ -421,35 +436,15 @@ Test(bench_block, parses_with_the_config_code, .init = cli_setup,
 			  "%s", so);
 		free(so);
 	}
-	{
-		const char *a[] = {
-		    "bench-block", "d_model=16",       "n_heads=2", "d_ff=32",
-		    "seq_len=8",   "batch_size=2",     "iters=2",   "warmup=0",
-		    "threads=1",   "model=trellisnet", NULL};
-		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
-		cli_path(p, sizeof(p), "stdout.txt");
-		so = cli_read(p, NULL);
-		cr_assert(so && strstr(so, "bench-block: model=trellisnet "
-					   "device=cpu"),
-			  "%s", so);
-		free(so);
-	}
-	{
-		/* the transformer's non-GEMM ops, timed alone */
-		const char *a[] = {
-		    "bench-block", "d_model=16",     "n_heads=2", "d_ff=32",
-		    "seq_len=8",   "batch_size=2",   "iters=2",	  "warmup=0",
-		    "threads=1",   "precision=bf16", NULL};
-		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
-		cli_path(p, sizeof(p), "stdout.txt");
-		so = cli_read(p, NULL);
-		cr_assert(
-		    so &&
-			strstr(so, "other ops (median ms): attention "
-				   "fwd ") &&
-			strstr(so, ", bf16 rounding of an (N,d) operand ") &&
-			strstr(so, "% of block time\n"),
-		    "%s", so);
-		free(so);
-	}
+	so = tiny_bench_block("model=trellisnet");
+	cr_assert(strstr(so, "bench-block: model=trellisnet device=cpu"), "%s",
+		  so);
+	free(so);
+	/* the transformer's non-GEMM ops, timed alone */
+	so = tiny_bench_block("precision=bf16");
+	cr_assert(strstr(so, "other ops (median ms): attention fwd ") &&
+		      strstr(so, ", bf16 rounding of an (N,d) operand ") &&
+		      strstr(so, "% of block time\n"),
+		  "%s", so);
+	free(so);
 }
