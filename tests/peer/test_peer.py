@@ -11,7 +11,8 @@ gradient; plus deqtorch's `check` refusals and a tiny `run`; and
 deqtorch's precision=bf16 (autocast; its gradients against float32's for
 every method, tiny runs against float32 runs), the precision / tf32 /
 compile refusals and the normalisation of the tf32 alias (class
-Precision: deqtorch's `run` and `check` directly, not through deqbench).
+Precision: deqtorch's `run` and `check` directly, not through deqbench),
+and compile=true's scope with a stand-in torch.compile (class Compile).
 Exits 77 (meson's skip) with a message where torch cannot be imported.
 """
 import json
@@ -656,6 +657,60 @@ class Timing(Runs):
         self.assertEqual(train.grad_norm_clip(ps, want / 2), want)
         for p, g0 in zip(ps, grads):
             self.assertTrue(torch.equal(p.grad, g0 * (want / 2 / want)))
+
+
+# deqtorch.py run with a stand-in torch.compile (the identity, recording
+# the names of what it was given) and torch 1.13 passed off as torch 2
+STAND_IN = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import torch
+from deqtorch import cli, config
+made = []
+def compile(fn, **kw):
+    made.append(fn.__name__)
+    return fn
+torch.compile = compile
+config.torch_version = lambda: "2.99.0+stand-in"
+try:
+    code = cli.main(["deqtorch.py", "run"])
+finally:
+    print("compiled:", ",".join(made), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+class Compile(Runs):
+    """compile=true's code paths, with the stand-in torch.compile above
+    (Debian's torch 1.13 has none): unroll hands over its whole loss, the
+    other methods their block, and neither changes a bit of the run (the
+    stand-in compiles nothing, so a difference would be deqtorch's own:
+    an operation left out, reordered or counted twice)."""
+
+    def run_stand_in(self, **kw):
+        r = subprocess.run([sys.executable, "-c", STAND_IN,
+                            os.path.dirname(DEQTORCH)],
+                           input=json.dumps(self.request(**kw)),
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        made = [ln for ln in r.stderr.splitlines()
+                if ln.startswith("compiled:")]
+        return json.loads(r.stdout), made[-1][len("compiled:"):].strip()
+
+    def test_scope_and_bits(self):
+        for m, want in (("unroll", "_unrolled_loss"),
+                        ("checkpoint", "_block"), ("deq", "_block")):
+            rec, made = self.run_stand_in(method=m, compile=True)
+            self.assertEqual(made, want, m)
+            self.assertIs(rec["config"]["compile"], True, m)
+            self.assertEqual(rec["status"], "ok", rec["message"])
+            ref = self.record(method=m)
+            for k in ("train_loss_first", "train_loss_final",
+                      "valid_loss", "test_loss"):
+                self.assertEqual(rec["quality"][k], ref["quality"][k],
+                                 f"{m}: {k}")
+            self.assertEqual(rec["evals"], ref["evals"], m)
+            self.assertEqual(rec["solver"], ref["solver"], m)
 
 
 def check(cfgs):

@@ -81,6 +81,12 @@ class Unroll(Method):
         self.last["vjps"] = self.cfg["layers"] if train else 0
         return z
 
+    def count(self, train):
+        """What forward counts, for a forward that ran elsewhere (the
+        compiled whole loss of compile=true, train.Ctx._compile)."""
+        self.m.evals += self.cfg["layers"]
+        self.last["vjps"] = self.cfg["layers"] if train else 0
+
 
 class Offload(Unroll):
     """offload (methods/offload.c; vDNN, Rhu et al. 2016): unroll with what

@@ -9,7 +9,9 @@ evaluation (injection, block applications, head and loss: Ctx.loss); the
 weights, their gradients, Adam's moments, the clipping and the update
 stay float32 outside it; no GradScaler (bfloat16 has float32's exponent
 range). precision=tf32: TF32 matmuls and cuDNN convolutions on CUDA.
-compile=true: the block through torch.compile (torch >= 2)."""
+compile=true (torch >= 2): unroll's whole loss, or the other methods'
+block, through torch.compile, and Adam fused on CUDA (Ctx._compile,
+adam)."""
 import contextlib
 import math
 import sys
@@ -86,19 +88,46 @@ class Ctx:
         for m in (self.method, self.pre):
             if m is not None:
                 m.amp = self.autocast
+        self.whole = None  # compile=true, unroll: the compiled loss
         if cfg.get("compile", False):
-            if not hasattr(torch, "compile"):
-                raise config.Unsupported(
-                    f"deqtorch: compile=true needs torch >= 2 (this is "
-                    f"torch {torch.__version__}); drop compile")
-            try:
-                self.model.compile_block()
-            except RuntimeError as e:  # e.g. torch 2.0 on Python 3.11
-                raise config.Unsupported(
-                    f"deqtorch: compile=true is not supported by "
-                    f"impl=pytorch here; torch.compile: "
-                    f"{str(e).splitlines()[0]}; drop compile") from e
+            self._compile()
         self.clock = Clock(self.dev)
+
+    def _compile(self):
+        """compile=true (torch >= 2): what a GPU user would hand to
+        torch.compile. unroll: the whole loss (injection, the L block
+        applications, head, cross-entropy) as one compiled function,
+        `whole`; every other method: the block, since their Python control
+        flow (solver loops, checkpoint and offload hooks, revolve's
+        schedule) is not one graph. The counters (evals, vjps) stay
+        outside the compiled code: a Python int mutated inside it would
+        be a guard that fails on every call."""
+        if not hasattr(torch, "compile"):
+            raise config.Unsupported(
+                f"deqtorch: compile=true needs torch >= 2 (this is "
+                f"torch {torch.__version__}); drop compile")
+        try:
+            if self.cfg["method"] == "unroll":
+                self.whole = torch.compile(self._unrolled_loss)
+            else:
+                self.model.compile_block()
+        except RuntimeError as e:  # e.g. torch 2.0 on Python 3.11
+            raise config.Unsupported(
+                f"deqtorch: compile=true is not supported by "
+                f"impl=pytorch here; torch.compile: "
+                f"{str(e).splitlines()[0]}; drop compile") from e
+
+    def _unrolled_loss(self, inp, tgt):
+        """unroll's loss of batch (inp, tgt) with the same operations in
+        the same order as Ctx.loss through methods.Unroll (bitwise the
+        same outside torch.compile); counts nothing."""
+        m = self.model
+        with self.autocast():
+            u = m.inject_u(inp)
+            z = m.z0(u)
+            for _ in range(self.cfg["layers"]):
+                z = m._block(z, u)
+            return m.head_loss(z, tgt, self.cfg["head_chunk"])
 
     def autocast(self):
         """The forward's precision context (autocast bf16, or nothing)."""
@@ -111,6 +140,12 @@ class Ctx:
     def loss(self, tok, train):
         """Forward of batch tok (B, T+1): (loss tensor, logits)."""
         inp, tgt = self.batch(tok)
+        if self.whole is not None and self.active is self.method:
+            with (self.tracker.hooks() if self.track
+                  else contextlib.nullcontext()):
+                out = self.whole(inp, tgt)
+            self.method.count(train)
+            return out
         with self.autocast():
             u = self.model.inject_u(inp)
             with (self.tracker.hooks() if self.track
@@ -129,9 +164,19 @@ def grad_norm_clip(params, clip):
         if gs else []
     gn = math.sqrt(sum(sums))
     if clip > 0 and gn > clip:
-        for g in gs:
-            g.mul_(clip / gn)
+        torch._foreach_mul_(gs, clip / gn)  # g.mul_ on each, one launch
     return gn
+
+
+def adam(ctx):
+    """Adam (0.9, 0.999, 1e-8, no decay) over ctx.params: with compile=true
+    on CUDA the fused kernel (fused=True, torch >= 2), the optimizer a GPU
+    user who compiles picks; else PyTorch's default implementation."""
+    cfg = ctx.cfg
+    fused = bool(cfg.get("compile", False)) and ctx.dev.type == "cuda"
+    kw = {"fused": True} if fused else {}
+    return torch.optim.Adam(ctx.params, lr=cfg["lr"], betas=(0.9, 0.999),
+                            eps=1e-8, weight_decay=0.0, **kw)
 
 
 class Log:
@@ -210,11 +255,29 @@ def _step(ctx, opt, tok, s, log):
     return True
 
 
+def _compile_summary(ctx):
+    """compile=true: one stderr line with what torch.compile made of the
+    run (torch._dynamo's counters: graphs, graph breaks and their first
+    reasons), so that a slow compiled run says why; nothing where torch
+    has no torch._dynamo."""
+    try:
+        from torch._dynamo.utils import counters
+    except ImportError:
+        return
+    scope = "the whole loss" if ctx.whole is not None else "the block"
+    breaks = counters.get("graph_break", {})
+    why = "; ".join(str(k).splitlines()[0][:80]
+                    for k in list(breaks)[:3])
+    print(f"deqtorch: torch.compile of {scope}: "
+          f"{counters.get('stats', {}).get('unique_graphs', 0)} graphs, "
+          f"{sum(breaks.values())} graph breaks"
+          + (f" ({why})" if why else ""), file=sys.stderr, flush=True)
+
+
 def train(ctx, batcher):
     """The training loop; returns its Log (progress on stderr)."""
     cfg, log = ctx.cfg, Log()
-    opt = torch.optim.Adam(ctx.params, lr=cfg["lr"], betas=(0.9, 0.999),
-                           eps=1e-8, weight_decay=0.0)
+    opt = adam(ctx)
     ctx.opt = opt
     every = max(1, cfg["steps"] // 10)
     print(f"deqtorch: {cfg['method']} training, {cfg['steps']} steps",
@@ -236,6 +299,8 @@ def train(ctx, batcher):
                            f"{s} of {cfg['steps']}")
             break
     log.train_s = time.perf_counter() - t0
+    if cfg.get("compile", False):
+        _compile_summary(ctx)
     ctx.track = True  # evaluation: the hooks as before
     log.p0 = min(cfg.get("pretrain_steps", 0) if ctx.pre else 0,
                  log.ok_steps)
