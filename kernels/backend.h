@@ -313,6 +313,14 @@ struct backend_ops {
 	/* dot_segments with out in device memory (nseg doubles). */
 	void (*dot_segments_dev)(void *ctx, double *out, const void *x,
 				 const void *y, size_t nseg, size_t len);
+	/* A solver's residual after an evaluation, in one pass: g = fx − x
+	 * (nseg len elements; g may alias fx, x aliases neither), seg_f[s]
+	 * = Σ fx² over segment s with fx as it was, seg_g[s] = Σ g² (device
+	 * doubles). Bit for bit copy, axpy −1 and dot_segments_dev of fx and
+	 * of g; on a GPU two launches instead of six. */
+	void (*residual_dots)(void *ctx, void *g, const void *fx,
+			      const void *x, double *seg_f, double *seg_g,
+			      size_t nseg, size_t len);
 	/* dq_ctl_check on c->st (one thread on a GPU). */
 	void (*solve_check)(void *ctx, const struct dq_solve_ctl *c);
 	/* For every sample k of S (P segments of len elements each, segment

@@ -576,6 +576,17 @@ static inline void be_dot_segments_dev(const struct backend *be, double *out,
 	be->ops->dot_segments_dev(be->ctx, out, x, y, nseg, len);
 }
 
+static inline void be_residual_dots(const struct backend *be, void *g,
+				    const void *fx, const void *x,
+				    double *seg_f, double *seg_g, size_t nseg,
+				    size_t len)
+{
+	DQ_NEED(nseg * len, g), DQ_NEED(nseg * len, fx), DQ_NEED(nseg, seg_f);
+	DQ_NEED(nseg * len, x), DQ_NEED(nseg, seg_g);
+	assert(x != g && x != fx && seg_f != seg_g);
+	be->ops->residual_dots(be->ctx, g, fx, x, seg_f, seg_g, nseg, len);
+}
+
 /* The block's shape: st set, S and P at least 1. */
 static inline void dq_ctl_shape(const struct dq_solve_ctl *c)
 {

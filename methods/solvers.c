@@ -304,12 +304,15 @@ static int run_check(struct run *r, const void *x)
 	return go == 0;
 }
 
-/* run_check after measuring g = F(x) − x and F(x). */
-static int run_measure(struct run *r, const void *x, const void *g,
-		       const void *fx)
+/* g = F(x) − x from fx = F(x) (g may be fx: then fx is g afterwards),
+ * per-segment ‖F(x)‖² and ‖g‖² into the control block (one op: two
+ * launches on a GPU), then run_check. */
+static int run_measure(struct run *r, const void *x, void *g, const void *fx)
 {
-	seg_dots(r->s, r->s->ctl.o_seg_g, g, g);
-	seg_dots(r->s, r->s->ctl.o_seg_f, fx, fx);
+	struct solver *s = r->s;
+	be_residual_dots(s->be, g, fx, x, ctl_at(s, s->ctl.o_seg_f),
+			 ctl_at(s, s->ctl.o_seg_g), (size_t)s->S * (size_t)s->P,
+			 s->len);
 	return run_check(r, x);
 }
 
@@ -332,8 +335,6 @@ static void solve_fixed_point(struct run *r)
 	be_fill(be, x, 0.0, s->n);
 	for (;;) {
 		run_eval(r, fx, x);
-		be_copy(be, g, fx, s->n);
-		be_axpy(be, g, -1.0, x, s->n);
 		if (run_measure(r, x, g, fx))
 			return;
 		run_freeze(r, fx, x); /* frozen samples stay */
@@ -383,23 +384,28 @@ static void broyden_update(struct run *r, struct broyden *b, void *dx,
 		be_fill(be, Us, 0.0, n);
 		be_fill(be, Vs, 0.0, n);
 	}
-	be_copy(be, fx, dx, n);
-	be_scale(be, fx, -1.0, n);
+	/* v goes straight into its slot while the history has room (the
+	 * products read rows below it); a full one reads the zeroed slot,
+	 * so v is made in fx and copied in at the end */
+	void *v = b->nu < b->h ? Vs : fx;
+	be_copy(be, v, dx, n);
+	be_scale(be, v, -1.0, n);
 	if (nact > 0) {
 		sample_coef(s, b->coef, nact, dx, b->U, nact);
-		sample_apply(s, fx, 1.0, b->coef, nact, b->V, nact, 1.0);
+		sample_apply(s, v, 1.0, b->coef, nact, b->V, nact, 1.0);
 	}
 	be_axpy(be, dx, 1.0, dg, n); /* u (vᵀΔg) = Δx + Δg − Uᵀ (V Δg) */
 	if (nact > 0) {
 		sample_coef(s, b->coef, nact, dg, b->V, nact);
 		sample_apply(s, dx, -1.0, b->coef, nact, b->U, nact, 1.0);
 	}
-	seg_dots(s, s->ctl.o_seg_d, fx, dg); /* vᵀ Δg per segment */
+	seg_dots(s, s->ctl.o_seg_d, v, dg); /* vᵀ Δg per segment */
 	if (b->nu == b->h)
 		b->head = (b->head + 1) % b->h;
 	be_scale_recip(be, Us, dx, ctl_at(s, s->ctl.o_seg_d), s->S, s->P,
 		       s->len);
-	be_copy(be, Vs, fx, n);
+	if (v != Vs)
+		be_copy(be, Vs, v, n);
 	if (b->nu < b->h)
 		b->nu++;
 }
@@ -423,8 +429,6 @@ static void solve_broyden(struct run *r)
 
 	be_fill(be, x, 0.0, n);
 	run_eval(r, fx, x);
-	be_copy(be, g, fx, n);
-	be_axpy(be, g, -1.0, x, n);
 	if (run_measure(r, x, g, fx))
 		return;
 	for (;;) {
@@ -432,10 +436,7 @@ static void solve_broyden(struct run *r)
 		run_freeze(r, dx, NULL); /* frozen: Δx = 0 */
 		be_axpy(be, x, 1.0, dx, n);
 		run_eval(r, fx, x);
-		seg_dots(s, s->ctl.o_seg_f, fx, fx);
-		be_axpy(be, fx, -1.0, x, n); /* fx = g_new */
-		seg_dots(s, s->ctl.o_seg_g, fx, fx);
-		if (run_check(r, x))
+		if (run_measure(r, x, fx, fx)) /* fx = g_new */
 			return;
 		be_copy(be, dg, fx, n);
 		be_axpy(be, dg, -1.0, g, n);
@@ -470,8 +471,6 @@ static void solve_anderson(struct run *r)
 		void *Gs = dq_at(s->be, G, (size_t)slot * n);
 		run_eval(r, fx, xn);
 		be_copy(be, Xs, xn, n);
-		be_copy(be, Gs, fx, n);
-		be_axpy(be, Gs, -1.0, xn, n);
 		if (run_measure(r, xn, Gs, fx))
 			return;
 		k++;

@@ -267,9 +267,52 @@ static inline void ctl_same(struct backend *be, const double *h,
 	free(g);
 }
 
+/* residual_dots against the ops it stands for (copy, axpy -1, then
+ * dot_segments_dev of fx and of g) over ns segments of len: bit for bit,
+ * into a separate g and in place (g = fx, done last: it overwrites fx). */
+static inline void check_residual_dots(struct backend *be, size_t ns,
+				       size_t len)
+{
+	const size_t n = ns * len;
+	struct pool pl = {be, {0}, 0};
+	double *f = rnd(n, 1), *x = rnd(n, 1), *want = zeros(n), *got = zeros(n);
+	double *sums = zeros(4 * ns);
+	void *df = pool_up(&pl, f, n), *dx = pool_up(&pl, x, n);
+	void *dw = pool_new(&pl, n, 0), *dg = pool_new(&pl, n, 0);
+	double *ds = ctl_block(be, NULL, 4 * ns);
+	be_copy(be, dw, df, n);
+	be_axpy(be, dw, -1.0, dx, n);
+	be_dot_segments_dev(be, ds, df, df, ns, len);
+	be_dot_segments_dev(be, ds + ns, dw, dw, ns, len);
+	pool_down(&pl, want, dw, n);
+	for (int alias = 0; alias < 2; alias++) {
+		void *g = alias ? df : dg;
+		be_residual_dots(be, g, df, dx, ds + 2 * ns, ds + 3 * ns, ns,
+				 len);
+		pool_down(&pl, got, g, n);
+		for (size_t i = 0; i < n; i++)
+			cr_assert(got[i] == want[i],
+				  "residual_dots (alias %d) g[%zu]: %.9g vs "
+				  "%.9g",
+				  alias, i, got[i], want[i]);
+		be->ops->download_bytes(be->ctx, sums, ds,
+					4 * ns * sizeof(double));
+		for (size_t k = 0; k < 2 * ns; k++)
+			cr_assert(sums[2 * ns + k] == sums[k],
+				  "residual_dots (alias %d) %s[%zu]: %.17g vs "
+				  "%.17g",
+				  alias, k < ns ? "seg_f" : "seg_g", k % ns,
+				  sums[2 * ns + k], sums[k]);
+	}
+	backend_free(be, ds);
+	pool_free(&pl);
+	free(f), free(x), free(want), free(got), free(sums);
+}
+
 /* The solver-control ops of be against the host code of solve_ctl.h and
  * double loops over the values the device holds:
  *   dot_segments_dev: the bits of dot_segments, into device memory;
+ *   residual_dots: the bits of the ops it stands for (check_residual_dots);
  *   copy_masked (with a source and with NULL) and scale_recip over S = 5
  *     samples of P = 3 segments: flagged samples only; 1/d in double, one
  *     rounding to the type, one product; 0 for d = 0 and d = inf;
@@ -294,6 +337,7 @@ static inline void check_solve_ctl_vector_ops(struct backend *be)
 		backend_free(be, dd);
 		pool_free(&pl);
 		free(x), free(y), free(want);
+		check_residual_dots(be, ns, len);
 	}
 
 	const int S = 5, P = 3;

@@ -532,6 +532,18 @@ static void cpu_dot_segments_dev(void *ctx, double *out, const void *x,
 	cpu_dot_segments(ctx, out, x, y, nseg, len);
 }
 
+/* The three ops it stands for, in their order: the same bits. */
+static void cpu_residual_dots(void *ctx, void *g_, const void *fx_,
+			      const void *x_, double *seg_f, double *seg_g,
+			      size_t nseg, size_t len)
+{
+	real *g = g_;
+	const real *fx = fx_, *x = x_;
+	cpu_dot_segments(ctx, seg_f, fx, fx, nseg, len);
+	PAR_EACH(nseg * len, g[i] = fx[i] + (real)-1.0 * x[i]);
+	cpu_dot_segments(ctx, seg_g, g, g, nseg, len);
+}
+
 const struct backend_ops DQ_FN(dq_cpu_ops_) = {
     .name = DQ_BACKNAME,
     .raw_alloc = cpu_raw_alloc,
@@ -574,6 +586,7 @@ const struct backend_ops DQ_FN(dq_cpu_ops_) = {
     .dot = cpu_dot,
     .dot_segments = cpu_dot_segments,
     .dot_segments_dev = cpu_dot_segments_dev,
+    .residual_dots = cpu_residual_dots,
     .solve_check = DQ_FN(dq_cpu_solve_check_),
     .copy_masked = DQ_FN(dq_cpu_copy_masked_),
     .scale_recip = DQ_FN(dq_cpu_scale_recip_),

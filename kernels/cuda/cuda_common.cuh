@@ -264,6 +264,8 @@ void cu_dot_segments(void *ctx, double *out, const void *x, const void *y,
 		     size_t nseg, size_t len);
 void cu_dot_segments_dev(void *ctx, double *out, const void *x, const void *y,
 			 size_t nseg, size_t len);
+void cu_residual_dots(void *ctx, void *g, const void *fx, const void *x,
+		      double *seg_f, double *seg_g, size_t nseg, size_t len);
 double cu_norm(void *ctx, const void *x, size_t n);
 void cu_xent_train_dev(void *ctx, void *dlogits, const void *logits,
 		       const int32_t *targets, int N, int V, double scale,

@@ -321,6 +321,7 @@ static struct backend_ops cu_ops_make(void)
 	o.dot = cu_dot;
 	o.dot_segments = cu_dot_segments;
 	o.dot_segments_dev = cu_dot_segments_dev;
+	o.residual_dots = cu_residual_dots;
 	o.solve_check = cu_solve_check;
 	o.copy_masked = cu_copy_masked;
 	o.scale_recip = cu_scale_recip;

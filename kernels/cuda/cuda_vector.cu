@@ -1,8 +1,9 @@
 /* cuda_vector.cu — the CUDA backend's ops over whole vectors: softmax
  * cross-entropy (its mean loss reduced to one number), Adam, and the
- * solvers' vector ops (dot, norm, dot_segments, axpy, scale). float32
- * data, double reductions, per-element formulas from elementwise.h; the
- * contracts are kernels/backend.h's and match kernels/cpu/cpu_backend.c.
+ * solvers' vector ops (dot, norm, dot_segments, residual_dots, axpy,
+ * scale). float32 data, double reductions, per-element formulas from
+ * elementwise.h; the contracts are kernels/backend.h's and match
+ * kernels/cpu/cpu_backend.c.
  *
  * What runs where: everything on the GPU, on ctx->stream. dot, norm,
  * dot_segments and xent_forward synchronise (they return numbers to the
@@ -445,6 +446,85 @@ void cu_dot_segments_dev(void *ctx, double *out, const void *x, const void *y,
 		return;
 	}
 	dot_segments_run(c, NULL, out, x, y, nseg, len);
+}
+
+/* residual_dots' pass: g = fx − x (axpy's fx + (−1) x, so its bits) and
+ * dot_segments_kernel's partials of fx·fx into pf and of g·g into pg, the
+ * same grid-stride assignment and block sums: the same bits. */
+__global__ void __launch_bounds__(256)
+    residual_dots_kernel(float *g, const float *fx, const float *x, size_t len,
+			 double *pf, double *pg)
+{
+	__shared__ double shf[32], shg[32];
+	const size_t s = blockIdx.y, G = gridDim.x;
+	const float a = -1.0f;
+	double af = 0.0, ag = 0.0;
+	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < len;
+	     i += G * blockDim.x) {
+		size_t j = s * len + i;
+		float f = fx[j], gv = f;
+		gv += a * x[j];
+		g[j] = gv;
+		af += (double)f * (double)f;
+		ag += (double)gv * (double)gv;
+	}
+	af = dq_block_sum_d(af, shf);
+	ag = dq_block_sum_d(ag, shg);
+	if (threadIdx.x == 0) {
+		pf[s * G + blockIdx.x] = af;
+		pg[s * G + blockIdx.x] = ag;
+	}
+}
+
+/* dot_segments_finish_kernel over both: res_f[s] from pf, res_g[s] from
+ * pg (segment s of the 2 ns sums a thread takes). */
+__global__ void residual_finish_kernel(const double *pf, const double *pg,
+				       int G, size_t ns, double *res_f,
+				       double *res_g)
+{
+	DQ_GRID_STRIDE(k, 2 * ns)
+	{
+		const size_t s = k < ns ? k : k - ns;
+		const double *part = k < ns ? pf : pg;
+		double t = 0.0;
+		for (int b = 0; b < G; b++)
+			t += part[s * (size_t)G + b];
+		(k < ns ? res_f : res_g)[s] = t;
+	}
+}
+
+/* dot_segments_run's grid (the same G for the same nseg and len, so the
+ * same sums), in chunks whose two partial arrays fit the scratch. */
+void cu_residual_dots(void *ctx, void *g, const void *fx, const void *x,
+		      double *seg_f, double *seg_g, size_t nseg, size_t len)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (!nseg)
+		return;
+	if (!len) {
+		cuda_check(cudaMemsetAsync(seg_f, 0, nseg * sizeof(double),
+					   c->stream));
+		cuda_check(cudaMemsetAsync(seg_g, 0, nseg * sizeof(double),
+					   c->stream));
+		return;
+	}
+	size_t G = dot_segments_grid(c, nseg, len);
+	size_t chunk = DQ_CU_RED_CAP / (2 * G);
+	if (chunk > 65535)
+		chunk = 65535;
+	for (size_t s0 = 0; s0 < nseg; s0 += chunk) {
+		size_t ns = nseg - s0 < chunk ? nseg - s0 : chunk, o = s0 * len;
+		double *pf = c->red, *pg = c->red + ns * G;
+		residual_dots_kernel<<<dim3((unsigned)G, (unsigned)ns), 256, 0,
+				       c->stream>>>(
+		    (float *)g + o, (const float *)fx + o, (const float *)x + o,
+		    len, pf, pg);
+		cuda_check_launch();
+		residual_finish_kernel<<<dq_grid_1d(c, 2 * ns, DQ_CU_THREADS),
+					 DQ_CU_THREADS, 0, c->stream>>>(
+		    pf, pg, (int)G, ns, seg_f + s0, seg_g + s0);
+		cuda_check_launch();
+	}
 }
 
 __global__ void axpy_kernel(float *y, float a, const float *x, size_t n)
