@@ -291,6 +291,10 @@ struct backend_ops {
 							       propagate */
 	void (*axpy)(void *ctx, void *y, double a, const void *x, size_t n);
 	void (*scale)(void *ctx, void *x, double a, size_t n);
+	/* dst(n) = a − b, or −b when a is NULL: bit for bit copy of a then
+	 * axpy −1 of b (copy of b then scale −1); dst may alias a or b. */
+	void (*sub)(void *ctx, void *dst, const void *a, const void *b,
+		    size_t n);
 
 	/* ---- batched ops for per-sample solvers ----
 	 * C_i(M,N) = alpha op(A_i) op(B_i) + beta C_i for i < batch, where
@@ -318,9 +322,9 @@ struct backend_ops {
 	 * = Σ fx² over segment s with fx as it was, seg_g[s] = Σ g² (device
 	 * doubles). Bit for bit copy, axpy −1 and dot_segments_dev of fx and
 	 * of g; on a GPU two launches instead of six. */
-	void (*residual_dots)(void *ctx, void *g, const void *fx,
-			      const void *x, double *seg_f, double *seg_g,
-			      size_t nseg, size_t len);
+	void (*residual_dots)(void *ctx, void *g, const void *fx, const void *x,
+			      double *seg_f, double *seg_g, size_t nseg,
+			      size_t len);
 	/* dq_ctl_check on c->st (one thread on a GPU). */
 	void (*solve_check)(void *ctx, const struct dq_solve_ctl *c);
 	/* For every sample k of S (P segments of len elements each, segment

@@ -555,6 +555,13 @@ static inline void be_scale(const struct backend *be, void *x, double a,
 	be->ops->scale(be->ctx, x, a, n);
 }
 
+static inline void be_sub(const struct backend *be, void *dst, const void *a,
+			  const void *b, size_t n)
+{
+	DQ_NEED(n, dst), DQ_NEED(n, b);
+	be->ops->sub(be->ctx, dst, a, b, n);
+}
+
 static inline void be_dot_segments(const struct backend *be, double *out,
 				   const void *x, const void *y, size_t nseg,
 				   size_t len)

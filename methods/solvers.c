@@ -388,8 +388,7 @@ static void broyden_update(struct run *r, struct broyden *b, void *dx,
 	 * products read rows below it); a full one reads the zeroed slot,
 	 * so v is made in fx and copied in at the end */
 	void *v = b->nu < b->h ? Vs : fx;
-	be_copy(be, v, dx, n);
-	be_scale(be, v, -1.0, n);
+	be_sub(be, v, NULL, dx, n);
 	if (nact > 0) {
 		sample_coef(s, b->coef, nact, dx, b->U, nact);
 		sample_apply(s, v, 1.0, b->coef, nact, b->V, nact, 1.0);
@@ -438,8 +437,7 @@ static void solve_broyden(struct run *r)
 		run_eval(r, fx, x);
 		if (run_measure(r, x, fx, fx)) /* fx = g_new */
 			return;
-		be_copy(be, dg, fx, n);
-		be_axpy(be, dg, -1.0, g, n);
+		be_sub(be, dg, fx, g, n);
 		void *t = g; /* g = g_new; fx is free */
 		g = fx;
 		fx = t;

@@ -275,7 +275,8 @@ static inline void check_residual_dots(struct backend *be, size_t ns,
 {
 	const size_t n = ns * len;
 	struct pool pl = {be, {0}, 0};
-	double *f = rnd(n, 1), *x = rnd(n, 1), *want = zeros(n), *got = zeros(n);
+	double *f = rnd(n, 1), *x = rnd(n, 1), *want = zeros(n),
+	       *got = zeros(n);
 	double *sums = zeros(4 * ns);
 	void *df = pool_up(&pl, f, n), *dx = pool_up(&pl, x, n);
 	void *dw = pool_new(&pl, n, 0), *dg = pool_new(&pl, n, 0);
@@ -309,10 +310,42 @@ static inline void check_residual_dots(struct backend *be, size_t ns,
 	free(f), free(x), free(want), free(got), free(sums);
 }
 
+/* sub against the ops it stands for, bit for bit over n elements (zeros
+ * of both signs among them): a − b as copy and axpy −1, in place (dst =
+ * a) too; −b as copy and scale −1. */
+static inline void check_sub(struct backend *be, size_t n)
+{
+	struct pool pl = {be, {0}, 0};
+	double *a = rnd(n, 1), *b = rnd(n, 1), *want = zeros(n),
+	       *got = zeros(n);
+	for (size_t i = 0; i < n; i += 7)
+		b[i] = i % 2 ? -0.0 : 0.0, a[i] = i % 3 ? 0.0 : -0.0;
+	void *da = pool_up(&pl, a, n), *db = pool_up(&pl, b, n);
+	void *dw = pool_new(&pl, n, 0), *dd = pool_new(&pl, n, 0);
+	for (int neg = 0; neg < 3; neg++) {
+		be_copy(be, dw, neg == 1 ? db : da, n);
+		if (neg == 1)
+			be_scale(be, dw, -1.0, n);
+		else
+			be_axpy(be, dw, -1.0, db, n);
+		void *d = neg == 2 ? da : dd; /* in place last */
+		be_sub(be, d, neg == 1 ? NULL : da, db, n);
+		pool_down(&pl, want, dw, n);
+		pool_down(&pl, got, d, n);
+		for (size_t i = 0; i < n; i++)
+			cr_assert(memcmp(&got[i], &want[i], sizeof(double)) ==
+				      0,
+				  "sub (case %d) [%zu]: %g vs %g", neg, i,
+				  got[i], want[i]);
+	}
+	pool_free(&pl);
+	free(a), free(b), free(want), free(got);
+}
+
 /* The solver-control ops of be against the host code of solve_ctl.h and
  * double loops over the values the device holds:
  *   dot_segments_dev: the bits of dot_segments, into device memory;
- *   residual_dots: the bits of the ops it stands for (check_residual_dots);
+ *   residual_dots and sub: the bits of the ops they stand for;
  *   copy_masked (with a source and with NULL) and scale_recip over S = 5
  *     samples of P = 3 segments: flagged samples only; 1/d in double, one
  *     rounding to the type, one product; 0 for d = 0 and d = inf;
@@ -338,6 +371,7 @@ static inline void check_solve_ctl_vector_ops(struct backend *be)
 		pool_free(&pl);
 		free(x), free(y), free(want);
 		check_residual_dots(be, ns, len);
+		check_sub(be, n);
 	}
 
 	const int S = 5, P = 3;

@@ -483,6 +483,19 @@ static void cpu_scale(void *ctx, void *x_, double a, size_t n)
 	PAR_EACH(n, x[i] *= ra);
 }
 
+/* axpy's and scale's formulas, so their bits. */
+static void cpu_sub(void *ctx, void *dst_, const void *a_, const void *b_,
+		    size_t n)
+{
+	(void)ctx;
+	real *d = dst_, m1 = (real)-1.0;
+	const real *a = a_, *b = b_;
+	if (a)
+		PAR_EACH(n, d[i] = a[i] + m1 * b[i]);
+	else
+		PAR_EACH(n, d[i] = b[i] * m1);
+}
+
 /* ------------------------------ the step's scalars "on the device" (RAM) */
 
 /* Each is its host-returning op with the number stored, not returned, so
@@ -594,6 +607,7 @@ const struct backend_ops DQ_FN(dq_cpu_ops_) = {
     .gemm_batched = cpu_gemm_batched,
     .norm = cpu_norm,
     .axpy = cpu_axpy,
+    .sub = cpu_sub,
     .scale = cpu_scale,
     .copy_async = dq_cpu_copy_async,
     .copy_wait = dq_cpu_copy_wait,

@@ -278,6 +278,7 @@ void cu_adam_dev(void *ctx, void *p, const void *g, void *m, void *v, size_t n,
 		 double wd);
 void cu_axpy(void *ctx, void *y, double a, const void *x, size_t n);
 void cu_scale(void *ctx, void *x, double a, size_t n);
+void cu_sub(void *ctx, void *dst, const void *a, const void *b, size_t n);
 
 /* cuda_solve.cu */
 void cu_solve_check(void *ctx, const struct dq_solve_ctl *c);

@@ -329,6 +329,7 @@ static struct backend_ops cu_ops_make(void)
 	o.gemm_batched = cu_gemm_batched;
 	o.norm = cu_norm;
 	o.axpy = cu_axpy;
+	o.sub = cu_sub;
 	o.scale = cu_scale;
 	o.host_alloc = cu_host_alloc;
 	o.host_free = cu_host_free;

@@ -1,7 +1,7 @@
 /* cuda_vector.cu — the CUDA backend's ops over whole vectors: softmax
  * cross-entropy (its mean loss reduced to one number), Adam, and the
  * solvers' vector ops (dot, norm, dot_segments, residual_dots, axpy,
- * scale). float32 data, double reductions, per-element formulas from
+ * scale, sub). float32 data, double reductions, per-element formulas from
  * elementwise.h; the contracts are kernels/backend.h's and match
  * kernels/cpu/cpu_backend.c.
  *
@@ -540,6 +540,35 @@ void cu_axpy(void *ctx, void *y, double a, const void *x, size_t n)
 		return;
 	axpy_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
 		      c->stream>>>((float *)y, (float)a, (const float *)x, n);
+	cuda_check_launch();
+}
+
+/* axpy_kernel's and scale_kernel's expressions, so their bits. */
+__global__ void sub_kernel(float *d, const float *a, const float *b, size_t n)
+{
+	const float m1 = -1.0f;
+	DQ_GRID_STRIDE(i, n)
+	{
+		if (a) {
+			float v = a[i];
+			v += m1 * b[i];
+			d[i] = v;
+		} else {
+			float v = b[i];
+			v *= m1;
+			d[i] = v;
+		}
+	}
+}
+
+void cu_sub(void *ctx, void *dst, const void *a, const void *b, size_t n)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (!n)
+		return;
+	sub_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
+		     c->stream>>>((float *)dst, (const float *)a,
+				  (const float *)b, n);
 	cuda_check_launch();
 }
 
