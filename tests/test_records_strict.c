@@ -344,6 +344,7 @@ Test(validate_strict, duplicate_key_is_malformed, .init = cli_setup,
 	s = json_dumps(t, JSON_COMPACT);
 	cr_assert_eq(s[0], '{');
 	line = malloc(strlen(s) + 64);
+	cr_assert_not_null(line);
 	/* the record's own "impl" comes later in the line */
 	sprintf(line, "{\"impl\":\"deqbench\",%s\n", s + 1);
 	cli_path(bad, sizeof(bad), "dup.jsonl");
