@@ -682,8 +682,8 @@ sys.exit(code)
 
 class Compile(Runs):
     """compile=true's code paths, with the stand-in torch.compile above
-    (Debian's torch 1.13 has none): unroll hands over its whole loss, the
-    other methods their block, and neither changes a bit of the run (the
+    (Debian's torch 1.13 has none): unroll hands over its L block
+    applications, the other methods their block, and neither changes a bit of the run (the
     stand-in compiles nothing, so a difference would be deqtorch's own:
     an operation left out, reordered or counted twice)."""
 
@@ -698,7 +698,7 @@ class Compile(Runs):
         return json.loads(r.stdout), made[-1][len("compiled:"):].strip()
 
     def test_scope_and_bits(self):
-        for m, want in (("unroll", "_unrolled_loss"),
+        for m, want in (("unroll", "_layers"),
                         ("checkpoint", "_block"), ("deq", "_block")):
             rec, made = self.run_stand_in(method=m, compile=True)
             self.assertEqual(made, want, m)

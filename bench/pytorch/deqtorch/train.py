@@ -9,9 +9,9 @@ evaluation (injection, block applications, head and loss: Ctx.loss); the
 weights, their gradients, Adam's moments, the clipping and the update
 stay float32 outside it; no GradScaler (bfloat16 has float32's exponent
 range). precision=tf32: TF32 matmuls and cuDNN convolutions on CUDA.
-compile=true (torch >= 2): unroll's whole loss, or the other methods'
-block, through torch.compile, and Adam fused on CUDA (Ctx._compile,
-adam)."""
+compile=true (torch >= 2): unroll's L block applications, or the other
+methods' block, through torch.compile, and Adam fused on CUDA
+(Ctx._compile, adam)."""
 import contextlib
 import math
 import sys
@@ -88,27 +88,23 @@ class Ctx:
         for m in (self.method, self.pre):
             if m is not None:
                 m.amp = self.autocast
-        self.whole = None  # compile=true, unroll: the compiled loss
         if cfg.get("compile", False):
             self._compile()
         self.clock = Clock(self.dev)
 
     def _compile(self):
         """compile=true (torch >= 2): what a GPU user would hand to
-        torch.compile. unroll: the whole loss (injection, the L block
-        applications, head, cross-entropy) as one compiled function,
-        `whole`; every other method: the block, since their Python control
-        flow (solver loops, checkpoint and offload hooks, revolve's
-        schedule) is not one graph. The counters (evals, vjps) stay
-        outside the compiled code: a Python int mutated inside it would
-        be a guard that fails on every call."""
+        torch.compile. unroll: its L block applications as one compiled
+        function (methods.Unroll.compile); every other method: the block,
+        since their Python control flow (solver loops, checkpoint and
+        offload hooks, revolve's schedule) is not one graph."""
         if not hasattr(torch, "compile"):
             raise config.Unsupported(
                 f"deqtorch: compile=true needs torch >= 2 (this is "
                 f"torch {torch.__version__}); drop compile")
         try:
             if self.cfg["method"] == "unroll":
-                self.whole = torch.compile(self._unrolled_loss)
+                self.method.compile()
             else:
                 self.model.compile_block()
         except RuntimeError as e:  # e.g. torch 2.0 on Python 3.11
@@ -116,18 +112,6 @@ class Ctx:
                 f"deqtorch: compile=true is not supported by "
                 f"impl=pytorch here; torch.compile: "
                 f"{str(e).splitlines()[0]}; drop compile") from e
-
-    def _unrolled_loss(self, inp, tgt):
-        """unroll's loss of batch (inp, tgt) with the same operations in
-        the same order as Ctx.loss through methods.Unroll (bitwise the
-        same outside torch.compile); counts nothing."""
-        m = self.model
-        with self.autocast():
-            u = m.inject_u(inp)
-            z = m.z0(u)
-            for _ in range(self.cfg["layers"]):
-                z = m._block(z, u)
-            return m.head_loss(z, tgt, self.cfg["head_chunk"])
 
     def autocast(self):
         """The forward's precision context (autocast bf16, or nothing)."""
@@ -140,12 +124,6 @@ class Ctx:
     def loss(self, tok, train):
         """Forward of batch tok (B, T+1): (loss tensor, logits)."""
         inp, tgt = self.batch(tok)
-        if self.whole is not None and self.active is self.method:
-            with (self.tracker.hooks() if self.track
-                  else contextlib.nullcontext()):
-                out = self.whole(inp, tgt)
-            self.method.count(train)
-            return out
         with self.autocast():
             u = self.model.inject_u(inp)
             with (self.tracker.hooks() if self.track
@@ -264,7 +242,8 @@ def _compile_summary(ctx):
         from torch._dynamo.utils import counters
     except ImportError:
         return
-    scope = "the whole loss" if ctx.whole is not None else "the block"
+    scope = ("unroll's layers" if ctx.cfg["method"] == "unroll"
+             else "the block")
     breaks = counters.get("graph_break", {})
     why = "; ".join(str(k).splitlines()[0][:80]
                     for k in list(breaks)[:3])
