@@ -16,9 +16,9 @@
  * Widening is exact (bits << 16).
  *
  * gemm_bf16: the stored A and B are converted into the caller's scratch as
- * packed bf16 matrices (A's copy first, row width ta ? M : K, then B's, row
- * width tb ? K : N; lda/ldb > row width is what the strided pack kernel is
- * for), then one cublasGemmEx with CUDA_R_16BF A and B, CUDA_R_32F C,
+ * packed bf16 matrices in one launch (A's copy first, row width ta ? M : K,
+ * then B's, row width tb ? K : N; lda/ldb > row width is what the strided
+ * pack loop is for), then one cublasGemmEx with CUDA_R_16BF A and B, CUDA_R_32F C,
  * CUBLAS_COMPUTE_32F and CUBLAS_GEMM_DEFAULT (cuBLAS library documentation,
  * "cublasGemmEx": that type combination is in its table of supported
  * configurations; tensor cores where the device has them, products of two
@@ -57,21 +57,31 @@ __global__ void round_bf16_kernel(float *x, size_t n)
 	x[i] = dq_bf16_round(x[i]);
 }
 
-/* dst(rows, cols) packed = bf16(src(rows, cols) with row stride ld); n =
- * rows cols. The column advances with the grid stride (as bias_forward in
- * cuda_ops.cu) instead of a 64-bit division per element; writes coalesce. */
-__global__ void pack_bf16_kernel(uint16_t *dst, const float *src, size_t n,
-				 int cols, int ld)
+/* One matrix of pack2_bf16_kernel: dst(rows, cols) packed = bf16(src
+ * (rows, cols) with row stride ld); n = rows cols. */
+struct bf16_pack {
+	uint16_t *dst;
+	const float *src;
+	size_t n;
+	int cols, ld;
+};
+
+/* gemm_bf16's two operand conversions in one launch: blockIdx.y 0 packs
+ * a, 1 packs b. The column advances with the grid stride (as
+ * bias_forward in cuda_ops.cu) instead of a 64-bit division per element;
+ * writes coalesce. A contiguous source (ld = cols) is the same loop. */
+__global__ void pack2_bf16_kernel(struct bf16_pack a, struct bf16_pack b)
 {
+	const struct bf16_pack j = blockIdx.y ? b : a;
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	const size_t stride = (size_t)gridDim.x * blockDim.x;
-	if (i >= n)
+	if (i >= j.n)
 		return;
-	const size_t w = (size_t)cols;
+	const size_t w = (size_t)j.cols;
 	size_t row = i / w, col = i - row * w;
 	const size_t drow = stride / w, dcol = stride - drow * w;
-	for (; i < n; i += stride) {
-		dst[i] = dq_bf16_bits(src[row * (size_t)ld + col]);
+	for (; i < j.n; i += stride) {
+		j.dst[i] = dq_bf16_bits(j.src[row * (size_t)j.ld + col]);
 		row += drow;
 		col += dcol;
 		if (col >= w) {
@@ -111,19 +121,15 @@ void cu_round_bf16(void *ctx, void *x, size_t n)
 	cuda_check_launch();
 }
 
-/* dst = the stored (rows, cols) matrix src (row stride ld) in bf16,
- * packed; a contiguous source is one flat conversion. rows, cols > 0. */
-static void pack_bf16(struct dq_cuda_ctx *c, uint16_t *dst, const float *src,
-		      int rows, int cols, int ld)
+/* a and b (each the stored (rows, cols) matrix src with row stride ld)
+ * into their packed bf16 copies, one launch: x covers the larger, y picks
+ * the matrix. rows, cols > 0. */
+static void pack2_bf16(struct dq_cuda_ctx *c, struct bf16_pack a,
+		       struct bf16_pack b)
 {
-	const size_t n = (size_t)rows * (size_t)cols;
-	const unsigned int grid = dq_grid_1d(c, n, DQ_CU_THREADS);
-	if (ld == cols)
-		to_bf16_kernel<<<grid, DQ_CU_THREADS, 0, c->stream>>>(dst, src,
-								      n);
-	else
-		pack_bf16_kernel<<<grid, DQ_CU_THREADS, 0, c->stream>>>(
-		    dst, src, n, cols, ld);
+	const size_t n = a.n > b.n ? a.n : b.n;
+	dim3 grid(dq_grid_1d(c, n, DQ_CU_THREADS), 2, 1);
+	pack2_bf16_kernel<<<grid, DQ_CU_THREADS, 0, c->stream>>>(a, b);
 	cuda_check_launch();
 }
 
@@ -148,8 +154,12 @@ void cu_gemm_bf16(void *ctx, int ta, int tb, int M, int N, int K, double alpha,
 	const int wa = ta ? M : K, wb = tb ? K : N;
 	uint16_t *a16 = (uint16_t *)scratch;
 	uint16_t *b16 = a16 + dq_bf16_b_offset(M, K);
-	pack_bf16(c, a16, (const float *)A, ta ? K : M, wa, lda);
-	pack_bf16(c, b16, (const float *)B, tb ? N : K, wb, ldb);
+	const int ra = ta ? K : M, rb = tb ? N : K;
+	const struct bf16_pack pa = {a16, (const float *)A,
+				     (size_t)ra * (size_t)wa, wa, lda};
+	const struct bf16_pack pb = {b16, (const float *)B,
+				     (size_t)rb * (size_t)wb, wb, ldb};
+	pack2_bf16(c, pa, pb);
 	cu_gemm_bf16_arrays(ctx, ta, tb, M, N, K, alpha, a16, wa, b16, wb, beta,
 			    C, ldc, NULL);
 }
