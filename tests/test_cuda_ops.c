@@ -10,10 +10,11 @@
  * Every layer op of struct backend_ops on the same random inputs on "cuda",
  * "cpu" and "cpu64", forward and backward, at odd shapes (B=3 T=5 C=12 H=3
  * F=20 V=17), powers of two (B=2 T=8 C=16 H=4 F=64 V=32), a model-sized one
- * (B=4 T=64 C=128 H=4 F=512 V=1000) and two that exercise the attention
+ * (B=4 T=64 C=128 H=4 F=512 V=1000), two that exercise the attention
  * tiling (T=77: three 32-row tiles, dh=48: two head-dimension chunks;
- * T=130, dh=128), compared by normalised mean squared error against both
- * CPU backends, plus NaN/inf checks; aliasing (in-place activation,
+ * T=100, dh=128) and one the batched-GEMM attention (T=131 >= 128, B=3,
+ * H=3), compared by normalised mean squared error against both CPU
+ * backends, plus NaN/inf checks; aliasing (in-place activation,
  * LayerNorm dx = dy, probs = logits = dlogits), += outputs pre-filled,
  * overwritten outputs pre-filled with garbage; the fused layer ops also
  * against the unfused ones on the GPU (test_fused.h); GEMM with padded row
@@ -59,7 +60,9 @@ static const struct shape SHAPES[] = {
     {2, 8, 16, 4, 64, 32, "pow2"},
     {4, 64, 128, 4, 512, 1000, "large"},
     {2, 77, 96, 2, 40, 300, "tiles"}, /* dh = 48 */
-    {1, 130, 256, 2, 64, 50, "dh128"},
+    {1, 100, 256, 2, 64, 50, "dh128"},
+    /* T >= 128: the batched-GEMM attention, several (b, h) pairs */
+    {3, 131, 96, 3, 40, 50, "gemm"},
 };
 #define NSHAPES (int)(sizeof(SHAPES) / sizeof(SHAPES[0]))
 
@@ -350,11 +353,10 @@ Test(cuda_ops, attention, .timeout = 300)
 	compare_op("attention", run_attention, 600);
 }
 
-/* Exact zeros above the diagonal and rows summing to 1, on cuda alone. */
-Test(cuda_ops, attention_mask)
+/* Exact zeros above the diagonal and rows summing to 1, on cuda alone, for
+ * the tiled kernels (T 77) and the batched-GEMM path (T 130). */
+static void check_attention_mask(struct backend *be, int B, int T, int C, int H)
 {
-	struct backend *be = cuda_or_skip();
-	int B = 2, T = 77, C = 96, H = 2;
 	size_t nqkv = (size_t)B * T * 3 * C, natt = (size_t)B * H * T * T;
 	struct pool pl = {be, {0}, 0};
 	rng_state = 650;
@@ -381,8 +383,15 @@ Test(cuda_ops, attention_mask)
 			cr_assert(fabs(sum - 1) < 1e-5, "row sum %.9g", sum);
 		}
 	pool_free(&pl);
-	backend_destroy(be);
 	free(qkv), free(att);
+}
+
+Test(cuda_ops, attention_mask)
+{
+	struct backend *be = cuda_or_skip();
+	check_attention_mask(be, 2, 77, 96, 2);
+	check_attention_mask(be, 2, 130, 96, 2);
+	backend_destroy(be);
 }
 
 /* ---- embeddings: tokens in [0, V/2) with repeats (the atomic scatter),

@@ -11,6 +11,11 @@
  *   datt = dout vᵀ;  G[t,s] = att[t,s] (datt[t,s] - Σ_u att[t,u] datt[t,u])
  *   / sqrt(dh) for s <= t, else 0;  dq = G k;  dk = Gᵀ q;  dv = attᵀ dout.
  *
+ * Two paths, chosen by shape. T >= DQ_CU_ATT_GEMM_MIN_T (128): cuBLAS
+ * batched SGEMMs for the products and warp-per-row softmax kernels (the
+ * batched-GEMM path, below). Shorter sequences, where the launches count
+ * more than the multiply-adds: the tiled kernels that follow.
+ *
  * Kernels: every block is 256 threads = 8 warps and works on 32×32 tiles in
  * shared memory (rows padded to 33 floats: the column reads are free of
  * bank conflicts); thread (tx = lane, ty = warp) owns output rows ty, ty+8,
@@ -162,9 +167,42 @@ causal_xyt(float *M, float (*sa)[33], float (*sb)[33], const float *x,
 	}
 }
 
-/* The block's rows of A (T,T) in place: causal softmax of each row (max
- * subtracted, sums in float), zeros above the diagonal. A warp per row:
- * the row index is the same for the whole warp. */
+/* Row t of A (T columns) in place, by one warp (lane tx): the causal
+ * softmax of its entries s <= t (max subtracted, sums in float), zeros
+ * above the diagonal. */
+__device__ __forceinline__ void softmax_row(float *row, int t, int T, int tx)
+{
+	float mx = -INFINITY, sum = 0.0f;
+	for (int s = tx; s <= t; s += 32)
+		mx = fmaxf(mx, row[s]);
+	mx = dq_warp_max_f(mx);
+	for (int s = tx; s <= t; s += 32)
+		sum += expf(row[s] - mx);
+	sum = dq_warp_sum_f(sum);
+	float inv = 1.0f / sum;
+	for (int s = tx; s < T; s += 32)
+		row[s] = s <= t ? expf(row[s] - mx) * inv : 0.0f;
+}
+
+/* Row t of G (holding datt) in place, by one warp: G = att (datt − Σ att
+ * datt) scale (the sum in double), 0 above the diagonal; arow is att's
+ * row t. */
+__device__ __forceinline__ void softmax_backward_row(float *grow,
+						     const float *arow, int t,
+						     int T, int tx, float scale)
+{
+	double ds = 0.0;
+	for (int s = tx; s <= t; s += 32)
+		ds += (double)arow[s] * grow[s];
+	ds = dq_warp_sum_d(ds);
+	for (int s = tx; s < T; s += 32)
+		grow[s] = s <= t ? (float)((double)arow[s] *
+					   ((double)grow[s] - ds) * scale)
+				 : 0.0f;
+}
+
+/* The block's rows of A (T,T) in place (softmax_row), a warp per row: the
+ * row index is the same for the whole warp. */
 __device__ __forceinline__ void softmax_rows(float *A, int T,
 					     const struct at_block &a)
 {
@@ -173,22 +211,12 @@ __device__ __forceinline__ void softmax_rows(float *A, int T,
 		int t = a.t0 + ty + 8 * j;
 		if (t >= T)
 			break;
-		float *row = A + (size_t)t * T;
-		float mx = -INFINITY, sum = 0.0f;
-		for (int s = tx; s <= t; s += 32)
-			mx = fmaxf(mx, row[s]);
-		mx = dq_warp_max_f(mx);
-		for (int s = tx; s <= t; s += 32)
-			sum += expf(row[s] - mx);
-		sum = dq_warp_sum_f(sum);
-		float inv = 1.0f / sum;
-		for (int s = tx; s < T; s += 32)
-			row[s] = s <= t ? expf(row[s] - mx) * inv : 0.0f;
+		softmax_row(A + (size_t)t * T, t, T, tx);
 	}
 }
 
-/* The block's rows of G (T,T), holding datt, in place: G = att (datt -
- * Σ att datt) scale (the sum in double), 0 above the diagonal. */
+/* The block's rows of G (T,T), holding datt, in place
+ * (softmax_backward_row). */
 __device__ __forceinline__ void softmax_backward_rows(float *G, const float *A,
 						      int T,
 						      const struct at_block &a,
@@ -199,17 +227,8 @@ __device__ __forceinline__ void softmax_backward_rows(float *G, const float *A,
 		int t = a.t0 + ty + 8 * j;
 		if (t >= T)
 			break;
-		const float *arow = A + (size_t)t * T;
-		float *grow = G + (size_t)t * T;
-		double ds = 0.0;
-		for (int s = tx; s <= t; s += 32)
-			ds += (double)arow[s] * grow[s];
-		ds = dq_warp_sum_d(ds);
-		for (int s = tx; s < T; s += 32)
-			grow[s] = s <= t
-				      ? (float)((double)arow[s] *
-						((double)grow[s] - ds) * scale)
-				      : 0.0f;
+		softmax_backward_row(G + (size_t)t * T, A + (size_t)t * T, t, T,
+				     tx, scale);
 	}
 }
 
@@ -309,6 +328,146 @@ __global__ void __launch_bounds__(AT_THREADS)
 	}
 }
 
+/* ------------------------------------------------ the batched-GEMM path
+ *
+ * For T >= DQ_CU_ATT_GEMM_MIN_T (and B H <= DQ_CU_ATT_MAXBH): the products
+ * of every (b, h) as cuBLAS batched SGEMMs over the B H pairs
+ * (cublasSgemmBatched, so the handle's math mode applies: TF32 after
+ * set_tf32(1), exact FP32 otherwise), on pointer arrays a kernel writes
+ * into ctx->att_ptrs (a head's blocks sit at offsets no single batch
+ * stride describes), and the softmax and its backward as warp-per-row
+ * kernels over all B H T rows with the tiled kernels' arithmetic
+ * (softmax_row, softmax_backward_row). The products run over the full
+ * T×T, the masked half included: twice the useful multiply-adds, on
+ * cuBLAS's kernels. The softmax writes exact zeros above the diagonal,
+ * so P and G add nothing there to the products after them.
+ *   forward:  S = scale Q Kᵀ into att; softmax in place; out = P V
+ *   backward: G = dO Vᵀ into scratch; its softmax backward in place;
+ *             dQ = G K, dK = Gᵀ Q, dV = Pᵀ dO (dqkv overwritten)
+ * Results differ from the tiled kernels' by float summation order only.
+ */
+
+/* Which array of ctx->att_ptrs: q, k, v of qkv; O (out in the forward,
+ * dout in the backward); S (att); G (scratch); dq, dk, dv of dqkv. */
+enum { AP_Q, AP_K, AP_V, AP_O, AP_S, AP_G, AP_DQ, AP_DK, AP_DV };
+
+/* Pair i = b H + h gets ptr[k DQ_CU_ATT_MAXBH + i] = its block in array k:
+ * q, k, v, O and S always, G, dq, dk, dv when scr is not NULL. */
+__global__ void att_ptrs_kernel(float **ptr, float *qkv, float *o, float *att,
+				float *scr, float *dqkv, int BH, int T, int C,
+				int H)
+{
+	const size_t M = DQ_CU_ATT_MAXBH;
+	DQ_GRID_STRIDE(i, (size_t)BH)
+	{
+		const int b = (int)i / H, h = (int)i % H, dh = C / H;
+		const size_t q = (size_t)b * T * 3 * C + (size_t)h * dh;
+		const size_t a = i * (size_t)T * T;
+		ptr[AP_Q * M + i] = qkv + q;
+		ptr[AP_K * M + i] = qkv + q + C;
+		ptr[AP_V * M + i] = qkv + q + 2 * (size_t)C;
+		ptr[AP_O * M + i] = o + (size_t)b * T * C + (size_t)h * dh;
+		ptr[AP_S * M + i] = att + a;
+		if (!scr)
+			continue;
+		ptr[AP_G * M + i] = scr + a;
+		ptr[AP_DQ * M + i] = dqkv + q;
+		ptr[AP_DK * M + i] = dqkv + q + C;
+		ptr[AP_DV * M + i] = dqkv + q + 2 * (size_t)C;
+	}
+}
+
+/* C_i(M,N) = alpha op(A_i) op(B_i) for every pair i (C_i overwritten),
+ * row-major, with A_i, B_i, C_i from arrays ka, kb, kc of ctx->att_ptrs:
+ * cu_gemm's operand swap (cuda_ops.cu), one batched call. */
+static void att_gemm(struct dq_cuda_ctx *c, int ta, int tb, int M, int N, int K,
+		     float alpha, int ka, int lda, int kb, int ldb, int kc,
+		     int ldc, int BH)
+{
+	float **p = c->att_ptrs;
+	const float beta = 0.0f;
+	const size_t S = DQ_CU_ATT_MAXBH;
+	cublas_check(
+	    cublasSgemmBatched(c->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+			       ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha,
+			       (const float *const *)(p + kb * S), ldb,
+			       (const float *const *)(p + ka * S), lda, &beta,
+			       p + kc * S, ldc, BH));
+}
+
+/* Rows r < rows of A (T columns each, row r is row r % T of its (b, h)):
+ * softmax_row, a warp per row. */
+__global__ void __launch_bounds__(AT_THREADS)
+    att_softmax_kernel(float *A, size_t rows, int T)
+{
+	const size_t r =
+	    (size_t)blockIdx.x * (AT_THREADS / 32) + (threadIdx.x >> 5);
+	if (r < rows)
+		softmax_row(A + r * T, (int)(r % (size_t)T), T,
+			    threadIdx.x & 31);
+}
+
+/* att_softmax_kernel's rows of G: softmax_backward_row against att. */
+__global__ void __launch_bounds__(AT_THREADS)
+    att_softmax_backward_kernel(float *G, const float *A, size_t rows, int T,
+				float scale)
+{
+	const size_t r =
+	    (size_t)blockIdx.x * (AT_THREADS / 32) + (threadIdx.x >> 5);
+	if (r < rows)
+		softmax_backward_row(G + r * T, A + r * T, (int)(r % (size_t)T),
+				     T, threadIdx.x & 31, scale);
+}
+
+/* Whether shape (B, T, H) takes the batched-GEMM path. */
+static int att_gemm_path(int B, int T, int H)
+{
+	return T >= DQ_CU_ATT_GEMM_MIN_T &&
+	       (long long)B * H <= (long long)DQ_CU_ATT_MAXBH;
+}
+
+/* Launches for the B H T rows of the two softmax kernels. */
+static unsigned int att_row_blocks(int B, int T, int H)
+{
+	size_t rows = (size_t)B * H * T, per = AT_THREADS / 32;
+	return (unsigned int)((rows + per - 1) / per);
+}
+
+static void att_gemm_forward(struct dq_cuda_ctx *c, float *out, float *att,
+			     float *qkv, int B, int T, int C, int H,
+			     float scale)
+{
+	const int BH = B * H, dh = C / H, C3 = 3 * C;
+	att_ptrs_kernel<<<dq_grid_1d(c, (size_t)BH, DQ_CU_THREADS),
+			  DQ_CU_THREADS, 0, c->stream>>>(
+	    c->att_ptrs, qkv, out, att, NULL, NULL, BH, T, C, H);
+	cuda_check_launch();
+	att_gemm(c, 0, 1, T, T, dh, scale, AP_Q, C3, AP_K, C3, AP_S, T, BH);
+	att_softmax_kernel<<<att_row_blocks(B, T, H), AT_THREADS, 0,
+			     c->stream>>>(att, (size_t)BH * T, T);
+	cuda_check_launch();
+	att_gemm(c, 0, 0, T, dh, T, 1.0f, AP_S, T, AP_V, C3, AP_O, C, BH);
+}
+
+static void att_gemm_backward(struct dq_cuda_ctx *c, float *dqkv, float *G,
+			      float *dout, float *qkv, float *att, int B, int T,
+			      int C, int H, float scale)
+{
+	const int BH = B * H, dh = C / H, C3 = 3 * C;
+	att_ptrs_kernel<<<dq_grid_1d(c, (size_t)BH, DQ_CU_THREADS),
+			  DQ_CU_THREADS, 0, c->stream>>>(
+	    c->att_ptrs, qkv, dout, att, G, dqkv, BH, T, C, H);
+	cuda_check_launch();
+	att_gemm(c, 0, 1, T, T, dh, 1.0f, AP_O, C, AP_V, C3, AP_G, T, BH);
+	att_softmax_backward_kernel<<<att_row_blocks(B, T, H), AT_THREADS, 0,
+				      c->stream>>>(G, att, (size_t)BH * T, T,
+						   scale);
+	cuda_check_launch();
+	att_gemm(c, 0, 0, T, dh, T, 1.0f, AP_G, T, AP_K, C3, AP_DQ, C3, BH);
+	att_gemm(c, 1, 0, T, dh, T, 1.0f, AP_G, T, AP_Q, C3, AP_DK, C3, BH);
+	att_gemm(c, 1, 0, T, dh, T, 1.0f, AP_S, T, AP_O, C, AP_DV, C3, BH);
+}
+
 /* Grid of both kernels: x = (b, h) pairs, y = 32-row tiles. */
 static dim3 attention_grid(int B, int T, int H)
 {
@@ -323,6 +482,11 @@ void cu_attention_forward(void *ctx, void *out, void *att, const void *qkv,
 	if (B <= 0 || T <= 0 || C <= 0 || H <= 0)
 		return;
 	float scale = (float)(1.0 / sqrt((double)(C / H)));
+	if (att_gemm_path(B, T, H)) {
+		att_gemm_forward(c, (float *)out, (float *)att, (float *)qkv, B,
+				 T, C, H, scale);
+		return;
+	}
 	attention_forward_kernel<<<attention_grid(B, T, H), AT_THREADS, 0,
 				   c->stream>>>(
 	    (float *)out, (float *)att, (const float *)qkv, T, C, H, scale);
@@ -337,6 +501,12 @@ void cu_attention_backward(void *ctx, void *dqkv, void *scratch,
 	if (B <= 0 || T <= 0 || C <= 0 || H <= 0)
 		return;
 	float scale = (float)(1.0 / sqrt((double)(C / H)));
+	if (att_gemm_path(B, T, H)) {
+		att_gemm_backward(c, (float *)dqkv, (float *)scratch,
+				  (float *)dout, (float *)qkv, (float *)att, B,
+				  T, C, H, scale);
+		return;
+	}
 	dim3 grid = attention_grid(B, T, H);
 	attention_backward_q_kernel<<<grid, AT_THREADS, 0, c->stream>>>(
 	    (float *)dqkv, (float *)scratch, (const float *)dout,

@@ -52,6 +52,13 @@ extern "C" {
 #define DQ_CU_STAGING ((size_t)1 << 20)
 /* cuBLAS workspace, NVIDIA's recommendation for Hopper (32 MiB). */
 #define DQ_CU_CUBLAS_WS ((size_t)32 << 20)
+/* The attention's batched-GEMM path (cuda_attention.cu): sequences of at
+ * least this length take it, up to DQ_CU_ATT_MAXBH (batch, head) pairs;
+ * its pointer arrays (ctx->att_ptrs, DQ_CU_ATT_ARRAYS of them) take
+ * DQ_CU_ATT_MAXBH * 9 * 8 bytes = 1.125 MiB. */
+#define DQ_CU_ATT_GEMM_MIN_T 128
+#define DQ_CU_ATT_MAXBH	     16384
+#define DQ_CU_ATT_ARRAYS     9
 
 /* A device-side loop being recorded (cuda_graph.cu): its root graph and
  * the root's last node (NULL while empty). */
@@ -67,9 +74,10 @@ struct dq_cuda_ctx {
 	cublasHandle_t cublas;
 	cudaMemPool_t pool; /* the device's default pool, shared in-process */
 	cudaEvent_t ev[BACKEND_TIMER_SLOTS];
-	int n_ev;	       /* events created (for cleanup) */
-	void *cublas_ws;       /* DQ_CU_CUBLAS_WS bytes, cudaMalloc */
-	double *red;	       /* DQ_CU_RED_CAP doubles, cudaMalloc */
+	int n_ev;	  /* events created (for cleanup) */
+	void *cublas_ws;  /* DQ_CU_CUBLAS_WS bytes, cudaMalloc */
+	double *red;	  /* DQ_CU_RED_CAP doubles, cudaMalloc */
+	float **att_ptrs; /* DQ_CU_ATT_ARRAYS x DQ_CU_ATT_MAXBH, cudaMalloc */
 	unsigned int *tickets; /* DQ_CU_TICKETS, zero between launches */
 	double *dres;	       /* device result slot of dot/norm/xent */
 	double *hres;	       /* pinned host copy of *dres */

@@ -94,6 +94,8 @@ static void cu_destroy(void *ctx)
 		cu_warn(cudaFree(c->cublas_ws), "cudaFree(cublas workspace)");
 	if (c->red)
 		cu_warn(cudaFree(c->red), "cudaFree(reduction scratch)");
+	if (c->att_ptrs)
+		cu_warn(cudaFree(c->att_ptrs), "cudaFree(attention pointers)");
 	if (c->tickets)
 		cu_warn(cudaFree(c->tickets), "cudaFree(tickets)");
 	if (c->dres)
@@ -435,12 +437,16 @@ static int init_stream(struct dq_cuda_ctx *c, char *err, size_t errlen)
 }
 
 /* The fixed buffers outside the pool: cuBLAS workspace, reduction scratch
- * and its tickets (zeroed), the result slot, and the staging buffer
+ * and its tickets (zeroed), the attention's pointer arrays, the result
+ * slot, and the staging buffer
  * (pinned where possible, else pageable, which works more slowly). */
 static int init_buffers(struct dq_cuda_ctx *c, char *err, size_t errlen)
 {
 	INIT_TRY(cudaMalloc(&c->cublas_ws, DQ_CU_CUBLAS_WS));
 	INIT_TRY(cudaMalloc((void **)&c->red, DQ_CU_RED_CAP * sizeof(double)));
+	INIT_TRY(cudaMalloc((void **)&c->att_ptrs, (size_t)DQ_CU_ATT_ARRAYS *
+						       DQ_CU_ATT_MAXBH *
+						       sizeof(float *)));
 	INIT_TRY(cudaMalloc((void **)&c->tickets,
 			    DQ_CU_TICKETS * sizeof(unsigned int)));
 	INIT_TRY(
