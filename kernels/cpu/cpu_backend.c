@@ -546,14 +546,12 @@ static void cpu_dot_segments_dev(void *ctx, double *out, const void *x,
 }
 
 /* The three ops it stands for, in their order: the same bits. */
-static void cpu_residual_dots(void *ctx, void *g_, const void *fx_,
-			      const void *x_, double *seg_f, double *seg_g,
-			      size_t nseg, size_t len)
+static void cpu_residual_dots(void *ctx, void *g, const void *fx, const void *x,
+			      double *seg_f, double *seg_g, size_t nseg,
+			      size_t len)
 {
-	real *g = g_;
-	const real *fx = fx_, *x = x_;
 	cpu_dot_segments(ctx, seg_f, fx, fx, nseg, len);
-	PAR_EACH(nseg * len, g[i] = fx[i] + (real)-1.0 * x[i]);
+	cpu_sub(ctx, g, fx, x, nseg * len);
 	cpu_dot_segments(ctx, seg_g, g, g, nseg, len);
 }
 

@@ -448,7 +448,16 @@ void cu_dot_segments_dev(void *ctx, double *out, const void *x, const void *y,
 	dot_segments_run(c, NULL, out, x, y, nseg, len);
 }
 
-/* residual_dots' pass: g = fx − x (axpy's fx + (−1) x, so its bits) and
+/* a − b as axpy_kernel computes a + (−1) b: its bits (residual_dots,
+ * sub). */
+__device__ __forceinline__ float dq_sub_f(float a, float b)
+{
+	const float m1 = -1.0f;
+	a += m1 * b;
+	return a;
+}
+
+/* residual_dots' pass: g = fx − x (dq_sub_f: axpy's bits) and
  * dot_segments_kernel's partials of fx·fx into pf and of g·g into pg, the
  * same grid-stride assignment and block sums: the same bits. */
 __global__ void __launch_bounds__(256)
@@ -457,13 +466,11 @@ __global__ void __launch_bounds__(256)
 {
 	__shared__ double shf[32], shg[32];
 	const size_t s = blockIdx.y, G = gridDim.x;
-	const float a = -1.0f;
 	double af = 0.0, ag = 0.0;
 	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < len;
 	     i += G * blockDim.x) {
 		size_t j = s * len + i;
-		float f = fx[j], gv = f;
-		gv += a * x[j];
+		float f = fx[j], gv = dq_sub_f(f, x[j]);
 		g[j] = gv;
 		af += (double)f * (double)f;
 		ag += (double)gv * (double)gv;
@@ -543,19 +550,16 @@ void cu_axpy(void *ctx, void *y, double a, const void *x, size_t n)
 	cuda_check_launch();
 }
 
-/* axpy_kernel's and scale_kernel's expressions, so their bits. */
+/* dq_sub_f, or scale_kernel's x *= −1: their bits. */
 __global__ void sub_kernel(float *d, const float *a, const float *b, size_t n)
 {
-	const float m1 = -1.0f;
 	DQ_GRID_STRIDE(i, n)
 	{
 		if (a) {
-			float v = a[i];
-			v += m1 * b[i];
-			d[i] = v;
+			d[i] = dq_sub_f(a[i], b[i]);
 		} else {
 			float v = b[i];
-			v *= m1;
+			v *= -1.0f; /* scale_kernel's x *= a */
 			d[i] = v;
 		}
 	}
