@@ -527,6 +527,10 @@ static int cmd_env(void)
 	}
 	json_object_set_new(o, "devices", devs);
 	json_object_set_new(o, "build", env_build_json());
+	const char *warn = json_string_value(json_object_get(
+	    json_object_get(json_object_get(o, "host"), "blas"), "warning"));
+	if (warn)
+		fprintf(stderr, "deqbench: %s\n", warn);
 	s = json_dumps(o, JSON_INDENT(2));
 	printf("%s\n", s);
 	free(s);

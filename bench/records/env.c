@@ -16,6 +16,7 @@
 
 #include "dq_build.h"
 #include "dq_git.h"
+#include "../../kernels/blas_info.h"
 #include "../io/jsontext.h"
 
 #ifndef DQ_CFLAGS
@@ -136,11 +137,38 @@ static json_t *host_discover(void)
 	return o;
 }
 
+static json_t *str_or_null(const char *s)
+{
+	return s && s[0] ? jsontext_string(s) : json_null();
+}
+
+json_t *env_blas_json(void)
+{
+	struct blas_info b;
+	char warn[256];
+	blas_info_query(&b);
+	json_t *o = json_object();
+	json_object_set_new(o, "library", jsontext_string(b.library));
+	json_object_set_new(o, "core", str_or_null(b.core));
+	json_object_set_new(o, "threads", json_integer(b.threads));
+	json_object_set_new(o, "coretype_env", str_or_null(b.coretype_env));
+	json_object_set_new(o, "cpu_allows", str_or_null(b.cpu_allows));
+	json_object_set_new(o, "generic", json_boolean(b.generic));
+	json_object_set_new(o, "warning",
+			    blas_info_warning(&b, warn, sizeof(warn))
+				? jsontext_string(warn)
+				: json_null());
+	return o;
+}
+
 json_t *env_host_json(void)
 {
 	if (!host_cache)
 		host_cache = host_discover();
-	return json_deep_copy(host_cache);
+	json_t *o = json_deep_copy(host_cache);
+	/* not cached: the thread count is the backend's, set per run */
+	json_object_set_new(o, "blas", env_blas_json());
+	return o;
 }
 
 /* The CPUs local to PCI device ID (lowercase bus id) as hwloc sees them, a

@@ -9,9 +9,14 @@
 #include "../../kernels/backend.h"
 
 /* CPU model, packages, cores, PUs, NUMA nodes, cache sizes, memory, OS,
- * hostname. Computed once per process and cached (hwloc topology discovery
- * takes milliseconds); the caller gets its own copy. */
+ * hostname: computed once per process and cached (hwloc topology discovery
+ * takes milliseconds); the caller gets its own copy, with the BLAS
+ * (env_blas_json) read at the call. */
 json_t *env_host_json(void);
+/* The CPU BLAS this process runs (kernels/blas_info.h): {library, core,
+ * threads, coretype_env, cpu_allows, generic, warning}; SCHEMA.md
+ * §host.blas. Part of env_host_json. */
+json_t *env_blas_json(void);
 /* The backend's name and info (device memory, compute capability, ...),
  * whether TF32 GEMMs were allowed (tf32; null on backends without the
  * switch) and, for device "cuda", the PCI bus id and the CPUs local to the

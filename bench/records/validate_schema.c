@@ -21,6 +21,8 @@
  * optional even for --strict, as the label: records before them lack
  * them, and a reader takes an absent one as 0 */
 #define ADDED_MANAGED "2026-11-26"
+/* host.blas: which BLAS kernels ran */
+#define ADDED_BLAS "2026-11-27"
 
 /* A row: name, types (enum vtype), then any other member by name. */
 #define F(n, t, ...)                                                           \
@@ -310,6 +312,14 @@ static const struct vfield os_f[] = {
     F("machine", VT_STR), {.name = NULL},
 };
 
+/* host.blas (kernels/blas_info.h) */
+static const struct vfield blas_f[] = {
+    F("library", VT_STR),	  F("core", STR_OR_NULL),
+    F("threads", VT_INT),	  F("coretype_env", STR_OR_NULL),
+    F("cpu_allows", STR_OR_NULL), F("generic", VT_BOOL),
+    F("warning", STR_OR_NULL),	  {.name = NULL},
+};
+
 static const struct vfield host_f[] = {
     F("cpu_model", STR_OR_NULL),
     F("packages", INT_OR_NULL),
@@ -322,6 +332,8 @@ static const struct vfield host_f[] = {
     F("os", VT_OBJ, .members = os_f),
     F("hostname", VT_STR),
     F("hwloc_api_version", VT_INT),
+    F("blas", VT_OBJ, .members = blas_f, .added = ADDED_BLAS,
+      .flags = VF_OPTIONAL),
     {.name = NULL},
 };
 

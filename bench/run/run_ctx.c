@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../../kernels/blas_info.h"
 #include "../../methods/method.h"
 #include "../../models/model.h"
 #include "../data/data.h"
@@ -92,6 +93,23 @@ static int bf16_check(const struct bench_config *cfg, struct backend *be,
 	return -1;
 }
 
+/* Before the first step of a CPU run (once a process): a warning when
+ * OpenBLAS runs generic kernels on a CPU that allows faster ones, which
+ * would make every time of the run several times slower than the
+ * machine's (kernels/blas_info.h; the record's host.blas says the same). */
+static void warn_generic_blas(enum config_device device)
+{
+	static int warned;
+	struct blas_info b;
+	char line[256];
+	if (warned || device == DEVICE_CUDA)
+		return;
+	warned = 1;
+	blas_info_query(&b);
+	if (blas_info_warning(&b, line, sizeof(line)))
+		fprintf(stderr, "deqbench: %s\n", line);
+}
+
 int run_ctx_create_for_run(struct run_ctx *rc, const struct bench_config *cfg,
 			   int V, int train, char *err, size_t errlen)
 {
@@ -102,6 +120,7 @@ int run_ctx_create_for_run(struct run_ctx *rc, const struct bench_config *cfg,
 	if (backend_create(&rc->be, config_device_name(cfg->device),
 			   cfg->threads, err, errlen))
 		return -1;
+	warn_generic_blas(cfg->device);
 	if (cfg->device_mem_cap_mib > 0 &&
 	    be_cap_device(rc->be, (size_t)cfg->device_mem_cap_mib << 20, err,
 			  errlen) != 0)

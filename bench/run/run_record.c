@@ -87,6 +87,10 @@ void run_record_begin(struct run *r)
 
 void run_record_device(struct run *r)
 {
+	/* again now that the backend set the run's thread count */
+	json_t *host = json_object_get(r->rec, "host");
+	if (host)
+		json_object_set_new(host, "blas", env_blas_json());
 	json_object_set_new(r->rec, "device",
 			    env_device_json(r->rc.be,
 					    config_device_name(r->cfg->device),
