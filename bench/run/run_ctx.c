@@ -93,11 +93,7 @@ static int bf16_check(const struct bench_config *cfg, struct backend *be,
 	return -1;
 }
 
-/* Before the first step of a CPU run (once a process): a warning when
- * OpenBLAS runs generic kernels on a CPU that allows faster ones, which
- * would make every time of the run several times slower than the
- * machine's (kernels/blas_info.h; the record's host.blas says the same). */
-static void warn_generic_blas(enum config_device device)
+void run_ctx_warn_blas(enum config_device device)
 {
 	static int warned;
 	struct blas_info b;
@@ -120,7 +116,6 @@ int run_ctx_create_for_run(struct run_ctx *rc, const struct bench_config *cfg,
 	if (backend_create(&rc->be, config_device_name(cfg->device),
 			   cfg->threads, err, errlen))
 		return -1;
-	warn_generic_blas(cfg->device);
 	if (cfg->device_mem_cap_mib > 0 &&
 	    be_cap_device(rc->be, (size_t)cfg->device_mem_cap_mib << 20, err,
 			  errlen) != 0)

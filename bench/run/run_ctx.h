@@ -101,4 +101,11 @@ int run_ctx_create_for_run(struct run_ctx *rc, const struct bench_config *cfg,
  * on a zeroed context. */
 void run_ctx_destroy(struct run_ctx *rc);
 
+/* Before the first timed step of a CPU run or evaluation, once a process:
+ * a warning on stderr when OpenBLAS runs generic kernels on a CPU that
+ * allows faster ones, which makes every time of the run several times
+ * slower than the machine's (kernels/blas_info.h; the record's host.blas
+ * says the same). After setup, so that bad input keeps its one line. */
+void run_ctx_warn_blas(enum config_device device);
+
 #endif

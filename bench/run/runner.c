@@ -173,6 +173,7 @@ enum run_status runner_run(const struct bench_config *cfg,
 		snprintf(r.err, sizeof(r.err), "out of host memory");
 	else if (setup_context(&r) == 0 && setup_training(&r) == 0) {
 		r.t_setup = run_wall_s() - t0;
+		run_ctx_warn_blas(cfg->device);
 		train_loop(&r);
 		run_record_train(&r);
 		run_evaluate(&r, &q);
@@ -210,6 +211,7 @@ enum run_status runner_eval(const struct bench_config *cfg_in,
 			 "parameters to evaluate (save_params= of a run)");
 	else if (setup_context(&r) == 0 && setup_eval(&r) == 0) {
 		r.status = RUN_OK;
+		run_ctx_warn_blas(cfg.device);
 		run_evaluate(&r, &q);
 		run_record_quality(&r, &q);
 		run_record_inference(&r);
