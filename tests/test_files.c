@@ -550,6 +550,24 @@ Test(files, failed_append_keeps_record, .init = cli_setup, .fini = cli_teardown,
 	expect_records(rescue, 2);
 }
 
+/* G21: a run whose only record cannot be appended (a file-size limit as a
+ * full disk) leaves no empty out= behind: out= is created only when its
+ * first record is appended, and so is the rescue file. */
+Test(files, failed_first_append_leaves_no_file, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	char out[600], a_out[700], rescue[600], err[4096];
+	const char *const args[] = {"run", "corpus=synthetic", a_out, TINY,
+				    NULL};
+	cli_path(out, sizeof(out), "new/r.jsonl");
+	snprintf(a_out, sizeof(a_out), "out=%s", out);
+	rescue_path(rescue, sizeof(rescue));
+	/* stderr's file is under the limit too: its first 100 bytes only */
+	cr_assert_eq(cli_run(args, 100, err, sizeof(err)), 1, "%s", err);
+	cr_assert(!cli_exists(out), "an empty out= was left behind");
+	cr_assert(!cli_exists(rescue), "an empty rescue file was left behind");
+}
+
 /* ---- f. refusals leave nothing; stale temporary files ---------------------- */
 
 /* report of a directory or of a file without records: exit 2, one line. */

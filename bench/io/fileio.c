@@ -212,33 +212,80 @@ static int lock_file(int fd)
 	return -1;
 }
 
+/* Whether path (not followed) is still the file open as fd. */
+static int names_fd(const char *path, int fd)
+{
+	struct stat a, b;
+	return lstat(path, &a) == 0 && fstat(fd, &b) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Opens path for appending (O_NONBLOCK: a FIFO without a reader fails
+ * instead of blocking); *created tells whether this call created it. */
+static int open_append(const char *path, int nofollow, int *created)
+{
+	int fl = O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC |
+		 (nofollow ? O_NOFOLLOW : 0);
+	int fd = open(path, fl);
+	*created = 0;
+	if (fd >= 0 || errno != ENOENT)
+		return fd;
+	fd = open(path, fl | O_CREAT | O_EXCL, 0644);
+	if (fd >= 0)
+		*created = 1;
+	else if (errno == EEXIST) /* created meanwhile, or a dangling link */
+		fd = open(path, fl | O_CREAT, 0644);
+	return fd;
+}
+
+/* Opens and locks path for an append (open_append, lock_file). A file a
+ * failed first append removed while we waited for its lock (no links
+ * left) is opened again, so no record goes into a removed file. The
+ * descriptor, or -1 with err. */
+static int open_locked(const char *path, int nofollow, int *created, char *err,
+		       size_t errlen)
+{
+	for (int tries = 0; tries < 16; tries++) {
+		struct stat st;
+		int fd = open_append(path, nofollow, created);
+		if (fd < 0) {
+			open_error(path, errno, err, errlen);
+			return -1;
+		}
+		/* O_NONBLOCK only kept the open from waiting for a FIFO
+		 * reader */
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+		if (lock_file(fd) != 0) {
+			snprintf(err, errlen,
+				 "%s: interrupted by a signal while waiting "
+				 "for the lock another process holds on it; "
+				 "nothing was written",
+				 path);
+			close(fd);
+			return -1;
+		}
+		if (fstat(fd, &st) != 0 || st.st_nlink > 0)
+			return fd;
+		close(fd);
+	}
+	snprintf(err, errlen,
+		 "%s: cannot append (removed again and again while waiting "
+		 "for its lock); nothing was written",
+		 path);
+	return -1;
+}
+
 int fileio_append(const char *path, const void *buf, size_t n, int nofollow,
 		  char *err, size_t errlen)
 {
 	struct stat st;
 	off_t old = -1;
 	size_t done = 0;
-	int e = 0, fd;
+	int e = 0, created, fd;
 
-	fd = open(path,
-		  O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC |
-		      (nofollow ? O_NOFOLLOW : 0),
-		  0644);
-	if (fd < 0) {
-		open_error(path, errno, err, errlen);
+	fd = open_locked(path, nofollow, &created, err, errlen);
+	if (fd < 0)
 		return -1;
-	}
-	/* O_NONBLOCK only kept the open from waiting for a FIFO reader */
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-	if (lock_file(fd) != 0) {
-		snprintf(err, errlen,
-			 "%s: interrupted by a signal while waiting for the "
-			 "lock another process holds on it; nothing was "
-			 "written",
-			 path);
-		close(fd);
-		return -1;
-	}
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 		old = st.st_size;
 	/* a file cut mid-line (or edited) gets the record on a line of its
@@ -259,6 +306,12 @@ int fileio_append(const char *path, const void *buf, size_t n, int nofollow,
 			left = "the file is unchanged";
 		else if (done == 0)
 			left = "nothing was written";
+		/* a file this append created, still empty, goes again (under
+		 * the lock: a waiting appender sees it unlinked, open_locked):
+		 * out= exists only once a record is in it */
+		if (created && old == 0 && names_fd(path, fd) &&
+		    unlink(path) == 0)
+			left = "it was not created";
 		snprintf(err, errlen, "%s: cannot append (%s); %s", path,
 			 strerror(e), left);
 	}

@@ -7,10 +7,11 @@
  * regular file back to its length before the append, so the next record
  * is never glued onto a fragment; a file whose last byte is not a newline
  * (cut by hand) gets one before the record. A record that could not be
- * appended is kept in the rescue file (fileio_rescue_path). Missing
- * directories of an appended file are created then and never removed
- * (another process may be about to write there); the up-front check
- * (fileio_probe_append) creates nothing.
+ * appended is kept in the rescue file (fileio_rescue_path); a file that
+ * a failed append created is removed again, so a file exists only once a
+ * record is in it. Missing directories of an appended file are created
+ * then and never removed (another process may be about to write there);
+ * the up-front check (fileio_probe_append) creates nothing.
  *
  * Replacing (caches, safetensors): the new content is written to a
  * temporary file next to the target, flushed to disk and renamed over it,
@@ -52,8 +53,10 @@ int fileio_probe_append(const char *path, char *err, size_t errlen);
  * processes sharing a file never interleave; when a regular file's last
  * byte is not '\n', a '\n' goes first (under the same lock). On a short or
  * failed write a regular file is truncated back to its length before the
- * call. A signal that ends the wait for the lock (the first SIGINT or
- * SIGTERM, interrupt.h) fails the append with nothing written. nofollow:
+ * call, and removed when this call created it (an appender that waited
+ * for its lock meanwhile opens the path again). A signal that ends the
+ * wait for the lock (the first SIGINT or SIGTERM, interrupt.h) fails the
+ * append with nothing written. nofollow:
  * refuse a symbolic link at PATH (O_NOFOLLOW; for files in shared
  * directories). A FIFO without a reader fails instead of blocking.
  * Returns 0, or -1 with "PATH: reason" in err, saying whether PATH was left
