@@ -149,7 +149,7 @@ Test(cli, bad_input_exits_2, .init = cli_setup, .fini = cli_teardown,
 {
 	char res[512], arg[600], cfgp[512], badjson[512], suitep[512];
 	cli_path(res, sizeof(res), "keep.jsonl");
-	cli_write_text(res, "{\"schema\":1,\"status\":\"ok\"}\n");
+	cli_write_text(res, "{\"schema\":1,\"status\":\"ok\",\"config\":{}}\n");
 	snprintf(arg, sizeof(arg), "out=%s", res);
 	cli_path(cfgp, sizeof(cfgp), "bad.json");
 	cli_write_text(cfgp, "{\"layers\": 4,\n  \"steps\": ,}\n");
@@ -242,7 +242,7 @@ Test(cli, run_exit_status_by_outcome, .init = cli_setup, .fini = cli_teardown,
 	char res[512], arg[600], dir[600], err[8192];
 	struct stat sb;
 	cli_path(res, sizeof(res), "exit.jsonl");
-	cli_write_text(res, "{\"schema\":1,\"status\":\"ok\"}\n");
+	cli_write_text(res, "{\"schema\":1,\"status\":\"ok\",\"config\":{}}\n");
 	snprintf(arg, sizeof(arg), "out=%s", res);
 	{
 		const char *a[] = {"run",	  TINY, "lr=1000", "clip=0",
@@ -275,7 +275,7 @@ Test(cli, pretrain_bad_input_exits_2, .init = cli_setup, .fini = cli_teardown,
 {
 	char res[512], arg[600];
 	cli_path(res, sizeof(res), "keep-pretrain.jsonl");
-	cli_write_text(res, "{\"schema\":1,\"status\":\"ok\"}\n");
+	cli_write_text(res, "{\"schema\":1,\"status\":\"ok\",\"config\":{}}\n");
 	snprintf(arg, sizeof(arg), "out=%s", res);
 	{
 		const char *a[] = {

@@ -251,7 +251,8 @@ Test(outputs, out_not_jsonl_refused, .init = cli_setup, .fini = cli_teardown,
 {
 	static const char *const bad[] = {"{\n  \"corpus\": \"synthetic\"\n}\n",
 					  "hello\n", "[1, 2]\n"};
-	static const char *const good[] = {"", "\n \n", "{}\n"};
+	static const char *const good[] = {"", "\n \n",
+					   "{\"schema\":1,\"config\":null}\n"};
 	char p[600], a[700], err[4096];
 	const char *const args[] = {"run", TINY, a, NULL};
 	struct snap s;
@@ -274,6 +275,82 @@ Test(outputs, out_not_jsonl_refused, .init = cli_setup, .fini = cli_teardown,
 			     "content %d: %s", i, err);
 		cr_assert_eq(count_records(p), (size_t)(i == 2 ? 2 : 1));
 	}
+}
+
+/* G3: a config or suite file written on one line, and other one-line
+ * objects that are not records ("{}", an object without "config"), are
+ * not files of records: out= naming one is refused up front and the file
+ * is left as it was; run and suite. */
+Test(outputs, one_line_json_not_records, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	static const char *const bad[] = {TINY_JSON "\n",
+					  "{\"name\":\"s\",\"base\":" TINY_JSON
+					  ",\"axes\":{}}\n",
+					  "{}\n", "\n{\"schema\":1}\n"};
+	char p[600], s2[600], a[700];
+	const char *const run[] = {"run", TINY, a, NULL};
+	struct snap s;
+	cli_path(p, sizeof(p), "one.json");
+	snprintf(a, sizeof(a), "out=%s", p);
+	for (int i = 0; i < 4; i++) {
+		cli_write_text(p, bad[i]);
+		s = snap_of(p);
+		expect_refused(run, "not a JSONL file of records");
+		expect_same(p, &s);
+	}
+	cli_path(s2, sizeof(s2), "s.json");
+	cli_write_text(s2, "{\"name\":\"s\",\"base\":" TINY_JSON
+			   ",\"axes\":{\"layers\":[2]}}");
+	cli_write_text(p, bad[1]);
+	s = snap_of(p);
+	{
+		const char *const suite[] = {"suite", s2, a, NULL};
+		expect_refused(suite, "not a JSONL file of records");
+	}
+	expect_same(p, &s);
+}
+
+/* G21: report, compare and suite --resume refuse a records file with one
+ * malformed line, so run and suite refuse to append to it (exit 2, one
+ * line naming the line and the fix) instead of adding records nobody can
+ * read: a line in the middle, and a partial last line another tool left. */
+Test(outputs, malformed_line_refused, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 300)
+{
+	char out[600], s2[600], a[700], err[4096], *rec;
+	const char *const run[] = {"run", TINY, a, NULL};
+	const char *const suite[] = {"suite", s2, a, NULL};
+	struct snap s;
+	FILE *f;
+	size_t n;
+	cli_path(out, sizeof(out), "r.jsonl");
+	snprintf(a, sizeof(a), "out=%s", out);
+	cr_assert_eq(cli_run(run, 0, err, sizeof(err)), 0, "%s", err);
+	rec = cli_read(out, &n);
+	f = fopen(out, "ab");
+	cr_assert_not_null(f);
+	fputs("not json\n", f);
+	fwrite(rec, 1, n, f);
+	fclose(f);
+	s = snap_of(out);
+	expect_refused(run, "r.jsonl:2:");
+	expect_refused(run, "malformed");
+	cli_path(s2, sizeof(s2), "s.json");
+	cli_write_text(s2, "{\"name\":\"s\",\"base\":" TINY_JSON
+			   ",\"axes\":{\"layers\":[2]}}");
+	expect_refused(suite, "r.jsonl:2:");
+	expect_same(out, &s);
+
+	cli_write(out, rec, n);
+	f = fopen(out, "ab");
+	cr_assert_not_null(f);
+	fwrite(rec, 1, n / 2, f);
+	fclose(f);
+	s = snap_of(out);
+	expect_refused(run, "r.jsonl:2:");
+	expect_same(out, &s);
+	free(rec);
 }
 
 /* ---- 6. a record after a cut last line --------------------------------- */

@@ -537,7 +537,7 @@ Test(eval, bad_params_exit_2, .init = cli_setup, .fini = cli_teardown,
 	char res[512], arg[600], p[512], pa[600], junk[512], ja[600];
 	char err[4096];
 	cli_path(res, sizeof(res), "keep.jsonl");
-	cli_write_text(res, "{\"schema\":1,\"status\":\"ok\"}\n");
+	cli_write_text(res, "{\"schema\":1,\"status\":\"ok\",\"config\":{}}\n");
 	snprintf(arg, sizeof(arg), "out=%s", res);
 	cli_path(p, sizeof(p), "init.safetensors");
 	snprintf(pa, sizeof(pa), "params=%s", p);

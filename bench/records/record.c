@@ -8,12 +8,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "../config/config.h"
 #include "../io/errmsg.h"
 #include "../io/fileio.h"
+#include "validate.h"
 #include "validate_schema.h"
 
 static const char *const sections[] = {
@@ -37,53 +39,96 @@ json_t *record_new(void)
 	return r;
 }
 
-/* Whether the regular file fd (out=) can take records: empty or blank, or
- * its first non-blank line is one JSON object. Reads up to that line. */
-static int holds_jsonl(int fd)
+/* scan_out's state: the first malformed line, whether the first object
+ * was a record, and whether to pass over an unended last line. */
+struct out_scan {
+	int lines, last, bad_line, bad_col, first_ok, tolerate_tail;
+	char why[160];
+};
+
+/* Whether rec looks like a record: "schema" and "config", or valid. */
+static int looks_like_record(const json_t *rec)
 {
-	FILE *f = fdopen(fd, "r");
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	json_t *o;
-	int c, ok;
-	if (!f)
-		return 1; /* cannot tell: the append decides */
-	while ((c = fgetc(f)) == ' ' || c == '\t' || c == '\r' || c == '\n')
-		;
-	if (c == EOF || c != '{') {
-		ok = c == EOF;
-		fclose(f);
-		return ok;
+	return (json_object_get(rec, "schema") &&
+		json_object_get(rec, "config")) ||
+	       validate_record(rec, VALIDATE_ALL_AGES, NULL, NULL) == 0;
+}
+
+static int out_line(void *ctx, int lineno, json_t *rec, int column,
+		    const char *why)
+{
+	struct out_scan *s = ctx;
+	if (!s->lines++)
+		s->first_ok = rec && looks_like_record(rec);
+	s->last = lineno;
+	if (!rec && !s->bad_line) {
+		s->bad_line = lineno;
+		s->bad_col = column;
+		snprintf(s->why, sizeof(s->why), "%s", why);
 	}
-	ungetc(c, f);
-	len = getline(&line, &cap, f);
-	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' ||
-			   line[len - 1] == ' '))
-		len--;
-	o = len > 0 ? json_loadb(line, (size_t)len, 0, NULL) : NULL;
-	ok = json_is_object(o);
-	json_decref(o);
-	free(line);
-	fclose(f);
-	return ok;
+	return !s->first_ok;
+}
+
+/* Whether the file open as fd ends in something other than a newline (an
+ * append by another tool in progress, when the lock could not be had). */
+static int unended(int fd)
+{
+	struct stat st;
+	char c = '\n';
+	return fstat(fd, &st) == 0 && st.st_size > 0 &&
+	       pread(fd, &c, 1, st.st_size - 1) == 1 && c != '\n';
+}
+
+/* The regular file path (out=, open as fd) can take records when it is
+ * blank, or its first non-blank line is a record and every non-blank line
+ * one JSON object: report, compare and suite --resume refuse a file with
+ * one malformed line as a whole, so nothing is appended to one. Read under
+ * a shared lock, so an append of another deqbench is never seen half
+ * done; where a writer holds the lock, an unended last line is left out.
+ * 0, or -1 with one line. */
+static int scan_out(int fd, const char *path, char *err, size_t errlen)
+{
+	struct out_scan s = {0, 0, 0, 0, 0, 0, ""};
+	char e[900], pb[400];
+	const char *shown = errmsg_brief(path, pb, sizeof(pb));
+	int locked = flock(fd, LOCK_SH | LOCK_NB) == 0;
+	s.tolerate_tail = !locked && unended(fd);
+	if (record_each_line(path, out_line, &s, e, sizeof(e)) != 0) {
+		snprintf(err, errlen, "out=%s", e);
+		return -1;
+	}
+	if (s.lines && !s.first_ok && !(s.lines == 1 && s.tolerate_tail)) {
+		snprintf(err, errlen,
+			 "out=%s is not a JSONL file of records (its first "
+			 "line is not a record: a safetensors file, or a JSON "
+			 "config or suite file?); records are appended to "
+			 "out=, so give a .jsonl path",
+			 shown);
+		return -1;
+	}
+	if (s.bad_line && !(s.tolerate_tail && s.bad_line == s.last)) {
+		snprintf(err, errlen,
+			 "out=%s:%d:%d: malformed line (%s); report, compare "
+			 "and suite --resume refuse the whole file, so no "
+			 "record is appended to it: fix or delete line %d, "
+			 "or give another out=",
+			 shown, s.bad_line, s.bad_col, s.why, s.bad_line);
+		return -1;
+	}
+	return 0;
 }
 
 int record_check_out(const char *path, char *err, size_t errlen)
 {
-	char e[900], pb[400];
+	char e[900];
 	struct stat st;
 	int fd;
 	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-	    (fd = fileio_open_read(path, e, sizeof(e))) >= 0 &&
-	    !holds_jsonl(fd)) {
-		snprintf(err, errlen,
-			 "out=%s is not a JSONL file of records (its first "
-			 "line is not one JSON object: a safetensors or JSON "
-			 "config file?); records are appended to out=, so give "
-			 "a .jsonl path",
-			 errmsg_brief(path, pb, sizeof(pb)));
-		return -1;
+	    (fd = fileio_open_read(path, e, sizeof(e))) >= 0) {
+		int rc = scan_out(fd, path, err, errlen);
+		close(fd);
+		if (rc != 0)
+			return -1;
 	}
 	if (fileio_probe_append(path, e, sizeof(e)) == 0)
 		return 0;

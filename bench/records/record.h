@@ -32,10 +32,12 @@ json_t *record_run_identity(const json_t *cfg);
 /* Makes sure records can be appended to path without leaving anything
  * behind (fileio_probe_append: nothing is created that stays, so a run
  * refused later leaves no empty file or directory), and that an existing
- * regular file is a file of records: empty or blank, or its first
- * non-blank line one JSON object (a safetensors file or a JSON config over
- * several lines is refused). 0, or -1 with one line naming the path and
- * the fix. */
+ * regular file is a file of records report can read: empty or blank, or
+ * its first non-blank line a record ("schema" and "config", or valid) and
+ * every non-blank line one JSON object (a safetensors, config or suite
+ * file, or records with a malformed line, are refused; the whole file is
+ * read, under a shared lock). 0, or -1 with one line naming the path (and
+ * the malformed line) and the fix. */
 int record_check_out(const char *path, char *err, size_t errlen);
 /* Appends the record as one compact line under an exclusive lock, creating
  * missing parent directories (kept) and the file; a file whose last byte is
