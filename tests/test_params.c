@@ -9,6 +9,7 @@
  * header length, JSON header, raw data), independently of bench/safetensors,
  * so the CLI is checked against the format rather than against itself. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdint.h>
@@ -702,4 +703,54 @@ Test(eval, managed_file_evaluates_as_unroll_off_cuda, .init = cli_setup,
 	 * of a GPU or of a CUDA build, never for the method) */
 	cr_assert_eq(cli_run(ev_cuda, 0, err, sizeof(err)), 2, "%s", err);
 	cr_assert(!strstr(err, "as unroll"), "%s", err);
+}
+
+/* ---- save_params= that fails after training (G17) ---- */
+
+/* The parameter file a failed save_params= left in the rescue directory
+ * ($TMPDIR: cli_dir), as params_config reads it; fails the test when
+ * there is none. */
+static void expect_rescued_params(void)
+{
+	DIR *d = opendir(cli_dir);
+	struct dirent *de;
+	int found = 0;
+	cr_assert_not_null(d);
+	while ((de = readdir(d))) {
+		char p[1024];
+		json_t *c;
+		if (strncmp(de->d_name, "deqbench-unsaved-", 17) ||
+		    !strstr(de->d_name, ".safetensors"))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", cli_dir, de->d_name);
+		c = params_config(p);
+		cr_assert_not_null(c, "%s is not a parameter file", p);
+		json_decref(c);
+		found++;
+	}
+	closedir(d);
+	cr_assert_eq(found, 1, "%d rescued parameter files", found);
+}
+
+/* G17: save_params= that fails after training (its directory gone, found
+ * only when saving; the up-front checks are main's) keeps the trained
+ * parameters in a rescue file, as a record that cannot be appended is
+ * kept, and the record's message gives the reason before the path. */
+Test(eval, failed_save_rescues_params, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 60)
+{
+	struct bench_config c;
+	json_t *r = NULL;
+	const char *msg, *why;
+	char p[512];
+	tiny_config(&c, "unroll");
+	cli_path(p, sizeof(p), "gone/p.safetensors");
+	snprintf(c.save_params, sizeof(c.save_params), "%s", p);
+	cr_assert_eq(runner_run(&c, NULL, &r), RUN_ERROR);
+	msg = json_string_value(at(r, "message"));
+	why = strstr(msg, "(No such file or directory)");
+	cr_assert(why && strstr(msg, p) > why, "%s", msg);
+	cr_assert(strstr(msg, "deqbench-unsaved-"), "%s", msg);
+	expect_rescued_params();
+	json_decref(r);
 }

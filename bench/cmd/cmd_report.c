@@ -248,6 +248,11 @@ int cmd_report(int argc, char **argv)
 	if (nf == 0)
 		return bad_input("report: give one or more FILE.jsonl, e.g. "
 				 "deqbench report results/cpu/default.jsonl");
+	if (a.html) {
+		char err[1200];
+		if (report_html_check_out(a.html, nf, argv, err, sizeof(err)))
+			return bad_input(err);
+	}
 	all = json_array();
 	if ((rc = load(nf, argv, &a, all)) == 0 && (rows = report_rows(all))) {
 		if (a.sort)

@@ -302,34 +302,16 @@ void print_summary(const json_t *records)
 	fflush(stdout);
 }
 
-/* save_params= (when given): a new path, a regular file or a link to one
- * (fileio_replace_target: not a directory, FIFO or dangling link), in a
- * directory that exists and is writable, so a long run does not end unable
- * to save. 0, or -1 with one line. */
+/* save_params= (when given): a path the trained parameters can replace
+ * (params_check_out: a new path or a safetensors file, in a directory
+ * that takes the temporary file, renamable into place), so a long run
+ * does not end unable to save. 0, or -1 with one line. */
 static int check_save_params(const struct bench_config *c, char *err,
 			     size_t errlen)
 {
-	char dir[CONFIG_PATH], e[900];
-	char *slash;
 	if (!c->save_params[0])
 		return 0;
-	if (fileio_replace_target(c->save_params, dir, sizeof(dir), e,
-				  sizeof(e)) != 0) {
-		snprintf(err, errlen, "save_params=%s", e);
-		return -1;
-	}
-	slash = strrchr(dir, '/');
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else
-		slash[slash == dir] = 0; /* "/x" keeps "/" */
-	if (access(dir, W_OK | X_OK) == 0)
-		return 0;
-	snprintf(err, errlen,
-		 "save_params=%.800s: directory %.100s: %s; create it or "
-		 "choose another path",
-		 c->save_params, dir, strerror(errno));
-	return -1;
+	return params_check_out("save_params=", c->save_params, err, errlen);
 }
 
 /* params= of a run (required with eval): a readable regular file (a FIFO
@@ -540,15 +522,14 @@ static int cmd_env(void)
 
 /* ---- params / grad ---- */
 
-/* out= of params init and grad, checked before any work: a new path, a
- * regular file or a link to one (fileio_replace_target). */
+/* out= of params init and grad, checked before any work
+ * (params_check_out: a new path or a safetensors file, never a file of
+ * records or a config). */
 static int check_replace_out(const char *out)
 {
-	char target[4096], e[900], err[1024];
-	if (fileio_replace_target(out, target, sizeof(target), e, sizeof(e)) ==
-	    0)
+	char err[1024];
+	if (params_check_out("out=", out, err, sizeof(err)) == 0)
 		return 0;
-	snprintf(err, sizeof(err), "out=%s", e);
 	return bad_input(err);
 }
 

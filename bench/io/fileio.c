@@ -75,6 +75,29 @@ static void host_tag(char *buf, size_t n)
 			*p = '_';
 }
 
+/* The longest base name kept in a temporary name: NAME_MAX less
+ * ".tmp.HOST." and the 10 digits of the largest pid, so the temporary name
+ * of any target that may exist fits in one component. Fixed per host (not
+ * per pid), so fileio_remove_stale_tmp finds the names of other pids. */
+static size_t tmp_base_max(const char *host)
+{
+	size_t fixed = strlen(".tmp.") + strlen(host) + 1 + 10;
+	return fixed + 16 < NAME_MAX ? NAME_MAX - fixed : 16;
+}
+
+void fileio_tmp_path(const char *target, char *buf, size_t n)
+{
+	char host[256];
+	const char *slash = strrchr(target, '/');
+	size_t dir = slash ? (size_t)(slash - target + 1) : 0, base, max;
+	host_tag(host, sizeof(host));
+	base = strlen(target + dir);
+	max = tmp_base_max(host);
+	snprintf(buf, n, "%.*s%.*s.tmp.%s.%ld", (int)dir, target,
+		 (int)(base < max ? base : max), target + dir, host,
+		 (long)getpid());
+}
+
 /* Whether a file can be created where path would be: in the deepest
  * directory of path's directory part that exists, a file with a name of
  * this process alone (so probes running together never meet) is created
@@ -327,6 +350,23 @@ const char *fileio_rescue_path(char *buf, size_t n)
 	return buf;
 }
 
+const char *fileio_rescue_new(char *buf, size_t n, const char *ext)
+{
+	const char *t = getenv("TMPDIR");
+	struct stat st;
+	for (int k = 1; k < 1000; k++) {
+		char num[16] = "";
+		if (k > 1)
+			snprintf(num, sizeof(num), "-%d", k);
+		snprintf(buf, n, "%s/deqbench-unsaved-%ld-%ld%s%s",
+			 t && *t ? t : "/tmp", (long)getuid(), (long)getpid(),
+			 num, ext);
+		if (lstat(buf, &st) != 0 && errno == ENOENT)
+			break;
+	}
+	return buf;
+}
+
 static const char *type_name(mode_t m)
 {
 	return S_ISFIFO(m)   ? "FIFO (named pipe)"
@@ -431,8 +471,10 @@ int fileio_remove_stale_tmp(const char *path)
 		snprintf(dir, sizeof(dir), ".");
 		base = path;
 	}
-	snprintf(prefix, sizeof(prefix), "%s.tmp", base);
 	host_tag(host, sizeof(host));
+	/* as fileio_tmp_path shortens a long base */
+	snprintf(prefix, sizeof(prefix), "%.*s.tmp", (int)tmp_base_max(host),
+		 base);
 	if (!*base || !(d = opendir(dir)))
 		return 0;
 	while ((de = readdir(d))) {
@@ -451,25 +493,34 @@ int fileio_remove_stale_tmp(const char *path)
 	return removed;
 }
 
+/* "STEP failed (reason): PATH; nothing was replaced" into err: the reason
+ * before the path, so a long path cannot cut it off. */
+static void replace_error(const char *step, int e, const char *path, char *err,
+			  size_t errlen)
+{
+	char pb[256];
+	errmsg_set(err, errlen, "%s failed (%s): %s; nothing was replaced",
+		   step, strerror(e), errmsg_brief(path, pb, sizeof(pb)));
+}
+
 int fileio_replace(const char *path, const struct iovec *iov, int niov,
 		   char *err, size_t errlen)
 {
-	char target[PATH_BUF], tmp[PATH_BUF + 300], host[256];
+	char target[PATH_BUF], tmp[PATH_BUF + 300];
+	const char *step = "writing its temporary file";
 	int fd, e = 0;
 
 	if (fileio_replace_target(path, target, sizeof(target), err, errlen))
 		return -1;
 	fileio_remove_stale_tmp(target);
-	host_tag(host, sizeof(host));
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%s.%ld", target, host,
-		 (long)getpid());
+	fileio_tmp_path(target, tmp, sizeof(tmp));
 	/* O_EXCL: our own stale name was removed above; never truncate a file
 	 * someone else put there */
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		  0666);
 	if (fd < 0) {
-		snprintf(err, errlen, "%s: cannot create %s (%s)", path, tmp,
-			 strerror(errno));
+		replace_error("creating a temporary file beside it", errno,
+			      path, err, errlen);
 		return -1;
 	}
 	for (int i = 0; i < niov && !e; i++)
@@ -480,12 +531,13 @@ int fileio_replace(const char *path, const struct iovec *iov, int niov,
 		e = errno;
 	if (close(fd) != 0 && !e)
 		e = errno;
-	if (!e && rename(tmp, target) != 0)
+	if (!e && rename(tmp, target) != 0) {
 		e = errno;
+		step = "renaming its temporary file over it";
+	}
 	if (e) {
 		unlink(tmp);
-		snprintf(err, errlen, "%s: write failed (%s)", path,
-			 strerror(e));
+		replace_error(step, e, path, err, errlen);
 		return -1;
 	}
 	return 0;

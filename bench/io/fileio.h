@@ -19,10 +19,12 @@
  * or a regular file is replaced; a symbolic link is followed and its target
  * replaced under the same rule (the link stays); a FIFO, device, socket or
  * directory is refused, so out=/dev/full can never replace /dev/full.
+ * Before the work that makes the content, fileio_check_replace finds what
+ * would make the replacement fail or destroy a file of another kind.
  *
- * Temporary names are PATH.tmp.HOST.PID. A process killed before its
- * rename leaves one behind; the next writer of PATH removes those of dead
- * processes on this host (fileio_remove_stale_tmp).
+ * Temporary names are PATH.tmp.HOST.PID (fileio_tmp_path). A process
+ * killed before its rename leaves one behind; the next writer of PATH
+ * removes those of dead processes on this host (fileio_remove_stale_tmp).
  */
 #ifndef DQ_BENCH_FILEIO_H
 #define DQ_BENCH_FILEIO_H
@@ -74,6 +76,15 @@ int fileio_append(const char *path, const void *buf, size_t n, int nofollow,
 const char *fileio_rescue_path(char *buf, size_t n);
 
 /*
+ * fileio_rescue_new — a path for a whole file (EXT: ".safetensors") that an
+ * output could not be written to: $TMPDIR/deqbench-unsaved-UID-PID.EXT
+ * ($TMPDIR unset or empty: /tmp), with -2, -3, ... before EXT while that
+ * name exists, into BUF[0..n). As fileio_rescue_path, usually another
+ * file system than the output's.
+ */
+const char *fileio_rescue_new(char *buf, size_t n, const char *ext);
+
+/*
  * fileio_replace_target — the file that replacing PATH writes: PATH itself
  * when absent or a regular file, the final target of a symbolic link when
  * that is a regular file. Otherwise -1 with "PATH is a FIFO (named pipe),
@@ -83,11 +94,46 @@ const char *fileio_rescue_path(char *buf, size_t n);
 int fileio_replace_target(const char *path, char *target, size_t n, char *err,
 			  size_t errlen);
 
+/* What an existing file must already be for an output to replace it:
+ * NAME for messages ("a safetensors file"); is() tells from the file's
+ * first n bytes HEAD (n <= 256) and its size in bytes. */
+struct fileio_kind {
+	const char *name;
+	int (*is)(const unsigned char *head, size_t n, long long size);
+};
+
+/* Safetensors: an 8-byte little-endian header length within the file,
+ * then the header's '{'. */
+extern const struct fileio_kind fileio_kind_safetensors;
+
+/*
+ * fileio_check_replace — what fileio_replace of PATH would find wrong,
+ * checked before the work that makes the content (a run's training), so
+ * bad output paths are bad input: PATH ending in '/', the refusals of
+ * fileio_replace_target, a name longer than PATH_MAX or a component longer than
+ * NAME_MAX, an existing non-empty file that is not of KIND (NULL: any
+ * regular file), an immutable or append-only file (chattr +i, +a), a file
+ * of another user in a sticky directory (rename may not replace it), and
+ * a directory where its temporary file cannot be created (that file is
+ * created and removed). Returns 0, or -1 with "PATH: reason; fix" in err
+ * (a long PATH shortened so the reason always fits).
+ */
+int fileio_check_replace(const char *path, const struct fileio_kind *kind,
+			 char *err, size_t errlen);
+
+/* fileio_tmp_path — the temporary file that replacing TARGET (a resolved
+ * path, fileio_replace_target) writes, in BUF[0..n): TARGET.tmp.HOST.PID
+ * beside it, TARGET's base name shortened where the whole would exceed
+ * NAME_MAX. */
+void fileio_tmp_path(const char *target, char *buf, size_t n);
+
 /*
  * fileio_replace — writes the concatenation of IOV[0..niov) to PATH by
  * temporary file, fsync and rename, after fileio_replace_target (so the
  * same refusals) and fileio_remove_stale_tmp. Mode 0666 less the umask.
- * Returns 0, or -1 with "PATH: reason" in err and no temporary file left.
+ * Returns 0, or -1 with "STEP failed (reason): PATH; nothing was
+ * replaced" in err (the step: creating, writing or renaming the temporary
+ * file) and no temporary file left.
  */
 int fileio_replace(const char *path, const struct iovec *iov, int niov,
 		   char *err, size_t errlen);

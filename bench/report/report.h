@@ -61,6 +61,14 @@ void report_print_csv(FILE *f, const json_t *rows);
 int report_write_html(FILE *f, int n, char *const *paths,
 		      const json_t *const *rows);
 
+/* report_html_check_out — the --html OUT path, before any work: not one of
+ * the n record files paths[] (compared by device and inode, links
+ * followed), and a path the page can replace (fileio_check_replace): an
+ * existing file only when it is a page report_write_html wrote. 0, or -1
+ * with "report --html OUT...: reason; fix" in err. */
+int report_html_check_out(const char *out, int n, char *const *paths, char *err,
+			  size_t errlen);
+
 /* x printed with printf format f into buf, "-" when x is not finite (a
  * null figure). */
 void report_fmt(char *buf, size_t n, double x, const char *f);

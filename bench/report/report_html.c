@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../io/fileio.h"
 #include "../records/record.h"
 #include "report.h"
 
@@ -185,4 +186,39 @@ int report_write_html(FILE *f, int n, char *const *paths,
 	}
 	fputs("</body></html>\n", f);
 	return ferror(f) ? -1 : 0;
+}
+
+/* ---- the output path ---- */
+
+/* How every page report_write_html writes begins. */
+static const char PAGE_HEAD[] =
+    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    "<title>deqbench report</title>";
+
+static int is_report_page(const unsigned char *head, size_t n, long long size)
+{
+	(void)size;
+	return n >= sizeof(PAGE_HEAD) - 1 &&
+	       !memcmp(head, PAGE_HEAD, sizeof(PAGE_HEAD) - 1);
+}
+
+static const struct fileio_kind report_page = {
+    "a page deqbench report --html wrote", is_report_page};
+
+int report_html_check_out(const char *out, int n, char *const *paths, char *err,
+			  size_t errlen)
+{
+	char e[900];
+	for (int i = 0; i < n; i++) {
+		const struct fileio_named f[2] = {
+		    {"--html ", out, 1}, {"the records file ", paths[i], 0}};
+		if (fileio_distinct(f, 2, e, sizeof(e)) != 0) {
+			snprintf(err, errlen, "report: %s", e);
+			return -1;
+		}
+	}
+	if (fileio_check_replace(out, &report_page, e, sizeof(e)) == 0)
+		return 0;
+	snprintf(err, errlen, "report --html %s", e);
+	return -1;
 }

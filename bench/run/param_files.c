@@ -14,6 +14,7 @@
 #include "../../methods/method.h"
 #include "../../models/model.h"
 #include "dq_build.h"
+#include "../io/fileio.h"
 #include "../io/safetensors.h"
 #include "train_step.h"
 
@@ -410,6 +411,39 @@ int params_save(struct run_ctx *rc, const struct bench_config *cfg,
 {
 	struct save_what what = {"", NULL, 0, 1};
 	return save_buffer(rc, rc->m->param_buf, &what, cfg, path, err, errlen);
+}
+
+/* ---- output paths ---- */
+
+int params_check_out(const char *what, const char *path, char *err,
+		     size_t errlen)
+{
+	char e[900];
+	if (fileio_check_replace(path, &fileio_kind_safetensors, e,
+				 sizeof(e)) == 0)
+		return 0;
+	snprintf(err, errlen, "%s%s", what, e);
+	return -1;
+}
+
+int params_save_or_rescue(struct run_ctx *rc, const struct bench_config *cfg,
+			  const char *path, char *err, size_t errlen)
+{
+	char e[900], e2[900], rescue[1024];
+	if (params_save(rc, cfg, path, e, sizeof(e)) == 0)
+		return 0;
+	fileio_rescue_new(rescue, sizeof(rescue), ".safetensors");
+	if (params_save(rc, cfg, rescue, e2, sizeof(e2)) == 0)
+		snprintf(err, errlen,
+			 "save_params: %s; the trained parameters are in %s "
+			 "(move them where they belong)",
+			 e, rescue);
+	else
+		snprintf(err, errlen,
+			 "save_params: %s; the rescue file failed too (%s): "
+			 "the trained parameters are lost",
+			 e, e2);
+	return -1;
 }
 
 /* ---- deqbench grad ---- */

@@ -46,6 +46,23 @@ int params_check(const struct bench_config *cfg, int V, char *err,
 int params_save(struct run_ctx *rc, const struct bench_config *cfg,
 		const char *path, char *err, size_t errlen);
 
+/* params_check_out — a parameter or gradient file output (save_params=,
+ * out= of params init and grad) named WHAT ("save_params=") at PATH,
+ * checked before the work (fileio_check_replace): an existing file is
+ * replaced only when it is a safetensors file, and the rename into place
+ * must be able to succeed. 0, or -1 with "WHATPATH...: reason; fix". */
+int params_check_out(const char *what, const char *path, char *err,
+		     size_t errlen);
+
+/* params_save_or_rescue — params_save to path; when that fails (after a
+ * run's training: the up-front check cannot foresee everything), the
+ * parameters go to a rescue file (fileio_rescue_new, ".safetensors") as an
+ * unsaved record goes to the rescue file. 0 when saved to path; -1 with
+ * "save_params: reason: PATH; the trained parameters are in RESCUE ..."
+ * (or why the rescue failed too) in err. */
+int params_save_or_rescue(struct run_ctx *rc, const struct bench_config *cfg,
+			  const char *path, char *err, size_t errlen);
+
 /* `deqbench params init`: writes the seeded initial parameters of cfg's
  * model to float32 safetensors, docs/ARCHITECTURE.md §Model names (metadata
  * "config" holds the model keys), via PATH.tmp and rename. */

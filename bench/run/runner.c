@@ -17,7 +17,6 @@
 #include "../../models/model.h"
 #include "../data/data.h"
 #include "evaluate.h"
-#include "../io/jsontext.h"
 #include "param_files.h"
 #include "pretrain.h"
 #include "../records/record.h"
@@ -136,20 +135,16 @@ static void run_teardown(struct run *r)
 	step_log_free(&r->inf);
 }
 
-/* save_params= of an ok run: the trained parameters (params_save);
- * a failed write makes the run an error with the reason. */
+/* save_params= of an ok run: the trained parameters
+ * (params_save_or_rescue); a failed save makes the run an error whose
+ * message gives the reason and where the parameters went instead. */
 static void save_params(struct run *r)
 {
-	char e[900];
 	if (r->status != RUN_OK || !r->cfg->save_params[0])
 		return;
-	if (params_save(&r->rc, r->cfg, r->cfg->save_params, e, sizeof(e)) !=
-	    0) {
-		snprintf(r->err, sizeof(r->err), "save_params=%.*s: %.*s",
-			 (int)jsontext_fit(r->cfg->save_params, 300),
-			 r->cfg->save_params, (int)jsontext_fit(e, 600), e);
+	if (params_save_or_rescue(&r->rc, r->cfg, r->cfg->save_params, r->err,
+				  sizeof(r->err)) != 0)
 		r->status = RUN_ERROR;
-	}
 }
 
 enum run_status runner_run(const struct bench_config *cfg,
