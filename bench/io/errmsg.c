@@ -22,14 +22,20 @@ void errmsg_set(char *err, size_t errlen, const char *fmt, ...)
 
 const char *errmsg_brief(const char *s, char *buf, size_t n)
 {
-	size_t len = strlen(s), head;
+	size_t len = strlen(s), head, tail;
 	if (len < n || n < 16)
 		return s;
-	/* keep both ends: the start says where, the end names the file */
+	/* keep both ends: the start says where, the end names the file;
+	 * both cut between UTF-8 characters, never inside one */
 	head = (n - 4) / 2;
+	tail = n - 4 - head;
+	while (head > 0 && ((unsigned char)s[head] & 0xc0) == 0x80)
+		head--;
+	while (tail > 0 && ((unsigned char)s[len - tail] & 0xc0) == 0x80)
+		tail--;
 	memcpy(buf, s, head);
 	memcpy(buf + head, "...", 3);
-	memcpy(buf + head + 3, s + len - (n - 4 - head), n - 4 - head);
-	buf[n - 1] = 0;
+	memcpy(buf + head + 3, s + len - tail, tail);
+	buf[head + 3 + tail] = 0;
 	return buf;
 }

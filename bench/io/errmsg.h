@@ -13,8 +13,9 @@ void errmsg_set(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* errmsg_brief — s for a message: s itself when shorter than n, else its
- * first and last characters around "..." in buf (n bytes), so a long path
- * or value leaves room for the cause that follows it. Returns s or buf. */
+ * first and last characters around "..." in buf (n bytes; cut between
+ * UTF-8 characters), so a long path or value leaves room for the cause
+ * that follows it. Returns s or buf. */
 const char *errmsg_brief(const char *s, char *buf, size_t n);
 
 #endif
