@@ -40,7 +40,7 @@ int stats_log_ratio_interval(const double *a, int na, const double *b, int nb,
 			     double level, double *lo, double *hi);
 
 /* Largest sample sizes for which stats_mann_whitney computes the exact
- * distribution of U (without ties); above, or with ties, the normal
+ * permutation distribution of U, ties or not; above, the normal
  * approximation. */
 #define STATS_MWU_EXACT_MAX 20
 
@@ -48,13 +48,23 @@ int stats_log_ratio_interval(const double *a, int na, const double *b, int nb,
  * stats_mann_whitney — the two-sided Mann–Whitney U test of a[0..na)
  * against b[0..nb) (Mann & Whitney 1947; as Google Benchmark's compare.py
  * and scipy.stats.mannwhitneyu): *u = U of a (the number of pairs with
- * a > b, ties counting 1/2), *p the two-sided p-value: exact when both
- * samples have at most STATS_MWU_EXACT_MAX values and no value is tied,
- * else the normal approximation with the tie correction of the variance
- * and a continuity correction of 1/2. 0, or -1 with *p NAN when a side is
- * empty or out of memory.
+ * a > b, ties counting 1/2), *p the two-sided p-value. Values that are not
+ * finite are left out. With at most STATS_MWU_EXACT_MAX values a side, p
+ * is exact: the permutation distribution of a's sum of midranks over
+ * every split of the pooled values, twice the smaller tail (at most 1; as
+ * scipy.stats.permutation_test; without ties the distribution of U that
+ * scipy's method='exact' uses). Larger samples take the normal
+ * approximation with the tie correction of the variance and a continuity
+ * correction of 1/2. 0, or -1 with *u and *p NAN when a side has no finite
+ * value or out of memory.
  */
 int stats_mann_whitney(const double *a, int na, const double *b, int nb,
 		       double *u, double *p);
+
+/* The smallest two-sided p stats_mann_whitney can return for na and nb
+ * values (without ties; ties only raise it): 2 / C(na + nb, na), at most 1.
+ * 3 + 3 values: 0.1, so no difference is significant at alpha 0.05;
+ * 4 + 4: 0.029. NAN when na or nb < 1. */
+double stats_mann_whitney_min_p(int na, int nb);
 
 #endif
