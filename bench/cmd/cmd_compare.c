@@ -1,8 +1,10 @@
 /* cmd_compare.c — `deqbench compare BASE NEW [--match KEY] [--threshold
  * PCT] [--alpha A] [--fail-above PCT] [--format md|csv|json]` (compare.h;
  * docs/commands.md). BASE and NEW are JSONL files or directories of them.
- * Exit 0; 1 when --fail-above finds a pair SLOWER by more than PCT; 2 for
- * bad input (a flag, a file that cannot be read, no usable records). */
+ * Exit 0; 1 when a pair fails --fail-above (compare_gate: SLOWER by more
+ * than PCT, UNDECIDED with a ratio above 1 + PCT/100, NEW DIVERGED, NO
+ * DATA); 2 for bad input (a flag, a file that cannot be read, no usable
+ * records, an ambiguous --match). */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -19,12 +21,14 @@ static const char USAGE[] =
     "usage: deqbench compare BASE NEW [--match KEY] [--threshold PCT] "
     "[--alpha A] [--fail-above PCT] [--format md|csv|json]\n"
     "  BASE, NEW     record files (.jsonl) or directories of them\n"
-    "  --match KEY   pair configurations that differ in config key KEY "
-    "(e.g. impl)\n"
+    "  --match KEY   pair configurations that may differ in config key KEY\n"
+    "                (e.g. impl, threads); each NEW row pairs on its own\n"
     "  --threshold   step-time change called SAME, percent (default 5)\n"
     "  --alpha       significance level of the Mann-Whitney U test "
     "(default 0.05)\n"
-    "  --fail-above  exit 1 when a pair is SLOWER by more than PCT percent\n"
+    "  --fail-above  exit 1 when a pair is SLOWER by more than PCT percent,\n"
+    "                or UNDECIDED (too few runs) with new/base above\n"
+    "                1 + PCT/100, NEW DIVERGED or NO DATA\n"
     "  --format      md (default), csv or json\n";
 
 struct compare_args {
@@ -166,20 +170,19 @@ int cmd_compare(int argc, char **argv)
 			 json_array_size(base) ? a.new_path : a.base);
 		rc = bad_input(err);
 	}
-	if (!rc && (res = compare_records(base, new_recs, &a.o))) {
+	if (!rc &&
+	    !(res = compare_records(base, new_recs, &a.o, err, sizeof(err))))
+		rc = err[0] ? bad_input(err)
+			    : bad_input("compare: out of memory");
+	else if (!rc) {
 		compare_print(stdout, res,
 			      !strcmp(a.format, "json")	 ? COMPARE_JSON
 			      : !strcmp(a.format, "csv") ? COMPARE_CSV
 							 : COMPARE_MD);
+		fflush(stdout);
 		if (a.fail_above >= 0 &&
-		    compare_count_slower(res, a.fail_above) > 0) {
-			fprintf(stderr,
-				"deqbench: compare: %d pair(s) SLOWER by more "
-				"than %g%%\n",
-				compare_count_slower(res, a.fail_above),
-				a.fail_above);
+		    compare_gate(res, a.fail_above, stderr) > 0)
 			rc = 1;
-		}
 		json_decref(res);
 	}
 	json_decref(base);

@@ -1,5 +1,6 @@
-/* compare.c — see compare.h: pairing BASE's and NEW's configurations, the
- * ratios, the U test and the verdict; compare_print.c prints them. */
+/* compare.c — see compare.h: pairing BASE's and NEW's rows, each run's
+ * sample, the ratios, the U test, the verdict and the notes of a pair;
+ * compare_print.c prints them and gates --fail-above. */
 #include "compare.h"
 
 #include <math.h>
@@ -10,76 +11,119 @@
 #include "report.h"
 #include "stats.h"
 
-/* The pairing key of a config: its run identity without the seed and the
- * match key, as sorted compact JSON; malloc'd. */
-static char *pair_key(const json_t *cfg, const char *match)
+/* The key of a config without the seed and the match key (NULL: none),
+ * after kind: rows and records of one kind and configuration share it;
+ * malloc'd, NULL when out of memory. */
+static char *row_key(const char *kind, const json_t *cfg, const char *match)
 {
 	json_t *c = record_run_identity(cfg);
-	char *s;
+	char *s, *k;
 	json_object_del(c, "seed");
 	if (match)
 		json_object_del(c, match);
 	s = json_dumps(c,
 		       JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
 	json_decref(c);
-	return s;
+	k = s ? malloc(strlen(kind) + strlen(s) + 2) : NULL;
+	if (k)
+		sprintf(k, "%s\n%s", kind, s);
+	free(s);
+	return k;
 }
 
-/* A growable array of doubles. */
-struct vec {
-	double *x;
-	int n, cap;
+static const char *kind_of(const json_t *o)
+{
+	const char *k = json_string_value(json_object_get(o, "kind"));
+	return k ? k : "train";
+}
+
+/* One side of the comparison. */
+struct side {
+	json_t *recs; /* records, second readings left out (report_unique) */
+	json_t *rows; /* report_rows of the records as given */
+	size_t nrec, nrow;
+	char **rec_key; /* per record: row_key without match (NULL: none) */
+	char **key;	/* per row: row_key without match */
+	char **pkey;	/* per row: row_key with match (the pairing key) */
 };
 
-static int vec_push(struct vec *v, double x)
+static void side_free(struct side *s)
 {
-	if (v->n == v->cap) {
-		int cap = v->cap ? 2 * v->cap : 64;
-		double *p = realloc(v->x, (size_t)cap * sizeof(*p));
-		if (!p)
+	for (size_t i = 0; s->rec_key && i < s->nrec; i++)
+		free(s->rec_key[i]);
+	for (size_t i = 0; s->key && i < s->nrow; i++)
+		free(s->key[i]);
+	for (size_t i = 0; s->pkey && i < s->nrow; i++)
+		free(s->pkey[i]);
+	free(s->rec_key);
+	free(s->key);
+	free(s->pkey);
+	json_decref(s->recs);
+	json_decref(s->rows);
+}
+
+/* s from recs. 0, or -1 when out of memory (side_free s either way). */
+static int side_init(struct side *s, const json_t *recs, const char *match)
+{
+	json_t *dropped = json_array(), *r;
+	size_t i;
+	memset(s, 0, sizeof(*s));
+	s->recs = dropped ? report_unique(recs, dropped) : NULL;
+	json_decref(dropped);
+	/* the rows of recs as given, so that they name the duplicates */
+	if (!s->recs || !(s->rows = report_rows(recs)))
+		return -1;
+	s->nrec = json_array_size(s->recs);
+	s->nrow = json_array_size(s->rows);
+	s->rec_key = calloc(s->nrec + 1, sizeof(char *));
+	s->key = calloc(s->nrow + 1, sizeof(char *));
+	s->pkey = calloc(s->nrow + 1, sizeof(char *));
+	if (!s->rec_key || !s->key || !s->pkey)
+		return -1;
+	json_array_foreach(s->recs, i, r)
+	{
+		const json_t *cfg = json_object_get(r, "config");
+		if (json_is_object(cfg) &&
+		    !(s->rec_key[i] = row_key(kind_of(r), cfg, NULL)))
 			return -1;
-		v->x = p;
-		v->cap = cap;
 	}
-	v->x[v->n++] = x;
+	json_array_foreach(s->rows, i, r)
+	{
+		const json_t *cfg = json_object_get(r, "config");
+		s->key[i] = row_key(kind_of(r), cfg, NULL);
+		s->pkey[i] = row_key(kind_of(r), cfg, match);
+		if (!s->key[i] || !s->pkey[i])
+			return -1;
+	}
 	return 0;
 }
 
-/* The step times of the ok records of recs whose key is key: each run's
- * median into med, and every timed step into steps when the record has
- * trace.step_ms (*all_traced cleared when one has none). */
-static void collect(const json_t *recs, const char *key, const char *match,
-		    struct vec *med, struct vec *steps, int *all_traced)
+/* A run's sample (compare.h): its median time, NAN for none. */
+static double run_time(const json_t *rec)
 {
-	size_t i;
-	json_t *r;
-	json_array_foreach(recs, i, r)
-	{
-		const json_t *cfg = json_object_get(r, "config");
-		const char *st =
-		    json_string_value(json_object_get(r, "status"));
-		const json_t *tr;
-		char *k;
-		int same, w;
-		if (!json_is_object(cfg) || !st || strcmp(st, "ok"))
+	const char *st = json_string_value(json_object_get(rec, "status"));
+	double x;
+	if (!st || strcmp(st, "ok"))
+		return NAN;
+	x = record_num(rec, strcmp(kind_of(rec), "eval")
+				? "timing.step_ms.median"
+				: "inference.step_ms.median");
+	return isfinite(x) && x > 0 ? x : NAN;
+}
+
+/* The samples of row j of s into x (s->nrec doubles); their count. */
+static int samples(const struct side *s, size_t j, double *x)
+{
+	int n = 0;
+	for (size_t i = 0; i < s->nrec; i++) {
+		double t;
+		if (!s->rec_key[i] || strcmp(s->rec_key[i], s->key[j]))
 			continue;
-		k = pair_key(cfg, match);
-		same = k && !strcmp(k, key);
-		free(k);
-		if (!same)
-			continue;
-		vec_push(med, record_num(r, "timing.step_ms.median"));
-		tr = json_object_get(json_object_get(r, "trace"), "step_ms");
-		w = (int)json_integer_value(
-		    json_object_get(cfg, "warmup_steps"));
-		if (!json_is_array(tr)) {
-			*all_traced = 0;
-			continue;
-		}
-		for (size_t s = (size_t)w; s < json_array_size(tr); s++)
-			vec_push(steps,
-				 json_number_value(json_array_get(tr, s)));
+		t = run_time(json_array_get(s->recs, i));
+		if (isfinite(t))
+			x[n++] = t;
 	}
+	return n;
 }
 
 static json_t *num(double x)
@@ -87,151 +131,288 @@ static json_t *num(double x)
 	return isfinite(x) ? json_real(x) : json_null();
 }
 
-static const char *verdict(double d, double p, const struct compare_opts *o)
+/* The test of one pair. */
+struct pair_test {
+	int nb, nn;    /* samples of BASE and NEW */
+	double mb, mn; /* their medians, ms (NAN without samples) */
+	double d;      /* mn / mb - 1 */
+	double u, p;   /* U of NEW against BASE, its two-sided p */
+	double p_min;  /* the smallest p nb + nn samples can reach */
+};
+
+/* Of row r's runs, how many diverged (its health counts). */
+static long diverged(const json_t *r)
 {
-	if (!isfinite(d))
-		return "NOISY";
-	if (fabs(d) <= o->threshold)
+	return (long)json_integer_value(
+	    json_object_get(json_object_get(r, "health"), "diverged"));
+}
+
+/* The verdict of t (compare.h) for NEW's row n, its reason into why. */
+static const char *verdict(const struct pair_test *t, const json_t *n,
+			   const struct compare_opts *o, char *why, size_t len)
+{
+	double mu = 0.5 * t->nb * t->nn;
+	why[0] = 0;
+	if (!t->nn && diverged(n) > 0) {
+		snprintf(why, len, "diverged %ld/%lld", diverged(n),
+			 json_integer_value(json_object_get(n, "runs")));
+		return "NEW DIVERGED";
+	}
+	if (!t->nn || !t->nb) {
+		snprintf(why, len, "no ok run with a time in %s",
+			 t->nn	 ? "BASE"
+			 : t->nb ? "NEW"
+				 : "BASE or NEW");
+		return "NO DATA";
+	}
+	if (fabs(t->d) <= o->threshold)
 		return "SAME";
-	if (!(p < o->alpha))
+	if (!(t->p_min < o->alpha)) {
+		snprintf(why, len, "n too small: smallest p %.2g at %d+%d runs",
+			 t->p_min, t->nb, t->nn);
+		return "UNDECIDED";
+	}
+	if (!(t->p < o->alpha)) {
+		snprintf(why, len, "p >= alpha %g", o->alpha);
 		return "NOISY";
-	return d < 0 ? "FASTER" : "SLOWER";
+	}
+	/* U above its mean: NEW's runs mostly the slower; the medians must
+	 * say the same, or neither direction is supported */
+	if (!(t->d > 0 ? t->u > mu : t->u < mu)) {
+		snprintf(why, len,
+			 "direction: the medians say %s, the U test %s",
+			 t->d > 0 ? "slower" : "faster",
+			 t->d > 0 ? "faster" : "slower");
+		return "NOISY";
+	}
+	return t->d < 0 ? "FASTER" : "SLOWER";
 }
 
-/* The U test of one pair into o: samples, their kind, U, p. Returns p. */
-static double u_test(json_t *o, const json_t *base, const json_t *new_recs,
-		     const char *key, const char *match)
+/* The notes of a pair (BASE row b, NEW row n): one string each, what a
+ * reader needs to trust the pair's figures that its other fields do not
+ * say. Add a note here (e.g. a fact that makes the two sides' machines
+ * differ). */
+static json_t *notes(const json_t *b, const json_t *n,
+		     const struct pair_test *t)
 {
-	struct vec bm = {0}, bs = {0}, nm = {0}, ns = {0};
-	int traced = 1;
-	double u, p;
-	const struct vec *a, *b;
-	collect(base, key, match, &bm, &bs, &traced);
-	collect(new_recs, key, match, &nm, &ns, &traced);
-	a = traced && bs.n && ns.n ? &ns : &nm;
-	b = traced && bs.n && ns.n ? &bs : &bm;
-	stats_mann_whitney(a->x, a->n, b->x, b->n, &u, &p);
-	json_object_set_new(o, "samples",
-			    json_string(a == &ns ? "steps" : "run medians"));
-	json_object_set_new(o, "n_base", json_integer(b->n));
-	json_object_set_new(o, "n_new", json_integer(a->n));
-	json_object_set_new(o, "u", num(u));
-	json_object_set_new(o, "p", num(p));
-	free(bm.x);
-	free(bs.x);
-	free(nm.x);
-	free(ns.x);
-	return p;
+	json_t *a = json_array();
+	const json_t *row[] = {b, n};
+	const int ns[] = {t->nb, t->nn};
+	for (int k = 0; k < 2; k++) {
+		long runs =
+		    (long)json_integer_value(json_object_get(row[k], "runs"));
+		char buf[160];
+		if (ns[k] >= runs)
+			continue;
+		snprintf(buf, sizeof(buf),
+			 "%s: %ld of %ld runs gave no sample (not ok, or "
+			 "no median time)",
+			 k ? "NEW" : "BASE", runs - ns[k], runs);
+		json_array_append_new(a, json_string(buf));
+	}
+	return a;
 }
 
-static double at(const json_t *row, const char *path)
+/* The statistics of the pair (row ib of B, row jn of N) into t. 0, or -1
+ * when out of memory. */
+static int pair_test(struct pair_test *t, const struct side *B, size_t ib,
+		     const struct side *N, size_t jn)
 {
-	return record_num(row, path);
+	double *xb = malloc((B->nrec + 1) * sizeof(*xb));
+	double *xn = malloc((N->nrec + 1) * sizeof(*xn));
+	if (!xb || !xn) {
+		free(xb);
+		free(xn);
+		return -1;
+	}
+	memset(t, 0, sizeof(*t));
+	t->nb = samples(B, ib, xb);
+	t->nn = samples(N, jn, xn);
+	t->mb = stats_median(xb, t->nb);
+	t->mn = stats_median(xn, t->nn);
+	t->d = t->mn / t->mb - 1;
+	stats_mann_whitney(xn, t->nn, xb, t->nb, &t->u, &t->p);
+	t->p_min = stats_mann_whitney_min_p(t->nb, t->nn);
+	free(xb);
+	free(xn);
+	return 0;
 }
 
-/* One pair: row b of BASE and row n of NEW. */
-static json_t *pair_json(const json_t *b, const json_t *n, const json_t *base,
-			 const json_t *new_recs, const char *key,
-			 const struct compare_opts *o)
+static double ratio(const json_t *n, const json_t *b, const char *path)
 {
+	return record_num(n, path) / record_num(b, path);
+}
+
+/* {"key", "base", "new"}: the match key's values of the pair's rows. */
+static json_t *match_json(const char *key, const json_t *b, const json_t *n)
+{
+	return json_pack("{s:s, s:O*, s:O*}", "key", key, "base",
+			 json_object_get(json_object_get(b, "config"), key),
+			 "new",
+			 json_object_get(json_object_get(n, "config"), key));
+}
+
+/* The pair of row ib of B and row jn of N; NULL when out of memory. */
+static json_t *pair_json(const struct side *B, size_t ib, const struct side *N,
+			 size_t jn, const struct compare_opts *o)
+{
+	const json_t *b = json_array_get(B->rows, ib);
+	const json_t *n = json_array_get(N->rows, jn);
 	json_t *p = json_object();
-	double ms_b = at(b, "step_ms.median"), ms_n = at(n, "step_ms.median");
-	double d = ms_n / ms_b - 1, pv;
+	struct pair_test t;
+	char why[200];
+	if (!p || pair_test(&t, B, ib, N, jn) != 0) {
+		json_decref(p);
+		return NULL;
+	}
 	json_object_set(p, "group", json_object_get(b, "group"));
 	json_object_set(p, "method", json_object_get(b, "method"));
+	if (o->match)
+		json_object_set_new(p, "match", match_json(o->match, b, n));
+	json_object_set_new(
+	    p, "time",
+	    json_string(strcmp(kind_of(b), "eval") ? "step" : "inference"));
 	json_object_set(p, "runs_base", json_object_get(b, "runs"));
 	json_object_set(p, "runs_new", json_object_get(n, "runs"));
-	json_object_set_new(p, "step_ms_base", num(ms_b));
-	json_object_set_new(p, "step_ms_new", num(ms_n));
-	json_object_set_new(p, "step_ratio", num(ms_n / ms_b));
+	json_object_set_new(p, "step_ms_base", num(t.mb));
+	json_object_set_new(p, "step_ms_new", num(t.mn));
+	json_object_set_new(p, "step_ratio", num(t.mn / t.mb));
 	json_object_set_new(p, "total_peak_ratio",
-			    num(at(n, "total_mib") / at(b, "total_mib")));
-	json_object_set_new(
-	    p, "depth_solver_ratio",
-	    num(at(n, "depth_solver_mib") / at(b, "depth_solver_mib")));
-	json_object_set_new(
-	    p, "valid_ppl_ratio",
-	    num(at(n, "valid_ppl.mean") / at(b, "valid_ppl.mean")));
-	pv = u_test(p, base, new_recs, key, o->match);
-	json_object_set_new(p, "verdict", json_string(verdict(d, pv, o)));
+			    num(ratio(n, b, "total_mib")));
+	json_object_set_new(p, "depth_solver_ratio",
+			    num(ratio(n, b, "depth_solver_mib")));
+	json_object_set_new(p, "valid_ppl_ratio",
+			    num(ratio(n, b, "valid_ppl.mean")));
+	json_object_set_new(p, "samples", json_string("run medians"));
+	json_object_set_new(p, "n_base", json_integer(t.nb));
+	json_object_set_new(p, "n_new", json_integer(t.nn));
+	json_object_set_new(p, "u", num(t.u));
+	json_object_set_new(p, "p", num(t.p));
+	json_object_set_new(p, "p_min", num(t.p_min));
+	json_object_set_new(p, "verdict",
+			    json_string(verdict(&t, n, o, why, sizeof(why))));
+	json_object_set_new(p, "reason", json_string(why));
 	json_object_set(
 	    p, "health_base",
 	    json_object_get(json_object_get(b, "health"), "labels"));
 	json_object_set(
 	    p, "health_new",
 	    json_object_get(json_object_get(n, "health"), "labels"));
+	json_object_set_new(p, "notes", notes(b, n, &t));
 	return p;
 }
 
-/* The row of rows whose config has pairing key key, or NULL. */
-static const json_t *row_with(const json_t *rows, const char *key,
-			      const char *match)
+/* The BASE row NEW's row j pairs with: the one row of its pairing key, or
+ * among several the one of its own configuration. -1: none; -2: several,
+ * none its own (ambiguous). */
+static long base_of(const struct side *B, const struct side *N, size_t j)
 {
-	size_t i;
-	json_t *r;
-	json_array_foreach(rows, i, r)
-	{
-		char *k = pair_key(json_object_get(r, "config"), match);
-		int same = k && !strcmp(k, key);
-		free(k);
-		if (same)
-			return r;
+	long found = -1, n = 0;
+	for (size_t i = 0; i < B->nrow; i++) {
+		if (strcmp(B->pkey[i], N->pkey[j]))
+			continue;
+		if (!strcmp(B->key[i], N->key[j]))
+			return (long)i;
+		found = (long)i;
+		n++;
 	}
-	return NULL;
+	return n > 1 ? -2 : found;
+}
+
+/* The one-line refusal of NEW's row j, which pairs with several BASE rows
+ * differing in the match key. */
+static void ambiguous(const struct side *B, const struct side *N, size_t j,
+		      const char *match, char *err, size_t errlen)
+{
+	const json_t *n = json_array_get(N->rows, j);
+	char vals[200] = "";
+	size_t l = 0;
+	char *v = record_value_text(
+	    json_object_get(json_object_get(n, "config"), match));
+	for (size_t i = 0; i < B->nrow && l < sizeof(vals); i++) {
+		char *w;
+		if (strcmp(B->pkey[i], N->pkey[j]))
+			continue;
+		w = record_value_text(json_object_get(
+		    json_object_get(json_array_get(B->rows, i), "config"),
+		    match));
+		l += (size_t)snprintf(vals + l, sizeof(vals) - l, "%s%s=%s",
+				      l ? ", " : "", match, w ? w : "?");
+		free(w);
+	}
+	snprintf(err, errlen,
+		 "compare: --match %s: NEW's %.60s %.60s (%s=%.40s) pairs with "
+		 "several BASE configurations (%.150s); keep one value of %s "
+		 "in BASE, or give NEW the same values",
+		 match, json_string_value(json_object_get(n, "group")),
+		 json_string_value(json_object_get(n, "method")), match,
+		 v ? v : "?", vals, match);
+	free(v);
 }
 
 static json_t *unpaired_json(const json_t *row)
 {
-	return json_pack("{s:O, s:O, s:O}", "group",
+	return json_pack("{s:O, s:O, s:O, s:s}", "group",
 			 json_object_get(row, "group"), "method",
 			 json_object_get(row, "method"), "runs",
-			 json_object_get(row, "runs"));
+			 json_object_get(row, "runs"), "time",
+			 strcmp(kind_of(row), "eval") ? "step" : "inference");
 }
 
-json_t *compare_records(const json_t *base, const json_t *new_recs,
-			const struct compare_opts *o)
+/* The pairs into out (compare.h), in BASE's row order, then NEW's. 0, or
+ * -1 (err set for an ambiguous pairing). */
+static int pair_rows(json_t *out, const struct side *B, const struct side *N,
+		     const struct compare_opts *o, char *err, size_t errlen)
 {
-	json_t *rb = report_rows(base), *rn = report_rows(new_recs), *r;
-	json_t *out = json_object(), *pairs = json_array();
-	json_t *ub = json_array(), *un = json_array();
-	size_t i;
-	json_array_foreach(rb, i, r)
-	{
-		char *k = pair_key(json_object_get(r, "config"), o->match);
-		const json_t *m = k ? row_with(rn, k, o->match) : NULL;
-		if (m)
-			json_array_append_new(
-			    pairs, pair_json(r, m, base, new_recs, k, o));
-		else
-			json_array_append_new(ub, unpaired_json(r));
-		free(k);
+	long *of = calloc(N->nrow + 1, sizeof(*of));
+	json_t *pairs = json_array(), *ub = json_array(), *un = json_array();
+	int rc = of && pairs && ub && un ? 0 : -1;
+	for (size_t j = 0; !rc && j < N->nrow; j++)
+		if ((of[j] = base_of(B, N, j)) == -2) {
+			ambiguous(B, N, j, o->match, err, errlen);
+			rc = -1;
+		}
+	for (size_t i = 0; !rc && i < B->nrow; i++) {
+		int paired = 0;
+		for (size_t j = 0; !rc && j < N->nrow; j++) {
+			json_t *p;
+			if (of[j] != (long)i)
+				continue;
+			paired = 1;
+			p = pair_json(B, i, N, j, o);
+			rc = p ? json_array_append_new(pairs, p) : -1;
+		}
+		if (!paired && !rc)
+			rc = json_array_append_new(
+			    ub, unpaired_json(json_array_get(B->rows, i)));
 	}
-	json_array_foreach(rn, i, r)
-	{
-		char *k = pair_key(json_object_get(r, "config"), o->match);
-		if (k && !row_with(rb, k, o->match))
-			json_array_append_new(un, unpaired_json(r));
-		free(k);
-	}
+	for (size_t j = 0; !rc && j < N->nrow; j++)
+		if (of[j] < 0)
+			rc = json_array_append_new(
+			    un, unpaired_json(json_array_get(N->rows, j)));
+	free(of);
 	json_object_set_new(out, "pairs", pairs);
 	json_object_set_new(out, "unpaired_base", ub);
 	json_object_set_new(out, "unpaired_new", un);
-	json_decref(rb);
-	json_decref(rn);
-	return out;
+	return rc;
 }
 
-int compare_count_slower(const json_t *result, double pct)
+json_t *compare_records(const json_t *base, const json_t *new_recs,
+			const struct compare_opts *o, char *err, size_t errlen)
 {
-	size_t i;
-	json_t *p;
-	int n = 0;
-	json_array_foreach(json_object_get(result, "pairs"), i, p)
-	{
-		const char *v =
-		    json_string_value(json_object_get(p, "verdict"));
-		n += v && !strcmp(v, "SLOWER") &&
-		     record_num(p, "step_ratio") > 1 + pct / 100;
+	struct side B, N;
+	json_t *out = json_object();
+	memset(&B, 0, sizeof(B));
+	memset(&N, 0, sizeof(N));
+	if (errlen)
+		err[0] = 0;
+	if (side_init(&B, base, o->match) != 0 ||
+	    side_init(&N, new_recs, o->match) != 0 || !out ||
+	    pair_rows(out, &B, &N, o, err, errlen) != 0) {
+		json_decref(out);
+		out = NULL;
 	}
-	return n;
+	side_free(&B);
+	side_free(&N);
+	return out;
 }

@@ -1,35 +1,54 @@
 /*
  * compare.h — `deqbench compare BASE NEW`: each configuration's runs in
  * BASE beside the same configuration's runs in NEW, with the ratios, a
- * Mann–Whitney U test on the step times and a verdict, in the manner of
+ * Mann–Whitney U test on the runs' times and a verdict, in the manner of
  * Google Benchmark's tools/compare.py and nvbench's SAME/FAST/SLOW.
  *
- * Pairing: records are paired by configuration — report's row identity
- * (report.h: the run identity without the output-only keys and the seed,
- * so seeds and repeats are replicates), and besides the `match` key when
- * given (e.g. impl: deqbench's runs against pytorch's). Host and build are
- * not part of a configuration, so the same suite run at two commits or on
- * two machines pairs. A configuration on one side only is listed as
- * unpaired.
+ * Rows: each side's records become report's rows (report.h: the run
+ * identity without the output-only keys and the seed, so seeds and repeats
+ * are replicates; a second reading of one run, report_unique, is left
+ * out). Host and build are not part of a configuration, so the same suite
+ * run at two commits or on two machines pairs.
  *
- * Samples of the U test: every timed step (trace.step_ms after
- * warmup_steps, pooled over the runs) when every record of both sides has
- * a trace, else each run's median step time (few samples: with 3 runs a
- * side the smallest two-sided p is 0.1, so such a pair cannot be called
- * faster or slower at alpha 0.05 — run more repeats or with trace=true).
+ * Pairing: a NEW row pairs with the BASE row of the same configuration and
+ * kind. With `match` (e.g. impl, threads) the configurations may differ in
+ * that key: each NEW row pairs with the BASE row of its configuration
+ * without the key, so one BASE row may be in several pairs; where BASE
+ * holds several such rows, the one with the NEW row's own value, and
+ * without one the pairing is ambiguous (compare_records refuses it). A
+ * row on one side only is listed as unpaired.
  *
- * Verdict of a pair, with d = NEW's median step time / BASE's − 1:
- *   SAME    |d| <= threshold;
- *   FASTER  d < −threshold and p < alpha;
- *   SLOWER  d > threshold and p < alpha;
- *   NOISY   |d| > threshold but p >= alpha (a difference the samples do
- *           not support).
+ * Samples: the run is the unit of replication. Each ok run of a row gives
+ * one sample, its median time: `timing.step_ms.median` of a training
+ * record (its timed steps: pretraining and both phases' warmup left out,
+ * results/SCHEMA.md §timing), `inference.step_ms.median` of an eval record
+ * (the time per valid batch; "time": "inference"). Steps are never pooled
+ * across runs: they share a run's state (load, clock, placement), so
+ * treating them as independent finds differences between two runs of one
+ * configuration. A median that is null, not positive or not finite, and a
+ * run that is not ok, give no sample.
+ *
+ * Verdict of a pair, with n_b, n_n the samples, d = NEW's median / BASE's
+ * − 1 (medians of the samples), p the two-sided U test's, p_min the
+ * smallest p n_b + n_n samples can reach (stats_mann_whitney_min_p), in
+ * this order:
+ *   NEW DIVERGED  NEW has no sample and some of its runs diverged;
+ *   NO DATA       a side has no sample (no ok run with a time);
+ *   SAME          |d| <= threshold;
+ *   UNDECIDED     p_min >= alpha: too few runs for the test to call any
+ *                 difference (3 + 3: p_min 0.1; 4 + 4: 0.029);
+ *   NOISY         p >= alpha, or U and d disagree in direction (U above
+ *                 n_b n_n / 2 says NEW is slower, d > 0 says so too: the
+ *                 medians alone do not make a direction);
+ *   FASTER        d < −threshold, p < alpha, U below n_b n_n / 2;
+ *   SLOWER        d > threshold, p < alpha, U above n_b n_n / 2.
  * Defaults: threshold 5%, alpha 0.05.
  */
 #ifndef DQ_BENCH_COMPARE_H
 #define DQ_BENCH_COMPARE_H
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #define COMPARE_THRESHOLD 0.05
@@ -38,7 +57,7 @@
 struct compare_opts {
 	const char *match; /* config key that may differ within a pair, or
 			      NULL */
-	double threshold;  /* relative step-time change called SAME */
+	double threshold;  /* relative change called SAME (0.05: 5%) */
 	double alpha;	   /* significance level of the U test */
 };
 
@@ -46,10 +65,12 @@ struct compare_opts {
  * compare_records — pairs base and new (arrays of records; records without
  * a config object are left out) and returns {"pairs": [...],
  * "unpaired_base": [...], "unpaired_new": [...]} (docs/commands.md,
- * `compare --format json`). New reference; NULL when out of memory.
+ * `compare --format json`). New reference; NULL with a one-line message
+ * in err (bad input: an ambiguous --match pairing) or with err empty (out
+ * of memory).
  */
 json_t *compare_records(const json_t *base, const json_t *new_recs,
-			const struct compare_opts *o);
+			const struct compare_opts *o, char *err, size_t errlen);
 
 /* Output formats of compare's result. */
 enum compare_format { COMPARE_MD, COMPARE_CSV, COMPARE_JSON };
@@ -57,8 +78,13 @@ enum compare_format { COMPARE_MD, COMPARE_CSV, COMPARE_JSON };
 /* Prints the result of compare_records in format fmt. */
 void compare_print(FILE *f, const json_t *result, enum compare_format fmt);
 
-/* The number of pairs whose verdict is SLOWER by more than pct percent
- * (pct >= 0): --fail-above's test. */
-int compare_count_slower(const json_t *result, double pct);
+/*
+ * compare_gate — --fail-above PCT's test (pct >= 0): the number of pairs
+ * that fail it, each named on a line of why (NULL: silent) with the rule
+ * that failed it: SLOWER by more than pct percent; UNDECIDED with NEW /
+ * BASE above 1 + pct/100 (the test cannot decide, so the ratio alone);
+ * NEW DIVERGED; NO DATA.
+ */
+int compare_gate(const json_t *result, double pct, FILE *why);
 
 #endif

@@ -35,6 +35,14 @@
  * reference; NULL when out of memory. */
 json_t *report_rows(const json_t *records);
 
+/* report_unique — records without a second reading of one run: a record
+ * equal in every field to an earlier one (a file given twice, a file
+ * appended to itself), started_at set, is left out and appended to
+ * dropped. report_rows counts the rest as runs and says how many were
+ * left out (a row's "duplicates"). A new array of the records kept, in
+ * order; NULL when out of memory. */
+json_t *report_unique(const json_t *records, json_t *dropped);
+
 /* Prints rows (report_rows) as the markdown summary table, then, where
  * rows of both implementations are present, the deqbench / PyTorch table. */
 void report_print_md(FILE *f, const json_t *rows);
