@@ -188,15 +188,17 @@ static const char *verdict(const struct pair_test *t, const json_t *n,
 	return t->d < 0 ? "FASTER" : "SLOWER";
 }
 
-/* The notes of a pair (BASE row b, NEW row n): one string each, what a
- * reader needs to trust the pair's figures that its other fields do not
- * say. Add a note here (e.g. a fact that makes the two sides' machines
- * differ). */
-static json_t *notes(const json_t *b, const json_t *n,
-		     const struct pair_test *t)
+/* The notes of the pair of row ib of B and row jn of N (its test t): one
+ * string each, what a reader needs to trust the pair's figures that its
+ * other fields do not say. A row's runs are the records i of its side
+ * with rec_key[i] equal to key[row] (samples() reads them so). Add a note
+ * here, e.g. a fact that makes the two sides' machines differ. */
+static json_t *notes(const struct side *B, size_t ib, const struct side *N,
+		     size_t jn, const struct pair_test *t)
 {
 	json_t *a = json_array();
-	const json_t *row[] = {b, n};
+	const json_t *row[] = {json_array_get(B->rows, ib),
+			       json_array_get(N->rows, jn)};
 	const int ns[] = {t->nb, t->nn};
 	for (int k = 0; k < 2; k++) {
 		long runs =
@@ -298,7 +300,7 @@ static json_t *pair_json(const struct side *B, size_t ib, const struct side *N,
 	json_object_set(
 	    p, "health_new",
 	    json_object_get(json_object_get(n, "health"), "labels"));
-	json_object_set_new(p, "notes", notes(b, n, &t));
+	json_object_set_new(p, "notes", notes(B, ib, N, jn, &t));
 	return p;
 }
 
