@@ -344,6 +344,72 @@ Test(compare, a_a_rerun_is_no_difference)
 	}
 }
 
+/* host.blas.core of every record of arr set to core (NULL: left out,
+ * as in records made before host.blas). */
+static void set_core(json_t *arr, const char *core)
+{
+	size_t i;
+	json_t *r;
+	json_array_foreach(arr, i, r)
+	{
+		json_t *h = json_object_get(r, "host");
+		if (core)
+			json_object_set_new(h, "blas",
+					    json_pack("{s:s}", "core", core));
+	}
+}
+
+/* Whether a note of pair 0 of res contains text. */
+static int has_note(const json_t *res, const char *text)
+{
+	size_t i;
+	json_t *s;
+	json_array_foreach(json_object_get(pair(res, 0), "notes"), i,
+			   s) if (strstr(json_string_value(s), text)) return 1;
+	return 0;
+}
+
+/* Runs on two OpenBLAS cores are two machines: the pair says so, naming
+ * both; the same core on both sides gives no such note, and neither do
+ * GPU runs (their times do not come from the host's BLAS). */
+Test(compare, different_blas_cores_named)
+{
+	json_t *b = json_array(), *n = json_array(), *r;
+	add_runs(b, "unroll", 1, 1, MS4, 4, 1.0);
+	add_runs(n, "unroll", 1, 1, MS4, 4, 3.0);
+	set_core(b, "Haswell");
+	set_core(n, "Prescott");
+	r = cmp(b, n, NULL, 0.05);
+	cr_assert(has_note(r, "different machines: BASE ran OpenBLAS core "
+			      "Haswell, NEW Prescott"));
+	json_decref(r);
+	set_core(n, "Haswell");
+	r = cmp(b, n, NULL, 0.05);
+	cr_assert_not(has_note(r, "different machines"));
+	json_decref(r);
+	/* a record from before host.blas: its core is unknown */
+	json_decref(n);
+	n = json_array();
+	add_runs(n, "unroll", 1, 1, MS4, 4, 1.0);
+	r = cmp(b, n, NULL, 0.05);
+	cr_assert(has_note(r, "NEW unknown"));
+	json_decref(r);
+	/* GPU runs on both sides: no BLAS note whatever the hosts ran */
+	set_core(n, "Prescott");
+	for (int k = 0; k < 2; k++) {
+		size_t i;
+		json_t *x;
+		json_array_foreach(k ? n : b, i, x)
+		    json_object_set_new(json_object_get(x, "config"), "device",
+					json_string("cuda"));
+	}
+	r = cmp(b, n, NULL, 0.05);
+	cr_assert_not(has_note(r, "different machines"));
+	json_decref(r);
+	json_decref(b);
+	json_decref(n);
+}
+
 /* G20.10: 1e308 ms and a ratio of 1e308 printed whole, not cut by a
  * buffer. */
 Test(compare, huge_values_printed_whole)

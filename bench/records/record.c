@@ -427,6 +427,17 @@ char *record_value_text(const json_t *x)
 		   : json_dumps(x, JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
 }
 
+const char *record_blas_core(const json_t *rec)
+{
+	const char *dev = json_string_value(
+	    json_object_get(json_object_get(rec, "config"), "device"));
+	const char *core = json_string_value(json_object_get(
+	    json_object_get(json_object_get(rec, "host"), "blas"), "core"));
+	if (dev && strcmp(dev, "cpu") && strcmp(dev, "cpu64"))
+		return NULL;
+	return core ? core : "unknown";
+}
+
 /* Whether v, the value of key, is the default of a key that records may
  * lack (validate_config_defaulted: absent means the default), so that a
  * record without it and one with its default are the same run. */

@@ -99,4 +99,11 @@ double record_num(const json_t *o, const char *path);
  * of memory. */
 char *record_value_text(const json_t *x);
 
+/* record_blas_core — the OpenBLAS kernels a CPU record's times come from
+ * (host.blas.core, results/SCHEMA.md §host): "unknown" for a CPU record
+ * made before host.blas; NULL for a record of another device (a GPU's
+ * times do not come from the host's BLAS). report and compare treat two
+ * cores as two machines. Points into rec. */
+const char *record_blas_core(const json_t *rec);
+
 #endif

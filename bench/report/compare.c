@@ -188,6 +188,50 @@ static const char *verdict(const struct pair_test *t, const json_t *n,
 	return t->d < 0 ? "FASTER" : "SLOWER";
 }
 
+/* The BLAS cores of row j's runs (record_blas_core), distinct, in
+ * first-seen order, ", "-joined into buf (at most 8 named); "" when none
+ * is a CPU run. */
+static void cores_of(const struct side *s, size_t j, char *buf, size_t n)
+{
+	const char *seen[8];
+	size_t ns = 0, l = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < s->nrec && ns < 8; i++) {
+		const char *c;
+		size_t k = 0;
+		if (!s->rec_key[i] || strcmp(s->rec_key[i], s->key[j]) ||
+		    !(c = record_blas_core(json_array_get(s->recs, i))))
+			continue;
+		while (k < ns && strcmp(seen[k], c))
+			k++;
+		if (k < ns)
+			continue;
+		seen[ns++] = c;
+		l += (size_t)snprintf(buf + l, l < n ? n - l : 0, "%s%s",
+				      l ? ", " : "", c);
+	}
+}
+
+/* A note when the pair's CPU runs ran on different OpenBLAS kernels: two
+ * machines, whose time ratio says as much about the kernels as about the
+ * configurations. NULL when they agree or neither side ran on a CPU. */
+static json_t *blas_note(const struct side *B, size_t ib, const struct side *N,
+			 size_t jn)
+{
+	char cb[96], cn[96], buf[400];
+	cores_of(B, ib, cb, sizeof(cb));
+	cores_of(N, jn, cn, sizeof(cn));
+	if (!strcmp(cb, cn) || (!cb[0] && !cn[0]))
+		return NULL;
+	snprintf(buf, sizeof(buf),
+		 "different machines: BASE ran OpenBLAS core %s, NEW %s "
+		 "(host.blas.core); the time ratio compares the kernels as "
+		 "well as the runs",
+		 cb[0] ? cb : "none (not a CPU run)",
+		 cn[0] ? cn : "none (not a CPU run)");
+	return json_string(buf);
+}
+
 /* The notes of the pair of row ib of B and row jn of N (its test t): one
  * string each, what a reader needs to trust the pair's figures that its
  * other fields do not say. A row's runs are the records i of its side
@@ -212,6 +256,9 @@ static json_t *notes(const struct side *B, size_t ib, const struct side *N,
 			 k ? "NEW" : "BASE", runs - ns[k], runs);
 		json_array_append_new(a, json_string(buf));
 	}
+	json_t *blas = blas_note(B, ib, N, jn);
+	if (blas)
+		json_array_append_new(a, blas);
 	return a;
 }
 
