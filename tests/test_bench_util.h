@@ -1,7 +1,7 @@
 /* test_bench_util.h — helpers shared by the tests of bench/ (test_record.c,
  * test_commands.c, test_params.c, test_signals.c, test_data.c): the tiny
  * in-process config, fields of a record by dotted path, the record checked
- * against results/SCHEMA.md, a word-level text corpus in a directory, bad
+ * against results/SCHEMA.md, word-level text corpora in a directory, bad
  * input through the binary (exit 2, one line, results untouched) and a cell
  * of the summary table. Header-only, static inline (a test need not use
  * every helper), on top of test_cli.h. */
@@ -109,6 +109,33 @@ static inline void write_text_corpus(const char *dir)
 			/* one word only the test split has: <unk> there */
 			fprintf(f, "%s\n", k == 2 && l == 0 ? " zebra" : "");
 		}
+		fclose(f);
+	}
+}
+
+/* A word-level text corpus in dir (which must exist) whose vocabulary is
+ * the n_words words PREFIX0 .. PREFIX<n_words-1>: two prefixes, two
+ * corpora with different word -> id maps (train 300 lines, valid and test
+ * 40, of 8 words). */
+static inline void write_word_corpus(const char *dir, const char *prefix,
+				     int n_words)
+{
+	const char *names[] = {"train.txt", "valid.txt", "test.txt"};
+	const int lines[] = {300, 40, 40};
+	unsigned x = 777;
+	for (int k = 0; k < 3; k++) {
+		char p[600];
+		FILE *f;
+		snprintf(p, sizeof(p), "%s/%s", dir, names[k]);
+		f = fopen(p, "w");
+		cr_assert_not_null(f);
+		for (int l = 0; l < lines[k]; l++)
+			for (int w = 0; w < 8; w++) {
+				x = x * 1103515245u + 12345u;
+				fprintf(f, "%s%s%u%s", w ? " " : "", prefix,
+					(x >> 16) % (unsigned)n_words,
+					w == 7 ? "\n" : "");
+			}
 		fclose(f);
 	}
 }

@@ -596,3 +596,51 @@ Test(resume, defaulted_keys_not_identity_at_default)
 	json_decref(old), json_decref(now), json_decref(bf);
 	json_decref(a), json_decref(b), json_decref(c);
 }
+
+/* G1: data_dir is part of the identity of a run on a corpus read from
+ * disk, compared as a normalised path: "dA", "./dA", "dA/", "dA//." and
+ * "./dA/./" are one directory (the suite's collapse says one run, so
+ * --resume, report and compare must too); "dB" and "../dA" are others;
+ * with corpus=synthetic data_dir is no part of it. */
+Test(resume, data_dir_identity_is_a_normalised_path)
+{
+	static const char *const same[] = {"dA", "./dA", "dA/", "dA//.",
+					   "./dA/./"};
+	json_t *ref = NULL;
+	for (size_t i = 0; i < sizeof(same) / sizeof(*same); i++) {
+		json_t *c = json_pack("{s:s, s:s}", "corpus", "text",
+				      "data_dir", same[i]);
+		json_t *id = record_run_identity(c);
+		cr_assert_str_eq(
+		    json_string_value(json_object_get(id, "data_dir")), "dA",
+		    "%s", same[i]);
+		if (!ref)
+			ref = json_incref(id);
+		cr_assert(json_equal(ref, id), "%s", same[i]);
+		json_decref(c), json_decref(id);
+	}
+	static const char *const other[] = {"dB", "../dA", "/dA"};
+	for (size_t i = 0; i < sizeof(other) / sizeof(*other); i++) {
+		json_t *c = json_pack("{s:s, s:s}", "corpus", "text",
+				      "data_dir", other[i]);
+		json_t *id = record_run_identity(c);
+		cr_assert(!json_equal(ref, id), "%s", other[i]);
+		json_decref(c), json_decref(id);
+	}
+	static const char *const kept[][2] = {
+	    {"/", "/"}, {"//x//", "/x"}, {".", "."}, {"./", "."}, {"", "."}};
+	for (size_t i = 0; i < sizeof(kept) / sizeof(*kept); i++) {
+		json_t *c = json_pack("{s:s, s:s}", "corpus", "ptb", "data_dir",
+				      kept[i][0]);
+		json_t *id = record_run_identity(c);
+		cr_assert_str_eq(
+		    json_string_value(json_object_get(id, "data_dir")),
+		    kept[i][1], "'%s'", kept[i][0]);
+		json_decref(c), json_decref(id);
+	}
+	json_t *syn =
+	    json_pack("{s:s, s:s}", "corpus", "synthetic", "data_dir", "dA");
+	json_t *id = record_run_identity(syn);
+	cr_assert_null(json_object_get(id, "data_dir"));
+	json_decref(syn), json_decref(id), json_decref(ref);
+}

@@ -1,8 +1,11 @@
 /* test_suite.c — suite files (bench/suite/suite.c) and the suite command
  * (bench/cmd/cmd_suite.c): expansion of the axes in product order over the
  * base, exclusions, repeats, variant groups and command-line overrides, bad
- * suites, shards that partition the runs, the "command" member, and
- * `deqbench suite` end to end (--dry-run, two shards: every run once). */
+ * suites, shards that partition the
+ * runs, the "command" member, duplicate runs collapsed by the run identity
+ * (a data_dir axis over file corpora is several runs), and `deqbench suite`
+ * end to end (--dry-run, two shards: every run once; a data_dir axis over
+ * two corpora: both run). */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -13,6 +16,7 @@
 #include "../methods/deq.h"
 #include "record.h"
 #include "suite.h"
+#include "test_bench_util.h"
 #include "test_cli.h"
 
 static int expand(struct suite *s, const char *text, int n_over,
@@ -210,5 +214,87 @@ Test(cli, suite_dry_run_and_shards, .init = cli_setup, .fini = cli_teardown,
 			cr_assert_eq(seen[k], 1, "run %d ran %d times", k,
 				     seen[k]);
 	}
+	json_decref(arr);
+}
+
+/* G1: the collapse of duplicate runs uses the run identity
+ * (record_run_identity): for a corpus read from disk, data_dir names the
+ * dataset, so two directories are two runs, while one directory spelt
+ * three ways ("dA", "./dA", "dA/") is one run, as --resume and report see
+ * it; with corpus=synthetic data_dir reads nothing and stays out. */
+Test(suite, data_dir_axis_collapse_follows_the_identity)
+{
+	struct suite s;
+	char err[512];
+	cr_assert_eq(expand(&s,
+			    "{\"base\":{\"corpus\":\"text\"},\"axes\":"
+			    "{\"data_dir\":[\"dA\",\"dB\"]}}",
+			    0, NULL, err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(s.n_runs, 2, "two corpora collapsed: %s",
+		     s.collapsed_note);
+	cr_assert_eq(s.n_collapsed, 0);
+	suite_free(&s);
+	cr_assert_eq(expand(&s,
+			    "{\"base\":{\"corpus\":\"text\"},\"axes\":"
+			    "{\"data_dir\":[\"dA\",\"./dA\",\"dA/\"]}}",
+			    0, NULL, err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(s.n_runs, 1);
+	cr_assert_eq(s.n_collapsed, 2);
+	cr_assert(strstr(s.collapsed_note, "same directory") &&
+		      !strstr(s.collapsed_note, "output key"),
+		  "%s", s.collapsed_note);
+	suite_free(&s);
+	cr_assert_eq(expand(&s,
+			    "{\"base\":{\"corpus\":\"synthetic\"},\"axes\":"
+			    "{\"data_dir\":[\"dA\",\"dB\"]}}",
+			    0, NULL, err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(s.n_runs, 1);
+	suite_free(&s);
+}
+
+/* G1 end to end: a suite whose data_dir axis names two text corpora (other
+ * vocabularies) runs on both and appends a record for each. */
+Test(cli, suite_data_dir_axis_runs_every_corpus, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	char da[512], db[512], sp[512], out[512], text[2048], err[4096];
+	json_t *arr = json_array(), *r;
+	size_t i;
+	int seen_a = 0, seen_b = 0;
+	cli_path(da, sizeof(da), "dA");
+	cli_path(db, sizeof(db), "dB");
+	cr_assert_eq(mkdir(da, 0755), 0);
+	cr_assert_eq(mkdir(db, 0755), 0);
+	write_word_corpus(da, "a", 14);
+	write_word_corpus(db, "b", 30);
+	cli_path(sp, sizeof(sp), "dd.json");
+	cli_path(out, sizeof(out), "dd.jsonl");
+	snprintf(text, sizeof(text),
+		 "{\"name\":\"dd\",\"base\":{\"corpus\":\"text\","
+		 "\"d_model\":16,\"n_heads\":2,\"d_ff\":32,\"seq_len\":8,"
+		 "\"batch_size\":2,\"layers\":3,\"steps\":3,\"warmup_steps\":1,"
+		 "\"eval_tokens\":64,\"threads\":1,\"out\":\"%s\"},"
+		 "\"axes\":{\"data_dir\":[\"%s\",\"%s\"]}}",
+		 out, da, db);
+	cli_write_text(sp, text);
+	const char *a[] = {"suite", sp, NULL};
+	cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
+	cr_assert(!strstr(err, "collapsed"), "%s", err);
+	cr_assert_eq(record_read_jsonl(out, arr, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(json_array_size(arr), 2);
+	json_array_foreach(arr, i, r)
+	{
+		const char *d = json_string_value(
+		    json_object_get(json_object_get(r, "config"), "data_dir"));
+		cr_assert_str_eq(
+		    json_string_value(json_object_get(r, "status")), "ok");
+		seen_a += d && !strcmp(d, da);
+		seen_b += d && !strcmp(d, db);
+	}
+	cr_assert(seen_a == 1 && seen_b == 1, "dA %d, dB %d", seen_a, seen_b);
 	json_decref(arr);
 }

@@ -163,8 +163,9 @@ int config_key_is_method(const char *key);
 /* 1 for keys that say where inputs and results go, not what is measured
  * (out, trace, save_params, data_dir): runs that differ only in them are
  * the same configuration (`deqbench report`, `suite --resume` and plots/
- * group them together), but for data_dir where the corpus is read from it
- * (every corpus but synthetic: record_run_identity). */
+ * and suite expansion group them together), but for data_dir where the
+ * corpus is read from it (every corpus but synthetic:
+ * record_run_identity). */
 int config_key_is_output(const char *key);
 
 /* Name of key i in table order (--help's), NULL past the last key. */

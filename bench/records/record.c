@@ -470,13 +470,54 @@ static int identity_key(const char *key, const json_t *cfg)
 	return !config_key_is_output(key);
 }
 
+/* Appends component c (n bytes) to the path in out (*len bytes so far,
+ * room for cap), with a '/' between components. */
+static void path_push(char *out, size_t *len, size_t cap, const char *c,
+		      size_t n)
+{
+	int abs_root = *len == 1 && out[0] == '/';
+	if (*len && !abs_root && *len < cap)
+		out[(*len)++] = '/';
+	for (size_t i = 0; i < n && *len < cap; i++)
+		out[(*len)++] = c[i];
+}
+
+char *record_path_normalise(const char *p)
+{
+	size_t cap = strlen(p) + 2, len = 0;
+	char *out = malloc(cap + 1);
+	if (!out)
+		return NULL;
+	if (p[0] == '/')
+		out[len++] = '/';
+	for (const char *s = p; *s;) {
+		size_t n = strcspn(s, "/");
+		/* "." components and empty ones (from "//") name nothing */
+		if (n && !(n == 1 && s[0] == '.'))
+			path_push(out, &len, cap, s, n);
+		s += n;
+		s += *s == '/';
+	}
+	if (!len)
+		out[len++] = '.';
+	out[len] = 0;
+	return out;
+}
+
 json_t *record_run_identity(const json_t *cfg)
 {
 	json_t *o = json_object(), *v;
 	const char *k;
 	json_object_foreach((json_t *)cfg, k, v)
 	{
-		if (identity_key(k, cfg))
+		char *dir;
+		if (!identity_key(k, cfg))
+			continue;
+		if (!strcmp(k, "data_dir") && json_is_string(v) &&
+		    (dir = record_path_normalise(json_string_value(v)))) {
+			json_object_set_new(o, k, json_string(dir));
+			free(dir);
+		} else
 			json_object_set(o, k, v);
 	}
 	return o;

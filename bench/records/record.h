@@ -22,12 +22,23 @@ json_t *record_new(void);
  * when out of memory. */
 char *record_dumps(const json_t *rec);
 
-/* What makes two runs the same run, for `suite --resume` and the rows of
- * the summary table: the flat config cfg without its output-only keys
- * (out, trace, save_params; config_key_is_output), and without data_dir
- * when the corpus is synthetic (the other corpora are read from data_dir,
- * so two directories are two datasets). New reference. */
+/* What makes two runs the same run, the one definition for suite
+ * expansion's collapse of duplicates, `suite --resume`, the rows of the
+ * summary table and compare's pairs: the flat config cfg without its
+ * output-only keys (out, trace, save_params; config_key_is_output), and
+ * without data_dir when the corpus is synthetic (the other corpora are
+ * read from data_dir, so two directories are two datasets). data_dir is
+ * compared as record_path_normalise writes it, so "dA", "./dA" and "dA/"
+ * are one run; the directory is not looked at (a symbolic link and its
+ * target, or "x/../dA" and "dA", stay two spellings: two runs). New
+ * reference. */
 json_t *record_run_identity(const json_t *cfg);
+
+/* Path p spelt one way, from its text alone: empty and "." components
+ * dropped ("./dA/", "dA//." and "dA" give "dA"; "//x//" gives "/x"), ".."
+ * kept as it is, "." for a path that names the current directory ("",
+ * "./"). malloc'd (free it); NULL when out of memory. */
+char *record_path_normalise(const char *p);
 
 /* Makes sure records can be appended to path without leaving anything
  * behind (fileio_probe_append: nothing is created that stays, so a run

@@ -164,21 +164,18 @@ static int resolve_combo(const struct expansion *x, size_t ci,
 	return 0;
 }
 
-/* Run identity for duplicates: the keys the run's method uses, output-only
- * keys aside, and the repeat, as compact sorted JSON; malloc'd. */
+/* Run identity for duplicates: the run identity (record_run_identity, the
+ * one --resume, report and compare use) of the keys the run's method uses,
+ * and the repeat, as compact sorted JSON; malloc'd. */
 static char *effective_key(const struct suite_run *r)
 {
-	json_t *o = config_effective_json(&r->cfg), *v;
-	const char *k;
-	void *tmp;
+	json_t *o = config_effective_json(&r->cfg);
+	json_t *id = record_run_identity(o);
 	char *s;
-	json_object_foreach_safe(o, tmp, k, v)
-	{
-		if (config_key_is_output(k))
-			json_object_del(o, k);
-	}
-	json_object_set_new(o, " repeat", json_integer(r->repeat));
-	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_object_set_new(id, " repeat", json_integer(r->repeat));
+	s = json_dumps(id,
+		       JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+	json_decref(id);
 	json_decref(o);
 	return s;
 }
@@ -196,19 +193,53 @@ static int by_key(const void *a, const void *b)
 }
 
 /* The config keys whose values differ between runs a and b, as "k1, k2"
- * into buf. */
+ * into buf, data_dir aside when it counts (a corpus read from disk: the
+ * runs are the same run only where it names one directory); *same_dir = 1
+ * when data_dir was left out so. */
 static void differing(const struct suite_run *a, const struct suite_run *b,
-		      char *buf, size_t n)
+		      char *buf, size_t n, int *same_dir)
 {
 	json_t *x = config_to_json(&a->cfg), *y = config_to_json(&b->cfg), *v;
 	const char *k;
 	size_t l = 0;
 	buf[0] = 0;
-	json_object_foreach(x, k, v) if (!json_equal(v, json_object_get(y, k)))
-	    l += (size_t)snprintf(buf + l, l < n ? n - l : 0, "%s%s",
-				  l ? ", " : "", k);
+	*same_dir = 0;
+	json_object_foreach(x, k, v)
+	{
+		if (json_equal(v, json_object_get(y, k)))
+			continue;
+		if (!strcmp(k, "data_dir") &&
+		    a->cfg.corpus != CORPUS_SYNTHETIC) {
+			*same_dir = 1;
+			continue;
+		}
+		l += (size_t)snprintf(buf + l, l < n ? n - l : 0, "%s%s",
+				      l ? ", " : "", k);
+	}
 	json_decref(x);
 	json_decref(y);
+}
+
+/* s->collapsed_note for run i, the same run as run first: the keys they
+ * differ in, and data_dir where it is one directory spelt two ways. */
+static void collapse_note(struct suite *s, const char *source, int i, int first)
+{
+	char keys[200];
+	int same_dir;
+	differing(&s->runs[first], &s->runs[i], keys, sizeof(keys), &same_dir);
+	snprintf(s->collapsed_note, sizeof(s->collapsed_note),
+		 "%.150s: run %d is the same run as run %d (%s%.150s%s); it "
+		 "runs once",
+		 source, i, first,
+		 keys[0] ? "differing only in keys its method does not use or "
+			   "output keys: "
+		 : same_dir ? ""
+			    : "the same config once resolved",
+		 keys,
+		 !same_dir ? ""
+		 : keys[0] ? "; data_dir names the same directory"
+			   : "data_dir names the same directory, spelt "
+			     "another way");
 }
 
 /* Collapses each run that is the same run as an earlier one (same
@@ -229,25 +260,14 @@ static int collapse_duplicates(struct suite *s, const char *source)
 		v[i] = (struct keyed){effective_key(&s->runs[i]), i};
 	qsort(v, (size_t)s->n_runs, sizeof(*v), by_key);
 	for (int i = 1, first = 0; i < s->n_runs; i++) {
-		char keys[200];
 		if (!v[i].key || !v[first].key ||
 		    strcmp(v[i].key, v[first].key)) {
 			first = i;
 			continue;
 		}
 		drop[v[i].index] = 1;
-		if (s->n_collapsed++)
-			continue;
-		differing(&s->runs[v[first].index], &s->runs[v[i].index], keys,
-			  sizeof(keys));
-		snprintf(s->collapsed_note, sizeof(s->collapsed_note),
-			 "%.150s: run %d is the same run as run %d (%s%.150s); "
-			 "it runs once",
-			 source, v[i].index, v[first].index,
-			 keys[0] ? "differing only in keys its method does not "
-				   "use or output keys: "
-				 : "the same config once resolved",
-			 keys);
+		if (!s->n_collapsed++)
+			collapse_note(s, source, v[i].index, v[first].index);
 	}
 	for (int i = 0; i < s->n_runs; i++) {
 		free(v[i].key);

@@ -52,10 +52,11 @@ struct suite {
 /* Expands a suite from its JSON root; `source` names the file in messages.
  * overrides: n_over "key=value" strings applied to every run. Every run's
  * config is validated. A run that is the same run as an earlier one (of the
- * same repeat) once the keys its method does not use and the output-only
- * keys are dropped is collapsed into it (n_collapsed, collapsed_note: the
- * commands print the note), so an f_tol sweep over unroll runs unroll once.
- * 0, or -1 with one line in err. */
+ * same repeat) once the keys its method does not use are dropped (the run
+ * identity of the rest, record_run_identity: output-only keys aside,
+ * data_dir counted for corpora read from it) is collapsed into it
+ * (n_collapsed, collapsed_note: the commands print the note), so an f_tol
+ * sweep over unroll runs unroll once. 0, or -1 with one line in err. */
 int suite_expand(struct suite *s, const json_t *root, const char *source,
 		 int n_over, char *const *overrides, char *err, size_t errlen);
 /* Loads and expands a suite file (jansson's line:column on bad JSON). */
