@@ -1,7 +1,7 @@
 /* test_suite.c — suite files (bench/suite/suite.c) and the suite command
  * (bench/cmd/cmd_suite.c): expansion of the axes in product order over the
  * base, exclusions, repeats, variant groups and command-line overrides, bad
- * suites, shards that partition the
+ * suites (a name that is a path among them), shards that partition the
  * runs, the "command" member, duplicate runs collapsed by the run identity
  * (a data_dir axis over file corpora is several runs), and `deqbench suite`
  * end to end (--dry-run, two shards: every run once; a data_dir axis over
@@ -297,4 +297,51 @@ Test(cli, suite_data_dir_axis_runs_every_corpus, .init = cli_setup,
 	}
 	cr_assert(seen_a == 1 && seen_b == 1, "dA %d, dB %d", seen_a, seen_b);
 	json_decref(arr);
+}
+
+/* G21: a suite's name is what scripts/run.sh puts in
+ * results/local/NAME.jsonl, so a name that is a path ("../x", "a/b", "..")
+ * is refused; a plain name with dots and dashes is fine. */
+Test(suite, name_is_not_a_path)
+{
+	static const char *const bad[] = {"../x", "a/b", "/tmp/x", "..",
+					  ".",	  "",	 "a\\\\b"};
+	struct suite s;
+	char err[512], text[256];
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		snprintf(text, sizeof(text),
+			 "{\"name\":\"%s\",\"axes\":{\"layers\":[2]}}", bad[i]);
+		cr_assert_eq(expand(&s, text, 0, NULL, err, sizeof(err)), -1,
+			     "name %s accepted", bad[i]);
+		cr_assert(strstr(err, "t.json: name") && !strchr(err, '\n'),
+			  "%s", err);
+	}
+	cr_assert_eq(expand(&s,
+			    "{\"name\":\"eps-infer_2.v1\",\"axes\":"
+			    "{\"layers\":[2]}}",
+			    0, NULL, err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_str_eq(s.name, "eps-infer_2.v1");
+	suite_free(&s);
+}
+
+/* G21 through the binary: exit 2 and one line, nothing run. */
+Test(cli, suite_name_with_a_path_exits_2, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 60)
+{
+	char sp[512], out[512], arg[600], err[4096];
+	cli_path(sp, sizeof(sp), "s.json");
+	cli_path(out, sizeof(out), "r.jsonl");
+	cli_write_text(sp, "{\"name\":\"../../escape\",\"base\":{\"corpus\":"
+			   "\"synthetic\",\"d_model\":16,\"n_heads\":2,"
+			   "\"d_ff\":32,\"seq_len\":8,\"batch_size\":2,"
+			   "\"layers\":3,\"steps\":2,\"warmup_steps\":1,"
+			   "\"eval_tokens\":16,\"threads\":1},\"axes\":{}}");
+	snprintf(arg, sizeof(arg), "out=%s", out);
+	const char *a[] = {"suite", sp, arg, NULL};
+	cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 2, "%s", err);
+	cr_assert(!cli_exists(out), "a refused suite ran");
+	cr_assert(strstr(err, "name") &&
+		      strchr(err, '\n') == strrchr(err, '\n'),
+		  "%s", err);
 }

@@ -531,6 +531,38 @@ static int collect_axes(const json_t *axes, struct axes *ax, const char *source,
 	return 0;
 }
 
+/* "name" (NULL: the file's name stands in) must be a plain file name:
+ * scripts and users build paths like results/local/NAME.jsonl from it, so
+ * a name with '/' or '\\', "." or "..", an empty one or one with a control
+ * character (a line break in a message or a path) is refused. 0, or -1
+ * with one line. */
+static int check_name(const json_t *name, const char *source, char *err,
+		      size_t errlen)
+{
+	const char *n = json_string_value(name);
+	int ctl = 0;
+	if (!name)
+		return 0;
+	if (!n) {
+		snprintf(err, errlen,
+			 "%.200s: name must be a string, a plain file name",
+			 source);
+		return -1;
+	}
+	for (const unsigned char *c = (const unsigned char *)n; *c; c++)
+		ctl |= *c < 0x20 || *c == 0x7f;
+	if (*n && !ctl && strcmp(n, ".") && strcmp(n, "..") &&
+	    !strpbrk(n, "/\\"))
+		return 0;
+	snprintf(err, errlen,
+		 "%.200s: name \"%.*s\" is not a plain file name (paths such "
+		 "as results/local/NAME.jsonl are built from it): give a name "
+		 "without '/', '\\' or control characters, other than \".\" "
+		 "and \"..\"",
+		 source, ctl ? 0 : (int)jsontext_fit(n, 100), n);
+	return -1;
+}
+
 int suite_expand(struct suite *s, const json_t *root, const char *source,
 		 int n_over, char *const *overrides, char *err, size_t errlen)
 {
@@ -552,7 +584,9 @@ int suite_expand(struct suite *s, const json_t *root, const char *source,
 	base = json_object_get(root, "base");
 	axes = json_object_get(root, "axes");
 	exclude = json_object_get(root, "exclude");
-	nm = json_is_string(name) ? json_string_value(name) : source;
+	if (check_name(name, source, err, errlen) != 0)
+		return -1;
+	nm = name ? json_string_value(name) : source;
 	snprintf(s->name, sizeof(s->name), "%.*s",
 		 (int)jsontext_fit(nm, sizeof(s->name) - 1), nm);
 	if (parse_command(json_object_get(root, "command"), source, &s->eval,

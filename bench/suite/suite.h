@@ -56,7 +56,9 @@ struct suite {
  * identity of the rest, record_run_identity: output-only keys aside,
  * data_dir counted for corpora read from it) is collapsed into it
  * (n_collapsed, collapsed_note: the commands print the note), so an f_tol
- * sweep over unroll runs unroll once. 0, or -1 with one line in err. */
+ * sweep over unroll runs unroll once. A "name" that is not a plain file
+ * name ('/', '\\', ".", "..", empty, control characters) is refused. 0,
+ * or -1 with one line in err. */
 int suite_expand(struct suite *s, const json_t *root, const char *source,
 		 int n_over, char *const *overrides, char *err, size_t errlen);
 /* Loads and expands a suite file (jansson's line:column on bad JSON). */
