@@ -1,5 +1,6 @@
 /* cmd.h — what the command files of deqbench (main.c: run, eval, report,
- * env, params, grad; cmd_suite.c: suite; cmd_validate.c: validate) share. Exit status and messages:
+ * env, params, grad; cmd_eval.c: eval's config; cmd_suite.c: suite;
+ * cmd_validate.c: validate) share. Exit status and messages:
  * main.c's header comment and docs/commands.md. */
 #ifndef DQ_BENCH_CMD_H
 #define DQ_BENCH_CMD_H
@@ -49,6 +50,43 @@ int check_eval_tokens(const struct bench_config *c, char *err, size_t errlen);
 int parse_config_args(struct bench_config *cfg, int argc, char **argv,
 		      const char *const *extra, const char **extra_val,
 		      char *err, size_t errlen);
+
+/* apply_config_on — [FILE.json] key=value... over base into cfg, unchecked:
+ * defaults, then the keys of the JSON object base (NULL: none; applied as
+ * a config file's), then FILE.json, then the arguments (a key given twice
+ * among them refused); extra as parse_config_args's. parse_config_on —
+ * the same, then config_finish (checks, the method's derived values). 0,
+ * or -1 with one line in err. */
+int apply_config_on(struct bench_config *cfg, const json_t *base, int argc,
+		    char **argv, const char *const *extra,
+		    const char **extra_val, char *err, size_t errlen);
+int parse_config_on(struct bench_config *cfg, const json_t *base, int argc,
+		    char **argv, const char *const *extra,
+		    const char **extra_val, char *err, size_t errlen);
+
+/* What eval_parse_config learnt about params='s metadata, for
+ * eval_corpus_check's message and note. */
+struct eval_origin {
+	int no_config; /* the file has no metadata config */
+};
+
+/* `eval`'s config (cmd_eval.c): params= read whole first
+ * (params_meta_read: a truncated or corrupt file, or a broken metadata
+ * config, is an error naming it before any corpus is looked at); the
+ * model and method config saved in its metadata as the base (the machine
+ * and output keys aside; a managed file off device=cuda as unroll), then
+ * FILE.json and the
+ * arguments over it; without such metadata as `run` parses it. Keys of
+ * another method than the one evaluated are refused among the user's
+ * keys only (config_check_method_keys), once the file's method is in. 0,
+ * or -1 with one line. */
+int eval_parse_config(struct bench_config *cfg, int argc, char **argv,
+		      struct eval_origin *o, char *err, size_t errlen);
+
+/* corpus_check of an eval's config, its message saying when the file gave
+ * no config (so the corpus is the default). 0, or -1 with one line. */
+int eval_corpus_check(const struct bench_config *cfg,
+		      const struct eval_origin *o, char *err, size_t errlen);
 
 /* deqbench plan budget_mib=M [FILE.json] [key=value ...] [--run N]
  * (cmd_plan.c). */

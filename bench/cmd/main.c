@@ -104,12 +104,9 @@ static int ends_with(const char *s, const char *suffix)
 	return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-/* parse_config_args on base: defaults, then the keys of the JSON object
- * base (NULL: none; applied as a config file's), then FILE.json, then the
- * arguments. */
-static int parse_config_on(struct bench_config *cfg, const json_t *base,
-			   int argc, char **argv, const char *const *extra,
-			   const char **extra_val, char *err, size_t errlen)
+int apply_config_on(struct bench_config *cfg, const json_t *base, int argc,
+		    char **argv, const char *const *extra,
+		    const char **extra_val, char *err, size_t errlen)
 {
 	/* room for the "command line: " prefix in err */
 	char e[1000];
@@ -164,11 +161,17 @@ static int parse_config_on(struct bench_config *cfg, const json_t *base,
 			return -1;
 		}
 	}
-	if (config_finish(cfg, e, sizeof(e)) != 0) {
-		snprintf(err, errlen, "%s", e);
-		return -1;
-	}
 	return 0;
+}
+
+int parse_config_on(struct bench_config *cfg, const json_t *base, int argc,
+		    char **argv, const char *const *extra,
+		    const char **extra_val, char *err, size_t errlen)
+{
+	if (apply_config_on(cfg, base, argc, argv, extra, extra_val, err,
+			    errlen) != 0)
+		return -1;
+	return config_finish(cfg, err, errlen);
 }
 
 int parse_config_args(struct bench_config *cfg, int argc, char **argv,
@@ -177,68 +180,6 @@ int parse_config_args(struct bench_config *cfg, int argc, char **argv,
 {
 	return parse_config_on(cfg, NULL, argc, argv, extra, extra_val, err,
 			       errlen);
-}
-
-/* Keys of a params file's metadata config that `eval` does not take as its
- * base: where output goes and what machine runs it, and how (precision:
- * a bf16- or tf32-trained file evaluates at fp32 unless precision= says
- * otherwise, on whatever device; a file trained with cuda_graphs or under
- * a memory cap evaluates on the CPU too). */
-static int eval_base_key(const char *k)
-{
-	static const char *const machine[] = {
-	    "params",	   "device",	  "threads",
-	    "impl",	   "tf32",	  "precision",
-	    "compile",	   "cuda_graphs", "device_mem_cap_mib",
-	    "eval_tokens", "eval_warmup", NULL};
-	for (int i = 0; machine[i]; i++)
-		if (!strcmp(k, machine[i]))
-			return 0;
-	return !config_key_is_output(k);
-}
-
-/* A file trained with method=managed (unified memory, device=cuda only)
- * evaluated off the GPU: its base method becomes unroll, whose arithmetic
- * managed is (methods/managed.h), with a note on stderr. cfg holds the
- * arguments alone (their device; a method given there overrides the base
- * anyway). */
-static void managed_as_unroll(json_t *base, const struct bench_config *cfg)
-{
-	const char *m = json_string_value(json_object_get(base, "method"));
-	if (!m || strcmp(m, "managed") || cfg->device == DEVICE_CUDA)
-		return;
-	json_object_set_new(base, "method", json_string("unroll"));
-	fprintf(stderr, "deqbench eval: the file was trained with "
-			"method=managed (unified memory, device=cuda); "
-			"evaluating it as unroll, the same arithmetic\n");
-}
-
-/* `eval`'s config: the model and method config saved in params='s
- * metadata as the base (eval_base_key's keys), then FILE.json and the
- * arguments, which override it; without such metadata as `run` parses
- * it. The method keys the user gave are checked against the method
- * before the base comes in (config_check_method_keys). 0, or -1. */
-static int parse_eval_config(struct bench_config *cfg, int argc, char **argv,
-			     char *err, size_t errlen)
-{
-	json_t *meta, *base;
-	const char *k;
-	json_t *v;
-	int rc;
-	if (parse_config_args(cfg, argc, argv, NULL, NULL, err, errlen) ||
-	    config_check_method_keys(cfg, err, errlen))
-		return -1;
-	if (!cfg->params[0] || !(meta = params_config(cfg->params)))
-		return 0;
-	base = json_object();
-	json_object_foreach(meta, k,
-			    v) if (eval_base_key(k) && config_key_known(k))
-	    json_object_set(base, k, v);
-	managed_as_unroll(base, cfg);
-	rc = parse_config_on(cfg, base, argc, argv, NULL, NULL, err, errlen);
-	json_decref(base);
-	json_decref(meta);
-	return rc;
 }
 
 static int has_help(int argc, char **argv)
@@ -414,6 +355,7 @@ static void print_eval_line(const json_t *rec)
 static int cmd_run_or_eval(int argc, char **argv, int eval)
 {
 	struct bench_config cfg;
+	struct eval_origin origin;
 	char err[1024];
 	json_t *rec, *all;
 	enum run_status st;
@@ -438,16 +380,18 @@ static int cmd_run_or_eval(int argc, char **argv, int eval)
 		config_print_help(stdout);
 		return 0;
 	}
-	if (eval ? parse_eval_config(&cfg, argc, argv, err, sizeof(err))
-		 : (parse_config_args(&cfg, argc, argv, NULL, NULL, err,
-				      sizeof(err)) ||
-		    config_check_method_keys(&cfg, err, sizeof(err))))
+	if (eval
+		? eval_parse_config(&cfg, argc, argv, &origin, err, sizeof(err))
+		: (parse_config_args(&cfg, argc, argv, NULL, NULL, err,
+				     sizeof(err)) ||
+		   config_check_method_keys(&cfg, err, sizeof(err))))
 		return bad_input(err);
 	/* cheap checks first, so bad input leaves no empty results file */
 	if (check_distinct_files(&cfg, config_file_arg(argc, argv), NULL, err,
 				 sizeof(err)) != 0 ||
-	    corpus_check(corpus_kind_name(cfg.corpus), cfg.data_dir, err,
-			 sizeof(err)) != 0 ||
+	    (eval ? eval_corpus_check(&cfg, &origin, err, sizeof(err))
+		  : corpus_check(corpus_kind_name(cfg.corpus), cfg.data_dir,
+				 err, sizeof(err))) != 0 ||
 	    check_params_key(&cfg, eval, err, sizeof(err)) != 0 ||
 	    (eval && check_eval_tokens(&cfg, err, sizeof(err)) != 0) ||
 	    dispatch_precheck(&cfg, eval, err, sizeof(err)) != 0 ||

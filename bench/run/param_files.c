@@ -158,23 +158,40 @@ static double *params_room(const struct model *m, char *err, size_t errlen)
 	return tmp;
 }
 
-json_t *params_config(const char *path)
+int params_meta_read(const char *path, struct params_meta *pm, char *err,
+		     size_t errlen)
 {
 	struct st_file f;
-	char err[256];
 	const char *s;
+	json_error_t je;
 	json_t *c = NULL;
-	if (st_read(&f, path, err, sizeof(err)) != 0)
-		return NULL;
+	int rv = 0;
+	memset(pm, 0, sizeof(*pm));
+	if (st_read(&f, path, err, errlen) != 0)
+		return -1;
 	s = st_metadata(&f, "config");
-	if (s)
-		c = json_loads(s, 0, NULL);
-	st_close(&f);
-	if (c && !json_is_object(c)) {
-		json_decref(c);
-		c = NULL;
+	/* a key twice would be last-wins, as nowhere else in deqbench */
+	if (s && !(c = json_loads(s, JSON_REJECT_DUPLICATES, &je))) {
+		snprintf(err, errlen,
+			 "%.400s: metadata \"config\" is not JSON (%.100s at "
+			 "column %d); write the file again with save_params= "
+			 "or deqbench params init",
+			 path, je.text, je.column);
+		rv = -1;
+	} else if (c && !json_is_object(c)) {
+		snprintf(err, errlen,
+			 "%.400s: metadata \"config\" is not a JSON object of "
+			 "config keys; write the file again with save_params= "
+			 "or deqbench params init",
+			 path);
+		rv = -1;
 	}
-	return c;
+	st_close(&f);
+	if (rv)
+		json_decref(c);
+	else
+		pm->config = c;
+	return rv;
 }
 
 int params_load(struct run_ctx *rc, const char *path, char *err, size_t errlen)

@@ -16,11 +16,20 @@
 
 struct method_stats;
 
-/* The "config" metadata of the safetensors file at path (the whole config
- * of the run that wrote it: save_params=, params init), or NULL when the
- * file cannot be read or has none (params_load then says why). New
- * reference. */
-json_t *params_config(const char *path);
+/* What `deqbench eval` takes from a parameter file's metadata. */
+struct params_meta {
+	/* "config": the whole config of the run that wrote it (save_params=;
+	 * params init: the model keys); new reference, NULL when the file
+	 * has none (a file from elsewhere) */
+	json_t *config;
+};
+
+/* Reads the safetensors file at path whole (st_read: a truncated, empty or
+ * corrupt file is refused) and its metadata into *pm. A "config" that is
+ * not JSON, holds a key twice or is not an object is an error naming the
+ * file. 0, or -1 with one line (pm->config NULL). */
+int params_meta_read(const char *path, struct params_meta *pm, char *err,
+		     size_t errlen);
 
 /* Loads float32 parameters from a safetensors file into the model: every
  * parameter must be present with the model's shape (1-D to 3-D), and the

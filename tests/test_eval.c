@@ -1,0 +1,141 @@
+/* test_eval.c — `deqbench eval params=P` and the file's metadata
+ * (bench/cmd/cmd_eval.c, bench/run/param_files.c): the file's own method
+ * keys taken before keys of other methods are checked, and a broken file
+ * or metadata named before any corpus is looked for. The rest of eval (records, precision, machine
+ * keys) is in test_params.c. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record.h"
+#include "test_bench_util.h"
+#include "test_cli.h"
+
+/* A tiny 6-step run with two more key=value arguments (a1, a2) saving its
+ * parameters to <cli_dir>/name and its record to <cli_dir>/r.jsonl: their
+ * paths into p and out, "params=p" into pa and "out=out" into oa (600
+ * bytes each). */
+static void save_tiny_on(const char *name, const char *a1, const char *a2,
+			 char *p, char *out, char *pa, char *oa)
+{
+	char sp[600], err[4096];
+	cli_path(p, 512, name);
+	cli_path(out, 512, "r.jsonl");
+	snprintf(pa, 600, "params=%s", p);
+	snprintf(oa, 600, "out=%s", out);
+	snprintf(sp, sizeof(sp), "save_params=%s", p);
+	const char *run[] = {"run",
+			     "d_model=16",
+			     "n_heads=2",
+			     "d_ff=32",
+			     "seq_len=8",
+			     "batch_size=4",
+			     "vocab_size=64",
+			     "layers=4",
+			     "steps=6",
+			     "eval_tokens=64",
+			     "threads=1",
+			     a1,
+			     a2,
+			     sp,
+			     oa,
+			     NULL};
+	cr_assert_eq(cli_run(run, 0, err, sizeof(err)), 0, "%s", err);
+}
+
+/* save_tiny_on over the synthetic corpus with one more key=value. */
+static void save_tiny(const char *name, const char *arg, char *p, char *out,
+		      char *pa, char *oa)
+{
+	save_tiny_on(name, "corpus=synthetic", arg, p, out, pa, oa);
+}
+
+/* The safetensors file src written to dst with its metadata "config"
+ * replaced by the text cfg (the header re-encoded; the data as it is). */
+static void write_with_config(const char *src, const char *dst, const char *cfg)
+{
+	size_t len;
+	uint64_t hl;
+	char *f = cli_read(src, &len), *hs;
+	cr_assert(f && len >= 8);
+	memcpy(&hl, f, 8);
+	json_t *h = json_loadb(f + 8, hl, 0, NULL);
+	cr_assert_not_null(h);
+	json_object_set_new(json_object_get(h, "__metadata__"), "config",
+			    json_string(cfg));
+	hs = json_dumps(h, JSON_COMPACT);
+	uint64_t nl = strlen(hs);
+	FILE *o = fopen(dst, "wb");
+	cr_assert_not_null(o);
+	fwrite(&nl, 8, 1, o); /* little-endian hosts only, as the reader */
+	fwrite(hs, 1, nl, o);
+	fwrite(f + 8 + hl, 1, len - 8 - hl, o);
+	fclose(o);
+	free(hs);
+	free(f);
+	json_decref(h);
+}
+
+/* G15, G20.2: `eval params=P` of a DEQ file takes the DEQ keys (f_tol,
+ * f_solver, f_max_iter, pretrain_steps, from key=value or a config file):
+ * the file's method=deq is merged before keys of other methods are
+ * checked; with method=unroll they are still refused. */
+Test(eval, deq_file_takes_deq_keys, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
+{
+	char p[512], out[512], err[4096], pa[600], oa[600], ft[512];
+	static const char *const keys[] = {"f_tol=0.5", "f_solver=anderson",
+					   "f_max_iter=5", "pretrain_steps=2"};
+	save_tiny("deq.safetensors", "method=deq", p, out, pa, oa);
+	for (int i = 0; i < 4; i++) {
+		const char *a[] = {"eval",	     pa, keys[i],
+				   "eval_tokens=64", oa, NULL};
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s: %s",
+			     keys[i], err);
+	}
+	cli_path(ft, sizeof(ft), "ft.json");
+	cli_write_text(ft, "{\"f_tol\": 0.5}");
+	const char *file[] = {"eval", ft, pa, "eval_tokens=64", oa, NULL};
+	cr_assert_eq(cli_run(file, 0, err, sizeof(err)), 0, "%s", err);
+	const char *unroll[] = {"eval",	     pa, "method=unroll",
+				"f_tol=0.5", oa, NULL};
+	expect_bad(unroll, out, "has no effect with method=unroll");
+}
+
+/* G20.1: a truncated, empty or corrupt file, or one whose metadata config
+ * is broken, is named before any corpus is looked for (the message never
+ * falls back to the default corpus's). */
+Test(eval, broken_file_named_before_the_corpus, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	static const char *const cfgs[] = {"{not json", "[1, 2]",
+					   "{\"seed\": 1, \"seed\": 2}", NULL};
+	char p[512], out[512], err[4096], pa[600], oa[600], b[512], ba[600];
+	size_t len;
+	save_tiny("ok.safetensors", "method=unroll", p, out, pa, oa);
+	char *f = cli_read(p, &len);
+	cli_path(b, sizeof(b), "broken.safetensors");
+	snprintf(ba, sizeof(ba), "params=%s", b);
+	const char *a[] = {"eval", ba, oa, NULL};
+	for (int i = 0; i < 6; i++) {
+		if (i < 3) { /* truncated, empty, a byte past the data */
+			cli_write(b, f, i == 0 ? len / 2 : 0);
+			if (i == 2) {
+				cli_write(b, f, len);
+				FILE *x = fopen(b, "ab");
+				fputc(0, x), fclose(x);
+			}
+		} else
+			write_with_config(p, b, cfgs[i - 3]);
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 2, "%d: %s", i,
+			     err);
+		cr_assert(strstr(err, "broken.safetensors") &&
+			      !strstr(err, "corpus=") &&
+			      strchr(err, '\n') == strrchr(err, '\n'),
+			  "%d: %s", i, err);
+	}
+	free(f);
+}
