@@ -1,7 +1,9 @@
 /* test_eval.c — `deqbench eval params=P` and the file's metadata
- * (bench/cmd/cmd_eval.c, bench/run/param_files.c): the file's own method
- * keys taken before keys of other methods are checked, and a broken file
- * or metadata named before any corpus is looked for. The rest of eval (records, precision, machine
+ * (bench/cmd/main.c's eval config, bench/run/param_files.c): the corpus a
+ * file was trained on (data_dir from the metadata, the vocabulary's
+ * fingerprint), the file's own method keys taken before keys of other
+ * methods are checked, and a broken file or metadata named before any
+ * corpus is looked for. The rest of eval (records, precision, machine
  * keys) is in test_params.c. */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -77,6 +79,48 @@ static void write_with_config(const char *src, const char *dst, const char *cfg)
 	free(hs);
 	free(f);
 	json_decref(h);
+}
+
+/* G4: a file trained on a corpus read from disk evaluates on that corpus
+ * (data_dir from its metadata, not ./data), reproducing the run's valid
+ * loss; another corpus (another vocabulary) is refused, one with the same
+ * vocabulary is fine, and a file written before the vocabulary's
+ * fingerprint was stored (the key renamed in place) still evaluates, with
+ * a note. */
+Test(eval, file_corpus_comes_from_the_metadata, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	char d[3][512], dd[3][600], p[512], out[512], pa[600], oa[600];
+	char err[4096], *f;
+	size_t len;
+	for (int i = 0; i < 3; i++) {
+		cli_path(d[i], 512, (const char *[]){"dA", "dB", "dC"}[i]);
+		cr_assert_eq(mkdir(d[i], 0755), 0);
+		write_word_corpus(d[i], i == 1 ? "b" : "a", i == 1 ? 30 : 14);
+		snprintf(dd[i], 600, "data_dir=%s", d[i]);
+	}
+	save_tiny_on("t.safetensors", "corpus=text", dd[0], p, out, pa, oa);
+	const char *ev[] = {"eval", pa, "eval_tokens=64", oa, NULL};
+	cr_assert_eq(cli_run(ev, 0, err, sizeof(err)), 0, "%s", err);
+	json_t *arr = json_array();
+	cr_assert_eq(record_read_jsonl(out, arr, err, sizeof(err)), 0);
+	json_t *tr = json_array_get(arr, 0), *e = json_array_get(arr, 1);
+	cr_assert_str_eq(json_string_value(at(e, "config.data_dir")), d[0]);
+	cr_assert_eq(num_at(e, "quality.valid_loss"),
+		     num_at(tr, "quality.valid_loss"));
+	json_decref(arr);
+	const char *other[] = {"eval", pa, dd[1], "eval_tokens=64", oa, NULL};
+	expect_bad(other, out, "vocabulary");
+	const char *copy[] = {"eval", pa, dd[2], "eval_tokens=64", oa, NULL};
+	cr_assert_eq(cli_run(copy, 0, err, sizeof(err)), 0, "%s", err);
+	f = cli_read(p, &len);
+	char *k = memmem(f, len, "vocab_fingerprint", 17);
+	cr_assert_not_null(k, "the file stores the fingerprint");
+	k[16] = 'X';
+	cli_write(p, f, len);
+	free(f);
+	cr_assert_eq(cli_run(other, 0, err, sizeof(err)), 0, "%s", err);
+	cr_assert(strstr(err, "fingerprint"), "no note: %s", err);
 }
 
 /* G15, G20.2: `eval params=P` of a DEQ file takes the DEQ keys (f_tol,

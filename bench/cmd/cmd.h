@@ -67,24 +67,28 @@ int parse_config_on(struct bench_config *cfg, const json_t *base, int argc,
 /* What eval_parse_config learnt about params='s metadata, for
  * eval_corpus_check's message and note. */
 struct eval_origin {
-	int no_config; /* the file has no metadata config */
+	int no_config;	   /* the file has no metadata config */
+	int dir_from_file; /* data_dir is the metadata's */
+	int has_vocab;	   /* the file stores a vocabulary fingerprint */
 };
 
 /* `eval`'s config (cmd_eval.c): params= read whole first
  * (params_meta_read: a truncated or corrupt file, or a broken metadata
  * config, is an error naming it before any corpus is looked at); the
  * model and method config saved in its metadata as the base (the machine
- * and output keys aside; a managed file off device=cuda as unroll), then
- * FILE.json and the
+ * and output keys aside; data_dir kept for a corpus read from disk; a
+ * managed file off device=cuda as unroll), then FILE.json and the
  * arguments over it; without such metadata as `run` parses it. Keys of
- * another method than the one evaluated are refused among the user's
- * keys only (config_check_method_keys), once the file's method is in. 0,
+ * another method than the one evaluated are refused among the user's keys
+ * only (config_check_method_keys), once the file's method is in. 0,
  * or -1 with one line. */
 int eval_parse_config(struct bench_config *cfg, int argc, char **argv,
 		      struct eval_origin *o, char *err, size_t errlen);
 
-/* corpus_check of an eval's config, its message saying when the file gave
- * no config (so the corpus is the default). 0, or -1 with one line. */
+/* corpus_check of an eval's config, its message saying when data_dir came
+ * from the file or the file gave no config; a note on stderr when the file
+ * holds no vocabulary fingerprint to check a corpus read from disk
+ * against. 0, or -1 with one line. */
 int eval_corpus_check(const struct bench_config *cfg,
 		      const struct eval_origin *o, char *err, size_t errlen);
 

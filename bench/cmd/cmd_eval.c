@@ -14,17 +14,23 @@
  * `eval`'s base: not where output goes, nor what machine runs it and how
  * (precision: a bf16- or tf32-trained file evaluates at fp32 unless
  * precision= says otherwise, on whatever device; a file trained with
- * cuda_graphs or under a memory cap evaluates on the CPU too). */
-static int eval_base_key(const char *k)
+ * cuda_graphs or under a memory cap evaluates on the CPU too). data_dir
+ * is, for a corpus read from it: the corpus the file was trained on. */
+static int eval_base_key(const char *k, const json_t *meta)
 {
 	static const char *const machine[] = {
 	    "params",	   "device",	  "threads",
 	    "impl",	   "tf32",	  "precision",
 	    "compile",	   "cuda_graphs", "device_mem_cap_mib",
 	    "eval_tokens", "eval_warmup", NULL};
+	const char *corpus;
 	for (int i = 0; machine[i]; i++)
 		if (!strcmp(k, machine[i]))
 			return 0;
+	if (!strcmp(k, "data_dir")) {
+		corpus = json_string_value(json_object_get(meta, "corpus"));
+		return !corpus || strcmp(corpus, "synthetic") != 0;
+	}
 	return config_key_known(k) && !config_key_is_output(k);
 }
 
@@ -53,12 +59,13 @@ static json_t *eval_base(const struct params_meta *pm,
 	json_t *base, *v;
 	const char *k;
 	o->no_config = !pm->config;
+	o->has_vocab = pm->has_vocab;
 	if (!pm->config)
 		return NULL;
 	base = json_object();
 	json_object_foreach(pm->config, k, v)
 	{
-		if (eval_base_key(k))
+		if (eval_base_key(k, pm->config))
 			json_object_set(base, k, v);
 	}
 	managed_as_unroll(base, user);
@@ -84,6 +91,8 @@ int eval_parse_config(struct bench_config *cfg, int argc, char **argv,
 		json_decref(pm.config);
 	}
 	rc = parse_config_on(cfg, base, argc, argv, NULL, NULL, err, errlen);
+	o->dir_from_file = base && json_object_get(base, "data_dir") &&
+			   strcmp(cfg->data_dir, user.data_dir) != 0;
 	json_decref(base);
 	if (rc != 0)
 		return -1;
@@ -98,12 +107,27 @@ int eval_corpus_check(const struct bench_config *cfg,
 {
 	char e[700];
 	if (corpus_check(corpus_kind_name(cfg->corpus), cfg->data_dir, e,
-			 sizeof(e)) == 0)
-		return 0;
-	snprintf(err, errlen, "%s%s", e,
-		 o->no_config ? "; params= holds no metadata config, so the "
-				"corpus is run's default: give corpus= and "
-				"data_dir="
-			      : "");
-	return -1;
+			 sizeof(e)) != 0) {
+		snprintf(err, errlen, "%s%s%.200s%s", e,
+			 o->no_config ? "; params= holds no metadata config, "
+					"so the corpus is run's default: give "
+					"corpus= and data_dir="
+			 : o->dir_from_file ? "; data_dir="
+					    : "",
+			 o->dir_from_file ? cfg->data_dir : "",
+			 o->dir_from_file ? " is the params= file's (its "
+					    "metadata): give data_dir= where "
+					    "that corpus is now"
+					  : "");
+		return -1;
+	}
+	if (cfg->params[0] && !o->has_vocab && cfg->corpus != CORPUS_SYNTHETIC)
+		fprintf(stderr,
+			"deqbench eval: %s holds no vocabulary fingerprint "
+			"(written by params init, or before save_params= "
+			"stored one): not checked that corpus=%s in %s is the "
+			"corpus it was trained on\n",
+			cfg->params, corpus_kind_name(cfg->corpus),
+			cfg->data_dir);
+	return 0;
 }

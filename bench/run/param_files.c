@@ -14,6 +14,7 @@
 #include "../../methods/method.h"
 #include "../../models/model.h"
 #include "dq_build.h"
+#include "../data/data.h"
 #include "../io/fileio.h"
 #include "../io/safetensors.h"
 #include "train_step.h"
@@ -90,6 +91,53 @@ static int check_meaning(const struct st_file *f, const struct model *m,
 	return rv;
 }
 
+/* The fingerprint of corpus c's vocabulary, its word -> id map: FNV-1a (64
+ * bits) over the words in id order, each with its terminating NUL, as 16
+ * hex digits into out[17]. Equal fingerprints: every id stands for the
+ * same word (but for a 2^-64 chance). */
+static void vocab_fingerprint(const struct corpus *c, char out[17])
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (int i = 0; i < c->vocab_size; i++) {
+		const unsigned char *w = (const unsigned char *)c->vocab[i];
+		do
+			h = (h ^ *w) * 0x100000001b3ull;
+		while (*w++);
+	}
+	snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+/* 0 when the file's "vocab_fingerprint" metadata (save_params) is absent
+ * (an older file, params init) or matches corpus c's vocabulary; else -1
+ * with one line naming both and the file's data_dir: the file's word ids
+ * would stand for other words. */
+static int check_vocab(const struct st_file *f, const struct corpus *c,
+		       const char *path, char *err, size_t errlen)
+{
+	const char *have = st_metadata(f, "vocab_fingerprint");
+	const char *s = st_metadata(f, "config");
+	json_t *fc;
+	const char *dir;
+	char want[17];
+	if (!have)
+		return 0;
+	vocab_fingerprint(c, want);
+	if (!strcmp(have, want))
+		return 0;
+	fc = s ? json_loads(s, 0, NULL) : NULL;
+	dir = json_string_value(json_object_get(fc, "data_dir"));
+	snprintf(err, errlen,
+		 "%.300s: trained on a corpus of another vocabulary "
+		 "(fingerprint %.16s; corpus=%s%s%.200s has %s): its word ids "
+		 "would stand for other words; evaluate it on the corpus it "
+		 "was trained on%s%.200s%s",
+		 path, have, c->kind, c->source_dir[0] ? " in " : "",
+		 c->source_dir, want, dir ? " (data_dir=" : "", dir ? dir : "",
+		 dir ? " in its metadata)" : "");
+	json_decref(fc);
+	return -1;
+}
+
 /* Parameters are finite: a NaN or infinity (a diverged run's save, a
  * corrupted file) would make every loss and gradient NaN without saying
  * why, so it is refused, naming the tensor and the first bad element. */
@@ -109,17 +157,20 @@ static int check_finite(const double *x, size_t n, const char *path,
 }
 
 /* The parameters of file path for model m (its parameter table; buffers
- * not needed), checked as params_load says, into tmp[n_param_elems]
+ * not needed), checked as params_load says (and against corpus vc's
+ * vocabulary when vc is not NULL: check_vocab), into tmp[n_param_elems]
  * as float64. 0, or -1 with one line. */
-static int read_params(const struct model *m, const char *path, double *tmp,
-		       char *err, size_t errlen)
+static int read_params(const struct model *m, const char *path,
+		       const struct corpus *vc, double *tmp, char *err,
+		       size_t errlen)
 {
 	struct st_file f;
 	int rv = -1;
 
 	if (st_read(&f, path, err, errlen) != 0)
 		return -1;
-	if (check_meaning(&f, m, path, err, errlen) != 0)
+	if (check_meaning(&f, m, path, err, errlen) != 0 ||
+	    (vc && check_vocab(&f, vc, path, err, errlen) != 0))
 		goto out;
 	for (int i = 0; i < m->n_params; i++) {
 		const struct model_param *p = &m->params[i];
@@ -170,6 +221,7 @@ int params_meta_read(const char *path, struct params_meta *pm, char *err,
 	if (st_read(&f, path, err, errlen) != 0)
 		return -1;
 	s = st_metadata(&f, "config");
+	pm->has_vocab = st_metadata(&f, "vocab_fingerprint") != NULL;
 	/* a key twice would be last-wins, as nowhere else in deqbench */
 	if (s && !(c = json_loads(s, JSON_REJECT_DUPLICATES, &je))) {
 		snprintf(err, errlen,
@@ -200,7 +252,8 @@ int params_load(struct run_ctx *rc, const char *path, char *err, size_t errlen)
 	double *tmp = params_room(m, err, errlen);
 	int rv = -1;
 
-	if (tmp && read_params(m, path, tmp, err, errlen) == 0) {
+	if (tmp && read_params(m, path, rc->vocab_check ? rc->corpus : NULL,
+			       tmp, err, errlen) == 0) {
 		be_upload(rc->be, m->param_buf, tmp, m->n_param_elems);
 		be_sync(rc->be);
 		rv = 0;
@@ -225,7 +278,7 @@ int params_check(const struct bench_config *cfg, int V, char *err,
 		return -1;
 	tmp = params_room(&m, err, errlen);
 	if (tmp)
-		rv = read_params(&m, cfg->params, tmp, err, errlen);
+		rv = read_params(&m, cfg->params, NULL, tmp, err, errlen);
 	free(tmp);
 	return rv;
 }
@@ -328,6 +381,11 @@ static int add_metadata(struct st_writer *w, const struct run_ctx *rc,
 	    (full && (!meth || st_writer_set_metadata(w, "method", meth) != 0));
 	free(mks);
 	free(meth);
+	if (!bad && full && rc->corpus) {
+		char fp[17];
+		vocab_fingerprint(rc->corpus, fp);
+		bad = st_writer_set_metadata(w, "vocab_fingerprint", fp) != 0;
+	}
 	if (!bad && with_solves)
 		bad = solves_metadata(w, rc->me) != 0;
 	return bad ? -1 : 0;

@@ -22,6 +22,9 @@ struct params_meta {
 	 * params init: the model keys); new reference, NULL when the file
 	 * has none (a file from elsewhere) */
 	json_t *config;
+	/* 1 when the file holds "vocab_fingerprint" (save_params= since the
+	 * fingerprint was stored: params_load checks it with vocab_check) */
+	int has_vocab;
 };
 
 /* Reads the safetensors file at path whole (st_read: a truncated, empty or
@@ -34,8 +37,10 @@ int params_meta_read(const char *path, struct params_meta *pm, char *err,
 /* Loads float32 parameters from a safetensors file into the model: every
  * parameter must be present with the model's shape (1-D to 3-D), and the
  * file's "config" metadata, when present, must name the same model kind
- * (and n_heads for the transformer), and every value must be finite. -1
- * with one line naming the file and the tensor or key. */
+ * (and n_heads for the transformer), and every value must be finite. With
+ * rc->vocab_check and rc->corpus, a file whose "vocab_fingerprint" differs
+ * from the corpus's vocabulary is refused too (a file without one passes).
+ * -1 with one line naming the file and the tensor or key. */
 int params_load(struct run_ctx *rc, const char *path, char *err, size_t errlen);
 
 /* params_load's checks of cfg->params for cfg's model with vocabulary V,
@@ -49,7 +54,9 @@ int params_check(const struct bench_config *cfg, int V, char *err,
  * the model's parameters (params init's layout), with metadata "config"
  * (every key of cfg as the record's "config", vocab_size and seq_len as the
  * model has them; compact JSON, sorted keys), "method" (the resolved
- * method config, as the record's "method"), "format" and "writer";
+ * method config, as the record's "method"), "vocab_fingerprint" (with
+ * rc->corpus: 16 hex digits of FNV-1a over its words in id order, NUL
+ * after each), "format" and "writer";
  * atomically (a temporary file next to path, then rename). -1 with one
  * line. */
 int params_save(struct run_ctx *rc, const struct bench_config *cfg,

@@ -81,6 +81,12 @@ struct run_ctx {
 	void *z; /* (B,T,d) depth output, MEM_HEAD */
 	/* method_spectral_radius at the first valid batch; NAN until then */
 	double spectral_radius;
+	/* the run's corpus (borrowed; the runner sets it, NULL elsewhere):
+	 * params_save stores its vocabulary's fingerprint, and with
+	 * vocab_check (eval) params_load refuses a file trained on another
+	 * vocabulary (param_files.h) */
+	const struct corpus *corpus;
+	int vocab_check;
 };
 
 /* Creates the backend (cfg->device, cfg->threads; TF32 set from cfg->tf32

@@ -54,6 +54,8 @@ static int setup_context(struct run *r)
 				   sizeof(r->err)) != 0)
 		return -1;
 	run_record_device(r);
+	r->rc.corpus = c;
+	r->rc.vocab_check = r->eval_only;
 	if (cfg->params[0] &&
 	    params_load(&r->rc, cfg->params, r->err, sizeof(r->err)) != 0)
 		return -1;
