@@ -52,6 +52,7 @@
 #include "../pytorch/peer.h"
 #include "../records/record.h"
 #include "../run/run_ctx.h"
+#include "plan_cost.h"
 
 #define PLAN_CAL_STEPS	10
 #define PLAN_CAL_WARMUP 3
@@ -71,12 +72,6 @@ struct cand {
 	double fwd, vjp; /* per step; deq: from its calibration */
 	double ms;	 /* predicted step */
 	int order;	 /* place in the enumeration: breaks ties of ms */
-};
-
-/* The cost model's terms, ms (the header). */
-struct costs {
-	double R, R_chunk, F, V, X_tape; /* X_tape: offload, per moved tape */
-	int La;
 };
 
 /* A copy of base with `n` key=value settings; 0, or -1 with err. */
@@ -154,7 +149,8 @@ struct plan {
 	int n, cap; /* candidates, and room for cap (enumerate) */
 	int n_deq;  /* deq candidates without head_chunk (calibrated) */
 	int V;	    /* vocabulary, from the first calibration */
-	struct costs k;
+	struct plan_costs k;
+	int clamped; /* predictions raised to plan_cost.h's floor */
 };
 
 /* Appends base + kv as a candidate (label), without and with head_chunk;
@@ -247,37 +243,40 @@ static int enumerate(struct plan *p, char *err, size_t errlen)
 	do {                                                                   \
 		const char *x_[] = {__VA_ARGS__};                              \
 		json_t *r_;                                                    \
-		var = cal_with(&p->base, x_, (int)(sizeof(x_) / sizeof(*x_)),  \
-			       what, ++i, total, &r_, err, errlen);            \
+		var.ms =                                                       \
+		    cal_with(&p->base, x_, (int)(sizeof(x_) / sizeof(*x_)),    \
+			     what, ++i, total, &r_, err, errlen);              \
+		var.iqr = record_num(r_, "timing.step_ms.p75") -               \
+			  record_num(r_, "timing.step_ms.p25");                \
 		if (r_ && !p->V)                                               \
 			p->V = (int)record_num(r_, "model.vocab_size");        \
 		json_decref(r_);                                               \
-		if (isnan(var))                                                \
+		if (isnan(var.ms))                                             \
 			return -1;                                             \
 	} while (0)
 
-/* The unit costs (struct costs) from five calibration runs. */
+/* The unit costs (struct plan_costs) from five calibration runs. */
 static int calibrate_units(struct plan *p, int total, char *err, size_t errlen)
 {
 	int L = p->base.method.layers, La = L > 4 ? L : 4, Lb = La / 4, i = 0;
 	char la[16], lb[16], ch[16], what[96];
-	double T1, T2, T3, T4, T5;
-	long A = 0, v = 0;
+	struct plan_cals c = {.La = La, .Lb = Lb > 0 ? Lb : 1};
+	long v = 0;
 	struct bench_config rc;
 	snprintf(la, sizeof(la), "%d", La);
-	snprintf(lb, sizeof(lb), "%d", Lb > 0 ? Lb : 1);
+	snprintf(lb, sizeof(lb), "%d", c.Lb);
 	snprintf(ch, sizeof(ch), "%d", p->chunk);
 	snprintf(what, sizeof(what), "unroll layers=%s", la);
-	CAL(T1, "method", "unroll", "layers", la, "head_chunk", "0");
+	CAL(c.unroll_a, "method", "unroll", "layers", la, "head_chunk", "0");
 	snprintf(what, sizeof(what), "unroll layers=%s", lb);
-	CAL(T2, "method", "unroll", "layers", lb, "head_chunk", "0");
+	CAL(c.unroll_b, "method", "unroll", "layers", lb, "head_chunk", "0");
 	snprintf(what, sizeof(what), "revolve layers=%s slots=1", la);
-	CAL(T3, "method", "revolve", "layers", la, "slots", "1", "head_chunk",
-	    "0");
+	CAL(c.revolve, "method", "revolve", "layers", la, "slots", "1",
+	    "head_chunk", "0");
 	snprintf(what, sizeof(what), "unroll layers=%s head_chunk=%s", la, ch);
-	CAL(T4, "method", "unroll", "layers", la, "head_chunk", ch);
+	CAL(c.unroll_chunk, "method", "unroll", "layers", la, "head_chunk", ch);
 	snprintf(what, sizeof(what), "offload layers=%s", la);
-	CAL(T5, "method", "offload", "layers", la, "head_chunk", "0");
+	CAL(c.offload, "method", "offload", "layers", la, "head_chunk", "0");
 	{
 		const char *kv[] = {"method", "revolve", "layers",
 				    la,	      "slots",	 "1"};
@@ -285,15 +284,9 @@ static int calibrate_units(struct plan *p, int total, char *err, size_t errlen)
 			return -1;
 		long f;
 		method_evals_per_step(&rc.method, &f, &v);
-		A = f - La;
+		c.revolve_extra = f - La;
 	}
-	double FV = (T1 - T2) / (La - atoi(lb));
-	p->k.La = La;
-	p->k.F = A > 0 ? (T3 - T1) / A : FV / 2;
-	p->k.V = FV - p->k.F;
-	p->k.R = T1 - La * FV;
-	p->k.R_chunk = p->k.R + (T4 - T1);
-	p->k.X_tape = (T5 - T1) / (La - 2);
+	plan_costs_fit(&c, &p->k);
 	return 0;
 }
 
@@ -318,26 +311,26 @@ static int calibrate_deq(struct plan *p, int total, char *err, size_t errlen)
 		c->ms = T;
 		/* its with-head_chunk twin follows it */
 		c[1].fwd = c->fwd, c[1].vjp = c->vjp;
-		c[1].ms = T + (p->k.R_chunk - p->k.R);
+		c[1].ms = plan_chunk_twin_ms(&p->k, T, &p->clamped);
 	}
 	return 0;
 }
 
 static void predict(struct plan *p)
 {
-	const struct costs *k = &p->k;
 	for (int j = 0; j < p->n; j++) {
 		struct cand *c = &p->c[j];
 		const struct method_config *mc = &c->cfg.method;
-		long f, v;
+		long f, v, tapes = 0;
 		if (c->deq >= 0)
 			continue;
 		method_evals_per_step(mc, &f, &v);
 		c->fwd = (double)f, c->vjp = (double)v;
-		c->ms = (c->chunk ? k->R_chunk : k->R) + f * k->F + v * k->V;
 		if (!strcmp(method_kind_name(mc->method), "offload") &&
 		    mc->layers > 2)
-			c->ms += (mc->layers - 2) * k->X_tape;
+			tapes = mc->layers - 2;
+		c->ms =
+		    plan_predict_ms(&p->k, f, v, c->chunk, tapes, &p->clamped);
 	}
 }
 
