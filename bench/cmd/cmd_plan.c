@@ -19,13 +19,18 @@
  *   at L_a, unroll at L_a with head_chunk, offload at L_a, and every deq
  *   candidate. With T(c) = R + fwd·F + vjp·V + X: the two unroll runs give
  *   F + V (slope) and R (the rest: embeddings, head, optimizer), revolve's
- *   A(L_a, 1) extra forwards split F from V, head_chunk changes R, offload
- *   adds its copies X (scaled by L − 2 tapes), and a deq candidate's X is
- *   its solver's own work beside the F and V of the evaluation counts its
- *   calibration run made (those counts depend on the solves, so deq's
- *   prediction is its calibration run's step; later training steps may
- *   need more iterations). Forward and VJP counts of the other methods are
- *   method_evals_per_step's closed forms.
+ *   A(L_a, 1) extra forwards split F from V, head_chunk scales R (by the
+ *   ratio its calibration gives; 1 when its difference is within the
+ *   calibrations' interquartile ranges), offload adds its copies X (scaled
+ *   by L − 2 tapes), and a deq candidate's X is its solver's own work
+ *   beside the F and V of the evaluation counts its calibration run made
+ *   (those counts depend on the solves, so deq's prediction is its
+ *   calibration run's step, and its head_chunk twin scales the head's
+ *   share of that step, at most R; later training steps may need more
+ *   iterations). Forward and VJP counts of the other methods are
+ *   method_evals_per_step's closed forms. No unit cost is negative and no
+ *   prediction is below PLAN_MIN_MS; the table says how many met that
+ *   floor (plan_cost.h holds the arithmetic).
  *
  * --run N trains the N fastest candidates that fit with the config's steps
  * and appends their records (out=) with a `plan` object: the budget, the
@@ -150,7 +155,7 @@ struct plan {
 	int n_deq;  /* deq candidates without head_chunk (calibrated) */
 	int V;	    /* vocabulary, from the first calibration */
 	struct plan_costs k;
-	int clamped; /* predictions raised to plan_cost.h's floor */
+	int clamped; /* predictions raised to PLAN_MIN_MS (plan_cost.h) */
 };
 
 /* Appends base + kv as a candidate (label), without and with head_chunk;
@@ -419,6 +424,12 @@ static int print_table(const struct plan *p)
 		       over, mib(smallest));
 	if (!fit)
 		printf("no candidate fits in %.1f MiB\n", p->budget_mib);
+	if (p->clamped)
+		printf("%d prediction(s) fell below %g ms and show that floor: "
+		       "the calibrations' noise is larger than the differences "
+		       "they measure; rank them by measuring (--run), or give "
+		       "a larger batch_size or seq_len\n",
+		       p->clamped, PLAN_MIN_MS);
 	return fit;
 }
 
