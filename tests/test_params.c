@@ -708,7 +708,7 @@ Test(eval, managed_file_evaluates_as_unroll_off_cuda, .init = cli_setup,
 /* ---- save_params= that fails after training (G17) ---- */
 
 /* The parameter file a failed save_params= left in the rescue directory
- * ($TMPDIR: cli_dir), as params_config reads it; fails the test when
+ * ($TMPDIR: cli_dir), as params_meta_read reads it; fails the test when
  * there is none. */
 static void expect_rescued_params(void)
 {
@@ -718,14 +718,16 @@ static void expect_rescued_params(void)
 	cr_assert_not_null(d);
 	while ((de = readdir(d))) {
 		char p[1024];
-		json_t *c;
+		struct params_meta pm;
+		char err[512];
 		if (strncmp(de->d_name, "deqbench-unsaved-", 17) ||
 		    !strstr(de->d_name, ".safetensors"))
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", cli_dir, de->d_name);
-		c = params_config(p);
-		cr_assert_not_null(c, "%s is not a parameter file", p);
-		json_decref(c);
+		cr_assert_eq(params_meta_read(p, &pm, err, sizeof(err)), 0,
+			     "%s is not a parameter file: %s", p, err);
+		cr_assert_not_null(pm.config, "%s has no config", p);
+		json_decref(pm.config);
 		found++;
 	}
 	closedir(d);
