@@ -12,21 +12,28 @@
 #   shard (--shard i/2) of every suite with threads=1: gc-vs-deq (3 seeds),
 #   gc-vs-deq-trellisnet, eps-train (3 seeds for unroll and eps = 1e-3),
 #   default (3 seeds), depth, budget, vs-pytorch; then eps-infer (on
-#   eps-train's saved parameters), scripts/cpu-rate.sh and `deqbench plan
-#   --run` on the budget suite's model (core 0, nothing beside them).
-#   About 2.5 hours on a quiet 2-core machine.
+#   eps-train's saved parameters) as two lanes again; then
+#   scripts/cpu-rate.sh and `deqbench plan --run` on the budget suite's
+#   model, one after the other on core 0. results/cpu/reproduce.log says
+#   how long each took.
 # gpu: one lane, device=cuda: gc-vs-deq-gpu (the paper-scale suite, 3
 #   seeds), gc-vs-deq, gc-vs-deq-trellisnet, depth, eps-train, eps-infer
-#   (default is scripts/run.sh's CPU reference only). Estimated 25 minutes
-#   on one H100 from the per-step times of earlier H100 runs; not yet run
+#   (default is scripts/run.sh's CPU reference only). Not yet run
 #   (results/gpu/README.md has the steps for a lent machine without
 #   packages or git).
-# --budget S (default 540 for gpu, none for cpu): start no run after S
-#   seconds (the suite in progress gets SIGTERM and ends after its current
-#   run, whose record is kept) and exit 3; the same command with --resume
-#   goes on where it stopped.
+# --budget S (1 to 10^9 seconds; default 540 for gpu, none for cpu): start
+#   nothing after S seconds; what runs then (a suite, cpu-rate.sh, plan)
+#   gets SIGTERM, stops after its current step and keeps its record; the
+#   script then skips the rest (the figures and findings too) and exits 3:
+#   the same command with --resume goes on where it stopped.
 # --finish: no runs; only the checks, the figures and the findings (where
 #   the runs were made on a machine without matplotlib).
+# Ctrl-C (SIGINT) or SIGTERM: passed on, once, to what runs (each suite,
+#   cpu-rate.sh or plan runs in a process group of its own, so the
+#   terminal's signal reaches only this script); they stop after their
+#   current step, keeping their records, and the script waits for them and
+#   exits 130 / 143 (go on with --resume). A second signal is passed on
+#   again, which ends them at once (without the interrupted runs' records).
 #
 # A fresh start (no --resume) demands a clean work tree (no tracked
 # change), builds DQ_BUILDDIR (default build-reproduce) from it unless
@@ -39,9 +46,17 @@
 # smoke test of this script, e.g. "steps=3 warmup_steps=1"; such records
 # are not results).
 # Exit status: 0 done, 2 bad use, a dirty tree or a stale build, 3 out of
-# budget (go on with --resume), 1 a run or a check failed.
+# budget (go on with --resume), 130 / 143 interrupted (go on with
+# --resume), 1 a run or a check failed.
+# shellcheck disable=SC2317  # (the functions lane and two call)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# wait -n -p (the budget's clock) came with bash 5.1
+if ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] < 501)); then
+	echo "reproduce: needs bash 5.1 or later (this is $BASH_VERSION)" >&2
+	exit 2
+fi
 
 usage() {
 	echo "usage: scripts/reproduce.sh cpu|gpu [--resume] [--budget SECONDS] | --finish" >&2
@@ -53,6 +68,7 @@ shift
 resume=0
 finish=0
 budget=""
+budget_given=0
 [ "$kind" = gpu ] && budget=540
 while (($#)); do
 	case "$1" in
@@ -61,17 +77,24 @@ while (($#)); do
 	--budget)
 		[ $# -ge 2 ] || usage
 		budget="$2"
+		budget_given=1
 		shift
 		;;
-	--budget=*) budget="${1#--budget=}" ;;
+	--budget=*)
+		budget="${1#--budget=}"
+		budget_given=1
+		;;
 	*) usage ;;
 	esac
 	shift
 done
-if [ -n "$budget" ] && ! [[ "$budget" =~ ^[0-9]+$ ]]; then
-	echo "reproduce: --budget must be a whole number of seconds" >&2
+# (at most 10 digits before the arithmetic: bash's integers wrap silently)
+if [ "$budget_given" = 1 ] && ! { [[ "$budget" =~ ^[0-9]{1,10}$ ]] &&
+	((10#$budget >= 1 && 10#$budget <= 1000000000)); }; then
+	echo "reproduce: --budget '$budget': give a whole number of seconds from 1 to 1000000000 (without --budget: no limit on cpu, 540 on gpu)" >&2
 	exit 2
 fi
+[ -z "$budget" ] || budget=$((10#$budget))
 
 builddir="${DQ_BUILDDIR:-build-reproduce}"
 read -r -a extra <<<"${DQ_REPRODUCE_ARGS:-}"
@@ -125,110 +148,235 @@ else
 	check_build
 fi
 mkdir -p "$out/logs" results/params
+shopt -s nullglob
 
 # left: seconds of the budget left (a large number without a budget)
 left() {
 	if [ -z "$budget" ]; then
-		echo 1000000
+		echo 1000000000
 	else
 		echo $((budget - ($(date +%s) - t0)))
 	fi
 }
 
-# suite NAME [args...]: one suite (or shard) with --resume into
-# $out/NAME.jsonl, within the budget, pinned to core $pin when set. 0, 3 out
-# of budget, else 1.
-pin=""
-suite() {
-	local name="$1" s rc=0 l tag
-	shift
-	l=$(left)
-	if ((l <= 0)); then return 3; fi
-	s=$(date +%s)
-	tag="$name${pin:+.$pin}"
-	${pin:+taskset -c "$pin"} timeout -s TERM "$l" "$bin" suite \
-		"bench/suites/$name.json" --resume out="$out/$name.jsonl" "$@" \
-		${extra[@]+"${extra[@]}"} >>"$out/logs/$tag.log" 2>&1 || rc=$?
-	say "$name $* exit $rc after $(($(date +%s) - s)) s"
-	case $rc in
-	0) return 0 ;;
-	124 | 143) return 3 ;;
-	*) return 1 ;;
-	esac
+# What runs goes into a process group of its own (setsid), so that a
+# terminal's Ctrl-C reaches only this script, which passes it on once: a
+# second signal ends deqbench at once, without the interrupted run's
+# record. $running/TAG.pgid holds each group's id while it runs; the one
+# who renames it to .sent (the budget's clock or the trap) signals it, so
+# a group is never signalled twice by the two. $running/stop: the signal
+# that stops the script.
+running="$out/logs/running"
+rm -rf "$running"
+mkdir -p "$running"
+# deqbench starts with the default actions, not the ignored INT that
+# background commands inherit, so a signal before it installs its handler
+# still stops it
+# shellcheck disable=SC2054  # one word: env's list of signals
+dflt=(env --default-signal=INT,TERM)
+"${dflt[@]}" true 2>/dev/null || dflt=()
+
+# signal_once SIG FILE: SIG to the process group FILE names, unless the
+# clock or the trap has already signalled it.
+signal_once() {
+	mv "$2" "$2.sent" 2>/dev/null || return 0
+	kill -s "$1" -- "-$(<"$2.sent")" 2>/dev/null || true
 }
 
-# lane I SUITE...: shard I/2 of each suite on core I, threads=1.
+# limited TAG LOG CMD...: CMD in a process group of its own, its output
+# appended to LOG, stopped by SIGTERM when the budget runs out. Sets lrc to
+# CMD's status (empty when it did not start); returns 0 done, 1 failed, 3 out of budget, 4 interrupted
+# (the trap signalled it). Run only in a lane (a background subshell that
+# ignores INT and TERM): the trap's wait is for the lanes.
+limited() {
+	local tag="$1" log="$2" l f pid clock who timed_out=0
+	shift 2
+	lrc=""
+	[ -e "$running/stop" ] && return 4
+	l=$(left)
+	((l > 0)) || return 3
+	f="$running/$tag.pgid"
+	# setsid does not fork here (a background command is never a group
+	# leader without job control), so $! is the group's id
+	setsid ${dflt[@]+"${dflt[@]}"} "$@" >>"$log" 2>&1 &
+	pid=$!
+	echo "$pid" >"$f"
+	[ -e "$running/stop" ] && signal_once "$(<"$running/stop")" "$f"
+	sleep "$l" &
+	clock=$!
+	lrc=0
+	wait -n -p who "$pid" "$clock" || lrc=$?
+	if [ "$who" = "$clock" ]; then
+		timed_out=1
+		signal_once TERM "$f"
+		lrc=0
+		wait "$pid" || lrc=$?
+	else
+		kill -KILL "$clock" 2>/dev/null || true
+		wait "$clock" 2>/dev/null || true
+	fi
+	rm -f "$f" "$f.sent"
+	if [ -e "$running/stop" ]; then return 4; fi
+	if ((lrc == 0)); then return 0; fi
+	if ((timed_out)); then return 3; fi
+	return 1
+}
+
+# suite NAME [args...]: one suite (or shard) with --resume into
+# $out/NAME.jsonl, within the budget, pinned to core $pin when set; as
+# limited.
+pin=""
+suite() {
+	local name="$1" s rc=0 tag
+	shift
+	s=$(date +%s)
+	tag="$name${pin:+.$pin}"
+	limited "$tag" "$out/logs/$tag.log" ${pin:+taskset -c "$pin"} "$bin" suite \
+		"bench/suites/$name.json" --resume out="$out/$name.jsonl" "$@" \
+		${extra[@]+"${extra[@]}"} || rc=$?
+	[ -z "$lrc" ] || ((rc == 4)) ||
+		say "$name $* exit $lrc after $(($(date +%s) - s)) s"
+	return "$rc"
+}
+
+# worst A B: the status that wins: 4 interrupted, 3 out of budget, 1 failed
+worst() { echo $(($1 > $2 ? $1 : $2)); }
+
+# lane FUNC ARGS...: FUNC in a background subshell that ignores INT and
+# TERM (this script's trap stops what it runs); waits for it. Its status.
 lane() {
-	local i="$1" name rc=0
+	local rc=0
+	(
+		trap '' INT TERM
+		"$@"
+	) &
+	wait $! || rc=$?
+	return "$rc"
+}
+
+# shard I SUITE...: shard I/2 of each suite on core I, threads=1.
+shard() {
+	local i="$1" name rc=0 r
 	shift
 	pin="$i"
 	for name in "$@"; do
-		suite "$name" --shard "$i/2" threads=1 || rc=1
+		suite "$name" --shard "$i/2" threads=1 && continue
+		r=$?
+		((r == 4)) && return 4
+		rc=$(worst "$rc" "$r")
 	done
-	return $rc
+	return "$rc"
 }
 
-# two SUITE...: the suites as two lanes side by side; 0 or 1.
+# two SUITE...: the suites as two lanes side by side; 0, 1, 3 or 4.
 two() {
-	local a b rc=0
-	lane 0 "$@" &
+	local a b ra=0 rb=0
+	(
+		trap '' INT TERM
+		shard 0 "$@"
+	) &
 	a=$!
-	lane 1 "$@" &
+	(
+		trap '' INT TERM
+		shard 1 "$@"
+	) &
 	b=$!
-	wait "$a" || rc=1
-	wait "$b" || rc=1
-	return $rc
+	wait "$a" || ra=$?
+	wait "$b" || rb=$?
+	return "$(worst "$ra" "$rb")"
+}
+
+# the gpu suites one after the other; stops at the first out of budget
+gpu_suites() {
+	local name rc=0 r
+	for name in gc-vs-deq-gpu gc-vs-deq gc-vs-deq-trellisnet depth \
+		eps-train eps-infer; do
+		suite "$name" device=cuda && continue
+		r=$?
+		((r >= 3)) && return "$r"
+		rc=1
+	done
+	return "$rc"
 }
 
 # cpu-rate.sh (core 0) and plan --run on the budget suite's model, each
-# once (kept on --resume when done).
+# once (kept on --resume when done), within the budget.
 cpu_extras() {
-	local rc=0 b
+	local rc=0 r b
 	if [ ! -s "$out/cpu-rate/summary.txt" ]; then
 		mkdir -p "$out/cpu-rate"
-		DQ_BUILDDIR="$builddir" OUT_DIR="$out/cpu-rate" CORE=0 \
-			scripts/cpu-rate.sh >"$out/logs/cpu-rate.log" 2>&1 &&
-			cp "$out/logs/cpu-rate.log" "$out/cpu-rate/summary.txt" ||
-			rc=1
-		say "cpu-rate exit $rc"
+		: >"$out/logs/cpu-rate.log"
+		limited cpu-rate "$out/logs/cpu-rate.log" env DQ_BUILDDIR="$builddir" \
+			OUT_DIR="$out/cpu-rate" CORE=0 scripts/cpu-rate.sh || rc=$?
+		((rc >= 3)) && return "$rc"
+		((lrc)) || cp "$out/logs/cpu-rate.log" "$out/cpu-rate/summary.txt"
+		say "cpu-rate exit $lrc"
 	fi
 	if [ ! -s "$out/plan.jsonl" ]; then
 		python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["base"]; b.pop("out",None); json.dump(b,open(sys.argv[2],"w"),indent=1)' \
 			bench/suites/budget.json "$out/plan-base.json"
 		rm -f "$out/plan.jsonl.tmp"
+		r=0
 		for b in "60 6" "200 12"; do
-			set -- $b
-			taskset -c 0 "$bin" plan "$out/plan-base.json" \
-				budget_mib="$1" out="$out/plan.jsonl.tmp" --run "$2" \
-				${extra[@]+"${extra[@]}"} \
-				>>"$out/logs/plan.log" 2>&1 || rc=1
+			limited plan "$out/logs/plan.log" taskset -c 0 "$bin" plan \
+				"$out/plan-base.json" budget_mib="${b% *}" \
+				out="$out/plan.jsonl.tmp" --run "${b#* }" \
+				${extra[@]+"${extra[@]}"} || r=$?
+			((r >= 3)) && return "$r"
 		done
-		((rc)) || mv "$out/plan.jsonl.tmp" "$out/plan.jsonl"
-		say "plan exit $rc"
+		((r)) || mv "$out/plan.jsonl.tmp" "$out/plan.jsonl"
+		say "plan exit $r"
+		rc=$(worst "$rc" "$r")
 	fi
-	return $rc
+	return "$rc"
 }
+
+# on_signal SIG: the trap of INT and TERM.
+on_signal() {
+	local f
+	if [ -e "$running/stop" ]; then # a second one: at once
+		for f in "$running"/*.sent; do
+			kill -s "$1" -- "-$(<"$f")" 2>/dev/null || true
+		done
+		return
+	fi
+	echo "$1" >"$running/stop"
+	for f in "$running"/*.pgid; do
+		signal_once "$1" "$f"
+	done
+	say "SIG$1: what runs stops after its current step (its record is kept); waiting for it"
+	wait
+	say "interrupted by SIG$1 after $(($(date +%s) - t0)) s: run the same command with --resume to go on"
+	exit $((128 + $(kill -l "$1")))
+}
+trap 'on_signal INT' INT
+trap 'on_signal TERM' TERM
 
 status=0
 if ((!finish)); then
 	scripts/fetch-brown.sh data
+	rc=0
 	if [ "$kind" = cpu ]; then
 		two gc-vs-deq gc-vs-deq-trellisnet eps-train default depth budget \
-			vs-pytorch || status=1
-		two eps-infer || status=1
-		cpu_extras || status=1
+			vs-pytorch || rc=$?
+		if ((rc != 3)); then
+			r=0
+			two eps-infer || r=$?
+			rc=$(worst "$rc" "$r")
+		fi
+		if ((rc != 3)); then
+			r=0
+			lane cpu_extras || r=$?
+			rc=$(worst "$rc" "$r")
+		fi
 	else
-		for name in gc-vs-deq-gpu gc-vs-deq gc-vs-deq-trellisnet depth \
-			eps-train eps-infer; do
-			rc=0
-			suite "$name" device=cuda || rc=$?
-			if ((rc == 3)); then
-				say "out of budget ($budget s): run the same command with --resume to go on"
-				exit 3
-			fi
-			((rc == 0)) || status=1
-		done
+		lane gpu_suites || rc=$?
 	fi
+	if ((rc == 3)); then
+		say "out of budget ($budget s): run the same command with --resume to go on"
+		exit 3
+	fi
+	((rc == 0)) || status=1
 fi
 
 # The figures each suite's question needs (results/README.md §Figures).
@@ -248,11 +396,10 @@ draw_figures() {
 		esac
 		DEQBENCH="$bin" plots/plot.sh --figures "$figs" "$f" || rc=1
 	done
-	return $rc
+	return "$rc"
 }
 
 # one host per folder, one commit; every record valid
-shopt -s nullglob
 files=("$out"/*.jsonl)
 # (--finish: the records' one commit, whatever the build's now)
 want=$(build_commit)

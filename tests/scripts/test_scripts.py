@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""test_scripts.py — scripts/run.sh and scripts/setup.sh against
-stand-ins, so that what the scripts decide
-(arguments, progress, CUDA) is checked without
+"""test_scripts.py — scripts/run.sh, scripts/setup.sh and
+scripts/reproduce.sh against stand-ins, so that what the scripts decide
+(arguments, budgets, signals, progress, CUDA) is checked without
 installing, building or training.
 
     test_scripts.py SOURCE_ROOT [TEST ...]
@@ -320,9 +320,100 @@ def t_run_load_warning(tree, env):
           "the warning comes after the suite started")
 
 
+# ---- scripts/reproduce.sh ----
+
+def t_reproduce_budget_refused(tree, env):
+    """G16: an empty or out-of-range budget is refused (exit 2, one line)
+    before anything is removed or run."""
+    rec = os.path.join(tree, "results", "cpu", "kept.jsonl")
+    write(rec, "{}\n", 0o644)
+    for b in (["--budget="], ["--budget", ""], ["--budget", "99999999999999999999999"],
+              ["--budget=1000000001"], ["--budget", "0"], ["--budget", "-5"]):
+        r = run(tree, env, ["scripts/reproduce.sh", "cpu"] + b)
+        one_line(r, "--budget")
+        check(os.path.exists(rec), f"{b}: results/cpu emptied")
+        check(not calls(tree, "suite") and not read(tree, "meson"), f"{b}: something ran")
+
+
+def t_reproduce_out_of_budget(tree, env):
+    """G16: out of budget on cpu: the lanes' suites are stopped, no
+    cpu-rate, plan, figures or findings, and exit 3 (go on with --resume)."""
+    env["STUB_SUITE"] = "hang"
+    r = run(tree, env, ["scripts/reproduce.sh", "cpu", "--resume", "--budget", "2"])
+    left = kill_leftovers(tree)
+    check(r.returncode == 3, f"exit {r.returncode}, not 3: {r.stderr[-800:]}")
+    check(not read(tree, "marks"), f"ran past the budget: {read(tree, 'marks')}")
+    check(not calls(tree, "plan"), "plan --run ran past the budget")
+    check("--resume" in r.stderr, f"does not say to go on with --resume: {r.stderr}")
+    check(not left, f"processes left running: {left}")
+
+
+def t_reproduce_interrupt(tree, env):
+    """G19: Ctrl-C (SIGINT to the script's process group, as a terminal
+    sends it) stops reproduce.sh: each lane's suite gets the signal once,
+    the script waits for them and exits 130; no process is left."""
+    for sig, whom in ((signal.SIGINT, "group"), (signal.SIGTERM, "script")):
+        for f in os.listdir(tree):
+            if f.startswith(("running.", "sig.", "calls")):
+                os.unlink(os.path.join(tree, f))
+        env["STUB_SUITE"] = "hang"
+        p = subprocess.Popen(["scripts/reproduce.sh", "cpu", "--resume"], cwd=tree,
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+        try:
+            end = time.time() + 30
+            while time.time() < end and \
+                    len([f for f in os.listdir(tree) if f.startswith("running.")]) < 2:
+                time.sleep(0.05)
+            check(time.time() < end, "the two lanes' suites never started")
+            if whom == "group":
+                os.killpg(p.pid, sig)
+            else:
+                os.kill(p.pid, sig)
+            try:
+                out, err = p.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                raise Fail(f"{sig.name} to the {whom}: reproduce.sh still running 20 s later")
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+            left = kill_leftovers(tree)
+        check(p.returncode == 128 + sig, f"{sig.name}: exit {p.returncode}: {err[-600:]}")
+        suites = calls(tree, "suite")
+        check(len(suites) == 2, f"{sig.name}: {len(suites)} suites started, not 2")
+        for s in suites:
+            got = read(tree, f"sig.{s['pid']}").split()
+            check(got == [sig.name], f"{sig.name}: suite {s['pid']} got {got}")
+        check(not left, f"{sig.name}: processes left running: {left}")
+
+
+def t_reproduce_complete(tree, env):
+    """A whole cpu reproduce with quick suites: every suite as two shards,
+    eps-infer after them, cpu-rate.sh and two plan runs, exit 0; gpu: its
+    six suites on device=cuda, and out of budget exit 3."""
+    r = run(tree, env, ["scripts/reproduce.sh", "cpu", "--resume"])
+    check(r.returncode == 0, f"exit {r.returncode}: {r.stderr[-800:]}")
+    s = [c["argv"][1] for c in calls(tree, "suite")]
+    check(len(s) == 16 and s[-2:] == ["bench/suites/eps-infer.json"] * 2,
+          f"suites run: {s}")
+    check("cpu-rate.sh" in read(tree, "marks") and len(calls(tree, "plan")) == 2,
+          f"marks {read(tree, 'marks')!r}, {len(calls(tree, 'plan'))} plan runs")
+    r = run(tree, env, ["scripts/reproduce.sh", "gpu", "--resume"])
+    g = [c["argv"] for c in calls(tree, "suite")][16:]
+    check(r.returncode == 0 and len(g) == 6 and all("device=cuda" in a for a in g),
+          f"gpu: exit {r.returncode}, suites {g}: {r.stderr[-800:]}")
+    env["STUB_SUITE"] = "hang"
+    r = run(tree, env, ["scripts/reproduce.sh", "gpu", "--resume", "--budget=1"])
+    check(r.returncode == 3 and len(calls(tree, "suite")) in (22, 23),
+          f"gpu out of budget: exit {r.returncode}: {r.stderr[-800:]}")
+    check(not leftovers(tree), "processes left running")
+
+
 TESTS = [t_run_key_first, t_run_dry_run, t_run_out_refused, t_run_missing_suite,
          t_run_suite_name_path, t_run_progress_and_cuda, t_setup_cuda_choice,
-         t_run_load_warning]
+         t_run_load_warning, t_reproduce_budget_refused, t_reproduce_out_of_budget,
+         t_reproduce_interrupt, t_reproduce_complete]
 
 
 def main():
