@@ -58,6 +58,15 @@ if ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] < 501)); then
 	exit 2
 fi
 
+# A shell without job control starts its background commands with SIGINT
+# ignored, and bash cannot trap a signal that was ignored when it started:
+# start again with the default actions, so that a kill -INT stops this
+# script as Ctrl-C does.
+if [ -z "${DQ_REPRODUCE_SIGNALS:-}" ] && [ -r /proc/$$/status ] &&
+	(($(awk '/^SigIgn:/ { print "0x" $2 }' /proc/$$/status) & 0x4002)); then
+	DQ_REPRODUCE_SIGNALS=1 exec env --default-signal=INT,TERM "$BASH" "$0" "$@"
+fi
+
 usage() {
 	echo "usage: scripts/reproduce.sh cpu|gpu [--resume] [--budget SECONDS] | --finish" >&2
 	exit 2

@@ -351,15 +351,20 @@ def t_reproduce_out_of_budget(tree, env):
 def t_reproduce_interrupt(tree, env):
     """G19: Ctrl-C (SIGINT to the script's process group, as a terminal
     sends it) stops reproduce.sh: each lane's suite gets the signal once,
-    the script waits for them and exits 130; no process is left."""
-    for sig, whom in ((signal.SIGINT, "group"), (signal.SIGTERM, "script")):
+    the script waits for them and exits 130; no process is left. Also when
+    the script starts with SIGINT ignored (a background command of a shell
+    without job control: `setsid bash -c 'exec scripts/reproduce.sh ...' &`),
+    and for a SIGTERM to the script alone."""
+    ignore = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731
+    for sig, whom, pre in ((signal.SIGINT, "group", None), (signal.SIGINT, "group", ignore),
+                           (signal.SIGTERM, "script", None)):
         for f in os.listdir(tree):
             if f.startswith(("running.", "sig.", "calls")):
                 os.unlink(os.path.join(tree, f))
         env["STUB_SUITE"] = "hang"
         p = subprocess.Popen(["scripts/reproduce.sh", "cpu", "--resume"], cwd=tree,
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, start_new_session=True)
+                             text=True, start_new_session=True, preexec_fn=pre)
         try:
             end = time.time() + 30
             while time.time() < end and \
@@ -373,7 +378,8 @@ def t_reproduce_interrupt(tree, env):
             try:
                 out, err = p.communicate(timeout=20)
             except subprocess.TimeoutExpired:
-                raise Fail(f"{sig.name} to the {whom}: reproduce.sh still running 20 s later")
+                raise Fail(f"{sig.name} to the {whom}{' (ignored at start)' if pre else ''}: "
+                           "reproduce.sh still running 20 s later")
         finally:
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
