@@ -3,7 +3,8 @@
 one lent-GPU check (scripts/gpu-lent.sh, scripts/gpu-check.sh), generated,
 never typed: the TARGETS.md beside them.
 
-    gpu_targets.py [--write | --check] [DIR]     (default results/gpu/check)
+    gpu_targets.py [--write | --check] [--deqbench BIN] [DIR]
+                                   (default results/gpu/check)
 
 Reads DIR/*.jsonl (run records, results/SCHEMA.md) and DIR/bench-block-*.log
 (`deqbench bench-block` prints no record; its lines are parsed here: the
@@ -13,8 +14,10 @@ header's shape and precision, "ratio block/gemm", and under precision=bf16
 measured, from which records, and met / missed / not measured. Ratios are
 of medians measured in the same call on the same device. --write writes
 DIR/TARGETS.md; --check exits 1 when the committed file differs from what
-the records generate (tests/meson.build: test `gpu-targets`). Standard
-library only.
+the records generate (tests/meson.build: test `gpu-targets`). BIN: the
+deqbench whose key table (`deqbench run --help-json`) says which keys are
+a run's identity (plots/records.py; default $DEQBENCH, else
+build/bench/deqbench). Standard library only.
 """
 import argparse
 import glob
@@ -23,8 +26,9 @@ import re
 import statistics
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import records as R  # noqa: E402
+# plots/records.py reads deqbench's key table when it is imported, so it
+# is imported in main, once --deqbench is known
+R = None
 
 BLOCK_MIN = 0.90       # block fwd+vjp ≥ 0.90 of cuBLAS at the same precision
 PER_EVAL_MAX = 1.10    # DEQ ms per evaluation ≤ 1.10 × unroll's
@@ -347,8 +351,14 @@ def main():
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--write", action="store_true")
     g.add_argument("--check", action="store_true")
+    ap.add_argument("--deqbench", default=os.environ.get("DEQBENCH"))
     ap.add_argument("dir", nargs="?", default="results/gpu/check")
     a = ap.parse_args()
+    global R
+    if a.deqbench:
+        os.environ["DEQBENCH"] = a.deqbench
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import records as R
     if not os.path.isdir(a.dir):
         print(f"gpu_targets.py: no folder {a.dir}; give the folder of a GPU "
               "check's records", file=sys.stderr)

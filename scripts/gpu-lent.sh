@@ -79,7 +79,7 @@ run() {
 		init=pytorch device=cuda seed=1 method=unroll out="$L/d128-steps.jsonl")
 	runs
 	# the targets table (standard library only: any python3 runs it)
-	python3 plots/gpu_targets.py --write "$L" >>"$L/driver.log" 2>&1
+	python3 plots/gpu_targets.py --write --deqbench "$D" "$L" >>"$L/driver.log" 2>&1
 	log "driver done"
 	(cd "$OUT" && tar czf gpu.tgz gpu && rm -rf gpu)
 }
