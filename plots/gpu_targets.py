@@ -43,6 +43,7 @@ HEAD = re.compile(r"^bench-block: .*device=(\S+) \((.*)\) precision=(\S+) "
 RATIO = re.compile(r"^ratio block/gemm ([0-9.]+)")
 OTHER = re.compile(r"^other ops .*; attention \+ layernorms ([0-9]+)% of block")
 FLOOR = re.compile(r"^gemm bf16 floor, one training step's shapes\s+([0-9.]+) ms")
+COMPILED = re.compile(r"^deqtorch: torch\.compile of (.+): (\d+) graphs, (\d+) graph breaks")
 
 
 def bench_block(d):
@@ -236,11 +237,33 @@ def torch_eager_ms(recs, f, t):
     return None
 
 
-def section_torch(recs, d_model, compile_, target, title):
-    note = (" deqtorch's compile=true compiles the block only "
-            "(bench/pytorch/deqtorch); where it is no faster than PyTorch "
-            "eager in the same file, the verdict says so: such a baseline "
-            "is not what a GPU user gets from torch.compile." if compile_ else "")
+def compiled(d):
+    """What deqtorch's compile=true compiled, from the line it prints on
+    stderr ("deqtorch: torch.compile of SCOPE: N graphs, M graph breaks")
+    in d's logs: sorted (scope, graphs, breaks, log) tuples."""
+    found = set()
+    for path in sorted(glob.glob(os.path.join(d, "*.log"))):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = COMPILED.match(line)
+                if m:
+                    found.add((m[1], int(m[2]), int(m[3]), os.path.basename(path)))
+    return sorted(found)
+
+
+def compile_note(d):
+    """The note of the torch.compile target: what the logs say was compiled."""
+    seen = compiled(d)
+    what = ("; ".join(f"{log}: {scope}, {g} graphs, {b} graph breaks"
+                      for scope, g, b, log in seen) if seen else
+            "no log here has deqtorch's \"torch.compile of ...\" line, so what was "
+            "compiled is not known from this folder")
+    return (f" What deqtorch's compile=true compiled (its logs): {what}. Where it is no "
+            "faster than PyTorch eager in the same file, the verdict says so: such a "
+            "baseline is not what a GPU user gets from torch.compile.")
+
+
+def section_torch(recs, d_model, compile_, target, title, note=""):
     out = [title, "", f"Target: ≥ {target:g}× (PyTorch's median step over "
            "deqbench's, same shapes, method unroll, bf16)." + note, "",
            "| file | deqbench graphs | deqbench ms | PyTorch ms | ratio | verdict |",
@@ -338,7 +361,8 @@ def generate(d):
     out += section_reads(recs)
     out += section_floor(recs, rows)
     out += section_torch(recs, 512, True, COMPILE_MIN,
-                         "## 5. bf16 unroll at d_model 512 against PyTorch bf16 + torch.compile")
+                         "## 5. bf16 unroll at d_model 512 against PyTorch bf16 + torch.compile",
+                         compile_note(d))
     out += section_torch(recs, 128, False, EAGER_MIN,
                          "## 6. bf16 unroll at d_model 128 against PyTorch eager bf16")
     out += section_graphs(recs)
