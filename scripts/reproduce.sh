@@ -382,7 +382,7 @@ if ((!finish)); then
 		lane gpu_suites || rc=$?
 	fi
 	if ((rc == 3)); then
-		say "out of budget ($budget s): run the same command with --resume to go on"
+		say "out of budget ($budget s) after $(($(date +%s) - t0)) s: run the same command with --resume to go on"
 		exit 3
 	fi
 	((rc == 0)) || status=1
