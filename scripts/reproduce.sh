@@ -50,21 +50,22 @@
 # --resume), 1 a run or a check failed.
 # shellcheck disable=SC2317  # (the functions lane and two call)
 set -euo pipefail
+
+# A shell without job control starts its background commands with SIGINT
+# ignored, and bash cannot trap a signal that was ignored when it started:
+# start again (before the cd: $0 may be relative) with the default actions,
+# so that a kill -INT stops this script as Ctrl-C does.
+if [ -z "${DQ_REPRODUCE_SIGNALS:-}" ] && [ -r /proc/$$/status ] &&
+	(($(awk '/^SigIgn:/ { print "0x" $2 }' /proc/$$/status) & 0x4002)) &&
+	env --default-signal=INT,TERM true 2>/dev/null; then
+	DQ_REPRODUCE_SIGNALS=1 exec env --default-signal=INT,TERM "$BASH" "$0" "$@"
+fi
 cd "$(dirname "$0")/.."
 
 # wait -n -p (the budget's clock) came with bash 5.1
 if ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] < 501)); then
 	echo "reproduce: needs bash 5.1 or later (this is $BASH_VERSION)" >&2
 	exit 2
-fi
-
-# A shell without job control starts its background commands with SIGINT
-# ignored, and bash cannot trap a signal that was ignored when it started:
-# start again with the default actions, so that a kill -INT stops this
-# script as Ctrl-C does.
-if [ -z "${DQ_REPRODUCE_SIGNALS:-}" ] && [ -r /proc/$$/status ] &&
-	(($(awk '/^SigIgn:/ { print "0x" $2 }' /proc/$$/status) & 0x4002)); then
-	DQ_REPRODUCE_SIGNALS=1 exec env --default-signal=INT,TERM "$BASH" "$0" "$@"
 fi
 
 usage() {

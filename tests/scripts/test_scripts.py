@@ -362,7 +362,11 @@ def t_reproduce_interrupt(tree, env):
             if f.startswith(("running.", "sig.", "calls")):
                 os.unlink(os.path.join(tree, f))
         env["STUB_SUITE"] = "hang"
-        p = subprocess.Popen(["scripts/reproduce.sh", "cpu", "--resume"], cwd=tree,
+        # started from the folder above, by a relative path, where SIGINT
+        # is ignored: the script starts again by the same path
+        cwd, path = (os.path.dirname(tree), os.path.basename(tree) + "/scripts/reproduce.sh") \
+            if pre else (tree, "scripts/reproduce.sh")
+        p = subprocess.Popen([path, "cpu", "--resume"], cwd=cwd,
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, start_new_session=True, preexec_fn=pre)
         try:
