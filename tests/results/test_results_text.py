@@ -11,6 +11,7 @@ what the committed records and logs say (results audit F12).
     ones are in results/README.md's generated table, from reproduce.log),
     every file a description names exists, and a `git show C:PATH` it
     cites names a file of commit C (where git is);
+  - plots/made.py counts the records of results/cpu and results/gpu only;
   - no lock file under results/ is tracked, and .gitignore ignores them
     (where git is).
 """
@@ -100,12 +101,34 @@ def lock_files(root):
     check(r.returncode == 0, ".gitignore does not ignore results/*/*.jsonl.lock")
 
 
+def made_counts(root):
+    """The generated "how these results were made" table counts the
+    committed records only: results/cpu and results/gpu, not results/local
+    (a user's own runs, which made `meson test findings` fail after
+    scripts/run.sh)."""
+    sys.path.insert(0, os.path.join(root, "plots"))
+    import made
+    d = tempfile.mkdtemp(prefix="deqbench-made-")
+    try:
+        rec = json.dumps({"suite": {"name": "s"}}) + "\n"
+        for sub, n in (("cpu", 1), ("gpu/check", 2), ("local", 4), ("params", 8)):
+            os.makedirs(os.path.join(d, "results", sub))
+            with open(os.path.join(d, "results", sub, "s.jsonl"), "w") as f:
+                f.write(rec * n)
+        got = made.record_files(os.path.join(d, "results"))
+        check(got == {"s": [("results/cpu/s.jsonl", 1), ("results/gpu/check/s.jsonl", 2)]},
+              f"made.py counts records outside results/cpu and results/gpu: {got}")
+    finally:
+        shutil.rmtree(d)
+
+
 def main():
     deqbench, root = sys.argv[1], os.path.abspath(sys.argv[2])
     git = subprocess.run(["git", "-C", root, "rev-parse", "--git-dir"],
                          capture_output=True).returncode == 0
     compile_note(deqbench, root)
     descriptions(root, git)
+    made_counts(root)
     if git:
         lock_files(root)
     else:
