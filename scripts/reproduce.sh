@@ -157,6 +157,13 @@ if ((!resume && !finish)); then
 else
 	check_build
 fi
+# OpenBLAS's generic fallback would make every CPU time describe it, not
+# the machine (scripts/blas-coretype.sh); a variable the user set wins
+if [ "$kind" = cpu ] && core=$(scripts/blas-coretype.sh "$bin") &&
+	[ -n "$core" ]; then
+	export OPENBLAS_CORETYPE="$core"
+	say "OpenBLAS falls back to generic kernels on this CPU model; OPENBLAS_CORETYPE=$core for every run (deqbench env: host.blas)"
+fi
 mkdir -p "$out/logs" results/params
 shopt -s nullglob
 

@@ -76,10 +76,23 @@ PY
 prepare_timing() {
 	local load cores
 	cores=$(nproc)
-	read -r load _ <"${DQ_LOADAVG_FILE:-/proc/loadavg}" || return 0
+	read -r load _ <"${DQ_LOADAVG_FILE:-/proc/loadavg}" || load=0
 	if awk -v l="$load" -v c="$cores" 'BEGIN { exit !(l > c) }'; then
 		say "warning: the 1-minute load average is $load on $cores cores: other work is running, so the step times will be slower and noisier than the reference's (made on a quiet machine)"
 	fi
+	set_blas_core
+}
+
+# set_blas_core: OPENBLAS_CORETYPE for the timed runs when OpenBLAS would
+# run generic kernels on a CPU that allows faster ones (several times
+# slower: every time and ratio would describe the fallback, not the
+# machine); one the user set wins.
+set_blas_core() {
+	local core
+	core=$(scripts/blas-coretype.sh "$bin")
+	[ -n "$core" ] || return 0
+	export OPENBLAS_CORETYPE="$core"
+	say "OpenBLAS falls back to generic kernels on this CPU model; setting OPENBLAS_CORETYPE=$core, which its flags allow (deqbench env: host.blas)"
 }
 
 # python3 reads the name; a fresh machine may lack it until setup.sh

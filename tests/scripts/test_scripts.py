@@ -30,7 +30,8 @@ ROOT = None
 COMMIT = "0123456789ab"
 
 # deqbench: logs each call to calls.jsonl (argv, pid, process group,
-# session); `suite` and `plan` append a record to out= or, with STUB_SUITE=hang,
+# session, $OPENBLAS_CORETYPE); `env` says OpenBLAS runs generic kernels
+# with STUB_BLAS=generic; `suite` and `plan` append a record to out= or, with STUB_SUITE=hang,
 # waits for SIGINT/SIGTERM (each one received is logged to sig.PID), lingers
 # 0.5 s so that a second signal would be seen, and exits 128 + signal.
 DEQBENCH = r'''#!PYTHON
@@ -39,10 +40,15 @@ d = os.environ["STUB_DIR"]
 a = sys.argv[1:]
 with open(os.path.join(d, "calls.jsonl"), "a") as f:
     f.write(json.dumps({"argv": a, "pid": os.getpid(), "pgid": os.getpgid(0),
-                        "sid": os.getsid(0)}) + "\n")
+                        "sid": os.getsid(0),
+                        "coretype": os.environ.get("OPENBLAS_CORETYPE")}) + "\n")
 cmd = a[0] if a else ""
 if cmd == "env":
-    print(json.dumps({"build": {"git_commit": "COMMIT"}}))
+    e = {"build": {"git_commit": "COMMIT"}}
+    if os.environ.get("STUB_BLAS") == "generic":
+        e["host"] = {"blas": {"core": "Prescott", "generic": True,
+                              "cpu_allows": "SkylakeX"}}
+    print(json.dumps(e))
 elif cmd == "suite" and os.environ.get("STUB_SUITE") == "hang":
     got = []
     def on(sig, _):
@@ -108,7 +114,8 @@ def make_tree():
     """A scripts tree in a new folder; returns (tree, env)."""
     tree = tempfile.mkdtemp(prefix="deqbench-scripts-")
     os.makedirs(os.path.join(tree, "scripts"))
-    for s in ("run.sh", "setup.sh", "reproduce.sh", "fetch-brown.sh"):
+    for s in ("run.sh", "setup.sh", "reproduce.sh", "fetch-brown.sh",
+              "blas-coretype.sh"):
         shutil.copy(os.path.join(ROOT, "scripts", s), os.path.join(tree, "scripts", s))
     shutil.copytree(os.path.join(ROOT, "bench", "suites"), os.path.join(tree, "bench", "suites"))
     write(os.path.join(tree, "scripts", "cpu-rate.sh"), MARK)
@@ -132,7 +139,8 @@ def make_tree():
                GIT_DIR=os.path.join(tree, "no-git"), DQ_BUILDDIR="build",
                DQ_LOADAVG_FILE=os.path.join(tree, "loadavg"))
     write(os.path.join(tree, "loadavg"), "0.00 0.00 0.00 1/100 1\n", 0o644)
-    for k in ("DQ_SKIP_SETUP", "DQ_CUDA", "DQ_REPRODUCE_ARGS", "STUB_GPU", "STUB_SUITE"):
+    for k in ("DQ_SKIP_SETUP", "DQ_CUDA", "DQ_REPRODUCE_ARGS", "STUB_GPU", "STUB_SUITE",
+              "STUB_BLAS", "OPENBLAS_CORETYPE"):
         env.pop(k, None)
     return tree, env
 
@@ -320,6 +328,33 @@ def t_run_load_warning(tree, env):
           "the warning comes after the suite started")
 
 
+def t_run_blas_core(tree, env):
+    """Issue 39 item 3: where OpenBLAS would run generic kernels on a CPU
+    that allows faster ones, run.sh sets OPENBLAS_CORETYPE for the suite
+    and says so; elsewhere it sets nothing; one the user set wins."""
+    env["DQ_SKIP_SETUP"] = "1"
+    r = run(tree, env, ["scripts/run.sh", "steps=3"])
+    s = calls(tree, "suite")
+    check(r.returncode == 0 and s and s[-1]["coretype"] is None,
+          f"set a core on a machine that needs none: {r.stderr}")
+    env["STUB_BLAS"] = "generic"
+    r = run(tree, env, ["scripts/run.sh", "steps=3"])
+    s = calls(tree, "suite")
+    check(r.returncode == 0 and s[-1]["coretype"] == "SkylakeX",
+          f"the suite ran with OPENBLAS_CORETYPE={s[-1]['coretype']}: {r.stderr}")
+    check("OPENBLAS_CORETYPE=SkylakeX" in r.stderr and
+          r.stderr.index("OPENBLAS_CORETYPE") < r.stderr.index("running suite"),
+          f"no line before the suite: {r.stderr}")
+    r = run(tree, dict(env, OPENBLAS_CORETYPE="Haswell"), ["scripts/run.sh", "steps=3"])
+    check(calls(tree, "suite")[-1]["coretype"] == "Haswell"
+          and "setting OPENBLAS_CORETYPE" not in r.stderr,
+          f"the user's OPENBLAS_CORETYPE was overridden: {r.stderr}")
+    r = run(tree, env, ["scripts/reproduce.sh", "cpu", "--resume"])
+    got = {c["coretype"] for c in calls(tree, "suite")[3:]}
+    check(r.returncode == 0 and got == {"SkylakeX"},
+          f"reproduce: exit {r.returncode}, suites ran with {got}: {r.stderr[-600:]}")
+
+
 # ---- scripts/reproduce.sh ----
 
 def t_reproduce_budget_refused(tree, env):
@@ -422,7 +457,7 @@ def t_reproduce_complete(tree, env):
 
 TESTS = [t_run_key_first, t_run_dry_run, t_run_out_refused, t_run_missing_suite,
          t_run_suite_name_path, t_run_progress_and_cuda, t_setup_cuda_choice,
-         t_run_load_warning, t_reproduce_budget_refused, t_reproduce_out_of_budget,
+         t_run_load_warning, t_run_blas_core, t_reproduce_budget_refused, t_reproduce_out_of_budget,
          t_reproduce_interrupt, t_reproduce_complete]
 
 
