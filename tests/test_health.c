@@ -10,6 +10,7 @@
 #include "config.h"
 #include "health.h"
 #include "runner.h"
+#include "step_log.h"
 
 #define N 200
 
@@ -169,6 +170,94 @@ Test(health, tiny_runs, .timeout = 120)
 	r = tiny_run(deq);
 	cr_assert(json_is_false(
 	    json_object_get(json_object_get(r, "health"), "unconverged")));
+	same_from_trace(r);
+	json_decref(r);
+}
+
+/* ---- G5: only a solve that reached its tolerance converged ---- */
+
+/* G5: the forward flags are step_log's bit mask; a solve that a stall,
+ * the protective break or a non-finite residual ended did not converge,
+ * though its flags are not 0. */
+Test(health, only_converged_bit_counts)
+{
+	double loss[N], g[N];
+	int c[N];
+	struct health h;
+	flat(loss, g, N);
+	for (int i = 0; i < N; i++)
+		c[i] = i % 3 == 0   ? SOLVE_STALL_BREAK
+		       : i % 3 == 1 ? SOLVE_PROTECT_BREAK
+				    : SOLVE_NONFINITE;
+	health_assess(loss, g, N, c, N, 0, &h);
+	cr_assert_float_eq(h.fwd_converged, 0.0, 0);
+	cr_assert_float_eq(h.fwd_converged_last, 0.0, 0);
+	cr_assert_eq(h.unconverged, 1);
+	/* a NaN-ended solve alone is not converged either */
+	for (int i = 0; i < N; i++)
+		c[i] = i < N / 2 ? SOLVE_CONVERGED : SOLVE_NONFINITE;
+	health_assess(loss, g, N, c, N, 0, &h);
+	cr_assert_float_eq(h.fwd_converged, 0.5, 1e-12);
+	cr_assert_float_eq(h.fwd_converged_last, 0.0, 0);
+	/* converged with another bit set still converged */
+	for (int i = 0; i < N; i++)
+		c[i] = SOLVE_CONVERGED | SOLVE_NONFINITE;
+	health_assess(loss, g, N, c, N, 0, &h);
+	cr_assert_float_eq(h.fwd_converged, 1.0, 0);
+	cr_assert_eq(h.unconverged, 0);
+}
+
+/* A run of the review's kbase.json (layers 4, 20 steps) with kv on top;
+ * independent of tiny_run's configuration. */
+static json_t *kbase_run(const char *const *kv)
+{
+	struct bench_config c;
+	struct run_meta meta = {NULL, 0, 0, 0, 1};
+	char err[512];
+	json_t *r = NULL;
+	const char *base[] = {
+	    "corpus=synthetic", "d_model=16",	  "n_heads=2",
+	    "d_ff=32",		"seq_len=8",	  "batch_size=2",
+	    "layers=4",		"steps=20",	  "warmup_steps=1",
+	    "lr_warmup=1",	"eval_tokens=64", "threads=1",
+	    "eval_warmup=0",	"trace=true",	  NULL};
+	config_defaults(&c);
+	for (int i = 0; base[i]; i++)
+		cr_assert_eq(config_set_arg(&c, base[i], err, sizeof(err)), 0);
+	for (int i = 0; kv[i]; i++)
+		cr_assert_eq(config_set_arg(&c, kv[i], err, sizeof(err)), 0,
+			     "%s", err);
+	cr_assert_eq(config_finish(&c, err, sizeof(err)), 0, "%s", err);
+	runner_run(&c, &meta, &r);
+	cr_assert_not_null(r);
+	return r;
+}
+
+static double num_at(const json_t *r, const char *sec, const char *sub,
+		     const char *name)
+{
+	const json_t *o = json_object_get(r, sec);
+	if (sub)
+		o = json_object_get(o, sub);
+	return json_number_value(json_object_get(o, name));
+}
+
+/* G5: f_tol=1e-12 with stall_window=2 ends every forward solve on the
+ * stall break, none converged (the solver says 0%): health says the same
+ * and labels the run unconverged. */
+Test(health, stall_broken_run_is_unconverged, .timeout = 120)
+{
+	const char *kv[] = {"method=deq", "f_tol=1e-12", "stall_window=2",
+			    NULL};
+	json_t *r = kbase_run(kv), *h = json_object_get(r, "health");
+	cr_assert_str_eq(json_string_value(json_object_get(r, "status")), "ok");
+	cr_assert_float_eq(num_at(r, "solver", "forward", "converged_fraction"),
+			   0.0, 0);
+	cr_assert_gt(num_at(r, "solver", "forward", "stall_break_steps"), 0);
+	cr_assert_float_eq(num_at(r, "health", NULL, "fwd_converged"), 0.0, 0);
+	cr_assert_float_eq(num_at(r, "health", NULL, "fwd_converged_last"), 0.0,
+			   0);
+	cr_assert(json_is_true(json_object_get(h, "unconverged")));
 	same_from_trace(r);
 	json_decref(r);
 }

@@ -82,11 +82,12 @@ static void gnorm_stats(const double *g, int n, double *med, double *max)
 	free(s);
 }
 
+/* Share of c[from..to) with HEALTH_CONVERGED_BIT set. */
 static double conv_share(const int *c, int from, int to)
 {
 	int k = 0;
 	for (int i = from; i < to; i++)
-		k += c[i] != 0;
+		k += (c[i] & HEALTH_CONVERGED_BIT) != 0;
 	return to > from ? (double)k / (to - from) : NAN;
 }
 

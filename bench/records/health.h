@@ -35,6 +35,9 @@
 #define HEALTH_LOSS_MARGIN   1.0
 #define HEALTH_SPIKE_SHARE   0.01
 #define HEALTH_MIN_CONVERGED 0.90
+/* The bit of a forward solve's flags that says it reached its tolerance
+ * (step_log.h's SOLVE_CONVERGED; run_record.c asserts they agree). */
+#define HEALTH_CONVERGED_BIT 1
 
 enum health_verdict { HEALTH_HEALTHY, HEALTH_UNSTABLE, HEALTH_DIVERGED };
 
@@ -53,7 +56,9 @@ struct health {
 /*
  * health_assess — the verdict of n steps: loss[0..n) (nats) and gnorm[0..n)
  * (pre-clip global l2 norm) of the training steps in order; fwd_conv[0..nc)
- * the forward solve's converged flags of the DEQ phase's steps, or NULL
+ * the forward solves' flags of the DEQ phase's steps, a solve converged
+ * where HEALTH_CONVERGED_BIT is set (other bits, a stall or protective
+ * break or a non-finite residual, are not convergence), or NULL
  * (no forward solve: unroll, checkpoint, ...); diverged: the run stopped as
  * diverged. A non-finite loss or norm counts as a spike. Never fails.
  */

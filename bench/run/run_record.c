@@ -455,8 +455,12 @@ static json_t *trace_json(const struct run *r)
 	return tr;
 }
 
+/* health_assess reads the solve flags' converged bit as its own */
+_Static_assert(SOLVE_CONVERGED == HEALTH_CONVERGED_BIT,
+	       "step_log's converged bit is health's");
+
 /* The record's health object (health.h) over every training step done,
- * pretraining's included; the converged flags of the deq phase's. */
+ * pretraining's included; the solve flags of the deq phase's. */
 static json_t *health_of_run(const struct run *r, int p0)
 {
 	const struct method_stats *st = method_get_stats(r->rc.me);
