@@ -261,3 +261,97 @@ Test(health, stall_broken_run_is_unconverged, .timeout = 120)
 	same_from_trace(r);
 	json_decref(r);
 }
+
+/* ---- G12: a run that made the model worse; an uncomputed norm ---- */
+
+/* G12: the review's lr=0.3 clip=0 run, 10 steps: the loss rose 2.3 nats
+ * above its start at step 3 and ended 0.64 above it; it was healthy (no
+ * spike counted before step 11, w = 1). Step 3 is a spike against the
+ * running minimum, and the run ended worse than it started. */
+Test(health, short_run_that_went_worse_is_unstable)
+{
+	const double loss[] = {5.65, 5.97, 7.91, 6.26, 6.10,
+			       6.49, 6.01, 6.52, 6.41, 6.29};
+	double g[10];
+	struct health h;
+	for (int i = 0; i < 10; i++)
+		g[i] = 1.0;
+	health_assess(loss, g, 10, NULL, 0, 0, &h);
+	cr_assert_eq(h.spike_steps, 1, "step 3 only: %d", h.spike_steps);
+	cr_assert_eq(h.verdict, HEALTH_UNSTABLE);
+}
+
+/* G12: no step 1 nat above the running minimum and loss_final within
+ * 1 nat of loss_min, but the run ended more than HEALTH_REGRESS_MARGIN
+ * above its first loss: it made the model worse. Batch noise of a run
+ * that learns nothing (within the margin) stays healthy. */
+Test(health, run_that_ended_above_its_first_loss_is_unstable)
+{
+	double loss[N], g[N];
+	struct health h;
+	flat(loss, g, N);
+	for (int i = 0; i < N; i++)
+		loss[i] = 5.0 + 0.9 * i / (N - 1);
+	health_assess(loss, g, N, NULL, 0, 0, &h);
+	cr_assert_eq(h.spike_steps, 0);
+	cr_assert_leq(h.loss_final, h.loss_min + HEALTH_LOSS_MARGIN);
+	cr_assert_eq(h.verdict, HEALTH_UNSTABLE);
+	for (int i = 0; i < N; i++)
+		loss[i] = 5.0 + (i % 2 ? 0.2 : -0.2);
+	health_assess(loss, g, N, NULL, 0, 0, &h);
+	cr_assert_eq(h.verdict, HEALTH_HEALTHY);
+}
+
+/* G12: the step a run diverged on never computed its gradient norm:
+ * the log holds NaN there (null in the trace), not 0, so the norm's
+ * median and maximum are those of the steps that computed one. */
+Test(health, uncomputed_norm_is_nan)
+{
+	struct step_log l;
+	cr_assert_eq(step_log_alloc(&l, 4), 0);
+	for (int i = 0; i < 4; i++)
+		cr_assert(isnan(l.gnorm[i]), "gnorm[%d] = %g", i, l.gnorm[i]);
+	step_log_free(&l);
+}
+
+/* Median of the finite numbers of a JSON array (NAN when none). */
+static double finite_median(const json_t *a)
+{
+	double x[N];
+	int k = 0;
+	size_t i;
+	const json_t *v;
+	json_array_foreach(a, i, v) if (json_is_number(v) && k < N) x[k++] =
+	    json_number_value(v);
+	for (int p = 1; p < k; p++)
+		for (int q = p; q > 0 && x[q - 1] > x[q]; q--) {
+			double t = x[q];
+			x[q] = x[q - 1];
+			x[q - 1] = t;
+		}
+	return !k ? NAN : k % 2 ? x[k / 2] : 0.5 * (x[k / 2 - 1] + x[k / 2]);
+}
+
+/* G12: lr=10 without clipping diverges within a few steps; the diverged
+ * step's norm (never computed) is not in the median, and the record's
+ * health is its trace's. */
+Test(health, diverged_run_norm_is_the_computed_steps, .timeout = 120)
+{
+	const char *kv[] = {"lr=10", "clip=0", "steps=30", NULL};
+	json_t *r = kbase_run(kv), *h = json_object_get(r, "health"),
+	       *tr = json_object_get(r, "trace");
+	double med = finite_median(json_object_get(tr, "grad_norm"));
+	const json_t *hm = json_object_get(h, "grad_norm_median");
+	cr_assert_str_eq(json_string_value(json_object_get(r, "status")),
+			 "diverged");
+	cr_assert_str_eq(json_string_value(json_object_get(h, "verdict")),
+			 "diverged");
+	cr_assert_eq(json_integer_value(json_object_get(h, "steps")),
+		     (json_int_t)json_array_size(json_object_get(tr, "loss")));
+	if (isnan(med))
+		cr_assert(json_is_null(hm));
+	else
+		cr_assert_float_eq(json_number_value(hm), med, 1e-12 * med);
+	same_from_trace(r);
+	json_decref(r);
+}

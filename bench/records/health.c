@@ -31,15 +31,15 @@ static int count_spikes(const double *loss, const double *gnorm, int n)
 	int spikes = 0;
 	double lmin = INFINITY;
 	for (int i = 0; i < n; i++) {
+		int bad = !isfinite(loss[i]) || !isfinite(gnorm[i]) ||
+			  loss[i] > lmin + HEALTH_LOSS_MARGIN;
 		if (i >= HEALTH_WINDOW_MIN) {
 			int w = i < HEALTH_WINDOW ? i : HEALTH_WINDOW;
 			double med = window_median(gnorm + i - w, w);
-			int bad = !isfinite(loss[i]) || !isfinite(gnorm[i]) ||
-				  (isfinite(med) &&
-				   gnorm[i] > HEALTH_SPIKE_FACTOR * med) ||
-				  loss[i] > lmin + HEALTH_LOSS_MARGIN;
-			spikes += bad;
+			bad |= isfinite(med) &&
+			       gnorm[i] > HEALTH_SPIKE_FACTOR * med;
 		}
+		spikes += bad;
 		if (isfinite(loss[i]) && loss[i] < lmin)
 			lmin = loss[i];
 	}
@@ -114,7 +114,8 @@ void health_assess(const double *loss, const double *gnorm, int n,
 	if (diverged)
 		h->verdict = HEALTH_DIVERGED;
 	else if (h->spike_steps > HEALTH_SPIKE_SHARE * n ||
-		 !(h->loss_final <= h->loss_min + HEALTH_LOSS_MARGIN))
+		 !(h->loss_final <= h->loss_min + HEALTH_LOSS_MARGIN) ||
+		 (n > 0 && h->loss_final > loss[0] + HEALTH_REGRESS_MARGIN))
 		h->verdict = n > 0 ? HEALTH_UNSTABLE : HEALTH_HEALTHY;
 	else
 		h->verdict = HEALTH_HEALTHY;
@@ -153,23 +154,33 @@ json_t *health_json(const struct health *h)
 	return o;
 }
 
-/* arr as n doubles (null: NAN); NULL when arr is not an array. */
-static double *doubles_of(const json_t *arr, int *n)
+/* arr as *n doubles (null: NAN), room for at least min entries, those
+ * past the array NAN; NULL when arr is not an array. */
+static double *doubles_of_n(const json_t *arr, int *n, int min)
 {
 	size_t i;
 	json_t *v;
 	double *x;
+	int cap;
 	if (!json_is_array(arr))
 		return NULL;
 	*n = (int)json_array_size(arr);
-	x = malloc(((size_t)*n + 1) * sizeof(*x));
+	cap = *n > min ? *n : min;
+	x = malloc(((size_t)cap + 1) * sizeof(*x));
 	if (!x)
 		return NULL;
+	for (int k = *n; k < cap; k++)
+		x[k] = NAN;
 	json_array_foreach(arr, i, v) x[i] =
 	    json_is_number(v)	 ? json_number_value(v)
 	    : json_is_boolean(v) ? (double)json_is_true(v)
 				 : NAN;
 	return x;
+}
+
+static double *doubles_of(const json_t *arr, int *n)
+{
+	return doubles_of_n(arr, n, 0);
 }
 
 json_t *health_of_record(const json_t *rec)
@@ -180,7 +191,9 @@ json_t *health_of_record(const json_t *rec)
 	const char *st = json_string_value(json_object_get(rec, "status"));
 	int nl = 0, ng = 0, nf = 0, nc = 0;
 	double *loss = doubles_of(json_object_get(tr, "loss"), &nl);
-	double *g = doubles_of(json_object_get(tr, "grad_norm"), &ng);
+	/* the diverged step has a loss and no norm: the norm array is one
+	 * shorter, its missing entries NaN (as the run's log) */
+	double *g = doubles_of_n(json_object_get(tr, "grad_norm"), &ng, nl);
 	double *fc = json_is_object(fwd)
 			 ? doubles_of(json_object_get(tr, "fwd_converged"), &nf)
 			 : NULL;
@@ -194,7 +207,7 @@ json_t *health_of_record(const json_t *rec)
 		if (nc && (conv = malloc((size_t)nc * sizeof(*conv))))
 			for (int i = 0; i < nc; i++)
 				conv[i] = fc[nf - nc + i] == 1.0;
-		health_assess(loss, g, nl < ng ? nl : ng, conv, conv ? nc : 0,
+		health_assess(loss, g, nl, conv, conv ? nc : 0,
 			      st && !strcmp(st, "diverged"), &h);
 		out = health_json(&h);
 	}

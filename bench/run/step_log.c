@@ -39,6 +39,10 @@ int step_log_alloc(struct step_log *l, int n)
 		*d[i] = block + i * un;
 	l->fwd.flags = (int *)(block + nd * un);
 	l->bwd.flags = l->fwd.flags + un;
+	/* a step that stops before its backward (the diverged one) never
+	 * computes its norm: NaN keeps it out of health's median and max */
+	for (int i = 0; i < n; i++)
+		l->gnorm[i] = NAN;
 	return 0;
 }
 

@@ -34,7 +34,8 @@ struct step_log {
 	double *ms;	/* fwd_ms + bwd_ms */
 	double *fwd_ms; /* device time up to the loss */
 	double *bwd_ms; /* the rest, optimizer included */
-	double *gnorm;	/* global l2 norm of the gradient, before clipping */
+	double *gnorm;	/* global l2 norm of the gradient, before clipping;
+			   NaN for a step that computed none */
 	double *lr;	/* learning rate of the step */
 	struct solve_log fwd, bwd;
 	double *f_ev;  /* block forward evaluations */
@@ -49,7 +50,8 @@ struct step_log {
 	void *mem; /* the one allocation behind every array */
 };
 
-/* Allocates n zeroed entries of every array in one block. 0, or -1 when
+/* Allocates n entries of every array in one block, zeroed but gnorm (NaN
+ * until a step writes it). 0, or -1 when
  * out of host memory (l is then safe to step_log_free). */
 int step_log_alloc(struct step_log *l, int n);
 /* Host bytes step_log_alloc takes per step (memfit's estimate). */
