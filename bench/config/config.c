@@ -717,7 +717,7 @@ static int config_check_precision(const struct bench_config *c, char *err,
 	return 0;
 }
 
-int config_validate(const struct bench_config *c, char *err, size_t errlen)
+int config_validate_keys(const struct bench_config *c, char *err, size_t errlen)
 {
 	const struct model_config *m = &c->model;
 
@@ -739,7 +739,12 @@ int config_validate(const struct bench_config *c, char *err, size_t errlen)
 		return -1;
 	if (method_config_validate(&c->method, err, errlen) != 0)
 		return -1;
-	if (config_check_precision(c, err, errlen) != 0)
+	return config_check_precision(c, err, errlen);
+}
+
+int config_validate(const struct bench_config *c, char *err, size_t errlen)
+{
+	if (config_validate_keys(c, err, errlen) != 0)
 		return -1;
 	if (c->device == DEVICE_CUDA) {
 		int ok = 0;

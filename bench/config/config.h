@@ -121,6 +121,11 @@ int config_load_file(struct bench_config *c, const char *path, char *err,
  * < steps and only with method=deq, method ranges, device compiled in). 0 or
  * -1 with one line. */
 int config_validate(const struct bench_config *c, char *err, size_t errlen);
+/* config_validate but for the last check, whether this build has the
+ * device: what any config a run accepted satisfies, whichever build reads
+ * its record (`deqbench validate`). 0 or -1 with one line. */
+int config_validate_keys(const struct bench_config *c, char *err,
+			 size_t errlen);
 
 /* Keys of another method than c's (checkpoint's k, revolve's slots, the deq
  * keys) that differ from their defaults have no effect on the run: -1 with
