@@ -110,10 +110,12 @@ Test(impl, run_builds_record_from_child, .init = fake_setup,
 	const char *args[] = {"run",
 			      "impl=pytorch",
 			      "corpus=synthetic",
+			      "layers=3",
 			      "steps=3",
 			      "warmup_steps=1",
 			      "seed=7",
 			      "eval_tokens=0",
+			      "eval_warmup=0",
 			      arg,
 			      NULL};
 	cr_assert_eq(cli_run(args, 0, err, sizeof(err)), 0, "%s", err);
@@ -225,11 +227,18 @@ Test(impl, eval_runs_the_child, .init = fake_setup, .fini = cli_teardown,
 	snprintf(arg, sizeof(arg), "out=%s", out);
 	cli_path(par, sizeof(par), "p.safetensors");
 	snprintf(parg, sizeof(parg), "out=%s", par);
-	const char *init[] = {"params", "init", "corpus=synthetic", parg, NULL};
+	const char *init[] = {"params",	  "init", "corpus=synthetic",
+			      "layers=3", parg,	  NULL};
 	cr_assert_eq(cli_run(init, 0, err, sizeof(err)), 0, "%s", err);
 	snprintf(parg, sizeof(parg), "params=%s", par);
-	const char *args[] = {
-	    "eval", "impl=pytorch", "corpus=synthetic", parg, arg, NULL};
+	const char *args[] = {"eval",
+			      "impl=pytorch",
+			      "corpus=synthetic",
+			      "layers=3",
+			      "eval_warmup=0",
+			      parg,
+			      arg,
+			      NULL};
 	cr_assert_eq(cli_run(args, 0, err, sizeof(err)), 0, "%s", err);
 	req = load_json("request.json");
 	cr_assert_str_eq(str_at(req, "config", "params"), par);
@@ -272,8 +281,8 @@ Test(impl, dead_child_is_an_error_record, .init = fake_setup,
 
 /* Writes cli_dir/child.json, the record the fake child prints: a whole
  * record, so that `report` does not leave it out (record_usable.h): the
- * figures of a real tiny run but step_ms.median 1000 and
- * peak_depth_solver_bytes 2 MiB. */
+ * figures of a real tiny run but step_ms 1000 ms and
+ * peak_depth_solver_bytes 2 MiB (fake_distinct_figures). */
 static void write_child_record(void)
 {
 	char out[600], arg[700], err[4096], p[600];
@@ -300,11 +309,7 @@ static void write_child_record(void)
 	r = json_load_file(out, 0, NULL);
 	cr_assert_not_null(r);
 	json_object_set_new(r, "impl", json_string("pytorch-0.0+fake"));
-	json_object_set_new(
-	    json_object_get(json_object_get(r, "timing"), "step_ms"), "median",
-	    json_real(1000.0));
-	json_object_set_new(json_object_get(r, "memory"),
-			    "peak_depth_solver_bytes", json_integer(2097152));
+	fake_distinct_figures(r);
 	cli_path(p, sizeof(p), "child.json");
 	cr_assert_eq(json_dump_file(r, p, JSON_COMPACT), 0);
 	json_decref(r);

@@ -8,6 +8,7 @@
 #define DQ_TEST_PEER_FAKE_H
 
 #include <jansson.h>
+#include <math.h>
 #include <sys/stat.h>
 
 #include "test_cli.h"
@@ -60,22 +61,48 @@ static inline void fake_write_record(const char *name, const json_t *rec)
 	free(s);
 }
 
+/* Makes r (a real training record) tell the child's figures from
+ * deqbench's while staying a valid record (validate's rules between
+ * fields): every step_ms statistic 1000.0 ms, and a depth peak of 2 MiB,
+ * peak_depth_solver_bytes and peak_total_bytes raised with it. */
+static inline void fake_distinct_figures(json_t *r)
+{
+	static const char *const st[] = {"median", "mean", "p10", "p90", "min",
+					 "max",	   "p25",  "p75", NULL};
+	json_t *ms = json_object_get(json_object_get(r, "timing"), "step_ms");
+	json_t *m = json_object_get(r, "memory");
+	json_t *pb = json_object_get(m, "peak_bytes");
+	json_int_t d = 2097152,
+		   old = json_integer_value(json_object_get(pb, "depth"));
+	for (int i = 0; st[i]; i++)
+		json_object_set_new(ms, st[i], json_real(1000.0));
+	json_object_set_new(pb, "depth", json_integer(d));
+	json_object_set_new(m, "peak_depth_solver_bytes", json_integer(d));
+	json_object_set_new(m, "peak_total_bytes",
+			    json_integer(json_integer_value(json_object_get(
+					     m, "peak_total_bytes")) +
+					 d - old));
+}
+
 /*
  * fake_child_records — writes what a stand-in deqtorch.py prints, one line
  * each: cli_dir/child.json, the record of a real deqbench run of a tiny
- * synthetic config, and cli_dir/child_eval.json, of a deqbench eval of that
+ * synthetic config (layers=3, eval_warmup=0: a request must ask for the
+ * same, or the merged record's method and inference contradict its config
+ * and validate refuses it), and cli_dir/child_eval.json, of a deqbench eval of that
  * model (its kind set to "train": deqbench's own kind must win). Both have
  * impl "pytorch-0.0+fake"; child.json has timing.step_ms.median 1000.0 and
- * memory.peak_depth_solver_bytes 2 MiB, child_eval.json quality.valid_loss
- * 2.5, so a test can tell the child's figures from deqbench's. Uses cli_run (stdout.txt, stderr.txt).
+ * memory.peak_depth_solver_bytes 2 MiB (fake_distinct_figures),
+ * child_eval.json quality.valid_loss 2.5 (and its ppl), so a test can tell the child's figures from deqbench's. Uses cli_run (stdout.txt, stderr.txt).
  */
 static inline void fake_child_records(void)
 {
 	char out[600], par[600], a_out[700], a_par[700], err[2048];
 	json_t *r;
-	const char *tiny[] = {"corpus=synthetic", "d_model=16", "n_heads=2",
-			      "d_ff=32",	  "seq_len=8",	"batch_size=2",
-			      "layers=2",	  "threads=1"};
+	const char *tiny[] = {
+	    "corpus=synthetic", "d_model=16", "n_heads=2",
+	    "d_ff=32",		"seq_len=8",  "batch_size=2",
+	    "layers=3",		"threads=1",  "eval_warmup=0"};
 	const char *args[20];
 	int n = 0;
 
@@ -95,11 +122,7 @@ static inline void fake_child_records(void)
 	cr_assert_eq(cli_run(args, 0, err, sizeof(err)), 0, "%s", err);
 	r = fake_first_record("ref.jsonl");
 	json_object_set_new(r, "impl", json_string("pytorch-0.0+fake"));
-	json_object_set_new(
-	    json_object_get(json_object_get(r, "timing"), "step_ms"), "median",
-	    json_real(1000.0));
-	json_object_set_new(json_object_get(r, "memory"),
-			    "peak_depth_solver_bytes", json_integer(2097152));
+	fake_distinct_figures(r);
 	fake_write_record("child.json", r);
 	json_decref(r);
 	cr_assert_eq(unlink(out), 0);
@@ -117,6 +140,8 @@ static inline void fake_child_records(void)
 	json_object_set_new(r, "kind", json_string("train"));
 	json_object_set_new(json_object_get(r, "quality"), "valid_loss",
 			    json_real(2.5));
+	json_object_set_new(json_object_get(r, "quality"), "valid_ppl",
+			    json_real(exp(2.5)));
 	fake_write_record("child_eval.json", r);
 	json_decref(r);
 	cr_assert_eq(unlink(out), 0);

@@ -311,8 +311,9 @@ Test(validate_strict, negative_sizes_and_counts, .init = cli_setup,
 			"expected a number >= 0");
 	refused(with(t, "timing.step_ms.median", json_real(-0.5)),
 		"timing.step_ms.median", "expected a number >= 0");
-	/* losses may be negative */
-	accepted(with(t, "quality.train_loss_first", json_real(-0.25)),
+	/* losses may be negative (the first loss has rules beside the
+	 * verdict's) */
+	accepted(with(t, "quality.train_loss_final", json_real(-0.25)),
 		 "negative loss");
 	json_decref(t);
 	json_decref(e);
@@ -467,6 +468,220 @@ Test(validate_strict, trace_and_pretrain_follow_config, .init = cli_setup,
 	cr_assert_not_null(pre);
 	refused(with(t, "pretrain", pre), "pretrain",
 		"only method=deq with pretrain_steps > 0");
+	json_decref(t);
+	json_decref(e);
+}
+
+/* ---- G13: the rules between fields, enumerations and ranges ---- */
+
+/* A traced deq record of the current binary (new reference). */
+static json_t *deq_record(void)
+{
+	char d[512], darg[600];
+	json_t *r;
+	cli_path(d, sizeof(d), "d.jsonl");
+	snprintf(darg, sizeof(darg), "out=%s", d);
+	{
+		const char *a[] = {"run",	 TINY, "method=deq",
+				   "trace=true", darg, NULL};
+		run_want(a, 0);
+	}
+	r = only_record(d);
+	cr_assert_eq(validate_record(r, VALIDATE_STRICT, NULL, NULL), 0);
+	return r;
+}
+
+/* One mutation of the review's table: on record rec ('t' unroll train,
+ * 'd' deq train, 'e' eval), set path to the JSON text value ("@d": the
+ * deq record's value at path) and path2 to value2 when given; strict
+ * validation reports at `at` a problem containing `says`. */
+struct mutation {
+	char rec;
+	const char *path, *value, *path2, *value2, *at, *says;
+};
+
+/* A plan object (deqbench plan --run) of the given rank. */
+#define PLAN(rank)                                                             \
+	"{\"budget_mib\": 1.0, \"rank\": " #rank ", \"candidate\": "           \
+	"\"unroll\", \"predicted_peak_total_bytes\": 1, "                      \
+	"\"predicted_host_bytes\": 0, \"predicted_step_ms\": 1.0, "            \
+	"\"predicted_forward_evals\": 3.0, \"predicted_vjp_evals\": 3.0}"
+
+/* G13: every row was accepted by validate --strict before; SCHEMA.md
+ * rules each out. */
+static const struct mutation g13[] = {
+    {'t', "status", "\"diverged\"", "message", "\"loss became inf\"",
+     "health.verdict", "expected diverged with status diverged"},
+    {'d', "health.fwd_converged", "0.0", "health.unconverged", "false",
+     "health.unconverged", "expected true"},
+    {'t', "health.unconverged", "true", NULL, NULL, "health.unconverged",
+     "expected null exactly when fwd_converged"},
+    {'t', "health.spike_steps", "1000000", NULL, NULL, "health.spike_steps",
+     "expected at most health.steps"},
+    {'t', "health.loss_min", "100.0", NULL, NULL, "health.loss_min",
+     "expected at most loss_final"},
+    {'d', "health.fwd_converged_last", "2.0", NULL, NULL,
+     "health.fwd_converged_last", "expected a fraction in [0, 1]"},
+    {'d', "solver.forward.converged_fraction", "1.5", NULL, NULL,
+     "solver.forward.converged_fraction", "expected a fraction in [0, 1]"},
+    {'t', "health", "null", NULL, NULL, "health",
+     "expected an object in an ok training record"},
+    {'e', "inference.batches", "0", "inference.batches_timed", "0",
+     "inference.batches", "expected at least 1"},
+    {'e', "inference.batches_timed", "1000", NULL, NULL,
+     "inference.batches_timed", "batches - eval_warmup"},
+    {'t', "timing.steps_timed", "1000000000", NULL, NULL, "timing.steps_timed",
+     "expected 2 (steps - pretrain_steps"},
+    {'t', "quality.valid_ppl", "1.5", NULL, NULL, "quality.valid_ppl",
+     "expected exp(quality.valid_loss)"},
+    {'t', "trace.loss", "[5.0]", NULL, NULL, "trace.loss",
+     "expected 3 entries"},
+    {'d', "solver.forward", "null", NULL, NULL, "solver.forward",
+     "expected an object with method=deq and status ok"},
+    {'t', "solver.forward", "@d", NULL, NULL, "solver.forward",
+     "expected null: method=unroll has no forward solve"},
+    {'d', "method.method", "\"unroll\"", NULL, NULL, "method.method",
+     "expected \"deq\" (config method)"},
+    {'t', "data.corpus", "\"brown\"", NULL, NULL, "data.corpus",
+     "expected \"synthetic\" (config corpus)"},
+    {'d', "method.label", "\"unroll L=999\"", NULL, NULL, "method.label",
+     "expected \"deq broyden/ift\""},
+    {'t', "method.layers", "5", NULL, NULL, "method.layers",
+     "expected 3 (the resolved config's layers)"},
+    {'t', "build.git_commit", "\"xyz\"", NULL, NULL, "build.git_commit",
+     "expected 12 hex digits"},
+    {'t', "device.elem_bytes", "3", NULL, NULL, "device.elem_bytes",
+     "expected one of 4, 8"},
+    {'t', "status", "\"error\"", "message", "\"line1\\nline2\"", "message",
+     "expected text of one line"},
+    {'t', "plan", PLAN(0), NULL, NULL, "plan.rank", "expected an int >= 1"},
+    {'t', "memory.peak_total_bytes", "1", NULL, NULL, "memory.peak_total_bytes",
+     "expected at least"},
+    {'t', "evals.forward_evals_total", "999999", NULL, NULL,
+     "evals.forward_evals_total", "forward_evals_per_step x steps"},
+    {'t', "model.n_params", "1", NULL, NULL, "model.n_params",
+     "the sum of model.params' shapes"},
+    {'t', "model.vocab_size", "7", NULL, NULL, "model.vocab_size",
+     "(data.vocab_size)"},
+    {'t', "timing.step_ms.median", "1e9", NULL, NULL, "timing.step_ms.p75",
+     "expected at least median"},
+    {'t', "finished_at", "\"2000-01-01T00:00:00Z\"", NULL, NULL, "finished_at",
+     "not before started_at"},
+    {'t', "config.method", "\"managed\"", NULL, NULL, "config",
+     "needs device=cuda"},
+    {0, NULL, NULL, NULL, NULL, NULL, NULL},
+};
+
+/* The member at dotted path p of r (objects only), NULL when absent. */
+static const json_t *json_path(const json_t *r, const char *p)
+{
+	char buf[256], *save = NULL;
+	snprintf(buf, sizeof(buf), "%s", p);
+	for (char *k = strtok_r(buf, ".", &save); k && r;
+	     k = strtok_r(NULL, ".", &save))
+		r = json_object_get(r, k);
+	return r;
+}
+
+/* A copy of r with path set to the JSON text v. */
+static json_t *with_text(const json_t *r, const char *path, const char *v)
+{
+	json_error_t e;
+	json_t *j = json_loads(v, JSON_DECODE_ANY, &e);
+	cr_assert_not_null(j, "%s: %s", v, e.text);
+	return with(r, path, j);
+}
+
+Test(validate_strict, g13_mutations_refused, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	json_t *t, *e, *d = deq_record();
+	current_records(&t, &e);
+	for (const struct mutation *m = g13; m->rec; m++) {
+		const json_t *base = m->rec == 't' ? t : m->rec == 'd' ? d : e;
+		json_t *r = strcmp(m->value, "@d")
+				? with_text(base, m->path, m->value)
+				: with(base, m->path,
+				       json_deep_copy(json_path(d, m->path)));
+		if (m->path2) {
+			json_t *r2 = with_text(r, m->path2, m->value2);
+			json_decref(r);
+			r = r2;
+		}
+		refused(r, m->at, m->says);
+	}
+	/* the rank of a plan record is 1 and up */
+	accepted(with_text(t, "plan", PLAN(1)), "plan rank 1");
+	json_decref(t);
+	json_decref(e);
+	json_decref(d);
+}
+
+/* G13: float equalities hold within VALIDATE_TOL (1e-9 relative): the
+ * last bits of exp may differ between writers; rules that older records
+ * break apply only under --strict. */
+Test(validate_strict, g13_tolerances_and_ages, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	json_t *t, *e, *r;
+	double ppl;
+	current_records(&t, &e);
+	ppl = json_number_value(
+	    json_object_get(json_object_get(t, "quality"), "valid_ppl"));
+	accepted(with(t, "quality.valid_ppl", json_real(ppl * (1 + 1e-12))),
+		 "ppl within 1e-12");
+	refused(with(t, "quality.valid_ppl", json_real(ppl * (1 + 1e-6))),
+		"quality.valid_ppl", "expected exp(quality.valid_loss)");
+	/* before 2026-11-25 an evaluation without a batch had batches 0 */
+	r = with(e, "inference.batches", json_integer(0));
+	json_object_set_new(json_object_get(r, "inference"), "batches_timed",
+			    json_integer(0));
+	cr_assert_eq(validate_record(r, VALIDATE_ALL_AGES, NULL, NULL), 0);
+	json_decref(r);
+	/* a single-field rule holds for every age */
+	r = with(t, "device.elem_bytes", json_integer(3));
+	cr_assert_gt(validate_record(r, VALIDATE_ALL_AGES, NULL, NULL), 0);
+	json_decref(r);
+	json_decref(t);
+	json_decref(e);
+}
+
+/* ---- G14: control characters in record strings ---- */
+
+/* G14: a label that clears the screen, a message of two lines, a path
+ * with a bell or a C1 control (U+009B, a CSI on some terminals): refused,
+ * and the problem line itself carries none of them. */
+Test(validate_strict, g14_control_characters_refused, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	json_t *t, *e;
+	struct seen s = {"", 0};
+	current_records(&t, &e);
+	refused(
+	    with(t, "method.label", json_string("evil\x1b[2J\x1b]0;pwned\a")),
+	    "method.label", "without control characters");
+	refused(with(t, "host.hostname", json_string("a\tb")), "host.hostname",
+		"without control characters");
+	refused(with(t, "config.out", json_string("r\a.jsonl")), "config.out",
+		"without control characters");
+	refused(with(t, "build.compiler",
+		     json_string("gcc \xc2\x9b"
+				 "2J")),
+		"build.compiler", "without control characters");
+	refused(with(e, "model.params",
+		     json_pack("[{s:s, s:[i]}]", "name", "x\ny", "shape", 1)),
+		"model.params[0].name", "without control characters");
+	{
+		json_t *r = with(t, "method.label", json_string("a\x1b[31mb"));
+		cr_assert_gt(validate_record(r, VALIDATE_ALL_AGES, collect, &s),
+			     0);
+		cr_assert_null(strchr(s.text, 0x1b), "%s", s.text);
+		cr_assert(strstr(s.text, "a\\x1b[31mb"), "%s", s.text);
+		json_decref(r);
+	}
+	accepted(
+	    with(t, "host.hostname", json_string("caf\xc3\xa9 \xe2\x82\xac")),
+	    "UTF-8 text");
 	json_decref(t);
 	json_decref(e);
 }

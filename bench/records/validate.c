@@ -5,6 +5,7 @@
  */
 #include "validate.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "../config/config.h"
 #include "../io/jsontext.h"
 #include "record.h"
+#include "validate_cross.h"
 
 /* The walk's state: mode, the caller's report and the count so far. */
 struct walk {
@@ -35,7 +37,16 @@ static void problem(struct walk *w, const char *path, const char *fmt, ...)
 	va_end(ap);
 	w->problems++;
 	if (w->report)
-		w->report(w->ctx, path, what);
+		validate_report_safe(w->report, w->ctx, path, what);
+}
+
+void validate_report_safe(validate_report_fn report, void *ctx,
+			  const char *path, const char *what)
+{
+	char p[400], t[1024];
+	validate_safe_text(p, sizeof(p), path);
+	validate_safe_text(t, sizeof(t), what);
+	report(ctx, p, t);
 }
 
 const char *validate_type_name(const json_t *v)
@@ -86,6 +97,28 @@ static int type_ok(const json_t *v, unsigned mask)
 	       ((mask & VT_STR) && json_is_string(v)) ||
 	       ((mask & VT_OBJ) && json_is_object(v)) ||
 	       ((mask & VT_ARR) && json_is_array(v));
+}
+
+void validate_safe_text(char *buf, size_t n, const char *s)
+{
+	size_t o = 0;
+	size_t len = strlen(s);
+	for (size_t i = 0; i < len && o + 7 < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == 0x7f)
+			o += (size_t)snprintf(buf + o, n - o, "\\x%02x", c);
+		else if (c == 0xc2 && i + 1 < len &&
+			 (unsigned char)s[i + 1] >= 0x80 &&
+			 (unsigned char)s[i + 1] <= 0x9f)
+			o += (size_t)snprintf(buf + o, n - o, "\\u00%02x",
+					      (unsigned char)s[++i]);
+		else
+			buf[o++] = (char)c;
+	}
+	if (n) {
+		buf[o < n ? o : n - 1] = 0;
+		jsontext_trim(buf);
+	}
 }
 
 /* A short text of a scalar for messages: "\"okay\"", "2.5"; the type name
@@ -141,6 +174,48 @@ static int impl_ok(const char *s)
 	return !strcmp(s, "deqbench") || !strcmp(s, "pytorch") ||
 	       (!strncmp(s, "pytorch-", 8) && s[8] >= '0' && s[8] <= '9' &&
 		!strpbrk(s, " \t\n"));
+}
+
+static void join(char *buf, size_t n, const char *path, const char *name)
+{
+	snprintf(buf, n, "%s%s%s", path, *path ? "." : "", name);
+}
+
+/* build.git_commit: 12 to 40 lower-case hex digits, then "-dirty" or
+ * nothing; or "unknown" (VF_COMMIT). */
+static int commit_ok(const char *s)
+{
+	size_t h = strspn(s, "0123456789abcdef");
+	return !strcmp(s, "unknown") ||
+	       (h >= 12 && h <= 40 && (!s[h] || !strcmp(s + h, "-dirty")));
+}
+
+/* The first control character of s (C0, DEL, or C1 encoded as c2 80..9f),
+ * -1 when none: SCHEMA.md's strings are text of one line. */
+static int control_char(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			return *p;
+		if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+			return p[1];
+	}
+	return -1;
+}
+
+/* A string without control characters (a message of one line, a label
+ * that cannot move a terminal's cursor). */
+static void check_text(struct walk *w, const json_t *v, const char *path)
+{
+	char got[100];
+	int c;
+	if (!json_is_string(v) || (c = control_char(json_string_value(v))) < 0)
+		return;
+	value_text(v, got, sizeof(got));
+	problem(w, path,
+		"expected text of one line without control characters, got "
+		"0x%02x in %s",
+		c, got);
 }
 
 static void check_object(struct walk *w, const json_t *o,
@@ -201,6 +276,77 @@ static void check_flags(struct walk *w, const json_t *v, const struct vfield *f,
 			"expected a number >= 0 (a size, count, rate or "
 			"time), got %s",
 			got);
+	if ((f->flags & VF_FRACTION) && json_is_number(v) &&
+	    json_number_value(v) > 1)
+		problem(w, path, "expected a fraction in [0, 1], got %s", got);
+	if ((f->flags & VF_FROM_1) && json_is_integer(v) &&
+	    json_integer_value(v) < 1)
+		problem(w, path, "expected an int >= 1 (1 = the first), got %s",
+			got);
+	if ((f->flags & VF_COMMIT) && json_is_string(v) &&
+	    !commit_ok(json_string_value(v)))
+		problem(w, path,
+			"expected 12 hex digits of a commit, with -dirty or "
+			"not, or unknown, got %s",
+			got);
+}
+
+/* An integer of the row's list (f->ints). */
+static void check_ints(struct walk *w, const json_t *v, const struct vfield *f,
+		       const char *path)
+{
+	char list[100] = "";
+	size_t len = 0;
+	if (!f->ints || !json_is_integer(v))
+		return;
+	for (int i = 0; f->ints[i]; i++) {
+		if (json_integer_value(v) == f->ints[i])
+			return;
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d",
+					i ? ", " : "", f->ints[i]);
+	}
+	problem(w, path, "expected one of %s, got %lld", list,
+		(long long)json_integer_value(v));
+}
+
+/* A stats object: min <= p10 <= p25 <= median <= p75 <= p90 <= max and
+ * min <= mean <= max, nulls skipped (within VALIDATE_TOL: percentiles
+ * interpolate, the mean sums). */
+static void check_stats(struct walk *w, const json_t *o, const char *path)
+{
+	static const char *const order[] = {"min", "p10", "p25", "median",
+					    "p75", "p90", "max", NULL};
+	const json_t *m = json_object_get(o, "mean");
+	const char *prev = NULL;
+	double pv = 0, lo, hi, x;
+	char p[320];
+	for (int i = 0; order[i]; i++) {
+		const json_t *v = json_object_get(o, order[i]);
+		if (!json_is_number(v))
+			continue;
+		x = json_number_value(v);
+		if (prev && x < pv - VALIDATE_TOL * fmax(1, fabs(pv))) {
+			join(p, sizeof(p), path, order[i]);
+			problem(w, p, "expected at least %s (%.17g), got %.17g",
+				prev, pv, x);
+		}
+		prev = order[i];
+		pv = x;
+	}
+	if (!json_is_number(m) || !json_is_number(json_object_get(o, "min")) ||
+	    !json_is_number(json_object_get(o, "max")))
+		return;
+	lo = json_number_value(json_object_get(o, "min"));
+	hi = json_number_value(json_object_get(o, "max"));
+	x = json_number_value(m);
+	if (x < lo - VALIDATE_TOL * fmax(1, fabs(lo)) ||
+	    x > hi + VALIDATE_TOL * fmax(1, fabs(hi))) {
+		join(p, sizeof(p), path, "mean");
+		problem(w, p,
+			"expected between min and max (%.17g to %.17g), "
+			"got %.17g",
+			lo, hi, x);
+	}
 }
 
 /* The value of field f at path: type, then what the row asks of it. */
@@ -230,9 +376,13 @@ static void check_value(struct walk *w, const json_t *v, const struct vfield *f,
 				got);
 		}
 	}
+	check_text(w, v, path);
 	if (f->key && !json_is_null(v))
 		check_key(w, f->key, v, path);
 	check_flags(w, v, f, path);
+	check_ints(w, v, f, path);
+	if (f->doc_type && !strcmp(f->doc_type, "stats") && json_is_object(v))
+		check_stats(w, v, path);
 	if ((f->flags & VF_CONFIG) && json_is_object(v))
 		check_config(w, v, path);
 	if (f->members && json_is_object(v))
@@ -266,11 +416,6 @@ static int listed(const struct vfield *members, const char *name)
 		if (!strcmp(f->name, name))
 			return 1;
 	return 0;
-}
-
-static void join(char *buf, size_t n, const char *path, const char *name)
-{
-	snprintf(buf, n, "%s%s%s", path, *path ? "." : "", name);
 }
 
 static void check_object(struct walk *w, const json_t *o,
@@ -336,6 +481,7 @@ static void check_config(struct walk *w, const json_t *o, const char *path)
 	{
 		join(p, sizeof(p), path, key);
 		check_key(w, key, v, p);
+		check_text(w, v, p);
 	}
 }
 
@@ -349,8 +495,9 @@ static const char *const ok_any[] = {
 static const char *const ok_train[] = {"timing", "memory", "solver", "evals",
 				       NULL};
 /* What kind eval never has: no training. */
-static const char *const eval_none[] = {
-    "timing", "evals", "memory", "solver", "trace", "pretrain", "plan", NULL};
+static const char *const eval_none[] = {"timing", "evals",  "memory",
+					"solver", "trace",  "pretrain",
+					"plan",	  "health", NULL};
 
 /* Each present member of rec named in keys null (want_null) or not, else
  * a problem saying why. */
@@ -468,6 +615,7 @@ int validate_record(const json_t *rec, enum validate_mode mode,
 	const char *impl = json_string_value(json_object_get(rec, "impl"));
 	check_object(&w, rec, validate_schema(), "");
 	status_rules(&w, rec);
+	w.problems += validate_cross(rec, mode, report, ctx);
 	/* a pytorch run whose torch version deqbench could not tell, only in
 	 * the record of a run that failed before the child said it */
 	if (impl && !strcmp(impl, "pytorch") && st && !strcmp(st, "ok"))

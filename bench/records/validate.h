@@ -41,8 +41,12 @@ typedef void (*validate_report_fn)(void *ctx, const char *path,
  * section a finished run has (timing, memory, solver, evals too for kind
  * train), kind eval none of training's, trace with config trace=true,
  * pretrain with method=deq and pretrain_steps > 0, started_at null only
- * in a crashed suite run's error record. Calls report (may be NULL) once
- * per problem and returns the number of problems (0: valid). */
+ * in a crashed suite run's error record; strings without control
+ * characters, fractions in [0, 1] and the other ranges of the table; and
+ * the rules between fields (validate_cross.h). Paths and texts given to
+ * report have their control characters written as \xNN. Calls report
+ * (may be NULL) once per problem and returns the number of problems (0:
+ * valid). */
 int validate_record(const json_t *rec, enum validate_mode mode,
 		    validate_report_fn report, void *ctx);
 

@@ -41,6 +41,8 @@ static const char *const statuses[] = {"ok", "diverged", "interrupted", "error",
 				       NULL};
 static const char *const splits[] = {"valid", NULL};
 static const char *const cpus_sources[] = {"hwloc", "sysfs", NULL};
+/* float32 or float64 (device.elem_bytes) */
+static const int elem_bytes[] = {4, 8, 0};
 
 const char *const validate_config_added[] = {
     "impl",
@@ -232,7 +234,7 @@ static const struct vfield solve_f[] = {
     F("iters_max", NUM_OR_NULL),
     F("residual_mean", NUM_OR_NULL),
     F("residual_max", NUM_OR_NULL),
-    F("converged_fraction", NUM_OR_NULL),
+    F("converged_fraction", NUM_OR_NULL, .flags = VF_FRACTION),
     F("nonfinite_steps", VT_INT, .added = ADDED),
     F("protect_break_steps", VT_INT, .added = ADDED),
     F("stall_break_steps", VT_INT, .added = ADDED),
@@ -341,7 +343,7 @@ static const struct vfield device_f[] = {
     F("device", VT_STR, .key = "device"),
     F("backend", VT_STR),
     F("name", VT_STR),
-    F("elem_bytes", VT_INT),
+    F("elem_bytes", VT_INT, .ints = elem_bytes),
     F("total_mem_bytes", VT_INT),
     F("compute_capability", STR_OR_NULL),
     F("sm_count", VT_INT),
@@ -357,7 +359,7 @@ static const struct vfield device_f[] = {
 
 static const struct vfield build_f[] = {
     F("version", VT_STR),
-    F("git_commit", VT_STR),
+    F("git_commit", VT_STR, .flags = VF_COMMIT),
     F("compiler", VT_STR),
     F("buildtype", VT_STR),
     F("flags", VT_STR),
@@ -423,15 +425,15 @@ static const struct vfield health_f[] = {
     F("spike_steps", VT_INT),
     F("loss_final", NUM_OR_NULL),
     F("loss_min", NUM_OR_NULL),
-    F("fwd_converged", NUM_OR_NULL),
-    F("fwd_converged_last", NUM_OR_NULL),
+    F("fwd_converged", NUM_OR_NULL, .flags = VF_FRACTION),
+    F("fwd_converged_last", NUM_OR_NULL, .flags = VF_FRACTION),
     {.name = NULL},
 };
 
 /* plan (deqbench plan --run) */
 static const struct vfield plan_f[] = {
     F("budget_mib", VT_NUM),
-    F("rank", VT_INT),
+    F("rank", VT_INT, .flags = VF_FROM_1),
     F("candidate", VT_STR),
     F("predicted_peak_total_bytes", VT_INT),
     F("predicted_host_bytes", VT_INT),

@@ -41,6 +41,14 @@ enum vflag {
 	VF_SIGNED = 32,
 	/* the implementation: "deqbench" or "pytorch-<torch version>" */
 	VF_IMPL = 64,
+	/* a fraction: a number in [0, 1] */
+	VF_FRACTION = 128,
+	/* a count that starts at 1 (plan.rank) */
+	VF_FROM_1 = 256,
+	/* build.git_commit: 12 to 40 lower-case hex digits (git describe
+	 * --abbrev=12 lengthens an ambiguous prefix), "-dirty" after them,
+	 * or "unknown" */
+	VF_COMMIT = 512,
 };
 
 /* One field: a member of an object (name) or the element of an array. */
@@ -49,6 +57,8 @@ struct vfield {
 	unsigned types;		      /* enum vtype, or-ed */
 	const char *const *values;    /* allowed strings, NULL-terminated;
 				      NULL: any string */
+	const int *ints;	      /* allowed integers, 0-terminated; NULL:
+					 any */
 	const char *key;	      /* config key whose type, range and values
 				      the value must also satisfy (method.k,
 				      model.kind: "model"); NULL: none */
