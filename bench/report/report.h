@@ -59,7 +59,9 @@ void report_print_md(FILE *f, const json_t *rows);
 void report_print_term(FILE *f, const json_t *rows);
 
 /* Prints rows as CSV (RFC 4180): a header line, then one line per row with
- * the figures of report_rows (empty where null) and the health labels. */
+ * the figures of report_rows (empty where null) and the health labels.
+ * Record strings in the printers are made inert (textsafe.h): no CSV
+ * formula, no markdown column or line break, no terminal control. */
 void report_print_csv(FILE *f, const json_t *rows);
 
 /* Writes the HTML report of n record files (paths[i] and its rows[i]):
@@ -81,7 +83,8 @@ int report_html_check_out(const char *out, int n, char *const *paths, char *err,
  * null figure). */
 void report_fmt(char *buf, size_t n, double x, const char *f);
 
-/* A CSV field (RFC 4180): quoted, inner quotes doubled. */
+/* A CSV field (RFC 4180): quoted, inner quotes doubled, a cell a
+ * spreadsheet would run as a formula prefixed with ' (textsafe_csv). */
 void report_csv_str(FILE *f, const char *s);
 
 /* report_rows then report_print_md: the summary `run`, `suite` and

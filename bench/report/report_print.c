@@ -6,6 +6,7 @@
 
 #include "../records/record.h"
 #include "report.h"
+#include "textsafe.h"
 
 static double at(const json_t *row, const char *path)
 {
@@ -22,13 +23,14 @@ void report_fmt(char *buf, size_t n, double x, const char *f)
 
 void report_csv_str(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
+	textsafe_csv(f, s);
+}
+
+/* Member k of o (a string) as markdown cell text into buf. */
+static const char *md_str(char *buf, size_t n, const json_t *o, const char *k)
+{
+	textsafe_md(buf, n, json_string_value(json_object_get(o, k)));
+	return buf;
 }
 
 #define fmt report_fmt
@@ -93,7 +95,7 @@ static void print_header(FILE *f)
 
 static void print_row(FILE *f, const json_t *row)
 {
-	char c[12][96], h[256];
+	char c[12][96], h[256], hs[768], g[768], m[768], st[64];
 	fmt_ci(c[0], 96, at(row, "step_ms.median"), at(row, "step_ms.lo"),
 	       at(row, "step_ms.hi"), "%.2f");
 	fmt_ci(c[1], 96, at(row, "step_x_unroll.ratio"),
@@ -110,13 +112,14 @@ static void print_row(FILE *f, const json_t *row)
 	fmt(c[10], 96, at(row, "bwd_iters"), "%.1f");
 	fmt_pct(c[11], 96, at(row, "bwd_converged"));
 	fmt_health(h, sizeof(h), row);
+	textsafe_md(hs, sizeof(hs), h);
 	fprintf(f,
 		"| %s | %s | %s | %lld | %s | %s | %s | %s | %s | %s | %s | "
 		"%s | %s | %s | %s | %s | %s | ",
-		json_string_value(json_object_get(row, "group")),
-		json_string_value(json_object_get(row, "method")),
-		json_string_value(json_object_get(row, "status")),
-		(long long)json_integer_value(json_object_get(row, "runs")), h,
+		md_str(g, sizeof(g), row, "group"),
+		md_str(m, sizeof(m), row, "method"),
+		md_str(st, sizeof(st), row, "status"),
+		(long long)json_integer_value(json_object_get(row, "runs")), hs,
 		c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9],
 		c[10], c[11]);
 	if (isfinite(at(row, "valid_ppl.sd")))
@@ -140,7 +143,7 @@ static void print_peer_table(FILE *f, const json_t *rows)
 		const json_t *p = json_array_get(
 		    rows, (size_t)json_integer_value(
 			      json_object_get(r, "pytorch_row")));
-		char c[6][32];
+		char c[6][32], g[768], m[768];
 		double ms, pms, ds, pds;
 		if (!json_is_integer(json_object_get(r, "pytorch_row")) || !p)
 			continue;
@@ -161,9 +164,9 @@ static void print_peer_table(FILE *f, const json_t *rows)
 		fmt(c[4], 32, pds, "%.2f");
 		fmt(c[5], 32, pds / ds, "%.2f");
 		fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			json_string_value(json_object_get(r, "group")),
-			json_string_value(json_object_get(r, "method")), c[0],
-			c[1], c[2], c[3], c[4], c[5]);
+			md_str(g, sizeof(g), r, "group"),
+			md_str(m, sizeof(m), r, "method"), c[0], c[1], c[2],
+			c[3], c[4], c[5]);
 	}
 }
 

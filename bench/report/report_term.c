@@ -8,6 +8,7 @@
 
 #include "../records/record.h"
 #include "report.h"
+#include "textsafe.h"
 
 static double at(const json_t *row, const char *path)
 {
@@ -69,25 +70,6 @@ static void fmt_ppl(char *buf, size_t n, const json_t *row)
 		fmt(buf, n, m, 1);
 }
 
-/* A method label cut to w columns (UTF-8 aware: bytes of a character are
- * never split). */
-static void cut(char *buf, size_t n, const char *s, int w)
-{
-	int cols = 0;
-	size_t i = 0;
-	while (s[i] && cols < w && i + 4 < n) {
-		size_t len = 1;
-		while ((s[i + len] & 0xC0) == 0x80)
-			len++;
-		memcpy(buf + i, s + i, len);
-		i += len;
-		cols++;
-	}
-	buf[i] = 0;
-	if (s[i] && i > 0) /* cut: mark it */
-		buf[i - 1] = '~';
-}
-
 #define METHOD_W 18
 
 static void print_header(FILE *f)
@@ -99,17 +81,18 @@ static void print_header(FILE *f)
 
 static void print_row(FILE *f, const json_t *row)
 {
-	char m[64], step[64], x[64], ds[16], tot[16], conv[16], ppl[32];
+	char m[96], step[64], x[64], ds[16], tot[16], conv[16], ppl[32];
 	int labelled = json_array_size(json_object_get(
 			   json_object_get(row, "health"), "labels")) > 0;
-	cut(m, sizeof(m), str(row, "method"), METHOD_W);
+	int mw = textsafe_term(m, sizeof(m), str(row, "method"), METHOD_W);
 	fmt_ci(step, sizeof(step), json_object_get(row, "step_ms"), "median");
 	fmt_ci(x, sizeof(x), json_object_get(row, "step_x_unroll"), "ratio");
 	fmt(ds, sizeof(ds), at(row, "depth_solver_x_unroll"), 3);
 	fmt(tot, sizeof(tot), at(row, "total_x_unroll"), 3);
 	fmt_conv(conv, sizeof(conv), row);
 	fmt_ppl(ppl, sizeof(ppl), row);
-	fprintf(f, "  %-*s %2lld %19s %19s %6s %6s %7s %12s %s\n", METHOD_W, m,
+	fprintf(f, "  %s%*s %2lld %19s %19s %6s %6s %7s %12s %s\n", m,
+		METHOD_W - mw, "",
 		(long long)json_integer_value(json_object_get(row, "runs")),
 		step, x, ds, tot, conv, ppl, labelled ? "!" : "");
 }
@@ -119,13 +102,15 @@ static void print_notes(FILE *f, const json_t *rows, const char *group)
 {
 	size_t i, j;
 	json_t *r, *l;
+	char t[1024];
 	json_array_foreach(rows, i, r)
 	{
 		const json_t *labels =
 		    json_object_get(json_object_get(r, "health"), "labels");
 		if (strcmp(str(r, "group"), group) || !json_array_size(labels))
 			continue;
-		fprintf(f, "  ! %s:", str(r, "method"));
+		textsafe_term(t, sizeof(t), str(r, "method"), -1);
+		fprintf(f, "  ! %s:", t);
 		json_array_foreach(labels, j, l)
 		    fprintf(f, "%s %s", j ? "," : "", json_string_value(l));
 		fputc('\n', f);
@@ -136,6 +121,7 @@ void report_print_term(FILE *f, const json_t *rows)
 {
 	size_t i, j;
 	json_t *r, *q;
+	char g[1024];
 	json_array_foreach(rows, i, r)
 	{
 		int seen = 0;
@@ -144,7 +130,8 @@ void report_print_term(FILE *f, const json_t *rows)
 						     str(r, "group"))) seen = 1;
 		if (seen)
 			continue;
-		fprintf(f, "%s== %s\n", i ? "\n" : "", str(r, "group"));
+		textsafe_term(g, sizeof(g), str(r, "group"), -1);
+		fprintf(f, "%s== %s\n", i ? "\n" : "", g);
 		print_header(f);
 		json_array_foreach(
 		    rows, j, q) if (!strcmp(str(q, "group"), str(r, "group")))
