@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compare.h"
 #include "record.h"
 #include "report.h"
 #include "stats.h"
@@ -275,4 +276,50 @@ Test(report, terminal_table_has_no_control_characters)
 	cr_assert_not(has_control(t), "%s", t);
 	free(t);
 	json_decref(rows);
+}
+
+static void compare_md(FILE *f, const json_t *res)
+{
+	compare_print(f, res, COMPARE_MD);
+}
+
+static void compare_csv(FILE *f, const json_t *res)
+{
+	compare_print(f, res, COMPARE_CSV);
+}
+
+/* G14: compare prints the same record strings through the same helpers:
+ * CSV cells are no formulas, a markdown pair keeps its row. */
+Test(report, compare_output_is_escaped)
+{
+	json_t *all = json_array(), *res;
+	struct compare_opts o = {NULL, COMPARE_THRESHOLD, COMPARE_ALPHA};
+	char *t, *l;
+	size_t lines = 0;
+	for (size_t i = 0; i < N_HOSTILE; i++) {
+		json_t *r = rec("deq", 1, 100, 99, 101, 200, "healthy");
+		json_object_set_new(json_object_get(r, "config"), "layers",
+				    json_integer((json_int_t)i + 1));
+		json_object_set_new(r, "method",
+				    json_pack("{s:s}", "label", HOSTILE[i]));
+		json_array_append_new(all, r);
+	}
+	res = compare_records(all, all, &o);
+	cr_assert_eq(json_array_size(json_object_get(res, "pairs")), N_HOSTILE);
+	t = printed(compare_md, res);
+	for (l = t; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != 0))
+		lines++;
+	cr_assert_eq(lines, 2 + N_HOSTILE, "%s", t);
+	cr_assert_null(strchr(t, '<'), "%s", t);
+	cr_assert_not(has_control(t), "%s", t);
+	cr_assert(strstr(t, "| a\\|b\\|c\\\\\\|d |"), "%s", t);
+	free(t);
+	t = printed(compare_csv, res);
+	cr_assert(strstr(t, ",\"'=HYPERLINK(") && strstr(t, ",\"'@SUM(") &&
+		      !strstr(t, ",\"=") && !strstr(t, ",\"+") &&
+		      !strstr(t, ",\"-") && !strstr(t, ",\"@"),
+		  "%s", t);
+	free(t);
+	json_decref(res);
+	json_decref(all);
 }

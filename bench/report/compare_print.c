@@ -8,6 +8,7 @@
 #include "compare.h"
 #include "../records/record.h"
 #include "report.h"
+#include "textsafe.h"
 
 static const char *str(const json_t *o, const char *k)
 {
@@ -73,7 +74,7 @@ static void group_cell(char *buf, size_t n, const json_t *p)
 
 static void print_pair_md(FILE *f, const json_t *p)
 {
-	char c[6][48], g[512], h[1024];
+	char c[6][48], g[512], h[1024], gm[1536], mm[768], hm[3072];
 	cell(c[0], 48, record_num(p, "step_ms_base"), 2);
 	cell(c[1], 48, record_num(p, "step_ms_new"), 2);
 	cell(c[2], 48, record_num(p, "step_ratio"), 3);
@@ -84,14 +85,18 @@ static void print_pair_md(FILE *f, const json_t *p)
 		snprintf(c[5], 48, "-");
 	group_cell(g, sizeof(g), p);
 	labels(h, sizeof(h), p);
+	/* record strings inert in markdown (G14): columns, lines, no markup */
+	textsafe_md(gm, sizeof(gm), g);
+	textsafe_md(mm, sizeof(mm), str(p, "method"));
+	textsafe_md(hm, sizeof(hm), h);
 	fprintf(f,
 		"| %s | %s | %s | %lld/%lld | %s | %s | %s | %s | %s | %s "
 		"(%lld+%lld) | %s%s%s%s | %s |\n",
-		g, str(p, "method"), str(p, "time"), integer(p, "runs_base"),
+		gm, mm, str(p, "time"), integer(p, "runs_base"),
 		integer(p, "runs_new"), c[0], c[1], c[2], c[3], c[4], c[5],
 		integer(p, "n_base"), integer(p, "n_new"), str(p, "verdict"),
 		*str(p, "reason") ? " (" : "", str(p, "reason"),
-		*str(p, "reason") ? ")" : "", h);
+		*str(p, "reason") ? ")" : "", hm);
 }
 
 static void print_md(FILE *f, const json_t *res)
@@ -118,10 +123,16 @@ static void print_md(FILE *f, const json_t *res)
 	for (int side = 0; side < 2; side++) {
 		const json_t *u = json_object_get(res, side ? "unpaired_new"
 							    : "unpaired_base");
-		json_array_foreach(u, i, p) fprintf(
-		    f, "%sunpaired, only in %s: %s %s (%lld runs)\n",
-		    i ? "" : "\n", side ? "NEW" : "BASE", str(p, "group"),
-		    str(p, "method"), integer(p, "runs"));
+		char g[768], m[768];
+		json_array_foreach(u, i, p)
+		{
+			textsafe_md(g, sizeof(g), str(p, "group"));
+			textsafe_md(m, sizeof(m), str(p, "method"));
+			fprintf(f,
+				"%sunpaired, only in %s: %s %s (%lld runs)\n",
+				i ? "" : "\n", side ? "NEW" : "BASE", g, m,
+				integer(p, "runs"));
+		}
 	}
 }
 
