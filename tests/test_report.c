@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compare.h"
 #include "record.h"
@@ -322,4 +323,79 @@ Test(report, compare_output_is_escaped)
 	free(t);
 	json_decref(res);
 	json_decref(all);
+}
+
+/* Standard base64 (RFC 4648, padded) of n bytes at p; malloc'd. */
+static char *base64(const unsigned char *p, size_t n)
+{
+	static const char a[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789+/";
+	char *o = malloc(4 * (n / 3 + 1) + 1), *q = o;
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned)p[i] << 16 |
+			     (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) |
+			     (i + 2 < n ? p[i + 2] : 0);
+		*q++ = a[v >> 18 & 63];
+		*q++ = a[v >> 12 & 63];
+		*q++ = i + 1 < n ? a[v >> 6 & 63] : '=';
+		*q++ = i + 2 < n ? a[v & 63] : '=';
+	}
+	*q = 0;
+	return o;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* G14: --html embeds each SVG beside the records as an image (a data:
+ * URI, which a browser never runs script from), never its markup inline:
+ * an SVG's <script>, on* attributes and text after </svg> stay out of the
+ * page. */
+Test(report, html_svg_runs_no_script)
+{
+	char dir[] = "/tmp/dq_report_html_XXXXXX", path[64], evil[96], good[96],
+	     *paths[1] = {path}, *page = NULL, *b64, *want;
+	const char *good_svg =
+	    "<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/"
+	    "svg\"><rect width=\"4\" height=\"4\"/></svg>\n";
+	size_t len = 0, imgs = 0;
+	json_t *rows = rows_of_sample();
+	const json_t *all[1] = {rows};
+	FILE *f;
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/r.jsonl", dir);
+	snprintf(evil, sizeof(evil), "%s/r.evil.svg", dir);
+	snprintf(good, sizeof(good), "%s/r.good.svg", dir);
+	write_file(evil, "<svg xmlns=\"http://www.w3.org/2000/svg\" "
+			 "onload=\"alert(1)\"><script>alert(2)</script></svg>\n"
+			 "<script>alert(3)</script>\n");
+	write_file(good, good_svg);
+	f = open_memstream(&page, &len);
+	cr_assert_eq(report_write_html(f, 1, paths, all), 0);
+	fclose(f);
+	remove(evil);
+	remove(good);
+	rmdir(dir);
+	cr_assert_null(strstr(page, "<script"), "%s", page);
+	cr_assert_null(strstr(page, "<svg"), "%s", page);
+	cr_assert_null(strstr(page, "onload"), "%s", page);
+	cr_assert_null(strstr(page, "alert("), "%s", page);
+	for (const char *p = page;
+	     (p = strstr(p, "<img src=\"data:image/svg+xml;base64,")); p++)
+		imgs++;
+	cr_assert_eq(imgs, 2, "%s", page);
+	b64 = base64((const unsigned char *)good_svg, strlen(good_svg));
+	want = malloc(strlen(b64) + 64);
+	sprintf(want, "data:image/svg+xml;base64,%s\"", b64);
+	cr_assert(strstr(page, want), "%s", page);
+	free(want);
+	free(b64);
+	free(page);
+	json_decref(rows);
 }

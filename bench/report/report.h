@@ -66,7 +66,8 @@ void report_print_csv(FILE *f, const json_t *rows);
 
 /* Writes the HTML report of n record files (paths[i] and its rows[i]):
  * one self-contained page with, per file, its summary table and the SVG
- * figures plots/plot.py drew beside it (PATH-stem.*.svg), inline. 0, or -1
+ * figures plots/plot.py drew beside it (PATH-stem.*.svg), each an <img>
+ * of a data: URI (no script in an SVG runs, the page stays one file). 0, or -1
  * on a write error. */
 int report_write_html(FILE *f, int n, char *const *paths,
 		      const json_t *const *rows);

@@ -1,7 +1,8 @@
 /* report_html.c — see report.h: `deqbench report --html OUT.html`, one
  * self-contained page (no server, no script, no file it links to) with,
  * per record file, its summary table and the figures plots/plot.py drew
- * beside it (FILE-stem.*.svg), inline — in the spirit of asv's pages. */
+ * beside it (FILE-stem.*.svg), embedded as data: URI images — in the spirit
+ * of asv's pages. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -35,7 +36,7 @@ static const char STYLE[] =
     "th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}"
     "th:nth-child(-n+2),td:nth-child(-n+2){text-align:left}"
     "td.warn{color:#a40}figure{display:inline-block;margin:1em}"
-    "figure svg{max-width:640px;height:auto}";
+    "figure img{max-width:640px;height:auto}";
 
 static void cell_num(FILE *f, const json_t *row, const char *path, int d)
 {
@@ -105,34 +106,59 @@ static void table(FILE *f, const json_t *rows)
 	fputs("</table>\n", f);
 }
 
-/* The SVG element of file path (its XML declaration and doctype left
- * out), or nothing when it cannot be read. 1 when one was written. */
-static int inline_svg(FILE *f, const char *path)
+/* Writes n bytes at p as standard base64 (RFC 4648, padded). */
+static void base64(FILE *f, const unsigned char *p, size_t n)
+{
+	static const char a[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789+/";
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned)p[i] << 16 |
+			     (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) |
+			     (i + 2 < n ? p[i + 2] : 0);
+		fputc(a[v >> 18 & 63], f);
+		fputc(a[v >> 12 & 63], f);
+		fputc(i + 1 < n ? a[v >> 6 & 63] : '=', f);
+		fputc(i + 2 < n ? a[v & 63] : '=', f);
+	}
+}
+
+/* The SVG file path as an image, <img src="data:image/svg+xml;base64,...">:
+ * a browser shows an SVG image but never runs its scripts or event
+ * handlers nor loads what it refers to, and the page stays one file
+ * (inlining its markup would run them: G14). Nothing when it cannot be
+ * read or holds no <svg. 1 when one was written. */
+static int embed_svg(FILE *f, const char *path, const char *name)
 {
 	FILE *in = fopen(path, "rb");
-	char *buf, *svg;
+	char *buf;
 	long n;
+	int ok;
 	if (!in)
 		return 0;
 	fseek(in, 0, SEEK_END);
 	n = ftell(in);
 	fseek(in, 0, SEEK_SET);
 	buf = n > 0 ? malloc((size_t)n + 1) : NULL;
-	if (!buf || fread(buf, 1, (size_t)n, in) != (size_t)n) {
-		free(buf);
-		fclose(in);
-		return 0;
-	}
-	buf[n] = 0;
+	ok = buf && fread(buf, 1, (size_t)n, in) == (size_t)n;
 	fclose(in);
-	svg = strstr(buf, "<svg");
-	if (svg)
-		fputs(svg, f);
+	if (ok) {
+		buf[n] = 0;
+		ok = strstr(buf, "<svg") != NULL;
+	}
+	if (ok) {
+		fputs("<img src=\"data:image/svg+xml;base64,", f);
+		base64(f, (const unsigned char *)buf, (size_t)n);
+		fputs("\" alt=\"", f);
+		esc(f, name);
+		fputs("\">", f);
+	}
 	free(buf);
-	return svg != NULL;
+	return ok;
 }
 
-/* Every STEM.*.svg beside the record file path, in name order, inline. */
+/* Every STEM.*.svg beside the record file path, in name order, as images
+ * in the page. */
 static void figures(FILE *f, const char *path)
 {
 	char dir[4096], stem[1024];
@@ -152,7 +178,7 @@ static void figures(FILE *f, const char *path)
 		    !strcmp(nm + l - 4, ".svg")) {
 			snprintf(p, sizeof(p), "%s/%s", dir, nm);
 			fputs("<figure>", f);
-			if (inline_svg(f, p)) {
+			if (embed_svg(f, p, nm)) {
 				fputs("<figcaption>", f);
 				esc(f, nm);
 				fputs("</figcaption>", f);
