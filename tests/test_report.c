@@ -37,6 +37,9 @@ static json_t *rec(const char *m, int seed, double ms, double p25, double p75,
 	return r;
 }
 
+typedef void (*printer)(FILE *, const json_t *);
+static char *printed(printer p, const json_t *rows);
+
 static double num(const json_t *row, const char *path)
 {
 	return record_num(row, path);
@@ -74,13 +77,57 @@ Test(report, seeds_aggregate_with_intervals)
 	stats_log_interval(b, 3, 0.95, &lo, &hi);
 	cr_assert_float_eq(num(u, "step_ms.lo"), lo, 1e-12);
 	cr_assert_float_eq(num(u, "step_ms.hi"), hi, 1e-12);
-	cr_assert_float_eq(num(d, "step_x_unroll.ratio"), 1.6, 1e-12);
+	/* F1: the point estimate is the one the interval is about, the
+	 * geometric mean (and its ratio); the median stays beside it */
+	cr_assert_float_eq(num(u, "step_ms.gmean"), cbrt(100.0 * 110 * 95),
+			   1e-9);
+	cr_assert_float_eq(num(d, "step_x_unroll.ratio"),
+			   cbrt(150.0 * 160 * 170) / cbrt(100.0 * 110 * 95),
+			   1e-12);
+	cr_assert_float_eq(num(d, "step_x_unroll.median_ratio"), 1.6, 1e-12);
+	cr_assert(json_is_false(
+	    json_object_get(json_object_get(d, "step_x_unroll"), "self")));
+	/* unroll over itself: 1, no interval (Welch's of a sample against
+	 * itself means nothing) */
+	cr_assert_float_eq(num(u, "step_x_unroll.ratio"), 1, 0);
+	cr_assert(json_is_null(
+	    json_object_get(json_object_get(u, "step_x_unroll"), "lo")));
+	cr_assert(json_is_true(
+	    json_object_get(json_object_get(u, "step_x_unroll"), "self")));
 	stats_log_ratio_interval(a, 3, b, 3, 0.95, &lo, &hi);
 	cr_assert_float_eq(num(d, "step_x_unroll.lo"), lo, 1e-12);
 	cr_assert_float_eq(num(d, "step_x_unroll.hi"), hi, 1e-12);
 	cr_assert_float_eq(num(d, "depth_solver_x_unroll"), 0.25, 1e-12);
 	cr_assert_float_eq(num(u, "valid_ppl.mean"), 201, 1e-12);
 	cr_assert_float_eq(num(u, "valid_ppl.sd"), 1, 1e-12);
+	json_decref(rows);
+}
+
+/* F1: every printer puts the geometric mean inside the interval of the
+ * geometric mean (the median 160 lies elsewhere), and 1 on the unroll
+ * row's own ratio. */
+Test(report, printers_show_the_estimate_of_the_interval)
+{
+	json_t *rows = rows_of_sample();
+	double lo, hi, a[] = {150, 160, 170}, b[] = {100, 110, 95};
+	char want[128], *md = printed(report_print_md, rows);
+	char *term = printed(report_print_term, rows);
+	stats_log_interval(a, 3, 0.95, &lo, &hi);
+	snprintf(want, sizeof(want), "| %.2f [%.2f, %.2f] |",
+		 cbrt(150.0 * 160 * 170), lo, hi);
+	cr_assert(strstr(md, want), "%s in %s", want, md);
+	snprintf(want, sizeof(want), " %.0f [%.0f-%.0f] ",
+		 cbrt(150.0 * 160 * 170), lo, hi);
+	cr_assert(strstr(term, want), "%s in %s", want, term);
+	stats_log_ratio_interval(a, 3, b, 3, 0.95, &lo, &hi);
+	snprintf(want, sizeof(want), "| %.2f [%.2f, %.2f] |",
+		 cbrt(150.0 * 160 * 170) / cbrt(100.0 * 110 * 95), lo, hi);
+	cr_assert(strstr(md, want), "%s in %s", want, md);
+	cr_assert(strstr(md, "| 1 | - | - |"), "unroll's own ratio: %s",
+		  md);
+	cr_assert(strstr(term, "                  1 "), "%s", term);
+	free(md);
+	free(term);
 	json_decref(rows);
 }
 
@@ -160,8 +207,6 @@ static json_t *hostile_rows(void)
 	cr_assert_eq(json_array_size(rows), N_HOSTILE);
 	return rows;
 }
-
-typedef void (*printer)(FILE *, const json_t *);
 
 static char *printed(printer p, const json_t *rows)
 {

@@ -127,7 +127,7 @@ static int kept(const json_t *r, const struct report_args *a)
 
 static const char *sort_path(const char *sort)
 {
-	return !strcmp(sort, "step_ms")	   ? "step_ms.median"
+	return !strcmp(sort, "step_ms")	   ? "step_ms.gmean"
 	       : !strcmp(sort, "x_unroll") ? "step_x_unroll.ratio"
 	       : !strcmp(sort, "memory")   ? "total_mib"
 					   : "valid_ppl.mean";

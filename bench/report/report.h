@@ -10,9 +10,12 @@
  * the same group.
  *
  * Per row (bench/report/stats.h for the intervals):
- * - step time: the median of the runs' median step times, with the 95% t
- *   interval of their geometric mean (log scale); × unroll with Welch's
- *   95% interval of the ratio of geometric means; none with one run;
+ * - step time: the geometric mean of the runs' median step times with its
+ *   95% t interval (log scale), and their median beside it; × unroll: the
+ *   ratio of the geometric means with Welch's 95% interval of it (and the
+ *   ratio of the medians beside it), 1 without interval on the unroll row
+ *   itself; no interval with one run. The printed estimate is always the
+ *   one its interval is about;
  * - noisy runs: runs whose step-time interquartile range exceeds
  *   REPORT_NOISE_IQR of their median (torch.utils.benchmark's rule);
  * - valid perplexity: mean ± sample sd over the runs;

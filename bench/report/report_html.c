@@ -56,6 +56,8 @@ static void cell_ci(FILE *f, const json_t *row, const char *path,
 	double hi = record_num(o, "hi");
 	if (!isfinite(x))
 		fputs("<td>-</td>", f);
+	else if (json_is_true(json_object_get(o, "self")))
+		fputs("<td>1</td>", f);
 	else if (isfinite(lo) && isfinite(hi))
 		fprintf(f, "<td>%.2f [%.2f, %.2f]</td>", x, lo, hi);
 	else
@@ -84,7 +86,7 @@ static void table(FILE *f, const json_t *rows)
 		fprintf(
 		    f, "</td><td>%lld</td>",
 		    (long long)json_integer_value(json_object_get(r, "runs")));
-		cell_ci(f, r, "step_ms", "median");
+		cell_ci(f, r, "step_ms", "gmean");
 		cell_ci(f, r, "step_x_unroll", "ratio");
 		cell_num(f, r, "depth_solver_mib", 2);
 		cell_num(f, r, "depth_solver_x_unroll", 3);

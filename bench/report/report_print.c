@@ -63,6 +63,20 @@ static void fmt_ci(char *buf, size_t n, double x, double lo, double hi,
 	snprintf(buf, n, "%s [%s, %s]", a, b, c);
 }
 
+/* A ratio object (report.h): "1" on the unroll row itself, else the ratio
+ * with its interval (ci) or alone. */
+static void fmt_ratio(char *buf, size_t n, const json_t *o, int ci)
+{
+	double x = record_num(o, "ratio");
+	if (json_is_true(json_object_get(o, "self")))
+		snprintf(buf, n, "1");
+	else if (ci)
+		fmt_ci(buf, n, x, record_num(o, "lo"), record_num(o, "hi"),
+		       "%.2f");
+	else
+		fmt(buf, n, x, "%.2f");
+}
+
 /* The health column: the row's labels, or "healthy" (eval rows: "-"). */
 static void fmt_health(char *buf, size_t n, const json_t *row)
 {
@@ -96,13 +110,11 @@ static void print_header(FILE *f)
 static void print_row(FILE *f, const json_t *row)
 {
 	char c[12][96], h[256], hs[768], g[768], m[768], st[64];
-	fmt_ci(c[0], 96, at(row, "step_ms.median"), at(row, "step_ms.lo"),
+	fmt_ci(c[0], 96, at(row, "step_ms.gmean"), at(row, "step_ms.lo"),
 	       at(row, "step_ms.hi"), "%.2f");
-	fmt_ci(c[1], 96, at(row, "step_x_unroll.ratio"),
-	       at(row, "step_x_unroll.lo"), at(row, "step_x_unroll.hi"),
-	       "%.2f");
-	fmt(c[2], 96, at(row, "inference_ms.median"), "%.2f");
-	fmt(c[3], 96, at(row, "inference_x_unroll.ratio"), "%.2f");
+	fmt_ratio(c[1], 96, json_object_get(row, "step_x_unroll"), 1);
+	fmt(c[2], 96, at(row, "inference_ms.gmean"), "%.2f");
+	fmt_ratio(c[3], 96, json_object_get(row, "inference_x_unroll"), 0);
 	fmt(c[4], 96, at(row, "depth_solver_mib"), "%.2f");
 	fmt(c[5], 96, at(row, "depth_solver_x_unroll"), "%.3f");
 	fmt(c[6], 96, at(row, "total_mib"), "%.2f");
@@ -153,8 +165,8 @@ static void print_peer_table(FILE *f, const json_t *rows)
 				   "deqbench depth+solver MiB | pytorch "
 				   "depth+solver MiB | pytorch / deqbench |\n"
 				   "|---|---|---:|---:|---:|---:|---:|---:|\n");
-		ms = at(r, "step_ms.median");
-		pms = at(p, "step_ms.median");
+		ms = at(r, "step_ms.gmean");
+		pms = at(p, "step_ms.gmean");
 		ds = at(r, "depth_solver_mib");
 		pds = at(p, "depth_solver_mib");
 		fmt(c[0], 32, ms, "%.2f");

@@ -41,8 +41,23 @@ static double col_mean(const struct agg *r, enum col c)
 	return m;
 }
 
-/* {"median", "lo", "hi", "n"} of column c: the runs' median and the 95%
- * interval of their geometric mean (nulls with fewer than 2 runs). */
+/* The geometric mean of x[0..k): NAN when k < 1 or a value is not > 0
+ * (the interval of stats_log_interval is about this estimate). */
+static double gmean(const double *x, int k)
+{
+	double s = 0;
+	if (k < 1)
+		return NAN;
+	for (int i = 0; i < k; i++) {
+		if (!(x[i] > 0))
+			return NAN;
+		s += log(x[i]);
+	}
+	return exp(s / k);
+}
+
+/* {"median", "gmean", "lo", "hi", "n"} of column c: the runs' median, their
+ * geometric mean and its 95% interval (nulls with fewer than 2 runs). */
 static json_t *interval_json(const struct agg *r, enum col c)
 {
 	double *x = malloc(((size_t)r->n + 1) * sizeof(*x)), lo, hi;
@@ -50,6 +65,7 @@ static json_t *interval_json(const struct agg *r, enum col c)
 	json_t *o = json_object();
 	stats_log_interval(x, k, REPORT_LEVEL, &lo, &hi);
 	json_object_set_new(o, "median", num(stats_median(x, k)));
+	json_object_set_new(o, "gmean", num(gmean(x, k)));
 	json_object_set_new(o, "lo", num(lo));
 	json_object_set_new(o, "hi", num(hi));
 	json_object_set_new(o, "n", json_integer(k));
@@ -57,30 +73,39 @@ static json_t *interval_json(const struct agg *r, enum col c)
 	return o;
 }
 
-/* {"ratio", "lo", "hi"} of column c, row r over row b: the ratio of the
- * medians and Welch's 95% interval; null without b or a median. */
+/* {"ratio", "median_ratio", "lo", "hi", "self"} of column c, row r over row
+ * b: the ratio of the geometric means with Welch's 95% interval (the
+ * interval is about that ratio, not the medians'), and the ratio of the
+ * medians. b's own row (self) is 1 without interval: Welch's interval of a
+ * sample against itself says nothing. Null without b or a value. */
 static json_t *ratio_json(const struct agg *r, const struct agg *b, enum col c)
 {
-	double *x, *y, lo, hi, ratio;
-	int kx, ky;
-	json_t *o;
+	double *x, *y, lo = NAN, hi = NAN, ratio, med;
+	int kx, ky, self = r == b;
+	json_t *o = NULL;
 	if (!b)
-		return json_null();
-	ratio = col_median(r, c) / col_median(b, c);
-	if (!isfinite(ratio))
 		return json_null();
 	x = malloc(((size_t)r->n + 1) * sizeof(*x));
 	y = malloc(((size_t)b->n + 1) * sizeof(*y));
 	kx = x ? finite_col(r, c, x) : 0;
 	ky = y ? finite_col(b, c, y) : 0;
-	stats_log_ratio_interval(x, kx, y, ky, REPORT_LEVEL, &lo, &hi);
-	o = json_object();
-	json_object_set_new(o, "ratio", num(ratio));
-	json_object_set_new(o, "lo", num(lo));
-	json_object_set_new(o, "hi", num(hi));
+	ratio = gmean(x, kx) / gmean(y, ky);
+	med = stats_median(x, kx) / stats_median(y, ky);
+	if (isfinite(ratio) && self)
+		ratio = med = 1;
+	else if (isfinite(ratio))
+		stats_log_ratio_interval(x, kx, y, ky, REPORT_LEVEL, &lo, &hi);
+	if (isfinite(ratio)) {
+		o = json_object();
+		json_object_set_new(o, "ratio", num(ratio));
+		json_object_set_new(o, "median_ratio", num(med));
+		json_object_set_new(o, "lo", num(lo));
+		json_object_set_new(o, "hi", num(hi));
+		json_object_set_new(o, "self", json_boolean(self));
+	}
 	free(x);
 	free(y);
-	return o;
+	return o ? o : json_null();
 }
 
 /* A row's method label from a record made before 2026-11-25, which lacks

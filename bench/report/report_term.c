@@ -85,8 +85,13 @@ static void print_row(FILE *f, const json_t *row)
 	int labelled = json_array_size(json_object_get(
 			   json_object_get(row, "health"), "labels")) > 0;
 	int mw = textsafe_term(m, sizeof(m), str(row, "method"), METHOD_W);
-	fmt_ci(step, sizeof(step), json_object_get(row, "step_ms"), "median");
-	fmt_ci(x, sizeof(x), json_object_get(row, "step_x_unroll"), "ratio");
+	fmt_ci(step, sizeof(step), json_object_get(row, "step_ms"), "gmean");
+	if (json_is_true(
+		json_object_get(json_object_get(row, "step_x_unroll"), "self")))
+		snprintf(x, sizeof(x), "1");
+	else
+		fmt_ci(x, sizeof(x), json_object_get(row, "step_x_unroll"),
+		       "ratio");
 	fmt(ds, sizeof(ds), at(row, "depth_solver_x_unroll"), 3);
 	fmt(tot, sizeof(tot), at(row, "total_x_unroll"), 3);
 	fmt_conv(conv, sizeof(conv), row);
@@ -145,13 +150,17 @@ void report_print_csv(FILE *f, const json_t *rows)
 	static const char *const cols[] = {
 	    "runs",
 	    "step_ms.median",
+	    "step_ms.gmean",
 	    "step_ms.lo",
 	    "step_ms.hi",
 	    "step_x_unroll.ratio",
 	    "step_x_unroll.lo",
 	    "step_x_unroll.hi",
+	    "step_x_unroll.median_ratio",
 	    "inference_ms.median",
+	    "inference_ms.gmean",
 	    "inference_x_unroll.ratio",
+	    "inference_x_unroll.median_ratio",
 	    "depth_solver_mib",
 	    "depth_solver_x_unroll",
 	    "total_mib",
