@@ -71,8 +71,9 @@ def num(x, digits=2):
 
 
 def ci(o, key="gmean", digits=2):
-    """'x [lo, hi]' of an interval object, or 'x (1 run)'; '1' on unroll's
-    own ratio (report: no interval of a row against itself)."""
+    """'x [lo, hi]' of an interval or ratio object; '1' on unroll's own
+    ratio (report: no interval of a row against itself); 'x (1 run)' or
+    'x (n=2: no interval)' where report gives none for too few runs."""
     if not o or o.get(key) is None:
         return "–"
     if o.get("self"):
@@ -80,7 +81,8 @@ def ci(o, key="gmean", digits=2):
     s = num(o[key], digits)
     if o.get("lo") is not None and o.get("hi") is not None:
         return f"{s} [{num(o['lo'], digits)}, {num(o['hi'], digits)}]"
-    return s + " (1 run)"
+    n = min(k for k in (o.get("n"), o.get("n_unroll"), 3) if k is not None)
+    return s + (" (1 run)" if n == 1 else f" (n={n}: no interval)" if n == 2 else "")
 
 
 def ppl(row):

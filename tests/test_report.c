@@ -123,8 +123,7 @@ Test(report, printers_show_the_estimate_of_the_interval)
 	snprintf(want, sizeof(want), "| %.2f [%.2f, %.2f] |",
 		 cbrt(150.0 * 160 * 170) / cbrt(100.0 * 110 * 95), lo, hi);
 	cr_assert(strstr(md, want), "%s in %s", want, md);
-	cr_assert(strstr(md, "| 1 | - | - |"), "unroll's own ratio: %s",
-		  md);
+	cr_assert(strstr(md, "| 1 | - | - |"), "unroll's own ratio: %s", md);
 	cr_assert(strstr(term, "                  1 "), "%s", term);
 	free(md);
 	free(term);
@@ -163,7 +162,7 @@ Test(report, one_run_has_no_interval_and_table_shows_labels)
 	fclose(f);
 	cr_assert(strstr(buf, "| health unknown 1/1 |"), "%s", buf);
 	cr_assert(strstr(buf, "| diverged 1/1 |"), "%s", buf);
-	cr_assert(strstr(buf, "| 1.20 |"), "%s", buf);
+	cr_assert(strstr(buf, "| 1.20 (n=1: no interval) |"), "%s", buf);
 	free(buf);
 	json_decref(rows);
 	json_decref(all);
@@ -210,9 +209,13 @@ static json_t *hostile_rows(void)
 
 static char *printed(printer p, const json_t *rows)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	/* static: gcc takes a local that open_memstream writes through for
+	 * a pointer that dangles once inlined */
+	static char *buf;
+	static size_t len;
+	FILE *f;
+	buf = NULL;
+	f = open_memstream(&buf, &len);
 	p(f, rows);
 	fclose(f);
 	return buf;
@@ -443,4 +446,140 @@ Test(report, html_svg_runs_no_script)
 	free(b64);
 	free(page);
 	json_decref(rows);
+}
+
+/* ---- intervals of few runs; the terminal table's width ---- */
+
+/* Intervals need 3 runs: with 2, t(0.975, 1) = 12.7 makes one that says
+ * nothing (a 2-run row printed "5.31 [0.00-409294.77]"). The JSON has
+ * none, and the printers say why. */
+Test(report, two_runs_have_no_interval)
+{
+	json_t *all = json_array(), *rows;
+	char *md, *term;
+	for (int s = 1; s <= 2; s++) {
+		json_array_append_new(
+		    all, rec("unroll", s, 100 * s, 99, 101, 200, "healthy"));
+		json_array_append_new(all,
+				      rec("deq", s, s == 1 ? 5.31 : 409294.77,
+					  1, 1e6, 190, "healthy"));
+	}
+	rows = report_rows(all);
+	for (size_t j = 0; j < 2; j++) {
+		const json_t *r = json_array_get(rows, j);
+		cr_assert(json_is_null(
+		    json_object_get(json_object_get(r, "step_ms"), "lo")));
+		cr_assert_eq(num(r, "step_ms.n"), 2);
+	}
+	cr_assert(json_is_null(json_object_get(
+	    json_object_get(json_array_get(rows, 1), "step_x_unroll"), "lo")));
+	md = printed(report_print_md, rows);
+	term = printed(report_print_term, rows);
+	/* the geometric mean of 5.31 and 409294.77 */
+	cr_assert(strstr(md, "| 1474.23 (n=2: no interval) |"), "%s", md);
+	cr_assert(strstr(md, "| 10.42 (n=2: no interval) |"), "%s", md);
+	/* no interval in the rows (the headers name one) */
+	cr_assert_null(strchr(strstr(md, ":|\n"), '['), "%s", md);
+	cr_assert(strstr(term, "1474 (n=2: no CI)"), "%s", term);
+	cr_assert_null(strchr(strstr(term, "valid ppl !\n"), '['), "%s", term);
+	free(md);
+	free(term);
+	json_decref(rows);
+	json_decref(all);
+}
+
+/* Display columns of a UTF-8 line: East Asian wide characters count 2
+ * (the CJK blocks the test uses), continuation bytes 0. */
+static int line_columns(const char *s, const char *end)
+{
+	int c = 0;
+	for (const unsigned char *p = (const unsigned char *)s;
+	     p < (const unsigned char *)end; p++) {
+		if ((*p & 0xC0) == 0x80)
+			continue;
+		/* U+3000..U+9FFF: E3 80 80 .. E9 BF BF */
+		c += *p >= 0xE3 && *p <= 0xE9 ? 2 : 1;
+	}
+	return c;
+}
+
+/* A record of rec() with label, data_dir (the group) and its step time's
+ * quantiles all x (so the noise rule does not fire). */
+static json_t *wide(const char *m, const char *label, const char *dir, int seed,
+		    double x, double ppl, const char *verdict)
+{
+	json_t *r = rec(m, seed, x, x, x, ppl, verdict);
+	json_object_set_new(json_object_get(r, "config"), "data_dir",
+			    json_string(dir));
+	if (label)
+		json_object_set_new(r, "method",
+				    json_pack("{s:s}", "label", label));
+	return r;
+}
+
+/* The terminal table stays within REPORT_TERM_WIDTH columns whatever the
+ * values: times from 1e-9 to 1e300 ms, intervals over 14 decades, 2 and
+ * 1200 runs, perplexities of 1e12, memory ratios of 1e9, every health
+ * label, labels and group names far longer than a line, wide
+ * characters. */
+Test(report, terminal_table_fits_any_values)
+{
+	json_t *all = json_array(), *rows;
+	char label[600] = "", group[400] = "", *t, *l;
+	const double step[] = {0.001, 5.31, 409294.77};
+	int lines = 0;
+	for (int i = 0; i < 40; i++)
+		strcat(label, "\xe6\xb7\xb1\xe5\xba\xa6 deq "); /* 深度 */
+	for (int i = 0; i < 30; i++)
+		strcat(group, i == 7 ? "/a-very-long-directory-name-that-"
+				       "goes-on-and-on-past-the-width-of-"
+				       "any-terminal-line-at-all-really "
+				     : "dir ");
+	for (int s = 0; s < 3; s++) {
+		json_array_append_new(all,
+				      wide("unroll", NULL, "d", s + 1, step[s],
+					   1e12 * (s + 1), "healthy"));
+		json_array_append_new(all, wide("deq", label, "d", s + 1,
+						s ? 1e300 : 1e-9, 3,
+						s ? "unstable" : "diverged"));
+		json_array_append_new(all, wide("unroll", NULL, group, s + 1,
+						99999.5, 99999.5, NULL));
+	}
+	for (int s = 0; s < 2; s++)
+		json_array_append_new(all, wide("checkpoint", NULL, "d", s + 1,
+						s ? 409294.77 : 5.31, 200,
+						"healthy"));
+	for (int s = 0; s < 1200; s++) {
+		json_t *r = wide("revolve", "revolve", "d", s + 1, 1 + s % 7,
+				 1 + s, "healthy");
+		json_object_set_new(json_object_get(r, "memory"),
+				    "peak_depth_solver_bytes",
+				    json_integer((json_int_t)1 << 60));
+		json_object_set_new(json_object_get(r, "health"), "unconverged",
+				    json_true());
+		json_array_append_new(all, r);
+	}
+	rows = report_rows(all);
+	t = printed(report_print_term, rows);
+	for (l = t; *l; lines++) {
+		char *e = strchr(l, '\n');
+		cr_assert_not_null(e);
+		cr_assert_leq(line_columns(l, e), REPORT_TERM_WIDTH, "%.*s",
+			      (int)(e - l), l);
+		l = e + 1;
+	}
+	cr_assert_geq(lines, 12, "%s", t);
+	cr_assert(strstr(t, "(n=2: no CI)"), "%s", t);
+	/* a label cut inside a character still names its row */
+	cr_assert(strstr(t, "  \xe6\xb7\xb1\xe5\xba\xa6 deq "), "%s", t);
+	if (getenv("DQ_SHOW"))
+		fputs(t, stderr);
+	free(t);
+	/* the markdown's cells hold such numbers whole, not cut to their
+	 * buffer */
+	t = printed(report_print_md, rows);
+	cr_assert(strstr(t, "| 1e+197 |"), "%s", t);
+	free(t);
+	json_decref(rows);
+	json_decref(all);
 }

@@ -14,8 +14,9 @@
  *   95% t interval (log scale), and their median beside it; × unroll: the
  *   ratio of the geometric means with Welch's 95% interval of it (and the
  *   ratio of the medians beside it), 1 without interval on the unroll row
- *   itself; no interval with one run. The printed estimate is always the
- *   one its interval is about;
+ *   itself; no interval with fewer than REPORT_MIN_CI_RUNS runs (either
+ *   side of a ratio). The printed estimate is always the one its interval
+ *   is about;
  * - noisy runs: runs whose step-time interquartile range exceeds
  *   REPORT_NOISE_IQR of their median (torch.utils.benchmark's rule);
  * - valid perplexity: mean ± sample sd over the runs;
@@ -31,6 +32,9 @@
 
 #define REPORT_NOISE_IQR 0.10
 #define REPORT_LEVEL	 0.95
+/* Fewest runs an interval is given for: with 2, t(0.975, 1) = 12.7 makes
+ * one so wide it says nothing; the printers say "n=2: no interval". */
+#define REPORT_MIN_CI_RUNS 3
 
 /* The rows of records (an array of records; those without a config object
  * are left out), in the order their configurations first appear: an array
@@ -53,12 +57,15 @@ void report_print_md(FILE *f, const json_t *rows);
 /* Width in columns of report_print_term's lines (at most). */
 #define REPORT_TERM_WIDTH 100
 
-/* Prints rows as the terminal table (report's default): per group a
- * heading line ("== GROUP"), a header with the units, one line per row
+/* Prints rows as the terminal table (report's default), no line wider
+ * than REPORT_TERM_WIDTH whatever the values: per group a heading line
+ * ("== GROUP", wrapped), a header with the units, one line per row
  * (method label cut to fit, runs, step ms with its 95% interval, × unroll
- * with its interval, depth+solver and total peak × unroll, forward /
- * backward converged %, valid ppl mean±sd, "!" when labelled), then the
- * group's health labels as "! METHOD: LABELS" lines. */
+ * with its interval — "n=2: no CI" in their place with too few runs —,
+ * depth+solver and total peak × unroll, forward / backward converged %,
+ * valid ppl mean±sd, "!" when labelled; a number too wide for its column
+ * in exponent form), then the group's health labels as "! METHOD: LABELS"
+ * lines (wrapped). */
 void report_print_term(FILE *f, const json_t *rows);
 
 /* Prints rows as CSV (RFC 4180): a header line, then one line per row with
@@ -84,8 +91,14 @@ int report_html_check_out(const char *out, int n, char *const *paths, char *err,
 			  size_t errlen);
 
 /* x printed with printf format f into buf, "-" when x is not finite (a
- * null figure). */
+ * null figure), with %.6g when f's text would not fit n bytes. */
 void report_fmt(char *buf, size_t n, double x, const char *f);
+
+/* The runs an interval or ratio object of a row (step_ms, step_x_unroll,
+ * ...) lacked for its interval: its n (a ratio: the fewer of n and
+ * n_unroll) when that is 1 or 2 and it has no interval, else 0. What the
+ * printers put beside the estimate: "n=2: no interval". */
+int report_few_runs(const json_t *o);
 
 /* A CSV field (RFC 4180): quoted, inner quotes doubled, a cell a
  * spreadsheet would run as a formula prefixed with ' (textsafe_csv). */

@@ -47,7 +47,8 @@ static void cell_num(FILE *f, const json_t *row, const char *path, int d)
 		fputs("<td>-</td>", f);
 }
 
-/* "x [lo, hi]" of an interval object at path (center: its member). */
+/* "x [lo, hi]" of an interval object at path (center: its member), or why
+ * it has none (report_few_runs). */
 static void cell_ci(FILE *f, const json_t *row, const char *path,
 		    const char *center)
 {
@@ -60,6 +61,9 @@ static void cell_ci(FILE *f, const json_t *row, const char *path,
 		fputs("<td>1</td>", f);
 	else if (isfinite(lo) && isfinite(hi))
 		fprintf(f, "<td>%.2f [%.2f, %.2f]</td>", x, lo, hi);
+	else if (report_few_runs(o))
+		fprintf(f, "<td>%.2f (n=%d: no interval)</td>", x,
+			report_few_runs(o));
 	else
 		fprintf(f, "<td>%.2f</td>", x);
 }

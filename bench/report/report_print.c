@@ -15,10 +15,10 @@ static double at(const json_t *row, const char *path)
 
 void report_fmt(char *buf, size_t n, double x, const char *f)
 {
-	if (isfinite(x))
-		snprintf(buf, n, f, x);
-	else
+	if (!isfinite(x))
 		snprintf(buf, n, "-");
+	else if (snprintf(buf, n, f, x) >= (int)n) /* 1e300 with %.2f */
+		snprintf(buf, n, "%.6g", x);
 }
 
 void report_csv_str(FILE *f, const char *s)
@@ -48,33 +48,39 @@ static void fmt_pct(char *buf, size_t n, double x)
 	fmt(buf, n, isfinite(x) ? p : NAN, "%.1f%%");
 }
 
-/* "x [lo, hi]" (f the format of each), or "x" without an interval. */
-static void fmt_ci(char *buf, size_t n, double x, double lo, double hi,
-		   const char *f)
+/* An interval or ratio object o (report.h) as "x [lo, hi]" of its member
+ * center (ci; else x alone): "1" on the unroll row's own ratio, and
+ * "x (n=2: no interval)" where too few runs give none. */
+static void fmt_est(char *buf, size_t n, const json_t *o, const char *center,
+		    int ci)
 {
-	char a[24], b[24], c[24];
-	fmt(a, sizeof(a), x, f);
-	if (!isfinite(x) || !isfinite(lo) || !isfinite(hi)) {
+	double x = at(o, center), lo = at(o, "lo"), hi = at(o, "hi");
+	int few = report_few_runs(o);
+	char a[40], b[40], c[40];
+	fmt(a, sizeof(a), x, "%.2f");
+	if (isfinite(x) && json_is_true(json_object_get(o, "self")))
+		snprintf(buf, n, "1");
+	else if (ci && isfinite(x) && isfinite(lo) && isfinite(hi)) {
+		fmt(b, sizeof(b), lo, "%.2f");
+		fmt(c, sizeof(c), hi, "%.2f");
+		snprintf(buf, n, "%s [%s, %s]", a, b, c);
+	} else if (ci && isfinite(x) && few)
+		snprintf(buf, n, "%s (n=%d: no interval)", a, few);
+	else
 		snprintf(buf, n, "%s", a);
-		return;
-	}
-	fmt(b, sizeof(b), lo, f);
-	fmt(c, sizeof(c), hi, f);
-	snprintf(buf, n, "%s [%s, %s]", a, b, c);
 }
 
-/* A ratio object (report.h): "1" on the unroll row itself, else the ratio
- * with its interval (ci) or alone. */
-static void fmt_ratio(char *buf, size_t n, const json_t *o, int ci)
+int report_few_runs(const json_t *o)
 {
-	double x = record_num(o, "ratio");
-	if (json_is_true(json_object_get(o, "self")))
-		snprintf(buf, n, "1");
-	else if (ci)
-		fmt_ci(buf, n, x, record_num(o, "lo"), record_num(o, "hi"),
-		       "%.2f");
-	else
-		fmt(buf, n, x, "%.2f");
+	const json_t *n = json_object_get(o, "n");
+	const json_t *nu = json_object_get(o, "n_unroll");
+	json_int_t k = json_integer_value(n);
+	if (!json_is_integer(n) || json_is_number(json_object_get(o, "lo")) ||
+	    json_is_true(json_object_get(o, "self")))
+		return 0;
+	if (json_is_integer(nu) && json_integer_value(nu) < k)
+		k = json_integer_value(nu);
+	return k >= 1 && k < REPORT_MIN_CI_RUNS ? (int)k : 0;
 }
 
 /* The health column: the row's labels, or "healthy" (eval rows: "-"). */
@@ -109,20 +115,20 @@ static void print_header(FILE *f)
 
 static void print_row(FILE *f, const json_t *row)
 {
-	char c[12][96], h[256], hs[768], g[768], m[768], st[64];
-	fmt_ci(c[0], 96, at(row, "step_ms.gmean"), at(row, "step_ms.lo"),
-	       at(row, "step_ms.hi"), "%.2f");
-	fmt_ratio(c[1], 96, json_object_get(row, "step_x_unroll"), 1);
-	fmt(c[2], 96, at(row, "inference_ms.gmean"), "%.2f");
-	fmt_ratio(c[3], 96, json_object_get(row, "inference_x_unroll"), 0);
-	fmt(c[4], 96, at(row, "depth_solver_mib"), "%.2f");
-	fmt(c[5], 96, at(row, "depth_solver_x_unroll"), "%.3f");
-	fmt(c[6], 96, at(row, "total_mib"), "%.2f");
-	fmt(c[7], 96, at(row, "total_x_unroll"), "%.3f");
-	fmt(c[8], 96, at(row, "fwd_iters"), "%.1f");
-	fmt_pct(c[9], 96, at(row, "fwd_converged"));
-	fmt(c[10], 96, at(row, "bwd_iters"), "%.1f");
-	fmt_pct(c[11], 96, at(row, "bwd_converged"));
+	char c[12][128], h[256], hs[768], g[768], m[768], st[64];
+	fmt_est(c[0], 128, json_object_get(row, "step_ms"), "gmean", 1);
+	fmt_est(c[1], 128, json_object_get(row, "step_x_unroll"), "ratio", 1);
+	fmt_est(c[2], 128, json_object_get(row, "inference_ms"), "gmean", 0);
+	fmt_est(c[3], 128, json_object_get(row, "inference_x_unroll"), "ratio",
+		0);
+	fmt(c[4], 128, at(row, "depth_solver_mib"), "%.2f");
+	fmt(c[5], 128, at(row, "depth_solver_x_unroll"), "%.3f");
+	fmt(c[6], 128, at(row, "total_mib"), "%.2f");
+	fmt(c[7], 128, at(row, "total_x_unroll"), "%.3f");
+	fmt(c[8], 128, at(row, "fwd_iters"), "%.1f");
+	fmt_pct(c[9], 128, at(row, "fwd_converged"));
+	fmt(c[10], 128, at(row, "bwd_iters"), "%.1f");
+	fmt_pct(c[11], 128, at(row, "bwd_converged"));
 	fmt_health(h, sizeof(h), row);
 	textsafe_md(hs, sizeof(hs), h);
 	fprintf(f,
@@ -138,7 +144,7 @@ static void print_row(FILE *f, const json_t *row)
 		fprintf(f, "%.2f ± %.2f |\n", at(row, "valid_ppl.mean"),
 			at(row, "valid_ppl.sd"));
 	else {
-		fmt(c[0], 96, at(row, "valid_ppl.mean"), "%.2f");
+		fmt(c[0], 128, at(row, "valid_ppl.mean"), "%.2f");
 		fprintf(f, "%s |\n", c[0]);
 	}
 }

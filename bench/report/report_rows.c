@@ -57,13 +57,15 @@ static double gmean(const double *x, int k)
 }
 
 /* {"median", "gmean", "lo", "hi", "n"} of column c: the runs' median, their
- * geometric mean and its 95% interval (nulls with fewer than 2 runs). */
+ * geometric mean and its 95% interval (nulls with fewer than
+ * REPORT_MIN_CI_RUNS runs), n the runs with a value. */
 static json_t *interval_json(const struct agg *r, enum col c)
 {
-	double *x = malloc(((size_t)r->n + 1) * sizeof(*x)), lo, hi;
+	double *x = malloc(((size_t)r->n + 1) * sizeof(*x)), lo = NAN, hi = NAN;
 	int k = x ? finite_col(r, c, x) : 0;
 	json_t *o = json_object();
-	stats_log_interval(x, k, REPORT_LEVEL, &lo, &hi);
+	if (k >= REPORT_MIN_CI_RUNS)
+		stats_log_interval(x, k, REPORT_LEVEL, &lo, &hi);
 	json_object_set_new(o, "median", num(stats_median(x, k)));
 	json_object_set_new(o, "gmean", num(gmean(x, k)));
 	json_object_set_new(o, "lo", num(lo));
@@ -73,11 +75,13 @@ static json_t *interval_json(const struct agg *r, enum col c)
 	return o;
 }
 
-/* {"ratio", "median_ratio", "lo", "hi", "self"} of column c, row r over row
- * b: the ratio of the geometric means with Welch's 95% interval (the
- * interval is about that ratio, not the medians'), and the ratio of the
- * medians. b's own row (self) is 1 without interval: Welch's interval of a
- * sample against itself says nothing. Null without b or a value. */
+/* {"ratio", "median_ratio", "lo", "hi", "self", "n", "n_unroll"} of column
+ * c, row r over row b: the ratio of the geometric means with Welch's 95%
+ * interval (the interval is about that ratio, not the medians'; none
+ * unless both sides have REPORT_MIN_CI_RUNS runs with a value, n and
+ * n_unroll), and the ratio of the medians. b's own row (self) is 1 without
+ * interval: Welch's interval of a sample against itself says nothing.
+ * Null without b or a value. */
 static json_t *ratio_json(const struct agg *r, const struct agg *b, enum col c)
 {
 	double *x, *y, lo = NAN, hi = NAN, ratio, med;
@@ -93,7 +97,8 @@ static json_t *ratio_json(const struct agg *r, const struct agg *b, enum col c)
 	med = stats_median(x, kx) / stats_median(y, ky);
 	if (isfinite(ratio) && self)
 		ratio = med = 1;
-	else if (isfinite(ratio))
+	else if (isfinite(ratio) && kx >= REPORT_MIN_CI_RUNS &&
+		 ky >= REPORT_MIN_CI_RUNS)
 		stats_log_ratio_interval(x, kx, y, ky, REPORT_LEVEL, &lo, &hi);
 	if (isfinite(ratio)) {
 		o = json_object();
@@ -102,10 +107,28 @@ static json_t *ratio_json(const struct agg *r, const struct agg *b, enum col c)
 		json_object_set_new(o, "lo", num(lo));
 		json_object_set_new(o, "hi", num(hi));
 		json_object_set_new(o, "self", json_boolean(self));
+		json_object_set_new(o, "n", json_integer(kx));
+		json_object_set_new(o, "n_unroll", json_integer(ky));
 	}
 	free(x);
 	free(y);
 	return o ? o : json_null();
+}
+
+/* Drops an incomplete UTF-8 sequence at the end of buf (a label cut by
+ * snprintf), so that json_string takes it. */
+static void utf8_trim(char *buf)
+{
+	size_t l = strlen(buf), i = l, need;
+	unsigned char c;
+	while (i > 0 && ((unsigned char)buf[i - 1] & 0xC0) == 0x80 && l - i < 3)
+		i--;
+	if (i == 0)
+		return;
+	c = (unsigned char)buf[i - 1];
+	need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+	if (c >= 0x80 && l - (i - 1) < need)
+		buf[i - 1] = 0;
 }
 
 /* A row's method label from a record made before 2026-11-25, which lacks
@@ -267,6 +290,8 @@ static json_t *row_json(const struct table *t, size_t j)
 	json_t *o = json_object();
 	group_label(group, sizeof(group), cfg, t->varying);
 	row_label(label, sizeof(label), r->first, t->vary_deq);
+	utf8_trim(group);
+	utf8_trim(label);
 	json_object_set_new(o, "group", json_string(group));
 	json_object_set_new(o, "method", json_string(label));
 	json_object_set_new(o, "impl",

@@ -4,6 +4,7 @@
  * group), and as CSV. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../records/record.h"
@@ -21,29 +22,83 @@ static const char *str(const json_t *o, const char *k)
 	return s ? s : "";
 }
 
-/* x with digits decimals, "-" when not finite. */
-static void fmt(char *buf, size_t n, double x, int digits)
+/* Column widths of a row (print_header): they add up to
+ * REPORT_TERM_WIDTH with the two leading spaces, the separating ones and
+ * the "!" column. */
+enum {
+	METHOD_W = 18,
+	RUNS_W = 3,
+	EST_W = 19,
+	MEM_W = 6,
+	CONV_W = 7,
+	PPL_W = 11
+};
+
+/* Columns of a number inside "x [lo-hi]": three of them fit EST_W. */
+#define CI_NUM_W 5
+
+/* x with d decimals into t (400 bytes: any double fits "%.2f"), at most w
+ * columns: fewer decimals where they do not fit, then (and from a million
+ * on, which is easier read so) the longest exponent form with at most 2
+ * decimals that fits ("4.09e5", "4.1e5", "1e-9"). 0, or -1 when none fits
+ * (a huge negative value in a narrow column). */
+static int fit_text(char t[400], double x, int w, int d)
 {
-	char f[8];
-	snprintf(f, sizeof(f), "%%.%df", digits);
-	report_fmt(buf, n, x, f);
+	for (; d >= 0 && fabs(x) < 1e6; d--)
+		if (snprintf(t, 400, "%.*f", d, x) <= w)
+			return 0;
+	for (int p = 2; p >= 0; p--) {
+		char m[64], *e;
+		snprintf(m, sizeof(m), "%.*e", p, x);
+		e = strchr(m, 'e');
+		*e = 0;
+		if (snprintf(t, 400, "%se%d", m, atoi(e + 1)) <= w)
+			return 0;
+	}
+	return -1;
 }
 
-/* "x [lo-hi]", or "x" without an interval; digits chosen by magnitude. */
-static void fmt_ci(char *buf, size_t n, const json_t *o, const char *center)
+/* x in at most w columns (fit_text), "-" when not finite, w '#'s where
+ * nothing fits (a spreadsheet's sign for a number wider than its cell). */
+static void fit(char *buf, size_t n, double x, int w, int d)
+{
+	char t[400];
+	size_t l;
+	if (!isfinite(x))
+		snprintf(t, sizeof(t), "-");
+	else if (fit_text(t, x, w, d) != 0)
+		snprintf(t, sizeof(t), "%.*s", w, "####################");
+	l = strlen(t) < n ? strlen(t) : n - 1;
+	memcpy(buf, t, l);
+	buf[l] = 0;
+}
+
+/* Decimals of a time or ratio x: 2 below 10, 1 below 100, else 0. */
+static int decimals(double x)
+{
+	return fabs(x) >= 100 ? 0 : fabs(x) >= 10 ? 1 : 2;
+}
+
+/* An interval or ratio object o (report.h) in EST_W columns: "x [lo-hi]"
+ * of its member center, "1" on the unroll row's own ratio, "x (n=2: no
+ * CI)" where too few runs give no interval, "-" without a value. */
+static void fmt_est(char *buf, size_t n, const json_t *o, const char *center)
 {
 	double x = at(o, center), lo = at(o, "lo"), hi = at(o, "hi");
-	/* at most 19 columns for any value up to 99999 */
-	int d = !isfinite(x) || fabs(x) >= 100 ? 0 : fabs(x) >= 10 ? 1 : 2;
-	char a[16], b[16], c[16];
-	fmt(a, sizeof(a), x, d);
-	if (!isfinite(lo) || !isfinite(hi)) {
-		snprintf(buf, n, "%s", a);
-		return;
-	}
-	fmt(b, sizeof(b), lo, d);
-	fmt(c, sizeof(c), hi, d);
-	snprintf(buf, n, "%s [%s-%s]", a, b, c);
+	int d = decimals(x), few = report_few_runs(o);
+	char a[8], b[8], c[8];
+	if (isfinite(x) && json_is_true(json_object_get(o, "self")))
+		snprintf(buf, n, "1");
+	else if (isfinite(x) && isfinite(lo) && isfinite(hi)) {
+		fit(a, sizeof(a), x, CI_NUM_W, d);
+		fit(b, sizeof(b), lo, CI_NUM_W, d);
+		fit(c, sizeof(c), hi, CI_NUM_W, d);
+		snprintf(buf, n, "%s [%s-%s]", a, b, c);
+	} else if (isfinite(x) && few) {
+		fit(a, sizeof(a), x, EST_W - 13, d);
+		snprintf(buf, n, "%s (n=%d: no CI)", a, few);
+	} else
+		fit(buf, n, x, EST_W, d);
 }
 
 /* "99/100" converged percentages (floored: 99.96% never reads 100), "-"
@@ -56,50 +111,119 @@ static void fmt_conv(char *buf, size_t n, const json_t *row)
 		snprintf(buf, n, "-");
 		return;
 	}
-	fmt(a, sizeof(a), isfinite(f) ? floor(100 * f) : NAN, 0);
-	fmt(c, sizeof(c), isfinite(b) ? floor(100 * b) : NAN, 0);
+	fit(a, sizeof(a), isfinite(f) ? floor(100 * f) : NAN, 3, 0);
+	fit(c, sizeof(c), isfinite(b) ? floor(100 * b) : NAN, 3, 0);
 	snprintf(buf, n, "%s/%s", a, c);
 }
 
+/* "mean±sd" in PPL_W columns (± is one). */
 static void fmt_ppl(char *buf, size_t n, const json_t *row)
 {
 	double m = at(row, "valid_ppl.mean"), sd = at(row, "valid_ppl.sd");
-	if (isfinite(m) && isfinite(sd))
-		snprintf(buf, n, "%.1f±%.1f", m, sd);
-	else
-		fmt(buf, n, m, 1);
+	char a[8], b[8];
+	if (isfinite(m) && isfinite(sd)) {
+		fit(a, sizeof(a), m, (PPL_W - 1) / 2, 1);
+		fit(b, sizeof(b), sd, (PPL_W - 1) / 2, 1);
+		snprintf(buf, n, "%s±%s", a, b);
+	} else
+		fit(buf, n, m, PPL_W, 1);
 }
 
-#define METHOD_W 18
+/* runs in RUNS_W columns: "999", "30k", then "1e5". */
+static void fmt_runs(char *buf, size_t n, json_int_t runs)
+{
+	if (runs < 1000)
+		snprintf(buf, n, "%lld", (long long)runs);
+	else if (runs < 100000)
+		snprintf(buf, n, "%lldk", (long long)(runs / 1000));
+	else
+		fit(buf, n, (double)runs, RUNS_W, 0);
+}
+
+/* s (safe text) right-aligned in w columns (left: left-aligned), then a
+ * space. */
+static void put_cell(FILE *f, const char *s, int w, int left)
+{
+	int pad = w - textsafe_columns(s);
+	fprintf(f, "%*s%s%*s ",
+		left	  ? 0
+		: pad > 0 ? pad
+			  : 0,
+		"", s, left && pad > 0 ? pad : 0, "");
+}
 
 static void print_header(FILE *f)
 {
-	fprintf(f, "  %-*s %2s %19s %19s %6s %6s %7s %12s %s\n", METHOD_W,
-		"method", "n", "step ms [95% CI]", "x unroll [95%]", "d+s x",
-		"tot x", "f/b cv%", "valid ppl", "!");
+	fputs("  ", f);
+	put_cell(f, "method", METHOD_W, 1);
+	put_cell(f, "n", RUNS_W, 0);
+	put_cell(f, "step ms [95% CI]", EST_W, 0);
+	put_cell(f, "x unroll [95%]", EST_W, 0);
+	put_cell(f, "d+s x", MEM_W, 0);
+	put_cell(f, "tot x", MEM_W, 0);
+	put_cell(f, "f/b cv%", CONV_W, 0);
+	put_cell(f, "valid ppl", PPL_W, 0);
+	fputs("!\n", f);
 }
 
 static void print_row(FILE *f, const json_t *row)
 {
-	char m[96], step[64], x[64], ds[16], tot[16], conv[16], ppl[32];
+	char m[96], runs[24], step[64], x[64], ds[16], tot[16], conv[16],
+	    ppl[32];
 	int labelled = json_array_size(json_object_get(
 			   json_object_get(row, "health"), "labels")) > 0;
-	int mw = textsafe_term(m, sizeof(m), str(row, "method"), METHOD_W);
-	fmt_ci(step, sizeof(step), json_object_get(row, "step_ms"), "gmean");
-	if (json_is_true(
-		json_object_get(json_object_get(row, "step_x_unroll"), "self")))
-		snprintf(x, sizeof(x), "1");
-	else
-		fmt_ci(x, sizeof(x), json_object_get(row, "step_x_unroll"),
-		       "ratio");
-	fmt(ds, sizeof(ds), at(row, "depth_solver_x_unroll"), 3);
-	fmt(tot, sizeof(tot), at(row, "total_x_unroll"), 3);
+	textsafe_term(m, sizeof(m), str(row, "method"), METHOD_W);
+	fmt_runs(runs, sizeof(runs),
+		 json_integer_value(json_object_get(row, "runs")));
+	fmt_est(step, sizeof(step), json_object_get(row, "step_ms"), "gmean");
+	fmt_est(x, sizeof(x), json_object_get(row, "step_x_unroll"), "ratio");
+	fit(ds, sizeof(ds), at(row, "depth_solver_x_unroll"), MEM_W, 3);
+	fit(tot, sizeof(tot), at(row, "total_x_unroll"), MEM_W, 3);
 	fmt_conv(conv, sizeof(conv), row);
 	fmt_ppl(ppl, sizeof(ppl), row);
-	fprintf(f, "  %s%*s %2lld %19s %19s %6s %6s %7s %12s %s\n", m,
-		METHOD_W - mw, "",
-		(long long)json_integer_value(json_object_get(row, "runs")),
-		step, x, ds, tot, conv, ppl, labelled ? "!" : "");
+	fputs("  ", f);
+	put_cell(f, m, METHOD_W, 1);
+	put_cell(f, runs, RUNS_W, 0);
+	put_cell(f, step, EST_W, 0);
+	put_cell(f, x, EST_W, 0);
+	put_cell(f, ds, MEM_W, 0);
+	put_cell(f, tot, MEM_W, 0);
+	put_cell(f, conv, CONV_W, 0);
+	put_cell(f, ppl, PPL_W, 0);
+	fputs(labelled ? "!\n" : "\n", f);
+}
+
+/* text (record text: made safe here) after prefix, broken at spaces into
+ * lines of at most REPORT_TERM_WIDTH columns, each further line after
+ * indent; a word longer than a line is cut, marked '~'. */
+static void put_wrapped(FILE *f, const char *prefix, const char *text,
+			const char *indent)
+{
+	char safe[2048], word[1024], out[1024];
+	int col = textsafe_columns(prefix), first = 1;
+	const char *p = safe;
+	textsafe_term(safe, sizeof(safe), text, -1);
+	fputs(prefix, f);
+	while (*p) {
+		size_t wl = strcspn(p, " ");
+		if (wl) {
+			int sep = !first, wc;
+			snprintf(word, sizeof(word), "%.*s", (int)wl, p);
+			wc = textsafe_columns(word);
+			if (!first && col + sep + wc > REPORT_TERM_WIDTH) {
+				fprintf(f, "\n%s", indent);
+				col = textsafe_columns(indent);
+				sep = 0;
+			}
+			col +=
+			    sep + textsafe_term(out, sizeof(out), word,
+						REPORT_TERM_WIDTH - col - sep);
+			fprintf(f, "%s%s", sep ? " " : "", out);
+			first = 0;
+		}
+		p += wl + strspn(p + wl, " ");
+	}
+	fputc('\n', f);
 }
 
 /* The health notes of a group's rows: "! METHOD: LABELS". */
@@ -107,18 +231,19 @@ static void print_notes(FILE *f, const json_t *rows, const char *group)
 {
 	size_t i, j;
 	json_t *r, *l;
-	char t[1024];
+	char t[2048];
 	json_array_foreach(rows, i, r)
 	{
 		const json_t *labels =
 		    json_object_get(json_object_get(r, "health"), "labels");
+		size_t k;
 		if (strcmp(str(r, "group"), group) || !json_array_size(labels))
 			continue;
-		textsafe_term(t, sizeof(t), str(r, "method"), -1);
-		fprintf(f, "  ! %s:", t);
-		json_array_foreach(labels, j, l)
-		    fprintf(f, "%s %s", j ? "," : "", json_string_value(l));
-		fputc('\n', f);
+		k = (size_t)snprintf(t, sizeof(t), "%s:", str(r, "method"));
+		json_array_foreach(labels, j, l) if (k < sizeof(t)) k +=
+		    (size_t)snprintf(t + k, sizeof(t) - k, "%s %s",
+				     j ? "," : "", json_string_value(l));
+		put_wrapped(f, "  ! ", t, "    ");
 	}
 }
 
@@ -126,7 +251,6 @@ void report_print_term(FILE *f, const json_t *rows)
 {
 	size_t i, j;
 	json_t *r, *q;
-	char g[1024];
 	json_array_foreach(rows, i, r)
 	{
 		int seen = 0;
@@ -135,8 +259,9 @@ void report_print_term(FILE *f, const json_t *rows)
 						     str(r, "group"))) seen = 1;
 		if (seen)
 			continue;
-		textsafe_term(g, sizeof(g), str(r, "group"), -1);
-		fprintf(f, "%s== %s\n", i ? "\n" : "", g);
+		if (i)
+			fputc('\n', f);
+		put_wrapped(f, "== ", str(r, "group"), "   ");
 		print_header(f);
 		json_array_foreach(
 		    rows, j, q) if (!strcmp(str(q, "group"), str(r, "group")))
