@@ -583,3 +583,56 @@ Test(report, terminal_table_fits_any_values)
 	json_decref(rows);
 	json_decref(all);
 }
+
+/* G21: a row's error and interrupted runs are shown (labels, so the
+ * terminal table marks the row and names them), and an error run's
+ * figures (a failed run's time, memory and perplexity) stay out of the
+ * row's statistics. */
+Test(report, error_runs_are_shown_and_left_out)
+{
+	json_t *all = json_array(), *rows, *e, *i;
+	const json_t *row, *labels;
+	char *term, *md;
+	json_array_append_new(all,
+			      rec("unroll", 1, 100, 99, 101, 200, "healthy"));
+	json_array_append_new(all,
+			      rec("unroll", 2, 110, 109, 111, 202, "healthy"));
+	json_array_append_new(all,
+			      rec("unroll", 4, 105, 104, 106, 204, "healthy"));
+	e = rec("unroll", 3, 1e6, 1e6, 1e6, 99999, "healthy");
+	json_object_set_new(e, "status", json_string("error"));
+	json_object_set_new(json_object_get(e, "memory"), "peak_total_bytes",
+			    json_integer((json_int_t)1 << 40));
+	json_array_append_new(all, e);
+	i = rec("unroll", 5, 120, 119, 121, 200, "healthy");
+	json_object_set_new(i, "status", json_string("interrupted"));
+	json_object_set_new(json_object_get(i, "quality"), "valid_ppl",
+			    json_null());
+	json_array_append_new(all, i);
+	rows = report_rows(all);
+	row = json_array_get(rows, 0);
+	labels = json_object_get(json_object_get(row, "health"), "labels");
+	cr_assert_eq(num(row, "runs"), 5);
+	cr_assert_eq(num(row, "runs_ok"), 3);
+	cr_assert_eq(num(row, "health.error"), 1);
+	cr_assert_eq(num(row, "health.interrupted"), 1);
+	cr_assert_str_eq(json_string_value(json_array_get(labels, 0)),
+			 "error 1/5");
+	cr_assert_str_eq(json_string_value(json_array_get(labels, 1)),
+			 "interrupted 1/5");
+	cr_assert_float_eq(num(row, "valid_ppl.mean"), 202, 1e-12);
+	cr_assert_eq(num(row, "valid_ppl.n"), 3);
+	cr_assert_float_eq(num(row, "total_mib"), 8, 0);
+	cr_assert_float_eq(num(row, "step_ms.median"), 105, 0);
+	cr_assert_eq(num(row, "step_ms.n"), 3);
+	term = printed(report_print_term, rows);
+	cr_assert(strstr(term, "! unroll L=12: error 1/5, interrupted 1/5"),
+		  "%s", term);
+	cr_assert(strstr(term, "202.0±2.0 !\n"), "%s", term);
+	md = printed(report_print_md, rows);
+	cr_assert(strstr(md, "| error 1/5, interrupted 1/5 |"), "%s", md);
+	free(term);
+	free(md);
+	json_decref(rows);
+	json_decref(all);
+}

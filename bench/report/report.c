@@ -85,29 +85,10 @@ static void agg_health(struct agg *r, const json_t *rec, int ok)
 		r->noisy++;
 }
 
-/* Adds record REC's figures to row R. 0, or -1 when out of memory. */
-static int agg_add(struct agg *r, const json_t *rec)
+/* The figures of record REC (kind eval or train) into run k of row R. */
+static void agg_figures(struct agg *r, int k, const json_t *rec, int ok,
+			int eval)
 {
-	const char *st = report_str(rec, "status", "?");
-	int ok = !strcmp(st, "ok"), k;
-	int eval = !strcmp(report_str(rec, "kind", "train"), "eval");
-	json_t *seed = json_object_get(json_object_get(rec, "config"), "seed");
-	if (r->n == r->cap && agg_grow(r) != 0)
-		return -1;
-	k = r->n++;
-	if (!ok)
-		r->status = st;
-	r->n_ok += ok;
-	if (seed && !json_array_size(r->seeds))
-		json_array_append(r->seeds, seed);
-	else if (seed) {
-		size_t i;
-		json_t *s;
-		int seen = 0;
-		json_array_foreach(r->seeds, i, s) seen |= json_equal(s, seed);
-		if (!seen)
-			json_array_append(r->seeds, seed);
-	}
 	agg_col(r, C_STEP)[k] =
 	    ok ? record_num(rec, "timing.step_ms.median") : NAN;
 	agg_col(r, C_INF)[k] =
@@ -133,6 +114,39 @@ static int agg_add(struct agg *r, const json_t *rec)
 	    record_num(rec, eval ? "inference.forward_evals_per_batch"
 				 : "evals.forward_evals_per_step");
 	agg_col(r, C_VEV)[k] = record_num(rec, "evals.vjp_evals_per_step");
+}
+
+/* Adds record REC's figures to row R. 0, or -1 when out of memory. */
+static int agg_add(struct agg *r, const json_t *rec)
+{
+	const char *st = report_str(rec, "status", "?");
+	int ok = !strcmp(st, "ok"), k;
+	int eval = !strcmp(report_str(rec, "kind", "train"), "eval");
+	json_t *seed = json_object_get(json_object_get(rec, "config"), "seed");
+	if (r->n == r->cap && agg_grow(r) != 0)
+		return -1;
+	k = r->n++;
+	if (!ok)
+		r->status = st;
+	r->n_ok += ok;
+	if (seed && !json_array_size(r->seeds))
+		json_array_append(r->seeds, seed);
+	else if (seed) {
+		size_t i;
+		json_t *s;
+		int seen = 0;
+		json_array_foreach(r->seeds, i, s) seen |= json_equal(s, seed);
+		if (!seen)
+			json_array_append(r->seeds, seed);
+	}
+	if (!strcmp(st, "error")) {
+		r->error++;
+		for (int c = 0; c < NCOL; c++)
+			agg_col(r, (enum col)c)[k] = NAN;
+		return 0;
+	}
+	r->interrupted += !strcmp(st, "interrupted");
+	agg_figures(r, k, rec, ok, eval);
 	agg_health(r, rec, ok);
 	return 0;
 }

@@ -22,7 +22,9 @@
  * - valid perplexity: mean ± sample sd over the runs;
  * - memory: medians (the allocator's bytes do not vary between seeds);
  * - health: how many runs were healthy, unstable, diverged, unconverged
- *   (the record's `health`, bench/records/health.h), and the row's labels.
+ *   (the record's `health`, bench/records/health.h), ended in error or
+ *   were interrupted, and the row's labels. An error run counts in `runs`
+ *   and its label, in no statistic; only ok runs' times are averaged.
  */
 #ifndef DQ_BENCH_REPORT_H
 #define DQ_BENCH_REPORT_H

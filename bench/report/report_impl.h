@@ -7,7 +7,9 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* Per-run columns of a row. */
+/* Per-run columns of a row: NAN where a run lacks the figure, and for
+ * every column of an error run (a failed run's figures are not a
+ * measurement of its configuration). */
 enum col {
 	C_STEP, /* median step ms of each ok run */
 	C_INF,	/* median inference ms per valid batch of each ok run */
@@ -32,6 +34,7 @@ struct agg {
 	json_t *seeds;
 	const char *status; /* "ok", or the last status that was not */
 	int healthy, unstable, diverged, unconverged, noisy, no_health;
+	int error, interrupted; /* runs of those statuses */
 };
 
 struct table {

@@ -218,8 +218,9 @@ static void add_label(json_t *labels, const char *what, int k, int n)
 	json_array_append_new(labels, json_string(buf));
 }
 
-/* The row's health object: the counts and the labels ("unstable 1/3",
- * ...; empty when every run was healthy and steady). */
+/* The row's health object: the counts and the labels ("error 1/3",
+ * "unstable 1/3", ...; empty when every run finished, healthy and
+ * steady). */
 static json_t *health_json(const struct agg *r)
 {
 	json_t *o = json_object(), *labels = json_array();
@@ -229,6 +230,10 @@ static json_t *health_json(const struct agg *r)
 	json_object_set_new(o, "unconverged", json_integer(r->unconverged));
 	json_object_set_new(o, "noisy", json_integer(r->noisy));
 	json_object_set_new(o, "unknown", json_integer(r->no_health));
+	json_object_set_new(o, "error", json_integer(r->error));
+	json_object_set_new(o, "interrupted", json_integer(r->interrupted));
+	add_label(labels, "error", r->error, r->n);
+	add_label(labels, "interrupted", r->interrupted, r->n);
 	add_label(labels, "diverged", r->diverged, r->n);
 	add_label(labels, "unstable", r->unstable, r->n);
 	add_label(labels, "unconverged", r->unconverged, r->n);
