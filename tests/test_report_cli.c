@@ -213,3 +213,22 @@ Test(report_cli, bad_flags_exit_2, .init = cli_setup, .fini = cli_teardown,
 			  "case %zu: one line: %s", i, err);
 	}
 }
+
+/* G20.7: suite refuses --shard given twice (the last one used to win:
+ * a second shard's runs ran as the first's). */
+Test(report_cli, suite_flag_twice_exits_2, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 60)
+{
+	char suite[600], err[2048];
+	cli_path(suite, sizeof(suite), "s.json");
+	cli_write_text(suite, "{\"name\": \"two\", \"base\": {" TINY
+			      "}, \"axes\": {\"seed\": [1, 2]}}");
+	const char *shard[] = {"suite",	  suite, "--shard",   "0/2",
+			       "--shard", "1/2", "--dry-run", NULL};
+	const char *dry[] = {"suite", suite, "--dry-run", "--dry-run", NULL};
+	cr_assert_eq(cli_run(shard, 0, err, sizeof(err)), 2, "%s", err);
+	cr_assert(strstr(err, "--shard is given twice"), "%s", err);
+	cr_assert(strchr(err, '\n') == strrchr(err, '\n'), "%s", err);
+	cr_assert_eq(cli_run(dry, 0, err, sizeof(err)), 2, "%s", err);
+	cr_assert(strstr(err, "--dry-run is given twice"), "%s", err);
+}

@@ -321,20 +321,31 @@ struct suite_args {
 
 /* Reads the arguments of `deqbench suite` into *a. 0 (after printing the
  * usage when --help comes before any bad argument), or bad input's exit
- * status after its message. */
+ * status after its message (a flag given twice is one: --shard 0/2
+ * --shard 1/2 would otherwise run the second shard silently). */
 static int parse_suite_args(int argc, char **argv, struct suite_args *a)
 {
 	char err[1024];
+	const char *shard = NULL;
 	for (int i = 0; i < argc; i++) {
+		const char *twice = NULL;
 		if (!strcmp(argv[i], "--dry-run"))
-			a->dry = 1;
+			twice = a->dry++ ? "--dry-run" : NULL;
 		else if (!strcmp(argv[i], "--resume"))
-			a->resume = 1;
+			twice = a->resume++ ? "--resume" : NULL;
 		else if (!strcmp(argv[i], "--shard") ||
 			 !strncmp(argv[i], "--shard=", 8)) {
 			const char *v = argv[i][7] == '=' ? argv[i] + 8
 					: i + 1 < argc	  ? argv[++i]
 							  : "";
+			if (shard) {
+				snprintf(err, sizeof(err),
+					 "suite: --shard is given twice "
+					 "(%.100s, then %.100s); give it once",
+					 shard, v);
+				return bad_input(err);
+			}
+			shard = v;
 			if (suite_shard_parse(v, &a->si, &a->sn, err,
 					      sizeof(err)))
 				return bad_input(err);
@@ -358,6 +369,12 @@ static int parse_suite_args(int argc, char **argv, struct suite_args *a)
 			    err, sizeof(err),
 			    "unexpected argument '%s'; usage: " SUITE_USAGE,
 			    argv[i]);
+			return bad_input(err);
+		}
+		if (twice) {
+			snprintf(err, sizeof(err),
+				 "suite: %s is given twice; give it once",
+				 twice);
 			return bad_input(err);
 		}
 	}
