@@ -190,8 +190,40 @@ Test(report_cli, formats_where_sort, .init = cli_setup, .fini = cli_teardown,
 	const char *help[] = {"report", "--help", NULL};
 	cr_assert_eq(cli_run(help, 0, err, sizeof(err)), 0);
 	t = stdout_text();
-	cr_assert(strstr(t, "usage: deqbench report"), "%s", t);
+	/* G20.6: the usage line names every flag */
+	cr_assert(strstr(t, "usage: deqbench report [--format table|md|csv|"
+			    "json] [--where KEY=VALUE ...] [--sort COLUMN] "
+			    "[--html OUT.html] FILE.jsonl ...\n"),
+		  "%s", t);
 	free(t);
+}
+
+/* G20.8: --where compares a value as its key's type, numbers by value:
+ * lr=1e-3 is lr=0.001, layers=3.0 is layers=3, tf32=false is tf32=0;
+ * a value the key cannot take is bad input. */
+Test(report_cli, where_compares_as_the_key_type, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	char out[600], err[2048], *t;
+	json_t *rows;
+	make_records(out, sizeof(out));
+	const char *lr[] = {"report",	  "--format", "json",
+			    "--where",	  "lr=1e-3",  "--where",
+			    "layers=3.0", out,	      NULL};
+	cr_assert_eq(cli_run(lr, 0, err, sizeof(err)), 0, "%s", err);
+	t = stdout_text();
+	rows = json_loads(t, 0, NULL);
+	cr_assert_eq(json_array_size(rows), 3, "%s", t);
+	json_decref(rows);
+	free(t);
+	const char *b[] = {"report",	 "--where", "tf32=0", "--where",
+			   "method=deq", out,	    NULL};
+	cr_assert_eq(cli_run(b, 0, err, sizeof(err)), 0, "%s", err);
+	const char *bad[] = {"report", "--where", "layers=three", out, NULL};
+	cr_assert_eq(cli_run(bad, 0, err, sizeof(err)), 2, "%s", err);
+	cr_assert(strstr(err, "--where layers=three") &&
+		      strstr(err, "expected"),
+		  "%s", err);
 }
 
 Test(report_cli, bad_flags_exit_2, .init = cli_setup, .fini = cli_teardown,
@@ -205,13 +237,38 @@ Test(report_cli, bad_flags_exit_2, .init = cli_setup, .fini = cli_teardown,
 	const char *sort[] = {"report", "--sort", "colour", out, NULL};
 	const char *none[] = {"report", "--where", "method=revolve", out, NULL};
 	const char *noval[] = {"report", out, "--sort", NULL};
-	const char *const *bad[] = {fmt, where, weq, sort, none, noval};
+	/* G20.5: an unknown flag is named as one, not read as a file */
+	const char *bogus[] = {"report", "--bogus", out, NULL};
+	/* G20.7: a flag given twice is refused, not last-wins */
+	char ha[600], hb[600], hbe[620];
+	cli_path(ha, sizeof(ha), "a.html");
+	cli_path(hb, sizeof(hb), "b.html");
+	snprintf(hbe, sizeof(hbe), "--html=%s", hb);
+	const char *html2[] = {"report", "--html", ha, hbe, out, NULL};
+	const char *fmt2[] = {"report", "--format", "md", "--format",
+			      "csv",	out,	    NULL};
+	const char *sort2[] = {"report", "--sort=ppl", "--sort",
+			       "method", out,	       NULL};
+	const char *const *bad[] = {fmt,   where, weq,	 sort, none,
+				    noval, bogus, html2, fmt2, sort2};
+	const char *says[] = {"--format",
+			      "not a config key",
+			      "KEY=VALUE",
+			      "--sort",
+			      "--where keeps",
+			      "needs a value",
+			      "unknown flag --bogus",
+			      "--html is given twice",
+			      "--format is given twice",
+			      "--sort is given twice"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		cr_assert_eq(cli_run(bad[i], 0, err, sizeof(err)), 2,
 			     "case %zu: %s", i, err);
 		cr_assert(strchr(err, '\n') == strrchr(err, '\n'),
 			  "case %zu: one line: %s", i, err);
+		cr_assert(strstr(err, says[i]), "case %zu: %s", i, err);
 	}
+	cr_assert_not(cli_exists(ha) || cli_exists(hb));
 }
 
 /* G20.7: suite refuses --shard given twice (the last one used to win:

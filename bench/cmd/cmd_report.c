@@ -1,8 +1,9 @@
 /* cmd_report.c — `deqbench report [--format table|md|csv|json] [--where
- * KEY=VALUE ...] [--sort COLUMN] FILE.jsonl ...` (report.h;
- * docs/commands.md): the summary of record files, one row per
- * configuration. Exit 0, or 2 for bad input (a flag, a file that cannot be
- * read, no usable records). */
+ * KEY=VALUE ...] [--sort COLUMN] [--html OUT.html] FILE.jsonl ...`
+ * (report.h; docs/commands.md): the summary of record files, one row per
+ * configuration. Exit 0, or 2 for bad input (an unknown flag or one given
+ * twice, a value its key cannot take, a file that cannot be read, no
+ * usable records). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +18,12 @@
 
 static const char USAGE[] =
     "usage: deqbench report [--format table|md|csv|json] [--where "
-    "KEY=VALUE ...] [--sort COLUMN] FILE.jsonl ...\n"
+    "KEY=VALUE ...] [--sort COLUMN] [--html OUT.html] FILE.jsonl ...\n"
     "  --format  table (default: fits 100 columns, one heading per group),\n"
     "            md (the wide markdown table run and suite print), csv, or\n"
     "            json (the rows with every figure and its interval)\n"
-    "  --where   keep the records whose config key KEY has VALUE (as\n"
-    "            --dry-run prints it); repeat to require several\n"
+    "  --where   keep the records whose config key KEY has VALUE (read\n"
+    "            as run reads it: lr=1e-3 is 0.001); repeat for several\n"
     "  --sort    order the rows by step_ms, x_unroll, memory, ppl or "
     "method\n"
     "            (default: as the configurations first appear)\n"
@@ -34,36 +35,53 @@ static const char USAGE[] =
 struct report_args {
 	const char *format, *sort, *html;
 	const char *where[MAX_WHERE];
+	json_t *want[MAX_WHERE]; /* where[i]'s value as its key's JSON type */
 	int n_where;
 };
 
 /* The flag at argv[*i] (value next or after '='), or 0 when it is not
- * one. 1 taken; -1 after bad input's message (*rc its status). */
+ * one (an argument that does not start with '-', or "-"). 1 taken; -1
+ * after bad input's message (*rc its status): an unknown flag, a flag
+ * without a value, one given twice (the last would win silently). */
 static int take(int argc, char **argv, int *i, struct report_args *a, int *rc)
 {
 	static const char *const flags[] = {"--format", "--where", "--sort",
 					    "--html"};
-	const char *arg = argv[*i], *eq = strchr(arg, '='), *v;
+	const char *arg = argv[*i], *eq = strchr(arg, '='), *v, **slot;
 	size_t len =
 	    eq && !strncmp(arg, "--", 2) ? (size_t)(eq - arg) : strlen(arg);
 	int k = -1;
+	char e[400];
 	for (int j = 0; j < 4; j++)
 		if (strlen(flags[j]) == len && !strncmp(arg, flags[j], len))
 			k = j;
-	if (k < 0)
+	if (arg[0] != '-' || !arg[1])
 		return 0;
+	if (k < 0) {
+		snprintf(e, sizeof(e),
+			 "report: unknown flag %.100s; see deqbench report "
+			 "--help (a file whose name starts with '-': ./%.100s)",
+			 arg, arg);
+		*rc = bad_input(e);
+		return -1;
+	}
 	v = eq ? eq + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
 	if (!v || !*v) {
 		*rc = bad_input("report: a flag needs a value; see deqbench "
 				"report --help");
 		return -1;
 	}
-	if (k == 0)
-		a->format = v;
-	else if (k == 2)
-		a->sort = v;
-	else if (k == 3)
-		a->html = v;
+	slot = k == 0 ? &a->format : k == 2 ? &a->sort : &a->html;
+	if (k != 1 && *slot) {
+		snprintf(e, sizeof(e),
+			 "report: %s is given twice (%.100s, then %.100s); "
+			 "give it once",
+			 flags[k], *slot, v);
+		*rc = bad_input(e);
+		return -1;
+	}
+	if (k != 1)
+		*slot = v;
 	else if (a->n_where < MAX_WHERE && strchr(v, '='))
 		a->where[a->n_where++] = v;
 	else {
@@ -74,12 +92,41 @@ static int take(int argc, char **argv, int *i, struct report_args *a, int *rc)
 	return 1;
 }
 
-static int check_args(const struct report_args *a)
+/* The value text of --where KEY=TEXT as key's JSON type, read as `run`
+ * reads key=value (layers=3.0 is the integer 3, lr=1e-3 the real 0.001,
+ * tf32=0 false). New reference; NULL with one line in e when key cannot
+ * take it. */
+static json_t *where_value(const char *key, const char *text, char *e, size_t n)
+{
+	struct bench_config c;
+	char why[300];
+	config_defaults(&c);
+	if (config_set(&c, key, text, why, sizeof(why)) != 0) {
+		snprintf(e, n, "report: --where %s", why);
+		return NULL;
+	}
+	return config_key_json(&c, key);
+}
+
+/* 1 when a record's config value v is want: numbers by value (an integer
+ * and a real compare equal when their values do), else as JSON. */
+static int same_value(const json_t *v, const json_t *want)
+{
+	if (json_is_integer(v) && json_is_integer(want))
+		return json_integer_value(v) == json_integer_value(want);
+	if (json_is_number(v) && json_is_number(want))
+		return json_number_value(v) == json_number_value(want);
+	return v && json_equal(v, want);
+}
+
+static int check_args(struct report_args *a)
 {
 	static const char *const sorts[] = {"step_ms", "x_unroll", "memory",
 					    "ppl", "method"};
 	int ok = 0;
-	char e[300];
+	char e[400];
+	if (!a->format)
+		a->format = "table";
 	if (strcmp(a->format, "table") && strcmp(a->format, "md") &&
 	    strcmp(a->format, "csv") && strcmp(a->format, "json"))
 		return bad_input("report: --format must be table, md, csv or "
@@ -97,6 +144,10 @@ static int check_args(const struct report_args *a)
 			    a->where[i], key);
 			return bad_input(e);
 		}
+		a->want[i] = where_value(key, strchr(a->where[i], '=') + 1, e,
+					 sizeof(e));
+		if (!a->want[i])
+			return bad_input(e);
 	}
 	for (int i = 0; a->sort && i < 5; i++)
 		ok |= !strcmp(a->sort, sorts[i]);
@@ -111,15 +162,11 @@ static int kept(const json_t *r, const struct report_args *a)
 {
 	const json_t *cfg = json_object_get(r, "config");
 	for (int i = 0; i < a->n_where; i++) {
-		const char *eq = strchr(a->where[i], '=');
-		char key[128], *text;
-		int same;
-		snprintf(key, sizeof(key), "%.*s", (int)(eq - a->where[i]),
+		char key[128];
+		snprintf(key, sizeof(key), "%.*s",
+			 (int)(strchr(a->where[i], '=') - a->where[i]),
 			 a->where[i]);
-		text = record_value_text(json_object_get(cfg, key));
-		same = text && !strcmp(text, eq + 1);
-		free(text);
-		if (!same)
+		if (!same_value(json_object_get(cfg, key), a->want[i]))
 			return 0;
 	}
 	return 1;
@@ -229,7 +276,7 @@ static int write_html(int nf, char **files, const struct report_args *a)
 
 int cmd_report(int argc, char **argv)
 {
-	struct report_args a = {"table", NULL, NULL, {NULL}, 0};
+	struct report_args a = {NULL, NULL, NULL, {NULL}, {NULL}, 0};
 	json_t *all, *rows;
 	int nf = 0, rc = 0;
 	for (int i = 0; i < argc; i++) {
@@ -244,14 +291,18 @@ int cmd_report(int argc, char **argv)
 			argv[nf++] = argv[i];
 	}
 	if ((rc = check_args(&a)))
-		return rc;
-	if (nf == 0)
-		return bad_input("report: give one or more FILE.jsonl, e.g. "
-				 "deqbench report results/cpu/default.jsonl");
+		goto done;
+	if (nf == 0) {
+		rc = bad_input("report: give one or more FILE.jsonl, e.g. "
+			       "deqbench report results/cpu/default.jsonl");
+		goto done;
+	}
 	if (a.html) {
 		char err[1200];
-		if (report_html_check_out(a.html, nf, argv, err, sizeof(err)))
-			return bad_input(err);
+		if (report_html_check_out(a.html, nf, argv, err, sizeof(err))) {
+			rc = bad_input(err);
+			goto done;
+		}
 	}
 	all = json_array();
 	if ((rc = load(nf, argv, &a, all)) == 0 && (rows = report_rows(all))) {
@@ -272,5 +323,8 @@ int cmd_report(int argc, char **argv)
 	json_decref(all);
 	if (rc == 0 && a.html)
 		rc = write_html(nf, argv, &a);
+done:
+	for (int i = 0; i < a.n_where; i++)
+		json_decref(a.want[i]);
 	return rc;
 }
