@@ -353,7 +353,9 @@ Test(report, compare_output_is_escaped)
 				    json_pack("{s:s}", "label", HOSTILE[i]));
 		json_array_append_new(all, r);
 	}
-	res = compare_records(all, all, &o);
+	char err[400];
+	res = compare_records(all, all, &o, err, sizeof(err));
+	cr_assert_not_null(res, "%s", err);
 	cr_assert_eq(json_array_size(json_object_get(res, "pairs")), N_HOSTILE);
 	t = printed(compare_md, res);
 	for (l = t; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != 0))
