@@ -667,7 +667,10 @@ Test(compare, formats_and_bad_input, .init = cli_setup, .fini = cli_teardown,
 	const char *flag[] = {"compare", b, b, "--nope", NULL};
 	const char *num[] = {"compare", b, b, "--fail-above", "x", NULL};
 	const char *missing[] = {"compare", b, "/nonexistent.jsonl", NULL};
-	const char *const *bad[] = {one, fmt, key, flag, num, missing};
+	/* G20.7: a flag given twice, which the last one silently won */
+	const char *twice[] = {"compare",      b,   b, "--format", "md",
+			       "--format=csv", NULL};
+	const char *const *bad[] = {one, fmt, key, flag, num, missing, twice};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		cr_assert_eq(cli_run(bad[i], 0, err, sizeof(err)), 2,
 			     "case %zu: %s", i, err);

@@ -35,6 +35,7 @@ struct compare_args {
 	const char *base, *new_path, *format;
 	struct compare_opts o;
 	double fail_above; /* < 0: off */
+	unsigned given;	   /* bit k: flag k of take_flag's names seen */
 };
 
 /* A flag's number in [lo, hi] into *x. 0, or bad input's status. */
@@ -70,6 +71,14 @@ static int take_flag(int argc, char **argv, int *i, struct compare_args *a)
 			 arg);
 		return bad_input(e);
 	}
+	/* as config keys given twice: which one was meant is not ours to
+	 * guess (G20.7) */
+	if (a->given & 1u << k) {
+		snprintf(e, sizeof(e),
+			 "compare: %s is given twice; give it once", names[k]);
+		return bad_input(e);
+	}
+	a->given |= 1u << k;
 	v = eq ? eq + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
 	if (k == 0) {
 		if (!v || !config_key_known(v)) {
