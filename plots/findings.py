@@ -113,11 +113,21 @@ def health(row):
     """The row's health labels; a DEQ row whose forward solves converged in
     less than 95% of its steps is labelled even above the record's 90%
     (issue 28's bar for a committed DEQ row)."""
-    labels = list(row["health"]["labels"])
+    train, timing = split_labels(row)
     fc = row.get("fwd_converged")
-    if fc is not None and fc < 0.95 and not any(l.startswith("unconverged") for l in labels):
-        labels.append(f"fwd converged {pct(fc)} < 95%")
-    return "healthy" if not labels else "⚠ " + ", ".join(labels)
+    if fc is not None and fc < 0.95 and not any(l.startswith("unconverged") for l in train):
+        train.append(f"fwd converged {pct(fc)} < 95%")
+    parts = (["⚠ " + ", ".join(train)] if train else []) + \
+        (["step times " + ", ".join(timing)] if timing else [])
+    return "; ".join(parts) if parts else "healthy"
+
+
+def split_labels(row):
+    """The row's health labels as (training, timing): `noisy` is about the
+    step-time measurement, the rest about whether the runs trained."""
+    labels = list(row["health"]["labels"])
+    timing = [l for l in labels if l.startswith("noisy")]
+    return [l for l in labels if l not in timing], timing
 
 
 def labelled(rows):
@@ -198,8 +208,15 @@ def say_ratio(r):
     return s
 
 
-def warn(r):
-    return f" (labelled: {', '.join(r['health']['labels'])})" if r["health"]["labels"] else ""
+def warn(r, who=""):
+    """The row's labels in parentheses, after the figure they qualify:
+    ⚠ for a run that did not train cleanly, `step times noisy k/n` for the
+    timing; who names the row where the figure before it is not its time
+    ("unroll: " after unroll's perplexity)."""
+    train, timing = split_labels(r)
+    parts = (["⚠ " + ", ".join(train)] if train else []) + \
+        (["step times " + ", ".join(timing)] if timing else [])
+    return f" ({who}{'; '.join(parts)})" if parts else ""
 
 
 def k_of(r):
@@ -217,7 +234,7 @@ def gc_vs_deq_sentence(src):
             f"{k_of(gc)} layers keeps {num(gc['depth_solver_x_unroll'], 3)}× "
             f"of unroll's depth+solver memory at {say_ratio(gc)} its step time{warn(gc)}; "
             f"the DEQ keeps {num(dq['depth_solver_x_unroll'], 3)}× at {say_ratio(dq)}{warn(dq)}, "
-            f"with valid perplexity {ppl(dq)} against unroll's {ppl(un)}{warn(un)} "
+            f"with valid perplexity {ppl(dq)} against unroll's {ppl(un)}{warn(un, 'unroll: ')} "
             f"(published for the DEQ-Transformer: {PAPER['deq_tx_mem']} memory at "
             f"{PAPER['deq_time']} the time; the total peak, embeddings and optimizer "
             f"included, is {num(dq['total_x_unroll'], 3)}×).")
@@ -342,7 +359,7 @@ def section_eps_train(srcs):
                 f"On the {s.machine.upper()}, after {un['config']['steps']} steps the DEQ's "
                 f"valid perplexity ranges over {num(min(r['valid_ppl']['mean'] for r in deqs))}–"
                 f"{num(max(r['valid_ppl']['mean'] for r in deqs))} across ε against unroll's "
-                f"{ppl(un)}{warn(un)}; the cost of a tight ε is in evaluations: "
+                f"{ppl(un)}{warn(un, 'unroll: ')}; the cost of a tight ε is in evaluations: "
                 f"{num(deqs[0]['forward_evals'] + deqs[0]['vjp_evals'], 1)} a step at ε = "
                 f"{deqs[0]['config']['f_tol']} and {num(tight['forward_evals'] + tight['vjp_evals'], 1)} "
                 f"at ε = {tight['config']['f_tol']} ({say_ratio(tight)} unroll's step time"
@@ -480,11 +497,12 @@ def generate(deqbench, results):
            "step time: the geometric mean of the runs' median step times with its 95% t "
            "interval, × unroll: the ratio of the geometric means with Welch's 95% "
            "interval (1 on unroll's own row); memory exact from the "
-           "allocator; valid perplexity mean ± sd over seeds). A row with a ⚠ label did not "
-           "train cleanly or its DEQ did not converge: read its numbers as that "
-           "(results/SCHEMA.md §health). `noisy` flags a run whose step-time interquartile "
-           "range exceeds 10% of its median: on a shared VM that is the machine, and for a "
-           "DEQ also its solver's iterations, which vary from step to step.", ""]
+           "allocator; valid perplexity mean ± sd over seeds). A ⚠ label says runs of the row did "
+           "not train cleanly or its DEQ did not converge: read its numbers as that "
+           "(results/SCHEMA.md §health). `step times noisy k/n` (no ⚠: the runs trained) says "
+           "k of n runs had a step-time interquartile range above 10% of their median: on a "
+           "shared VM that is the machine, and for a DEQ also its solver's iterations, which "
+           "vary from step to step.", ""]
     out += provenance(results) + [""]
     out += section_gc(srcs(("cpu", "gc-vs-deq"), ("gpu", "gc-vs-deq-gpu"), ("gpu", "gc-vs-deq")))
     out += section_trellis(srcs(("cpu", "gc-vs-deq-trellisnet"), ("gpu", "gc-vs-deq-trellisnet")))
@@ -511,7 +529,7 @@ def gc_headline(src, what):
             f"depth+solver memory at {say_ratio(gc)} its step time{warn(gc)}; the DEQ "
             f"{num(dq['depth_solver_x_unroll'], 3)}× at {say_ratio(dq)}{warn(dq)} "
             f"(total peak {num(dq['total_x_unroll'], 3)}×), valid perplexity {ppl(dq)} "
-            f"against unroll's {ppl(un)}{warn(un)}.")
+            f"against unroll's {ppl(un)}{warn(un, 'unroll: ')}.")
 
 
 def infer_headline(src):
