@@ -12,25 +12,8 @@
 
 #include <jansson.h>
 
+#include "validate_report.h"
 #include "validate_schema.h"
-
-/* What to demand of a record. */
-enum validate_mode {
-	/* the fields every record of the schema has: a field with an
-	 * `added` date, or a config key of validate_config_added, may be
-	 * absent (an older record) */
-	VALIDATE_ALL_AGES = 0,
-	/* every field of the current schema: what this build writes */
-	VALIDATE_STRICT = 1,
-};
-
-/* Called for each problem: path is the field ("timing.step_ms.p10",
- * "model.params[2].shape"; "" for the record as a whole), what is the
- * problem as a phrase ("expected int, got string", "missing (expected
- * object or null)", "unknown field", "expected one of ok, diverged,
- * interrupted, error, got \"okay\""). */
-typedef void (*validate_report_fn)(void *ctx, const char *path,
-				   const char *what);
 
 /* validate_record — checks a record (one JSON object of a JSONL file)
  * against the schema table, in the table's order, then members that the

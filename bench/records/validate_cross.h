@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "validate.h"
+#include "validate_report.h"
 
 #define VALIDATE_TOL 1e-9
 
@@ -30,15 +30,5 @@
  * (may be NULL) once per problem; returns the number of problems. */
 int validate_cross(const json_t *rec, enum validate_mode mode,
 		   validate_report_fn report, void *ctx);
-
-/* s into buf (n bytes) with each control character (C0, DEL; C1 encoded
- * as c2 80..9f: what a terminal acts on) written as the text \xNN or
- * \u00NN, cut at a character before n: a problem line never carries the
- * escape sequences it reports. */
-void validate_safe_text(char *buf, size_t n, const char *s);
-
-/* report(ctx, path, what) with both through validate_safe_text. */
-void validate_report_safe(validate_report_fn report, void *ctx,
-			  const char *path, const char *what);
 
 #endif
