@@ -442,6 +442,7 @@ Test(report, html_svg_runs_no_script)
 	cr_assert_eq(imgs, 2, "%s", page);
 	b64 = base64((const unsigned char *)good_svg, strlen(good_svg));
 	want = malloc(strlen(b64) + 64);
+	cr_assert_not_null(want);
 	sprintf(want, "data:image/svg+xml;base64,%s\"", b64);
 	cr_assert(strstr(page, want), "%s", page);
 	free(want);
