@@ -639,3 +639,134 @@ Test(report, error_runs_are_shown_and_left_out)
 	json_decref(rows);
 	json_decref(all);
 }
+
+/* G21 memory: report_acc builds the rows of records given one at a time
+ * (deqbench report's streaming reader) without holding them: after
+ * report_acc_add a record is referenced by its caller alone, and of a
+ * row's runs past the first not even the config is kept; the rows are
+ * report_rows' of the same records. Each record has a started_at, so
+ * each goes through the duplicate check too. */
+Test(report, acc_holds_no_record)
+{
+	struct report_acc *acc = report_acc_new();
+	json_t *all = json_array(), *rows, *streamed;
+	cr_assert_not_null(acc);
+	for (int i = 0; i < 200; i++) {
+		json_t *r =
+		    rec(i % 2 ? "deq" : "unroll", i / 2 + 1, 100 + i % 7, 99,
+			101, 200 + i % 5, i % 3 ? "healthy" : "unstable");
+		char at[32];
+		snprintf(at, sizeof(at), "2026-11-27T10:%02d:%02dZ", i / 60,
+			 i % 60);
+		json_object_set_new(r, "started_at", json_string(at));
+		cr_assert_eq(report_acc_add(acc, r), 0);
+		cr_assert_eq(r->refcount, 1, "record %d kept", i);
+		if (i >= 2)
+			cr_assert_eq(json_object_get(r, "config")->refcount, 1,
+				     "config of record %d kept", i);
+		json_array_append_new(all, r);
+	}
+	rows = report_rows(all);
+	streamed = report_acc_rows(acc);
+	cr_assert(json_equal(rows, streamed));
+	cr_assert_eq(json_array_size(rows), 2);
+	cr_assert_eq(num(json_array_get(rows, 0), "runs"), 100);
+	cr_assert_eq(num(json_array_get(rows, 1), "runs"), 100);
+	cr_assert_eq(num(json_array_get(rows, 0), "duplicates"), 0);
+	cr_assert_eq(
+	    json_array_size(json_object_get(json_array_get(rows, 0), "seeds")),
+	    100);
+	report_acc_free(acc);
+	json_decref(streamed);
+	json_decref(rows);
+	json_decref(all);
+}
+
+/* A record with started_at, as its JSON text (keys in the order given). */
+static char *stamped_text(const char *m, int seed, double ms, const char *at)
+{
+	json_t *r = rec(m, seed, ms, ms - 1, ms + 1, 200, "healthy");
+	char *s;
+	json_object_set_new(r, "started_at", json_string(at));
+	s = json_dumps(r, JSON_REAL_PRECISION(17));
+	json_decref(r);
+	return s;
+}
+
+/* The record of text with its top-level keys in reverse order (the same
+ * fields as another writer may order them). New reference. */
+static json_t *reversed(const char *text)
+{
+	json_t *r = json_loads(text, 0, NULL), *o = json_object();
+	const char *keys[64];
+	size_t n = 0;
+	for (void *it = json_object_iter(r); it && n < 64;
+	     it = json_object_iter_next(r, it))
+		keys[n++] = json_object_iter_key(it);
+	while (n-- > 0)
+		json_object_set(o, keys[n], json_object_get(r, keys[n]));
+	json_decref(r);
+	return o;
+}
+
+/* G21 memory, G10's rule kept: through the accumulator, which keeps no
+ * record, a record equal in every field to an earlier one (a file given
+ * twice, read again from its text; keys in another order) is still left
+ * out and its row names it; one that differs in any field (here its
+ * median, or no started_at: two crashed runs) is a run. report_unique,
+ * which compare uses, drops the same records. */
+Test(report, acc_drops_duplicates)
+{
+	struct report_acc *acc = report_acc_new();
+	const char *at = "2026-11-27T10:00:00Z";
+	char *text[3] = {stamped_text("unroll", 1, 100, at),
+			 stamped_text("unroll", 2, 110, at),
+			 stamped_text("deq", 1, 150, at)};
+	json_t *all = json_array(), *dropped = json_array(), *uniq, *rows, *r;
+	const json_t *row;
+	cr_assert_not_null(acc);
+	/* the file, then the file again, then runs that differ a little */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < 3; i++) {
+			r = pass ? reversed(text[i])
+				 : json_loads(text[i], 0, NULL);
+			cr_assert_eq(report_acc_add(acc, r), 0);
+			json_array_append_new(all, r);
+		}
+	r = json_loads(text[0], 0, NULL);
+	json_object_set_new(
+	    json_object_get(json_object_get(r, "timing"), "step_ms"), "median",
+	    json_real(100.5));
+	cr_assert_eq(report_acc_add(acc, r), 0);
+	json_array_append_new(all, r);
+	for (int k = 0; k < 2; k++) {
+		r = rec("unroll", 9, 120, 119, 121, 200, "healthy");
+		cr_assert_eq(report_acc_add(acc, r), 0);
+		json_array_append_new(all, r);
+	}
+	rows = report_acc_rows(acc);
+	cr_assert_eq(json_array_size(rows), 2);
+	row = json_array_get(rows, 0);
+	cr_assert_eq(num(row, "runs"), 5);
+	cr_assert_eq(num(row, "duplicates"), 2);
+	cr_assert_str_eq(
+	    json_string_value(json_array_get(
+		json_object_get(json_object_get(row, "health"), "labels"), 0)),
+	    "duplicates left out 2");
+	row = json_array_get(rows, 1);
+	cr_assert_eq(num(row, "runs"), 1);
+	cr_assert_eq(num(row, "duplicates"), 1);
+	uniq = report_unique(all, dropped);
+	cr_assert_eq(json_array_size(uniq), 6);
+	cr_assert_eq(json_array_size(dropped), 3);
+	for (size_t j = 0; j < 3; j++)
+		cr_assert_eq(json_array_get(dropped, j),
+			     json_array_get(all, 3 + j));
+	json_decref(uniq);
+	json_decref(dropped);
+	json_decref(rows);
+	report_acc_free(acc);
+	json_decref(all);
+	for (int i = 0; i < 3; i++)
+		free(text[i]);
+}

@@ -211,24 +211,76 @@ static json_t *sorted(json_t *rows, const char *sort)
 	return out;
 }
 
-/* The usable records of the files that --where keeps, into all. 0, or bad
- * input's status. */
-static int load(int nf, char **files, const struct report_args *a, json_t *all)
+/* Skipped records of one file named one by one on stderr; the rest are
+ * counted (as record_read_usable does). */
+#define SKIPPED_SHOWN 5
+
+/* load's state: the file being read, and what its lines gave. */
+struct load_ctx {
+	struct report_acc *acc;
+	const struct report_args *a;
+	const char *path;
+	char *err;
+	size_t errlen;
+	int skipped, kept, failed;
+};
+
+/* One line of a record file (record_each_line): a usable record that
+ * --where keeps goes into the accumulator and is freed by the reader, so
+ * a file of any length is read in the memory of its rows (G21); a record
+ * validate rejects is named on stderr and left out (record_read_usable's
+ * lines); a malformed line stops the read. */
+static int load_line(void *ctx, int lineno, json_t *rec, int column,
+		     const char *why)
 {
-	json_t *some = json_array(), *r;
+	struct load_ctx *c = ctx;
+	char what[512];
+	if (rec && !record_usable(rec, what, sizeof(what))) {
+		if (c->skipped++ < SKIPPED_SHOWN)
+			fprintf(stderr,
+				"deqbench: %s:%d: record skipped: %s; "
+				"deqbench validate %s lists its problems\n",
+				c->path, lineno, what, c->path);
+		return 0;
+	}
+	if (rec && !kept(rec, c->a))
+		return 0;
+	if (rec && report_acc_add(c->acc, rec) == 0) {
+		c->kept++;
+		return 0;
+	}
+	snprintf(c->err, c->errlen,
+		 "%s:%d:%d: malformed record: %s; each line must be one JSON "
+		 "object",
+		 c->path, lineno, rec ? 0 : column,
+		 rec ? "out of memory" : why);
+	c->failed = 1;
+	return 1;
+}
+
+/* The usable records of the files that --where keeps, into acc, read one
+ * line at a time. 0, or bad input's status. */
+static int load(int nf, char **files, const struct report_args *a,
+		struct report_acc *acc)
+{
 	char err[1024];
+	struct load_ctx c = {acc, a, NULL, err, sizeof(err), 0, 0, 0};
 	int skipped = 0;
-	size_t i;
-	for (int k = 0; k < nf; k++)
-		if (record_read_usable(files[k], some, &skipped, err,
-				       sizeof(err)) != 0) {
-			json_decref(some);
+	for (int k = 0; k < nf; k++) {
+		c.path = files[k];
+		c.skipped = 0;
+		if (record_each_line(files[k], load_line, &c, err,
+				     sizeof(err)) != 0 ||
+		    c.failed)
 			return bad_input(err);
-		}
-	json_array_foreach(some, i, r) if (kept(r, a))
-	    json_array_append(all, r);
-	json_decref(some);
-	if (json_array_size(all))
+		if (c.skipped > SKIPPED_SHOWN)
+			fprintf(stderr,
+				"deqbench: %s: %d records skipped in all (the "
+				"first %d named above)\n",
+				files[k], c.skipped, SKIPPED_SHOWN);
+		skipped += c.skipped;
+	}
+	if (c.kept)
 		return 0;
 	snprintf(err, sizeof(err),
 		 "report: %s%s hold%s no %srecords%s; give JSONL files written "
@@ -239,23 +291,35 @@ static int load(int nf, char **files, const struct report_args *a, json_t *all)
 	return bad_input(err);
 }
 
+/* The rows of the files' records that --where keeps (load). 0 with *rows
+ * a new reference, or bad input's status (*rows NULL). */
+static int rows_of(int nf, char **files, const struct report_args *a,
+		   json_t **rows)
+{
+	struct report_acc *acc = report_acc_new();
+	int rc =
+	    acc ? load(nf, files, a, acc) : bad_input("report: out of memory");
+	*rows = rc == 0 ? report_acc_rows(acc) : NULL;
+	report_acc_free(acc);
+	if (rc == 0 && !*rows)
+		rc = bad_input("report: out of memory");
+	return rc;
+}
+
 /* --html: the page of the files' rows (each file apart), written by
  * temporary file and rename (fileio_replace). 0, or bad input's status. */
 static int write_html(int nf, char **files, const struct report_args *a)
 {
-	const json_t **rows = calloc((size_t)nf + 1, sizeof(*rows));
+	json_t **rows = calloc((size_t)nf + 1, sizeof(*rows));
 	char *buf = NULL, err[1200];
 	size_t len = 0;
 	FILE *m = open_memstream(&buf, &len);
 	int rc = 0;
-	for (int k = 0; rows && k < nf; k++) {
-		json_t *one = json_array();
-		if (!rc && load(1, files + k, a, one) != 0)
-			rc = 2;
-		rows[k] = rc ? json_array() : report_rows(one);
-		json_decref(one);
-	}
-	if (!rc && (!rows || !m || report_write_html(m, nf, files, rows) != 0))
+	for (int k = 0; rows && k < nf && !rc; k++)
+		rc = rows_of(1, files + k, a, &rows[k]);
+	if (!rc &&
+	    (!rows || !m ||
+	     report_write_html(m, nf, files, (const json_t *const *)rows) != 0))
 		rc = bad_input("report: --html: out of memory");
 	if (m)
 		fclose(m);
@@ -268,7 +332,7 @@ static int write_html(int nf, char **files, const struct report_args *a)
 				a->html);
 	}
 	for (int k = 0; rows && k < nf; k++)
-		json_decref((json_t *)rows[k]);
+		json_decref(rows[k]);
 	free(rows);
 	free(buf);
 	return rc;
@@ -277,7 +341,7 @@ static int write_html(int nf, char **files, const struct report_args *a)
 int cmd_report(int argc, char **argv)
 {
 	struct report_args a = {NULL, NULL, NULL, {NULL}, {NULL}, 0};
-	json_t *all, *rows;
+	json_t *rows;
 	int nf = 0, rc = 0;
 	for (int i = 0; i < argc; i++) {
 		int t;
@@ -304,8 +368,7 @@ int cmd_report(int argc, char **argv)
 			goto done;
 		}
 	}
-	all = json_array();
-	if ((rc = load(nf, argv, &a, all)) == 0 && (rows = report_rows(all))) {
+	if ((rc = rows_of(nf, argv, &a, &rows)) == 0) {
 		if (a.sort)
 			rows = sorted(rows, a.sort);
 		if (!strcmp(a.format, "json")) {
@@ -320,7 +383,6 @@ int cmd_report(int argc, char **argv)
 			report_print_term(stdout, rows);
 		json_decref(rows);
 	}
-	json_decref(all);
 	if (rc == 0 && a.html)
 		rc = write_html(nf, argv, &a);
 done:

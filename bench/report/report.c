@@ -1,4 +1,6 @@
-/* report.c — see report.h: records aggregated into rows (this file) and
+/* report.c — see report.h: records aggregated into rows, one at a time,
+ * each row keeping its runs' figures and not their records (this file;
+ * report_acc.c gives it the records and leaves second readings out), and
  * the rows printed as the markdown summary (report_print.c). */
 #include "report.h"
 
@@ -116,29 +118,45 @@ static void agg_figures(struct agg *r, int k, const json_t *rec, int ok,
 	agg_col(r, C_VEV)[k] = record_num(rec, "evals.vjp_evals_per_step");
 }
 
+/* Notes seed in row R's seeds, once each (by its canonical JSON text, so
+ * equal as json_equal has it). 0, or -1 when out of memory. */
+static int agg_seed(struct agg *r, const json_t *seed)
+{
+	char *text;
+	int rc = 0;
+	if (!seed)
+		return 0;
+	text = json_dumps(seed, JSON_ENCODE_ANY | JSON_COMPACT |
+				    JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+	if (!text)
+		return -1;
+	if (!json_object_get(r->seen, text))
+		rc = json_object_set_new(r->seen, text, json_true()) ||
+		     json_array_append(r->seeds, (json_t *)seed);
+	free(text);
+	return rc ? -1 : 0;
+}
+
 /* Adds record REC's figures to row R. 0, or -1 when out of memory. */
 static int agg_add(struct agg *r, const json_t *rec)
 {
 	const char *st = report_str(rec, "status", "?");
 	int ok = !strcmp(st, "ok"), k;
 	int eval = !strcmp(report_str(rec, "kind", "train"), "eval");
-	json_t *seed = json_object_get(json_object_get(rec, "config"), "seed");
 	if (r->n == r->cap && agg_grow(r) != 0)
 		return -1;
-	k = r->n++;
-	if (!ok)
-		r->status = st;
-	r->n_ok += ok;
-	if (seed && !json_array_size(r->seeds))
-		json_array_append(r->seeds, seed);
-	else if (seed) {
-		size_t i;
-		json_t *s;
-		int seen = 0;
-		json_array_foreach(r->seeds, i, s) seen |= json_equal(s, seed);
-		if (!seen)
-			json_array_append(r->seeds, seed);
+	if (agg_seed(r, json_object_get(json_object_get(rec, "config"),
+					"seed")) != 0)
+		return -1;
+	if (!ok) {
+		char *s = strdup(st);
+		if (!s)
+			return -1;
+		free(r->status);
+		r->status = s;
 	}
+	k = r->n++;
+	r->n_ok += ok;
 	if (!strcmp(st, "error")) {
 		r->error++;
 		for (int c = 0; c < NCOL; c++)
@@ -151,32 +169,12 @@ static int agg_add(struct agg *r, const json_t *rec)
 	return 0;
 }
 
-/* The row of config CFG (record REC): the one with the same key, else a new
- * one. NULL when out of memory. */
-static struct agg *agg_for(struct table *t, const json_t *rec,
-			   const json_t *cfg)
-{
-	char *key = report_key(cfg, 0);
-	struct agg *r;
-	if (!key)
-		return NULL;
-	for (size_t j = 0; j < t->nrow; j++)
-		if (!strcmp(t->rows[j].key, key)) {
-			free(key);
-			return &t->rows[j];
-		}
-	r = &t->rows[t->nrow++];
-	memset(r, 0, sizeof(*r));
-	r->key = key;
-	r->group = report_key(cfg, 1);
-	r->first = rec;
-	r->status = "ok";
-	r->seeds = json_array();
-	return r;
-}
-
-/* Notes the keys of config C that differ from the first record's: non-method
- * keys label the groups, deq keys (among deq records) the deq rows. */
+/* Notes the keys of config C (a new row's, held by the table) that differ
+ * from the first row's: non-method keys label the groups, deq keys (among
+ * deq rows) the deq rows. The records of one row are equal in these keys
+ * (a row's key is its run identity without the seed, and a record holds
+ * only its own method's keys), so a row's first record speaks for the
+ * others. */
 static void note_varying(struct table *t, const json_t *c)
 {
 	const char *k2;
@@ -207,15 +205,57 @@ static void note_varying(struct table *t, const json_t *c)
 	}
 }
 
+/* Room in t for one more row. 0, or -1 when out of memory. */
+static int table_grow(struct table *t)
+{
+	size_t cap = t->cap ? 2 * t->cap : 16;
+	struct agg *rows;
+	if (t->nrow < t->cap)
+		return 0;
+	if (!(rows = realloc(t->rows, cap * sizeof(*rows))))
+		return -1;
+	t->rows = rows;
+	t->cap = cap;
+	return 0;
+}
+
+/* A new row for record REC (config CFG) under key (taken over). NULL when
+ * out of memory. */
+static struct agg *agg_new(struct table *t, const json_t *rec,
+			   const json_t *cfg, char *key)
+{
+	struct agg *r;
+	json_int_t at = (json_int_t)t->nrow;
+	if (table_grow(t) != 0) {
+		free(key);
+		return NULL;
+	}
+	r = &t->rows[t->nrow++]; /* report_table_free frees what it holds */
+	memset(r, 0, sizeof(*r));
+	r->key = key;
+	r->group = report_key(cfg, 1);
+	/* the members are shared, not copied: the rest of the record goes */
+	r->first = json_pack("{s:O, s:O?, s:O?}", "config", cfg, "method",
+			     json_object_get(rec, "method"), "kind",
+			     json_object_get(rec, "kind"));
+	r->seeds = json_array();
+	r->seen = json_object();
+	r->status = strdup("ok");
+	if (!r->group || !r->first || !r->seeds || !r->seen || !r->status ||
+	    json_object_set_new(t->index, key, json_integer(at)) != 0)
+		return NULL;
+	if (!strcmp(report_str(cfg, "method", ""), "unroll") &&
+	    !json_object_get(t->unroll, r->group) &&
+	    json_object_set_new(t->unroll, r->group, json_integer(at)) != 0)
+		return NULL;
+	note_varying(t, json_object_get(r->first, "config"));
+	return r;
+}
+
 const struct agg *report_unroll_row(const struct table *t, const struct agg *r)
 {
-	for (size_t q = 0; q < t->nrow; q++) {
-		const json_t *qc = json_object_get(t->rows[q].first, "config");
-		if (!strcmp(t->rows[q].group, r->group) &&
-		    !strcmp(report_str(qc, "method", ""), "unroll"))
-			return &t->rows[q];
-	}
-	return NULL;
+	const json_t *q = json_object_get(t->unroll, r->group);
+	return q ? &t->rows[json_integer_value(q)] : NULL;
 }
 
 void report_table_free(struct table *t)
@@ -224,33 +264,66 @@ void report_table_free(struct table *t)
 		free(t->rows[j].key);
 		free(t->rows[j].group);
 		free(t->rows[j].v);
+		free(t->rows[j].status);
+		json_decref(t->rows[j].first);
 		json_decref(t->rows[j].seeds);
+		json_decref(t->rows[j].seen);
 	}
 	free(t->rows);
+	json_decref(t->index);
+	json_decref(t->unroll);
 	json_decref(t->varying);
 	json_decref(t->vary_deq);
 	memset(t, 0, sizeof(*t));
 }
 
-int report_table_build(struct table *t, const json_t *records)
+int report_table_init(struct table *t)
 {
-	size_t nrec = json_array_size(records), i;
-	json_t *rec;
 	memset(t, 0, sizeof(*t));
-	t->rows = calloc(nrec ? nrec : 1, sizeof(*t->rows));
+	t->index = json_object();
+	t->unroll = json_object();
 	t->varying = json_object();
 	t->vary_deq = json_object();
-	if (!t->rows)
+	return t->index && t->unroll && t->varying && t->vary_deq ? 0 : -1;
+}
+
+/* The row of config cfg (report_key in *key, malloc'd, or NULL when out
+ * of memory), NULL when there is none yet. */
+static struct agg *row_of(const struct table *t, const json_t *cfg, char **key)
+{
+	const json_t *at;
+	*key = report_key(cfg, 0);
+	at = *key ? json_object_get(t->index, *key) : NULL;
+	return at ? &t->rows[json_integer_value(at)] : NULL;
+}
+
+int report_table_add(struct table *t, const json_t *rec)
+{
+	const json_t *cfg = json_object_get(rec, "config");
+	struct agg *r;
+	char *key;
+	if (!json_is_object(cfg))
+		return 0;
+	if ((r = row_of(t, cfg, &key)))
+		free(key);
+	else if (!key || !(r = agg_new(t, rec, cfg, key)))
 		return -1;
-	json_array_foreach((json_t *)records, i, rec)
-	{
-		const json_t *cfg = json_object_get(rec, "config");
-		struct agg *r;
-		if (!json_is_object(cfg))
-			continue;
-		if (!(r = agg_for(t, rec, cfg)) || agg_add(r, rec) != 0)
-			return -1;
-		note_varying(t, cfg);
-	}
+	return agg_add(r, rec);
+}
+
+int report_table_dup(struct table *t, const json_t *rec)
+{
+	const json_t *cfg = json_object_get(rec, "config");
+	struct agg *r;
+	char *key;
+	if (!json_is_object(cfg))
+		return 0;
+	r = row_of(t, cfg, &key);
+	if (!key)
+		return -1;
+	free(key);
+	/* an earlier equal record made the row */
+	if (r)
+		r->duplicates++;
 	return 0;
 }

@@ -44,12 +44,34 @@
  * reference; NULL when out of memory. */
 json_t *report_rows(const json_t *records);
 
+/* report_acc — the rows of records given one at a time, as a streaming
+ * reader (deqbench report) has them: report_acc_rows gives what
+ * report_rows gives of the same records in the same order, duplicates
+ * left out and counted by report_unique's rule, while the accumulator
+ * holds per row the first record's config, method and kind and a few
+ * numbers per run, and 32 to 64 bytes per run for the duplicate check,
+ * never a record: the caller may free each after report_acc_add. Memory
+ * grows with the rows and runs, not with the records' size. */
+struct report_acc;
+/* A new accumulator; NULL when out of memory. */
+struct report_acc *report_acc_new(void);
+/* Adds record rec (borrowed, not kept; one without a config object joins
+ * no row). 0, or -1 when out of memory. */
+int report_acc_add(struct report_acc *a, const json_t *rec);
+/* The rows so far (report_rows). New reference; NULL when out of memory. */
+json_t *report_acc_rows(const struct report_acc *a);
+/* Frees a and what it holds; a may be NULL. */
+void report_acc_free(struct report_acc *a);
+
 /* report_unique — records without a second reading of one run: a record
  * equal in every field to an earlier one (a file given twice, a file
  * appended to itself), started_at set, is left out and appended to
- * dropped. report_rows counts the rest as runs and says how many were
- * left out (a row's "duplicates"). A new array of the records kept, in
- * order; NULL when out of memory. */
+ * dropped. Records are compared by a 128-bit hash of their canonical
+ * text (report_acc.c says why a collision is negligible), the rule
+ * report_acc and report_rows apply: they count the rest as runs and say
+ * how many were left out (a row's "duplicates"), so compare, which calls
+ * this, and report agree. A new array of the records kept, in order;
+ * NULL when out of memory. */
 json_t *report_unique(const json_t *records, json_t *dropped);
 
 /* Prints rows (report_rows) as the markdown summary table, then, where

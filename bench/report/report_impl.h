@@ -1,5 +1,6 @@
-/* report_impl.h — what report.c (records into rows), report_rows.c (rows
- * as JSON, the figures with their intervals) and report_print.c (the
+/* report_impl.h — what report.c (records into rows), report_acc.c (the
+ * records one at a time, duplicates left out), report_rows.c (rows as
+ * JSON, the figures with their intervals) and report_print.c (the
  * markdown tables) share. Internal to the report (report.h). */
 #ifndef DQ_BENCH_REPORT_IMPL_H
 #define DQ_BENCH_REPORT_IMPL_H
@@ -25,28 +26,43 @@ enum col {
 	NCOL
 };
 
-/* One row: the runs of one configuration. */
+/* One row: the runs of one configuration. Nothing of a record is kept but
+ * its figures (v) and, of the row's first, its config, method and kind:
+ * a report of any number of records holds its rows, not the records. */
 struct agg {
-	char *key, *group;   /* report_key with and without the method keys */
-	const json_t *first; /* the first record (borrowed) */
+	char *key, *group; /* report_key with and without the method keys */
+	json_t *first;	   /* {config, method, kind} of the first record */
 	int n, n_ok, cap;
-	double *v; /* column c of run i at v[c * cap + i] */
-	json_t *seeds;
-	const char *status; /* "ok", or the last status that was not */
+	double *v;     /* column c of run i at v[c * cap + i] */
+	json_t *seeds; /* the seeds, in the order they first appear */
+	json_t *seen;  /* each seed's JSON text as a key: O(1) to test */
+	char *status;  /* "ok", or the last status that was not */
 	int healthy, unstable, diverged, unconverged, noisy, no_health;
 	int error, interrupted; /* runs of those statuses */
+	int duplicates;		/* records left out as second readings */
 };
 
 struct table {
-	struct agg *rows; /* nrow, at most one per record */
-	size_t nrow;
+	struct agg *rows; /* nrow of cap */
+	size_t nrow, cap;
+	json_t *index;	  /* row key -> its index in rows */
+	json_t *unroll;	  /* group -> the index of its first unroll row */
 	json_t *varying;  /* non-method keys that differ between groups */
 	json_t *vary_deq; /* deq keys that differ between deq records */
-	const json_t *first_group_cfg, *first_deq_cfg;
+	const json_t *first_group_cfg, *first_deq_cfg; /* in rows[].first */
 };
 
-/* The rows of records; 0, or -1 when out of memory (free t either way). */
-int report_table_build(struct table *t, const json_t *records);
+/* An empty table; 0, or -1 when out of memory (free t either way). */
+int report_table_init(struct table *t);
+/* Adds record rec (borrowed, not kept; one without a config object is
+ * left out) to its row. 0, or -1 when out of memory. */
+int report_table_add(struct table *t, const json_t *rec);
+/* Counts record rec, a second reading of a run already added, as a
+ * duplicate of its row. 0, or -1 when out of memory. */
+int report_table_dup(struct table *t, const json_t *rec);
+/* The rows of t as report_rows gives them (report.h). New reference, NULL
+ * when out of memory. */
+json_t *report_table_rows(const struct table *t);
 void report_table_free(struct table *t);
 
 /* Column c of row r: r->n values. */

@@ -325,6 +325,7 @@ static json_int_t pytorch_row(const struct table *t, size_t j)
 {
 	json_t *c = json_deep_copy(json_object_get(t->rows[j].first, "config"));
 	json_int_t found = -1;
+	const json_t *at;
 	char *k;
 	if (!strcmp(report_str(c, "impl", "deqbench"), "pytorch")) {
 		json_decref(c);
@@ -332,122 +333,40 @@ static json_int_t pytorch_row(const struct table *t, size_t j)
 	}
 	json_object_set_new(c, "impl", json_string("pytorch"));
 	k = report_key(c, 0);
-	for (size_t q = 0; k && q < t->nrow && found < 0; q++)
-		if (!strcmp(t->rows[q].key, k))
-			found = (json_int_t)q;
+	if (k && (at = json_object_get(t->index, k)))
+		found = json_integer_value(at);
 	free(k);
 	json_decref(c);
 	return found;
 }
 
-/* 64-bit FNV-1a of s: run_stamp's key in report_unique's set. */
-static unsigned long long fnv1a(const char *s)
+/* The row's duplicates (report_unique's records left out of row r) as
+ * "duplicates" and, when there are any, a label of its health. */
+static void set_duplicates(json_t *o, const struct agg *r)
 {
-	unsigned long long h = 14695981039346656037ULL;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
-
-/* rec as compact sorted JSON, the text two readings of one run share;
- * malloc'd. NULL without a started_at string (a crashed suite run's error
- * record: two of them are two crashes). Every field counts: started_at,
- * host and config alone do not name a run, as a suite's repeats of one
- * config start in the same second on a fast machine (and differ in
- * suite.repeat and their times). */
-static char *run_stamp(const json_t *rec)
-{
-	if (!json_is_string(json_object_get(rec, "started_at")))
-		return NULL;
-	return json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS |
-				   JSON_REAL_PRECISION(17));
-}
-
-/* 1 when rec names the same run as first (run_stamp s). */
-static int same_run(const json_t *first, const char *s)
-{
-	char *f = run_stamp(first);
-	int same = f && !strcmp(f, s);
-	free(f);
-	return same;
-}
-
-json_t *report_unique(const json_t *records, json_t *dropped)
-{
-	json_t *out = json_array(), *seen = json_object(), *r;
-	size_t i;
-	if (!out || !seen)
-		goto fail;
-	json_array_foreach(records, i, r)
-	{
-		char *s = run_stamp(r), h[17];
-		const json_t *first;
-		int dup = 0;
-		if (s) {
-			snprintf(h, sizeof(h), "%016llx", fnv1a(s));
-			first = json_object_get(seen, h);
-			/* a hash collision keeps both: a duplicate missed,
-			 * never a run lost */
-			dup = first && same_run(first, s);
-			if (!first && json_object_set(seen, h, r) != 0)
-				dup = -1;
-			free(s);
-		}
-		if (dup < 0 || json_array_append(dup ? dropped : out, r) != 0)
-			goto fail;
-	}
-	json_decref(seen);
-	return out;
-fail:
-	json_decref(out);
-	json_decref(seen);
-	return NULL;
-}
-
-/* The row's duplicates: how many of dropped (report_unique) are runs of
- * row r, as "duplicates" and a label of its health. */
-static void set_duplicates(json_t *o, const struct agg *r,
-			   const json_t *dropped)
-{
-	size_t i;
-	json_t *d;
-	int k = 0;
 	char buf[64];
-	json_array_foreach(dropped, i, d)
-	{
-		char *key = report_key(json_object_get(d, "config"), 0);
-		k += key && !strcmp(key, r->key);
-		free(key);
-	}
-	json_object_set_new(o, "duplicates", json_integer(k));
-	if (!k)
+	json_object_set_new(o, "duplicates", json_integer(r->duplicates));
+	if (!r->duplicates)
 		return;
-	snprintf(buf, sizeof(buf), "duplicates left out %d", k);
+	snprintf(buf, sizeof(buf), "duplicates left out %d", r->duplicates);
 	json_array_append_new(
 	    json_object_get(json_object_get(o, "health"), "labels"),
 	    json_string(buf));
 }
 
-json_t *report_rows(const json_t *records)
+json_t *report_table_rows(const struct table *t)
 {
-	struct table t;
-	json_t *rows = NULL, *dropped = json_array();
-	json_t *uniq = dropped ? report_unique(records, dropped) : NULL;
-	memset(&t, 0, sizeof(t));
-	if (uniq && report_table_build(&t, uniq) == 0) {
-		rows = json_array();
-		for (size_t j = 0; j < t.nrow; j++) {
-			json_t *o = row_json(&t, j);
-			json_int_t p = pytorch_row(&t, j);
-			json_object_set_new(o, "pytorch_row",
-					    p < 0 ? json_null()
-						  : json_integer(p));
-			set_duplicates(o, &t.rows[j], dropped);
-			json_array_append_new(rows, o);
+	json_t *rows = json_array();
+	for (size_t j = 0; rows && j < t->nrow; j++) {
+		json_t *o = row_json(t, j);
+		json_int_t p = pytorch_row(t, j);
+		json_object_set_new(o, "pytorch_row",
+				    p < 0 ? json_null() : json_integer(p));
+		set_duplicates(o, &t->rows[j]);
+		if (json_array_append_new(rows, o) != 0) {
+			json_decref(rows);
+			rows = NULL;
 		}
 	}
-	report_table_free(&t);
-	json_decref(uniq);
-	json_decref(dropped);
 	return rows;
 }
