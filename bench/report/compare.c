@@ -12,9 +12,12 @@
 #include "stats.h"
 
 /* The key of a config without the seed and the match key (NULL: none),
- * after kind: rows and records of one kind and configuration share it;
- * malloc'd, NULL when out of memory. */
-static char *row_key(const char *kind, const json_t *cfg, const char *match)
+ * after kind and before the OpenBLAS core blas of CPU runs (NULL: none):
+ * rows and records of one kind, configuration and machine share it, as
+ * report's rows split them (report_key); malloc'd, NULL when out of
+ * memory. */
+static char *row_key(const char *kind, const json_t *cfg, const char *blas,
+		     const char *match)
 {
 	json_t *c = record_run_identity(cfg);
 	char *s, *k;
@@ -24,9 +27,10 @@ static char *row_key(const char *kind, const json_t *cfg, const char *match)
 	s = json_dumps(c,
 		       JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
 	json_decref(c);
-	k = s ? malloc(strlen(kind) + strlen(s) + 2) : NULL;
+	k = s ? malloc(strlen(kind) + strlen(s) + (blas ? strlen(blas) : 0) + 3)
+	      : NULL;
 	if (k)
-		sprintf(k, "%s\n%s", kind, s);
+		sprintf(k, "%s\n%s\n%s", kind, s, blas ? blas : "");
 	free(s);
 	return k;
 }
@@ -84,14 +88,18 @@ static int side_init(struct side *s, const json_t *recs, const char *match)
 	{
 		const json_t *cfg = json_object_get(r, "config");
 		if (json_is_object(cfg) &&
-		    !(s->rec_key[i] = row_key(kind_of(r), cfg, NULL)))
+		    !(s->rec_key[i] =
+			  row_key(kind_of(r), cfg, record_blas_core(r), NULL)))
 			return -1;
 	}
 	json_array_foreach(s->rows, i, r)
 	{
 		const json_t *cfg = json_object_get(r, "config");
-		s->key[i] = row_key(kind_of(r), cfg, NULL);
-		s->pkey[i] = row_key(kind_of(r), cfg, match);
+		const char *blas =
+		    json_string_value(json_object_get(r, "blas_core"));
+		s->key[i] = row_key(kind_of(r), cfg, blas, NULL);
+		/* pairs across sides may join two machines (blas_note) */
+		s->pkey[i] = row_key(kind_of(r), cfg, NULL, match);
 		if (!s->key[i] || !s->pkey[i])
 			return -1;
 	}
@@ -368,12 +376,51 @@ static long base_of(const struct side *B, const struct side *N, size_t j)
 	return n > 1 ? -2 : found;
 }
 
+/* err: NEW's row n pairs with BASE rows of the OpenBLAS cores vals. */
+static void blas_refusal(char *err, size_t errlen, const json_t *n,
+			 const char *vals)
+{
+	const char *c = json_string_value(json_object_get(n, "blas_core"));
+	snprintf(err, errlen,
+		 "compare: NEW's %.60s %.60s (OpenBLAS core %.40s) pairs "
+		 "with BASE runs of several other cores (%.150s): different "
+		 "machines; compare files of one machine each (report "
+		 "groups them by blas=CORE)",
+		 json_string_value(json_object_get(n, "group")),
+		 json_string_value(json_object_get(n, "method")),
+		 c ? c : "none", vals);
+}
+
+/* The one-line refusal of NEW's row j, which pairs with several BASE rows
+ * of other OpenBLAS cores than its own (no --match). */
+static void ambiguous_blas(const struct side *B, const struct side *N, size_t j,
+			   char *err, size_t errlen)
+{
+	const json_t *n = json_array_get(N->rows, j);
+	char vals[200] = "";
+	size_t l = 0;
+	for (size_t i = 0; i < B->nrow && l < sizeof(vals); i++) {
+		const char *c;
+		if (strcmp(B->pkey[i], N->pkey[j]))
+			continue;
+		c = json_string_value(
+		    json_object_get(json_array_get(B->rows, i), "blas_core"));
+		l += (size_t)snprintf(vals + l, sizeof(vals) - l, "%s%s",
+				      l ? ", " : "", c ? c : "none");
+	}
+	blas_refusal(err, errlen, n, vals);
+}
+
 /* The one-line refusal of NEW's row j, which pairs with several BASE rows
  * differing in the match key. */
 static void ambiguous(const struct side *B, const struct side *N, size_t j,
 		      const char *match, char *err, size_t errlen)
 {
 	const json_t *n = json_array_get(N->rows, j);
+	if (!match) {
+		ambiguous_blas(B, N, j, err, errlen);
+		return;
+	}
 	char vals[200] = "";
 	size_t l = 0;
 	char *v = record_value_text(

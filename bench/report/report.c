@@ -23,9 +23,10 @@ const char *report_str(const json_t *o, const char *k, const char *dflt)
 
 /* The run identity of cfg (record_run_identity: output-only keys aside,
  * data_dir kept unless the corpus is synthetic) without the seed (and
- * without the method keys when drop_method): rows with equal keys
- * aggregate. */
-char *report_key(const json_t *cfg, int drop_method)
+ * without the method keys when drop_method), and the BLAS core blas of a
+ * CPU run (record_blas_core; NULL: none): rows with equal keys
+ * aggregate, so runs on two OpenBLAS cores are two machines' rows. */
+char *report_key(const json_t *cfg, const char *blas, int drop_method)
 {
 	json_t *c = record_run_identity(cfg);
 	const char *key;
@@ -41,6 +42,13 @@ char *report_key(const json_t *cfg, int drop_method)
 	s = json_dumps(c,
 		       JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
 	json_decref(c);
+	if (s && blas) {
+		char *k = malloc(strlen(s) + strlen(blas) + 2);
+		if (k)
+			sprintf(k, "%s\x1f%s", s, blas);
+		free(s);
+		s = k;
+	}
 	return s;
 }
 
@@ -175,12 +183,17 @@ static int agg_add(struct agg *r, const json_t *rec)
  * (a row's key is its run identity without the seed, and a record holds
  * only its own method's keys), so a row's first record speaks for the
  * others. */
-static void note_varying(struct table *t, const json_t *c)
+static void note_varying(struct table *t, const json_t *c, const char *blas)
 {
 	const char *k2;
 	json_t *v2;
-	if (!t->first_group_cfg)
+	if (!t->first_group_cfg) {
 		t->first_group_cfg = c;
+		t->first_blas = blas;
+	}
+	if ((blas || t->first_blas) &&
+	    (!blas || !t->first_blas || strcmp(blas, t->first_blas)))
+		t->blas_varies = 1;
 	json_t *id = record_run_identity(c);
 	json_object_foreach(id, k2, v2)
 	{
@@ -233,7 +246,8 @@ static struct agg *agg_new(struct table *t, const json_t *rec,
 	r = &t->rows[t->nrow++]; /* report_table_free frees what it holds */
 	memset(r, 0, sizeof(*r));
 	r->key = key;
-	r->group = report_key(cfg, 1);
+	r->blas = record_blas_core(rec) ? strdup(record_blas_core(rec)) : NULL;
+	r->group = report_key(cfg, r->blas, 1);
 	/* the members are shared, not copied: the rest of the record goes */
 	r->first = json_pack("{s:O, s:O?, s:O?}", "config", cfg, "method",
 			     json_object_get(rec, "method"), "kind",
@@ -242,13 +256,14 @@ static struct agg *agg_new(struct table *t, const json_t *rec,
 	r->seen = json_object();
 	r->status = strdup("ok");
 	if (!r->group || !r->first || !r->seeds || !r->seen || !r->status ||
+	    (record_blas_core(rec) && !r->blas) ||
 	    json_object_set_new(t->index, key, json_integer(at)) != 0)
 		return NULL;
 	if (!strcmp(report_str(cfg, "method", ""), "unroll") &&
 	    !json_object_get(t->unroll, r->group) &&
 	    json_object_set_new(t->unroll, r->group, json_integer(at)) != 0)
 		return NULL;
-	note_varying(t, json_object_get(r->first, "config"));
+	note_varying(t, json_object_get(r->first, "config"), r->blas);
 	return r;
 }
 
@@ -263,6 +278,7 @@ void report_table_free(struct table *t)
 	for (size_t j = 0; j < t->nrow; j++) {
 		free(t->rows[j].key);
 		free(t->rows[j].group);
+		free(t->rows[j].blas);
 		free(t->rows[j].v);
 		free(t->rows[j].status);
 		json_decref(t->rows[j].first);
@@ -287,12 +303,13 @@ int report_table_init(struct table *t)
 	return t->index && t->unroll && t->varying && t->vary_deq ? 0 : -1;
 }
 
-/* The row of config cfg (report_key in *key, malloc'd, or NULL when out
- * of memory), NULL when there is none yet. */
-static struct agg *row_of(const struct table *t, const json_t *cfg, char **key)
+/* The row of record rec, config cfg (report_key in *key, malloc'd, or
+ * NULL when out of memory), NULL when there is none yet. */
+static struct agg *row_of(const struct table *t, const json_t *rec,
+			  const json_t *cfg, char **key)
 {
 	const json_t *at;
-	*key = report_key(cfg, 0);
+	*key = report_key(cfg, record_blas_core(rec), 0);
 	at = *key ? json_object_get(t->index, *key) : NULL;
 	return at ? &t->rows[json_integer_value(at)] : NULL;
 }
@@ -304,7 +321,7 @@ int report_table_add(struct table *t, const json_t *rec)
 	char *key;
 	if (!json_is_object(cfg))
 		return 0;
-	if ((r = row_of(t, cfg, &key)))
+	if ((r = row_of(t, rec, cfg, &key)))
 		free(key);
 	else if (!key || !(r = agg_new(t, rec, cfg, key)))
 		return -1;
@@ -318,7 +335,7 @@ int report_table_dup(struct table *t, const json_t *rec)
 	char *key;
 	if (!json_is_object(cfg))
 		return 0;
-	r = row_of(t, cfg, &key);
+	r = row_of(t, rec, cfg, &key);
 	if (!key)
 		return -1;
 	free(key);

@@ -31,6 +31,8 @@ enum col {
  * a report of any number of records holds its rows, not the records. */
 struct agg {
 	char *key, *group; /* report_key with and without the method keys */
+	char *blas;	   /* the runs' OpenBLAS core (record_blas_core), NULL
+			      for GPU runs: part of key and group */
 	json_t *first;	   /* {config, method, kind} of the first record */
 	int n, n_ok, cap;
 	double *v;     /* column c of run i at v[c * cap + i] */
@@ -50,6 +52,8 @@ struct table {
 	json_t *varying;  /* non-method keys that differ between groups */
 	json_t *vary_deq; /* deq keys that differ between deq records */
 	const json_t *first_group_cfg, *first_deq_cfg; /* in rows[].first */
+	const char *first_blas;			       /* rows[0].blas */
+	int blas_varies; /* rows of two BLAS cores: groups name theirs */
 };
 
 /* An empty table; 0, or -1 when out of memory (free t either way). */
@@ -72,8 +76,9 @@ double *agg_col(const struct agg *r, enum col c);
 const struct agg *report_unroll_row(const struct table *t, const struct agg *r);
 
 /* cfg without output-only keys and seed (and method keys when
- * drop_method), as compact sorted JSON; malloc'd. */
-char *report_key(const json_t *cfg, int drop_method);
+ * drop_method), as compact sorted JSON, then the BLAS core blas when not
+ * NULL; malloc'd. */
+char *report_key(const json_t *cfg, const char *blas, int drop_method);
 
 /* The string member k of o, or dflt. */
 const char *report_str(const json_t *o, const char *k, const char *dflt);

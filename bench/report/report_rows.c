@@ -187,9 +187,10 @@ static void row_label(char *buf, size_t n, const json_t *rec,
 	}
 }
 
-/* The group label: "key=value ..." of the varying keys, or the corpus. */
+/* The group label: "key=value ..." of the varying keys, or the corpus,
+ * then "blas=CORE" when blas (the rows ran on several OpenBLAS cores). */
 static void group_label(char *group, size_t n, const json_t *cfg,
-			const json_t *varying)
+			const json_t *varying, const char *blas)
 {
 	const char *k2;
 	json_t *v2;
@@ -206,7 +207,10 @@ static void group_label(char *group, size_t n, const json_t *cfg,
 			break;
 	}
 	if (!group[0])
-		snprintf(group, n, "%s", report_str(cfg, "corpus", "-"));
+		gl = (size_t)snprintf(group, n, "%s",
+				      report_str(cfg, "corpus", "-"));
+	if (blas && gl < n)
+		snprintf(group + gl, n - gl, " blas=%s", blas);
 }
 
 static void add_label(json_t *labels, const char *what, int k, int n)
@@ -293,7 +297,8 @@ static json_t *row_json(const struct table *t, size_t j)
 	const json_t *cfg = json_object_get(r->first, "config");
 	char label[256], group[256];
 	json_t *o = json_object();
-	group_label(group, sizeof(group), cfg, t->varying);
+	group_label(group, sizeof(group), cfg, t->varying,
+		    t->blas_varies ? r->blas : NULL);
 	row_label(label, sizeof(label), r->first, t->vary_deq);
 	utf8_trim(group);
 	utf8_trim(label);
@@ -316,6 +321,8 @@ static json_t *row_json(const struct table *t, size_t j)
 	set_solver(o, r);
 	json_object_set_new(o, "valid_ppl", ppl_json(r));
 	json_object_set_new(o, "config", row_config(r));
+	json_object_set_new(o, "blas_core",
+			    r->blas ? json_string(r->blas) : json_null());
 	return o;
 }
 
@@ -332,7 +339,7 @@ static json_int_t pytorch_row(const struct table *t, size_t j)
 		return -1;
 	}
 	json_object_set_new(c, "impl", json_string("pytorch"));
-	k = report_key(c, 0);
+	k = report_key(c, t->rows[j].blas, 0);
 	if (k && (at = json_object_get(t->index, k)))
 		found = json_integer_value(at);
 	free(k);
