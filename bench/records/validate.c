@@ -6,7 +6,6 @@
 #include "validate.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,29 +15,6 @@
 #include "../io/jsontext.h"
 #include "record.h"
 #include "validate_cross.h"
-
-/* The walk's state: mode, the caller's report and the count so far. */
-struct walk {
-	enum validate_mode mode;
-	validate_report_fn report;
-	void *ctx;
-	int problems;
-};
-
-static void problem(struct walk *w, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void problem(struct walk *w, const char *path, const char *fmt, ...)
-{
-	char what[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	w->problems++;
-	if (w->report)
-		validate_report_safe(w->report, w->ctx, path, what);
-}
 
 const char *validate_type_name(const json_t *v)
 {
@@ -174,25 +150,28 @@ static int control_char(const char *s)
 
 /* A string without control characters (a message of one line, a label
  * that cannot move a terminal's cursor). */
-static void check_text(struct walk *w, const json_t *v, const char *path)
+static void check_text(struct validate_walk *w, const json_t *v,
+		       const char *path)
 {
 	char got[100];
 	int c;
 	if (!json_is_string(v) || (c = control_char(json_string_value(v))) < 0)
 		return;
 	value_text(v, got, sizeof(got));
-	problem(w, path,
-		"expected text of one line without control characters, got "
-		"0x%02x in %s",
-		c, got);
+	validate_problem(
+	    w, path,
+	    "expected text of one line without control characters, got "
+	    "0x%02x in %s",
+	    c, got);
 }
 
-static void check_object(struct walk *w, const json_t *o,
+static void check_object(struct validate_walk *w, const json_t *o,
 			 const struct vfield *members, const char *path);
-static void check_config(struct walk *w, const json_t *o, const char *path);
+static void check_config(struct validate_walk *w, const json_t *o,
+			 const char *path);
 
 /* A config key's check (config_check_json) as a problem at path. */
-static void check_key(struct walk *w, const char *key, const json_t *v,
+static void check_key(struct validate_walk *w, const char *key, const json_t *v,
 		      const char *path)
 {
 	char expected[300], got[100];
@@ -200,69 +179,77 @@ static void check_key(struct walk *w, const char *key, const json_t *v,
 	if (rc == 0)
 		return;
 	if (rc == CONFIG_CHECK_UNKNOWN) {
-		problem(w, path,
-			"unknown field (not a config key; deqbench run --help "
-			"lists them)");
+		validate_problem(
+		    w, path,
+		    "unknown field (not a config key; deqbench run --help "
+		    "lists them)");
 		return;
 	}
 	if (rc == CONFIG_CHECK_TYPE)
 		snprintf(got, sizeof(got), "%s", validate_type_name(v));
 	else
 		value_text(v, got, sizeof(got));
-	problem(w, path, "expected %s, got %s", expected, got);
+	validate_problem(w, path, "expected %s, got %s", expected, got);
 }
 
-static void check_array(struct walk *w, const json_t *a, const struct vfield *f,
-			const char *path);
+static void check_array(struct validate_walk *w, const json_t *a,
+			const struct vfield *f, const char *path);
 
 /* What the row's flags ask of a value of the right type: a real time, the
  * schema version, an implementation's name; and a number >= 0 unless
  * VF_SIGNED (config keys and keyed fields have the key table's ranges). */
-static void check_flags(struct walk *w, const json_t *v, const struct vfield *f,
-			const char *path)
+static void check_flags(struct validate_walk *w, const json_t *v,
+			const struct vfield *f, const char *path)
 {
 	char got[100];
 	value_text(v, got, sizeof(got));
 	if ((f->flags & VF_TIME) && json_is_string(v) &&
 	    !time_ok(json_string_value(v)))
-		problem(w, path,
-			"expected a UTC time like 2025-01-31T12:00:00Z, "
-			"got %s",
-			got);
+		validate_problem(
+		    w, path,
+		    "expected a UTC time like 2025-01-31T12:00:00Z, "
+		    "got %s",
+		    got);
 	if ((f->flags & VF_VERSION) && json_integer_value(v) != RECORD_SCHEMA)
-		problem(w, path,
-			"expected %d (the schema version this deqbench "
-			"checks), got %lld",
-			RECORD_SCHEMA, (long long)json_integer_value(v));
+		validate_problem(
+		    w, path,
+		    "expected %d (the schema version this deqbench "
+		    "checks), got %lld",
+		    RECORD_SCHEMA, (long long)json_integer_value(v));
 	if ((f->flags & VF_IMPL) && json_is_string(v) &&
 	    !impl_ok(json_string_value(v)))
-		problem(w, path,
-			"expected deqbench or pytorch-<torch version>, got %s",
-			got);
+		validate_problem(
+		    w, path,
+		    "expected deqbench or pytorch-<torch version>, got %s",
+		    got);
 	if (json_is_number(v) && json_number_value(v) < 0 && !f->key &&
 	    !(f->flags & (VF_SIGNED | VF_CONFIG)))
-		problem(w, path,
-			"expected a number >= 0 (a size, count, rate or "
-			"time), got %s",
-			got);
+		validate_problem(
+		    w, path,
+		    "expected a number >= 0 (a size, count, rate or "
+		    "time), got %s",
+		    got);
 	if ((f->flags & VF_FRACTION) && json_is_number(v) &&
 	    json_number_value(v) > 1)
-		problem(w, path, "expected a fraction in [0, 1], got %s", got);
+		validate_problem(w, path,
+				 "expected a fraction in [0, 1], got %s", got);
 	if ((f->flags & VF_FROM_1) && json_is_integer(v) &&
 	    json_integer_value(v) < 1)
-		problem(w, path, "expected an int >= 1 (1 = the first), got %s",
-			got);
+		validate_problem(w, path,
+				 "expected an int >= 1 (1 = the first), got %s",
+				 got);
 	if ((f->flags & VF_COMMIT) && json_is_string(v) &&
 	    !commit_ok(json_string_value(v)))
-		problem(w, path,
-			"expected 12 hex digits of a commit, with -dirty or "
-			"not, or unknown, got %s",
-			got);
+		validate_problem(
+		    w, path,
+		    "expected 12 hex digits of a commit, with -dirty or "
+		    "not, or unknown, got %s",
+		    got);
 }
 
 /* An integer of the row's list (f->ints). */
-static void check_ints(struct walk *w, const json_t *v, const struct vfield *f,
-		       const char *path)
+static void check_ints(struct validate_walk *w, const json_t *v,
+		       const struct vfield *f, const char *path)
 {
 	char list[100] = "";
 	size_t len = 0;
@@ -274,14 +261,15 @@ static void check_ints(struct walk *w, const json_t *v, const struct vfield *f,
 		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d",
 					i ? ", " : "", f->ints[i]);
 	}
-	problem(w, path, "expected one of %s, got %lld", list,
-		(long long)json_integer_value(v));
+	validate_problem(w, path, "expected one of %s, got %lld", list,
+			 (long long)json_integer_value(v));
 }
 
 /* A stats object: min <= p10 <= p25 <= median <= p75 <= p90 <= max and
  * min <= mean <= max, nulls skipped (within VALIDATE_TOL: percentiles
  * interpolate, the mean sums). */
-static void check_stats(struct walk *w, const json_t *o, const char *path)
+static void check_stats(struct validate_walk *w, const json_t *o,
+			const char *path)
 {
 	static const char *const order[] = {"min", "p10", "p25", "median",
 					    "p75", "p90", "max", NULL};
@@ -296,8 +284,9 @@ static void check_stats(struct walk *w, const json_t *o, const char *path)
 		x = json_number_value(v);
 		if (prev && x < pv - VALIDATE_TOL * fmax(1, fabs(pv))) {
 			join(p, sizeof(p), path, order[i]);
-			problem(w, p, "expected at least %s (%.17g), got %.17g",
-				prev, pv, x);
+			validate_problem(
+			    w, p, "expected at least %s (%.17g), got %.17g",
+			    prev, pv, x);
 		}
 		prev = order[i];
 		pv = x;
@@ -311,22 +300,23 @@ static void check_stats(struct walk *w, const json_t *o, const char *path)
 	if (x < lo - VALIDATE_TOL * fmax(1, fabs(lo)) ||
 	    x > hi + VALIDATE_TOL * fmax(1, fabs(hi))) {
 		join(p, sizeof(p), path, "mean");
-		problem(w, p,
-			"expected between min and max (%.17g to %.17g), "
-			"got %.17g",
-			lo, hi, x);
+		validate_problem(
+		    w, p,
+		    "expected between min and max (%.17g to %.17g), "
+		    "got %.17g",
+		    lo, hi, x);
 	}
 }
 
 /* The value of field f at path: type, then what the row asks of it. */
-static void check_value(struct walk *w, const json_t *v, const struct vfield *f,
-			const char *path)
+static void check_value(struct validate_walk *w, const json_t *v,
+			const struct vfield *f, const char *path)
 {
 	char t[100], got[100];
 	if (!type_ok(v, f->types)) {
 		validate_types_text(f->types, t, sizeof(t));
-		problem(w, path, "expected %s, got %s", t,
-			validate_type_name(v));
+		validate_problem(w, path, "expected %s, got %s", t,
+				 validate_type_name(v));
 		return;
 	}
 	if (json_is_string(v) && f->values) {
@@ -341,8 +331,8 @@ static void check_value(struct walk *w, const json_t *v, const struct vfield *f,
 		}
 		if (!ok) {
 			value_text(v, got, sizeof(got));
-			problem(w, path, "expected one of %s, got %s", list,
-				got);
+			validate_problem(w, path, "expected one of %s, got %s",
+					 list, got);
 		}
 	}
 	check_text(w, v, path);
@@ -360,15 +350,15 @@ static void check_value(struct walk *w, const json_t *v, const struct vfield *f,
 		check_array(w, v, f, path);
 }
 
-static void check_array(struct walk *w, const json_t *a, const struct vfield *f,
-			const char *path)
+static void check_array(struct validate_walk *w, const json_t *a,
+			const struct vfield *f, const char *path)
 {
 	size_t n = json_array_size(a), i;
 	const json_t *e;
 	if ((f->min_items && n < (size_t)f->min_items) ||
 	    (f->max_items && n > (size_t)f->max_items))
-		problem(w, path, "expected %d to %d entries, got %zu",
-			f->min_items, f->max_items, n);
+		validate_problem(w, path, "expected %d to %d entries, got %zu",
+				 f->min_items, f->max_items, n);
 	if (!f->elem)
 		return;
 	json_array_foreach(a, i, e)
@@ -387,7 +377,7 @@ static int listed(const struct vfield *members, const char *name)
 	return 0;
 }
 
-static void check_object(struct walk *w, const json_t *o,
+static void check_object(struct validate_walk *w, const json_t *o,
 			 const struct vfield *members, const char *path)
 {
 	const char *key;
@@ -404,15 +394,17 @@ static void check_object(struct walk *w, const json_t *o,
 		    (f->added && w->mode != VALIDATE_STRICT))
 			continue;
 		validate_types_text(f->types, t, sizeof(t));
-		problem(w, p, "missing (expected %s%s%s)", t,
-			f->added ? "; added " : "", f->added ? f->added : "");
+		validate_problem(w, p, "missing (expected %s%s%s)", t,
+				 f->added ? "; added " : "",
+				 f->added ? f->added : "");
 	}
 	json_object_foreach((json_t *)o, key, v)
 	{
 		if (listed(members, key))
 			continue;
 		join(p, sizeof(p), path, key);
-		problem(w, p, "unknown field (not in results/SCHEMA.md)");
+		validate_problem(w, p,
+				 "unknown field (not in results/SCHEMA.md)");
 	}
 }
 
@@ -433,7 +425,8 @@ static int config_key_added(const char *key)
  * validate_config_added only in strict mode, those of
  * validate_config_defaulted never), each value checked by
  * config_check_json, and nothing else. */
-static void check_config(struct walk *w, const json_t *o, const char *path)
+static void check_config(struct validate_walk *w, const json_t *o,
+			 const char *path)
 {
 	const char *key;
 	const json_t *v;
@@ -444,7 +437,8 @@ static void check_config(struct walk *w, const json_t *o, const char *path)
 		    in_names(validate_config_defaulted, key))
 			continue;
 		join(p, sizeof(p), path, key);
-		problem(w, p, "missing (a config key: deqbench run --help)");
+		validate_problem(w, p,
+				 "missing (a config key: deqbench run --help)");
 	}
 	json_object_foreach((json_t *)o, key, v)
 	{
@@ -470,14 +464,14 @@ static const char *const eval_none[] = {"timing", "evals",  "memory",
 
 /* Each present member of rec named in keys null (want_null) or not, else
  * a problem saying why. */
-static void sections(struct walk *w, const json_t *rec, const char *const *keys,
-		     int want_null, const char *why)
+static void sections(struct validate_walk *w, const json_t *rec,
+		     const char *const *keys, int want_null, const char *why)
 {
 	for (int i = 0; keys[i]; i++) {
 		const json_t *v = json_object_get(rec, keys[i]);
 		if (v && json_is_null(v) != want_null)
-			problem(w, keys[i], "expected %s %s",
-				want_null ? "null" : "non-null", why);
+			validate_problem(w, keys[i], "expected %s %s",
+					 want_null ? "null" : "non-null", why);
 	}
 }
 
@@ -490,7 +484,7 @@ static const json_t *member(const json_t *rec, const char *sec,
 
 /* kind eval: no training sections, quality's training fields null or 0;
  * kind train: no inference.memory (eval only). */
-static void kind_rules(struct walk *w, const json_t *rec, int eval)
+static void kind_rules(struct validate_walk *w, const json_t *rec, int eval)
 {
 	static const char *const losses[] = {"train_loss_first",
 					     "train_loss_final", NULL};
@@ -498,9 +492,10 @@ static void kind_rules(struct walk *w, const json_t *rec, int eval)
 	if (!eval) {
 		v = member(rec, "inference", "memory");
 		if (v && !json_is_null(v))
-			problem(w, "inference.memory",
-				"expected null with kind train (kind eval "
-				"only)");
+			validate_problem(
+			    w, "inference.memory",
+			    "expected null with kind train (kind eval "
+			    "only)");
 		return;
 	}
 	sections(w, rec, eval_none, 1, "with kind eval (no training)");
@@ -509,20 +504,21 @@ static void kind_rules(struct walk *w, const json_t *rec, int eval)
 		v = member(rec, "quality", losses[i]);
 		snprintf(p, sizeof(p), "quality.%s", losses[i]);
 		if (v && !json_is_null(v))
-			problem(w, p,
-				"expected null with kind eval (no "
-				"training)");
+			validate_problem(w, p,
+					 "expected null with kind eval (no "
+					 "training)");
 	}
 	v = member(rec, "quality", "tokens_trained");
 	if (json_is_integer(v) && json_integer_value(v) != 0)
-		problem(w, "quality.tokens_trained",
-			"expected 0 with kind eval (no training)");
+		validate_problem(w, "quality.tokens_trained",
+				 "expected 0 with kind eval (no training)");
 }
 
 /* trace with config trace=true, pretrain with method=deq and
  * pretrain_steps > 0: never otherwise, and in an ok training record
  * always (config keys an older record lacks are not checked). */
-static void config_rules(struct walk *w, const json_t *rec, int ok_train)
+static void config_rules(struct validate_walk *w, const json_t *rec,
+			 int ok_train)
 {
 	const json_t *cfg = json_object_get(rec, "config");
 	const json_t *tr = json_object_get(cfg, "trace"),
@@ -531,27 +527,30 @@ static void config_rules(struct walk *w, const json_t *rec, int ok_train)
 	const json_t *t = json_object_get(rec, "trace"),
 		     *p = json_object_get(rec, "pretrain");
 	if (json_is_false(tr) && t && !json_is_null(t))
-		problem(w, "trace", "expected null with config trace=false");
+		validate_problem(w, "trace",
+				 "expected null with config trace=false");
 	if (json_is_true(tr) && json_is_null(t) && ok_train)
-		problem(w, "trace",
-			"expected an object with config trace=true and status "
-			"ok");
+		validate_problem(
+		    w, "trace",
+		    "expected an object with config trace=true and status "
+		    "ok");
 	if (json_is_integer(ps) && json_is_string(me) && p) {
 		int pre = json_integer_value(ps) > 0 &&
 			  !strcmp(json_string_value(me), "deq");
 		if (!json_is_null(p) && !pre)
-			problem(w, "pretrain",
-				"expected null: only method=deq with "
-				"pretrain_steps > 0 pretrains");
+			validate_problem(w, "pretrain",
+					 "expected null: only method=deq with "
+					 "pretrain_steps > 0 pretrains");
 		else if (json_is_null(p) && pre && ok_train)
-			problem(w, "pretrain",
-				"expected an object with status ok, method=deq "
-				"and pretrain_steps > 0");
+			validate_problem(
+			    w, "pretrain",
+			    "expected an object with status ok, method=deq "
+			    "and pretrain_steps > 0");
 	}
 }
 
 /* The sections SCHEMA.md asks of the record's status and kind. */
-static void status_rules(struct walk *w, const json_t *rec)
+static void status_rules(struct validate_walk *w, const json_t *rec)
 {
 	const char *st = json_string_value(json_object_get(rec, "status"));
 	const char *kind = json_string_value(json_object_get(rec, "kind"));
@@ -568,9 +567,10 @@ static void status_rules(struct walk *w, const json_t *rec)
 	if (json_is_null(sa) &&
 	    !(st && !strcmp(st, "error") &&
 	      json_is_object(json_object_get(rec, "suite"))))
-		problem(w, "started_at",
-			"expected a time (null only in the error record of "
-			"a crashed suite run)");
+		validate_problem(
+		    w, "started_at",
+		    "expected a time (null only in the error record of "
+		    "a crashed suite run)");
 	kind_rules(w, rec, eval);
 	config_rules(w, rec, ok && !eval);
 }
@@ -578,7 +578,7 @@ static void status_rules(struct walk *w, const json_t *rec)
 int validate_record(const json_t *rec, enum validate_mode mode,
 		    validate_report_fn report, void *ctx)
 {
-	struct walk w = {mode, report, ctx, 0};
+	struct validate_walk w = {mode, report, ctx, 0};
 	const char *st = json_string_value(json_object_get(rec, "status"));
 	const char *msg = json_string_value(json_object_get(rec, "message"));
 	const char *impl = json_string_value(json_object_get(rec, "impl"));
@@ -588,16 +588,18 @@ int validate_record(const json_t *rec, enum validate_mode mode,
 	/* a pytorch run whose torch version deqbench could not tell, only in
 	 * the record of a run that failed before the child said it */
 	if (impl && !strcmp(impl, "pytorch") && st && !strcmp(st, "ok"))
-		problem(&w, "impl",
-			"expected deqbench or pytorch-<torch version>, got "
-			"\"pytorch\" (only a failed run's record may lack the "
-			"version)");
+		validate_problem(
+		    &w, "impl",
+		    "expected deqbench or pytorch-<torch version>, got "
+		    "\"pytorch\" (only a failed run's record may lack the "
+		    "version)");
 	if (st && msg && !strcmp(st, "ok") && *msg)
-		problem(&w, "message", "expected \"\" with status ok");
+		validate_problem(&w, "message", "expected \"\" with status ok");
 	if (st && msg && !*msg &&
 	    (!strcmp(st, "diverged") || !strcmp(st, "interrupted") ||
 	     !strcmp(st, "error")))
-		problem(&w, "message",
-			"expected a reason with status %s, got \"\"", st);
+		validate_problem(&w, "message",
+				 "expected a reason with status %s, got \"\"",
+				 st);
 	return w.problems;
 }

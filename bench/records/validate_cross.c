@@ -6,35 +6,12 @@
 #include "validate_cross.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../../methods/method.h"
 #include "../config/config.h"
 #include "health.h"
-
-struct xwalk {
-	enum validate_mode mode;
-	validate_report_fn report;
-	void *ctx;
-	int problems;
-};
-
-static void problem(struct xwalk *w, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void problem(struct xwalk *w, const char *path, const char *fmt, ...)
-{
-	char what[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	w->problems++;
-	if (w->report)
-		validate_report_safe(w->report, w->ctx, path, what);
-}
 
 /* The member at dotted path p under o ("health.verdict"); NULL when a part
  * is absent or o is not an object. */
@@ -104,7 +81,7 @@ static int is_deq(const json_t *rec)
 /* ---- health ---- */
 
 /* The verdict against the status and the figures it was made from. */
-static void verdict_rules(struct xwalk *w, const json_t *rec)
+static void verdict_rules(struct validate_walk *w, const json_t *rec)
 {
 	const json_t *h = json_object_get(rec, "health");
 	const char *v = json_string_value(at(h, "verdict"));
@@ -114,41 +91,46 @@ static void verdict_rules(struct xwalk *w, const json_t *rec)
 	if (!json_is_object(h) || !v || !st)
 		return;
 	if (div != !strcmp(v, "diverged"))
-		problem(w, "health.verdict",
-			"expected %s with status %s (diverged exactly when the "
-			"run stopped as diverged), got \"%s\"",
-			div ? "diverged" : "healthy or unstable", st, v);
+		validate_problem(
+		    w, "health.verdict",
+		    "expected %s with status %s (diverged exactly when the "
+		    "run stopped as diverged), got \"%s\"",
+		    div ? "diverged" : "healthy or unstable", st, v);
 	have_s = cnt(h, "steps", &n) && cnt(h, "spike_steps", &sp);
 	have_l = num(h, "loss_final", &fin) && num(h, "loss_min", &min);
 	if (have_s && sp > n)
-		problem(w, "health.spike_steps",
-			"expected at most health.steps (%.0f), got %.0f", n,
-			sp);
+		validate_problem(
+		    w, "health.spike_steps",
+		    "expected at most health.steps (%.0f), got %.0f", n, sp);
 	if (have_l && !le(min, fin))
-		problem(w, "health.loss_min",
-			"expected at most loss_final (%.17g; the lowest "
-			"window mean includes the last window), got %.17g",
-			fin, min);
+		validate_problem(
+		    w, "health.loss_min",
+		    "expected at most loss_final (%.17g; the lowest "
+		    "window mean includes the last window), got %.17g",
+		    fin, min);
 	if (strcmp(v, "healthy"))
 		return;
 	if (have_s && sp > HEALTH_SPIKE_SHARE * n)
-		problem(w, "health.verdict",
-			"expected unstable: %.0f spikes in %.0f steps is more "
-			"than 1%%, got healthy",
-			sp, n);
+		validate_problem(
+		    w, "health.verdict",
+		    "expected unstable: %.0f spikes in %.0f steps is more "
+		    "than 1%%, got healthy",
+		    sp, n);
 	if (have_l && !le(fin, min + HEALTH_LOSS_MARGIN))
-		problem(w, "health.verdict",
-			"expected unstable: loss_final %.17g exceeds loss_min "
-			"%.17g by more than 1 nat, got healthy",
-			fin, min);
+		validate_problem(
+		    w, "health.verdict",
+		    "expected unstable: loss_final %.17g exceeds loss_min "
+		    "%.17g by more than 1 nat, got healthy",
+		    fin, min);
 	if (w->mode == VALIDATE_STRICT && have_l &&
 	    num(rec, "quality.train_loss_first", &first) &&
 	    !le(fin, first + HEALTH_REGRESS_MARGIN))
-		problem(w, "health.verdict",
-			"expected unstable: loss_final %.17g exceeds the first "
-			"loss (quality.train_loss_first %.17g) by more than "
-			"0.5 nats, got healthy",
-			fin, first);
+		validate_problem(
+		    w, "health.verdict",
+		    "expected unstable: loss_final %.17g exceeds the first "
+		    "loss (quality.train_loss_first %.17g) by more than "
+		    "0.5 nats, got healthy",
+		    fin, first);
 }
 
 /* The first day of records whose health counts only the solves that
@@ -165,7 +147,7 @@ static int made_since(const json_t *rec, const char *day)
 }
 
 /* unconverged from the converged fractions; those against the solver. */
-static void converged_rules(struct xwalk *w, const json_t *rec)
+static void converged_rules(struct validate_walk *w, const json_t *rec)
 {
 	const json_t *h = json_object_get(rec, "health");
 	const json_t *u = at(h, "unconverged"), *fc = at(h, "fwd_converged"),
@@ -176,30 +158,34 @@ static void converged_rules(struct xwalk *w, const json_t *rec)
 		return;
 	if (json_is_null(u) != json_is_null(fc) ||
 	    json_is_null(fc) != json_is_null(fl))
-		problem(w, "health.unconverged",
-			"expected null exactly when fwd_converged and "
-			"fwd_converged_last are (a run without a forward "
-			"solve)");
+		validate_problem(
+		    w, "health.unconverged",
+		    "expected null exactly when fwd_converged and "
+		    "fwd_converged_last are (a run without a forward "
+		    "solve)");
 	else if (json_is_boolean(u) && json_is_number(fc) &&
 		 json_is_number(fl)) {
 		int want = json_number_value(fc) < HEALTH_MIN_CONVERGED ||
 			   json_number_value(fl) < HEALTH_MIN_CONVERGED;
 		if (want != json_is_true(u))
-			problem(w, "health.unconverged",
-				"expected %s: fwd_converged %g, "
-				"fwd_converged_last %g (unconverged below "
-				"0.9 in either)",
-				want ? "true" : "false", json_number_value(fc),
-				json_number_value(fl));
+			validate_problem(
+			    w, "health.unconverged",
+			    "expected %s: fwd_converged %g, "
+			    "fwd_converged_last %g (unconverged below "
+			    "0.9 in either)",
+			    want ? "true" : "false", json_number_value(fc),
+			    json_number_value(fl));
 	}
 	if (json_is_null(fwd) && !json_is_null(fc))
-		problem(w, "health.fwd_converged",
-			"expected null: solver.forward is null (no forward "
-			"solve)");
+		validate_problem(
+		    w, "health.fwd_converged",
+		    "expected null: solver.forward is null (no forward "
+		    "solve)");
 	if (json_is_object(fwd) && json_is_null(fc))
-		problem(w, "health.fwd_converged",
-			"expected a number: the run has a forward solve "
-			"(solver.forward)");
+		validate_problem(
+		    w, "health.fwd_converged",
+		    "expected a number: the run has a forward solve "
+		    "(solver.forward)");
 	if (!json_is_number(fc) || !num(fwd, "converged_fraction", &cf))
 		return;
 	/* records made before G5's fix counted stall-, protect- and
@@ -209,44 +195,46 @@ static void converged_rules(struct xwalk *w, const json_t *rec)
 	if (w->mode == VALIDATE_STRICT && made_since(rec, HEALTH_G5_FIXED)
 		? !near(json_number_value(fc), cf)
 		: !le(cf, json_number_value(fc)))
-		problem(w, "health.fwd_converged",
-			"expected solver.forward.converged_fraction (%.17g): "
-			"both count the solves that reached their tolerance, "
-			"got %.17g",
-			cf, json_number_value(fc));
+		validate_problem(
+		    w, "health.fwd_converged",
+		    "expected solver.forward.converged_fraction (%.17g): "
+		    "both count the solves that reached their tolerance, "
+		    "got %.17g",
+		    cf, json_number_value(fc));
 }
 
 /* An ok deqbench training record has health (SCHEMA.md: null only for
  * eval records, setup failures and impl=pytorch without trace; a pytorch
  * record gets its health from its trace after the merge that validates
  * it, bench/pytorch/peer.c, so only deqbench's own are checked). */
-static void health_presence(struct xwalk *w, const json_t *rec)
+static void health_presence(struct validate_walk *w, const json_t *rec)
 {
 	const char *impl = json_string_value(json_object_get(rec, "impl"));
 	if (json_is_null(json_object_get(rec, "health")) &&
 	    is(rec, "status", "ok") && !is(rec, "kind", "eval") &&
 	    (!impl || !strcmp(impl, "deqbench")))
-		problem(w, "health",
-			"expected an object in an ok training record of "
-			"impl=deqbench (null only for eval records, setup "
-			"failures and impl=pytorch without trace)");
+		validate_problem(
+		    w, "health",
+		    "expected an object in an ok training record of "
+		    "impl=deqbench (null only for eval records, setup "
+		    "failures and impl=pytorch without trace)");
 }
 
 /* ---- what the run did ---- */
 
-static void time_order(struct xwalk *w, const json_t *rec)
+static void time_order(struct validate_walk *w, const json_t *rec)
 {
 	const char *a = json_string_value(json_object_get(rec, "started_at"));
 	const char *b = json_string_value(json_object_get(rec, "finished_at"));
 	/* the one fixed-width format: text order is time order */
 	if (a && b && strlen(a) == strlen(b) && strcmp(a, b) > 0)
-		problem(w, "finished_at",
-			"expected a time not before started_at (%s), got %s", a,
-			b);
+		validate_problem(
+		    w, "finished_at",
+		    "expected a time not before started_at (%s), got %s", a, b);
 }
 
 /* ppl = exp(loss), null together (or where exp overflows). */
-static void ppl_rules(struct xwalk *w, const json_t *rec)
+static void ppl_rules(struct validate_walk *w, const json_t *rec)
 {
 	static const char *const split[] = {"valid", "test"};
 	for (int i = 0; i < 2; i++) {
@@ -261,10 +249,12 @@ static void ppl_rules(struct xwalk *w, const json_t *rec)
 			continue;
 		e = json_is_number(l) ? exp(json_number_value(l)) : NAN;
 		if (json_is_null(l) && !json_is_null(p))
-			problem(w, pp, "expected null with %s null", lp);
+			validate_problem(w, pp, "expected null with %s null",
+					 lp);
 		else if (json_is_number(l) && isfinite(e) &&
 			 !(json_is_number(p) && near(json_number_value(p), e)))
-			problem(w, pp, "expected exp(%s) = %.17g", lp, e);
+			validate_problem(w, pp, "expected exp(%s) = %.17g", lp,
+					 e);
 	}
 }
 
@@ -284,27 +274,28 @@ static double timed_steps(const json_t *rec, double *steps, double *pre)
 
 /* steps_timed and evals.steps against the config: equal in an ok
  * record, at most that in one that stopped early. */
-static void step_counts(struct xwalk *w, const json_t *rec)
+static void step_counts(struct validate_walk *w, const json_t *rec)
 {
 	double steps, pre, t, e, want = timed_steps(rec, &steps, &pre);
 	int ok = is(rec, "status", "ok");
 	if (want < 0 || is(rec, "kind", "eval"))
 		return;
 	if (cnt(rec, "timing.steps_timed", &t) && (ok ? t != want : t > want))
-		problem(w, "timing.steps_timed",
-			"expected %s%.0f (steps - pretrain_steps - "
-			"warmup_steps), got %.0f",
-			ok ? "" : "at most ", want, t);
+		validate_problem(w, "timing.steps_timed",
+				 "expected %s%.0f (steps - pretrain_steps - "
+				 "warmup_steps), got %.0f",
+				 ok ? "" : "at most ", want, t);
 	if (cnt(rec, "evals.steps", &e) &&
 	    (ok ? e != steps - pre : e > steps - pre))
-		problem(w, "evals.steps",
-			"expected %s%.0f (steps - pretrain_steps), got %.0f",
-			ok ? "" : "at most ", steps - pre, e);
+		validate_problem(
+		    w, "evals.steps",
+		    "expected %s%.0f (steps - pretrain_steps), got %.0f",
+		    ok ? "" : "at most ", steps - pre, e);
 }
 
 /* The per-step trace arrays: one length n (the completed steps), loss n
  * or, in a diverged run, n + 1; n = steps in an ok run. */
-static void trace_lengths(struct xwalk *w, const json_t *rec)
+static void trace_lengths(struct validate_walk *w, const json_t *rec)
 {
 	static const char *const cols[] = {"step_ms",
 					   "forward_ms",
@@ -335,10 +326,11 @@ static void trace_lengths(struct xwalk *w, const json_t *rec)
 			n = len;
 		else if (len != n) {
 			snprintf(p, sizeof(p), "trace.%s", cols[i]);
-			problem(w, p,
-				"expected %zu entries (one per completed "
-				"step, as trace.%s), got %zu",
-				n, cols[0], len);
+			validate_problem(
+			    w, p,
+			    "expected %zu entries (one per completed "
+			    "step, as trace.%s), got %zu",
+			    n, cols[0], len);
 		}
 	}
 	if (!have)
@@ -347,19 +339,22 @@ static void trace_lengths(struct xwalk *w, const json_t *rec)
 	len = json_array_size(a);
 	if (json_is_array(a) && len != n &&
 	    !(len == n + 1 && is(rec, "status", "diverged")))
-		problem(w, "trace.loss",
-			"expected %zu entries (one per completed step, the "
-			"diverged step's too), got %zu",
-			n, len);
+		validate_problem(
+		    w, "trace.loss",
+		    "expected %zu entries (one per completed step, the "
+		    "diverged step's too), got %zu",
+		    n, len);
 	if (cnt(rec, "config.steps", &steps) &&
 	    (is(rec, "status", "ok") ? (double)n != steps : (double)n > steps))
-		problem(w, "trace.step_ms",
-			"expected %s%.0f entries (config steps), got %zu",
-			is(rec, "status", "ok") ? "" : "at most ", steps, n);
+		validate_problem(
+		    w, "trace.step_ms",
+		    "expected %s%.0f entries (config steps), got %zu",
+		    is(rec, "status", "ok") ? "" : "at most ", steps, n);
 }
 
 /* Counts of one solve section at path: each at most its steps. */
-static void solve_counts(struct xwalk *w, const json_t *s, const char *path)
+static void solve_counts(struct validate_walk *w, const json_t *s,
+			 const char *path)
 {
 	static const char *const c[] = {"nonfinite_steps",
 					"protect_break_steps",
@@ -371,16 +366,17 @@ static void solve_counts(struct xwalk *w, const json_t *s, const char *path)
 	for (int i = 0; c[i]; i++)
 		if (cnt(s, c[i], &k) && k > n) {
 			snprintf(p, sizeof(p), "%s.%s", path, c[i]);
-			problem(w, p,
-				"expected at most %s.steps (%.0f), got "
-				"%.0f",
-				path, n, k);
+			validate_problem(
+			    w, p,
+			    "expected at most %s.steps (%.0f), got "
+			    "%.0f",
+			    path, n, k);
 		}
 }
 
 /* solver.forward and backward, inference.forward_solve: null exactly for
  * methods without that solve (an ok deq run has them). */
-static void solve_sections(struct xwalk *w, const json_t *rec)
+static void solve_sections(struct validate_walk *w, const json_t *rec)
 {
 	const json_t *f = at(rec, "solver.forward"),
 		     *b = at(rec, "solver.backward"),
@@ -391,32 +387,38 @@ static void solve_sections(struct xwalk *w, const json_t *rec)
 	if (!m)
 		return;
 	if (json_is_object(f) && !deq)
-		problem(w, "solver.forward",
-			"expected null: method=%s has no forward solve", m);
+		validate_problem(
+		    w, "solver.forward",
+		    "expected null: method=%s has no forward solve", m);
 	if (json_is_object(b) && !(deq && ift))
-		problem(w, "solver.backward",
-			"expected null: only method=deq with b_mode=ift has a "
-			"backward solve");
+		validate_problem(
+		    w, "solver.backward",
+		    "expected null: only method=deq with b_mode=ift has a "
+		    "backward solve");
 	if (json_is_object(fs) && !deq)
-		problem(w, "inference.forward_solve",
-			"expected null: method=%s has no forward solve", m);
+		validate_problem(
+		    w, "inference.forward_solve",
+		    "expected null: method=%s has no forward solve", m);
 	if (ok && deq && json_is_null(f))
-		problem(w, "solver.forward",
-			"expected an object with method=deq and status ok");
+		validate_problem(
+		    w, "solver.forward",
+		    "expected an object with method=deq and status ok");
 	if (ok && deq && ift && json_is_null(b))
-		problem(w, "solver.backward",
-			"expected an object with method=deq, b_mode=ift and "
-			"status ok");
+		validate_problem(
+		    w, "solver.backward",
+		    "expected an object with method=deq, b_mode=ift and "
+		    "status ok");
 	if (ok && deq && json_is_null(fs))
-		problem(w, "inference.forward_solve",
-			"expected an object with method=deq and status ok");
+		validate_problem(
+		    w, "inference.forward_solve",
+		    "expected an object with method=deq and status ok");
 	solve_counts(w, f, "solver.forward");
 	solve_counts(w, b, "solver.backward");
 	solve_counts(w, fs, "inference.forward_solve");
 }
 
 /* Totals = per step x steps; per step null exactly without steps. */
-static void eval_totals(struct xwalk *w, const json_t *rec)
+static void eval_totals(struct validate_walk *w, const json_t *rec)
 {
 	static const char *const kind[] = {"forward", "vjp", NULL};
 	const json_t *ev = json_object_get(rec, "evals");
@@ -431,8 +433,9 @@ static void eval_totals(struct xwalk *w, const json_t *rec)
 			continue;
 		if (num(ev, pp, &per) ? !near(per * n, tot) : n > 0) {
 			snprintf(path, sizeof(path), "evals.%s", tp);
-			problem(w, path, "expected %s x steps (%.0f), got %.0f",
-				pp, num(ev, pp, &per) ? per * n : 0.0, tot);
+			validate_problem(
+			    w, path, "expected %s x steps (%.0f), got %.0f", pp,
+			    num(ev, pp, &per) ? per * n : 0.0, tot);
 		}
 	}
 }
@@ -440,7 +443,8 @@ static void eval_totals(struct xwalk *w, const json_t *rec)
 /* The peaks of one memory object at path (memory, inference.memory):
  * every device category and depth + solver within the total; depth +
  * solver between its larger part and their sum. */
-static void peak_rules(struct xwalk *w, const json_t *m, const char *path)
+static void peak_rules(struct validate_walk *w, const json_t *m,
+		       const char *path)
 {
 	static const char *const cats[] = {"params",	"grads", "optimizer",
 					   "head",	"depth", "solver",
@@ -453,21 +457,23 @@ static void peak_rules(struct xwalk *w, const json_t *m, const char *path)
 		return;
 	snprintf(p, sizeof(p), "%s.peak_total_bytes", path);
 	if (ds > tot)
-		problem(w, p,
-			"expected at least peak_depth_solver_bytes (%.0f), got "
-			"%.0f",
-			ds, tot);
+		validate_problem(
+		    w, p,
+		    "expected at least peak_depth_solver_bytes (%.0f), got "
+		    "%.0f",
+		    ds, tot);
 	for (int i = 0; cats[i]; i++)
 		if (cnt(pb, cats[i], &c) && c > tot)
-			problem(w, p,
-				"expected at least peak_bytes.%s (%.0f), got "
-				"%.0f",
-				cats[i], c, tot);
+			validate_problem(
+			    w, p,
+			    "expected at least peak_bytes.%s (%.0f), got "
+			    "%.0f",
+			    cats[i], c, tot);
 	if (!cnt(pb, "depth", &d) || !cnt(pb, "solver", &s))
 		return;
 	snprintf(p, sizeof(p), "%s.peak_depth_solver_bytes", path);
 	if (ds < fmax(d, s) || ds > d + s)
-		problem(
+		validate_problem(
 		    w, p,
 		    "expected between max(depth, solver) and depth + solver "
 		    "of peak_bytes (%.0f to %.0f), got %.0f",
@@ -478,7 +484,7 @@ static void peak_rules(struct xwalk *w, const json_t *m, const char *path)
 
 /* n_params is the sum of the parameters' sizes; V the data's (or the
  * config's vocab_size when given). */
-static void model_rules(struct xwalk *w, const json_t *rec)
+static void model_rules(struct validate_walk *w, const json_t *rec)
 {
 	const json_t *ps = at(rec, "model.params"), *p, *d;
 	double np, v, dv, cv = 0, sum = 0;
@@ -498,22 +504,24 @@ static void model_rules(struct xwalk *w, const json_t *rec)
 		sum += k;
 	}
 	if (whole && cnt(rec, "model.n_params", &np) && sum != np)
-		problem(w, "model.n_params",
-			"expected %.0f, the sum of model.params' shapes, got "
-			"%.0f",
-			sum, np);
+		validate_problem(
+		    w, "model.n_params",
+		    "expected %.0f, the sum of model.params' shapes, got "
+		    "%.0f",
+		    sum, np);
 	if (!cnt(rec, "model.vocab_size", &v) ||
 	    !cnt(rec, "data.vocab_size", &dv))
 		return;
 	cnt(rec, "config.vocab_size", &cv);
 	if (cv > 0 ? v != cv : v != dv)
-		problem(w, "model.vocab_size", "expected %.0f (%s), got %.0f",
-			cv > 0 ? cv : dv,
-			cv > 0 ? "config vocab_size" : "data.vocab_size", v);
+		validate_problem(
+		    w, "model.vocab_size", "expected %.0f (%s), got %.0f",
+		    cv > 0 ? cv : dv,
+		    cv > 0 ? "config vocab_size" : "data.vocab_size", v);
 }
 
 /* The sections' names of the config's choices. */
-static void same_as_config(struct xwalk *w, const json_t *rec)
+static void same_as_config(struct validate_walk *w, const json_t *rec)
 {
 	static const struct {
 		const char *path, *key;
@@ -530,9 +538,10 @@ static void same_as_config(struct xwalk *w, const json_t *rec)
 		/* a config value the walk refused is no reference */
 		if (a && b && strcmp(a, b) &&
 		    !config_check_json(pairs[i].key, c, why, sizeof(why)))
-			problem(w, pairs[i].path,
-				"expected \"%s\" (config %s), got \"%s\"", b,
-				pairs[i].key, a);
+			validate_problem(
+			    w, pairs[i].path,
+			    "expected \"%s\" (config %s), got \"%s\"", b,
+			    pairs[i].key, a);
 	}
 }
 
@@ -570,7 +579,7 @@ static void short_text(const json_t *v, char *buf, size_t n)
 /* The method's label from its own fields (method_label); strict: each
  * field the method uses equal to the resolved config's (older records'
  * configs hold the values as given, SCHEMA.md §method). */
-static void method_fields(struct xwalk *w, const json_t *rec,
+static void method_fields(struct validate_walk *w, const json_t *rec,
 			  const struct bench_config *cfg)
 {
 	const json_t *me = json_object_get(rec, "method"), *v, *want;
@@ -582,10 +591,11 @@ static void method_fields(struct xwalk *w, const json_t *rec,
 		return;
 	if (label && label_of(me, cfg, buf, sizeof(buf)) == 0 &&
 	    strcmp(buf, label))
-		problem(w, "method.label",
-			"expected \"%s\" (from the method's fields), got "
-			"\"%.60s\"",
-			buf, label);
+		validate_problem(
+		    w, "method.label",
+		    "expected \"%s\" (from the method's fields), got "
+		    "\"%.60s\"",
+		    buf, label);
 	if (w->mode != VALIDATE_STRICT)
 		return;
 	/* the keys the method uses: others' resolution is the writer's
@@ -601,15 +611,15 @@ static void method_fields(struct xwalk *w, const json_t *rec,
 			continue;
 		snprintf(p, sizeof(p), "method.%s", key);
 		short_text(want, buf, sizeof(buf));
-		problem(w, p, "expected %s (the resolved config's %s)", buf,
-			key);
+		validate_problem(w, p, "expected %s (the resolved config's %s)",
+				 buf, key);
 	}
 	json_decref(res);
 }
 
 /* The config's cross-key rules (config_validate_keys), the method object
  * from it. */
-static void config_rules(struct xwalk *w, const json_t *rec)
+static void config_rules(struct validate_walk *w, const json_t *rec)
 {
 	const json_t *cj = json_object_get(rec, "config");
 	struct bench_config c;
@@ -621,15 +631,15 @@ static void config_rules(struct xwalk *w, const json_t *rec)
 	if (config_apply_object(&c, cj, "config", err, sizeof(err)) != 0)
 		return;
 	if (config_validate_keys(&c, err, sizeof(err)) != 0)
-		problem(w, "config", "expected a config a run accepts: %s",
-			err);
+		validate_problem(w, "config",
+				 "expected a config a run accepts: %s", err);
 	method_fields(w, rec, &c);
 }
 
 /* batches >= 1 (strict: an older record without a valid batch had
  * batches 0, SCHEMA.md §inference); batches_timed = batches -
  * eval_warmup, at least 0. */
-static void inference_rules(struct xwalk *w, const json_t *rec)
+static void inference_rules(struct validate_walk *w, const json_t *rec)
 {
 	const json_t *inf = json_object_get(rec, "inference");
 	double b, bt, ew, want;
@@ -637,24 +647,26 @@ static void inference_rules(struct xwalk *w, const json_t *rec)
 	if (!cnt(inf, "batches", &b) || !cnt(inf, "batches_timed", &bt))
 		return;
 	if (b < 1 && w->mode == VALIDATE_STRICT)
-		problem(w, "inference.batches",
-			"expected at least 1 (inference is null without a "
-			"valid batch), got %.0f",
-			b);
+		validate_problem(
+		    w, "inference.batches",
+		    "expected at least 1 (inference is null without a "
+		    "valid batch), got %.0f",
+		    b);
 	/* records older than the key: at most batches */
 	have_ew = cnt(rec, "config.eval_warmup", &ew);
 	want = have_ew ? fmax(b - ew, 0) : b;
 	if (have_ew ? bt != want : bt > b)
-		problem(w, "inference.batches_timed",
-			"expected %s%.0f (batches - eval_warmup, at least 0), "
-			"got %.0f",
-			have_ew ? "" : "at most ", want, bt);
+		validate_problem(
+		    w, "inference.batches_timed",
+		    "expected %s%.0f (batches - eval_warmup, at least 0), "
+		    "got %.0f",
+		    have_ew ? "" : "at most ", want, bt);
 }
 
 int validate_cross(const json_t *rec, enum validate_mode mode,
 		   validate_report_fn report, void *ctx)
 {
-	struct xwalk w = {mode, report, ctx, 0};
+	struct validate_walk w = {mode, report, ctx, 0};
 	verdict_rules(&w, rec);
 	converged_rules(&w, rec);
 	health_presence(&w, rec);

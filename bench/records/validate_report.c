@@ -1,6 +1,7 @@
 /* validate_report.c — see validate_report.h. */
 #include "validate_report.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,4 +36,17 @@ void validate_report_safe(validate_report_fn report, void *ctx,
 	validate_safe_text(p, sizeof(p), path);
 	validate_safe_text(t, sizeof(t), what);
 	report(ctx, p, t);
+}
+
+void validate_problem(struct validate_walk *w, const char *path,
+		      const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	w->problems++;
+	if (w->report)
+		validate_report_safe(w->report, w->ctx, path, what);
 }

@@ -36,4 +36,18 @@ void validate_safe_text(char *buf, size_t n, const char *s);
 void validate_report_safe(validate_report_fn report, void *ctx,
 			  const char *path, const char *what);
 
+/* A check's state: what it demands, where its problems go, how many. */
+struct validate_walk {
+	enum validate_mode mode;
+	validate_report_fn report; /* NULL: count only */
+	void *ctx;
+	int problems;
+};
+
+/* Counts a problem at path (a printf format for the phrase) and reports
+ * it through validate_report_safe. */
+void validate_problem(struct validate_walk *w, const char *path,
+		      const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif
