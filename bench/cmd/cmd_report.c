@@ -211,51 +211,25 @@ static json_t *sorted(json_t *rows, const char *sort)
 	return out;
 }
 
-/* Skipped records of one file named one by one on stderr; the rest are
- * counted (as record_read_usable does). */
-#define SKIPPED_SHOWN 5
-
-/* load's state: the file being read, and what its lines gave. */
+/* load's state: what the files' usable records gave. */
 struct load_ctx {
 	struct report_acc *acc;
 	const struct report_args *a;
-	const char *path;
-	char *err;
-	size_t errlen;
-	int skipped, kept, failed;
+	int kept;
 };
 
-/* One line of a record file (record_each_line): a usable record that
- * --where keeps goes into the accumulator and is freed by the reader, so
- * a file of any length is read in the memory of its rows (G21); a record
- * validate rejects is named on stderr and left out (record_read_usable's
- * lines); a malformed line stops the read. */
-static int load_line(void *ctx, int lineno, json_t *rec, int column,
-		     const char *why)
+/* A usable record (record_each_usable): into the accumulator when --where
+ * keeps it; the reader frees it, so a file of any length is read in the
+ * memory of its rows (G21). */
+static int load_rec(void *ctx, json_t *rec)
 {
 	struct load_ctx *c = ctx;
-	char what[512];
-	if (rec && !record_usable(rec, what, sizeof(what))) {
-		if (c->skipped++ < SKIPPED_SHOWN)
-			fprintf(stderr,
-				"deqbench: %s:%d: record skipped: %s; "
-				"deqbench validate %s lists its problems\n",
-				c->path, lineno, what, c->path);
+	if (!kept(rec, c->a))
 		return 0;
-	}
-	if (rec && !kept(rec, c->a))
-		return 0;
-	if (rec && report_acc_add(c->acc, rec) == 0) {
-		c->kept++;
-		return 0;
-	}
-	snprintf(c->err, c->errlen,
-		 "%s:%d:%d: malformed record: %s; each line must be one JSON "
-		 "object",
-		 c->path, lineno, rec ? 0 : column,
-		 rec ? "out of memory" : why);
-	c->failed = 1;
-	return 1;
+	if (report_acc_add(c->acc, rec) != 0)
+		return -1;
+	c->kept++;
+	return 0;
 }
 
 /* The usable records of the files that --where keeps, into acc, read one
@@ -264,22 +238,12 @@ static int load(int nf, char **files, const struct report_args *a,
 		struct report_acc *acc)
 {
 	char err[1024];
-	struct load_ctx c = {acc, a, NULL, err, sizeof(err), 0, 0, 0};
+	struct load_ctx c = {acc, a, 0};
 	int skipped = 0;
-	for (int k = 0; k < nf; k++) {
-		c.path = files[k];
-		c.skipped = 0;
-		if (record_each_line(files[k], load_line, &c, err,
-				     sizeof(err)) != 0 ||
-		    c.failed)
+	for (int k = 0; k < nf; k++)
+		if (record_each_usable(files[k], load_rec, &c, &skipped, err,
+				       sizeof(err)) != 0)
 			return bad_input(err);
-		if (c.skipped > SKIPPED_SHOWN)
-			fprintf(stderr,
-				"deqbench: %s: %d records skipped in all (the "
-				"first %d named above)\n",
-				files[k], c.skipped, SKIPPED_SHOWN);
-		skipped += c.skipped;
-	}
 	if (c.kept)
 		return 0;
 	snprintf(err, sizeof(err),

@@ -45,9 +45,10 @@ int record_usable(const json_t *rec, char *why, size_t n)
 	return p.got == 0;
 }
 
-/* record_read_usable's state. */
+/* record_each_usable's state. */
 struct usable_ctx {
-	json_t *arr;
+	record_usable_fn fn;
+	void *fctx;
 	const char *path;
 	char *err;
 	size_t errlen;
@@ -67,7 +68,7 @@ static int usable_line(void *ctx, int lineno, json_t *rec, int column,
 				c->path, lineno, what, c->path);
 		return 0;
 	}
-	if (rec && json_array_append(c->arr, rec) == 0)
+	if (rec && c->fn(c->fctx, rec) == 0)
 		return 0;
 	snprintf(c->err, c->errlen,
 		 "%s:%d:%d: malformed record: %s; each line must be one JSON "
@@ -78,10 +79,10 @@ static int usable_line(void *ctx, int lineno, json_t *rec, int column,
 	return 1;
 }
 
-int record_read_usable(const char *path, json_t *arr, int *skipped, char *err,
-		       size_t errlen)
+int record_each_usable(const char *path, record_usable_fn fn, void *ctx,
+		       int *skipped, char *err, size_t errlen)
 {
-	struct usable_ctx c = {arr, path, err, errlen, 0, 0};
+	struct usable_ctx c = {fn, ctx, path, err, errlen, 0, 0};
 	if (record_each_line(path, usable_line, &c, err, errlen) != 0)
 		return -1;
 	if (c.skipped > USABLE_SHOWN)
@@ -91,4 +92,15 @@ int record_read_usable(const char *path, json_t *arr, int *skipped, char *err,
 			path, c.skipped, USABLE_SHOWN);
 	*skipped += c.skipped;
 	return c.bad ? -1 : 0;
+}
+
+static int append_to(void *arr, json_t *rec)
+{
+	return json_array_append(arr, rec);
+}
+
+int record_read_usable(const char *path, json_t *arr, int *skipped, char *err,
+		       size_t errlen)
+{
+	return record_each_usable(path, append_to, arr, skipped, err, errlen);
 }

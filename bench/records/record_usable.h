@@ -28,4 +28,14 @@ int record_usable(const json_t *rec, char *why, size_t n);
 int record_read_usable(const char *path, json_t *arr, int *skipped, char *err,
 		       size_t errlen);
 
+/* Called with each usable record (borrowed: the reader frees it after
+ * the call); 0 to go on, non-zero when out of memory (the read stops). */
+typedef int (*record_usable_fn)(void *ctx, json_t *rec);
+
+/* record_read_usable a line at a time: fn(ctx, rec) for each usable record
+ * of path instead of keeping it, so a file of any length is read in
+ * constant memory; the same lines on stderr, *skipped and errors. */
+int record_each_usable(const char *path, record_usable_fn fn, void *ctx,
+		       int *skipped, char *err, size_t errlen);
+
 #endif
