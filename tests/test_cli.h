@@ -207,4 +207,30 @@ static inline void cli_expect_refused(const char *const *args,
 	cr_assert(!cli_exists(out), "a refused run wrote %s", out);
 }
 
+/* A file's bytes, to compare before and after a refused command:
+ * snap_of reads them, expect_same asserts the file still holds them (and
+ * frees the snapshot). */
+struct snap {
+	char *bytes;
+	size_t n;
+};
+
+static inline struct snap snap_of(const char *path)
+{
+	struct snap s;
+	s.bytes = cli_read(path, &s.n);
+	cr_assert_not_null(s.bytes, "cannot read %s", path);
+	return s;
+}
+
+static inline void expect_same(const char *path, struct snap *s)
+{
+	size_t n;
+	char *now = cli_read(path, &n);
+	cr_assert(now && n == s->n && !memcmp(now, s->bytes, n),
+		  "%s was changed", path);
+	free(now);
+	free(s->bytes);
+}
+
 #endif

@@ -111,30 +111,6 @@ static void expect_refused(const char *const *args, const char *must_contain)
 	free(err);
 }
 
-/* A file's bytes, to compare before and after a refused command. */
-struct snap {
-	char *bytes;
-	size_t n;
-};
-
-static struct snap snap_of(const char *path)
-{
-	struct snap s;
-	s.bytes = cli_read(path, &s.n);
-	cr_assert_not_null(s.bytes, "cannot read %s", path);
-	return s;
-}
-
-static void expect_same(const char *path, struct snap *s)
-{
-	size_t n;
-	char *now = cli_read(path, &n);
-	cr_assert(now && n == s->n && !memcmp(now, s->bytes, n),
-		  "%s was changed", path);
-	free(now);
-	free(s->bytes);
-}
-
 /* cli_dir/name written by params init (a safetensors file); its path in
  * path. */
 static void params_file(char *path, size_t n, const char *name)

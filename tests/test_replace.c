@@ -46,29 +46,6 @@ static void expect_refused(const char *const *args, const char *must_contain)
 		  err);
 }
 
-struct snap {
-	char *bytes;
-	size_t n;
-};
-
-static struct snap snap_of(const char *path)
-{
-	struct snap s;
-	s.bytes = cli_read(path, &s.n);
-	cr_assert_not_null(s.bytes, "cannot read %s", path);
-	return s;
-}
-
-static void expect_same(const char *path, struct snap *s)
-{
-	size_t n;
-	char *now = cli_read(path, &n);
-	cr_assert(now && n == s->n && !memcmp(now, s->bytes, n),
-		  "%s was changed", path);
-	free(now);
-	free(s->bytes);
-}
-
 /* cli_dir/name: a file of records (one run), a parameter file (params
  * init) or a token file (int32 tokens [2, 9], written by hand). */
 static void records_file(char *path, size_t n, const char *name)
