@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# gpu-window.sh — the paper-scale answer from one short lent GPU window
+# (a bare machine: no packages, no git, calls of at most ten minutes, a
+# handful of files back), and every later window goes on where the last
+# one stopped.
+#
+#   scripts/gpu-window.sh pack          here, at a clean commit: builds
+#                                       build-reproduce with -Dcuda=enabled
+#                                       and packs deqbench, the cuda tests,
+#                                       their non-CUDA libraries and
+#                                       data/brown into results/tmp/carry.tar.xz
+#                                       (scripts/gpu-lent.sh pack)
+#   LIMIT=480 scripts/gpu-window.sh run on the lent machine (carry
+#                                       results/tmp): the parts below under
+#                                       a deadline, then $OUT/window.tgz
+#   scripts/gpu-window.sh unpack FILE   here: FILE (window.tgz) over
+#                                       results/gpu/, then validates it
+#
+# The parts, in this order, each capped by what is left of LIMIT seconds
+# (a part that would start with under 20 s left is skipped; one cut by the
+# deadline gets SIGTERM, stops after its current step and keeps its record):
+#   tests   the cuda test executables (test-cuda.log)
+#   seed1   bench/suites/answer-gpu.json's seed 1: unroll, checkpoint every
+#           4, the DEQ and the limited-memory DEQ at d_model 512
+#   prices  bench-block at the answer's shapes in bf16 (a block forward and
+#           VJP against cuBLAS's GEMMs: prices-bench-block.log)
+#   torch   unroll at the answer's shapes in bf16: deqbench with cuda_graphs,
+#           PyTorch under torch.compile(mode="max-autotune"), PyTorch eager,
+#           deqbench again (vs-pytorch.jsonl); 300 steps each
+#   rest    the answer suite's seeds 2 and 3 (suite --resume)
+# Seed 1 comes before the PyTorch rows, seeds 2 and 3 after them: a window
+# cut short leaves a whole seed and the deqbench/PyTorch ratio measured in
+# it, and the next window's suite --resume finishes the seeds.
+#
+# Records go to results/gpu/<gpu model>/ (answer.jsonl, vs-pytorch.jsonl),
+# each window's logs to results/gpu/<gpu model>/windows/<UTC stamp>/
+# (window.log says when each part started and ended). Commit them after
+# unpack; the next window carries them in the tree and resumes.
+# PARTS="tests seed1 prices torch rest" (any of them) runs those only.
+#
+# DQ_STANDIN=1 (the test, tests/scripts/test_window.py): a CPU stand-in of
+# the same flow. pack uses DQ_BUILDDIR as it is (no build, no git check, no
+# CUDA tests, no corpus); run trains tiny models on the CPU on synthetic
+# tokens (STANDIN_ARGS) and writes results/gpu/standin/.
+#
+# Exit status: 0 every part ran and passed; 3 the deadline skipped or cut a
+# part (run again in the next window); 1 a part failed; 2 bad use.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+B=${DQ_BUILDDIR:-build-reproduce}
+SUITE=bench/suites/answer-gpu.json
+# the answer's shapes (bench-block and the PyTorch rows) and the rest of
+# the PyTorch rows' config: the suite's recipe, 300 steps
+SHAPE=(model=transformer d_model=512 n_heads=8 d_ff=2048 seq_len=128
+	batch_size=16 layers=16)
+ROWS=(corpus=brown data_dir=data steps=300 warmup_steps=30 lr_warmup=30
+	eval_tokens=16384 device=cuda)
+BB=(device=cuda vocab=10002)
+# DQ_STANDIN=1: tiny shapes on the CPU, added to the suite's runs (EXTRA)
+STANDIN_SHAPE=(model=transformer d_model=16 n_heads=2 d_ff=32 seq_len=8
+	batch_size=2 layers=4)
+STANDIN_RUN=(device=cpu steps=6 warmup_steps=3 lr_warmup=2 eval_tokens=32
+	corpus=synthetic threads=1)
+
+usage() {
+	echo "usage: scripts/gpu-window.sh pack | run | unpack FILE   (results/gpu/README.md)" >&2
+	exit 2
+}
+
+pack() {
+	if [ -n "${DQ_STANDIN:-}" ]; then
+		[ -x "$B/bench/deqbench" ] || {
+			echo "gpu-window.sh pack: $B/bench/deqbench is missing; build it or set DQ_BUILDDIR" >&2
+			exit 2
+		}
+		mkdir -p "$B/lib" results/tmp
+		ldd "$B/bench/deqbench" | awk '/=> \// {print $3}' |
+			grep -E 'jansson|hwloc|openblas|gfortran|gsl|quadmath' |
+			xargs -I{} cp -L {} "$B/lib/"
+		tar cJf results/tmp/carry.tar.xz "$B/bench/deqbench" "$B/lib"
+		return
+	fi
+	DQ_BUILDDIR=$B scripts/gpu-lent.sh pack
+}
+
+left() { echo $((LIMIT - (SECONDS - T0))); }
+log() { echo "$(date -u +%H:%M:%S) +$((SECONDS - T0))s $*" | tee -a "$W/window.log" >&2; }
+
+# part NAME: whether PARTS (default: all) names it
+part() { [ -z "${PARTS:-}" ] || [[ " $PARTS " == *" $1 "* ]]; }
+
+# timed CAP RESERVE NAME CMD...: CMD with its output in $W/NAME.log, for at
+# most CAP seconds and never into the last RESERVE seconds of the window
+timed() {
+	local cap=$1 reserve=$2 name=$3 l rc
+	shift 3
+	l=$(($(left) - reserve))
+	((cap > l)) && cap=$l
+	if ((cap < 20)); then
+		log "skip $name (deadline)"
+		CUT=1
+		return 0
+	fi
+	log "start $name (cap ${cap}s)"
+	timeout -k 15 "$cap" "$@" >"$W/$name.log" 2>&1
+	rc=$?
+	log "end $name rc $rc"
+	case $rc in
+	0) ;;
+	124 | 137 | 143) CUT=1 ;;
+	*) FAILED="$FAILED $name" ;;
+	esac
+}
+
+cuda_tests() {
+	local t rc=0
+	for t in test_cuda_ops test_cuda_vec_ops test_cuda_bf16 test_cuda \
+		test_cuda_managed test_cuda_graphs; do
+		"$B/tests/$t" --jobs=1 || rc=1
+	done
+	return $rc
+}
+
+# torch_rows: the same unroll step in deqbench and in PyTorch, one after
+# the other, deqbench first and last (the drift between them is visible)
+torch_rows() {
+	local base=("${SHAPE[@]}" "${ROWS[@]}" method=unroll precision=bf16
+		lr=0.00025 clip=1.0 init=pytorch seed=1 out="$R/vs-pytorch.jsonl")
+	timed 40 0 torch-deqbench-1 "$D" run "${base[@]}" cuda_graphs="$GRAPHS"
+	timed 240 60 torch-compile "$D" run "${base[@]}" impl=pytorch compile=true
+	timed 60 20 torch-eager "$D" run "${base[@]}" impl=pytorch
+	timed 40 0 torch-deqbench-2 "$D" run "${base[@]}" cuda_graphs="$GRAPHS"
+}
+
+run_parts() {
+	local sargs=("$SUITE" --resume out="$R/answer.jsonl" "${EXTRA[@]}")
+	if part tests; then
+		if [ -x "$B/tests/test_cuda" ]; then
+			timed 90 0 test-cuda cuda_tests
+		else
+			log "skip test-cuda (not in the carried build)"
+		fi
+	fi
+	# seed 1: the suite with seed=1 collapses to its four seed-1 runs,
+	# which are the same runs (same records) as the full suite's
+	part seed1 && timed 200 150 answer-seed1 "$D" suite "${sargs[@]}" seed=1
+	part prices && timed 40 0 prices-bench-block "$D" bench-block \
+		"${SHAPE[@]}" "${BB[@]}" precision=bf16
+	part torch && torch_rows
+	part rest && timed 100000 10 answer-rest "$D" suite "${sargs[@]}"
+	"$D" validate --strict "$R"/*.jsonl >"$W/validate.log" 2>&1 ||
+		FAILED="$FAILED validate"
+	[ -s "$R/answer.jsonl" ] && "$D" report "$R/answer.jsonl" >"$W/report.txt" 2>&1
+	return 0
+}
+
+run() {
+	[ -n "${OUT:-}" ] || {
+		echo "gpu-window.sh run: OUT is not set; it runs on the lent machine (the device tool sets OUT)" >&2
+		exit 2
+	}
+	T0=$SECONDS
+	LIMIT=${LIMIT:-480}
+	tar xJf results/tmp/carry.tar.xz || exit 1
+	export LD_LIBRARY_PATH=$PWD/$B/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	D=$B/bench/deqbench
+	DQ_PYTHON=$(command -v python3)
+	export DQ_PYTHON DQ_PYTORCH_SCRIPT=$PWD/bench/pytorch/deqtorch.py
+	if [ -n "${DQ_STANDIN:-}" ]; then
+		tag=standin GRAPHS=false SHAPE=("${STANDIN_SHAPE[@]}")
+		EXTRA=("${STANDIN_SHAPE[@]}" "${STANDIN_RUN[@]}" cuda_graphs=false)
+		ROWS=("${STANDIN_RUN[@]}") BB=(device=cpu iters=2 warmup=1 vocab=50)
+		DQ_PYTHON=${DQ_STANDIN_PYTHON:-$DQ_PYTHON}
+	else
+		tag=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 |
+			tr '[:upper:]' '[:lower:]' | sed -e 's/[^a-z0-9]\{1,\}/-/g' -e 's/^-//' -e 's/-$//')
+		EXTRA=() GRAPHS=true
+	fi
+	R=results/gpu/${tag:-unknown-gpu}
+	W=$R/windows/$(date -u +%Y%m%dT%H%M%SZ)
+	mkdir -p "$W"
+	CUT=0 FAILED=""
+	{
+		date -u
+		nvidia-smi 2>&1
+		nproc
+		python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)' 2>&1
+		"$D" env
+	} >"$W/machine.txt" 2>&1
+	log "window of ${LIMIT}s on $tag, commit $("$D" env 2>/dev/null | grep -o '"git_commit": *"[^"]*"' | head -n 1)"
+	run_parts
+	log "done; failed:${FAILED:- none}; cut: $CUT"
+	tar czf "$OUT/window.tgz" --exclude="*.lock" "$R" || exit 1
+	[ -n "$FAILED" ] && exit 1
+	((CUT)) && exit 3
+	exit 0
+}
+
+unpack() {
+	local f=${1:-}
+	[ -f "$f" ] || {
+		echo "gpu-window.sh unpack: '$f' is not a file; give the window.tgz the lent machine sent back" >&2
+		exit 2
+	}
+	tar tzf "$f" | grep -qv '^results/gpu/' && {
+		echo "gpu-window.sh unpack: $f holds files outside results/gpu/; not unpacked" >&2
+		exit 2
+	}
+	tar xzf "$f" || exit 1
+	tar tzf "$f" | grep '\.jsonl$' | sed 's/^/unpacked /'
+}
+
+case "${1:-}" in
+pack) pack ;;
+run) run ;;
+unpack) unpack "${2:-}" ;;
+*) usage ;;
+esac
