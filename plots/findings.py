@@ -159,8 +159,65 @@ class Source:
 
 
 def pending(machine, suite):
+    how = ("scripts/gpu-window.sh" if suite.endswith("/answer")
+           else f"scripts/reproduce.sh {machine}")
     return (f"| {machine.upper()} | *pending: `results/{machine}/{suite}.jsonl` "
-            f"is not committed yet (`scripts/reproduce.sh {machine}`)* |")
+            f"is not committed yet (`{how}`)* |")
+
+
+# the answer suite (bench/suites/answer-gpu.json) has three seeds; a row
+# with fewer runs comes from windows that have not finished it
+ANSWER_SEEDS = 3
+
+
+def answer_sources(deqbench, results):
+    """The GPU answer's records, one Source per GPU model
+    (results/gpu/<model>/answer.jsonl, scripts/gpu-window.sh), or one
+    pending Source when no window has committed any."""
+    d = os.path.join(results, "gpu")
+    models = sorted(m for m in os.listdir(d)
+                    if os.path.isfile(os.path.join(d, m, "answer.jsonl"))) \
+        if os.path.isdir(d) else []
+    return [Source(deqbench, results, "gpu", f"{m}/answer") for m in models] or \
+        [Source(deqbench, results, "gpu", "<gpu model>/answer")]
+
+
+def seeds_of(r):
+    """' (n of 3 seeds)' for an answer row its windows have not finished."""
+    return f" ({r['runs']} of {ANSWER_SEEDS} seeds)" if r["runs"] < ANSWER_SEEDS else ""
+
+
+def limited_deq(rows):
+    """The limited-memory DEQ row: Broyden history below its cap."""
+    for r in rows or []:
+        c = r["config"]
+        if r["kind"] == "train" and r["method"].startswith("deq") and \
+                0 < (c.get("f_history") or 0) < c.get("f_max_iter", 0):
+            return r
+    return None
+
+
+def answer_sentence(src, lead=None):
+    """The GPU answer at the paper's width: checkpointing, the DEQ and the
+    limited-memory DEQ against unroll, with the seeds done; lead replaces
+    the opening words."""
+    gc, dq, un = (find(src.rows, "checkpoint"), find(src.rows, "deq", f_history=30),
+                  find(src.rows, "unroll"))
+    lm = limited_deq(src.rows)
+    if not (gc and dq and un):
+        return ""
+    lead = lead or f"At the paper's width on the GPU ({src.device()}, bf16, CUDA graphs), "
+    out = (f"{lead}checkpointing every {k_of(gc)} layers keeps "
+           f"{num(gc['depth_solver_x_unroll'], 3)}× of unroll's depth+solver memory at "
+           f"{say_ratio(gc)} its step time{seeds_of(gc)}{warn(gc)}; the DEQ (full Broyden "
+           f"history) keeps {num(dq['depth_solver_x_unroll'], 3)}× at "
+           f"{say_ratio(dq)}{seeds_of(dq)}{warn(dq)}")
+    if lm:
+        out += (f", the limited-memory DEQ (Broyden history {lm['config']['f_history']}) "
+                f"{num(lm['depth_solver_x_unroll'], 3)}× at {say_ratio(lm)}"
+                f"{seeds_of(lm)}{warn(lm)}")
+    return out + (f"; valid perplexity {ppl(dq)} (DEQ) against unroll's {ppl(un)}"
+                  f"{warn(un, 'unroll: ')}{seeds_of(un)}.")
 
 
 METHOD_TABLE = ("| machine | method | runs | step ms [95% CI] | time × unroll [95% CI] "
@@ -244,13 +301,14 @@ def section_gc(srcs):
     lines = ["### 1. Gradient checkpointing against a DEQ at 16 layers", ""]
     for s in srcs:
         if s.rows:
-            sent = gc_vs_deq_sentence(s)
+            sent = answer_sentence(s) if s.suite.endswith("/answer") \
+                else gc_vs_deq_sentence(s)
             if sent:
                 lines += [sent, ""]
     lines.append(METHOD_TABLE)
     for s in srcs:
-        lines += method_lines(s, f"{s.machine.upper()} {s.suite}") if s.rows \
-            else [pending(s.machine, s.suite)]
+        label = f"{s.machine.upper()} {s.suite.replace('/answer', ' answer')}"
+        lines += method_lines(s, label) if s.rows else [pending(s.machine, s.suite)]
     return lines + [""]
 
 
@@ -504,7 +562,8 @@ def generate(deqbench, results):
            "shared VM that is the machine, and for a DEQ also its solver's iterations, which "
            "vary from step to step.", ""]
     out += provenance(results) + [""]
-    out += section_gc(srcs(("cpu", "gc-vs-deq"), ("gpu", "gc-vs-deq-gpu"), ("gpu", "gc-vs-deq")))
+    out += section_gc(srcs(("cpu", "gc-vs-deq")) + answer_sources(deqbench, results) +
+                      srcs(("gpu", "gc-vs-deq-gpu"), ("gpu", "gc-vs-deq")))
     out += section_trellis(srcs(("cpu", "gc-vs-deq-trellisnet"), ("gpu", "gc-vs-deq-trellisnet")))
     out += section_depth(srcs(("cpu", "depth"), ("gpu", "depth")))
     out += section_eps_train(srcs(("cpu", "eps-train"), ("gpu", "eps-train")))
@@ -530,6 +589,20 @@ def gc_headline(src, what):
             f"{num(dq['depth_solver_x_unroll'], 3)}× at {say_ratio(dq)}{warn(dq)} "
             f"(total peak {num(dq['total_x_unroll'], 3)}×), valid perplexity {ppl(dq)} "
             f"against unroll's {ppl(un)}{warn(un, 'unroll: ')}.")
+
+
+def answer_headline(src):
+    """The headline's GPU bullet: the answer at the paper's width, from the
+    first GPU model's windows, or pending."""
+    what = "16-layer transformer at the paper's width (d_model 512), GPU"
+    if not src.rows:
+        return (f"- **{what}**: pending — no `scripts/gpu-window.sh` window has "
+                f"committed `results/gpu/<gpu model>/answer.jsonl` yet.")
+    sent = answer_sentence(src, f"- **{what}** ({src.device()}, bf16): ")
+    if not sent:
+        return (f"- **{what}**: {src.where()} lacks an unroll, checkpoint or DEQ row "
+                f"yet (more windows: `scripts/gpu-window.sh`).")
+    return sent
 
 
 def infer_headline(src):
@@ -559,8 +632,7 @@ def headline(deqbench, results):
     s = lambda m, n: Source(deqbench, results, m, n)
     lines = [HBEGIN,
              gc_headline(s("cpu", "gc-vs-deq"), "16-layer transformer, CPU"),
-             gc_headline(s("gpu", "gc-vs-deq-gpu"),
-                         "16-layer transformer at the paper's width (d_model 512), GPU"),
+             answer_headline(answer_sources(deqbench, results)[0]),
              infer_headline(s("cpu", "eps-infer")),
              f"- Published for the DEQ-Transformer: {PAPER['deq_tx_mem']} memory at "
              f"{PAPER['deq_time']} the training time.",
