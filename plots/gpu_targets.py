@@ -46,11 +46,18 @@ FLOOR = re.compile(r"^gemm bf16 floor, one training step's shapes\s+([0-9.]+) ms
 COMPILED = re.compile(r"^deqtorch: torch\.compile of (.+): (\d+) graphs, (\d+) graph breaks")
 
 
+def logs(d, pattern):
+    """Paths of the logs named pattern in d and in its windows' folders
+    (d/windows/STAMP/, scripts/gpu-window.sh), sorted."""
+    return sorted(glob.glob(os.path.join(d, pattern)) +
+                  glob.glob(os.path.join(d, "windows", "*", pattern)))
+
+
 def bench_block(d):
     """Rows of the bench-block logs in d: dicts with device, precision, B,
     T, d_model, ratio and (bf16) the step's GEMM floor in ms."""
     rows = []
-    for path in sorted(glob.glob(os.path.join(d, "bench-block-*.log"))):
+    for path in logs(d, "bench-block-*.log"):
         row = {"log": os.path.basename(path)}
         with open(path, encoding="utf-8") as f:
             for line in f:
@@ -242,7 +249,7 @@ def compiled(d):
     stderr ("deqtorch: torch.compile of SCOPE: N graphs, M graph breaks")
     in d's logs: sorted (scope, graphs, breaks, log) tuples."""
     found = set()
-    for path in sorted(glob.glob(os.path.join(d, "*.log"))):
+    for path in logs(d, "*.log"):
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
                 m = COMPILED.match(line)

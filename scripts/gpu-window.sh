@@ -23,7 +23,7 @@
 #   seed1   bench/suites/answer-gpu.json's seed 1: unroll, checkpoint every
 #           4, the DEQ and the limited-memory DEQ at d_model 512
 #   prices  bench-block at the answer's shapes in bf16 (a block forward and
-#           VJP against cuBLAS's GEMMs: prices-bench-block.log)
+#           VJP against cuBLAS's GEMMs: bench-block-d512-bf16.log)
 #   torch   unroll at the answer's shapes in bf16: deqbench with cuda_graphs,
 #           PyTorch under torch.compile(mode="max-autotune"), PyTorch eager,
 #           deqbench again (vs-pytorch.jsonl); 300 steps each
@@ -144,7 +144,7 @@ run_parts() {
 	# seed 1: the suite with seed=1 collapses to its four seed-1 runs,
 	# which are the same runs (same records) as the full suite's
 	part seed1 && timed 200 150 answer-seed1 "$D" suite "${sargs[@]}" seed=1
-	part prices && timed 40 0 prices-bench-block "$D" bench-block \
+	part prices && timed 40 0 bench-block-d512-bf16 "$D" bench-block \
 		"${SHAPE[@]}" "${BB[@]}" precision=bf16
 	part torch && torch_rows
 	part rest && timed 100000 10 answer-rest "$D" suite "${sargs[@]}"

@@ -86,7 +86,7 @@ def main():
               f"run exits 0, or 1 with compile refused ({p.returncode})")
         starts = [ln.split("start ")[1].split(" ")[0]
                   for ln in log.splitlines() if " start " in ln]
-        check(starts == ["answer-seed1", "prices-bench-block",
+        check(starts == ["answer-seed1", "bench-block-d512-bf16",
                          "torch-deqbench-1", "torch-compile", "torch-eager",
                          "torch-deqbench-2", "answer-rest"],
               f"the parts run in the window's order ({starts})")
@@ -105,7 +105,7 @@ def main():
               "pytorch" in impls,
               f"deqbench, PyTorch, deqbench ({impls})")
         check("bench-block" in open(
-            os.path.join(wdir, "prices-bench-block.log")).read(),
+            os.path.join(wdir, "bench-block-d512-bf16.log")).read(),
             "the prices part ran bench-block")
         arch = os.path.join(out, "window.tgz")
         with tarfile.open(arch) as a:
