@@ -413,6 +413,41 @@ static int time_block(struct backend *be, struct model *m,
 	return 0;
 }
 
+/* Median ms of the two units a DEQ's solver iteration costs: the block's
+ * forward without a tape (*fwd0: a forward solver iteration's evaluation,
+ * model_block_forward with tape NULL) and its input-only vjp (*vjp0: an
+ * implicit backward iteration, gu NULL and no parameter gradients), on the
+ * tape time_block left. -1 when out of memory (message printed). */
+static int time_solver_units(struct backend *be, struct model *m,
+			     const struct bb_cfg *c, struct bb_bufs *b,
+			     double *fwd0, double *vjp0)
+{
+	double *fm = malloc(sizeof(double) * (size_t)c->iters);
+	double *vm = malloc(sizeof(double) * (size_t)c->iters);
+	if (!fm || !vm) {
+		free(fm);
+		free(vm);
+		fprintf(stderr, "deqbench bench-block: out of memory\n");
+		return -1;
+	}
+	for (int i = 0; i < c->warmup + c->iters; i++) {
+		be_timer_mark(be, 0);
+		model_block_forward(m, b->zo, b->z, m->u, NULL);
+		be_timer_mark(be, 1);
+		model_block_vjp(m, b->gi, NULL, b->g, b->tape, 0);
+		be_timer_mark(be, 2);
+		if (i >= c->warmup) {
+			fm[i - c->warmup] = be_timer_elapsed_ms(be, 0, 1);
+			vm[i - c->warmup] = be_timer_elapsed_ms(be, 1, 2);
+		}
+	}
+	*fwd0 = median(fm, c->iters);
+	*vjp0 = median(vm, c->iters);
+	free(fm);
+	free(vm);
+	return 0;
+}
+
 /* Times shapes sh[0..n) once each and prints a row per shape; adds their
  * flops and median ms, each counted mult times, to *flops and *ms (and,
  * under precision=bf16, the floor's to b->floor_ms, printed in a last
@@ -633,6 +668,7 @@ int bench_block_main(int argc, char **argv)
 	struct bb_bufs b = {0};
 	struct backend_info info;
 	double fwd_ms, bwd_ms, blk_ms, flops, blk_gfs, gflop_sum, gms_sum;
+	double fwd0_ms, vjp0_ms;
 	int rc = 1, pa = parse_args(argc, argv, &c);
 
 	if (pa != 0)
@@ -640,7 +676,8 @@ int bench_block_main(int argc, char **argv)
 	if (bb_setup(&c, &be, &m) != 0)
 		return 2;
 	if (bb_alloc(be, m, &c, &b) != 0 ||
-	    time_block(be, m, &c, &b, &fwd_ms, &bwd_ms, &blk_ms) != 0)
+	    time_block(be, m, &c, &b, &fwd_ms, &bwd_ms, &blk_ms) != 0 ||
+	    time_solver_units(be, m, &c, &b, &fwd0_ms, &vjp0_ms) != 0)
 		goto done;
 	flops = model_block_flops(m);
 	blk_gfs = 3.0 * flops / (blk_ms * 1e6);
@@ -656,6 +693,12 @@ int bench_block_main(int argc, char **argv)
 	printf("block forward   %10.4f ms (median)\n", fwd_ms);
 	printf("block vjp       %10.4f ms (median, parameter gradients on)\n",
 	       bwd_ms);
+	printf("block forward, no tape %10.4f ms (median; a forward solver "
+	       "iteration's evaluation)\n",
+	       fwd0_ms);
+	printf("block vjp, input only  %10.4f ms (median; an implicit backward "
+	       "iteration's VJP)\n",
+	       vjp0_ms);
 	printf("block fwd+vjp   %10.4f ms  %.4g GFLOP counted (3 x %.4g "
 	       "forward)  %.2f GFLOP/s\n",
 	       blk_ms, 3.0 * flops * 1e-9, flops * 1e-9, blk_gfs);
