@@ -31,7 +31,7 @@ import sys
 R = None
 
 BLOCK_MIN = 0.90       # block fwd+vjp ≥ 0.90 of cuBLAS at the same precision
-PER_EVAL_MAX = 1.10    # DEQ ms per evaluation ≤ 1.10 × unroll's
+PER_EVAL_MAX = 1.10    # a solver iteration's marginal ms ≤ 1.10 × its unit's price
 PER_EVAL_STEPS = 500   # ... over whole runs of at least this many steps
 READS_MAX = 2.0        # host reads per solve
 FLOOR_MAX = 2.5        # bf16 unroll step ≤ 2.5 × the bf16 GEMM-only floor
@@ -43,6 +43,8 @@ HEAD = re.compile(r"^bench-block: .*device=(\S+) \((.*)\) precision=(\S+) "
 RATIO = re.compile(r"^ratio block/gemm ([0-9.]+)")
 OTHER = re.compile(r"^other ops .*; attention \+ layernorms ([0-9]+)% of block")
 FLOOR = re.compile(r"^gemm bf16 floor, one training step's shapes\s+([0-9.]+) ms")
+FWD0 = re.compile(r"^block forward, no tape\s+([0-9.]+) ms")
+VJP0 = re.compile(r"^block vjp, input only\s+([0-9.]+) ms")
 COMPILED = re.compile(r"^deqtorch: torch\.compile of (.+): (\d+) graphs, (\d+) graph breaks")
 
 
@@ -74,6 +76,10 @@ def bench_block(d):
                 m = OTHER.match(line)
                 if m:
                     row["other"] = int(m[1])
+                for key, rx in (("fwd0_ms", FWD0), ("vjp0_ms", VJP0)):
+                    m = rx.match(line)
+                    if m:
+                        row[key] = float(m[1])
         if "ratio" in row and "d_model" in row:
             rows.append(row)
     return sorted(rows, key=lambda r: (r["d_model"], r["precision"]))
@@ -117,16 +123,12 @@ def verdict(ok):
     return "**met**" if ok else "**missed**"
 
 
-def per_eval(rec):
-    ev = (R.num(rec, "evals.forward_evals_per_step") or 0) + \
-        (R.num(rec, "evals.vjp_evals_per_step") or 0)
-    return step(rec) / ev if ev and step(rec) else None
-
-
 def section_block(rows):
     out = ["## 1. Block forward+VJP against cuBLAS at the same precision",
            "", f"Target: ≥ {BLOCK_MIN:.2f} for d_model 128–1024 "
-           "(`ratio block/gemm` of `deqbench bench-block`, 50 iterations).", "",
+           "(`ratio block/gemm` of `deqbench bench-block`, 50 iterations). The share of "
+           "attention and LayerNorms comes from the log's `other ops` line (- where the "
+           "log's bench-block did not print it yet).", "",
            "| d_model | B×T | precision | block/gemm | attention + LayerNorms, "
            "% of block | verdict | log |",
            "|---:|---|---|---:|---:|---|---|"]
@@ -138,49 +140,90 @@ def section_block(rows):
     return out + [""]
 
 
-def deq_unroll_pairs(recs):
-    """(file, graphs, d_model, seed, deq record, unroll record) for every DEQ
-    record with an unroll record of the same file, shape, precision, graphs
-    and seed."""
-    pairs = []
+def ols2(ys, x1, x2):
+    """Least squares y = a + b1·x1 + b2·x2: (b1, b2), or (b, None) with
+    one slope on x1 + x2 where the two do not vary apart, or None where
+    nothing varies (standard library: the 3×3 normal equations)."""
+    n = len(ys)
+    if n < 10:
+        return None
+    m = [sum(v) / n for v in (ys, x1, x2)]
+    d = [[v - mv for v in col] for col, mv in zip((ys, x1, x2), m)]
+    s11 = sum(a * a for a in d[1])
+    s22 = sum(a * a for a in d[2])
+    s12 = sum(a * b for a, b in zip(d[1], d[2]))
+    s1y = sum(a * b for a, b in zip(d[1], d[0]))
+    s2y = sum(a * b for a, b in zip(d[2], d[0]))
+    det = s11 * s22 - s12 * s12
+    if s11 > 0 and s22 > 0 and det > 1e-6 * s11 * s22:
+        return ((s22 * s1y - s12 * s2y) / det, (s11 * s2y - s12 * s1y) / det)
+    t = [a + b for a, b in zip(d[1], d[2])]
+    stt = sum(a * a for a in t)
+    return (sum(a * b for a, b in zip(t, d[0])) / stt, None) if stt > 0 else None
+
+
+def marginal(rec):
+    """(ms per forward iteration, ms per backward iteration or None, steps)
+    of a DEQ record: the regression of its timed steps' times on their
+    solver iterations (trace), or None without a trace."""
+    tr = rec.get("trace") or {}
+    ms, fi, bi = tr.get("step_ms"), tr.get("fwd_iters"), tr.get("bwd_iters")
+    if not (ms and fi and bi):
+        return None
+    w = int(c(rec, "warmup_steps") or 0)
+    pts = [(y, a, b) for y, a, b in zip(ms[w:], fi[w:], bi[w:])
+           if y is not None and a is not None and b is not None]
+    fit = ols2(*zip(*pts)) if pts else None
+    return (fit[0], fit[1], len(pts)) if fit else None
+
+
+def price(rows, rec, key):
+    """bench-block's price `key` at the record's device, precision and
+    shapes, or None."""
+    for x in rows:
+        if (key in x and x["precision"] == c(rec, "precision") and
+                x["d_model"] == c(rec, "d_model") and x["B"] == c(rec, "batch_size")
+                and x["T"] == c(rec, "seq_len")):
+            return x[key]
+    return None
+
+
+def section_per_iter(recs, rows):
+    out = ["## 2. A DEQ solver iteration's marginal cost against the block's price", "",
+           f"Target: ≤ {PER_EVAL_MAX:.2f}× over whole runs of ≥ {PER_EVAL_STEPS} steps. "
+           "The marginal cost: the least-squares slope of each timed step's time on its "
+           "forward and backward solver iterations (the record's trace; one slope on "
+           "their sum where the two do not vary apart), so the head, Adam and the "
+           "once-a-step taped forward and full VJP fall into the intercept. The price: "
+           "bench-block's `block forward, no tape` (a forward iteration) and `block vjp, "
+           "input only` (a backward iteration) at the run's shapes and precision.", "",
+           "| file | method | d_model | B×T | precision | graphs | steps | ms/fwd iter "
+           "| no-tape fwd ms | ratio | ms/bwd iter | input-only VJP ms | ratio | verdict |",
+           "|---|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for f, r in recs:
         if c(r, "method") != "deq" or is_torch(r) or r.get("kind") != "train":
             continue
-        for f2, u in recs:
-            if (f2 == f and c(u, "method") == "unroll" and not is_torch(u)
-                    and u.get("kind") == "train"
-                    and all(c(u, k) == c(r, k) for k in
-                            ("d_model", "seq_len", "batch_size", "precision",
-                             "cuda_graphs", "seed", "steps", "layers"))):
-                pairs.append((f, r, u))
-                break
-    return pairs
-
-
-def section_per_eval(recs):
-    out = ["## 2. DEQ cost per evaluation against unroll's", "",
-           f"Target: ≤ {PER_EVAL_MAX:.2f}× at d_model 128 and 512 over whole "
-           f"runs of ≥ {PER_EVAL_STEPS} steps. Per evaluation: the median "
-           "step time over (forward + VJP evaluations per step); unroll "
-           "makes L + L. Step time includes the head and Adam, which a DEQ "
-           "pays once over fewer evaluations.", "",
-           "| file | d_model | precision | graphs | steps | seeds | DEQ ms/eval | "
-           "unroll ms/eval | ratio (median [min–max]) | verdict |",
-           "|---|---:|---|---|---:|---:|---:|---:|---|---|"]
-    groups = {}
-    for f, r, u in deq_unroll_pairs(recs):
-        key = (f, c(r, "d_model"), c(r, "precision"), bool(c(r, "cuda_graphs")),
-               c(r, "steps"))
-        groups.setdefault(key, []).append((per_eval(r), per_eval(u)))
-    for (f, d, p, g, n), xs in sorted(groups.items()):
-        ratios = [a / b for a, b in xs]
-        med = statistics.median(ratios)
-        ok = verdict(med <= PER_EVAL_MAX) if n >= PER_EVAL_STEPS else \
-            f"not a whole ≥ {PER_EVAL_STEPS}-step run"
-        out.append(f"| {f} | {d} | {p} | {'yes' if g else 'no'} | {n} | {len(xs)} | "
-                   f"{fmt(statistics.median(a for a, _ in xs), 4)} | "
-                   f"{fmt(statistics.median(b for _, b in xs), 4)} | "
-                   f"{med:.2f} [{min(ratios):.2f}–{max(ratios):.2f}] | {ok} |")
+        mg = marginal(r)
+        if not mg:
+            continue
+        bf, bb, n = mg
+        f0, v0 = price(rows, r, "fwd0_ms"), price(rows, r, "vjp0_ms")
+        rf = bf / f0 if f0 else None
+        rb = bb / v0 if v0 and bb is not None else None
+        worst = max((x for x in (rf, rb) if x is not None), default=None)
+        if worst is None:
+            v = "not measured: no bench-block price at the run's shapes"
+        elif c(r, "steps") < PER_EVAL_STEPS:
+            v = f"not a whole ≥ {PER_EVAL_STEPS}-step run"
+        else:
+            v = verdict(worst <= PER_EVAL_MAX)
+        hist = c(r, "f_history")
+        out.append(f"| {f} | deq seed {c(r, 'seed')}"
+                   f"{'' if not hist or hist >= c(r, 'f_max_iter') else f' history {hist}'} | "
+                   f"{c(r, 'd_model')} | {c(r, 'batch_size')}×{c(r, 'seq_len')} | "
+                   f"{c(r, 'precision')} | {'yes' if c(r, 'cuda_graphs') else 'no'} | {n} | "
+                   f"{fmt(bf, 3)}{'' if bb is not None else ' (fwd+bwd)'} | {fmt(f0, 3)} | "
+                   f"{fmt(rf)} | {fmt(bb, 3)} | {fmt(v0, 3)} | {fmt(rb)} | {v} |")
     return out + [""]
 
 
@@ -298,10 +341,13 @@ def section_torch(recs, d_model, compile_, target, title, note=""):
 def section_managed(recs):
     out = ["## Unified memory (method=managed) against offload", "",
            "bench/suites/managed-gpu.json: median step ms over repeats "
-           "[min–max], total device peak (MiB; managed pages are outside it), "
-           "on the whole card and under device_mem_cap_mib.", "",
-           "| cap MiB | method | prefetch | runs | step ms | total peak MiB |",
-           "|---:|---|---|---:|---|---:|"]
+           "[min–max], the total device peak (MiB) and the managed pages (MiB, "
+           "`memory.peak_bytes.managed`) the total leaves out. Where the driver kept "
+           "those pages is not recorded: without memory pressure they stay in the "
+           "GPU's memory, so total + managed is the device memory the run may hold.", "",
+           "| cap MiB | method | prefetch | runs | step ms | total peak MiB | managed MiB "
+           "| total + managed MiB |",
+           "|---:|---|---|---:|---|---:|---:|---:|"]
     by = {}
     for f, r in recs:
         if "managed" not in f or is_torch(r):
@@ -312,8 +358,11 @@ def section_managed(recs):
     for (cap, m, pf), rs in sorted(by.items()):
         ms = [step(r) for r in rs]
         peak = statistics.median(R.num(r, "memory.peak_total_bytes") for r in rs) / R.MIB
+        man = statistics.median(R.num(r, "memory.peak_bytes.managed") or 0
+                                for r in rs) / R.MIB
         out.append(f"| {cap} | {m} | {'-' if pf == 'None' else pf.lower()} | {len(rs)} | "
-                   f"{statistics.median(ms):.2f} [{min(ms):.2f}–{max(ms):.2f}] | {peak:.0f} |")
+                   f"{statistics.median(ms):.2f} [{min(ms):.2f}–{max(ms):.2f}] | {peak:.0f} "
+                   f"| {man:.0f} | {peak + man:.0f} |")
     return out + [""]
 
 
@@ -364,7 +413,7 @@ def generate(d):
            "not this file.", ""]
     out += provenance(recs, rows)
     out += section_block(rows)
-    out += section_per_eval(recs)
+    out += section_per_iter(recs, rows)
     out += section_reads(recs)
     out += section_floor(recs, rows)
     out += section_torch(recs, 512, True, COMPILE_MIN,

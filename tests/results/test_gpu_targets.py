@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""test_gpu_targets.py — plots/gpu_targets.py's arithmetic on made-up
+traces: the marginal cost of a solver iteration (least squares of step
+time on forward and backward iterations) and bench-block's price lines.
+
+    test_gpu_targets.py SOURCE_ROOT
+"""
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(sys.argv[1], "plots"))
+import gpu_targets as G  # noqa: E402
+
+FAILS = []
+
+
+class Records:
+    """plots/records.py's get, without its key table (read from a
+    deqbench binary at import)."""
+
+    @staticmethod
+    def get(rec, path):
+        for k in path.split("."):
+            rec = rec.get(k) if isinstance(rec, dict) else None
+        return rec
+
+
+G.R = Records
+
+
+def check(cond, what):
+    if not cond:
+        FAILS.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def near(a, b, tol=1e-9):
+    return a is not None and abs(a - b) <= tol * max(1.0, abs(b))
+
+
+def main():
+    # y = 2 + 0.3 f + 0.5 b, f and b varying apart: both slopes exact
+    f = [10 + (i % 7) for i in range(60)]
+    b = [12 + (i * 5 % 11) for i in range(60)]
+    y = [2 + 0.3 * x + 0.5 * z for x, z in zip(f, b)]
+    fit = G.ols2(y, f, b)
+    check(fit and near(fit[0], 0.3) and near(fit[1], 0.5),
+          f"two slopes recovered ({fit})")
+    # b = f + 3: one slope on their sum
+    b2 = [x + 3 for x in f]
+    y2 = [1 + 0.4 * (x + z) for x, z in zip(f, b2)]
+    fit = G.ols2(y2, f, b2)
+    check(fit and near(fit[0], 0.4) and fit[1] is None,
+          f"collinear iterations give one slope on the sum ({fit})")
+    check(G.ols2([1.0] * 60, [5] * 60, [6] * 60) is None,
+          "nothing varies: no slope")
+    check(G.ols2(y[:5], f[:5], b[:5]) is None, "too few steps: no slope")
+    # marginal skips the warmup steps (their times are compile/first-touch)
+    rec = {"config": {"warmup_steps": 5},
+           "trace": {"step_ms": [1000.0] * 5 + y, "fwd_iters": [1] * 5 + f,
+                     "bwd_iters": [1] * 5 + b}}
+    m = G.marginal(rec)
+    check(m and near(m[0], 0.3) and near(m[1], 0.5) and m[2] == 60,
+          f"marginal leaves the warmup steps out ({m})")
+    check(G.marginal({"config": {}, "trace": None}) is None,
+          "no trace: no marginal cost")
+    # bench-block's price lines
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "bench-block-x.log"), "w") as fh:
+            fh.write("bench-block: model=transformer device=cuda (GPU X) "
+                     "precision=bf16 B=16 T=128 d_model=512 n_heads=8\n"
+                     "block forward, no tape     0.2500 ms (median; ...)\n"
+                     "block vjp, input only      0.4000 ms (median; ...)\n"
+                     "ratio block/gemm 0.500  (gemm share of block time 40%)\n"
+                     "other ops (median ms): attention fwd 0.1; attention + "
+                     "layernorms 31% of block time\n")
+        os.makedirs(os.path.join(d, "windows", "w1"))
+        with open(os.path.join(d, "windows", "w1", "bench-block-y.log"), "w") as fh:
+            fh.write("bench-block: model=transformer device=cuda (GPU X) "
+                     "precision=fp32 B=16 T=128 d_model=512 n_heads=8\n"
+                     "ratio block/gemm 0.600  (gemm share of block time 40%)\n")
+        rows = G.bench_block(d)
+    check(len(rows) == 2, f"a window's bench-block log is read too ({len(rows)})")
+    bf = [r for r in rows if r["precision"] == "bf16"][0]
+    check(bf.get("fwd0_ms") == 0.25 and bf.get("vjp0_ms") == 0.4 and
+          bf.get("other") == 31, f"price and share lines parsed ({bf})")
+    if FAILS:
+        sys.exit(1)
+    print("gpu_targets: all checks passed")
+
+
+if __name__ == "__main__":
+    main()
