@@ -175,6 +175,8 @@ static void check_env(const json_t *r)
 	STR(r, "build.compiler");
 	STR(r, "build.blas");
 	STR(r, "build.flags");
+	STR(r, "build.fingerprint");
+	cr_assert_eq(strlen(json_string_value(at(r, "build.fingerprint"))), 16);
 }
 
 /* trace: one entry per step (6), the converged flags per solve. */

@@ -550,6 +550,14 @@ static const struct mutation g13[] = {
      "expected 3 (the resolved config's layers)"},
     {'t', "build.git_commit", "\"xyz\"", NULL, NULL, "build.git_commit",
      "expected 12 hex digits"},
+    {'t', "build.fingerprint", "\"0123456789ABCDEF\"", NULL, NULL,
+     "build.fingerprint", "expected 16 lower-case hex digits"},
+    {'t', "build.fingerprint", "\"0123456789abcde\"", NULL, NULL,
+     "build.fingerprint", "expected 16 lower-case hex digits"},
+    {'e', "build.fingerprint", "\"0123456789abcdef0\"", NULL, NULL,
+     "build.fingerprint", "expected 16 lower-case hex digits"},
+    {'t', "build.fingerprint", "16", NULL, NULL, "build.fingerprint",
+     "expected string"},
     {'t', "device.elem_bytes", "3", NULL, NULL, "device.elem_bytes",
      "expected one of 4, 8"},
     {'t', "status", "\"error\"", "message", "\"line1\\nline2\"", "message",
@@ -612,6 +620,12 @@ Test(validate_strict, g13_mutations_refused, .init = cli_setup,
 	}
 	/* the rank of a plan record is 1 and up */
 	accepted(with_text(t, "plan", PLAN(1)), "plan rank 1");
+	/* records from before build.fingerprint lack it, even for --strict */
+	{
+		json_t *r = json_deep_copy(t);
+		json_object_del(json_object_get(r, "build"), "fingerprint");
+		accepted(r, "no build.fingerprint");
+	}
 	json_decref(t);
 	json_decref(e);
 	json_decref(d);

@@ -15,6 +15,7 @@
 #endif
 
 #include "dq_build.h"
+#include "dq_fingerprint.h"
 #include "dq_git.h"
 #include "../../kernels/blas_info.h"
 #include "../io/jsontext.h"
@@ -327,6 +328,7 @@ json_t *env_build_json(void)
 	json_object_set_new(o, "blas", json_string(DQ_BLAS));
 	json_object_set_new(o, "sanitize", json_string(DQ_SANITIZE));
 	json_object_set_new(o, "cuda_build", json_boolean(DQ_CUDA_BUILD));
+	json_object_set_new(o, "fingerprint", json_string(DQ_FINGERPRINT));
 	const char *wp = getenv("OMP_WAIT_POLICY");
 	json_object_set_new(o, "omp_wait_policy",
 			    wp ? jsontext_string(wp) : json_null());

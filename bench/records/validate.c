@@ -135,6 +135,12 @@ static int commit_ok(const char *s)
 	       (h >= 12 && h <= 40 && (!s[h] || !strcmp(s + h, "-dirty")));
 }
 
+/* build.fingerprint: 16 lower-case hex digits (VF_FINGERPRINT). */
+static int fingerprint_ok(const char *s)
+{
+	return strlen(s) == 16 && strspn(s, "0123456789abcdef") == 16;
+}
+
 /* The first control character of s (C0, DEL, or C1 encoded as c2 80..9f),
  * -1 when none: SCHEMA.md's strings are text of one line. */
 static int control_char(const char *s)
@@ -196,7 +202,8 @@ static void check_array(struct validate_walk *w, const json_t *a,
 			const struct vfield *f, const char *path);
 
 /* What the row's flags ask of a value of the right type: a real time, the
- * schema version, an implementation's name; and a number >= 0 unless
+ * schema version, an implementation's name, a commit, a fingerprint; and a
+ * number >= 0 unless
  * VF_SIGNED (config keys and keyed fields have the key table's ranges). */
 static void check_flags(struct validate_walk *w, const json_t *v,
 			const struct vfield *f, const char *path)
@@ -245,6 +252,12 @@ static void check_flags(struct validate_walk *w, const json_t *v,
 		    "expected 12 hex digits of a commit, with -dirty or "
 		    "not, or unknown, got %s",
 		    got);
+	if ((f->flags & VF_FINGERPRINT) && json_is_string(v) &&
+	    !fingerprint_ok(json_string_value(v)))
+		validate_problem(w, path,
+				 "expected 16 lower-case hex digits "
+				 "(scripts/fingerprint.py), got %s",
+				 got);
 }
 
 /* An integer of the row's list (f->ints). */

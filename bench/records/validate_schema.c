@@ -23,6 +23,9 @@
 #define ADDED_MANAGED "2026-11-26"
 /* host.blas: which BLAS kernels ran */
 #define ADDED_BLAS "2026-11-27"
+/* build.fingerprint: a hash of the code that ran (issue 42); optional even
+ * for --strict, as host.blas: the committed records before it lack it */
+#define ADDED_FINGERPRINT "2026-11-27"
 
 /* A row: name, types (enum vtype), then any other member by name. */
 #define F(n, t, ...)                                                           \
@@ -367,6 +370,8 @@ static const struct vfield build_f[] = {
     F("sanitize", VT_STR),
     F("cuda_build", VT_BOOL),
     F("omp_wait_policy", STR_OR_NULL, .added = ADDED),
+    F("fingerprint", VT_STR, .added = ADDED_FINGERPRINT,
+      .flags = VF_OPTIONAL | VF_FINGERPRINT),
     {.name = NULL},
 };
 

@@ -49,6 +49,9 @@ enum vflag {
 	 * --abbrev=12 lengthens an ambiguous prefix), "-dirty" after them,
 	 * or "unknown" */
 	VF_COMMIT = 512,
+	/* build.fingerprint: 16 lower-case hex digits
+	 * (scripts/fingerprint.py) */
+	VF_FINGERPRINT = 1024,
 };
 
 /* One field: a member of an object (name) or the element of an array. */
