@@ -438,6 +438,12 @@ const char *record_blas_core(const json_t *rec)
 	return core ? core : "unknown";
 }
 
+const char *record_build(const json_t *rec, const char *member)
+{
+	return json_string_value(
+	    json_object_get(json_object_get(rec, "build"), member));
+}
+
 /* Whether v, the value of key, is the default of a key that records may
  * lack (validate_config_defaulted: absent means the default), so that a
  * record without it and one with its default are the same run. */

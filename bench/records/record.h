@@ -117,4 +117,9 @@ char *record_value_text(const json_t *x);
  * cores as two machines. Points into rec. */
 const char *record_blas_core(const json_t *rec);
 
+/* record_build — the string build.MEMBER of a record ("git_commit",
+ * "fingerprint"), NULL when absent or not a string (build.fingerprint:
+ * records before 2026-11-27). Points into rec. */
+const char *record_build(const json_t *rec, const char *member);
+
 #endif

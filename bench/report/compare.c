@@ -12,12 +12,12 @@
 #include "stats.h"
 
 /* The key of a config without the seed and the match key (NULL: none),
- * after kind and before the OpenBLAS core blas of CPU runs (NULL: none):
- * rows and records of one kind, configuration and machine share it, as
- * report's rows split them (report_key); malloc'd, NULL when out of
- * memory. */
+ * after kind and before the OpenBLAS core blas of CPU runs and the build
+ * fingerprint fp (NULL: none): rows and records of one kind,
+ * configuration, machine and code share it, as report's rows split them
+ * (report_key); malloc'd, NULL when out of memory. */
 static char *row_key(const char *kind, const json_t *cfg, const char *blas,
-		     const char *match)
+		     const char *fp, const char *match)
 {
 	json_t *c = record_run_identity(cfg);
 	char *s, *k;
@@ -27,10 +27,12 @@ static char *row_key(const char *kind, const json_t *cfg, const char *blas,
 	s = json_dumps(c,
 		       JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
 	json_decref(c);
-	k = s ? malloc(strlen(kind) + strlen(s) + (blas ? strlen(blas) : 0) + 3)
+	k = s ? malloc(strlen(kind) + strlen(s) + (blas ? strlen(blas) : 0) +
+		       (fp ? strlen(fp) : 0) + 4)
 	      : NULL;
 	if (k)
-		sprintf(k, "%s\n%s\n%s", kind, s, blas ? blas : "");
+		sprintf(k, "%s\n%s\n%s\n%s", kind, s, blas ? blas : "",
+			fp ? fp : "");
 	free(s);
 	return k;
 }
@@ -89,7 +91,8 @@ static int side_init(struct side *s, const json_t *recs, const char *match)
 		const json_t *cfg = json_object_get(r, "config");
 		if (json_is_object(cfg) &&
 		    !(s->rec_key[i] =
-			  row_key(kind_of(r), cfg, record_blas_core(r), NULL)))
+			  row_key(kind_of(r), cfg, record_blas_core(r),
+				  record_build(r, "fingerprint"), NULL)))
 			return -1;
 	}
 	json_array_foreach(s->rows, i, r)
@@ -97,9 +100,12 @@ static int side_init(struct side *s, const json_t *recs, const char *match)
 		const json_t *cfg = json_object_get(r, "config");
 		const char *blas =
 		    json_string_value(json_object_get(r, "blas_core"));
-		s->key[i] = row_key(kind_of(r), cfg, blas, NULL);
-		/* pairs across sides may join two machines (blas_note) */
-		s->pkey[i] = row_key(kind_of(r), cfg, NULL, match);
+		const char *fp =
+		    json_string_value(json_object_get(r, "fingerprint"));
+		s->key[i] = row_key(kind_of(r), cfg, blas, fp, NULL);
+		/* pairs across sides may join two machines (blas_note) and
+		 * two builds (comparing them is what compare is for) */
+		s->pkey[i] = row_key(kind_of(r), cfg, NULL, NULL, match);
 		if (!s->key[i] || !s->pkey[i])
 			return -1;
 	}
@@ -376,39 +382,57 @@ static long base_of(const struct side *B, const struct side *N, size_t j)
 	return n > 1 ? -2 : found;
 }
 
-/* err: NEW's row n pairs with BASE rows of the OpenBLAS cores vals. */
+/* err: NEW's row n pairs with BASE rows of the OpenBLAS cores (and
+ * builds, when code) vals. */
 static void blas_refusal(char *err, size_t errlen, const json_t *n,
-			 const char *vals)
+			 const char *vals, int code)
 {
 	const char *c = json_string_value(json_object_get(n, "blas_core"));
 	snprintf(err, errlen,
 		 "compare: NEW's %.60s %.60s (OpenBLAS core %.40s) pairs "
-		 "with BASE runs of several other cores (%.150s): different "
-		 "machines; compare files of one machine each (report "
-		 "groups them by blas=CORE)",
+		 "with BASE runs of several other cores%s (%.150s): different "
+		 "machines%s; compare files of one machine%s each (report "
+		 "groups them by blas=CORE%s)",
 		 json_string_value(json_object_get(n, "group")),
 		 json_string_value(json_object_get(n, "method")),
-		 c ? c : "none", vals);
+		 c ? c : "none", code ? " or builds" : "", vals,
+		 code ? " or code" : "", code ? " and one build" : "",
+		 code ? " and code=FINGERPRINT" : "");
+}
+
+static const char *row_str(const json_t *row, const char *k)
+{
+	return json_string_value(json_object_get(row, k));
 }
 
 /* The one-line refusal of NEW's row j, which pairs with several BASE rows
- * of other OpenBLAS cores than its own (no --match). */
+ * of other OpenBLAS cores or build fingerprints than its own (no
+ * --match); the fingerprints are named where they differ. */
 static void ambiguous_blas(const struct side *B, const struct side *N, size_t j,
 			   char *err, size_t errlen)
 {
-	const json_t *n = json_array_get(N->rows, j);
+	const json_t *n = json_array_get(N->rows, j), *b;
+	const char *nfp = row_str(n, "fingerprint"), *c, *fp;
 	char vals[200] = "";
 	size_t l = 0;
+	int code = 0;
+	for (size_t i = 0; i < B->nrow; i++) {
+		fp = row_str(json_array_get(B->rows, i), "fingerprint");
+		code |= !strcmp(B->pkey[i], N->pkey[j]) && (fp || nfp) &&
+			(!fp || !nfp || strcmp(fp, nfp));
+	}
 	for (size_t i = 0; i < B->nrow && l < sizeof(vals); i++) {
-		const char *c;
 		if (strcmp(B->pkey[i], N->pkey[j]))
 			continue;
-		c = json_string_value(
-		    json_object_get(json_array_get(B->rows, i), "blas_core"));
-		l += (size_t)snprintf(vals + l, sizeof(vals) - l, "%s%s",
-				      l ? ", " : "", c ? c : "none");
+		b = json_array_get(B->rows, i);
+		c = row_str(b, "blas_core");
+		fp = row_str(b, "fingerprint");
+		l += (size_t)snprintf(vals + l, sizeof(vals) - l, "%s%s%s%s",
+				      l ? ", " : "", c ? c : "none",
+				      code ? " code=" : "",
+				      code ? (fp ? fp : "none") : "");
 	}
-	blas_refusal(err, errlen, n, vals);
+	blas_refusal(err, errlen, n, vals, code);
 }
 
 /* The one-line refusal of NEW's row j, which pairs with several BASE rows

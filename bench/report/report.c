@@ -23,10 +23,13 @@ const char *report_str(const json_t *o, const char *k, const char *dflt)
 
 /* The run identity of cfg (record_run_identity: output-only keys aside,
  * data_dir kept unless the corpus is synthetic) without the seed (and
- * without the method keys when drop_method), and the BLAS core blas of a
- * CPU run (record_blas_core; NULL: none): rows with equal keys
- * aggregate, so runs on two OpenBLAS cores are two machines' rows. */
-char *report_key(const json_t *cfg, const char *blas, int drop_method)
+ * without the method keys when drop_method), the BLAS core blas of a
+ * CPU run (record_blas_core; NULL: none) and the build fingerprint fp
+ * (NULL: a record before it): rows with equal keys aggregate, so runs on
+ * two OpenBLAS cores are two machines' rows, and runs of two commits share
+ * a row only when their code had one fingerprint. */
+char *report_key(const json_t *cfg, const char *blas, const char *fp,
+		 int drop_method)
 {
 	json_t *c = record_run_identity(cfg);
 	const char *key;
@@ -42,10 +45,12 @@ char *report_key(const json_t *cfg, const char *blas, int drop_method)
 	s = json_dumps(c,
 		       JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
 	json_decref(c);
-	if (s && blas) {
-		char *k = malloc(strlen(s) + strlen(blas) + 2);
+	if (s && (blas || fp)) {
+		char *k = malloc(strlen(s) + (blas ? strlen(blas) : 0) +
+				 (fp ? strlen(fp) : 0) + 3);
 		if (k)
-			sprintf(k, "%s\x1f%s", s, blas);
+			sprintf(k, "%s\x1f%s\x1e%s", s, blas ? blas : "",
+				fp ? fp : "");
 		free(s);
 		s = k;
 	}
@@ -126,6 +131,21 @@ static void agg_figures(struct agg *r, int k, const json_t *rec, int ok,
 	agg_col(r, C_VEV)[k] = record_num(rec, "evals.vjp_evals_per_step");
 }
 
+/* Notes the commit of record rec (build.git_commit) in row R's commits,
+ * once each, in the order they first appear. 0, or -1 when out of
+ * memory. */
+static int agg_commit(struct agg *r, const json_t *rec)
+{
+	const char *c = record_build(rec, "git_commit");
+	size_t i;
+	json_t *v;
+	if (!c)
+		return 0;
+	json_array_foreach(r->commits, i,
+			   v) if (!strcmp(json_string_value(v), c)) return 0;
+	return json_array_append_new(r->commits, json_string(c)) ? -1 : 0;
+}
+
 /* Notes seed in row R's seeds, once each (by its canonical JSON text, so
  * equal as json_equal has it). 0, or -1 when out of memory. */
 static int agg_seed(struct agg *r, const json_t *seed)
@@ -154,7 +174,8 @@ static int agg_add(struct agg *r, const json_t *rec)
 	if (r->n == r->cap && agg_grow(r) != 0)
 		return -1;
 	if (agg_seed(r, json_object_get(json_object_get(rec, "config"),
-					"seed")) != 0)
+					"seed")) != 0 ||
+	    agg_commit(r, rec) != 0)
 		return -1;
 	if (!ok) {
 		char *s = strdup(st);
@@ -183,17 +204,23 @@ static int agg_add(struct agg *r, const json_t *rec)
  * (a row's key is its run identity without the seed, and a record holds
  * only its own method's keys), so a row's first record speaks for the
  * others. */
-static void note_varying(struct table *t, const json_t *c, const char *blas)
+static int differ(const char *a, const char *b)
+{
+	return (a || b) && (!a || !b || strcmp(a, b));
+}
+
+static void note_varying(struct table *t, const json_t *c, const char *blas,
+			 const char *fp)
 {
 	const char *k2;
 	json_t *v2;
 	if (!t->first_group_cfg) {
 		t->first_group_cfg = c;
 		t->first_blas = blas;
+		t->first_fp = fp;
 	}
-	if ((blas || t->first_blas) &&
-	    (!blas || !t->first_blas || strcmp(blas, t->first_blas)))
-		t->blas_varies = 1;
+	t->blas_varies |= differ(blas, t->first_blas);
+	t->fp_varies |= differ(fp, t->first_fp);
 	json_t *id = record_run_identity(c);
 	json_object_foreach(id, k2, v2)
 	{
@@ -239,6 +266,7 @@ static struct agg *agg_new(struct table *t, const json_t *rec,
 {
 	struct agg *r;
 	json_int_t at = (json_int_t)t->nrow;
+	const char *fp = record_build(rec, "fingerprint");
 	if (table_grow(t) != 0) {
 		free(key);
 		return NULL;
@@ -247,23 +275,26 @@ static struct agg *agg_new(struct table *t, const json_t *rec,
 	memset(r, 0, sizeof(*r));
 	r->key = key;
 	r->blas = record_blas_core(rec) ? strdup(record_blas_core(rec)) : NULL;
-	r->group = report_key(cfg, r->blas, 1);
+	r->fp = fp ? strdup(fp) : NULL;
+	r->group = report_key(cfg, r->blas, r->fp, 1);
 	/* the members are shared, not copied: the rest of the record goes */
 	r->first = json_pack("{s:O, s:O?, s:O?}", "config", cfg, "method",
 			     json_object_get(rec, "method"), "kind",
 			     json_object_get(rec, "kind"));
 	r->seeds = json_array();
 	r->seen = json_object();
+	r->commits = json_array();
 	r->status = strdup("ok");
 	if (!r->group || !r->first || !r->seeds || !r->seen || !r->status ||
-	    (record_blas_core(rec) && !r->blas) ||
+	    !r->commits || (record_blas_core(rec) && !r->blas) ||
+	    (fp && !r->fp) ||
 	    json_object_set_new(t->index, key, json_integer(at)) != 0)
 		return NULL;
 	if (!strcmp(report_str(cfg, "method", ""), "unroll") &&
 	    !json_object_get(t->unroll, r->group) &&
 	    json_object_set_new(t->unroll, r->group, json_integer(at)) != 0)
 		return NULL;
-	note_varying(t, json_object_get(r->first, "config"), r->blas);
+	note_varying(t, json_object_get(r->first, "config"), r->blas, r->fp);
 	return r;
 }
 
@@ -279,6 +310,8 @@ void report_table_free(struct table *t)
 		free(t->rows[j].key);
 		free(t->rows[j].group);
 		free(t->rows[j].blas);
+		free(t->rows[j].fp);
+		json_decref(t->rows[j].commits);
 		free(t->rows[j].v);
 		free(t->rows[j].status);
 		json_decref(t->rows[j].first);
@@ -309,7 +342,8 @@ static struct agg *row_of(const struct table *t, const json_t *rec,
 			  const json_t *cfg, char **key)
 {
 	const json_t *at;
-	*key = report_key(cfg, record_blas_core(rec), 0);
+	*key = report_key(cfg, record_blas_core(rec),
+			  record_build(rec, "fingerprint"), 0);
 	at = *key ? json_object_get(t->index, *key) : NULL;
 	return at ? &t->rows[json_integer_value(at)] : NULL;
 }

@@ -75,7 +75,8 @@ void report_acc_free(struct report_acc *a);
 json_t *report_unique(const json_t *records, json_t *dropped);
 
 /* Prints rows (report_rows) as the markdown summary table, then, where
- * rows of both implementations are present, the deqbench / PyTorch table. */
+ * rows of both implementations are present, the deqbench / PyTorch table,
+ * then a list of the rows that combine commits (report_commits_text). */
 void report_print_md(FILE *f, const json_t *rows);
 
 /* Width in columns of report_print_term's lines (at most). */
@@ -127,6 +128,11 @@ int report_few_runs(const json_t *o);
 /* A CSV field (RFC 4180): quoted, inner quotes doubled, a cell a
  * spreadsheet would run as a formula prefixed with ' (textsafe_csv). */
 void report_csv_str(FILE *f, const char *s);
+
+/* What the printers say of a row of several commits whose runs carry one
+ * build fingerprint ("commits a, b (one fingerprint F)") into buf; 0 (buf
+ * empty) for a row of one commit or of records without a fingerprint. */
+int report_commits_text(char *buf, size_t n, const json_t *row);
 
 /* report_rows then report_print_md: the summary `run`, `suite` and
  * `report` print. */

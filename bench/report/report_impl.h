@@ -33,6 +33,9 @@ struct agg {
 	char *key, *group; /* report_key with and without the method keys */
 	char *blas;	   /* the runs' OpenBLAS core (record_blas_core), NULL
 			      for GPU runs: part of key and group */
+	char *fp;	   /* the runs' build.fingerprint, NULL for records
+			      before it: part of key and group */
+	json_t *commits;   /* the runs' build.git_commit values, once each */
 	json_t *first;	   /* {config, method, kind} of the first record */
 	int n, n_ok, cap;
 	double *v;     /* column c of run i at v[c * cap + i] */
@@ -52,8 +55,9 @@ struct table {
 	json_t *varying;  /* non-method keys that differ between groups */
 	json_t *vary_deq; /* deq keys that differ between deq records */
 	const json_t *first_group_cfg, *first_deq_cfg; /* in rows[].first */
-	const char *first_blas;			       /* rows[0].blas */
+	const char *first_blas, *first_fp; /* rows[0].blas, rows[0].fp */
 	int blas_varies; /* rows of two BLAS cores: groups name theirs */
+	int fp_varies;	 /* rows of two fingerprints: groups name theirs */
 };
 
 /* An empty table; 0, or -1 when out of memory (free t either way). */
@@ -76,9 +80,10 @@ double *agg_col(const struct agg *r, enum col c);
 const struct agg *report_unroll_row(const struct table *t, const struct agg *r);
 
 /* cfg without output-only keys and seed (and method keys when
- * drop_method), as compact sorted JSON, then the BLAS core blas when not
- * NULL; malloc'd. */
-char *report_key(const json_t *cfg, const char *blas, int drop_method);
+ * drop_method), as compact sorted JSON, then the BLAS core blas and the
+ * build fingerprint fp when either is not NULL; malloc'd. */
+char *report_key(const json_t *cfg, const char *blas, const char *fp,
+		 int drop_method);
 
 /* The string member k of o, or dflt. */
 const char *report_str(const json_t *o, const char *k, const char *dflt);

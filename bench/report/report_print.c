@@ -188,6 +188,44 @@ static void print_peer_table(FILE *f, const json_t *rows)
 	}
 }
 
+int report_commits_text(char *buf, size_t n, const json_t *row)
+{
+	const json_t *c = json_object_get(row, "commits");
+	const char *fp = json_string_value(json_object_get(row, "fingerprint"));
+	size_t i, l;
+	json_t *v;
+	buf[0] = 0;
+	if (!fp || json_array_size(c) < 2)
+		return 0;
+	l = (size_t)snprintf(buf, n, "commits");
+	json_array_foreach(c, i, v) if (l < n) l += (size_t)snprintf(
+	    buf + l, n - l, "%s %s", i ? "," : "", json_string_value(v));
+	if (l < n)
+		snprintf(buf + l, n - l, " (one fingerprint, %s)", fp);
+	return 1;
+}
+
+/* "- GROUP METHOD: commits ..." for each row of several commits. */
+static void print_commits(FILE *f, const json_t *rows)
+{
+	char t[1024], s[2048], g[768], m[768];
+	int first = 1;
+	size_t j;
+	json_t *r;
+	json_array_foreach(rows, j, r)
+	{
+		if (!report_commits_text(t, sizeof(t), r))
+			continue;
+		if (first)
+			fprintf(f, "\nRows combining commits of one build "
+				   "fingerprint (the same code):\n\n");
+		first = 0;
+		textsafe_md(s, sizeof(s), t);
+		fprintf(f, "- %s %s: %s\n", md_str(g, sizeof(g), r, "group"),
+			md_str(m, sizeof(m), r, "method"), s);
+	}
+}
+
 void report_print_md(FILE *f, const json_t *rows)
 {
 	size_t j;
@@ -195,6 +233,7 @@ void report_print_md(FILE *f, const json_t *rows)
 	print_header(f);
 	json_array_foreach(rows, j, r) print_row(f, r);
 	print_peer_table(f, rows);
+	print_commits(f, rows);
 }
 
 void record_summary(FILE *f, const json_t *records)

@@ -188,9 +188,12 @@ static void row_label(char *buf, size_t n, const json_t *rec,
 }
 
 /* The group label: "key=value ..." of the varying keys, or the corpus,
- * then "blas=CORE" when blas (the rows ran on several OpenBLAS cores). */
+ * then "blas=CORE" when blas (the rows ran on several OpenBLAS cores) and
+ * "code=FINGERPRINT" when code (the rows ran code of several fingerprints;
+ * "code=none" for records before build.fingerprint). */
 static void group_label(char *group, size_t n, const json_t *cfg,
-			const json_t *varying, const char *blas)
+			const json_t *varying, const char *blas,
+			const char *code)
 {
 	const char *k2;
 	json_t *v2;
@@ -210,7 +213,9 @@ static void group_label(char *group, size_t n, const json_t *cfg,
 		gl = (size_t)snprintf(group, n, "%s",
 				      report_str(cfg, "corpus", "-"));
 	if (blas && gl < n)
-		snprintf(group + gl, n - gl, " blas=%s", blas);
+		gl += (size_t)snprintf(group + gl, n - gl, " blas=%s", blas);
+	if (code && gl < n)
+		snprintf(group + gl, n - gl, " code=%s", code);
 }
 
 static void add_label(json_t *labels, const char *what, int k, int n)
@@ -298,7 +303,8 @@ static json_t *row_json(const struct table *t, size_t j)
 	char label[256], group[256];
 	json_t *o = json_object();
 	group_label(group, sizeof(group), cfg, t->varying,
-		    t->blas_varies ? r->blas : NULL);
+		    t->blas_varies ? r->blas : NULL,
+		    t->fp_varies ? (r->fp ? r->fp : "none") : NULL);
 	row_label(label, sizeof(label), r->first, t->vary_deq);
 	utf8_trim(group);
 	utf8_trim(label);
@@ -323,6 +329,9 @@ static json_t *row_json(const struct table *t, size_t j)
 	json_object_set_new(o, "config", row_config(r));
 	json_object_set_new(o, "blas_core",
 			    r->blas ? json_string(r->blas) : json_null());
+	json_object_set_new(o, "fingerprint",
+			    r->fp ? json_string(r->fp) : json_null());
+	json_object_set_new(o, "commits", json_deep_copy(r->commits));
 	return o;
 }
 
@@ -339,7 +348,7 @@ static json_int_t pytorch_row(const struct table *t, size_t j)
 		return -1;
 	}
 	json_object_set_new(c, "impl", json_string("pytorch"));
-	k = report_key(c, t->rows[j].blas, 0);
+	k = report_key(c, t->rows[j].blas, t->rows[j].fp, 0);
 	if (k && (at = json_object_get(t->index, k)))
 		found = json_integer_value(at);
 	free(k);

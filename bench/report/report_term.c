@@ -226,7 +226,8 @@ static void put_wrapped(FILE *f, const char *prefix, const char *text,
 	fputc('\n', f);
 }
 
-/* The health notes of a group's rows: "! METHOD: LABELS". */
+/* The health notes of a group's rows: "! METHOD: LABELS"; and "= METHOD:
+ * commits ..." for a row of several commits of one fingerprint. */
 static void print_notes(FILE *f, const json_t *rows, const char *group)
 {
 	size_t i, j;
@@ -237,7 +238,14 @@ static void print_notes(FILE *f, const json_t *rows, const char *group)
 		const json_t *labels =
 		    json_object_get(json_object_get(r, "health"), "labels");
 		size_t k;
-		if (strcmp(str(r, "group"), group) || !json_array_size(labels))
+		char c[1024];
+		if (strcmp(str(r, "group"), group))
+			continue;
+		if (report_commits_text(c, sizeof(c), r)) {
+			snprintf(t, sizeof(t), "%s: %s", str(r, "method"), c);
+			put_wrapped(f, "  = ", t, "    ");
+		}
+		if (!json_array_size(labels))
 			continue;
 		k = (size_t)snprintf(t, sizeof(t), "%s:", str(r, "method"));
 		json_array_foreach(labels, j, l) if (k < sizeof(t)) k +=
