@@ -26,6 +26,10 @@
 /* build.fingerprint: a hash of the code that ran (issue 42); optional even
  * for --strict, as host.blas: the committed records before it lack it */
 #define ADDED_FINGERPRINT "2026-11-27"
+/* compile: what torch.compile made of an impl=pytorch compile=true run
+ * (issue 42); optional even for --strict: deqbench's records, and
+ * pytorch records before it, lack it */
+#define ADDED_COMPILE "2026-11-27"
 
 /* A row: name, types (enum vtype), then any other member by name. */
 #define F(n, t, ...)                                                           \
@@ -448,6 +452,23 @@ static const struct vfield plan_f[] = {
     {.name = NULL},
 };
 
+/* compile (impl=pytorch, compile=true) */
+static const char *const compile_modes[] = {"max-autotune", "reduce-overhead",
+					    "max-autotune-no-cudagraphs",
+					    "default", NULL};
+static const char *const compile_scopes[] = {"step", "block", NULL};
+static const struct vfield str_elem = F("", VT_STR);
+static const struct vfield compile_f[] = {
+    F("mode", VT_STR, .values = compile_modes),
+    F("scope", VT_STR, .values = compile_scopes),
+    F("compile_s", NUM_OR_NULL),
+    F("graphs", INT_OR_NULL),
+    F("graph_breaks", INT_OR_NULL),
+    F("recompiles", INT_OR_NULL),
+    F("break_reasons", VT_ARR, .elem = &str_elem),
+    {.name = NULL},
+};
+
 static const struct vfield top_f[] = {
     F("schema", VT_INT, .flags = VF_VERSION),
     F("kind", VT_STR, .values = kinds, .added = ADDED),
@@ -474,6 +495,8 @@ static const struct vfield top_f[] = {
     F("trace", OBJ_OR_NULL, .members = trace_f),
     F("pretrain", OBJ_OR_NULL, .members = pretrain_f, .added = ADDED),
     F("plan", OBJ_OR_NULL, .members = plan_f, .added = ADDED),
+    F("compile", OBJ_OR_NULL, .members = compile_f, .added = ADDED_COMPILE,
+      .flags = VF_OPTIONAL),
     {.name = NULL},
 };
 

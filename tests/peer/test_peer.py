@@ -614,6 +614,9 @@ class Precision(Runs):
         ok = dict(common.DEFAULTS, impl="pytorch")
         self.assert_refused(check([dict(ok, compile=True)]), want)
         self.assert_refused(self.run_deqtorch(compile=True), want)
+        # the torch version is named first, whatever warmup_steps says
+        self.assert_refused(self.run_deqtorch(compile=True,
+                                              warmup_steps=1), want)
 
 
 class Timing(Runs):
@@ -660,32 +663,41 @@ class Timing(Runs):
 
 
 # deqtorch.py run with a stand-in torch.compile (the identity, recording
-# the names of what it was given) and torch 1.13 passed off as torch 2
+# the names of what it was given and its mode), a stand-in
+# torch.compiler.cudagraph_mark_step_begin (counting its calls) and torch
+# 1.13 passed off as torch 2
 STAND_IN = r"""
-import sys
+import sys, types
 sys.path.insert(0, sys.argv[1])
 import torch
 from deqtorch import cli, config
-made = []
-def compile(fn, **kw):
-    made.append(fn.__name__)
+made, marks = [], []
+def compile(fn, mode=None, **kw):
+    made.append(fn.__name__ + ("@" + mode if mode else ""))
     return fn
 torch.compile = compile
+torch.compiler = types.SimpleNamespace(
+    cudagraph_mark_step_begin=lambda: marks.append(1))
 config.torch_version = lambda: "2.99.0+stand-in"
 try:
     code = cli.main(["deqtorch.py", "run"])
 finally:
     print("compiled:", ",".join(made), file=sys.stderr)
+    print("marks:", len(marks), file=sys.stderr)
 sys.exit(code)
 """
 
 
 class Compile(Runs):
     """compile=true's code paths, with the stand-in torch.compile above
-    (Debian's torch 1.13 has none): unroll hands over its L block
-    applications, the other methods their block, and neither changes a bit of the run (the
-    stand-in compiles nothing, so a difference would be deqtorch's own:
-    an operation left out, reordered or counted twice)."""
+    (Debian's torch 1.13 has none). unroll: the whole step's loss
+    (compiled.Step.loss, mode max-autotune) run by compiled.train_steps,
+    whose losses equal the eager run's within float rounding (the
+    clipping is torch's clip_grad_norm_ in float32, the eager one's in
+    float64); the other methods hand over their block, which changes no
+    bit of the run (the stand-in compiles nothing, so a difference would
+    be deqtorch's own: an operation left out, reordered or counted
+    twice)."""
 
     def run_stand_in(self, **kw):
         r = subprocess.run([sys.executable, "-c", STAND_IN,
@@ -693,15 +705,19 @@ class Compile(Runs):
                            input=json.dumps(self.request(**kw)),
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
-        made = [ln for ln in r.stderr.splitlines()
-                if ln.startswith("compiled:")]
-        return json.loads(r.stdout), made[-1][len("compiled:"):].strip()
+        got = {}
+        for ln in r.stderr.splitlines():
+            for k in ("compiled:", "marks:"):
+                if ln.startswith(k):
+                    got[k] = ln[len(k):].strip()
+        self.stderr = r.stderr
+        return json.loads(r.stdout), got["compiled:"], int(got["marks:"])
 
-    def test_scope_and_bits(self):
-        for m, want in (("unroll", "_layers"),
-                        ("checkpoint", "_block"), ("deq", "_block")):
-            rec, made = self.run_stand_in(method=m, compile=True)
-            self.assertEqual(made, want, m)
+    def test_block_scope_and_bits(self):
+        for m in ("checkpoint", "deq"):
+            rec, made, marks = self.run_stand_in(method=m, compile=True)
+            self.assertEqual(made, "_block", m)
+            self.assertEqual(marks, 0, m)
             self.assertIs(rec["config"]["compile"], True, m)
             self.assertEqual(rec["status"], "ok", rec["message"])
             ref = self.record(method=m)
@@ -711,6 +727,98 @@ class Compile(Runs):
                                  f"{m}: {k}")
             self.assertEqual(rec["evals"], ref["evals"], m)
             self.assertEqual(rec["solver"], ref["solver"], m)
+            c = rec["compile"]
+            self.assertEqual((c["mode"], c["scope"]), ("default", "block"))
+            self.assertGreater(c["compile_s"], 0)
+            self.assertIsNone(ref["compile"])
+
+    def test_whole_step(self):
+        for prec in ("fp32", "bf16"):
+            kw = dict(compile=True, warmup_steps=3, trace=True,
+                      precision=prec)
+            rec, made, marks = self.run_stand_in(**kw)
+            self.assertEqual(made, "loss@max-autotune", prec)
+            self.assertEqual(marks, self.TINY["steps"], prec)
+            self.assertEqual(rec["status"], "ok", rec["message"])
+            ref = self.record(**dict(kw, compile=False))
+            tr, rt = rec["trace"], ref["trace"]
+            # bf16's rounding amplifies the clipping's last-bit changes
+            tol = 1e-4 if prec == "fp32" else 3e-3
+            for k in ("loss", "grad_norm"):
+                self.assertEqual(len(tr[k]), self.TINY["steps"], k)
+                np.testing.assert_allclose(tr[k], rt[k], rtol=tol,
+                                           err_msg=f"{prec} {k}")
+            self.assertEqual(tr["lr"], rt["lr"])
+            self.assertEqual(len(tr["step_ms"]), self.TINY["steps"])
+            self.assertTrue(all(t > 0 for t in tr["step_ms"]))
+            self.assertEqual(rec["evals"], ref["evals"], prec)
+            self.assertEqual(rec["timing"]["steps_timed"],
+                             self.TINY["steps"] - 3)
+            q, rq = rec["quality"], ref["quality"]
+            for k in ("valid_loss", "test_loss"):
+                self.assertAlmostEqual(q[k], rq[k], delta=tol * rq[k])
+            c = rec["compile"]
+            self.assertEqual((c["mode"], c["scope"]),
+                             ("max-autotune", "step"))
+            self.assertGreater(c["compile_s"], 0)
+            self.assertEqual(set(c), {"mode", "scope", "compile_s",
+                                      "graphs", "graph_breaks",
+                                      "recompiles", "break_reasons"})
+            # depth from the untimed eager probe: the eager run's
+            self.assertEqual(rec["memory"]["peak_bytes"]["depth"],
+                             ref["memory"]["peak_bytes"]["depth"])
+
+    def test_whole_step_divergence(self):
+        """A loss over the limit is found at the next read-back: the
+        message names the step and the steps run before the read."""
+        rec, _, _ = self.run_stand_in(compile=True, warmup_steps=3,
+                                      lr=50.0, clip=0.0, steps=20)
+        self.assertEqual(rec["status"], "diverged", rec["message"])
+        self.assertRegex(rec["message"],
+                         r"at step (\d+); .*steps \d+\.\.\d+ ran before")
+        self.assertLess(rec["timing"]["steps_timed"], 20)
+
+    def test_mode_override(self):
+        """DEQTORCH_COMPILE_MODE replaces max-autotune; a bad one exits 2
+        with one line."""
+        env = dict(os.environ, DEQTORCH_COMPILE_MODE="reduce-overhead")
+        r = subprocess.run([sys.executable, "-c", STAND_IN,
+                            os.path.dirname(DEQTORCH)],
+                           input=json.dumps(self.request(
+                               compile=True, warmup_steps=3, steps=6)),
+                           capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["compile"]["mode"],
+                         "reduce-overhead")
+        self.assertIn("compiled: loss@reduce-overhead", r.stderr)
+        env["DEQTORCH_COMPILE_MODE"] = "fast"
+        r = subprocess.run([sys.executable, "-c", STAND_IN,
+                            os.path.dirname(DEQTORCH)],
+                           input=json.dumps(self.request(
+                               compile=True, warmup_steps=3, steps=6)),
+                           capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.stdout, "")
+        self.assertIn("deqtorch: DEQTORCH_COMPILE_MODE=fast is not a "
+                      "torch.compile mode; use one of", r.stderr)
+
+    def test_warmup_too_small(self):
+        for w, steps in ((2, 20), (-1, 10)):
+            r = subprocess.run([sys.executable, "-c", STAND_IN,
+                                os.path.dirname(DEQTORCH)],
+                               input=json.dumps(self.request(
+                                   compile=True, warmup_steps=w,
+                                   steps=steps)),
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertEqual(r.stdout, "")
+            self.assertIn("warmup_steps=2 is not supported by impl=pytorch"
+                          "; compile=true with method=unroll", r.stderr)
+            self.assertIn("set warmup_steps=3 or more", r.stderr)
+        # the other methods keep the block compile: no such floor
+        rec, _, _ = self.run_stand_in(method="checkpoint", compile=True,
+                                      warmup_steps=1)
+        self.assertEqual(rec["status"], "ok", rec["message"])
 
 
 def check(cfgs):

@@ -81,6 +81,7 @@ def _record(req, ctx, splits, log, ev, times):
         "trace": R.trace_json(log) if cfg.get("trace") else None,
         "pretrain": R.pretrain_json(ctx, log),
         "plan": None,
+        "compile": getattr(ctx, "compile", None),
     }
 
 

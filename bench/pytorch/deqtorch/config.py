@@ -135,6 +135,31 @@ _RULES = (
 )
 
 
+# compile=true with method=unroll: the steps that compile, autotune and
+# record the CUDA graphs (cudagraph trees record on the 2nd or 3rd call)
+# must be untimed (deqtorch/compiled.py MIN_WARMUP)
+COMPILE_MIN_WARMUP = 3
+
+
+def resolved_warmup(cfg):
+    """warmup_steps, -1 resolved as deqbench does: min(10, steps/5)."""
+    w = cfg.get("warmup_steps", -1)
+    return w if w >= 0 else min(10, cfg.get("steps", 200) // 5)
+
+
+def _check_compile_warmup(cfg):
+    """Refuses compile=true with method=unroll and fewer than
+    COMPILE_MIN_WARMUP warmup steps (-1: deqbench's min(10, steps/5))."""
+    if cfg.get("method", "unroll") != "unroll":
+        return
+    w = resolved_warmup(cfg)
+    if w < COMPILE_MIN_WARMUP:
+        _refuse("warmup_steps", w, "compile=true with method=unroll "
+                "compiles, autotunes and records its CUDA graphs in its "
+                f"first {COMPILE_MIN_WARMUP} steps, which must be untimed: "
+                f"set warmup_steps={COMPILE_MIN_WARMUP} or more")
+
+
 def check_config(cfg):
     """Raises Unsupported for the first key of the resolved config `cfg`
     (a record's `config` object) that deqtorch cannot run as deqbench
@@ -170,6 +195,7 @@ def check_config(cfg):
         if torch_major(v) is not None and torch_major(v) < 2:
             raise Unsupported(f"deqtorch: compile=true needs torch >= 2 "
                               f"(this is torch {v}); drop compile")
+        _check_compile_warmup(cfg)
     if dev == "cuda" and not cuda_torch_present():
         _refuse("device", dev, "this python3-torch has no CUDA build or no "
                 "GPU is present; use device=cpu")

@@ -74,34 +74,16 @@ class Method:
 
 
 class Unroll(Method):
-    layers = None  # compile=true: the compiled _layers (compile)
+    """L applications of the block from z0 (compile=true runs the whole
+    step instead: compiled.Step)."""
 
     def forward(self, u, train):
         L = self.cfg["layers"]
-        if self.layers is not None:
-            z = self.layers(self.m.z0(u), u)
-            self.m.evals += L
-        else:
-            z = self.m.z0(u)
-            for _ in range(L):
-                z = self.m.f(z, u)
+        z = self.m.z0(u)
+        for _ in range(L):
+            z = self.m.f(z, u)
         self.last["vjps"] = L if train else 0
         return z
-
-    def _layers(self, z, u):
-        """The L block applications from z, the same operations as
-        forward's loop; counts nothing (a Python int changed inside
-        compiled code is a guard that fails on every call)."""
-        for _ in range(self.cfg["layers"]):
-            z = self.m._block(z, u)
-        return z
-
-    def compile(self):
-        """compile=true (train.Ctx._compile): the L applications as one
-        torch.compile'd function, what a GPU user compiles; the
-        injection, head and loss stay eager, so that deqtorch's saved-
-        tensor hooks (depth) see what they see without compile."""
-        self.layers = torch.compile(self._layers)
 
 
 class Offload(Unroll):

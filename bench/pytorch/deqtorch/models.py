@@ -13,8 +13,9 @@ take float32 inputs, as CUDA autocast's float32 list does and as CPU
 autocast in torch 1.13 would not (it has no mixed-dtype layer_norm), so
 the transformer's state and residual stream stay float32; the attention
 softmax is taken in float32 (explicit attention) or by
-scaled_dot_product_attention where torch has it; z0 is of the weights'
-dtype. Without autocast every one of these casts is a no-op.
+scaled_dot_product_attention where torch has it (also in float32 with
+compile=true); z0 is of the weights' dtype. Without autocast every one
+of these casts is a no-op.
 """
 import contextlib
 import math
@@ -231,10 +232,12 @@ def build(cfg, V, dtype, device):
     m = LM(cfg["model"], V, cfg["d_model"], cfg["n_heads"], cfg["d_ff"],
            cfg["seq_len"])
     if cfg["model"] == "transformer":
-        # fused causal attention under bf16 where torch has it; not with
-        # the Jacobian regulariser, whose double backward the fused
-        # kernels do not support
-        m.block.sdpa = (cfg.get("precision") == "bf16"
+        # fused causal attention under bf16, and in every precision with
+        # compile=true, where torch has it; not with the Jacobian
+        # regulariser, whose double backward the fused kernels do not
+        # support
+        m.block.sdpa = ((cfg.get("precision") == "bf16"
+                         or bool(cfg.get("compile", False)))
                         and hasattr(F, "scaled_dot_product_attention")
                         and cfg.get("jac_loss_weight", 0.0) == 0)
     return m.to(device=device, dtype=dtype)

@@ -9,8 +9,10 @@ evaluation (injection, block applications, head and loss: Ctx.loss); the
 weights, their gradients, Adam's moments, the clipping and the update
 stay float32 outside it; no GradScaler (bfloat16 has float32's exponent
 range). precision=tf32: TF32 matmuls and cuDNN convolutions on CUDA.
-compile=true (torch >= 2): unroll's L block applications, or the other
-methods' block, through torch.compile, and Adam fused on CUDA
+compile=true (torch >= 2): with unroll the whole step, compiled with
+mode="max-autotune" and run by compiled.train_steps (no host read but
+every progress interval, CUDA-event timing); the other methods' block
+through torch.compile (default mode) in this loop; Adam fused on CUDA
 (Ctx._compile, adam)."""
 import contextlib
 import math
@@ -19,9 +21,10 @@ import time
 
 import torch
 
-from . import config, data, init, interrupt, memory, methods, models
+from . import (compiled, config, data, init, interrupt, memory, methods,
+               models)
 
-DIVERGE_FACTOR = 10
+DIVERGE_FACTOR = compiled.DIVERGE_FACTOR
 
 
 def lr_at(cfg, step):
@@ -88,30 +91,30 @@ class Ctx:
         for m in (self.method, self.pre):
             if m is not None:
                 m.amp = self.autocast
+        self.step = None  # compile=true, unroll: compiled.Step
+        self.compile_s = None  # its warmup steps' wall seconds
         if cfg.get("compile", False):
             self._compile()
         self.clock = Clock(self.dev)
 
     def _compile(self):
-        """compile=true (torch >= 2): what a GPU user would hand to
-        torch.compile. unroll: its L block applications as one compiled
-        function (methods.Unroll.compile); every other method: the block,
-        since their Python control flow (solver loops, checkpoint and
-        offload hooks, revolve's schedule) is not one graph."""
+        """compile=true (torch >= 2): what a GPU user hands to
+        torch.compile. unroll: the whole step's loss (compiled.Step,
+        mode="max-autotune": CUDA graphs on CUDA; train runs it by
+        compiled.train_steps); every other method: the block (default
+        mode), since their Python control flow (solver loops, checkpoint
+        and offload hooks, revolve's schedule) is not one graph."""
         if not hasattr(torch, "compile"):
             raise config.Unsupported(
                 f"deqtorch: compile=true needs torch >= 2 (this is "
                 f"torch {torch.__version__}); drop compile")
         try:
             if self.cfg["method"] == "unroll":
-                self.method.compile()
+                self.step = compiled.Step(self)
             else:
                 self.model.compile_block()
         except RuntimeError as e:  # e.g. torch 2.0 on Python 3.11
-            raise config.Unsupported(
-                f"deqtorch: compile=true is not supported by "
-                f"impl=pytorch here; torch.compile: "
-                f"{str(e).splitlines()[0]}; drop compile") from e
+            raise compiled.unsupported(e) from e
 
     def autocast(self):
         """The forward's precision context (autocast bf16, or nothing)."""
@@ -233,38 +236,33 @@ def _step(ctx, opt, tok, s, log):
     return True
 
 
-def _compile_summary(ctx):
-    """compile=true: one stderr line with what torch.compile made of the
-    run (torch._dynamo's counters: graphs, graph breaks and their first
-    reasons), so that a slow compiled run says why; nothing where torch
-    has no torch._dynamo."""
-    try:
-        from torch._dynamo.utils import counters
-    except ImportError:
-        return
-    scope = ("unroll's layers" if ctx.cfg["method"] == "unroll"
-             else "the block")
-    breaks = counters.get("graph_break", {})
-    why = "; ".join(str(k).splitlines()[0][:80]
-                    for k in list(breaks)[:3])
-    print(f"deqtorch: torch.compile of {scope}: "
-          f"{counters.get('stats', {}).get('unique_graphs', 0)} graphs, "
-          f"{sum(breaks.values())} graph breaks"
-          + (f" ({why})" if why else ""), file=sys.stderr, flush=True)
-
-
-def train(ctx, batcher):
-    """The training loop; returns its Log (progress on stderr)."""
-    cfg, log = ctx.cfg, Log()
-    opt = adam(ctx)
-    ctx.opt = opt
-    every = max(1, cfg["steps"] // 10)
-    print(f"deqtorch: {cfg['method']} training, {cfg['steps']} steps",
+def compile_info(ctx):
+    """The record's compile object (results/SCHEMA.md §compile) of a
+    compile=true run, else None; with it one stderr line of what
+    torch.compile made of the run (torch._dynamo's counters), so that a
+    slow compiled run says why."""
+    if not ctx.cfg.get("compile", False):
+        return None
+    scope = ("step" if ctx.step is not None else "block")
+    got = compiled.dynamo_counts()
+    g, b, r, why = got if got else (None, None, None, [])
+    info = {"mode": ctx.step.mode if ctx.step is not None else "default",
+            "scope": scope, "compile_s": ctx.compile_s, "graphs": g,
+            "graph_breaks": b, "recompiles": r, "break_reasons": why}
+    print(f"deqtorch: torch.compile of the {scope}: {g} graphs, {b} graph "
+          f"breaks, {r} recompiles"
+          + (f" ({'; '.join(w[:80] for w in why)})" if why else ""),
           file=sys.stderr, flush=True)
-    t0 = time.perf_counter()
+    return info
+
+
+def _eager_steps(ctx, batcher, log):
+    """The training steps of every run but compile=true's unroll."""
+    cfg = ctx.cfg
+    every = max(1, cfg["steps"] // 10)
     for s in range(1, cfg["steps"] + 1):
         tok = batcher.next_batch()
-        if not _step(ctx, opt, tok, s, log):
+        if not _step(ctx, ctx.opt, tok, s, log):
             break
         log.ok_steps = s
         if ctx.active is ctx.pre:
@@ -277,9 +275,24 @@ def train(ctx, batcher):
             log.message = (f"interrupted by {interrupt.name()} after step "
                            f"{s} of {cfg['steps']}")
             break
-    log.train_s = time.perf_counter() - t0
     if cfg.get("compile", False):
-        _compile_summary(ctx)
+        # the warmup steps' wall seconds (perf_counter after a sync)
+        ctx.compile_s = sum(log.ms[:cfg["warmup_steps"]]) / 1e3
+
+
+def train(ctx, batcher):
+    """The training loop; returns its Log (progress on stderr)."""
+    cfg, log = ctx.cfg, Log()
+    ctx.opt = adam(ctx)
+    print(f"deqtorch: {cfg['method']} training, {cfg['steps']} steps",
+          file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    if ctx.step is not None:
+        compiled.train_steps(ctx, batcher, log, lr_at)
+    else:
+        _eager_steps(ctx, batcher, log)
+    log.train_s = time.perf_counter() - t0
+    ctx.compile = compile_info(ctx)
     ctx.track = True  # evaluation: the hooks as before
     log.p0 = min(cfg.get("pretrain_steps", 0) if ctx.pre else 0,
                  log.ok_steps)
