@@ -707,3 +707,45 @@ Test(validate, timing_flops_fields, .init = cli_setup, .fini = cli_teardown,
 	}
 	json_decref(r);
 }
+
+/* compile (impl=pytorch compile=true, added 2026-11-27): optional even for
+ * --strict (deqbench's records lack it); null or an object of SCHEMA.md's
+ * fields, its mode one of torch.compile's. */
+Test(validate, compile_object, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
+{
+	static const char *const want[] = {
+	    "bad.jsonl:3: field compile.mode: expected one of max-autotune, "
+	    "reduce-overhead, max-autotune-no-cudagraphs, default, got "
+	    "\"fast\"",
+	    "bad.jsonl:4: field compile.break_reasons[0]: expected string, "
+	    "got int",
+	    NULL};
+	json_t *r = one_record(),
+	       *c = json_pack("{s:s, s:s, s:f, s:i, s:i, s:i, s:[]}", "mode",
+			      "max-autotune", "scope", "step", "compile_s",
+			      38.4, "graphs", 1, "graph_breaks", 0,
+			      "recompiles", 0, "break_reasons");
+	char bad[512];
+	FILE *f;
+	cr_assert_null(json_object_get(r, "compile"));
+	cli_path(bad, sizeof(bad), "bad.jsonl");
+	f = fopen(bad, "w");
+	cr_assert_not_null(f);
+	put_line(f, r, "compile", json_deep_copy(c)); /* valid */
+	put_line(f, r, "compile", json_null());	      /* valid */
+	json_object_set_new(c, "mode", json_string("fast"));
+	put_line(f, r, "compile", json_deep_copy(c));
+	json_object_set_new(c, "mode", json_string("default"));
+	json_object_set_new(c, "break_reasons", json_pack("[i]", 1));
+	put_line(f, r, "compile", json_deep_copy(c));
+	fclose(f);
+	{
+		const char *a[] = {"validate", "--strict", bad, NULL};
+		run_ok(a, 2);
+	}
+	stderr_lines(want, 2);
+	stdout_has("bad.jsonl: 2 of 4 records invalid, 2 problems\n");
+	json_decref(c);
+	json_decref(r);
+}
