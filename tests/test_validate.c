@@ -722,10 +722,11 @@ Test(validate, compile_object, .init = cli_setup, .fini = cli_teardown,
 	    "got int",
 	    NULL};
 	json_t *r = one_record(),
-	       *c = json_pack("{s:s, s:s, s:f, s:i, s:i, s:i, s:[]}", "mode",
-			      "max-autotune", "scope", "step", "compile_s",
-			      38.4, "graphs", 1, "graph_breaks", 0,
-			      "recompiles", 0, "break_reasons");
+	       *c = json_pack("{s:s, s:s, s:f, s:i, s:i, s:i, s:i, s:[]}",
+			      "mode", "max-autotune", "scope", "step",
+			      "compile_s", 38.4, "graphs", 1, "graph_breaks", 0,
+			      "recompiles", 0, "cudagraph_skips", 0,
+			      "break_reasons");
 	char bad[512];
 	FILE *f;
 	cr_assert_null(json_object_get(r, "compile"));

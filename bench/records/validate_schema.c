@@ -465,6 +465,7 @@ static const struct vfield compile_f[] = {
     F("graphs", INT_OR_NULL),
     F("graph_breaks", INT_OR_NULL),
     F("recompiles", INT_OR_NULL),
+    F("cudagraph_skips", INT_OR_NULL),
     F("break_reasons", VT_ARR, .elem = &str_elem),
     {.name = NULL},
 };

@@ -763,7 +763,8 @@ class Compile(Runs):
             self.assertGreater(c["compile_s"], 0)
             self.assertEqual(set(c), {"mode", "scope", "compile_s",
                                       "graphs", "graph_breaks",
-                                      "recompiles", "break_reasons"})
+                                      "recompiles", "cudagraph_skips",
+                                      "break_reasons"})
             # depth from the untimed eager probe: the eager run's
             self.assertEqual(rec["memory"]["peak_bytes"]["depth"],
                              ref["memory"]["peak_bytes"]["depth"])

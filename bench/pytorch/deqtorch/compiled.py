@@ -272,18 +272,27 @@ def train_steps(ctx, batcher, log, lr_at):
 
 
 def dynamo_counts():
-    """(graphs, graph breaks, recompiles, first break reasons) from
-    torch._dynamo's counters (stats.unique_graphs, graph_break,
-    recompiles), or None where torch has no torch._dynamo."""
+    """The compile object's counts from torch._dynamo's counters:
+    graphs (stats.unique_graphs), graph_breaks (graph_break summed, its
+    first three reasons in break_reasons), recompiles (recompiles summed)
+    and cudagraph_skips (inductor.cudagraph_skips: compiled graphs that
+    ran without CUDA graphs; the reasons are torch's perf-hint warnings on
+    stderr); all None (reasons empty) where torch has no torch._dynamo."""
     try:
         from torch._dynamo.utils import counters
     except ImportError:
-        return None
+        return {"graphs": None, "graph_breaks": None, "recompiles": None,
+                "cudagraph_skips": None, "break_reasons": []}
     breaks = dict(counters.get("graph_break", {}))
-    why = [str(k).splitlines()[0][:160] for k in list(breaks)[:3]]
     rec = dict(counters.get("recompiles", {}))
-    return (int(counters.get("stats", {}).get("unique_graphs", 0)),
-            int(sum(breaks.values())), int(sum(rec.values())), why)
+    return {"graphs": int(counters.get("stats", {}).get("unique_graphs",
+                                                         0)),
+            "graph_breaks": int(sum(breaks.values())),
+            "recompiles": int(sum(rec.values())),
+            "cudagraph_skips": int(counters.get("inductor", {}).get(
+                "cudagraph_skips", 0)),
+            "break_reasons": [str(k).splitlines()[0][:160]
+                              for k in list(breaks)[:3]]}
 
 
 def unsupported(e):

@@ -244,13 +244,14 @@ def compile_info(ctx):
     if not ctx.cfg.get("compile", False):
         return None
     scope = ("step" if ctx.step is not None else "block")
-    got = compiled.dynamo_counts()
-    g, b, r, why = got if got else (None, None, None, [])
     info = {"mode": ctx.step.mode if ctx.step is not None else "default",
-            "scope": scope, "compile_s": ctx.compile_s, "graphs": g,
-            "graph_breaks": b, "recompiles": r, "break_reasons": why}
-    print(f"deqtorch: torch.compile of the {scope}: {g} graphs, {b} graph "
-          f"breaks, {r} recompiles"
+            "scope": scope, "compile_s": ctx.compile_s}
+    info.update(compiled.dynamo_counts())
+    why = info["break_reasons"]
+    print(f"deqtorch: torch.compile of the {scope}: {info['graphs']} "
+          f"graphs, {info['graph_breaks']} graph breaks, "
+          f"{info['recompiles']} recompiles, {info['cudagraph_skips']} "
+          "CUDA-graph skips"
           + (f" ({'; '.join(w[:80] for w in why)})" if why else ""),
           file=sys.stderr, flush=True)
     return info
