@@ -33,8 +33,9 @@ import torch
 from . import config, interrupt
 
 # torch.compile's mode; DEQTORCH_COMPILE_MODE overrides it (max-autotune
-# autotunes every GEMM shape: at the paper's width in bf16 on an H100,
-# torch 2.11, over 5 minutes; reduce-overhead compiled in 38 s there)
+# autotunes every GEMM shape, about 28 s each at the paper's width in bf16
+# on an H100 with torch 2.11: a 30-step run had not finished in 330 s;
+# reduce-overhead compiled in 38 s there)
 MODES = ("max-autotune", "reduce-overhead", "max-autotune-no-cudagraphs",
          "default")
 MODE = "max-autotune"
