@@ -313,11 +313,26 @@ def compile_note(d):
             "baseline is not what a GPU user gets from torch.compile.")
 
 
+def baseline_problem(t):
+    """Why a PyTorch record is not a baseline a GPU user would accept, or
+    None: records without the `compile` field come from a deqtorch that
+    compiled the block only and timed its steps with saved-tensor hooks or
+    host reads (results/gpu/README.md); a compile=true row must have
+    compiled the whole step."""
+    if "compile" not in t:
+        return ("invalid baseline: an older deqtorch (no `compile` field) that "
+                + ("compiled the block only and " if c(t, "compile") else "")
+                + "timed its steps with saved-tensor hooks or host reads")
+    if c(t, "compile") and R.get(t, "compile.scope") != "step":
+        return "invalid baseline: only part of the step was compiled"
+    return None
+
+
 def section_torch(recs, d_model, compile_, target, title, note=""):
     out = [title, "", f"Target: ≥ {target:g}× (PyTorch's median step over "
            "deqbench's, same shapes, method unroll, bf16)." + note, "",
-           "| file | deqbench graphs | deqbench ms | PyTorch ms | ratio | verdict |",
-           "|---|---|---:|---:|---:|---|"]
+           "| file | deqbench graphs | deqbench ms | PyTorch | PyTorch ms | ratio | verdict |",
+           "|---|---|---:|---|---:|---:|---|"]
     for f, t in pick(recs, method="unroll", precision="bf16", impl="pytorch",
                      d_model=d_model):
         if bool(c(t, "compile")) != compile_:
@@ -326,6 +341,9 @@ def section_torch(recs, d_model, compile_, target, title, note=""):
         suspect = (f", but compile ({fmt(step(t))} ms) is no faster than eager "
                    f"({fmt(eager)} ms): suspect baseline"
                    if eager is not None and step(t) >= 0.95 * eager else "")
+        bad = baseline_problem(t)
+        how = (f"compile {R.get(t, 'compile.mode')}" if R.get(t, "compile.mode")
+               else "compile, block" if compile_ else "eager")
         for f2, r in pick(recs, method="unroll", precision="bf16", impl="deqbench",
                           d_model=d_model):
             if f2 != f or c(r, "layers") != c(t, "layers") or \
@@ -333,8 +351,8 @@ def section_torch(recs, d_model, compile_, target, title, note=""):
                 continue
             ratio = step(t) / step(r)
             out.append(f"| {f} | {'yes' if c(r, 'cuda_graphs') else 'no'} | "
-                       f"{fmt(step(r))} | {fmt(step(t))} | {ratio:.2f} | "
-                       f"{verdict(ratio >= target)}{suspect} |")
+                       f"{fmt(step(r))} | {how} | {fmt(step(t))} | {ratio:.2f} | "
+                       f"{bad or verdict(ratio >= target) + suspect} |")
     return out + [""]
 
 

@@ -25,9 +25,14 @@
 #   prices  bench-block at the answer's shapes in bf16 (a block forward and
 #           VJP against cuBLAS's GEMMs: bench-block-d512-bf16.log)
 #   torch   unroll at the answer's shapes in bf16: deqbench with cuda_graphs,
-#           PyTorch under torch.compile(mode="max-autotune"), PyTorch eager,
+#           PyTorch with its whole step under torch.compile (mode
+#           reduce-overhead: CUDA graphs, no autotuning), PyTorch eager,
 #           deqbench again (vs-pytorch.jsonl); 300 steps each
 #   rest    the answer suite's seeds 2 and 3 (suite --resume)
+#   autotune (only when PARTS names it) the compiled PyTorch row with
+#           mode=max-autotune, which autotunes every GEMM shape: it needs
+#           more than a window, so Inductor's cache is carried from one
+#           window to the next (results/tmp/inductor-cache.tgz)
 # Seed 1 comes before the PyTorch rows, seeds 2 and 3 after them: a window
 # cut short leaves a whole seed and the deqbench/PyTorch ratio measured in
 # it, and the next window's suite --resume finishes the seeds.
@@ -36,7 +41,9 @@
 # each window's logs to results/gpu/<gpu model>/windows/<UTC stamp>/
 # (window.log says when each part started and ended). Commit them after
 # unpack; the next window carries them in the tree and resumes.
-# PARTS="tests seed1 prices torch rest" (any of them) runs those only.
+# PARTS="tests seed1 prices torch rest autotune" (any of them) runs those
+# only; autotune runs only when named (PARTS=autotune LIMIT=560: a window
+# of its own).
 #
 # DQ_STANDIN=1 (the test, tests/scripts/test_window.py): a CPU stand-in of
 # the same flow. pack uses DQ_BUILDDIR as it is (no build, no git check, no
@@ -122,14 +129,38 @@ cuda_tests() {
 }
 
 # torch_rows: the same unroll step in deqbench and in PyTorch, one after
-# the other, deqbench first and last (the drift between them is visible)
-torch_rows() {
-	local base=("${SHAPE[@]}" "${ROWS[@]}" method=unroll precision=bf16
+# the other, deqbench first and last (the drift between them is visible).
+# The compiled row compiles the whole step with mode reduce-overhead (CUDA
+# graphs, no autotuning): max-autotune's autotuning does not fit a window
+# (part autotune)
+torch_args() {
+	TORCH_BASE=("${SHAPE[@]}" "${ROWS[@]}" method=unroll precision=bf16
 		lr=0.00025 clip=1.0 init=pytorch seed=1 out="$R/vs-pytorch.jsonl")
-	timed 40 0 torch-deqbench-1 "$D" run "${base[@]}" cuda_graphs="$GRAPHS"
-	timed 240 60 torch-compile "$D" run "${base[@]}" impl=pytorch compile=true
-	timed 60 20 torch-eager "$D" run "${base[@]}" impl=pytorch
-	timed 40 0 torch-deqbench-2 "$D" run "${base[@]}" cuda_graphs="$GRAPHS"
+}
+torch_rows() {
+	torch_args
+	timed 40 0 torch-deqbench-1 "$D" run "${TORCH_BASE[@]}" cuda_graphs="$GRAPHS"
+	timed 180 60 torch-compile env DEQTORCH_COMPILE_MODE=reduce-overhead \
+		"$D" run "${TORCH_BASE[@]}" impl=pytorch compile=true
+	timed 60 20 torch-eager "$D" run "${TORCH_BASE[@]}" impl=pytorch
+	timed 40 0 torch-deqbench-2 "$D" run "${TORCH_BASE[@]}" cuda_graphs="$GRAPHS"
+}
+
+# autotune (only when PARTS names it): the compiled row with
+# mode=max-autotune, given the rest of the window. Inductor's cache
+# (TORCHINDUCTOR_CACHE_DIR, its autotuning results and kernels) comes back
+# in window.tgz as results/tmp/inductor-cache.tgz and is carried into the
+# next window, so autotuning cut by one window goes on in the next
+autotune() {
+	local cache=results/tmp/inductor
+	torch_args
+	mkdir -p "$cache"
+	[ -f "$cache-cache.tgz" ] && tar xzf "$cache-cache.tgz" -C results/tmp
+	timed 100000 25 torch-compile-max-autotune env \
+		TORCHINDUCTOR_CACHE_DIR="$PWD/$cache" DEQTORCH_COMPILE_MODE=max-autotune \
+		"$D" run "${TORCH_BASE[@]}" impl=pytorch compile=true
+	tar czf "$cache-cache.tgz" -C results/tmp inductor
+	SENDBACK+=("$cache-cache.tgz")
 }
 
 run_parts() {
@@ -148,6 +179,7 @@ run_parts() {
 		"${SHAPE[@]}" "${BB[@]}" precision=bf16
 	part torch && torch_rows
 	part rest && timed 100000 10 answer-rest "$D" suite "${sargs[@]}"
+	[[ " ${PARTS:-} " == *" autotune "* ]] && autotune
 	"$D" validate --strict "$R"/*.jsonl >"$W/validate.log" 2>&1 ||
 		FAILED="$FAILED validate"
 	[ -s "$R/answer.jsonl" ] && "$D" report "$R/answer.jsonl" >"$W/report.txt" 2>&1
@@ -179,7 +211,7 @@ run() {
 	R=results/gpu/${tag:-unknown-gpu}
 	W=$R/windows/$(date -u +%Y%m%dT%H%M%SZ)
 	mkdir -p "$W"
-	CUT=0 FAILED=""
+	CUT=0 FAILED="" SENDBACK=()
 	{
 		date -u
 		nvidia-smi 2>&1
@@ -190,7 +222,7 @@ run() {
 	log "window of ${LIMIT}s on $tag, commit $("$D" env 2>/dev/null | grep -o '"git_commit": *"[^"]*"' | head -n 1)"
 	run_parts
 	log "done; failed:${FAILED:- none}; cut: $CUT"
-	tar czf "$OUT/window.tgz" --exclude="*.lock" "$R" || exit 1
+	tar czf "$OUT/window.tgz" --exclude="*.lock" "$R" "${SENDBACK[@]}" || exit 1
 	[ -n "$FAILED" ] && exit 1
 	((CUT)) && exit 3
 	exit 0
@@ -202,8 +234,8 @@ unpack() {
 		echo "gpu-window.sh unpack: '$f' is not a file; give the window.tgz the lent machine sent back" >&2
 		exit 2
 	}
-	tar tzf "$f" | grep -qv '^results/gpu/' && {
-		echo "gpu-window.sh unpack: $f holds files outside results/gpu/; not unpacked" >&2
+	tar tzf "$f" | grep -qvE '^results/gpu/|^results/tmp/inductor-cache\.tgz$' && {
+		echo "gpu-window.sh unpack: $f holds files outside results/gpu/ (and Inductor's cache); not unpacked" >&2
 		exit 2
 	}
 	tar xzf "$f" || exit 1

@@ -85,6 +85,18 @@ def main():
     bf = [r for r in rows if r["precision"] == "bf16"][0]
     check(bf.get("fwd0_ms") == 0.25 and bf.get("vjp0_ms") == 0.4 and
           bf.get("other") == 31, f"price and share lines parsed ({bf})")
+    # a PyTorch baseline: whole step compiled, or eager, from a deqtorch
+    # that records `compile`; anything older is not accepted
+    old = {"config": {"compile": True}}
+    check(G.baseline_problem(old) and "invalid baseline" in G.baseline_problem(old),
+          "a record without `compile` is an invalid baseline")
+    part = {"config": {"compile": True}, "compile": {"scope": "block"}}
+    check(G.baseline_problem(part), "a block-only compile is an invalid baseline")
+    whole = {"config": {"compile": True},
+             "compile": {"scope": "step", "mode": "reduce-overhead"}}
+    check(G.baseline_problem(whole) is None, "a whole-step compile is a baseline")
+    eager = {"config": {"compile": False}, "compile": None}
+    check(G.baseline_problem(eager) is None, "a new eager row is a baseline")
     if FAILS:
         sys.exit(1)
     print("gpu_targets: all checks passed")

@@ -139,6 +139,21 @@ def main():
         check("nothing ran" in open(os.path.join(wdir, "answer-rest.log"))
               .read(), "the resumed suite says nothing ran")
 
+        # autotune: Inductor's cache goes back in window.tgz, and unpack
+        # takes it (into results/tmp, carried into the next window)
+        p = sh(t, ["run"], out, 300, parts="autotune")
+        _, log = window_log(t)
+        check("start torch-compile-max-autotune" in log,
+              "PARTS=autotune runs the max-autotune row")
+        with tarfile.open(arch) as a:
+            names = a.getnames()
+        check("results/tmp/inductor-cache.tgz" in names,
+              f"window.tgz carries Inductor's cache ({names[:3]})")
+        p = sh(t2, ["unpack", arch], out, 300)
+        check(p.returncode == 0 and os.path.isfile(os.path.join(
+            t2, "results", "tmp", "inductor-cache.tgz")),
+            f"unpack puts the cache under results/tmp ({p.stderr})")
+
         # a window with no time left skips its parts and exits 3
         p = sh(t, ["run"], out, 10, parts="seed1 prices")
         _, log = window_log(t)
