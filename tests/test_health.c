@@ -27,7 +27,7 @@ Test(health, flat_series_is_healthy)
 	double loss[N], g[N];
 	struct health h;
 	flat(loss, g, N);
-	health_assess(loss, g, N, NULL, 0, 0, &h);
+	health_assess(loss, g, N, NULL, 0, 0, NULL, &h);
 	cr_assert_eq(h.verdict, HEALTH_HEALTHY);
 	cr_assert_eq(h.spike_steps, 0);
 	cr_assert_eq(h.unconverged, -1);
@@ -48,14 +48,14 @@ Test(health, spike_rule_and_share)
 	g[120] = 9.0; /* below: not a spike */
 	loss[150] = loss[149] + 1.5;
 	g[5] = 1e6; /* before HEALTH_WINDOW_MIN: never a spike */
-	health_assess(loss, g, N, NULL, 0, 0, &h);
+	health_assess(loss, g, N, NULL, 0, 0, NULL, &h);
 	cr_assert_eq(h.spike_steps, 2);
 	cr_assert_eq(h.verdict, HEALTH_HEALTHY);
 	g[60] = NAN; /* non-finite: a spike; 3 of 200 is more than 1% */
-	health_assess(loss, g, N, NULL, 0, 0, &h);
+	health_assess(loss, g, N, NULL, 0, 0, NULL, &h);
 	cr_assert_eq(h.spike_steps, 3);
 	cr_assert_eq(h.verdict, HEALTH_UNSTABLE);
-	health_assess(loss, g, N, NULL, 0, 1, &h);
+	health_assess(loss, g, N, NULL, 0, 1, NULL, &h);
 	cr_assert_eq(h.verdict, HEALTH_DIVERGED);
 }
 
@@ -68,7 +68,7 @@ Test(health, loss_that_went_back_up_is_unstable)
 	 * last ones) that ends 1.5 nats above the best window */
 	for (int i = 100; i < N; i++)
 		loss[i] = loss[99] + 1.5 * (i - 99) / 100.0;
-	health_assess(loss, g, N, NULL, 0, 0, &h);
+	health_assess(loss, g, N, NULL, 0, 0, NULL, &h);
 	cr_assert_gt(h.loss_final - h.loss_min, 1.0);
 	cr_assert_eq(h.verdict, HEALTH_UNSTABLE);
 }
@@ -81,20 +81,20 @@ Test(health, unconverged_overall_or_at_the_end)
 	flat(loss, g, N);
 	for (int i = 0; i < N; i++)
 		c[i] = 1;
-	health_assess(loss, g, N, c, N, 0, &h);
+	health_assess(loss, g, N, c, N, 0, NULL, &h);
 	cr_assert_eq(h.unconverged, 0);
 	cr_assert_float_eq(h.fwd_converged, 1.0, 0);
 	/* 95% overall, but the last 10% (20 steps) only half */
 	for (int i = N - 10; i < N; i++)
 		c[i] = 0;
-	health_assess(loss, g, N, c, N, 0, &h);
+	health_assess(loss, g, N, c, N, 0, NULL, &h);
 	cr_assert_float_eq(h.fwd_converged, 0.95, 1e-12);
 	cr_assert_float_eq(h.fwd_converged_last, 0.5, 1e-12);
 	cr_assert_eq(h.unconverged, 1);
 	/* 85% overall, all of the end */
 	for (int i = 0; i < N; i++)
 		c[i] = i >= 30;
-	health_assess(loss, g, N, c, N, 0, &h);
+	health_assess(loss, g, N, c, N, 0, NULL, &h);
 	cr_assert_eq(h.unconverged, 1);
 	cr_assert_eq(h.verdict, HEALTH_HEALTHY, "the label is apart");
 }
@@ -189,20 +189,20 @@ Test(health, only_converged_bit_counts)
 		c[i] = i % 3 == 0   ? SOLVE_STALL_BREAK
 		       : i % 3 == 1 ? SOLVE_PROTECT_BREAK
 				    : SOLVE_NONFINITE;
-	health_assess(loss, g, N, c, N, 0, &h);
+	health_assess(loss, g, N, c, N, 0, NULL, &h);
 	cr_assert_float_eq(h.fwd_converged, 0.0, 0);
 	cr_assert_float_eq(h.fwd_converged_last, 0.0, 0);
 	cr_assert_eq(h.unconverged, 1);
 	/* a NaN-ended solve alone is not converged either */
 	for (int i = 0; i < N; i++)
 		c[i] = i < N / 2 ? SOLVE_CONVERGED : SOLVE_NONFINITE;
-	health_assess(loss, g, N, c, N, 0, &h);
+	health_assess(loss, g, N, c, N, 0, NULL, &h);
 	cr_assert_float_eq(h.fwd_converged, 0.5, 1e-12);
 	cr_assert_float_eq(h.fwd_converged_last, 0.0, 0);
 	/* converged with another bit set still converged */
 	for (int i = 0; i < N; i++)
 		c[i] = SOLVE_CONVERGED | SOLVE_NONFINITE;
-	health_assess(loss, g, N, c, N, 0, &h);
+	health_assess(loss, g, N, c, N, 0, NULL, &h);
 	cr_assert_float_eq(h.fwd_converged, 1.0, 0);
 	cr_assert_eq(h.unconverged, 0);
 }
@@ -276,7 +276,7 @@ Test(health, short_run_that_went_worse_is_unstable)
 	struct health h;
 	for (int i = 0; i < 10; i++)
 		g[i] = 1.0;
-	health_assess(loss, g, 10, NULL, 0, 0, &h);
+	health_assess(loss, g, 10, NULL, 0, 0, NULL, &h);
 	cr_assert_eq(h.spike_steps, 1, "step 3 only: %d", h.spike_steps);
 	cr_assert_eq(h.verdict, HEALTH_UNSTABLE);
 }
@@ -292,13 +292,13 @@ Test(health, run_that_ended_above_its_first_loss_is_unstable)
 	flat(loss, g, N);
 	for (int i = 0; i < N; i++)
 		loss[i] = 5.0 + 0.9 * i / (N - 1);
-	health_assess(loss, g, N, NULL, 0, 0, &h);
+	health_assess(loss, g, N, NULL, 0, 0, NULL, &h);
 	cr_assert_eq(h.spike_steps, 0);
 	cr_assert_leq(h.loss_final, h.loss_min + HEALTH_LOSS_MARGIN);
 	cr_assert_eq(h.verdict, HEALTH_UNSTABLE);
 	for (int i = 0; i < N; i++)
 		loss[i] = 5.0 + (i % 2 ? 0.2 : -0.2);
-	health_assess(loss, g, N, NULL, 0, 0, &h);
+	health_assess(loss, g, N, NULL, 0, 0, NULL, &h);
 	cr_assert_eq(h.verdict, HEALTH_HEALTHY);
 }
 

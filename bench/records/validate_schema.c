@@ -26,6 +26,9 @@
 /* build.fingerprint: a hash of the code that ran (issue 42); optional even
  * for --strict, as host.blas: the committed records before it lack it */
 #define ADDED_FINGERPRINT "2026-11-27"
+/* health's trends, backward convergence and flags; optional even for
+ * --strict: the committed records before them lack them */
+#define ADDED_TRENDS "2026-11-27"
 /* compile: what torch.compile made of an impl=pytorch compile=true run
  * (issue 42); optional even for --strict: deqbench's records, and
  * pytorch records before it, lack it */
@@ -425,6 +428,11 @@ static const struct vfield trace_f[] = {
 
 /* health: did the run train (bench/records/health.h) */
 static const char *const verdicts[] = {"healthy", "unstable", "diverged", NULL};
+static const char *const health_flags[] = {
+    "norm growth",     "norm peak",	    "clip-bound",
+    "loss regression", "solver non-finite", NULL};
+static const struct vfield health_flag_elem =
+    F("", VT_STR, .values = health_flags);
 static const struct vfield health_f[] = {
     F("verdict", VT_STR, .values = verdicts),
     F("unconverged", VT_BOOL | VT_NULL),
@@ -436,6 +444,19 @@ static const struct vfield health_f[] = {
     F("loss_min", NUM_OR_NULL),
     F("fwd_converged", NUM_OR_NULL, .flags = VF_FRACTION),
     F("fwd_converged_last", NUM_OR_NULL, .flags = VF_FRACTION),
+    F("bwd_converged", NUM_OR_NULL, .added = ADDED_TRENDS,
+      .flags = VF_FRACTION | VF_OPTIONAL),
+    F("bwd_converged_last", NUM_OR_NULL, .added = ADDED_TRENDS,
+      .flags = VF_FRACTION | VF_OPTIONAL),
+    F("norm_growth", NUM_OR_NULL, .added = ADDED_TRENDS, .flags = VF_OPTIONAL),
+    F("norm_peak", NUM_OR_NULL, .added = ADDED_TRENDS, .flags = VF_OPTIONAL),
+    F("clip_share_early", NUM_OR_NULL, .added = ADDED_TRENDS,
+      .flags = VF_FRACTION | VF_OPTIONAL),
+    F("clip_share_last", NUM_OR_NULL, .added = ADDED_TRENDS,
+      .flags = VF_FRACTION | VF_OPTIONAL),
+    F("nonfinite_solves", VT_INT, .added = ADDED_TRENDS, .flags = VF_OPTIONAL),
+    F("flags", VT_ARR, .elem = &health_flag_elem, .added = ADDED_TRENDS,
+      .flags = VF_OPTIONAL),
     {.name = NULL},
 };
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../config/config.h"
+#include "../records/health.h"
 #include "../records/record.h"
 #include "report_impl.h"
 #include "stats.h"
@@ -78,6 +79,9 @@ double *agg_col(const struct agg *r, enum col c)
 	return r->v + (size_t)c * r->cap;
 }
 
+_Static_assert(HEALTH_F_NONFINITE == 1 << (REPORT_HEALTH_FLAGS - 1),
+	       "report counts every health flag");
+
 /* The health counts of record REC into row R. */
 static void agg_health(struct agg *r, const json_t *rec, int ok)
 {
@@ -96,6 +100,19 @@ static void agg_health(struct agg *r, const json_t *rec, int ok)
 	else if (!strcmp(report_str(rec, "kind", "train"), "train"))
 		r->no_health++;
 	r->unconverged += json_is_true(json_object_get(h, "unconverged"));
+	for (int i = 0; i < REPORT_HEALTH_FLAGS; i++) {
+		const char *name = health_flag_name((enum health_flag)(1 << i));
+		size_t j;
+		json_t *f;
+		json_array_foreach(json_object_get(h, "flags"), j, f)
+		{
+			const char *v = json_string_value(f);
+			if (v && !strcmp(v, name)) {
+				r->flagged[i]++;
+				break;
+			}
+		}
+	}
 	if (ok && med > 0 && p75 - p25 > REPORT_NOISE_IQR * med)
 		r->noisy++;
 }

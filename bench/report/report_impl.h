@@ -29,6 +29,9 @@ enum col {
 /* One row: the runs of one configuration. Nothing of a record is kept but
  * its figures (v) and, of the row's first, its config, method and kind:
  * a report of any number of records holds its rows, not the records. */
+/* health.h's flags: norm growth ... solver non-finite */
+#define REPORT_HEALTH_FLAGS 5
+
 struct agg {
 	char *key, *group; /* report_key with and without the method keys */
 	char *blas;	   /* the runs' OpenBLAS core (record_blas_core), NULL
@@ -43,6 +46,9 @@ struct agg {
 	json_t *seen;  /* each seed's JSON text as a key: O(1) to test */
 	char *status;  /* "ok", or the last status that was not */
 	int healthy, unstable, diverged, unconverged, noisy, no_health;
+	/* runs whose health.flags name each rule (health.h's enum
+	 * health_flag, bit i at [i]) */
+	int flagged[REPORT_HEALTH_FLAGS];
 	int error, interrupted; /* runs of those statuses */
 	int duplicates;		/* records left out as second readings */
 };

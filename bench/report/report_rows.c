@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../config/config.h"
+#include "../records/health.h"
 #include "../records/record.h"
 #include "report.h"
 #include "report_impl.h"
@@ -230,7 +231,7 @@ static void add_label(json_t *labels, const char *what, int k, int n)
 /* The row's health object: the counts and the labels ("error 1/3",
  * "unstable 1/3", ...; empty when every run finished, healthy and
  * steady). */
-static json_t *health_json(const struct agg *r)
+static json_t *row_health_json(const struct agg *r)
 {
 	json_t *o = json_object(), *labels = json_array();
 	json_object_set_new(o, "healthy", json_integer(r->healthy));
@@ -246,6 +247,9 @@ static json_t *health_json(const struct agg *r)
 	add_label(labels, "diverged", r->diverged, r->n);
 	add_label(labels, "unstable", r->unstable, r->n);
 	add_label(labels, "unconverged", r->unconverged, r->n);
+	for (int i = 0; i < REPORT_HEALTH_FLAGS; i++)
+		add_label(labels, health_flag_name((enum health_flag)(1 << i)),
+			  r->flagged[i], r->n);
 	add_label(labels, "noisy", r->noisy, r->n);
 	add_label(labels, "health unknown", r->no_health, r->n);
 	json_object_set_new(o, "labels", labels);
@@ -318,7 +322,7 @@ static json_t *row_json(const struct table *t, size_t j)
 	json_object_set_new(o, "runs", json_integer(r->n));
 	json_object_set_new(o, "runs_ok", json_integer(r->n_ok));
 	json_object_set_new(o, "seeds", json_deep_copy(r->seeds));
-	json_object_set_new(o, "health", health_json(r));
+	json_object_set_new(o, "health", row_health_json(r));
 	json_object_set_new(o, "step_ms", interval_json(r, C_STEP));
 	json_object_set_new(o, "step_x_unroll", ratio_json(r, b, C_STEP));
 	json_object_set_new(o, "inference_ms", interval_json(r, C_INF));

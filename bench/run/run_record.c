@@ -458,6 +458,8 @@ static json_t *trace_json(const struct run *r)
 /* health_assess reads the solve flags' converged bit as its own */
 _Static_assert(SOLVE_CONVERGED == HEALTH_CONVERGED_BIT,
 	       "step_log's converged bit is health's");
+_Static_assert(SOLVE_NONFINITE == HEALTH_NONFINITE_BIT,
+	       "step_log's non-finite bit is health's");
 
 /* The record's health object (health.h) over every training step done,
  * pretraining's included; the solve flags of the deq phase's. */
@@ -469,9 +471,12 @@ static json_t *health_of_run(const struct run *r, int p0)
 	/* a diverged step has a loss but no complete statistics: keep it */
 	if (r->status == RUN_DIVERGED && r->steps_done > n)
 		n = r->steps_done;
+	struct health_more more = {
+	    .clip = r->cfg->clip,
+	    .bwd_flags = st->has_bwd_solve ? r->log.bwd.flags + p0 : NULL};
 	health_assess(r->log.loss, r->log.gnorm, n,
 		      st->has_fwd_solve ? r->log.fwd.flags + p0 : NULL,
-		      r->ok_steps - p0, r->status == RUN_DIVERGED, &h);
+		      r->ok_steps - p0, r->status == RUN_DIVERGED, &more, &h);
 	return health_json(&h);
 }
 

@@ -1,0 +1,178 @@
+/* test_health_rules.c — health.h's trend rules (norm growth, norm peak, a
+ * run that became clip-bound, the smoothed loss regression), the backward
+ * solves' convergence and non-finite solves, on made-up series; and on the
+ * committed records of c4c0f56 (d_model 512 at lr 1e-3 on an H100, trimmed
+ * to what health reads: tests/fixtures/health-c4c0f56-h100-d512-lr1e-3.jsonl),
+ * where unroll and checkpoint blew up and their recorded verdict, from
+ * before these rules, said nothing. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "health.h"
+#include "step_log.h"
+
+#define N 400
+
+/* A healthy series: loss falling slowly, norms near 1 with a wobble. */
+static void steady(double *loss, double *g, int n)
+{
+	for (int i = 0; i < n; i++) {
+		loss[i] = 6.0 - 1e-3 * i + 0.02 * ((i * 7) % 5);
+		g[i] = 0.8 + 0.05 * ((i * 3) % 4);
+	}
+}
+
+static int has_flag(const struct health *h, enum health_flag f)
+{
+	return (h->flags & f) != 0;
+}
+
+Test(health_rules, steady_run_has_no_flag)
+{
+	double loss[N], g[N];
+	struct health_more m = {.clip = 1.0};
+	struct health h;
+	steady(loss, g, N);
+	health_assess(loss, g, N, NULL, 0, 0, &m, &h);
+	cr_assert_eq(h.flags, 0);
+	cr_assert_eq(h.verdict, HEALTH_HEALTHY);
+	cr_assert_float_eq(h.clip_share_last, 0.0, 1e-12);
+}
+
+Test(health_rules, gradual_norm_growth_is_unstable)
+{
+	double loss[N], g[N];
+	struct health h;
+	steady(loss, g, N);
+	/* from 0.8 to about 1000 by the end, no step 10x its window */
+	for (int i = 0; i < N; i++)
+		g[i] = 0.8 * exp(7.0 * i / N);
+	health_assess(loss, g, N, NULL, 0, 0, NULL, &h);
+	cr_assert_eq(h.spike_steps, 0, "no single step is a spike");
+	cr_assert(has_flag(&h, HEALTH_F_GROWTH), "growth %g", h.norm_growth);
+	cr_assert_eq(h.verdict, HEALTH_UNSTABLE);
+}
+
+Test(health_rules, rare_huge_spikes_are_a_peak)
+{
+	double loss[N], g[N];
+	struct health h;
+	steady(loss, g, N);
+	/* 1% of the steps (not more than HEALTH_SPIKE_SHARE) at 1e5 */
+	for (int i = 50; i < N; i += 100)
+		g[i] = 1e5;
+	health_assess(loss, g, N, NULL, 0, 0, NULL, &h);
+	cr_assert_leq(h.spike_steps, HEALTH_SPIKE_SHARE * N);
+	cr_assert(has_flag(&h, HEALTH_F_PEAK), "peak %g", h.norm_peak);
+	cr_assert_eq(h.verdict, HEALTH_UNSTABLE);
+}
+
+Test(health_rules, clip_bound_only_when_it_became_so)
+{
+	double loss[N], g[N];
+	struct health_more m = {.clip = 1.0};
+	struct health h;
+	steady(loss, g, N);
+	for (int i = 0; i < N; i++)
+		g[i] = 2.0; /* above the clip from the start: a small model */
+	health_assess(loss, g, N, NULL, 0, 0, &m, &h);
+	cr_assert_not(has_flag(&h, HEALTH_F_CLIP));
+	for (int i = 0; i < N; i++)
+		g[i] = i < N / 2 ? 0.5 : 3.0; /* became clip-bound */
+	health_assess(loss, g, N, NULL, 0, 0, &m, &h);
+	cr_assert(has_flag(&h, HEALTH_F_CLIP));
+	cr_assert_eq(h.verdict, HEALTH_UNSTABLE);
+	health_assess(loss, g, N, NULL, 0, 0, NULL, &h);
+	cr_assert(isnan(h.clip_share_last), "no clip: no share");
+}
+
+Test(health_rules, smoothed_regression_of_a_fifth_of_a_nat)
+{
+	double loss[N], g[N];
+	struct health h;
+	steady(loss, g, N);
+	/* back up by 0.3 nats over the last quarter (under the 1-nat margin
+	 * of short runs) */
+	for (int i = 3 * N / 4; i < N; i++)
+		loss[i] = loss[3 * N / 4] + 0.3;
+	health_assess(loss, g, N, NULL, 0, 0, NULL, &h);
+	cr_assert(has_flag(&h, HEALTH_F_REGRESS), "final %g min %g",
+		  h.loss_final, h.loss_min);
+	cr_assert_eq(h.verdict, HEALTH_UNSTABLE);
+	/* the same on a 60-step run keeps the 1-nat margin: no flag */
+	health_assess(loss + N - 60, g, 60, NULL, 0, 0, NULL, &h);
+	cr_assert_not(has_flag(&h, HEALTH_F_REGRESS));
+}
+
+Test(health_rules, backward_solves_and_nonfinite_ones)
+{
+	double loss[N], g[N];
+	int fwd[N], bwd[N];
+	struct health_more m = {.bwd_flags = bwd};
+	struct health h;
+	steady(loss, g, N);
+	for (int i = 0; i < N; i++) {
+		fwd[i] = SOLVE_CONVERGED;
+		bwd[i] = i % 2 ? SOLVE_CONVERGED : 0; /* half converged */
+	}
+	health_assess(loss, g, N, fwd, N, 0, &m, &h);
+	cr_assert_float_eq(h.bwd_converged, 0.5, 1e-12);
+	cr_assert_eq(h.unconverged, 1, "the backward solves count");
+	cr_assert_eq(h.verdict, HEALTH_HEALTHY, "a label, not a verdict");
+	for (int i = 0; i < N; i++)
+		bwd[i] = SOLVE_CONVERGED;
+	for (int i = 0; i < N; i += 20)
+		fwd[i] = SOLVE_NONFINITE; /* 5% of the forward solves */
+	health_assess(loss, g, N, fwd, N, 0, &m, &h);
+	cr_assert_eq(h.nonfinite_solves, N / 20);
+	cr_assert(has_flag(&h, HEALTH_F_NONFINITE));
+	cr_assert_eq(h.verdict, HEALTH_HEALTHY);
+	json_t *o = health_json(&h), *f = json_object_get(o, "flags");
+	cr_assert_eq(json_array_size(f), 1);
+	cr_assert_str_eq(json_string_value(json_array_get(f, 0)),
+			 "solver non-finite");
+	json_decref(o);
+}
+
+/* The committed H100 records of c4c0f56: unroll and checkpoint blew up at
+ * lr 1e-3 (their recorded health, from before the trend rules, had no
+ * flag); the DEQ trained. */
+Test(health_rules, c4c0f56_h100_blowups_are_flagged)
+{
+	const char *root = getenv("DQ_SOURCE_ROOT");
+	char path[1024], *line = NULL;
+	size_t cap = 0;
+	int seen = 0;
+	cr_assert_not_null(root, "DQ_SOURCE_ROOT must give the source tree");
+	snprintf(path, sizeof(path),
+		 "%s/tests/fixtures/health-c4c0f56-h100-d512-lr1e-3.jsonl",
+		 root);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f, "%s", path);
+	while (getline(&line, &cap, f) > 0) {
+		json_t *r = json_loads(line, 0, NULL);
+		const char *m = json_string_value(
+		    json_object_get(json_object_get(r, "config"), "method"));
+		json_t *h = health_of_record(r);
+		json_t *fl = json_object_get(h, "flags");
+		const char *v =
+		    json_string_value(json_object_get(h, "verdict"));
+		cr_assert_not_null(h);
+		if (!strcmp(m, "deq")) {
+			cr_assert_str_eq(v, "healthy");
+			cr_assert_eq(json_array_size(fl), 0);
+		} else {
+			cr_assert_str_eq(v, "unstable", "%s", m);
+			cr_assert_geq(json_array_size(fl), 2, "%s", m);
+		}
+		seen++;
+		json_decref(h);
+		json_decref(r);
+	}
+	free(line);
+	fclose(f);
+	cr_assert_eq(seen, 3);
+}
