@@ -21,7 +21,7 @@
 #define C1  "111111111111"
 #define C2  "222222222222"
 
-/* A GPU record of method m, seed s, median step ms, built from commit c
+/* A GPU record of method m, seed s, mean (and median) step ms, built from commit c
  * with fingerprint fp (NULL: none, as before it existed). */
 static json_t *rec(const char *m, int s, double ms, const char *c,
 		   const char *fp)
@@ -30,14 +30,14 @@ static json_t *rec(const char *m, int s, double ms, const char *c,
 	snprintf(at, sizeof(at), "2026-01-01T00:00:%02dZ", s);
 	json_t *r = json_pack(
 	    "{s:i, s:s, s:s, s:s, s:s, s:{s:s, s:i, s:s, s:i, s:s, s:s, s:s},"
-	    " s:{s:{s:f}}, s:{s:I, s:I}, s:{s:f}, s:{s:s}, s:{s:s}}",
+	    " s:{s:{s:f, s:f}}, s:{s:I, s:I}, s:{s:f}, s:{s:s}, s:{s:s}}",
 	    "schema", 1, "kind", "train", "status", "ok", "impl", "deqbench",
 	    "started_at", at, "config", "method", m, "seed", s, "corpus",
 	    "synthetic", "layers", 3, "device", "cuda", "out", "x.jsonl",
-	    "impl", "deqbench", "timing", "step_ms", "median", ms, "memory",
-	    "peak_depth_solver_bytes", (json_int_t)1 << 20, "peak_total_bytes",
-	    (json_int_t)8 << 20, "quality", "valid_ppl", 100.0, "host",
-	    "hostname", "h", "build", "git_commit", c);
+	    "impl", "deqbench", "timing", "step_ms", "median", ms, "mean", ms,
+	    "memory", "peak_depth_solver_bytes", (json_int_t)1 << 20,
+	    "peak_total_bytes", (json_int_t)8 << 20, "quality", "valid_ppl",
+	    100.0, "host", "hostname", "h", "build", "git_commit", c);
 	cr_assert_not_null(r);
 	if (fp)
 		json_object_set_new(json_object_get(r, "build"), "fingerprint",

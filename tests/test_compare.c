@@ -18,8 +18,8 @@
 
 /* ---- made-up records ---- */
 
-/* A training record of method m, seed s, threads t with median step time
- * ms (NAN: null); its trace when tr (n entries) is given. */
+/* A training record of method m, seed s, threads t with mean (and median)
+ * step time ms (NAN: null); its trace when tr (n entries) is given. */
 static json_t *rec_trace(const char *m, int s, int t, double ms,
 			 const double *tr, int n)
 {
@@ -27,7 +27,7 @@ static json_t *rec_trace(const char *m, int s, int t, double ms,
 	json_t *r;
 	snprintf(at, sizeof(at), "2026-01-01T00:%02d:%02dZ", t, s % 60);
 	r = json_pack("{s:i, s:s, s:s, s:s, s:s, s:{s:s, s:i, s:s, s:i, s:i,"
-		      " s:i, s:i, s:s, s:s}, s:{s:{s:o}}, s:{s:I, s:I},"
+		      " s:i, s:i, s:s, s:s}, s:{s:{s:o, s:o}}, s:{s:I, s:I},"
 		      " s:{s:f}, s:{s:s}}",
 		      "schema", 1, "kind", "train", "status", "ok", "impl",
 		      "deqbench", "started_at", at, "config", "method", m,
@@ -35,6 +35,7 @@ static json_t *rec_trace(const char *m, int s, int t, double ms,
 		      t, "warmup_steps", 2, "pretrain_steps", 0, "out",
 		      "x.jsonl", "impl", "deqbench", "timing", "step_ms",
 		      "median", isfinite(ms) ? json_real(ms) : json_null(),
+		      "mean", isfinite(ms) ? json_real(ms) : json_null(),
 		      "memory", "peak_depth_solver_bytes", (json_int_t)1 << 20,
 		      "peak_total_bytes", (json_int_t)8 << 20, "quality",
 		      "valid_ppl", 100.0, "host", "hostname", "h");
@@ -128,13 +129,15 @@ Test(compare, eval_records_compare_inference, .timeout = 20)
 		json_t *e = rec("deq", s, 1, NAN), *f;
 		json_object_set_new(e, "kind", json_string("eval"));
 		json_object_set_new(e, "timing", json_null());
-		json_object_set_new(
-		    e, "inference",
-		    json_pack("{s:{s:f}}", "step_ms", "median", MS4[s - 1]));
+		json_object_set_new(e, "inference",
+				    json_pack("{s:{s:f, s:f}}", "step_ms",
+					      "median", MS4[s - 1], "mean",
+					      MS4[s - 1]));
 		f = json_deep_copy(e);
-		json_object_set_new(
-		    json_object_get(f, "inference"), "step_ms",
-		    json_pack("{s:f}", "median", 2 * MS4[s - 1]));
+		json_object_set_new(json_object_get(f, "inference"), "step_ms",
+				    json_pack("{s:f, s:f}", "median",
+					      2 * MS4[s - 1], "mean",
+					      2 * MS4[s - 1]));
 		json_array_append_new(b, e);
 		json_array_append_new(n, f);
 	}
@@ -185,8 +188,10 @@ Test(compare, small_n_and_no_data)
 	add_runs(n, "unroll", 1, 1, MS3, 3, 2);
 	r = cmp(b, n, NULL, COMPARE_THRESHOLD);
 	cr_assert_str_eq(pstr(r, 0, "verdict"), "UNDECIDED");
-	cr_assert(strstr(pstr(r, 0, "reason"), "n too small"), "%s",
-		  pstr(r, 0, "reason"));
+	cr_assert(strstr(pstr(r, 0, "reason"),
+			 "too few runs to call (n=3 vs 3; smallest p = 0.1; "
+			 "need n ≥ 4 a side at α = 0.05)"),
+		  "%s", pstr(r, 0, "reason"));
 	cr_assert_float_eq(pnum(r, 0, "p_min"), 0.1, 1e-12);
 	cr_assert_eq(compare_gate(r, 50, NULL), 1);
 	cr_assert_eq(compare_gate(r, 150, NULL), 0);
@@ -234,7 +239,7 @@ Test(compare, pretraining_not_pooled)
 	}
 	r = cmp(b, b, NULL, COMPARE_THRESHOLD);
 	cr_assert_eq(pnum(r, 0, "n_base"), 4);
-	cr_assert_str_eq(pstr(r, 0, "samples"), "run medians");
+	cr_assert_str_eq(pstr(r, 0, "samples"), "run means");
 	cr_assert_float_eq(pnum(r, 0, "step_ms_base"), 1.3, 1e-12);
 	json_decref(r);
 	json_decref(b);

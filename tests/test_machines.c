@@ -13,7 +13,7 @@
 #include "record.h"
 #include "report.h"
 
-/* A record of method m, seed s, median step ms, on OpenBLAS core (NULL:
+/* A record of method m, seed s, mean (and median) step ms, on OpenBLAS core (NULL:
  * no host.blas, as before it existed) of device dev. */
 static json_t *rec(const char *m, int s, double ms, const char *core,
 		   const char *dev)
@@ -22,11 +22,11 @@ static json_t *rec(const char *m, int s, double ms, const char *core,
 	snprintf(at, sizeof(at), "2026-01-01T00:00:%02dZ", s);
 	json_t *r = json_pack(
 	    "{s:i, s:s, s:s, s:s, s:s, s:{s:s, s:i, s:s, s:i, s:s, s:s, s:s},"
-	    " s:{s:{s:f}}, s:{s:I, s:I}, s:{s:f}, s:{s:s}}",
+	    " s:{s:{s:f, s:f}}, s:{s:I, s:I}, s:{s:f}, s:{s:s}}",
 	    "schema", 1, "kind", "train", "status", "ok", "impl", "deqbench",
 	    "started_at", at, "config", "method", m, "seed", s, "corpus",
 	    "synthetic", "layers", 3, "device", dev, "out", "x.jsonl", "impl",
-	    "deqbench", "timing", "step_ms", "median", ms, "memory",
+	    "deqbench", "timing", "step_ms", "median", ms, "mean", ms, "memory",
 	    "peak_depth_solver_bytes", (json_int_t)1 << 20, "peak_total_bytes",
 	    (json_int_t)8 << 20, "quality", "valid_ppl", 100.0, "host",
 	    "hostname", "h");

@@ -360,7 +360,9 @@ Test(report, compare_output_is_escaped)
 	t = printed(compare_md, res);
 	for (l = t; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != 0))
 		lines++;
-	cr_assert_eq(lines, 2 + N_HOSTILE, "%s", t);
+	/* header, rule, a line per pair, then a blank line and the note on
+	 * what the figures are */
+	cr_assert_eq(lines, 4 + N_HOSTILE, "%s", t);
 	cr_assert_null(strchr(t, '<'), "%s", t);
 	cr_assert_not(has_control(t), "%s", t);
 	cr_assert(strstr(t, "| a\\|b\\|c\\\\\\|d |"), "%s", t);

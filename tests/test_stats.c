@@ -134,6 +134,20 @@ Test(stats, mann_whitney_min_p)
 	cr_assert(isnan(stats_mann_whitney_min_p(0, 3)));
 }
 
+/* The runs a side a comparison needs at alpha: the first n whose
+ * 2 / C(2n, n) is below it (3 + 3 reach 0.1 exactly, not below). */
+Test(stats, mann_whitney_need_n)
+{
+	cr_assert_eq(stats_mann_whitney_need_n(0.05), 4);
+	cr_assert_eq(stats_mann_whitney_need_n(0.1), 4);
+	cr_assert_eq(stats_mann_whitney_need_n(0.01), 5);
+	cr_assert_eq(stats_mann_whitney_need_n(0.001), 7);
+	cr_assert_eq(stats_mann_whitney_need_n(1), 2);
+	cr_assert_eq(stats_mann_whitney_need_n(1e-9), 17);
+	cr_assert_eq(stats_mann_whitney_need_n(0), 0);
+	cr_assert_eq(stats_mann_whitney_need_n(NAN), 0);
+}
+
 /* G20.10: the median of two huge values is not their overflowing sum
  * halved. */
 Test(stats, median_of_huge_values)

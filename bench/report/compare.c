@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../config/config.h"
 #include "../records/record.h"
 #include "report.h"
 #include "stats.h"
@@ -15,15 +16,22 @@
  * after kind and before the OpenBLAS core blas of CPU runs and the build
  * fingerprint fp (NULL: none): rows and records of one kind,
  * configuration, machine and code share it, as report's rows split them
- * (report_key); malloc'd, NULL when out of memory. */
-static char *row_key(const char *kind, const json_t *cfg, const char *blas,
-		     const char *fp, const char *match)
+ * (report_key); without the method keys too when group (report's group:
+ * a method's unroll baseline shares it). malloc'd, NULL when out of
+ * memory. */
+static char *key_of(const char *kind, const json_t *cfg, const char *blas,
+		    const char *fp, const char *match, int group)
 {
-	json_t *c = record_run_identity(cfg);
+	json_t *c = record_run_identity(cfg), *v;
+	const char *name;
+	void *tmp;
 	char *s, *k;
-	json_object_del(c, "seed");
-	if (match)
-		json_object_del(c, match);
+	json_object_foreach_safe(c, tmp, name, v)
+	{
+		if (!strcmp(name, "seed") || (match && !strcmp(name, match)) ||
+		    (group && config_key_is_method(name)))
+			json_object_del(c, name);
+	}
 	s = json_dumps(c,
 		       JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
 	json_decref(c);
@@ -35,6 +43,12 @@ static char *row_key(const char *kind, const json_t *cfg, const char *blas,
 			fp ? fp : "");
 	free(s);
 	return k;
+}
+
+static char *row_key(const char *kind, const json_t *cfg, const char *blas,
+		     const char *fp, const char *match)
+{
+	return key_of(kind, cfg, blas, fp, match, 0);
 }
 
 static const char *kind_of(const json_t *o)
@@ -51,6 +65,8 @@ struct side {
 	char **rec_key; /* per record: row_key without match (NULL: none) */
 	char **key;	/* per row: row_key without match */
 	char **pkey;	/* per row: row_key with match (the pairing key) */
+	double *t;	/* per record: its sample, run_time (NAN: none) */
+	double *ut;	/* per record: its file's unroll time (unroll_times) */
 };
 
 static void side_free(struct side *s)
@@ -64,8 +80,97 @@ static void side_free(struct side *s)
 	free(s->rec_key);
 	free(s->key);
 	free(s->pkey);
+	free(s->t);
+	free(s->ut);
 	json_decref(s->recs);
 	json_decref(s->rows);
+}
+
+/* A run's sample (compare.h): its mean time, NAN for none. */
+static double run_time(const json_t *rec)
+{
+	const char *st = json_string_value(json_object_get(rec, "status"));
+	double x;
+	if (!st || strcmp(st, "ok"))
+		return NAN;
+	x = record_num(rec, strcmp(kind_of(rec), "eval")
+				? "timing.step_ms.mean"
+				: "inference.step_ms.mean");
+	return isfinite(x) && x > 0 ? x : NAN;
+}
+
+/* The key of record r (config cfg) that its file's unroll run of the same
+ * group and seed shares: report's group key, then the seed. malloc'd, NULL
+ * when out of memory. */
+static char *unroll_key(const json_t *r, const json_t *cfg)
+{
+	char *g = key_of(kind_of(r), cfg, record_blas_core(r),
+			 record_build(r, "fingerprint"), NULL, 1);
+	const json_t *seed = json_object_get(cfg, "seed");
+	char *sd = seed ? json_dumps(seed, JSON_ENCODE_ANY) : NULL;
+	char *k = g ? malloc(strlen(g) + (sd ? strlen(sd) : 1) + 2) : NULL;
+	if (k)
+		sprintf(k, "%s\n%s", g, sd ? sd : "-");
+	free(g);
+	free(sd);
+	return k;
+}
+
+static int is_unroll(const json_t *cfg)
+{
+	const char *m = json_string_value(json_object_get(cfg, "method"));
+	return m && !strcmp(m, "unroll");
+}
+
+/* ut[i] (compare.h, × unroll): the median of the times of the unroll runs
+ * among records[0..n) with key gk[i] (by: key -> their times), NAN for
+ * none; x holds n doubles. */
+static void unroll_medians(double *ut, char **gk, size_t n, const json_t *by,
+			   double *x)
+{
+	for (size_t i = 0; i < n; i++) {
+		const json_t *a = gk[i] ? json_object_get(by, gk[i]) : NULL, *v;
+		size_t k, m = 0;
+		json_array_foreach(a, k, v) x[m++] = json_real_value(v);
+		ut[i] = m ? stats_median(x, (int)m) : NAN;
+	}
+}
+
+/* s->t: each record's run_time; s->ut: the unroll time of its file, the
+ * median of run_time over s's ok unroll runs of its group and seed
+ * (unroll_key; several with repeats of one seed), NAN for none. A map of
+ * unroll_key to those times keeps it O(records). 0, or -1 when out of
+ * memory. */
+static int unroll_times(struct side *s)
+{
+	json_t *by = json_object(), *a;
+	char **gk = calloc(s->nrec + 1, sizeof(*gk));
+	double *x = malloc((s->nrec + 1) * sizeof(*x));
+	int rc = by && gk && x ? 0 : -1;
+	for (size_t i = 0; !rc && i < s->nrec; i++) {
+		const json_t *r = json_array_get(s->recs, i);
+		const json_t *cfg = json_object_get(r, "config");
+		s->t[i] = run_time(r);
+		if (!json_is_object(cfg))
+			continue;
+		if (!(gk[i] = unroll_key(r, cfg)))
+			rc = -1;
+		else if (is_unroll(cfg) && isfinite(s->t[i])) {
+			if (!(a = json_object_get(by, gk[i])))
+				json_object_set_new(by, gk[i],
+						    a = json_array());
+			rc = a ? json_array_append_new(a, json_real(s->t[i]))
+			       : -1;
+		}
+	}
+	if (!rc)
+		unroll_medians(s->ut, gk, s->nrec, by, x);
+	for (size_t i = 0; gk && i < s->nrec; i++)
+		free(gk[i]);
+	free(gk);
+	free(x);
+	json_decref(by);
+	return rc;
 }
 
 /* s from recs. 0, or -1 when out of memory (side_free s either way). */
@@ -84,7 +189,10 @@ static int side_init(struct side *s, const json_t *recs, const char *match)
 	s->rec_key = calloc(s->nrec + 1, sizeof(char *));
 	s->key = calloc(s->nrow + 1, sizeof(char *));
 	s->pkey = calloc(s->nrow + 1, sizeof(char *));
-	if (!s->rec_key || !s->key || !s->pkey)
+	s->t = calloc(s->nrec + 1, sizeof(double));
+	s->ut = calloc(s->nrec + 1, sizeof(double));
+	if (!s->rec_key || !s->key || !s->pkey || !s->t || !s->ut ||
+	    unroll_times(s) != 0)
 		return -1;
 	json_array_foreach(s->recs, i, r)
 	{
@@ -112,29 +220,16 @@ static int side_init(struct side *s, const json_t *recs, const char *match)
 	return 0;
 }
 
-/* A run's sample (compare.h): its median time, NAN for none. */
-static double run_time(const json_t *rec)
-{
-	const char *st = json_string_value(json_object_get(rec, "status"));
-	double x;
-	if (!st || strcmp(st, "ok"))
-		return NAN;
-	x = record_num(rec, strcmp(kind_of(rec), "eval")
-				? "timing.step_ms.median"
-				: "inference.step_ms.median");
-	return isfinite(x) && x > 0 ? x : NAN;
-}
-
-/* The samples of row j of s into x (s->nrec doubles); their count. */
-static int samples(const struct side *s, size_t j, double *x)
+/* The samples of row j of s into x (s->nrec doubles): its runs' times,
+ * or with ratio their times over their file's unroll time of the same
+ * seed (unroll_times); their count. */
+static int samples(const struct side *s, size_t j, double *x, int ratio)
 {
 	int n = 0;
 	for (size_t i = 0; i < s->nrec; i++) {
-		double t;
-		if (!s->rec_key[i] || strcmp(s->rec_key[i], s->key[j]))
-			continue;
-		t = run_time(json_array_get(s->recs, i));
-		if (isfinite(t))
+		double t = ratio ? s->t[i] / s->ut[i] : s->t[i];
+		if (s->rec_key[i] && !strcmp(s->rec_key[i], s->key[j]) &&
+		    isfinite(t))
 			x[n++] = t;
 	}
 	return n;
@@ -145,10 +240,12 @@ static json_t *num(double x)
 	return isfinite(x) ? json_real(x) : json_null();
 }
 
-/* The test of one pair. */
+/* The test of one pair, on its runs' times or on their ratios to unroll
+ * (x_unroll). */
 struct pair_test {
+	int x_unroll;  /* samples are time / unroll's time of the file */
 	int nb, nn;    /* samples of BASE and NEW */
-	double mb, mn; /* their medians, ms (NAN without samples) */
+	double mb, mn; /* their medians (ms, or × unroll; NAN: none) */
 	double d;      /* mn / mb - 1 */
 	double u, p;   /* U of NEW against BASE, its two-sided p */
 	double p_min;  /* the smallest p nb + nn samples can reach */
@@ -173,7 +270,8 @@ static const char *verdict(const struct pair_test *t, const json_t *n,
 		return "NEW DIVERGED";
 	}
 	if (!t->nn || !t->nb) {
-		snprintf(why, len, "no ok run with a time in %s",
+		snprintf(why, len, "no ok run with a time%s in %s",
+			 t->x_unroll ? " and an unroll run of its seed" : "",
 			 t->nn	 ? "BASE"
 			 : t->nb ? "NEW"
 				 : "BASE or NEW");
@@ -182,8 +280,11 @@ static const char *verdict(const struct pair_test *t, const json_t *n,
 	if (fabs(t->d) <= o->threshold)
 		return "SAME";
 	if (!(t->p_min < o->alpha)) {
-		snprintf(why, len, "n too small: smallest p %.2g at %d+%d runs",
-			 t->p_min, t->nb, t->nn);
+		snprintf(why, len,
+			 "too few runs to call (n=%d vs %d; smallest p = %.2g; "
+			 "need n ≥ %d a side at α = %g)",
+			 t->nb, t->nn, t->p_min,
+			 stats_mann_whitney_need_n(o->alpha), o->alpha);
 		return "UNDECIDED";
 	}
 	if (!(t->p < o->alpha)) {
@@ -266,7 +367,7 @@ static json_t *notes(const struct side *B, size_t ib, const struct side *N,
 			continue;
 		snprintf(buf, sizeof(buf),
 			 "%s: %ld of %ld runs gave no sample (not ok, or "
-			 "no median time)",
+			 "no mean time)",
 			 k ? "NEW" : "BASE", runs - ns[k], runs);
 		json_array_append_new(a, json_string(buf));
 	}
@@ -276,10 +377,11 @@ static json_t *notes(const struct side *B, size_t ib, const struct side *N,
 	return a;
 }
 
-/* The statistics of the pair (row ib of B, row jn of N) into t. 0, or -1
- * when out of memory. */
+/* The statistics of the pair (row ib of B, row jn of N) into t, on the
+ * runs' times, or with x_unroll on their ratios to unroll. 0, or -1 when
+ * out of memory. */
 static int pair_test(struct pair_test *t, const struct side *B, size_t ib,
-		     const struct side *N, size_t jn)
+		     const struct side *N, size_t jn, int x_unroll)
 {
 	double *xb = malloc((B->nrec + 1) * sizeof(*xb));
 	double *xn = malloc((N->nrec + 1) * sizeof(*xn));
@@ -289,8 +391,9 @@ static int pair_test(struct pair_test *t, const struct side *B, size_t ib,
 		return -1;
 	}
 	memset(t, 0, sizeof(*t));
-	t->nb = samples(B, ib, xb);
-	t->nn = samples(N, jn, xn);
+	t->x_unroll = x_unroll;
+	t->nb = samples(B, ib, xb, x_unroll);
+	t->nn = samples(N, jn, xn, x_unroll);
 	t->mb = stats_median(xb, t->nb);
 	t->mn = stats_median(xn, t->nn);
 	t->d = t->mn / t->mb - 1;
@@ -315,16 +418,60 @@ static json_t *match_json(const char *key, const json_t *b, const json_t *n)
 			 json_object_get(json_object_get(n, "config"), key));
 }
 
+/* The pair's × unroll object (compare.h) of row ib of B and row jn of
+ * N: the test on each run's time over its file's unroll time, its
+ * verdict into *v (NULL for unroll beside unroll: 1 by definition); NULL
+ * when out of memory. */
+static json_t *x_unroll_json(const struct side *B, size_t ib,
+			     const struct side *N, size_t jn,
+			     const struct compare_opts *o, const char **v)
+{
+	const json_t *b = json_array_get(B->rows, ib);
+	const json_t *n = json_array_get(N->rows, jn);
+	struct pair_test t;
+	char why[200] = "unroll itself: 1 by definition";
+	*v = NULL;
+	if (is_unroll(json_object_get(b, "config")) &&
+	    is_unroll(json_object_get(n, "config")))
+		return json_pack(
+		    "{s:f, s:f, s:f, s:n, s:n, s:n, s:n, s:n, s:n, "
+		    "s:s}",
+		    "base", 1.0, "new", 1.0, "ratio", 1.0, "n_base", "n_new",
+		    "u", "p", "p_min", "verdict", "reason", why);
+	if (pair_test(&t, B, ib, N, jn, 1) != 0)
+		return NULL;
+	*v = verdict(&t, n, o, why, sizeof(why));
+	return json_pack("{s:o, s:o, s:o, s:i, s:i, s:o, s:o, s:o, s:s, s:s}",
+			 "base", num(t.mb), "new", num(t.mn), "ratio",
+			 num(t.mn / t.mb), "n_base", t.nb, "n_new", t.nn, "u",
+			 num(t.u), "p", num(t.p), "p_min", num(t.p_min),
+			 "verdict", *v, "reason", why);
+}
+
+/* A note when the time moved but its ratio to unroll did not: the
+ * difference is the machine's (or its load's), every method alike. */
+static void machine_note(json_t *notes, const char *v, const char *vx)
+{
+	if (vx && !strcmp(vx, "SAME") &&
+	    (!strcmp(v, "FASTER") || !strcmp(v, "SLOWER")))
+		json_array_append_new(
+		    notes, json_string("× unroll SAME: the time changed with "
+				       "unroll's, so the machine or its load "
+				       "changed, not the method"));
+}
+
 /* The pair of row ib of B and row jn of N; NULL when out of memory. */
 static json_t *pair_json(const struct side *B, size_t ib, const struct side *N,
 			 size_t jn, const struct compare_opts *o)
 {
 	const json_t *b = json_array_get(B->rows, ib);
 	const json_t *n = json_array_get(N->rows, jn);
-	json_t *p = json_object();
+	json_t *p = json_object(), *x, *nt;
 	struct pair_test t;
+	const char *v, *vx;
 	char why[200];
-	if (!p || pair_test(&t, B, ib, N, jn) != 0) {
+	if (!p || pair_test(&t, B, ib, N, jn, 0) != 0 ||
+	    !(x = x_unroll_json(B, ib, N, jn, o, &vx))) {
 		json_decref(p);
 		return NULL;
 	}
@@ -346,22 +493,27 @@ static json_t *pair_json(const struct side *B, size_t ib, const struct side *N,
 			    num(ratio(n, b, "depth_solver_mib")));
 	json_object_set_new(p, "valid_ppl_ratio",
 			    num(ratio(n, b, "valid_ppl.mean")));
-	json_object_set_new(p, "samples", json_string("run medians"));
+	json_object_set_new(p, "samples", json_string("run means"));
 	json_object_set_new(p, "n_base", json_integer(t.nb));
 	json_object_set_new(p, "n_new", json_integer(t.nn));
 	json_object_set_new(p, "u", num(t.u));
 	json_object_set_new(p, "p", num(t.p));
 	json_object_set_new(p, "p_min", num(t.p_min));
-	json_object_set_new(p, "verdict",
-			    json_string(verdict(&t, n, o, why, sizeof(why))));
+	json_object_set_new(p, "need_n",
+			    json_integer(stats_mann_whitney_need_n(o->alpha)));
+	v = verdict(&t, n, o, why, sizeof(why));
+	json_object_set_new(p, "verdict", json_string(v));
 	json_object_set_new(p, "reason", json_string(why));
+	json_object_set_new(p, "x_unroll", x);
 	json_object_set(
 	    p, "health_base",
 	    json_object_get(json_object_get(b, "health"), "labels"));
 	json_object_set(
 	    p, "health_new",
 	    json_object_get(json_object_get(n, "health"), "labels"));
-	json_object_set_new(p, "notes", notes(B, ib, N, jn, &t));
+	nt = notes(B, ib, N, jn, &t);
+	machine_note(nt, v, vx);
+	json_object_set_new(p, "notes", nt);
 	return p;
 }
 

@@ -19,30 +19,44 @@
  * row on one side only is listed as unpaired.
  *
  * Samples: the run is the unit of replication. Each ok run of a row gives
- * one sample, its median time: `timing.step_ms.median` of a training
- * record (its timed steps: pretraining and both phases' warmup left out,
- * results/SCHEMA.md §timing), `inference.step_ms.median` of an eval record
- * (the time per valid batch; "time": "inference"). Steps are never pooled
+ * one sample, its mean time: `timing.step_ms.mean` of a training record
+ * (the sum of its timed step times over `timing.steps_timed`: pretraining
+ * and both phases' warmup left out, results/SCHEMA.md §timing; what a
+ * user pays per step), `inference.step_ms.mean` of an eval record (the
+ * time per valid batch; "time": "inference"). Steps are never pooled
  * across runs: they share a run's state (load, clock, placement), so
  * treating them as independent finds differences between two runs of one
- * configuration. A median that is null, not positive or not finite, and a
- * run that is not ok, give no sample.
+ * configuration (an A/A rerun read FASTER, p = 3e-19). A mean that is
+ * null, not positive or not finite, and a run that is not ok, give no
+ * sample.
  *
  * Verdict of a pair, with n_b, n_n the samples, d = NEW's median / BASE's
- * − 1 (medians of the samples), p the two-sided U test's, p_min the
- * smallest p n_b + n_n samples can reach (stats_mann_whitney_min_p), in
- * this order:
+ * − 1 (medians of the samples), p the two-sided U test's (exact up to
+ * STATS_MWU_EXACT_MAX runs a side: every split of the pooled runs), p_min
+ * the smallest p n_b + n_n samples can reach (stats_mann_whitney_min_p),
+ * in this order:
  *   NEW DIVERGED  NEW has no sample and some of its runs diverged;
  *   NO DATA       a side has no sample (no ok run with a time);
  *   SAME          |d| <= threshold;
- *   UNDECIDED     p_min >= alpha: too few runs for the test to call any
- *                 difference (3 + 3: p_min 0.1; 4 + 4: 0.029);
+ *   UNDECIDED     p_min >= alpha: "too few runs to call (n=3 vs 3;
+ *                 smallest p = 0.1; need n ≥ 4 a side at α = 0.05)", N
+ *                 from stats_mann_whitney_need_n;
  *   NOISY         p >= alpha, or U and d disagree in direction (U above
  *                 n_b n_n / 2 says NEW is slower, d > 0 says so too: the
  *                 medians alone do not make a direction);
  *   FASTER        d < −threshold, p < alpha, U below n_b n_n / 2;
  *   SLOWER        d > threshold, p < alpha, U above n_b n_n / 2.
  * Defaults: threshold 5%, alpha 0.05.
+ *
+ * × unroll (what carries across machines): each run's sample over its
+ * file's unroll time — the median of the run means of the unroll runs of
+ * the same side, group (report's: the config without method keys, one
+ * kind, BLAS core and build) and seed — is a second sample per run, and
+ * the same test and verdict rules compare BASE's ratios with NEW's. A run
+ * whose side has no unroll run of its seed gives no ratio. unroll beside
+ * unroll is 1 by definition (no test, verdict null). A pair whose time
+ * reads FASTER or SLOWER while its × unroll reads SAME says, in a note,
+ * that the machine changed, not the method. --fail-above gates the times.
  */
 #ifndef DQ_BENCH_COMPARE_H
 #define DQ_BENCH_COMPARE_H

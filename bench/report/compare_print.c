@@ -72,17 +72,55 @@ static void group_cell(char *buf, size_t n, const json_t *p)
 	free(v);
 }
 
+/* "P (smallest P_MIN; NB+NN)" of pair p's test at prefix ("" or
+ * "x_unroll."); "-" for p where it has none. */
+static void p_cell(char *buf, size_t n, const json_t *p, const char *prefix)
+{
+	char k[4][32], pv[24], pm[24];
+	snprintf(k[0], sizeof(k[0]), "%sp", prefix);
+	snprintf(k[1], sizeof(k[1]), "%sp_min", prefix);
+	snprintf(k[2], sizeof(k[2]), "%sn_base", prefix);
+	snprintf(k[3], sizeof(k[3]), "%sn_new", prefix);
+	snprintf(pv, sizeof(pv), "%.3g", record_num(p, k[0]));
+	snprintf(pm, sizeof(pm), "%.2g", record_num(p, k[1]));
+	if (!isfinite(record_num(p, k[1]))) {
+		snprintf(buf, n, "-");
+		return;
+	}
+	snprintf(buf, n, "%s (smallest %s; %lld+%lld)",
+		 isfinite(record_num(p, k[0])) ? pv : "-", pm,
+		 (long long)record_num(p, k[2]),
+		 (long long)record_num(p, k[3]));
+}
+
+/* The × unroll cells of pair p: BASE's and NEW's medians, NEW / BASE with
+ * its p, and the verdict with its reason. */
+static void x_unroll_cells(char c[4][400], const json_t *p)
+{
+	const json_t *x = json_object_get(p, "x_unroll");
+	const char *v = str(x, "verdict"), *why = str(x, "reason");
+	char pc[80];
+	cell(c[0], 400, record_num(x, "base"), 3);
+	cell(c[1], 400, record_num(x, "new"), 3);
+	cell(c[2], 400, record_num(x, "ratio"), 3);
+	p_cell(pc, sizeof(pc), p, "x_unroll.");
+	if (strcmp(pc, "-"))
+		snprintf(c[2] + strlen(c[2]), 400 - strlen(c[2]), ", p %s", pc);
+	snprintf(c[3], 400, "%s%s%s%s", *v ? v : "-", *v && *why ? " (" : "",
+		 *v ? why : "", *v && *why ? ")" : "");
+}
+
 static void print_pair_md(FILE *f, const json_t *p)
 {
-	char c[6][48], g[512], h[1024], gm[1536], mm[768], hm[3072];
+	char c[6][48], x[4][400], g[512], h[1024], gm[1536], mm[768], hm[3072];
+	char pc[80];
 	cell(c[0], 48, record_num(p, "step_ms_base"), 2);
 	cell(c[1], 48, record_num(p, "step_ms_new"), 2);
 	cell(c[2], 48, record_num(p, "step_ratio"), 3);
 	cell(c[3], 48, record_num(p, "total_peak_ratio"), 3);
 	cell(c[4], 48, record_num(p, "valid_ppl_ratio"), 3);
-	snprintf(c[5], 48, "%.3g", record_num(p, "p"));
-	if (!isfinite(record_num(p, "p")))
-		snprintf(c[5], 48, "-");
+	p_cell(pc, sizeof(pc), p, "");
+	x_unroll_cells(x, p);
 	group_cell(g, sizeof(g), p);
 	labels(h, sizeof(h), p);
 	/* record strings inert in markdown (G14): columns, lines, no markup */
@@ -90,36 +128,50 @@ static void print_pair_md(FILE *f, const json_t *p)
 	textsafe_md(mm, sizeof(mm), str(p, "method"));
 	textsafe_md(hm, sizeof(hm), h);
 	fprintf(f,
-		"| %s | %s | %s | %lld/%lld | %s | %s | %s | %s | %s | %s "
-		"(%lld+%lld) | %s%s%s%s | %s |\n",
+		"| %s | %s | %s | %lld/%lld | %s | %s | %s | %s | %s%s%s%s | "
+		"%s | %s | %s | %s | %s | %s | %s |\n",
 		gm, mm, str(p, "time"), integer(p, "runs_base"),
-		integer(p, "runs_new"), c[0], c[1], c[2], c[3], c[4], c[5],
-		integer(p, "n_base"), integer(p, "n_new"), str(p, "verdict"),
+		integer(p, "runs_new"), c[0], c[1], c[2], pc, str(p, "verdict"),
 		*str(p, "reason") ? " (" : "", str(p, "reason"),
-		*str(p, "reason") ? ")" : "", hm);
+		*str(p, "reason") ? ")" : "", x[0], x[1], x[2], x[3], c[3],
+		c[4], hm);
 }
 
 static void print_md(FILE *f, const json_t *res)
 {
 	size_t i;
 	json_t *p;
-	int undecided = 0;
+	int undecided = 0, need = 0;
 	fprintf(f, "| group | method | time | runs base/new | base ms | new ms "
-		   "| new/base | total peak new/base | valid ppl new/base | "
-		   "p (U test on run medians, n base+new) | verdict | health, "
-		   "notes |\n"
-		   "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|"
-		   "\n");
+		   "| new/base | p (U test on run means; smallest p; n "
+		   "base+new) | verdict | × unroll base | × unroll new | "
+		   "× unroll new/base | × unroll verdict | total peak "
+		   "new/base | valid ppl new/base | health, notes |\n"
+		   "|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|"
+		   "---|---:|---:|---|\n");
 	json_array_foreach(json_object_get(res, "pairs"), i, p)
 	{
 		print_pair_md(f, p);
-		undecided |= !strcmp(str(p, "verdict"), "UNDECIDED");
+		undecided |=
+		    !strcmp(str(p, "verdict"), "UNDECIDED") ||
+		    !strcmp(str(json_object_get(p, "x_unroll"), "verdict"),
+			    "UNDECIDED");
+		need = (int)integer(p, "need_n");
 	}
+	if (json_array_size(json_object_get(res, "pairs")))
+		fprintf(f,
+			"\nms: the median of the runs' mean step times (one "
+			"sample a "
+			"run); × unroll: each run's mean over its file's "
+			"unroll run "
+			"of the same seed, which carries across machines.\n");
 	if (undecided)
-		fprintf(f, "\nUNDECIDED: with so few runs no p of the U test "
-			   "falls below alpha (3+3 runs: 0.1 at best; 4+4: "
-			   "0.029); run more repeats. --fail-above judges "
-			   "such a pair by its ratio alone.\n");
+		fprintf(f,
+			"UNDECIDED: too few runs to call: the smallest p the "
+			"exact U test can reach at those n is not below alpha "
+			"(3+3 runs: 0.1 at best); run at least %d a side. "
+			"--fail-above judges such a pair by its ratio alone.\n",
+			need);
 	for (int side = 0; side < 2; side++) {
 		const json_t *u = json_object_get(res, side ? "unpaired_new"
 							    : "unpaired_base");
@@ -158,6 +210,23 @@ static const char *const csv_nums[] = {"runs_base",
 				       "p"};
 #define CSV_NUMS (sizeof(csv_nums) / sizeof(*csv_nums))
 
+/* The members of a pair's x_unroll object, in its CSV columns
+ * (x_unroll_base ...); the last two are strings. */
+static const char *const csv_x[] = {"base",    "new",	"ratio", "n_base",
+				    "n_new",   "u",	"p",	 "p_min",
+				    "verdict", "reason"};
+#define CSV_X (sizeof(csv_x) / sizeof(*csv_x))
+
+static void csv_x_unroll(FILE *f, const json_t *x)
+{
+	for (size_t k = 0; k < CSV_X - 2; k++)
+		csv_num(f, record_num(x, csv_x[k]));
+	fputc(',', f);
+	report_csv_str(f, str(x, "verdict"));
+	fputc(',', f);
+	report_csv_str(f, str(x, "reason"));
+}
+
 /* The pair's notes as one CSV field, "; " between them. */
 static void csv_notes(FILE *f, const json_t *p)
 {
@@ -178,7 +247,10 @@ static void print_csv(FILE *f, const json_t *res)
 	fprintf(f, "kind,group,method");
 	for (k = 0; k < CSV_NUMS; k++)
 		fprintf(f, ",%s", csv_nums[k]);
-	fprintf(f, ",samples,verdict,time,p_min,reason,notes\n");
+	fprintf(f, ",samples,verdict,time,p_min,reason,notes,need_n");
+	for (k = 0; k < CSV_X; k++)
+		fprintf(f, ",x_unroll_%s", csv_x[k]);
+	fputc('\n', f);
 	json_array_foreach(json_object_get(res, "pairs"), i, p)
 	{
 		fprintf(f, "pair,");
@@ -195,6 +267,8 @@ static void print_csv(FILE *f, const json_t *res)
 		report_csv_str(f, str(p, "reason"));
 		fputc(',', f);
 		csv_notes(f, p);
+		csv_num(f, record_num(p, "need_n"));
+		csv_x_unroll(f, json_object_get(p, "x_unroll"));
 		fputc('\n', f);
 	}
 	for (int side = 0; side < 2; side++)
@@ -209,7 +283,10 @@ static void print_csv(FILE *f, const json_t *res)
 			/* the numbers, samples, verdict; then time */
 			for (k = 0; k < CSV_NUMS + 2; k++)
 				fputc(',', f);
-			fprintf(f, ",%s,,,\n", str(p, "time"));
+			fprintf(f, ",%s,,,,", str(p, "time"));
+			for (k = 0; k < CSV_X; k++)
+				fputc(',', f);
+			fputc('\n', f);
 		}
 }
 

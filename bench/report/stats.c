@@ -185,6 +185,20 @@ double stats_mann_whitney_min_p(int na, int nb)
 	return fmin(1.0, 2 / c);
 }
 
+int stats_mann_whitney_need_n(double alpha)
+{
+	if (!(alpha > 0))
+		return 0;
+	if (alpha > 1)
+		return 1;
+	/* min_p(n, n) = 2 / C(2n, n) falls by about 4 a step: n stays
+	 * below 40 for any alpha a double can hold above 1e-22 */
+	for (int n = 1; n < 1000; n++)
+		if (stats_mann_whitney_min_p(n, n) < alpha)
+			return n;
+	return 0;
+}
+
 /* The finite values of a[0..na) into s with flag from_a; their count. */
 static int pool(struct ranked *s, const double *a, int na, int from_a)
 {

@@ -67,4 +67,11 @@ int stats_mann_whitney(const double *a, int na, const double *b, int nb,
  * 4 + 4: 0.029. NAN when na or nb < 1. */
 double stats_mann_whitney_min_p(int na, int nb);
 
+/* The fewest values a side, n, for which stats_mann_whitney_min_p(n, n)
+ * falls below alpha (in (0, 1]): the runs a side a comparison needs before
+ * any difference can be called at alpha. alpha 0.05: 4 (2/70 = 0.029);
+ * 0.01: 5 (2/252 = 0.0079); 0.001: 7. 1 for alpha above 1 (no test
+ * needed), 0 for alpha <= 0 or NaN (no n will do). */
+int stats_mann_whitney_need_n(double alpha);
+
 #endif

@@ -8,7 +8,8 @@
  * byte and up to three lines: the --match key (used when it is a config
  * key), --threshold in percent, --alpha. A refusal must come with a
  * message; an accepted comparison gives each pair a known verdict, sample
- * counts within its runs and a p in [0, 1]. */
+ * counts within its runs and a p in [0, 1] no smaller than p_min, for
+ * the times and for × unroll (null for unroll beside unroll). */
 #include "fuzz_util.h"
 
 #include <math.h>
@@ -41,23 +42,43 @@ static double opt(int nargs, char **args, int k, double lo, double hi,
 	return k < nargs && *end == 0 && x >= lo && x <= hi ? x : dflt;
 }
 
-static void check_pair(const json_t *p)
+static int known_verdict(const char *v)
 {
 	static const char *const verdicts[] = {
 	    "SAME",	 "FASTER",  "SLOWER",	   "NOISY",
 	    "UNDECIDED", "NO DATA", "NEW DIVERGED"};
-	const char *v = json_string_value(json_object_get(p, "verdict"));
-	double pv = record_num(p, "p");
 	int known = 0;
-	FUZZ_CHECK(v);
 	for (size_t i = 0; i < sizeof(verdicts) / sizeof(*verdicts); i++)
 		known |= !strcmp(v, verdicts[i]);
-	FUZZ_CHECK(known);
-	FUZZ_CHECK(record_num(p, "n_base") <= record_num(p, "runs_base"));
-	FUZZ_CHECK(record_num(p, "n_new") <= record_num(p, "runs_new"));
+	return known;
+}
+
+/* A pair's test at prefix ("" or "x_unroll."): a known verdict (x_unroll:
+ * or null, unroll beside unroll), samples within the runs, p in [0, 1],
+ * p_min <= p. */
+static void check_test(const json_t *p, const char *prefix, const char *v)
+{
+	char k[5][32];
+	const char *names[] = {"p", "p_min", "n_base", "n_new"};
+	for (int i = 0; i < 4; i++)
+		snprintf(k[i], sizeof(k[i]), "%s%s", prefix, names[i]);
+	double pv = record_num(p, k[0]), pm = record_num(p, k[1]);
+	FUZZ_CHECK(v ? known_verdict(v) : prefix[0] != 0);
+	FUZZ_CHECK(!(record_num(p, k[2]) > record_num(p, "runs_base")));
+	FUZZ_CHECK(!(record_num(p, k[3]) > record_num(p, "runs_new")));
 	FUZZ_CHECK(isnan(pv) || (pv >= 0 && pv <= 1));
-	if (!strcmp(v, "SLOWER") || !strcmp(v, "FASTER"))
-		FUZZ_CHECK(pv >= 0 && record_num(p, "n_new") > 0);
+	FUZZ_CHECK(isnan(pv) || isnan(pm) || pm <= pv * (1 + 1e-9));
+	if (v && (!strcmp(v, "SLOWER") || !strcmp(v, "FASTER")))
+		FUZZ_CHECK(pv >= 0 && record_num(p, k[3]) > 0);
+}
+
+static void check_pair(const json_t *p)
+{
+	const json_t *x = json_object_get(p, "x_unroll");
+	check_test(p, "", json_string_value(json_object_get(p, "verdict")));
+	FUZZ_CHECK(json_is_object(x));
+	check_test(p, "x_unroll.",
+		   json_string_value(json_object_get(x, "verdict")));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
