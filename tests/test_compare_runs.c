@@ -179,6 +179,38 @@ Test(compare_runs, x_unroll_per_seed)
 	json_decref(n);
 }
 
+/* A rerun while the machine's load fell: every run of NEW 40% faster,
+ * the DEQ's ratio to unroll scattered around BASE's. The time reads
+ * FASTER (the runs were faster), × unroll NOISY, and a note says the
+ * machine may have changed rather than the method. */
+Test(compare_runs, machine_moved_not_method)
+{
+	unsigned long long s = 7;
+	const double f[] = {0.8, 1.2, 0.9, 1.1, 1.0};
+	double tb[2][8];
+	json_t *b, *n = json_array(), *r, *note;
+	draw_side(&s, tb, 5);
+	b = side_of(tb, 5, 1);
+	for (int i = 0; i < 5; i++) {
+		json_array_append_new(n, rec("unroll", i + 1, 0.6 * tb[0][i]));
+		json_array_append_new(n,
+				      rec("deq", i + 1, 0.6 * tb[1][i] * f[i]));
+	}
+	r = cmp(b, n);
+	cr_assert_str_eq(pstr(r, 1, "verdict"), "FASTER");
+	cr_assert_str_eq(pstr(r, 1, "x_unroll.verdict"), "NOISY");
+	note = json_array_get(
+	    json_object_get(json_array_get(json_object_get(r, "pairs"), 1),
+			    "notes"),
+	    0);
+	cr_assert(strstr(json_string_value(note),
+			 "FASTER in time but × unroll NOISY"),
+		  "%s", json_string_value(note));
+	json_decref(r);
+	json_decref(b);
+	json_decref(n);
+}
+
 /* ---- the command, on records cloned from the committed reference ---- */
 
 /* The first record of each method of results/cpu/default.jsonl into

@@ -448,16 +448,24 @@ static json_t *x_unroll_json(const struct side *B, size_t ib,
 			 "verdict", *v, "reason", why);
 }
 
-/* A note when the time moved but its ratio to unroll did not: the
- * difference is the machine's (or its load's), every method alike. */
+/* A note when the time moved (FASTER, SLOWER) but its ratio to unroll
+ * did not move the same way (vx: SAME, NOISY, UNDECIDED, NO DATA): every
+ * method of the file moved alike, so the machine or its load changed
+ * between the files (a rerun on a shared machine reads so), and only ×
+ * unroll speaks for the method. */
 static void machine_note(json_t *notes, const char *v, const char *vx)
 {
-	if (vx && !strcmp(vx, "SAME") &&
-	    (!strcmp(v, "FASTER") || !strcmp(v, "SLOWER")))
-		json_array_append_new(
-		    notes, json_string("× unroll SAME: the time changed with "
-				       "unroll's, so the machine or its load "
-				       "changed, not the method"));
+	char buf[300];
+	if (!vx || (strcmp(v, "FASTER") && strcmp(v, "SLOWER")) ||
+	    !strcmp(vx, v))
+		return;
+	snprintf(buf, sizeof(buf), "%s in time but × unroll %s: %s", v, vx,
+		 !strcmp(vx, "SAME")
+		     ? "the time changed with unroll's, so the machine or its "
+		       "load changed, not the method"
+		     : "not seen beside unroll, so the machine or its load "
+		       "may have changed rather than the method");
+	json_array_append_new(notes, json_string(buf));
 }
 
 /* The pair of row ib of B and row jn of N; NULL when out of memory. */

@@ -55,8 +55,9 @@
  * the same test and verdict rules compare BASE's ratios with NEW's. A run
  * whose side has no unroll run of its seed gives no ratio. unroll beside
  * unroll is 1 by definition (no test, verdict null). A pair whose time
- * reads FASTER or SLOWER while its × unroll reads SAME says, in a note,
- * that the machine changed, not the method. --fail-above gates the times.
+ * reads FASTER or SLOWER while its × unroll does not read the same says
+ * so in a note: the machine or its load changed (× unroll SAME), or may
+ * have. --fail-above gates the times.
  */
 #ifndef DQ_BENCH_COMPARE_H
 #define DQ_BENCH_COMPARE_H
