@@ -124,10 +124,11 @@ def health(row):
 
 
 def split_labels(row):
-    """The row's health labels as (training, timing): `noisy` is about the
+    """The row's health labels as (training, timing): `noisy` and `beside`
+    (runs that shared their host with another run of ours) are about the
     step-time measurement, the rest about whether the runs trained."""
     labels = list(row["health"]["labels"])
-    timing = [l for l in labels if l.startswith("noisy")]
+    timing = [l for l in labels if l.startswith(("noisy", "beside"))]
     return [l for l in labels if l not in timing], timing
 
 

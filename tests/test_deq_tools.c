@@ -231,7 +231,7 @@ Test(record, jac_and_spectral_fields, .timeout = 120)
 	const char *on[] = {"jac_loss_weight=0.5", "spectral_radius_iters=30",
 			    "b_mode=phantom", "phantom_steps=2", NULL};
 	const char *off[] = {"jac_loss_freq=0", "jac_loss_weight=0.5", NULL};
-	struct run_meta meta = {NULL, 0, 0, 0, 1};
+	struct run_meta meta = {.quiet = 1};
 	struct bench_config c;
 	json_t *r;
 	tiny(&c, on);

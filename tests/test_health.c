@@ -102,7 +102,7 @@ Test(health, unconverged_overall_or_at_the_end)
 static json_t *tiny_run(const char *const *kv)
 {
 	struct bench_config c;
-	struct run_meta meta = {NULL, 0, 0, 0, 1};
+	struct run_meta meta = {.quiet = 1};
 	char err[512];
 	json_t *r = NULL;
 	const char *base[] = {"corpus=synthetic", "d_model=16",
@@ -212,7 +212,7 @@ Test(health, only_converged_bit_counts)
 static json_t *kbase_run(const char *const *kv)
 {
 	struct bench_config c;
-	struct run_meta meta = {NULL, 0, 0, 0, 1};
+	struct run_meta meta = {.quiet = 1};
 	char err[512];
 	json_t *r = NULL;
 	const char *base[] = {

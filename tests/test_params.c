@@ -420,7 +420,7 @@ Test(eval, save_then_eval_reproduces_run, .init = cli_setup,
 	for (int i = 0; i < 2; i++) {
 		struct bench_config c;
 		json_t *tr = NULL, *ev = NULL;
-		struct run_meta meta = {NULL, 0, 0, 0, 1};
+		struct run_meta meta = {.quiet = 1};
 		char p[512], err[256];
 		tiny_config(&c, methods[i]);
 		cli_path(p, sizeof(p), "trained.safetensors");
@@ -503,7 +503,7 @@ Test(eval, looser_tolerance_fewer_evals, .init = cli_setup,
 {
 	struct bench_config c;
 	json_t *r = NULL;
-	struct run_meta meta = {NULL, 0, 0, 0, 1};
+	struct run_meta meta = {.quiet = 1};
 	char p[512], err[256];
 	double evals[2];
 	tiny_config(&c, "deq");

@@ -44,7 +44,7 @@ static void tiny(struct bench_config *c, const char *kind, const char *method,
 static json_t *run(const struct bench_config *c)
 {
 	json_t *r = NULL;
-	struct run_meta meta = {NULL, 0, 0, 0, 1};
+	struct run_meta meta = {.quiet = 1};
 	cr_assert_eq(runner_run(c, &meta, &r), RUN_OK, "%s",
 		     json_string_value(json_object_get(r, "message")));
 	return r;

@@ -211,7 +211,7 @@ Test(record, fields_present_and_typed, .timeout = 120)
 	for (int i = 0; i < 3; i++) {
 		struct bench_config c;
 		json_t *r = NULL;
-		struct run_meta meta = {NULL, 0, 0, 0, 1};
+		struct run_meta meta = {.quiet = 1};
 		tiny_config(&c, methods[i]);
 		cr_assert_eq(runner_run(&c, &meta, &r), RUN_OK, "%s: %s",
 			     methods[i],
@@ -246,7 +246,7 @@ Test(record, deterministic_on_cpu, .timeout = 120)
 		struct bench_config c;
 		json_t *a, *b;
 		char *sa, *sb;
-		struct run_meta meta = {NULL, 0, 0, 0, 1};
+		struct run_meta meta = {.quiet = 1};
 		tiny_config(&c, methods[i]);
 		cr_assert_eq(runner_run(&c, &meta, &a), RUN_OK);
 		cr_assert_eq(runner_run(&c, &meta, &b), RUN_OK);
@@ -271,7 +271,7 @@ Test(record, lr_schedule, .timeout = 60)
 {
 	struct bench_config c;
 	json_t *r;
-	struct run_meta meta = {NULL, 0, 0, 0, 1};
+	struct run_meta meta = {.quiet = 1};
 	const double want[6] = {0.5, 1,
 				1,   0.5 * (1 + cos(M_PI / 4)),
 				0.5, 0.5 * (1 + cos(3 * M_PI / 4))};
@@ -302,7 +302,7 @@ Test(record, head_chunk_saves_head_memory, .timeout = 120)
 		struct bench_config c;
 		json_t *r[2];
 		char err[256];
-		struct run_meta meta = {NULL, 0, 0, 0, 1};
+		struct run_meta meta = {.quiet = 1};
 		for (int k = 0; k < 2; k++) {
 			tiny_config(&c, cases[i][0]);
 			cr_assert_eq(config_set(&c, "model", cases[i][1], err,
@@ -350,7 +350,7 @@ Test(record, deq_pretrain_phases, .timeout = 120)
 	json_t *r, *ru;
 	char err[512];
 	size_t db = 0, sb = 0;
-	struct run_meta meta = {NULL, 0, 0, 0, 1};
+	struct run_meta meta = {.quiet = 1};
 	tiny_config(&c, "deq");
 	cr_assert_eq(config_set(&c, "pretrain_steps", "3", err, sizeof(err)), 0,
 		     "%s", err);
@@ -439,7 +439,7 @@ Test(record, error_record_matches_schema, .init = cli_setup,
 	struct bench_config c;
 	json_t *r;
 	char err[512];
-	struct run_meta meta = {NULL, 0, 0, 0, 1};
+	struct run_meta meta = {.quiet = 1};
 	tiny_config(&c, "unroll");
 	cr_assert_eq(config_set(&c, "corpus", "text", err, sizeof(err)), 0);
 	cr_assert_eq(config_set(&c, "data_dir", cli_dir, err, sizeof(err)), 0);

@@ -644,3 +644,60 @@ Test(resume, data_dir_identity_is_a_normalised_path)
 	cr_assert_null(json_object_get(id, "data_dir"));
 	json_decref(syn), json_decref(id), json_decref(ref);
 }
+
+/* A suite in its default round-robin order stopped after its first three
+ * runs (seed 1 of both methods, seed 2 of unroll): --resume runs exactly
+ * the three missing runs, each once, at their positions in that order. */
+Test(resume, interleaved_suite_resumes_the_missing_runs, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	char sp[512], out[512], arg[600], err[4096];
+	int seen[2][3] = {{0}};
+	json_t *arr, *r;
+	size_t i;
+	write_suite(sp, sizeof(sp), "s.json",
+		    ", \"axes\": {\"method\": [\"unroll\", \"checkpoint\"], "
+		    "\"seed\": [1, 2, 3]}");
+	cli_path(out, sizeof(out), "r.jsonl");
+	snprintf(arg, sizeof(arg), "out=%s", out);
+	{
+		const char *a[] = {"suite", sp, arg, NULL};
+		run_ok(a, 0, err, sizeof(err));
+	}
+	arr = records_of(out);
+	cr_assert_eq(json_array_size(arr), 6);
+	remove(out);
+	for (i = 0; i < 3; i++) /* the records of the runs done before */
+		append_record(out, json_array_get(arr, i));
+	json_decref(arr);
+	{
+		const char *a[] = {"suite", sp, arg, "--resume", NULL};
+		run_ok(a, 0, err, sizeof(err));
+		for (int k = 0; k < 6; k++) {
+			char sk[64];
+			snprintf(sk, sizeof(sk), "[%d] skipped (--resume)", k);
+			cr_assert_eq(strstr(err, sk) != NULL, k < 3,
+				     "run %d: %s", k, err);
+		}
+	}
+	arr = records_of(out);
+	cr_assert_eq(json_array_size(arr), 6);
+	json_array_foreach(arr, i, r)
+	{
+		int ck = !strcmp(json_string_value(at(r, "config.method")),
+				 "checkpoint");
+		json_int_t seed = json_integer_value(at(r, "config.seed"));
+		cr_assert(seed >= 1 && seed <= 3);
+		seen[ck][seed - 1]++;
+		/* round-robin: seed s of unroll, then of checkpoint */
+		cr_assert_eq(json_integer_value(at(r, "suite.index")),
+			     (seed - 1) * 2 + ck);
+		cr_assert_str_eq(json_string_value(at(r, "suite.order")),
+				 "round-robin");
+	}
+	for (int m = 0; m < 2; m++)
+		for (int s = 0; s < 3; s++)
+			cr_assert_eq(seen[m][s], 1, "method %d seed %d: %d", m,
+				     s + 1, seen[m][s]);
+	json_decref(arr);
+}

@@ -5,7 +5,9 @@
  * runs, the "command" member, duplicate runs collapsed by the run identity
  * (a data_dir axis over file corpora is several runs), and `deqbench suite`
  * end to end (--dry-run, two shards: every run once; a data_dir axis over
- * two corpora: both run). */
+ * two corpora: both run), and the order runs run in (round-robin across
+ * configurations by default, "axes", "random" with its seed: expansion and
+ * the --dry-run listing). */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -68,7 +70,8 @@ Test(suite, exclusions_repeats_groups_overrides)
 			    "{\"method\":\"deq\",\"f_solver\":\"anderson\"}],"
 			    "\"layers\":[4,8]},"
 			    "\"exclude\":[{\"method\":\"deq\",\"layers\":8},"
-			    "{\"k\":2,\"layers\":4.0}],\"repeats\":3}",
+			    "{\"k\":2,\"layers\":4.0}],\"repeats\":3,"
+			    "\"order\":\"axes\"}",
 			    2, over, err, sizeof(err)),
 		     0, "%s", err);
 	/* 6 combos - (deq,8) - (checkpoint k=2, 4) = 4 combos, x3 */
@@ -344,4 +347,164 @@ Test(cli, suite_name_with_a_path_exits_2, .init = cli_setup,
 	cr_assert(strstr(err, "name") &&
 		      strchr(err, '\n') == strrchr(err, '\n'),
 		  "%s", err);
+}
+
+/* The runs' (seed, repeat, method, layers) in order, one line each. */
+static void order_text(const struct suite *s, char *buf, size_t n)
+{
+	size_t l = 0;
+	buf[0] = 0;
+	for (int i = 0; i < s->n_runs && l < n; i++) {
+		const struct suite_run *r = &s->runs[i];
+		cr_assert_eq(r->index, i);
+		l += (size_t)snprintf(buf + l, n - l, "%d %d %s %d\n",
+				      (int)r->cfg.model.seed, r->repeat,
+				      method_kind_name(r->cfg.method.method),
+				      r->cfg.method.layers);
+	}
+}
+
+#define ORDER_AXES                                                             \
+	"\"method\":[\"unroll\",\"checkpoint\"],\"seed\":[1,2,3],"             \
+	"\"layers\":[2,4]"
+
+/* Round-robin (the default): round k holds the k-th run of every
+ * configuration, configurations in the axes' order; repeats slowest, then
+ * seeds, wherever the seed axis stands among the axes. */
+Test(suite, order_round_robin_by_default)
+{
+	static const char *const cfgs[] = {"unroll 2", "unroll 4",
+					   "checkpoint 2", "checkpoint 4"};
+	struct suite s, t;
+	char err[512], a[4096], b[4096];
+	cr_assert_eq(expand(&s, "{\"axes\":{" ORDER_AXES "},\"repeats\":2}", 0,
+			    NULL, err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(s.order, SUITE_ORDER_ROUND_ROBIN);
+	cr_assert_eq(s.n_runs, 24);
+	for (int i = 0; i < 24; i++) {
+		const struct suite_run *r = &s.runs[i];
+		char c[64];
+		snprintf(c, sizeof(c), "%s %d",
+			 method_kind_name(r->cfg.method.method),
+			 r->cfg.method.layers);
+		cr_assert_eq(r->repeat, i / 12, "run %d", i);
+		cr_assert_eq((int)r->cfg.model.seed, i / 4 % 3 + 1, "run %d",
+			     i);
+		cr_assert_str_eq(c, cfgs[i % 4], "run %d", i);
+	}
+	/* the seed axis first or last: the same order */
+	cr_assert_eq(
+	    expand(&t,
+		   "{\"axes\":{\"seed\":[1,2,3],\"method\":[\"unroll\","
+		   "\"checkpoint\"],\"layers\":[2,4]},\"repeats\":2}",
+		   0, NULL, err, sizeof(err)),
+	    0, "%s", err);
+	order_text(&s, a, sizeof(a));
+	order_text(&t, b, sizeof(b));
+	cr_assert_str_eq(a, b);
+	suite_free(&s);
+	suite_free(&t);
+}
+
+/* "axes": the product, first axis slowest, repeats in a row; "random" with
+ * order_seed: one permutation per seed, reproducible; bad order members
+ * refused. */
+Test(suite, order_axes_and_random)
+{
+	struct suite ax, r1, r2, r3;
+	char err[512], a[4096], b[4096], c[4096];
+	cr_assert_eq(expand(&ax,
+			    "{\"axes\":{" ORDER_AXES "},\"repeats\":2,"
+			    "\"order\":\"axes\"}",
+			    0, NULL, err, sizeof(err)),
+		     0, "%s", err);
+	for (int i = 0; i < 24; i++) {
+		cr_assert_eq(ax.runs[i].combo, i / 2);
+		cr_assert_eq(ax.runs[i].repeat, i % 2);
+	}
+	cr_assert_eq(ax.runs[11].cfg.model.seed, 3);
+	cr_assert_eq(ax.runs[12].cfg.method.method, checkpoint_kind());
+	for (int k = 0; k < 2; k++)
+		cr_assert_eq(expand(k ? &r2 : &r1,
+				    "{\"axes\":{" ORDER_AXES "},\"repeats\":2,"
+				    "\"order\":\"random\",\"order_seed\":7}",
+				    0, NULL, err, sizeof(err)),
+			     0, "%s", err);
+	cr_assert_eq(expand(&r3,
+			    "{\"axes\":{" ORDER_AXES "},\"repeats\":2,"
+			    "\"order\":\"random\",\"order_seed\":8}",
+			    0, NULL, err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(r1.order_seed, 7);
+	order_text(&r1, a, sizeof(a));
+	order_text(&r2, b, sizeof(b));
+	cr_assert_str_eq(a, b, "one seed, one order");
+	order_text(&r3, c, sizeof(c));
+	cr_assert_str_neq(a, c, "another seed, another order");
+	{ /* a permutation of the runs */
+		int seen[24] = {0};
+		for (int i = 0; i < 24; i++)
+			seen[r1.runs[i].combo * 2 + r1.runs[i].repeat]++;
+		for (int i = 0; i < 24; i++)
+			cr_assert_eq(seen[i], 1);
+	}
+	order_text(&ax, b, sizeof(b));
+	cr_assert_str_neq(a, b);
+	suite_free(&ax);
+	suite_free(&r1);
+	suite_free(&r2);
+	suite_free(&r3);
+	static const char *const bad[] = {
+	    "{\"order\":\"random\"}", "{\"order_seed\":3}",
+	    "{\"order\":\"shuffled\"}",
+	    "{\"order\":\"random\",\"order_seed\":-1}",
+	    "{\"order\":\"random\",\"order_seed\":1.5}"};
+	for (int i = 0; i < 5; i++) {
+		cr_assert_eq(expand(&ax, bad[i], 0, NULL, err, sizeof(err)), -1,
+			     "%s", bad[i]);
+		cr_assert(strstr(err, "order"), "%s", err);
+	}
+}
+
+/* --dry-run lists the runs in the order they run, and names it; the
+ * listing of a random order is the same from one call to the next. */
+Test(cli, suite_dry_run_lists_the_order, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 60)
+{
+	static const char *const orders[] = {"", ",\"order\":\"axes\"",
+					     ",\"order\":\"random\","
+					     "\"order_seed\":5"};
+	static const char *const first_lines[] = {
+	    "   0  seed=1 method=unroll k=0\n"
+	    "   1  seed=1 method=checkpoint k=3\n"
+	    "   2  seed=2 method=unroll k=0\n",
+	    "   0  seed=1 method=unroll k=0\n   1  seed=2 method=unroll k=0\n",
+	    NULL};
+	static const char *const last[] = {"order round-robin)", "order axes)",
+					   "order random order_seed=5)"};
+	char suite_p[512], out_p[512], text[1024], err[4096], *o, *again;
+	cli_path(suite_p, sizeof(suite_p), "s.json");
+	cli_path(out_p, sizeof(out_p), "stdout.txt");
+	for (int k = 0; k < 3; k++) {
+		const char *a[] = {"suite", suite_p, "--dry-run", NULL};
+		snprintf(text, sizeof(text),
+			 "{\"name\":\"o\",\"base\":{\"corpus\":\"synthetic\"},"
+			 "\"axes\":{\"method\":[\"unroll\",\"checkpoint\"],"
+			 "\"seed\":[1,2,3]}%s}",
+			 orders[k]);
+		cli_write_text(suite_p, text);
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
+		o = cli_read(out_p, NULL);
+		cr_assert(strstr(o, last[k]), "%s", o);
+		if (first_lines[k])
+			cr_assert(
+			    !strncmp(o, first_lines[k], strlen(first_lines[k])),
+			    "%s", o);
+		cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
+		again = cli_read(out_p, NULL);
+		cr_assert_str_eq(o, again);
+		free(o);
+		free(again);
+	}
 }

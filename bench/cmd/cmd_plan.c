@@ -102,7 +102,7 @@ static double calibrate(const struct bench_config *c, const char *what, int i,
 			int n, json_t **rec, char *err, size_t errlen)
 {
 	struct bench_config k = *c;
-	struct run_meta meta = {NULL, 0, 0, 0, 1};
+	struct run_meta meta = {.quiet = 1};
 	k.steps = PLAN_CAL_STEPS;
 	k.warmup_steps = PLAN_CAL_WARMUP;
 	k.lr_warmup = 0;
@@ -465,7 +465,8 @@ static int run_top(const struct plan *p, int n)
 	for (int j = 0; j < p->n && rank < n && !interrupt_signal() && !unsaved;
 	     j++) {
 		const struct cand *c = &p->c[j];
-		struct run_meta meta = {"plan", rank, j, 0, 0};
+		struct run_meta meta = {
+		    .suite = "plan", .index = rank, .combo = j};
 		json_t *rec;
 		if (c->peak > budget)
 			continue;

@@ -38,10 +38,9 @@
 
 /* The error record of a suite run whose child died before reporting. */
 static json_t *crash_record(const struct suite *s, const struct suite_run *r,
-			    int wst)
+			    const struct run_meta *meta, int wst)
 {
 	json_t *rec = record_new();
-	struct run_meta meta = {s->name, r->index, r->combo, r->repeat, 0};
 	char ts[32];
 	time_t t = time(NULL);
 	struct tm tm;
@@ -59,7 +58,7 @@ static json_t *crash_record(const struct suite *s, const struct suite_run *r,
 		: json_sprintf("run exited with status %d before writing its "
 			       "record",
 			       WEXITSTATUS(wst)));
-	json_object_set_new(rec, "suite", run_record_meta_json(&meta));
+	json_object_set_new(rec, "suite", run_record_meta_json(meta));
 	json_object_set_new(rec, "build", env_build_json());
 	json_object_set_new(rec, "host", env_host_json());
 	gmtime_r(&t, &tm);
@@ -130,15 +129,16 @@ static void child_run(const struct suite *s, const struct suite_run *r,
  * so fork() is safe. *saved: whether the record reached out= (else it is
  * in the rescue file and on stderr). */
 static json_t *run_isolated(const struct suite *s, const struct suite_run *r,
-			    int *saved)
+			    const struct run_meta *place, int *saved)
 {
 	int fds[2];
 	pid_t pid, parent;
-	struct run_meta meta = {s->name, r->index, r->combo, r->repeat, 0};
+	struct run_meta meta = *place;
 	char *buf;
 	int wst = 0;
 	json_t *rec = NULL;
 
+	meta.index = r->index, meta.combo = r->combo, meta.repeat = r->repeat;
 	fflush(NULL);
 	parent = getpid();
 	pid = pipe(fds) == 0 ? fork() : -2;
@@ -171,7 +171,7 @@ static json_t *run_isolated(const struct suite *s, const struct suite_run *r,
 		return rec;
 	}
 	/* the child died before reporting: record why */
-	rec = crash_record(s, r, wst);
+	rec = crash_record(s, r, &meta, wst);
 	*saved = record_save(r->cfg.out, rec) == 0;
 	return rec;
 }
@@ -307,17 +307,43 @@ static int suite_check_runs(const struct suite *s, const char *path, int si,
 
 #define SUITE_USAGE                                                            \
 	"deqbench suite FILE.json [--dry-run] [--shard I/N] [--resume] "       \
-	"[key=value ...]"
+	"[--lanes N] [key=value ...]"
 
 /* What `deqbench suite` was given. */
 struct suite_args {
 	const char *path; /* the suite file */
 	int dry, si, sn;  /* --dry-run, --shard si/sn */
 	int resume;	  /* --resume: skip runs with an ok record in out= */
+	int lanes;	  /* --lanes N: N lanes side by side (records say so) */
 	int help;	  /* --help given: the usage is printed, nothing runs */
 	int n_over;
 	char **over; /* n_over key=value overrides (argc slots) */
 };
+
+/* --lanes N (argv[*i], its value there or next) into a->lanes: 1..1000,
+ * once. 0, or bad input's exit status after its message. */
+static int lanes_arg(int argc, char **argv, int *i, struct suite_args *a)
+{
+	char err[256], *end;
+	const char *v = argv[*i][7] == '=' ? argv[*i] + 8
+			: *i + 1 < argc	   ? argv[++*i]
+					   : "";
+	long n = strtol(v, &end, 10);
+	if (a->lanes) {
+		snprintf(err, sizeof(err),
+			 "suite: --lanes is given twice; give it once");
+		return bad_input(err);
+	}
+	if (end == v || *end || n < 1 || n > 1000) {
+		snprintf(err, sizeof(err),
+			 "--lanes %.50s: expected how many suites run side by "
+			 "side on this host, 1..1000, e.g. --lanes 2",
+			 v);
+		return bad_input(err);
+	}
+	a->lanes = (int)n;
+	return 0;
+}
 
 /* Reads the arguments of `deqbench suite` into *a. 0 (after printing the
  * usage when --help comes before any bad argument), or bad input's exit
@@ -349,6 +375,11 @@ static int parse_suite_args(int argc, char **argv, struct suite_args *a)
 			if (suite_shard_parse(v, &a->si, &a->sn, err,
 					      sizeof(err)))
 				return bad_input(err);
+		} else if (!strcmp(argv[i], "--lanes") ||
+			   !strncmp(argv[i], "--lanes=", 8)) {
+			int rc = lanes_arg(argc, argv, &i, a);
+			if (rc != 0)
+				return rc;
 		} else if (!strcmp(argv[i], "--help") ||
 			   !strcmp(argv[i], "-h")) {
 			printf("usage: " SUITE_USAGE "\n");
@@ -357,7 +388,7 @@ static int parse_suite_args(int argc, char **argv, struct suite_args *a)
 		} else if (argv[i][0] == '-') {
 			snprintf(err, sizeof(err),
 				 "unknown flag '%s'; suite takes --dry-run, "
-				 "--shard I/N and --resume",
+				 "--shard I/N, --resume and --lanes N",
 				 argv[i]);
 			return bad_input(err);
 		} else if (strchr(argv[i], '='))
@@ -507,8 +538,18 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int run_suite(const struct suite *s, int si, int sn, struct resume *rs)
+static int run_suite(const struct suite *s, const struct suite_args *a,
+		     struct resume *rs)
 {
+	const int si = a->si, sn = a->sn;
+	const struct run_meta place = {
+	    .suite = s->name,
+	    .order = suite_order_name(s->order),
+	    .order_seed = s->order_seed,
+	    .shard_i = si,
+	    .shard_n = sn,
+	    .lanes = a->lanes,
+	};
 	double t0 = now_s(), ran_s = 0;
 	int n_shard = 0, k = 0;
 	for (int i = 0; i < s->n_runs; i++)
@@ -532,7 +573,7 @@ static int run_suite(const struct suite *s, int si, int sn, struct resume *rs)
 			continue;
 		suite_progress(s, k, n_shard, i, now_s() - t0, n_ran, ran_s);
 		double t_run = now_s();
-		rec = run_isolated(s, &s->runs[i], &saved);
+		rec = run_isolated(s, &s->runs[i], &place, &saved);
 		ran_s += now_s() - t_run;
 		resume_release(rs);
 		n_ran++;
@@ -595,7 +636,7 @@ int cmd_suite(int argc, char **argv)
 		suite_free(&s);
 		return bad_input(err);
 	}
-	rc = run_suite(&s, a.si, a.sn, rs);
+	rc = run_suite(&s, &a, rs);
 	resume_close(rs);
 	suite_free(&s);
 	return rc;

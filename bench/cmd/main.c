@@ -3,7 +3,7 @@
  *   deqbench run [FILE.json] [key=value ...]
  *   deqbench eval [FILE.json] [key=value ...] params=P.safetensors
  *   deqbench suite FILE.json [--dry-run] [--shard I/N] [--resume]
- *                  [key=value ...]
+ *                  [--lanes N] [key=value ...]
  *   deqbench report FILE.jsonl ...
  *   deqbench validate [--strict] FILE.jsonl ...
  *   deqbench env
@@ -78,7 +78,8 @@ static void usage(FILE *f)
 		"                                      evaluate trained "
 		"parameters, append a record\n"
 		"  suite FILE.json [--dry-run] [--shard I/N] [--resume] "
-		"[key=value ...]\n"
+		"[--lanes N]\n"
+		"                  [key=value ...]\n"
 		"  report FILE.jsonl ...               summary table of "
 		"records\n"
 		"  compare BASE NEW [--match KEY] [--fail-above PCT] "

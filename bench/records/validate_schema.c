@@ -33,6 +33,10 @@
  * (issue 42); optional even for --strict: deqbench's records, and
  * pytorch records before it, lack it */
 #define ADDED_COMPILE "2026-11-27"
+/* the suite's order and shard, and `beside`: what ran beside the run
+ * (issue 40); optional even for --strict: the committed records before
+ * them lack them */
+#define ADDED_BESIDE "2026-11-27"
 
 /* A row: name, types (enum vtype), then any other member by name. */
 #define F(n, t, ...)                                                           \
@@ -101,9 +105,24 @@ static const struct vfield stats_f[] = {
 #define STATS(n)                                                               \
 	F(n, VT_OBJ, .members = stats_f, .doc_type = "stats", .flags = VF_PROSE)
 
+static const char *const orders[] = {"round-robin", "random", "axes", NULL};
+
 static const struct vfield suite_f[] = {
-    F("name", VT_STR),	 F("index", VT_INT), F("combo", VT_INT),
-    F("repeat", VT_INT), {.name = NULL},
+    F("name", VT_STR),
+    F("index", VT_INT),
+    F("combo", VT_INT),
+    F("repeat", VT_INT),
+    F("order", VT_STR, .values = orders, .added = ADDED_BESIDE,
+      .flags = VF_OPTIONAL),
+    F("order_seed", INT_OR_NULL, .added = ADDED_BESIDE, .flags = VF_OPTIONAL),
+    F("shard", VT_STR, .added = ADDED_BESIDE, .flags = VF_OPTIONAL),
+    {.name = NULL},
+};
+
+static const struct vfield beside_f[] = {
+    F("runs", INT_OR_NULL),   F("at_start", INT_OR_NULL),
+    F("at_end", INT_OR_NULL), F("lanes", INT_OR_NULL, .flags = VF_FROM_1),
+    {.name = NULL},
 };
 
 static const struct vfield method_f[] = {
@@ -500,6 +519,8 @@ static const struct vfield top_f[] = {
     F("started_at", STR_OR_NULL, .flags = VF_TIME),
     F("finished_at", STR_OR_NULL, .flags = VF_TIME),
     F("suite", OBJ_OR_NULL, .members = suite_f),
+    F("beside", OBJ_OR_NULL, .members = beside_f, .added = ADDED_BESIDE,
+      .flags = VF_OPTIONAL),
     F("config", VT_OBJ, .flags = VF_CONFIG),
     F("method", OBJ_OR_NULL, .members = method_f),
     F("model", OBJ_OR_NULL, .members = model_f),

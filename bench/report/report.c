@@ -82,6 +82,13 @@ double *agg_col(const struct agg *r, enum col c)
 _Static_assert(HEALTH_F_NONFINITE == 1 << (REPORT_HEALTH_FLAGS - 1),
 	       "report counts every health flag");
 
+int report_ran_beside(const json_t *rec)
+{
+	const json_t *b = json_object_get(rec, "beside");
+	return json_integer_value(json_object_get(b, "runs")) > 0 ||
+	       json_integer_value(json_object_get(b, "lanes")) > 1;
+}
+
 /* The health counts of record REC into row R. */
 static void agg_health(struct agg *r, const json_t *rec, int ok)
 {
@@ -115,6 +122,8 @@ static void agg_health(struct agg *r, const json_t *rec, int ok)
 	}
 	if (ok && med > 0 && p75 - p25 > REPORT_NOISE_IQR * med)
 		r->noisy++;
+	if (ok && report_ran_beside(rec))
+		r->beside++;
 }
 
 /* The figures of record REC (kind eval or train) into run k of row R. */

@@ -19,6 +19,9 @@
  *   is about;
  * - noisy runs: runs whose step-time interquartile range exceeds
  *   REPORT_NOISE_IQR of their median (torch.utils.benchmark's rule);
+ * - beside: ok runs whose record says another run of ours ran beside
+ *   them on their host (report_ran_beside): their times are not those of
+ *   a run alone, and the row's label says how many ("beside 2/3");
  * - valid perplexity: mean ± sample sd over the runs;
  * - memory: medians (the allocator's bytes do not vary between seeds);
  * - health: how many runs were healthy, unstable, diverged, unconverged
@@ -37,6 +40,12 @@
 /* Fewest runs an interval is given for: with 2, t(0.975, 1) = 12.7 makes
  * one so wide it says nothing; the printers say "n=2: no interval". */
 #define REPORT_MIN_CI_RUNS 3
+
+/* 1 when record rec ran beside another run of ours: its `beside` counts
+ * another deqbench run on its host during it (runs > 0) or it ran as one
+ * of several lanes (lanes > 1). Records without `beside` (before
+ * 2026-11-27): 0, nothing known. */
+int report_ran_beside(const json_t *rec);
 
 /* The rows of records (an array of records; those without a config object
  * are left out), in the order their configurations first appear: an array

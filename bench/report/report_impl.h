@@ -49,6 +49,7 @@ struct agg {
 	/* runs whose health.flags name each rule (health.h's enum
 	 * health_flag, bit i at [i]) */
 	int flagged[REPORT_HEALTH_FLAGS];
+	int beside;		/* ok runs that ran beside others (report.h) */
 	int error, interrupted; /* runs of those statuses */
 	int duplicates;		/* records left out as second readings */
 };

@@ -239,6 +239,7 @@ static json_t *row_health_json(const struct agg *r)
 	json_object_set_new(o, "diverged", json_integer(r->diverged));
 	json_object_set_new(o, "unconverged", json_integer(r->unconverged));
 	json_object_set_new(o, "noisy", json_integer(r->noisy));
+	json_object_set_new(o, "beside", json_integer(r->beside));
 	json_object_set_new(o, "unknown", json_integer(r->no_health));
 	json_object_set_new(o, "error", json_integer(r->error));
 	json_object_set_new(o, "interrupted", json_integer(r->interrupted));
@@ -251,6 +252,7 @@ static json_t *row_health_json(const struct agg *r)
 		add_label(labels, health_flag_name((enum health_flag)(1 << i)),
 			  r->flagged[i], r->n);
 	add_label(labels, "noisy", r->noisy, r->n);
+	add_label(labels, "beside", r->beside, r->n);
 	add_label(labels, "health unknown", r->no_health, r->n);
 	json_object_set_new(o, "labels", labels);
 	return o;

@@ -17,8 +17,13 @@
 /* Where a run sits in a suite (suite NULL for `deqbench run`). */
 struct run_meta {
 	const char *suite;
-	int index, combo, repeat;
-	int quiet; /* no progress output */
+	int index, combo, repeat; /* index: position in the run order */
+	int quiet;		  /* no progress output */
+	const char *order;	  /* the suite's order (suite_order_name);
+				     NULL: not a suite's (plan --run) */
+	long long order_seed;	  /* a random order's seed; -1: none */
+	int shard_i, shard_n;	  /* --shard I/N (0/1 without) */
+	int lanes; /* suite --lanes N: N lanes side by side; 0: not said */
 };
 
 /* How a run ended. The record's status is "ok", "diverged" or "error"

@@ -69,6 +69,17 @@ json_t *run_record_meta_json(const struct run_meta *meta)
 	json_object_set_new(s, "index", json_integer(meta->index));
 	json_object_set_new(s, "combo", json_integer(meta->combo));
 	json_object_set_new(s, "repeat", json_integer(meta->repeat));
+	if (!meta->order)
+		return s;
+	json_object_set_new(s, "order", json_string(meta->order));
+	json_object_set_new(s, "order_seed",
+			    meta->order_seed >= 0
+				? json_integer((json_int_t)meta->order_seed)
+				: json_null());
+	json_object_set_new(
+	    s, "shard",
+	    json_sprintf("%d/%d", meta->shard_i,
+			 meta->shard_n > 0 ? meta->shard_n : 1));
 	return s;
 }
 

@@ -75,7 +75,8 @@ const char *run_record_status_name(enum run_status s);
 void run_record_set_now(json_t *rec, const char *key);
 
 /* The record's "suite" object of a suite run: {"name", "index", "combo",
- * "repeat"} from meta (meta->suite non-NULL). New reference. */
+ * "repeat"} from meta (meta->suite non-NULL), and "order", "order_seed"
+ * and "shard" when meta->order is set. New reference. */
 json_t *run_record_meta_json(const struct run_meta *meta);
 
 #endif

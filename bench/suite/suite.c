@@ -1,5 +1,5 @@
 /* suite.c — suite expansion: cartesian product of axes, exclusions, repeats,
- * sharding. O(runs × keys) work; suites hold at most thousands of runs. */
+ * sharding (the order runs run in: suite_order.c). O(runs × keys) work; suites hold at most thousands of runs. */
 #include "suite.h"
 
 #include <math.h>
@@ -339,7 +339,8 @@ static int expand_runs(struct suite *s, const struct expansion *x,
 			s->n_runs++;
 		}
 	}
-	if (collapse_duplicates(s, x->source) != 0) {
+	if (collapse_duplicates(s, x->source) != 0 ||
+	    suite_order_runs(s) != 0) {
 		snprintf(err, errlen, "out of host memory");
 		suite_free(s);
 		return -1;
@@ -348,7 +349,7 @@ static int expand_runs(struct suite *s, const struct expansion *x,
 }
 
 /* Refuses a member of the suite object other than name, description,
- * command, base, axes, exclude and repeats. */
+ * command, base, axes, exclude, repeats, order and order_seed. */
 static int check_members(const json_t *root, const char *source, char *err,
 			 size_t errlen)
 {
@@ -359,11 +360,12 @@ static int check_members(const json_t *root, const char *source, char *err,
 		if (strcmp(key, "name") && strcmp(key, "base") &&
 		    strcmp(key, "axes") && strcmp(key, "exclude") &&
 		    strcmp(key, "repeats") && strcmp(key, "description") &&
-		    strcmp(key, "command")) {
+		    strcmp(key, "command") && strcmp(key, "order") &&
+		    strcmp(key, "order_seed")) {
 			snprintf(err, errlen,
 				 "%s: unknown suite member '%s'; use name, "
 				 "description, command, base, axes, exclude, "
-				 "repeats",
+				 "repeats, order, order_seed",
 				 source, key);
 			return -1;
 		}
@@ -593,6 +595,7 @@ int suite_expand(struct suite *s, const json_t *root, const char *source,
 			  err, errlen) != 0 ||
 	    parse_repeats(json_object_get(root, "repeats"), source, &s->repeats,
 			  err, errlen) != 0 ||
+	    suite_parse_order(s, root, source, err, errlen) != 0 ||
 	    check_shapes(base, axes, exclude, source, err, errlen) != 0 ||
 	    collect_axes(axes, &ax, source, err, errlen) != 0 ||
 	    axes_disjoint(ax.n, ax.name, ax.vals, source, err, errlen) != 0)
@@ -692,8 +695,12 @@ void suite_print_runs(const struct suite *s, int shard_i, int shard_n, FILE *f)
 		json_decref(o);
 		n++;
 	}
-	fprintf(f, "%d of %d runs (suite %s, shard %d/%d)\n", n, s->n_runs,
-		s->name, shard_i, shard_n);
+	fprintf(f, "%d of %d runs (suite %s, shard %d/%d, order %s", n,
+		s->n_runs, s->name, shard_i, shard_n,
+		suite_order_name(s->order));
+	if (s->order == SUITE_ORDER_RANDOM)
+		fprintf(f, " order_seed=%lld", s->order_seed);
+	fputs(")\n", f);
 	json_decref(first);
 	json_decref(varying);
 }

@@ -9,12 +9,19 @@
  *    "repeats": 1}
  *
  * An axis value is a scalar (sets the axis' key) or an object (sets several
- * keys together; the axis name is then only a label). The first axis varies
- * slowest. An exclusion drops every run whose resolved config matches all of
- * its keys. Each remaining combination runs `repeats` times in a row.
- * Command-line overrides apply last, over base and axes. Two axes setting
- * the same key are refused (as a key given twice in one JSON object), and
- * so is a suite of more than SUITE_MAX_RUNS runs.
+ * keys together; the axis name is then only a label). The combinations are
+ * made with the first axis varying slowest. An exclusion drops every run
+ * whose resolved config matches all of its keys. Each remaining combination
+ * runs `repeats` times. Command-line overrides apply last, over base and
+ * axes. Two axes setting the same key are refused (as a key given twice in
+ * one JSON object), and so is a suite of more than SUITE_MAX_RUNS runs.
+ *
+ * The runs then run in the suite's "order" (suite_order.c): by default
+ * round-robin across configurations (the first seed and repeat of every
+ * configuration, then the second, ...), so a drift of the machine's speed
+ * falls on every configuration alike instead of on the one that ran while
+ * it lasted; "random" with "order_seed" a permutation that seed fixes;
+ * "axes" the order of the combinations above.
  */
 #ifndef DQ_BENCH_SUITE_H
 #define DQ_BENCH_SUITE_H
@@ -29,10 +36,17 @@
 #define SUITE_MAX_RUNS 100000
 
 struct suite_run {
-	int index;		 /* position in the expanded suite, 0-based */
+	int index;		 /* position in the run order, 0-based */
 	int combo;		 /* combination index (same for every repeat) */
 	int repeat;		 /* 0 .. repeats-1 */
 	struct bench_config cfg; /* fully resolved */
+};
+
+/* The order runs run in ("order" in the suite file). */
+enum suite_order {
+	SUITE_ORDER_ROUND_ROBIN = 0, /* "round-robin", the default */
+	SUITE_ORDER_RANDOM,	     /* "random", with order_seed */
+	SUITE_ORDER_AXES,	     /* "axes": the combinations' order */
 };
 
 struct suite {
@@ -40,6 +54,8 @@ struct suite {
 			  UTF-8 characters */
 	int eval; /* "command": "eval": each run is deqbench eval (params=) */
 	int repeats;
+	enum suite_order order;
+	long long order_seed; /* "order_seed" of a random order; -1: none */
 	struct suite_run *runs;
 	int n_runs;
 	/* runs expansion collapsed into an earlier run they duplicate (the
@@ -65,6 +81,22 @@ int suite_expand(struct suite *s, const json_t *root, const char *source,
 int suite_load(struct suite *s, const char *path, int n_over,
 	       char *const *overrides, char *err, size_t errlen);
 void suite_free(struct suite *s);
+
+/* The name of an order as the suite file and records spell it. */
+const char *suite_order_name(enum suite_order o);
+/* Reads "order" and "order_seed" of suite ROOT into s (absent: round-robin);
+ * "order_seed" (an integer in 0..2^53) is required with "random" and
+ * refused without it. 0, or -1 with one line. */
+int suite_parse_order(struct suite *s, const json_t *root, const char *source,
+		      char *err, size_t errlen);
+/* Puts s->runs into s->order and numbers them (index) in it. Round-robin:
+ * runs of one configuration (the run identity without seed and repeat) are
+ * taken in (repeat, position among the combinations) order, and round k
+ * holds the k-th run of every configuration, configurations in the order
+ * they first appear; random: a Fisher-Yates shuffle driven by splitmix64
+ * from order_seed, the same on every machine. 0, or -1 when out of
+ * memory. */
+int suite_order_runs(struct suite *s);
 
 /* Parses "I/N" (0 <= I < N). 0 or -1 with one line. */
 int suite_shard_parse(const char *arg, int *shard_i, int *shard_n, char *err,
