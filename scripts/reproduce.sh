@@ -9,8 +9,9 @@
 #   scripts/reproduce.sh cpu|gpu --finish
 #
 # cpu: two lanes side by side, each pinned to one core and running its
-#   shard (--shard i/2) of every suite with threads=1: gc-vs-deq (3 seeds),
-#   gc-vs-deq-trellisnet, eps-train (3 seeds for unroll and eps = 1e-3),
+#   shard (--shard i/2 --lanes 2: every record says it ran as one of two
+#   lanes, and `report` labels its times) of every suite with threads=1:
+#   gc-vs-deq (3 seeds), gc-vs-deq-trellisnet, eps-train (3 seeds for unroll and eps = 1e-3),
 #   default (3 seeds), depth, budget, vs-pytorch; then eps-infer (on
 #   eps-train's saved parameters) as two lanes again; then
 #   scripts/cpu-rate.sh and `deqbench plan --run` on the budget suite's
@@ -271,13 +272,15 @@ lane() {
 	return "$rc"
 }
 
-# shard I SUITE...: shard I/2 of each suite on core I, threads=1.
+# shard I SUITE...: shard I/2 of each suite on core I, threads=1, its
+# records marked as one of two lanes (suite --lanes 2: `report` labels
+# their times `beside`).
 shard() {
 	local i="$1" name rc=0 r
 	shift
 	pin="$i"
 	for name in "$@"; do
-		suite "$name" --shard "$i/2" threads=1 && continue
+		suite "$name" --shard "$i/2" --lanes 2 threads=1 && continue
 		r=$?
 		((r == 4)) && return 4
 		rc=$(worst "$rc" "$r")

@@ -442,11 +442,15 @@ def t_reproduce_complete(tree, env):
     s = [c["argv"][1] for c in calls(tree, "suite")]
     check(len(s) == 16 and s[-2:] == ["bench/suites/eps-infer.json"] * 2,
           f"suites run: {s}")
+    lanes = [c["argv"] for c in calls(tree, "suite")]
+    check(all("--lanes" in a and a[a.index("--lanes") + 1] == "2" for a in lanes),
+          f"cpu lanes not marked --lanes 2: {lanes}")
     check("cpu-rate.sh" in read(tree, "marks") and len(calls(tree, "plan")) == 2,
           f"marks {read(tree, 'marks')!r}, {len(calls(tree, 'plan'))} plan runs")
     r = run(tree, env, ["scripts/reproduce.sh", "gpu", "--resume"])
     g = [c["argv"] for c in calls(tree, "suite")][16:]
-    check(r.returncode == 0 and len(g) == 6 and all("device=cuda" in a for a in g),
+    check(r.returncode == 0 and len(g) == 6 and
+          all("device=cuda" in a and "--lanes" not in a for a in g),
           f"gpu: exit {r.returncode}, suites {g}: {r.stderr[-800:]}")
     env["STUB_SUITE"] = "hang"
     r = run(tree, env, ["scripts/reproduce.sh", "gpu", "--resume", "--budget=1"])
