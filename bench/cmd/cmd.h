@@ -105,6 +105,10 @@ int cmd_report(int argc, char **argv);
 /* deqbench compare BASE NEW [flags] (cmd_compare.c, compare.h). */
 int cmd_compare(int argc, char **argv);
 
+/* deqbench price [RECORDS.jsonl | FILE.json] [key=value ...]
+ * (cmd_price.c). */
+int cmd_price(int argc, char **argv);
+
 /* deqbench validate [--strict] FILE.jsonl ... (cmd_validate.c). */
 int cmd_validate(int argc, char **argv);
 

@@ -95,6 +95,9 @@ static void usage(FILE *f)
 		"tokens=T.safetensors out=G.safetensors\n"
 		"  bench-block [...]                   time one block "
 		"forward/vjp\n"
+		"  price [RECORDS.jsonl] [key=value ...] [out=PRICES.jsonl]\n"
+		"                                      each work unit's "
+		"price, interleaved\n"
 		"  --version\n"
 		"`deqbench run --help` lists the config keys and defaults.\n");
 }
@@ -552,7 +555,7 @@ static const struct command {
     {"suite", cmd_suite},     {"report", cmd_report},
     {"params", cmd_params},   {"grad", cmd_grad},
     {"plan", cmd_plan},	      {"validate", cmd_validate},
-    {"compare", cmd_compare},
+    {"compare", cmd_compare}, {"price", cmd_price},
 };
 
 int main(int argc, char **argv)
@@ -581,12 +584,14 @@ int main(int argc, char **argv)
 	if (!*cmd)
 		return bad_input(
 		    "give a command: run, eval, suite, report, compare, plan, "
-		    "validate, env, params, grad or bench-block (deqbench "
+		    "validate, env, params, grad, price or bench-block "
+		    "(deqbench "
 		    "--help lists them)");
-	snprintf(e, sizeof(e),
-		 "unknown command '%.200s'; use run, eval, suite, report, "
-		 "compare, plan, validate, env, params, grad or bench-block "
-		 "(deqbench --help)",
-		 cmd);
+	snprintf(
+	    e, sizeof(e),
+	    "unknown command '%.200s'; use run, eval, suite, report, "
+	    "compare, plan, validate, env, params, grad, price or bench-block "
+	    "(deqbench --help)",
+	    cmd);
 	return bad_input(e);
 }

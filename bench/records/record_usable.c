@@ -36,6 +36,13 @@ int record_usable(const json_t *rec, char *why, size_t n)
 {
 	const json_t *v = json_object_get(rec, "schema");
 	struct first_problem p = {why, n, 0};
+	const char *kind = json_string_value(json_object_get(rec, "kind"));
+	if (kind && !strcmp(kind, "price")) {
+		snprintf(why, n,
+			 "a price record (deqbench price), not a run's: "
+			 "report, compare and suite --resume read run records");
+		return 0;
+	}
 	if (json_is_integer(v) && json_integer_value(v) != RECORD_SCHEMA) {
 		snprintf(why, n, "schema %lld, this build reads schema %d",
 			 (long long)json_integer_value(v), RECORD_SCHEMA);
@@ -61,11 +68,15 @@ static int usable_line(void *ctx, int lineno, json_t *rec, int column,
 	struct usable_ctx *c = ctx;
 	char what[512];
 	if (rec && !record_usable(rec, what, sizeof(what))) {
+		const char *k = json_string_value(json_object_get(rec, "kind"));
+		int price = k && !strcmp(k, "price");
 		if (c->skipped++ < USABLE_SHOWN)
 			fprintf(stderr,
-				"deqbench: %s:%d: record skipped: %s; "
-				"deqbench validate %s lists its problems\n",
-				c->path, lineno, what, c->path);
+				"deqbench: %s:%d: record skipped: %s%s%s%s\n",
+				c->path, lineno, what,
+				price ? "" : "; deqbench validate ",
+				price ? "" : c->path,
+				price ? "" : " lists its problems");
 		return 0;
 	}
 	if (rec && c->fn(c->fctx, rec) == 0)

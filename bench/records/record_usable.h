@@ -5,7 +5,8 @@
  * same schema: readers ignore them, results/SCHEMA.md). A record of another
  * schema version, or one that breaks results/SCHEMA.md otherwise (timing
  * "garbage", a missing field), is neither a row of the table nor a done
- * run.
+ * run; nor is a price record (kind "price", `deqbench price`: valid, but
+ * the price of a unit, not a run).
  */
 #ifndef DQ_BENCH_RECORD_USABLE_H
 #define DQ_BENCH_RECORD_USABLE_H

@@ -588,10 +588,56 @@ static void status_rules(struct validate_walk *w, const json_t *rec)
 	config_rules(w, rec, ok && !eval);
 }
 
+/* A price record's fields that agree (SCHEMA.md §Price records): h and
+ * fit exactly with solver_update, per byte exactly with host_bytes, an
+ * untimed unit priced 0 in 0 rounds, lo <= median <= hi, an interval for
+ * a converged price, the config's device. */
+static void price_rules(struct validate_walk *w, const json_t *rec)
+{
+	const char *unit = json_string_value(json_object_get(rec, "unit"));
+	const char *per = json_string_value(json_object_get(rec, "per"));
+	const json_t *lo = json_object_get(rec, "lo_ms"),
+		     *hi = json_object_get(rec, "hi_ms");
+	double med = record_num(rec, "median_ms");
+	int su = unit && !strcmp(unit, "solver_update");
+	const char *dc = json_string_value(member(rec, "config", "device")),
+		   *dd = json_string_value(member(rec, "device", "device"));
+	if (unit && json_is_null(json_object_get(rec, "h")) == su)
+		validate_problem(w, "h", "expected %s with unit %s",
+				 su ? "an int" : "null", unit);
+	if (unit && json_is_null(json_object_get(rec, "fit")) == su)
+		validate_problem(w, "fit", "expected %s with unit %s",
+				 su ? "an object" : "null", unit);
+	if (unit && per && !strcmp(per, "byte") != !strcmp(unit, "host_bytes"))
+		validate_problem(w, "per",
+				 "expected byte exactly with unit host_bytes");
+	if (json_is_false(json_object_get(rec, "timed")) &&
+	    (med != 0 || record_num(rec, "rounds") != 0))
+		validate_problem(w, "median_ms",
+				 "expected 0 in 0 rounds with timed false");
+	if ((json_is_number(lo) && json_number_value(lo) > med) ||
+	    (json_is_number(hi) && json_number_value(hi) < med))
+		validate_problem(w, "median_ms",
+				 "expected within [lo_ms, hi_ms]");
+	if (json_is_true(json_object_get(rec, "converged")) &&
+	    (!json_is_number(lo) || !json_is_number(hi)))
+		validate_problem(w, "converged",
+				 "expected false without an interval");
+	if (dc && dd && strcmp(dc, dd))
+		validate_problem(w, "device.device",
+				 "expected the config's device (%s)", dc);
+}
+
 int validate_record(const json_t *rec, enum validate_mode mode,
 		    validate_report_fn report, void *ctx)
 {
 	struct validate_walk w = {mode, report, ctx, 0};
+	const char *kind = json_string_value(json_object_get(rec, "kind"));
+	if (kind && !strcmp(kind, "price")) {
+		check_object(&w, rec, validate_price_schema(), "");
+		price_rules(&w, rec);
+		return w.problems;
+	}
 	const char *st = json_string_value(json_object_get(rec, "status"));
 	const char *msg = json_string_value(json_object_get(rec, "message"));
 	const char *impl = json_string_value(json_object_get(rec, "impl"));

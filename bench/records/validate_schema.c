@@ -547,3 +547,80 @@ const struct vfield *validate_schema(void)
 {
 	return top_f;
 }
+
+/* ---- price records (kind "price", `deqbench price`; SCHEMA.md §Price
+ * records) ---- */
+
+static const char *const price_kinds[] = {"price", NULL};
+static const char *const price_units[] = {
+    "block_fwd_taped", "block_fwd", "block_vjp", "block_vjp_input",
+    "solver_update",   "head_fwd",  "head_bwd",	 "optimizer_step",
+    "host_bytes",      NULL};
+static const char *const price_pers[] = {"call", "byte", NULL};
+static const char *const price_intervals[] = {"order-statistic", NULL};
+
+static const struct vfield price_fit_f[] = {
+    F("a_ms", VT_NUM, .flags = VF_SIGNED),
+    F("b_ms", VT_NUM, .flags = VF_SIGNED),
+    {.name = NULL},
+};
+
+static const struct vfield price_shape_f[] = {
+    F("model", VT_STR, .key = "model"),
+    F("d_model", VT_INT),
+    F("n_heads", VT_INT),
+    F("d_ff", VT_INT),
+    F("seq_len", VT_INT),
+    F("batch_size", VT_INT),
+    F("vocab_size", VT_INT),
+    F("n_params", VT_INT),
+    F("state_elems", VT_INT),
+    F("samples", VT_INT),
+    F("parts", VT_INT),
+    F("precision", VT_STR, .key = "precision"),
+    {.name = NULL},
+};
+
+static const struct vfield price_measure_f[] = {
+    F("cap_s", VT_NUM),
+    F("rel", VT_NUM, .flags = VF_FRACTION),
+    F("warmup_rounds", VT_INT),
+    F("min_rounds", VT_INT),
+    F("interval", VT_STR, .values = price_intervals),
+    F("seed", VT_INT),
+    F("units", VT_INT),
+    F("core", INT_OR_NULL),
+    {.name = NULL},
+};
+
+static const struct vfield price_top_f[] = {
+    F("schema", VT_INT, .flags = VF_VERSION),
+    F("kind", VT_STR, .values = price_kinds),
+    F("impl", VT_STR, .flags = VF_IMPL),
+    F("started_at", VT_STR, .flags = VF_TIME),
+    F("finished_at", VT_STR, .flags = VF_TIME),
+    F("unit", VT_STR, .values = price_units),
+    F("h", INT_OR_NULL, .flags = VF_FROM_1),
+    F("per", VT_STR, .values = price_pers),
+    F("call_bytes", INT_OR_NULL),
+    F("timed", VT_BOOL),
+    F("median_ms", VT_NUM),
+    F("lo_ms", NUM_OR_NULL),
+    F("hi_ms", NUM_OR_NULL),
+    F("rounds", VT_INT),
+    F("converged", VT_BOOL),
+    F("fit", OBJ_OR_NULL, .members = price_fit_f),
+    F("source", STR_OR_NULL),
+    F("config", VT_OBJ, .flags = VF_CONFIG),
+    F("shape", VT_OBJ, .members = price_shape_f),
+    F("measure", VT_OBJ, .members = price_measure_f),
+    F("host", VT_OBJ, .members = host_f),
+    F("device", VT_OBJ, .members = device_f),
+    F("build", VT_OBJ, .members = build_f),
+    {.name = NULL},
+};
+
+const struct vfield *validate_price_schema(void)
+{
+	return price_top_f;
+}

@@ -82,6 +82,11 @@ struct vfield {
  * ending with a row whose name is NULL. */
 const struct vfield *validate_schema(void);
 
+/* The fields of a price record (kind "price", `deqbench price`;
+ * results/SCHEMA.md §Price records), ending with a row whose name is
+ * NULL. */
+const struct vfield *validate_price_schema(void);
+
 /* Config keys that records written before they existed lack (every other
  * key of `deqbench run --help` is in every record), NULL-terminated. */
 extern const char *const validate_config_added[];

@@ -55,6 +55,7 @@
 
 #include "../../models/model.h"
 #include "../config/config.h"
+#include "block_units.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -262,12 +263,12 @@ struct gemm_shape {
 
 /* Device buffers of one bench-block run and the host scratch. */
 struct bb_bufs {
-	size_t nd;  /* block state elements (m->n_state) */
-	size_t big; /* elements of each GEMM operand: max(N w, w d, N V,
+	struct block_bufs blk; /* block input/output, cotangents, tape */
+	size_t nd;	       /* block state elements (m->n_state) */
+	size_t big;	  /* elements of each GEMM operand: max(N w, w d, N V,
 		     * V d) */
-	void *z, *zo, *g, *gi, *tape; /* block input/output, cotangents */
-	void *A, *Bm, *C;	      /* GEMM operands */
-	void *S; /* gemm_bf16's scratch (precision=bf16), else NULL */
+	void *A, *Bm, *C; /* GEMM operands */
+	void *S;	  /* gemm_bf16's scratch (precision=bf16), else NULL */
 	uint16_t *A16, *B16; /* A, Bm in bf16 (precision=bf16), else NULL */
 	double floor_ms;     /* Σ of the floor's medians (precision=bf16) */
 	double *ms, *host;   /* iters timings; max(nd, big) inputs */
@@ -321,11 +322,10 @@ static int bb_alloc(struct backend *be, struct model *m, const struct bb_cfg *c,
 	/* GEMM operands below are at most max(N w, w d, N V, V d) =
 	 * max(N, d) max(w, V) elements */
 	b->big = (N > d ? N : d) * (w > V ? w : V);
-	b->z = backend_alloc(be, b->nd, MEM_DEPTH);
-	b->zo = backend_alloc(be, b->nd, MEM_DEPTH);
-	b->g = backend_alloc(be, b->nd, MEM_DEPTH);
-	b->gi = backend_alloc(be, b->nd, MEM_DEPTH);
-	b->tape = backend_alloc_bytes(be, model_tape_bytes(m), MEM_DEPTH);
+	if (block_bufs_alloc(be, m, &b->blk) != 0) {
+		fprintf(stderr, "deqbench bench-block: out of memory\n");
+		return -1;
+	}
 	b->A = backend_alloc(be, b->big, MEM_WORKSPACE);
 	b->Bm = backend_alloc(be, b->big, MEM_WORKSPACE);
 	b->C = backend_alloc(be, b->big, MEM_WORKSPACE);
@@ -343,19 +343,12 @@ static int bb_alloc(struct backend *be, struct model *m, const struct bb_cfg *c,
 	}
 	b->ms = malloc(sizeof(double) * (size_t)c->iters);
 	b->host = malloc(sizeof(double) * (b->nd > b->big ? b->nd : b->big));
-	if (!b->z || !b->zo || !b->g || !b->gi || !b->tape || !b->A || !b->Bm ||
-	    !b->C || !b->ms || !b->host) {
+	if (!b->A || !b->Bm || !b->C || !b->ms || !b->host) {
 		fprintf(stderr, "deqbench bench-block: out of memory\n");
 		return -1;
 	}
-	/* deterministic O(1) inputs: z, gz_out and u from a cheap LCG */
-	uint64_t s = 12345;
-	for (size_t i = 0; i < (b->nd > b->big ? b->nd : b->big); i++) {
-		s = s * 6364136223846793005ull + 1442695040888963407ull;
-		b->host[i] = (double)(s >> 11) * 0x1.0p-53 - 0.5;
-	}
-	be_upload(be, b->z, b->host, b->nd);
-	be_upload(be, b->g, b->host + 1, b->nd); /* big > nd */
+	/* deterministic O(1) GEMM operands (block_units.h's values) */
+	block_fill_host(b->host, b->nd > b->big ? b->nd : b->big);
 	be_upload(be, b->A, b->host, b->big);
 	be_upload(be, b->Bm, b->host, b->big);
 	be_fill(be, b->C, 0.0, b->big);
@@ -363,7 +356,6 @@ static int bb_alloc(struct backend *be, struct model *m, const struct bb_cfg *c,
 		be_to_bf16(be, b->A16, b->A, b->big);
 		be_to_bf16(be, b->B16, b->Bm, b->big);
 	}
-	model_inject_forward(m); /* u from token 0 rows: any values do */
 	return 0;
 }
 
@@ -372,8 +364,8 @@ static void bb_free(struct backend *be, struct bb_bufs *b)
 {
 	free(b->ms);
 	free(b->host);
-	void *dev[] = {b->z,  b->zo, b->g, b->gi,  b->tape, b->A,
-		       b->Bm, b->C,  b->S, b->A16, b->B16};
+	void *dev[] = {b->A, b->Bm, b->C, b->S, b->A16, b->B16};
+	block_bufs_free(be, &b->blk);
 	for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
 		backend_free(be, dev[i]);
 }
@@ -395,9 +387,9 @@ static int time_block(struct backend *be, struct model *m,
 	}
 	for (int i = 0; i < c->warmup + c->iters; i++) {
 		be_timer_mark(be, 0);
-		model_block_forward(m, b->zo, b->z, m->u, b->tape);
+		block_unit_run(m, &b->blk, BLOCK_FWD_TAPED);
 		be_timer_mark(be, 1);
-		model_block_vjp(m, b->gi, m->gu, b->g, b->tape, 1);
+		block_unit_run(m, &b->blk, BLOCK_VJP);
 		be_timer_mark(be, 2);
 		if (i >= c->warmup) {
 			fm[i - c->warmup] = be_timer_elapsed_ms(be, 0, 1);
@@ -432,9 +424,9 @@ static int time_solver_units(struct backend *be, struct model *m,
 	}
 	for (int i = 0; i < c->warmup + c->iters; i++) {
 		be_timer_mark(be, 0);
-		model_block_forward(m, b->zo, b->z, m->u, NULL);
+		block_unit_run(m, &b->blk, BLOCK_FWD);
 		be_timer_mark(be, 1);
-		model_block_vjp(m, b->gi, NULL, b->g, b->tape, 0);
+		block_unit_run(m, &b->blk, BLOCK_VJP_INPUT);
 		be_timer_mark(be, 2);
 		if (i >= c->warmup) {
 			fm[i - c->warmup] = be_timer_elapsed_ms(be, 0, 1);
@@ -576,8 +568,8 @@ static struct other_bufs ob;
 static void other_op(struct backend *be, struct bb_bufs *b, int k)
 {
 	int N = ob.B * ob.T, d = ob.d;
-	void *w = b->g, *lb = dq_at(be, b->g, (size_t)d);
-	void *dw = b->zo, *db = dq_at(be, b->zo, (size_t)d);
+	void *w = b->blk.g, *lb = dq_at(be, b->blk.g, (size_t)d);
+	void *dw = b->blk.zo, *db = dq_at(be, b->blk.zo, (size_t)d);
 	if (k == 0)
 		be_attention_forward(be, b->C, ob.att, b->A, ob.B, ob.T, d,
 				     ob.H);

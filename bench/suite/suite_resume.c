@@ -33,6 +33,7 @@ struct resume {
 	int held_fd;   /* lock fd of the claim held, -1 none */
 	off_t held_at; /* its byte */
 	int warned;    /* the claims' warning was printed */
+	int priced;    /* the price records' note was printed */
 };
 
 /* "OUT\nKIND\nREPEAT\nIDENTITY" of a run with config cfg (JSON, as a
@@ -59,6 +60,11 @@ static void pool_add(struct resume *rs, const struct resume_out *o, json_t *rec)
 	const json_t *suite = json_object_get(rec, "suite");
 	char why[256], *k;
 	json_t *a;
+	if (kind && !strcmp(kind, "price") && !rs->priced++)
+		fprintf(stderr,
+			"deqbench: suite --resume: %s holds price records "
+			"(deqbench price): not runs, passed over\n",
+			o->path);
 	if (!st || strcmp(st, "ok") || !record_usable(rec, why, sizeof(why)))
 		return;
 	k = run_key(o->path, kind ? kind : "train",

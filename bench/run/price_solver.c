@@ -1,0 +1,137 @@
+/* price_solver.c — see price_solver.h. */
+#include "price_solver.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../methods/solver_types.h"
+#include "block_units.h"
+
+int price_solver_alloc(struct price_solver *ps, struct backend *be, size_t n,
+		       int S, int P, int hmax)
+{
+	void **v[] = {&ps->x,  &ps->g,	  &ps->fx, &ps->dx,
+		      &ps->dg, &ps->best, &ps->x0, &ps->g0};
+	double *host = malloc(sizeof(double) * (n + 1));
+	int rc = host ? 0 : -1;
+	*ps = (struct price_solver){
+	    .be = be, .n = n, .S = S, .P = P, .hmax = hmax};
+	ps->len = n / ((size_t)S * (size_t)P);
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		rc |= (*v[i] = backend_alloc(be, n, MEM_SOLVER)) ? 0 : -1;
+	rc |=
+	    (ps->U = backend_alloc(be, (size_t)hmax * n, MEM_SOLVER)) ? 0 : -1;
+	rc |=
+	    (ps->V = backend_alloc(be, (size_t)hmax * n, MEM_SOLVER)) ? 0 : -1;
+	rc |= (ps->coef = backend_alloc(be, (size_t)S * hmax, MEM_SOLVER)) ? 0
+									   : -1;
+	ps->ctl = (struct dq_solve_ctl){.S = S,
+					.P = P,
+					.max_iter = 1 << 30,
+					.ring = 1,
+					.trace_cap = METHOD_TRACE_MAX};
+	dq_ctl_layout(&ps->ctl);
+	ps->ctl_mem = backend_alloc_bytes(
+	    be, (size_t)ps->ctl.total * sizeof(double), MEM_SOLVER);
+	ps->head = calloc((size_t)ps->ctl.total, sizeof(double));
+	if (rc || !ps->ctl_mem || !ps->head) {
+		free(host);
+		return -1;
+	}
+	ps->ctl.st = ps->ctl_mem;
+	block_fill_host(host, n + 1);
+	be_upload(be, ps->x0, host, n);
+	be_upload(be, ps->g0, host + 1, n);
+	be_upload(be, ps->U, host, n); /* rows past the first: zero */
+	be_fill(be, dq_at(be, ps->U, n), 0.0, (size_t)(hmax - 1) * n);
+	be_upload(be, ps->V, host + 1, n);
+	be_fill(be, dq_at(be, ps->V, n), 0.0, (size_t)(hmax - 1) * n);
+	free(host);
+	price_solver_reset(ps);
+	return 0;
+}
+
+void price_solver_free(struct price_solver *ps)
+{
+	void *v[] = {ps->x,  ps->g,  ps->fx, ps->dx, ps->dg,   ps->best,
+		     ps->x0, ps->g0, ps->U,  ps->V,  ps->coef, ps->ctl_mem};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		backend_free(ps->be, v[i]);
+	free(ps->head);
+	memset(ps, 0, sizeof(*ps));
+}
+
+void price_solver_reset(struct price_solver *ps)
+{
+	struct backend *be = ps->be;
+	be_copy(be, ps->x, ps->x0, ps->n);
+	be_copy(be, ps->g, ps->g0, ps->n);
+	be_copy(be, ps->fx, ps->x0, ps->n);
+	/* going on, no evaluation yet, nothing frozen (solvers.c ctl_start);
+	 * tol 0: the check never stops */
+	memset(ps->head, 0, sizeof(double) * (size_t)ps->ctl.total);
+	ps->head[DQ_CTL_GO] = 1;
+	ps->head[DQ_CTL_RES] = ps->head[DQ_CTL_ABS] = ps->head[DQ_CTL_REL] =
+	    INFINITY;
+	be_upload_bytes(be, ps->ctl.st, ps->head,
+			sizeof(double) * (size_t)ps->ctl.total);
+}
+
+/* Segment p of sample k of x (solvers.c seg_of). */
+static void *seg_of(const struct price_solver *ps, const void *x, int k, int p)
+{
+	return dq_at(ps->be, x,
+		     ((size_t)p * (size_t)ps->S + (size_t)k) * ps->len);
+}
+
+/* coef row k = x_k R_kᵀ over h rows (solvers.c sample_coef). */
+static void coef_of(struct price_solver *ps, const void *x, const void *R,
+		    int h)
+{
+	for (int p = 0; p < ps->P; p++)
+		be_gemm_batched(ps->be, 0, 1, 1, h, (int)ps->len, 1.0,
+				seg_of(ps, x, 0, p), (int)ps->len, ps->len,
+				seg_of(ps, R, 0, p), (int)ps->n, ps->len,
+				p ? 1.0 : 0.0, ps->coef, h, (size_t)h, ps->S);
+}
+
+/* y_k = a coef_k R_k + y_k (solvers.c sample_apply, beta 1). */
+static void apply_to(struct price_solver *ps, void *y, double a, const void *R,
+		     int h)
+{
+	for (int p = 0; p < ps->P; p++)
+		be_gemm_batched(ps->be, 0, 0, 1, (int)ps->len, h, a, ps->coef,
+				h, (size_t)h, seg_of(ps, R, 0, p), (int)ps->n,
+				ps->len, 1.0, seg_of(ps, y, 0, p), (int)ps->len,
+				ps->len, ps->S);
+}
+
+void price_solver_update(struct price_solver *ps, int h)
+{
+	struct backend *be = ps->be;
+	const size_t n = ps->n, nseg = (size_t)ps->S * (size_t)ps->P;
+	struct dq_solve_ctl *c = &ps->ctl;
+	void *Us = dq_at(be, ps->U, (size_t)(h < ps->hmax ? h : 0) * n);
+	void *Vs = dq_at(be, ps->V, (size_t)(h < ps->hmax ? h : 0) * n);
+	be_copy(be, ps->dx, ps->g, n); /* broyden_step */
+	coef_of(ps, ps->g, ps->V, h);
+	apply_to(ps, ps->dx, -1.0, ps->U, h);
+	be_axpy(be, ps->x, 1.0, ps->dx, n);
+	/* run_measure(x, fx, fx): fx = F(x) − x, the dots, the check */
+	be_residual_dots(be, ps->fx, ps->fx, ps->x, c->st + c->o_seg_f,
+			 c->st + c->o_seg_g, nseg, ps->len);
+	be_solve_check(be, c);
+	be_copy_masked(be, ps->best, ps->x, c->st + c->o_imp, ps->S, ps->P,
+		       ps->len);
+	be_sub(be, ps->dg, ps->fx, ps->g, n); /* Δg */
+	be_sub(be, Vs, NULL, ps->dx, n);      /* broyden_update */
+	coef_of(ps, ps->dx, ps->U, h);
+	apply_to(ps, Vs, 1.0, ps->V, h);
+	be_axpy(be, ps->dx, 1.0, ps->dg, n);
+	coef_of(ps, ps->dg, ps->V, h);
+	apply_to(ps, ps->dx, -1.0, ps->U, h);
+	be_dot_segments_dev(be, c->st + c->o_seg_d, Vs, ps->dg, nseg, ps->len);
+	be_scale_recip(be, Us, ps->dx, c->st + c->o_seg_d, ps->S, ps->P,
+		       ps->len);
+}
