@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../methods/method.h"
 #include "../io/interrupt.h"
 #include "../records/record.h"
 #include "../run/price.h"
@@ -265,6 +266,19 @@ static void print_table(const json_t *recs, size_t from)
 		       record_num(fit, "a_ms"), record_num(fit, "b_ms"));
 }
 
+/* A deq config whose solves are not Broyden's: its solver_update rows are
+ * Broyden's update all the same (bench/run/price_solver.h). */
+static void note_solver(const struct bench_config *c)
+{
+	const struct deq_config *d = &c->method.opts.deq;
+	if (c->method.method != method_kind_parse("deq") ||
+	    (d->f_solver == SOLVER_BROYDEN && d->b_solver == SOLVER_BROYDEN))
+		return;
+	printf("note: f_solver=%s b_solver=%s: solver_update above is "
+	       "Broyden's update; other solvers' iterations are not priced\n",
+	       solver_kind_name(d->f_solver), solver_kind_name(d->b_solver));
+}
+
 /* Appends recs[from..) to out (record_save: a failed append rescues the
  * record). 0, or -1 when one could only be rescued. */
 static int save_all(const char *out, const json_t *recs, size_t from)
@@ -310,6 +324,7 @@ int cmd_price(int argc, char **argv)
 			break;
 		}
 		print_table(recs, from);
+		note_solver(&js.j[i].cfg);
 		if (out && save_all(out, recs, from) != 0)
 			rc = 1;
 	}

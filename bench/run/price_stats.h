@@ -70,9 +70,9 @@ struct price_clock {
 /* Measures n units round-robin: `warmup` untimed rounds, then rounds of
  * every unit once in a new random order (price_shuffle from seed), until
  * every unit is done (price_done with rel) or cap_s seconds have passed
- * since the first timed round (checked after each round; at least
- * PRICE_MIN_ROUNDS rounds unless the cap passes first, and at most
- * max_rounds). out[0..n) get the samples (free with price_series_free);
+ * since the first timed round (the clock read after each round; the done
+ * test after round PRICE_MIN_ROUNDS, then every r/16 rounds, so at most
+ * ~6% more rounds than needed; at most max_rounds). out[0..n) get the samples (free with price_series_free);
  * *rounds the timed rounds. If order_log is not NULL, each round's order
  * is appended to it (rounds x n ints, max_rounds x n room). 0, or -1 when
  * out of memory. */
