@@ -38,7 +38,8 @@ def num(obj, path):
 
 def load(paths, note=print):
     """Reads JSONL files. Returns (ok, skipped): lists of (path, line, record)
-    with status "ok", and the others. A malformed line raises ValueError
+    with status "ok", and the others (price records of `deqbench price`
+    among them: prices, not runs). A malformed line raises ValueError
     naming path:line (a half-written line is a bug: records are appended with
     one write each). Each skipped record gets one note line."""
     ok, skipped = [], []
@@ -54,7 +55,11 @@ def load(paths, note=print):
                     raise ValueError(f"{path}:{lineno}: malformed record: {e}") from e
                 if not isinstance(rec, dict):
                     raise ValueError(f"{path}:{lineno}: a record must be a JSON object")
-                if rec.get("status") == "ok":
+                if rec.get("kind") == "price":
+                    skipped.append((path, lineno, rec))
+                    note(f"note: {path}:{lineno}: skipped, a price record "
+                         "(deqbench price), not a run")
+                elif rec.get("status") == "ok":
                     ok.append((path, lineno, rec))
                 else:
                     skipped.append((path, lineno, rec))
