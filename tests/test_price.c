@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -484,4 +485,28 @@ Test(price_schema, table_matches_schema_md)
 			       "validate_schema.c: %s; SCHEMA.md differs", k);
 	json_decref(doc);
 	json_decref(tab);
+}
+
+/* core=N pins the process (as taskset -c N) and the records say which. */
+Test(price_cli, core_pins_and_is_recorded, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	char out[512], arg[600], core[32], err[4096];
+	cpu_set_t set;
+	int c = 0;
+	json_t *recs;
+	cr_assert_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+	while (c < CPU_SETSIZE && !CPU_ISSET(c, &set))
+		c++;
+	cli_path(out, sizeof(out), "p.jsonl");
+	snprintf(arg, sizeof(arg), "out=%s", out);
+	snprintf(core, sizeof(core), "core=%d", c);
+	const char *args[] = {"price", TINY, "price_cap_s=1", core, arg, NULL};
+	cr_assert_eq(cli_run(args, 0, err, sizeof(err)), 0, "%s", err);
+	recs = read_all(out);
+	cr_assert_eq(
+	    json_integer_value(json_object_get(
+		json_object_get(json_array_get(recs, 0), "measure"), "core")),
+	    c);
+	json_decref(recs);
 }
