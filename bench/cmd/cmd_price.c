@@ -204,6 +204,28 @@ static int collect(struct jobs *js, int argc, char **argv, struct price_opts *o,
 	return add_job(js, &c, V, NULL) == 0 ? 0 : -1;
 }
 
+/* After a measurement the cap ended: how many units did not reach their
+ * ±2% and what to do (nvbench warns of a timed-out measurement's unmet
+ * criteria alike). */
+static void print_unmet(const json_t *recs, size_t from)
+{
+	int unmet = 0, timed = 0;
+	const json_t *r0 = json_array_get(recs, from);
+	for (size_t i = from; i < json_array_size(recs); i++) {
+		const json_t *r = json_array_get(recs, i);
+		timed += json_is_true(json_object_get(r, "timed"));
+		unmet += json_is_true(json_object_get(r, "timed")) &&
+			 !json_is_true(json_object_get(r, "converged"));
+	}
+	if (unmet)
+		printf("warning: %d of %d units did not reach +-%.0f%% in "
+		       "price_cap_s=%g s (their intervals above are wider); "
+		       "run on a quiet machine, pin with core=N, or raise "
+		       "price_cap_s\n",
+		       unmet, timed, 100 * record_num(r0, "measure.rel"),
+		       record_num(r0, "measure.cap_s"));
+}
+
 /* The table of one configuration's records recs[from..): a header line,
  * one row per record, the solver_update line a + b h. */
 static void print_table(const json_t *recs, size_t from)
@@ -264,6 +286,7 @@ static void print_table(const json_t *recs, size_t from)
 		printf("solver_update = %.4g ms + %.4g ms x h (least squares "
 		       "through the h rows)\n",
 		       record_num(fit, "a_ms"), record_num(fit, "b_ms"));
+	print_unmet(recs, from);
 }
 
 /* A deq config whose solves are not Broyden's: its solver_update rows are

@@ -14,7 +14,13 @@
  *   - the stop rule, nvbench's noise criterion in the form issue 40 states
  *     it: a unit is done when that interval lies within ±rel (2%) of its
  *     median; the measurement stops when every unit is done, or at the
- *     time cap.
+ *     time cap. nvbench's cold measurements stop when the relative
+ *     standard deviation drops below --max-noise (0.5%) after --min-samples
+ *     (10) samples, or at --timeout (15 s of wall time), and warn of the
+ *     criteria a timed-out measurement left unmet (docs/cli_help.md); here
+ *     the noise is the median's interval (robust to the outliers a shared
+ *     machine adds), the minimum the same 10 samples, and `deqbench price`
+ *     warns likewise.
  */
 #ifndef DQ_BENCH_PRICE_STATS_H
 #define DQ_BENCH_PRICE_STATS_H
