@@ -176,3 +176,61 @@ Test(health_rules, c4c0f56_h100_blowups_are_flagged)
 	fclose(f);
 	cr_assert_eq(seen, 3);
 }
+
+/* The labels of `deqbench report --format json FILE`'s rows, one line per
+ * row ("METHOD: label, label"), into buf. */
+static void report_labels(const char *file, char *buf, size_t n)
+{
+	const char *bin = getenv("DQ_DEQBENCH");
+	char cmd[2048];
+	json_t *rows;
+	size_t i, j, at = 0;
+	json_t *o, *l;
+	cr_assert_not_null(bin, "DQ_DEQBENCH must give deqbench");
+	snprintf(cmd, sizeof(cmd), "'%s' report --format json '%s' 2>/dev/null",
+		 bin, file);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	rows = json_loadf(p, 0, NULL);
+	pclose(p);
+	cr_assert(json_is_array(rows), "report --format json %s", file);
+	buf[0] = '\0';
+	json_array_foreach(rows, i, o)
+	{
+		at += (size_t)snprintf(
+		    buf + at, n - at,
+		    "%s:", json_string_value(json_object_get(o, "method")));
+		json_array_foreach(
+		    json_object_get(json_object_get(o, "health"), "labels"), j,
+		    l) at += (size_t)snprintf(buf + at, n - at, " %s,",
+					      json_string_value(l));
+		at += (size_t)snprintf(buf + at, n - at, "\n");
+	}
+	json_decref(rows);
+}
+
+/* report's group rule: c4c0f56's H200 unroll and checkpoint at d_model 512
+ * stalled near loss 6.2 from step 100 (valid ppl 421.9 against the DEQ's
+ * 227.0) with healthy-looking norms; the committed CPU gc-vs-deq rows,
+ * within 0.04 nats of each other, are not suspects. */
+Test(health_rules, stuck_baseline_is_a_suspect)
+{
+	const char *root = getenv("DQ_SOURCE_ROOT");
+	char path[1024], buf[8192];
+	cr_assert_not_null(root);
+	snprintf(path, sizeof(path),
+		 "%s/tests/fixtures/report-c4c0f56-h200-d512-stuck.jsonl",
+		 root);
+	report_labels(path, buf, sizeof(buf));
+	cr_assert(
+	    strstr(buf, "unroll L=16: health unknown 1/1, suspect baseline,"),
+	    "%s", buf);
+	cr_assert(strstr(buf, "checkpoint L=16 k=4: health unknown 1/1, "
+			      "suspect baseline,"),
+		  "%s", buf);
+	cr_assert(strstr(buf, "deq broyden/ift: health unknown 1/1,\n"), "%s",
+		  buf);
+	snprintf(path, sizeof(path), "%s/results/cpu/gc-vs-deq.jsonl", root);
+	report_labels(path, buf, sizeof(buf));
+	cr_assert_null(strstr(buf, "suspect"), "%s", buf);
+}

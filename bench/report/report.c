@@ -155,6 +155,29 @@ static void agg_figures(struct agg *r, int k, const json_t *rec, int ok,
 	    record_num(rec, eval ? "inference.forward_evals_per_batch"
 				 : "evals.forward_evals_per_step");
 	agg_col(r, C_VEV)[k] = record_num(rec, "evals.vjp_evals_per_step");
+	agg_col(r, C_LATE)[k] = eval ? NAN : report_late_gain(rec);
+}
+
+/* Mean of the numbers a[from..from+w) (null entries: NAN). */
+static double mean_at(const json_t *a, size_t from, size_t w)
+{
+	double s = 0;
+	for (size_t i = from; i < from + w; i++) {
+		const json_t *v = json_array_get(a, i);
+		s += json_is_number(v) ? json_number_value(v) : NAN;
+	}
+	return s / (double)w;
+}
+
+double report_late_gain(const json_t *rec)
+{
+	const json_t *loss =
+	    json_object_get(json_object_get(rec, "trace"), "loss");
+	size_t n = json_array_size(loss);
+	size_t w = n / 10 < 1 ? 1 : n / 10 > 50 ? 50 : n / 10;
+	if (n < 4 * w || n < 4)
+		return NAN;
+	return mean_at(loss, n / 2 - w, w) - mean_at(loss, n - w, w);
 }
 
 /* Notes the commit of record rec (build.git_commit) in row R's commits,

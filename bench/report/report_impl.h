@@ -23,6 +23,7 @@ enum col {
 	C_PPL,	/* valid perplexity */
 	C_FEV,	/* block forward evaluations per step (eval: per batch) */
 	C_VEV,	/* block VJPs per step */
+	C_LATE, /* the training loss's late improvement (report_late_gain) */
 	NCOL
 };
 
@@ -82,6 +83,21 @@ void report_table_free(struct table *t);
 
 /* Column c of row r: r->n values. */
 double *agg_col(const struct agg *r, enum col c);
+
+/* A row whose mean valid loss (ln of its mean perplexity) is more than
+ * REPORT_SUSPECT_GAP nats above the best row of its group while its runs'
+ * training loss has plateaued (median late gain below REPORT_PLATEAU) is
+ * labelled "suspect baseline": a net stuck early (the d_model 512 unroll
+ * of c4c0f56, valid ppl 421.9 against the DEQ's 227.0, that its health
+ * read as healthy) rather than a method's cost. */
+#define REPORT_SUSPECT_GAP 0.1
+#define REPORT_PLATEAU	   0.05
+
+/* The training loss's late gain of a record with a trace: the mean loss
+ * of the w steps before the middle step less that of the last w, w =
+ * clamp(steps/10, 1, 50), in nats (below REPORT_PLATEAU: plateaued); NAN
+ * without a trace of at least 4w steps. */
+double report_late_gain(const json_t *rec);
 
 /* The unroll row of r's group, or NULL. */
 const struct agg *report_unroll_row(const struct table *t, const struct agg *r);

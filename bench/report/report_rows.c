@@ -376,6 +376,49 @@ static void set_duplicates(json_t *o, const struct agg *r)
 	    json_string(buf));
 }
 
+/* The best (lowest) mean valid loss of the training rows of group g in
+ * rows; INFINITY when none has one. */
+static double group_best(const json_t *rows, const char *g)
+{
+	double best = INFINITY;
+	size_t i;
+	json_t *o;
+	json_array_foreach(rows, i, o)
+	{
+		double p = json_number_value(
+		    json_object_get(json_object_get(o, "valid_ppl"), "mean"));
+		if (!strcmp(json_string_value(json_object_get(o, "group")),
+			    g) &&
+		    !strcmp(json_string_value(json_object_get(o, "kind")),
+			    "train") &&
+		    p > 0 && log(p) < best)
+			best = log(p);
+	}
+	return best;
+}
+
+/* REPORT_SUSPECT_GAP's rule (report_impl.h) over the rows of t. */
+static void label_suspects(const struct table *t, json_t *rows)
+{
+	size_t j;
+	json_t *o;
+	json_array_foreach(rows, j, o)
+	{
+		const struct agg *r = &t->rows[j];
+		double p = json_number_value(
+		    json_object_get(json_object_get(o, "valid_ppl"), "mean"));
+		double gain = col_median(r, C_LATE);
+		double best = group_best(
+		    rows, json_string_value(json_object_get(o, "group")));
+		if (p > 0 && isfinite(best) && isfinite(gain) &&
+		    log(p) > best + REPORT_SUSPECT_GAP && gain < REPORT_PLATEAU)
+			json_array_append_new(
+			    json_object_get(json_object_get(o, "health"),
+					    "labels"),
+			    json_string("suspect baseline"));
+	}
+}
+
 json_t *report_table_rows(const struct table *t)
 {
 	json_t *rows = json_array();
@@ -390,5 +433,7 @@ json_t *report_table_rows(const struct table *t)
 			rows = NULL;
 		}
 	}
+	if (rows)
+		label_suspects(t, rows);
 	return rows;
 }
