@@ -101,8 +101,11 @@ static void ckpt_backward(struct method *me, const void *gz, void *gu)
 	void *ga = method_vec(me, 2), *gb = method_vec(me, 3);
 	const void *g = gz;
 	for (int s = n_segments(&me->cfg) - 1; s >= 0; s--) {
-		if (s < n_segments(&me->cfg) - 1)
+		if (s < n_segments(&me->cfg) - 1) {
+			me->recompute = 1;
 			seg_taped(me, s, me->u, NULL);
+			me->recompute = 0;
+		}
 		g = method_vjp_taped(me, g, gu, seg_len(&me->cfg, s), ga, gb);
 	}
 }

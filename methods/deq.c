@@ -214,16 +214,25 @@ static void phantom_backward(struct method *me, const void *gz, void *gu)
 
 static void deq_jac_backward(struct method *me, void *gu);
 
+/* A solve's own iterations into the step's work (method_work). */
+static void deq_solver_work(struct method *me, const struct solve_stats *st)
+{
+	me->st.work.solver_update += st->updates;
+	me->st.work.solver_history_sum += st->history_sum;
+}
+
 static void deq_forward(struct method *me, const void *u, void *z, int train)
 {
 	struct fp_map F = {map_forward, me, {me->u, NULL}};
-	long f0 = me->st.forward_evals;
+	long f0 = me->st.forward_evals, w0 = me->st.work.block_fwd;
 	const void *zs = solver_solve(
 	    me->solver, &me->lay.solve[0], &F, &me->st.fwd, me->st.fwd_trace,
 	    &me->st.fwd_trace_len, &me->st.host_reads);
 	/* the evaluations that ran (a recorded solve's map is called at the
 	 * recording, for every segment, and not at a replay) */
 	me->st.forward_evals = f0 + me->st.fwd.evals;
+	me->st.work.block_fwd = w0 + me->st.fwd.evals;
+	deq_solver_work(me, &me->st.fwd);
 	me->st.has_fwd_solve = 1;
 	me->zstar = zs;
 	if (dq(me)->b_mode == BMODE_PHANTOM)
@@ -247,12 +256,15 @@ static void deq_backward(struct method *me, const void *gz, void *gu)
 		if (dq(me)->b_mode == BMODE_IFT) {
 			struct fp_map F = {map_backward, me, {gz, NULL}};
 			long v0 = me->st.vjp_evals;
+			long w0 = me->st.work.block_vjp_input;
 			me->gz = gz;
 			y = solver_solve(me->solver, &me->lay.solve[1], &F,
 					 &me->st.bwd, me->st.bwd_trace,
 					 &me->st.bwd_trace_len,
 					 &me->st.host_reads);
 			me->st.vjp_evals = v0 + me->st.bwd.evals;
+			me->st.work.block_vjp_input = w0 + me->st.bwd.evals;
+			deq_solver_work(me, &me->st.bwd);
 			me->st.has_bwd_solve = 1;
 		}
 		method_vjp(me, method_vec(me, V_OUT), gu, y, method_tape(me, 0),

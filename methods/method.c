@@ -355,6 +355,22 @@ static int graphed(const struct method *me)
 	       be_has_graphs(me->m->be);
 }
 
+/* a + sign · b, unit by unit (struct method_work). */
+static struct method_work work_sum(struct method_work a, int sign,
+				   struct method_work b)
+{
+	struct method_work d = {
+	    a.block_fwd_taped + sign * b.block_fwd_taped,
+	    a.block_fwd + sign * b.block_fwd,
+	    a.block_fwd_recompute + sign * b.block_fwd_recompute,
+	    a.block_vjp + sign * b.block_vjp,
+	    a.block_vjp_input + sign * b.block_vjp_input,
+	    a.solver_update + sign * b.solver_update,
+	    a.solver_history_sum + sign * b.solver_history_sum,
+	};
+	return d;
+}
+
 /* The forward (train >= 0: a = u, b = z) or the backward (train = -1:
  * a = ḡ, b = gu) as a graph: recorded the first time and whenever a, b,
  * train or the forward's u (which a backward's recomputation reads)
@@ -365,6 +381,7 @@ static void graph_run(struct method *me, struct method_graph *mg, const void *a,
 {
 	const struct backend *be = me->m->be;
 	long f0 = me->st.forward_evals, v0 = me->st.vjp_evals;
+	struct method_work w0 = me->st.work;
 	if (!mg->g || mg->a != a || mg->b != b || mg->train != train ||
 	    mg->u != me->u) {
 		be_graph_free(be, mg->g);
@@ -377,10 +394,12 @@ static void graph_run(struct method *me, struct method_graph *mg, const void *a,
 		mg->a = a, mg->b = b, mg->train = train, mg->u = me->u;
 		mg->fwd = me->st.forward_evals - f0;
 		mg->vjp = me->st.vjp_evals - v0;
+		mg->work = work_sum(me->st.work, -1, w0);
 	}
 	be_graph_launch(be, mg->g);
 	me->st.forward_evals = f0 + mg->fwd;
 	me->st.vjp_evals = v0 + mg->vjp;
+	me->st.work = work_sum(w0, 1, mg->work);
 }
 
 void method_forward(struct method *me, const void *u, void *z, int train)

@@ -100,12 +100,37 @@ struct method_candidate {
 int method_candidate(int k, const struct method_config *c, int i,
 		     struct method_candidate *out);
 
+/* The method's work of one step by unit (docs/methods.md §Work; the names
+ * are the record's `work` keys, results/SCHEMA.md): the block applications
+ * and VJPs of method_stats by kind, and the solvers' own iterations.
+ *   block_fwd_taped      forwards that write a tape in the forward pass
+ *                        (and the Jacobian regulariser's two, deq)
+ *   block_fwd            forwards without a tape (solver iterations, the
+ *                        untaped passes of checkpoint and revolve, and
+ *                        revolve's untaped advances in the backward)
+ *   block_fwd_recompute  forwards that write a tape in the backward
+ *                        (checkpoint's segments, revolve's layers)
+ *   block_vjp            VJPs with parameter and injection gradients
+ *   block_vjp_input      VJPs of the input alone (IFT solve iterations,
+ *                        the regulariser's w, the spectral radius)
+ *   solver_update, solver_history_sum  solve_stats.updates and
+ *                        history_sum of the step's solves, summed
+ * block_fwd_taped + block_fwd + block_fwd_recompute = forward_evals and
+ * block_vjp + block_vjp_input = vjp_evals. Bytes moved between device and
+ * host are method_stats.offload_bytes. */
+struct method_work {
+	long block_fwd_taped, block_fwd, block_fwd_recompute;
+	long block_vjp, block_vjp_input;
+	long solver_update, solver_history_sum;
+};
+
 /* Per-step statistics of a method; reset by every forward. */
 struct method_stats {
-	long forward_evals;	/* block applications (model_block_forward) */
-	long vjp_evals;		/* block VJPs (model_block_vjp) */
-	struct solve_stats fwd; /* deq only */
-	struct solve_stats bwd; /* deq ift only */
+	long forward_evals;	 /* block applications (model_block_forward) */
+	long vjp_evals;		 /* block VJPs (model_block_vjp) */
+	struct method_work work; /* the same and the solvers', by unit */
+	struct solve_stats fwd;	 /* deq only */
+	struct solve_stats bwd;	 /* deq ift only */
 	int has_fwd_solve, has_bwd_solve;
 	/* Values read back to the host by the solvers (norms, dots,
 	 * coefficient downloads): each is a device synchronisation on a GPU.

@@ -110,9 +110,13 @@ struct method {
 		void *g;	   /* NULL: none yet */
 		const void *a, *u; /* u: me->u at the recording */
 		void *b;
-		int train;     /* -1: the backward */
-		long fwd, vjp; /* the evaluations it runs */
+		int train;		 /* -1: the backward */
+		long fwd, vjp;		 /* the evaluations it runs */
+		struct method_work work; /* and by unit */
 	} gfwd, gbwd;
+	/* 1 while a backward recomputes taped forwards (checkpoint,
+	 * revolve): method_f counts them as block_fwd_recompute */
+	int recompute;
 
 	const void *u;	   /* injection of the current forward (deq map) */
 	const void *gz;	   /* dL/dz of the current backward (deq map) */
@@ -149,12 +153,21 @@ static inline void *method_vec(const struct method *me, int i)
 	return method_ckpt(me, me->lay.n_ckpts + i);
 }
 
-/* Counted block application and VJP (method_stats). */
+/* Counted block application and VJP (method_stats, its work by unit:
+ * a forward without a tape is block_fwd, with one block_fwd_recompute
+ * while me->recompute, else block_fwd_taped; a VJP with parameter
+ * gradients block_vjp, else block_vjp_input). */
 static inline void method_f(struct method *me, void *z_out, const void *z_in,
 			    const void *u, void *tape)
 {
 	model_block_forward(me->m, z_out, z_in, u, tape);
 	me->st.forward_evals++;
+	if (!tape)
+		me->st.work.block_fwd++;
+	else if (me->recompute)
+		me->st.work.block_fwd_recompute++;
+	else
+		me->st.work.block_fwd_taped++;
 }
 
 static inline void method_vjp(struct method *me, void *gz_in, void *gu,
@@ -162,6 +175,10 @@ static inline void method_vjp(struct method *me, void *gz_in, void *gu,
 {
 	model_block_vjp(me->m, gz_in, gu, gz_out, tape, pg);
 	me->st.vjp_evals++;
+	if (pg)
+		me->st.work.block_vjp++;
+	else
+		me->st.work.block_vjp_input++;
 }
 
 /* x[0..n) ~ N(0, 1) on the host from the method's generator

@@ -130,7 +130,11 @@ static void revolve_backward(struct method *me, const void *gz, void *gu)
 	struct revolve_run r = {me, NULL, NULL, gz, gu};
 	struct revolve_plan p = {me->cfg.layers, slots_used(&me->cfg),
 				 &block_ops, &r};
+	/* the taped applications here recompute layers the forward ran
+	 * untaped (block_fwd_recompute); the advances stay block_fwd */
+	me->recompute = 1;
 	revolve_schedule_backward(&p);
+	me->recompute = 0;
 }
 
 static const struct method_ops method_revolve_ops = {

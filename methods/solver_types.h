@@ -40,6 +40,14 @@ struct solve_stats {
 	int samples_converged; /* of them, those whose residual <= tol */
 	int protect_break;     /* stopped by protect_thres */
 	int stall_break;       /* stopped by stall_window */
+	/* the solver's own iterations between evaluations, for the work
+	 * count (docs/methods.md §Work): Broyden's steps Δx = −B g (each
+	 * followed by its rank-1 update, but for the solve's last) and
+	 * Anderson's mixings, evals − 1 of them (0 for fixed_point); and
+	 * the sum over them of the history in use (pairs or iterates, per
+	 * sample), the length their products run over */
+	long updates;
+	long history_sum;
 };
 
 /* Residuals a solve's trace keeps (method_stats.fwd_trace, bwd_trace). */

@@ -269,6 +269,7 @@ struct run {
 	int sync;     /* evaluations between reads, >= 1 */
 	int graph;    /* recording a device-side loop: no reads, a segment
 		       * per evaluation */
+	long updates, history_sum; /* solve_stats' (the solver's work) */
 };
 
 static void run_eval(struct run *r, void *out, const void *in)
@@ -356,6 +357,8 @@ static void broyden_step(struct run *r, struct broyden *b, void *dx,
 			 const void *g)
 {
 	struct solver *s = r->s;
+	r->updates++;
+	r->history_sum += b->nu;
 	be_copy(s->be, dx, g, s->n);
 	if (b->nu > 0) {
 		sample_coef(s, b->coef, b->nu, g, b->V, b->nu);
@@ -473,6 +476,8 @@ static void solve_anderson(struct run *r)
 			return;
 		k++;
 		int nact = k < m ? k : m;
+		r->updates++;
+		r->history_sum += nact;
 		/* Gram rows of the new G against every G in use, then each
 		 * sample's weights into coef */
 		sample_coef(s, coef, nact, Gs, G, nact);
@@ -482,6 +487,28 @@ static void solve_anderson(struct run *r)
 		sample_apply(s, xn, 1.0, coef, nact, X, nact, 0.0);
 		sample_apply(s, xn, r->p->beta, coef, nact, G, nact, 1.0);
 		run_freeze(r, xn, Xs); /* frozen */
+	}
+}
+
+/* The solver's own iterations of a solve of `evals` evaluations with p,
+ * and the history they ran over summed (solve_stats.updates and
+ * history_sum): what a recorded solve (solver_graphs) ran, whose
+ * recording issued every segment up to max_iter. The same counts as the
+ * eager loops make (solve_broyden: step t at min(t, h) pairs, t = 0 …
+ * evals − 2; solve_anderson: mixing k at min(k, m) iterates, k = 1 …
+ * evals − 1). */
+static void updates_of(const struct solver_params *p, int evals, long *u,
+		       long *hs)
+{
+	*u = *hs = 0;
+	if (p->kind == SOLVER_FIXED_POINT)
+		return;
+	for (int t = 0; t + 1 < evals; t++) {
+		int h = p->kind == SOLVER_BROYDEN ? t : t + 1;
+		int cap =
+		    p->kind == SOLVER_BROYDEN ? p->history : p->anderson_m;
+		(*u)++;
+		*hs += h < cap ? h : cap;
 	}
 }
 
@@ -643,5 +670,9 @@ const void *solver_solve(struct solver *s, const struct solver_params *p,
 	ctl_finish(s, p, st, trace, trace_len, host_reads);
 	/* a device-side loop runs the evaluations the device checked */
 	st->evals = s->graphs ? st->iters : r.launched;
+	st->updates = r.updates;
+	st->history_sum = r.history_sum;
+	if (s->graphs)
+		updates_of(p, st->evals, &st->updates, &st->history_sum);
 	return r.best;
 }
