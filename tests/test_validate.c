@@ -56,7 +56,7 @@ static int row_cells(char *line, char **cells)
 static void doc_row(struct doc *d, const char *prefix, char *line)
 {
 	static const char *const known = "|int|number|string|bool|object|"
-					 "array|stats|null|";
+					 "array|stats|work_unit|null|";
 	char *cells[4], types[64] = "|";
 	int nc = row_cells(line, cells), added;
 	cr_assert_geq(nc, 3, "SCHEMA.md: bad row %s", line);

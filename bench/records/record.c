@@ -19,9 +19,9 @@
 #include "validate_schema.h"
 
 static const char *const sections[] = {
-    "suite",  "beside", "config", "method",   "model",	 "data",      "timing",
-    "memory", "solver", "evals",  "health",   "quality", "inference", "host",
-    "device", "build",	"trace",  "pretrain", "plan",	 NULL,
+    "suite",  "beside", "config", "method", "model",	"data",	   "timing",
+    "memory", "solver", "evals",  "work",   "health",	"quality", "inference",
+    "host",   "device", "build",  "trace",  "pretrain", "plan",	   NULL,
 };
 
 json_t *record_new(void)

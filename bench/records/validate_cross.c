@@ -440,6 +440,55 @@ static void eval_totals(struct validate_walk *w, const json_t *rec)
 	}
 }
 
+/* One work object at path (work, pretrain.work; SCHEMA.md §work): each
+ * unit's total = per_step x steps (per_step null exactly without steps),
+ * edge_steps a tenth of steps, at least 1 (0 without); and the sum of the
+ * block forward units' totals (VJP units') over the steps of ev (evals,
+ * when given) is its forward (VJP) total. */
+static void work_rules(struct validate_walk *w, const json_t *wk,
+		       const char *path, const json_t *ev)
+{
+	static const char *const fwd[] = {"block_fwd_taped", "block_fwd",
+					  "block_fwd_recompute", NULL};
+	static const char *const vjp[] = {"block_vjp", "block_vjp_input", NULL};
+	const char *key;
+	const json_t *u;
+	double n, e, tot, per, sf = 0, sv = 0, et;
+	char p[96];
+	if (!cnt(wk, "steps", &n) || !cnt(wk, "edge_steps", &e))
+		return;
+	snprintf(p, sizeof(p), "%s.edge_steps", path);
+	if (e != (n < 1 ? 0 : n < 20 ? 1 : floor(n / 10)))
+		validate_problem(w, p, "expected steps / 10, at least 1");
+	json_object_foreach((json_t *)wk, key, u)
+	{
+		if (!cnt(u, "total", &tot))
+			continue;
+		for (int i = 0; fwd[i]; i++)
+			sf += strcmp(key, fwd[i]) ? 0 : tot;
+		for (int i = 0; vjp[i]; i++)
+			sv += strcmp(key, vjp[i]) ? 0 : tot;
+		snprintf(p, sizeof(p), "%s.%s.total", path, key);
+		if (num(u, "per_step", &per) ? !near(per * n, tot) : n > 0)
+			validate_problem(w, p, "expected per_step x steps");
+	}
+	if (!ev)
+		return;
+	snprintf(p, sizeof(p), "%s.steps", path);
+	if (cnt(ev, "steps", &et) && et != n)
+		validate_problem(w, p, "expected evals.steps, %.0f", et);
+	if (cnt(ev, "forward_evals_total", &et) && et != sf)
+		validate_problem(w, path,
+				 "block forward totals sum to %.0f, "
+				 "evals.forward_evals_total is %.0f",
+				 sf, et);
+	if (cnt(ev, "vjp_evals_total", &et) && et != sv)
+		validate_problem(w, path,
+				 "block VJP totals sum to %.0f, "
+				 "evals.vjp_evals_total is %.0f",
+				 sv, et);
+}
+
 /* The peaks of one memory object at path (memory, inference.memory):
  * every device category and depth + solver within the total; depth +
  * solver between its larger part and their sum. */
@@ -676,6 +725,9 @@ int validate_cross(const json_t *rec, enum validate_mode mode,
 	trace_lengths(&w, rec);
 	solve_sections(&w, rec);
 	eval_totals(&w, rec);
+	work_rules(&w, json_object_get(rec, "work"), "work",
+		   json_object_get(rec, "evals"));
+	work_rules(&w, at(rec, "pretrain.work"), "pretrain.work", NULL);
 	peak_rules(&w, json_object_get(rec, "memory"), "memory");
 	peak_rules(&w, at(rec, "inference.memory"), "inference.memory");
 	inference_rules(&w, rec);

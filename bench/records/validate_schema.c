@@ -37,6 +37,10 @@
  * (issue 40); optional even for --strict: the committed records before
  * them lack them */
 #define ADDED_BESIDE "2026-11-27"
+/* work: what a run computed, by unit (issue 40); optional even for
+ * --strict, as build.fingerprint: the committed records before it lack
+ * it, and impl=pytorch records carry null */
+#define ADDED_WORK "2026-11-27"
 
 /* A row: name, types (enum vtype), then any other member by name. */
 #define F(n, t, ...)                                                           \
@@ -288,6 +292,35 @@ static const struct vfield evals_f[] = {
     {.name = NULL},
 };
 
+/* one unit of `work`: SCHEMA.md's `work_unit` */
+static const struct vfield work_unit_f[] = {
+    F("total", VT_INT),
+    F("per_step", NUM_OR_NULL),
+    F("per_step_first", NUM_OR_NULL),
+    F("per_step_last", NUM_OR_NULL),
+    {.name = NULL},
+};
+#define UNIT(n)                                                                \
+	F(n, VT_OBJ, .members = work_unit_f, .doc_type = "work_unit",          \
+	  .flags = VF_PROSE)
+
+static const struct vfield work_f[] = {
+    F("steps", VT_INT),
+    F("edge_steps", VT_INT),
+    UNIT("block_fwd_taped"),
+    UNIT("block_fwd"),
+    UNIT("block_fwd_recompute"),
+    UNIT("block_vjp"),
+    UNIT("block_vjp_input"),
+    UNIT("solver_update"),
+    UNIT("solver_history_sum"),
+    UNIT("head_fwd"),
+    UNIT("head_bwd"),
+    UNIT("optimizer_step"),
+    UNIT("host_bytes"),
+    {.name = NULL},
+};
+
 static const struct vfield quality_f[] = {
     F("train_loss_first", NUM_OR_NULL, .flags = VF_SIGNED),
     F("train_loss_final", NUM_OR_NULL, .flags = VF_SIGNED),
@@ -414,6 +447,8 @@ static const struct vfield pretrain_f[] = {
     F("vjp_evals_per_step", NUM_OR_NULL),
     F("train_loss_last", NUM_OR_NULL, .flags = VF_SIGNED),
     F("depth_bytes", VT_INT),
+    F("work", VT_OBJ, .members = work_f, .added = ADDED_WORK,
+      .flags = VF_OPTIONAL | VF_PROSE),
     {.name = NULL},
 };
 
@@ -529,6 +564,8 @@ static const struct vfield top_f[] = {
     F("memory", OBJ_OR_NULL, .members = memory_f),
     F("solver", OBJ_OR_NULL, .members = solver_f),
     F("evals", OBJ_OR_NULL, .members = evals_f),
+    F("work", OBJ_OR_NULL, .members = work_f, .added = ADDED_WORK,
+      .flags = VF_OPTIONAL),
     F("health", OBJ_OR_NULL, .members = health_f, .added = ADDED_HEALTH),
     F("quality", OBJ_OR_NULL, .members = quality_f),
     F("inference", OBJ_OR_NULL, .members = inference_f, .added = ADDED),

@@ -36,7 +36,7 @@ static int eval_batch(struct run *r, struct step_log *log, int k, double *l)
 	if (log) {
 		log->ms[k] = log->fwd_ms[k] = be_timer_elapsed_ms(be, 0, 1);
 		log->loss[k] = *l;
-		step_log_method(log, k, method_get_stats(r->rc.me));
+		step_log_method(log, k, method_get_stats(r->rc.me), &r->rc.cnt);
 		log->n = k + 1;
 	}
 	return 0;

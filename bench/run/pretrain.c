@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../records/record.h"
+#include "run_work.h"
 
 int pretrain_create(struct pretrain *pt, struct run_ctx *rc,
 		    const struct bench_config *cfg, char *err, size_t errlen)
@@ -91,6 +92,7 @@ json_t *pretrain_json(const struct pretrain *pt, const struct bench_config *cfg,
 			    real_or_null(done, done ? log->loss[done - 1] : 0));
 	json_object_set_new(o, "depth_bytes",
 			    json_integer((json_int_t)pt->depth_bytes));
+	json_object_set_new(o, "work", run_work_json(log, 0, done));
 	return o;
 }
 

@@ -77,6 +77,15 @@ int run_ctx_resolve_vocab(const struct bench_config *cfg, int *V, char *err,
  * vocabulary) comes again when the run creates its backend. */
 int run_ctx_precheck(const struct bench_config *cfg, char *err, size_t errlen);
 
+/* The runner's passes of one step or evaluation batch, for the record's
+ * work (docs/methods.md §Work): head forwards (loss included), head
+ * backwards and optimizer steps (global-norm clipping and Adam over every
+ * parameter). Zeroed by each step's or batch's forward (train_step.h),
+ * counted where train_step.c calls them. */
+struct run_counts {
+	long head_fwd, head_bwd, optimizer_step;
+};
+
 /* Backend, model, method and the state buffer z of one run; what both the
  * training loop and `deqbench grad` build. */
 struct run_ctx {
@@ -92,6 +101,7 @@ struct run_ctx {
 	 * vocabulary (param_files.h) */
 	const struct corpus *corpus;
 	int vocab_check;
+	struct run_counts cnt; /* this step's or batch's */
 };
 
 /* Creates the backend (cfg->device, cfg->threads; TF32 set from cfg->tf32

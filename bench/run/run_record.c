@@ -15,6 +15,7 @@
 #include "../io/jsontext.h"
 #include "../records/record.h"
 #include "run_state.h"
+#include "run_work.h"
 
 /* ---- value helpers ---- */
 
@@ -499,6 +500,8 @@ void run_record_train(struct run *r)
 	json_object_set_new(r->rec, "memory", memory_json(r));
 	json_object_set_new(r->rec, "evals",
 			    evals_json(&r->log, p0, r->ok_steps));
+	json_object_set_new(r->rec, "work",
+			    run_work_json(&r->log, p0, r->ok_steps - p0));
 	json_object_set_new(r->rec, "solver", solver_json(r, p0));
 	json_object_set_new(r->rec, "health", health_of_run(r, p0));
 	json_object_set_new(
@@ -586,9 +589,14 @@ static json_t *inference_json(const struct run *r, int memory)
 void run_record_inference(struct run *r)
 {
 	/* null (record_new's) when no valid batch was evaluated */
-	if (r->cfg->eval_tokens > 0 && r->inf.mem && r->inf.n > 0)
-		json_object_set_new(r->rec, "inference",
-				    inference_json(r, r->eval_only));
+	if (!(r->cfg->eval_tokens > 0 && r->inf.mem && r->inf.n > 0))
+		return;
+	json_object_set_new(r->rec, "inference",
+			    inference_json(r, r->eval_only));
+	/* an eval record's work: per valid batch, as inference's figures */
+	if (r->eval_only)
+		json_object_set_new(r->rec, "work",
+				    run_work_json(&r->inf, 0, r->inf.n));
 }
 
 void run_record_end(struct run *r)

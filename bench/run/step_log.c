@@ -20,7 +20,8 @@ size_t step_log_step_bytes(void)
 {
 	struct step_log l;
 	double **d[] = LOG_DOUBLES(&l);
-	return sizeof(d) / sizeof(*d) * sizeof(double) + 2 * sizeof(int);
+	return (sizeof(d) / sizeof(*d) + WORK_UNITS) * sizeof(double) +
+	       2 * sizeof(int);
 }
 
 int step_log_alloc(struct step_log *l, int n)
@@ -37,7 +38,9 @@ int step_log_alloc(struct step_log *l, int n)
 	l->n = n;
 	for (size_t i = 0; i < nd; i++)
 		*d[i] = block + i * un;
-	l->fwd.flags = (int *)(block + nd * un);
+	for (size_t i = 0; i < WORK_UNITS; i++)
+		l->work[i] = block + (nd + i) * un;
+	l->fwd.flags = (int *)(block + (nd + WORK_UNITS) * un);
 	l->bwd.flags = l->fwd.flags + un;
 	/* a step that stops before its backward (the diverged one) never
 	 * computes its norm: NaN keeps it out of health's median and max */
@@ -67,7 +70,30 @@ static void solve_put(struct solve_log *l, int i, const struct solve_stats *s)
 	l->flags[i] = solve_flags(s);
 }
 
-void step_log_method(struct step_log *l, int i, const struct method_stats *st)
+/* The step's work by unit (enum work_unit) into entry i. */
+static void work_put(struct step_log *l, int i, const struct method_stats *st,
+		     const struct run_counts *c)
+{
+	const struct method_work *w = &st->work;
+	const long v[WORK_UNITS] = {
+	    [WORK_BLOCK_FWD_TAPED] = w->block_fwd_taped,
+	    [WORK_BLOCK_FWD] = w->block_fwd,
+	    [WORK_BLOCK_FWD_RECOMPUTE] = w->block_fwd_recompute,
+	    [WORK_BLOCK_VJP] = w->block_vjp,
+	    [WORK_BLOCK_VJP_INPUT] = w->block_vjp_input,
+	    [WORK_SOLVER_UPDATE] = w->solver_update,
+	    [WORK_SOLVER_HISTORY_SUM] = w->solver_history_sum,
+	    [WORK_HEAD_FWD] = c->head_fwd,
+	    [WORK_HEAD_BWD] = c->head_bwd,
+	    [WORK_OPTIMIZER_STEP] = c->optimizer_step,
+	    [WORK_HOST_BYTES] = st->offload_bytes,
+	};
+	for (int u = 0; u < WORK_UNITS; u++)
+		l->work[u][i] = (double)v[u];
+}
+
+void step_log_method(struct step_log *l, int i, const struct method_stats *st,
+		     const struct run_counts *c)
 {
 	l->f_ev[i] = (double)st->forward_evals;
 	l->v_ev[i] = (double)st->vjp_evals;
@@ -76,4 +102,5 @@ void step_log_method(struct step_log *l, int i, const struct method_stats *st)
 	solve_put(&l->bwd, i, &st->bwd);
 	l->jac[i] = st->jac_applied ? st->jac_loss : NAN;
 	l->moved[i] = (double)st->offload_bytes;
+	work_put(l, i, st, c);
 }

@@ -9,6 +9,24 @@
 #define DQ_BENCH_STEP_LOG_H
 
 #include "../../methods/method.h"
+#include "run_ctx.h"
+
+/* The units of the record's `work` object (run_work.h; docs/methods.md
+ * §Work), in its order. */
+enum work_unit {
+	WORK_BLOCK_FWD_TAPED,
+	WORK_BLOCK_FWD,
+	WORK_BLOCK_FWD_RECOMPUTE,
+	WORK_BLOCK_VJP,
+	WORK_BLOCK_VJP_INPUT,
+	WORK_SOLVER_UPDATE,
+	WORK_SOLVER_HISTORY_SUM,
+	WORK_HEAD_FWD,
+	WORK_HEAD_BWD,
+	WORK_OPTIMIZER_STEP,
+	WORK_HOST_BYTES,
+	WORK_UNITS
+};
 
 /* Bits of solve_log.flags (step_log_solve_flags). */
 enum {
@@ -47,6 +65,9 @@ struct step_log {
 	 * copy stream's ms and the ms the compute stream waited for copies
 	 * (backend_copy_stats; 0 when nothing moved) */
 	double *moved, *copy_ms, *stall_ms;
+	/* the step's work by unit (enum work_unit): integers, exact in a
+	 * double below 2^53 */
+	double *work[WORK_UNITS];
 	void *mem; /* the one allocation behind every array */
 };
 
@@ -59,7 +80,10 @@ size_t step_log_step_bytes(void);
 void step_log_free(struct step_log *l);
 
 /* Stores the method's statistics of step index i (after its backward):
- * evaluations, host reads, both solves and the Jacobian regulariser. */
-void step_log_method(struct step_log *l, int i, const struct method_stats *st);
+ * evaluations, host reads, both solves and the Jacobian regulariser; and
+ * the step's work: the method's by unit (method_work, offload_bytes as
+ * host_bytes) and the runner's head and optimizer passes c. */
+void step_log_method(struct step_log *l, int i, const struct method_stats *st,
+		     const struct run_counts *c);
 
 #endif

@@ -26,6 +26,7 @@ static int forward_to_z(struct run_ctx *rc, const int32_t *tok, int train,
 			char *err, size_t errlen)
 {
 	struct model *m = rc->m;
+	memset(&rc->cnt, 0, sizeof(rc->cnt));
 	if (train)
 		model_zero_grads(m);
 	if (model_set_batch(m, tok, err, errlen) != 0)
@@ -44,6 +45,7 @@ int step_forward(struct run_ctx *rc, const int32_t *tok, int train,
 	/* training: a chunked head does its backward with its forward */
 	*loss = train ? model_head_forward_train(m, rc->z)
 		      : model_head_forward(m, rc->z);
+	rc->cnt.head_fwd++;
 	return 0;
 }
 
@@ -51,6 +53,7 @@ void step_backward(struct run_ctx *rc)
 {
 	struct model *m = rc->m;
 	model_head_backward(m);
+	rc->cnt.head_bwd++;
 	method_backward(rc->me, m->gz, m->gu);
 	model_inject_backward(m);
 }
@@ -149,6 +152,7 @@ static double optimizer_step(struct run *r, int s, double lr)
 		be_scale(be, m->grad_buf, o.clip / gn, n);
 	be_adam(be, m->param_buf, m->grad_buf, r->adam_m, r->adam_v, n, o.lr,
 		o.beta1, o.beta2, o.eps, o.wd, o.t);
+	r->rc.cnt.optimizer_step++;
 	return gn;
 }
 
@@ -164,9 +168,12 @@ static int graphed_step(struct run *r, int s, double lr, double *loss,
 	if (forward_to_z(rc, r->tok, 1, r->err, sizeof(r->err)) != 0)
 		return -1;
 	step_graphs_head(&r->sg, m, rc->z);
+	rc->cnt.head_fwd++;
+	rc->cnt.head_bwd++;
 	be_timer_mark(rc->be, 1);
 	method_backward(rc->me, m->gz, m->gu);
 	step_graphs_opt(&r->sg, m, r->adam_m, r->adam_v, &o, loss, gn);
+	rc->cnt.optimizer_step++;
 	return 0;
 }
 
@@ -219,7 +226,7 @@ static enum run_status train_step(struct run *r, int s, int measured)
 	log->ms[i] = log->fwd_ms[i] + log->bwd_ms[i];
 	log->gnorm[i] = gn;
 	log->lr[i] = lr;
-	step_log_method(log, i, method_get_stats(r->rc.me));
+	step_log_method(log, i, method_get_stats(r->rc.me), &r->rc.cnt);
 	if (log->moved[i] > 0) {
 		struct backend_copy_stats cs;
 		be_copy_stats(r->rc.be, &cs);

@@ -14,7 +14,9 @@
 
 /* Forward of host tokens tok (B, T+1) int32 up to the loss: with train,
  * zeroes the grads first and keeps what the backward needs; *loss is the
- * mean over the B*T positions, nats. -1 with one line for bad token ids. */
+ * mean over the B*T positions, nats. -1 with one line for bad token ids.
+ * Starts the step's (or batch's) counts rc->cnt afresh and counts its head
+ * forward; step_backward counts the head backward. */
 int step_forward(struct run_ctx *rc, const int32_t *tok, int train,
 		 double *loss, char *err, size_t errlen);
 

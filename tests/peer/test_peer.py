@@ -399,8 +399,9 @@ class Peer(unittest.TestCase):
         for k in ("status", "message", "started_at", "finished_at",
                   "config", "method", "model", "data", "timing", "memory",
                   "solver", "evals", "quality", "inference", "device",
-                  "trace", "pretrain", "impl"):
+                  "trace", "pretrain", "impl", "work"):
             self.assertIn(k, rec)
+        self.assertIsNone(rec["work"])  # README: autograd's work, not ours
         self.assertEqual(rec["status"], "ok", rec["message"])
         self.assertTrue(rec["impl"].startswith("pytorch-"))
         self.assertEqual(rec["timing"]["steps_timed"], 4)
