@@ -12,14 +12,15 @@
  *
  *   1. unroll, checkpoint and revolve: the recorded step is bitwise the
  *      eager one; a forward and a backward are recorded once and replayed
- *      while their buffers stay, with the recording's evaluation counts;
- *      a new output buffer is recorded anew;
+ *      while their buffers stay, with the recording's evaluation counts
+ *      and work by unit; a new output buffer is recorded anew;
  *   2. deq (Broyden and Anderson forward, Broyden backward): the first
  *      step with graphs is bitwise the eager one (result, iterations,
  *      residuals, trace), each solve records max_iter segments and reads
  *      the host once, the evaluations counted are the device's iterations,
- *      not the segments recorded; the next step records nothing and
- *      launches one loop a solve;
+ *      not the segments recorded, and the solvers' own iterations and
+ *      history (a closed form there) the eager loops'; the next step
+ *      records nothing and launches one loop a solve;
  *   3. offload and managed are not recorded (their copies use a second
  *      stream), nor is anything when the backend has no graphs.
  */
@@ -118,6 +119,23 @@ static struct method_config graphed(struct method_config c)
 
 #define odd shape_odd
 
+/* The work of two steps by unit (method_work), equal. */
+static void same_work(const struct method_stats *a,
+		      const struct method_stats *b, const char *what)
+{
+	const struct method_work *x = &a->work, *y = &b->work;
+	cr_assert_eq(x->block_fwd_taped, y->block_fwd_taped, "%s", what);
+	cr_assert_eq(x->block_fwd, y->block_fwd, "%s", what);
+	cr_assert_eq(x->block_fwd_recompute, y->block_fwd_recompute, "%s",
+		     what);
+	cr_assert_eq(x->block_vjp, y->block_vjp, "%s", what);
+	cr_assert_eq(x->block_vjp_input, y->block_vjp_input, "%s", what);
+	cr_assert_eq(x->solver_update, y->solver_update, "%s: %ld updates",
+		     what, x->solver_update);
+	cr_assert_eq(x->solver_history_sum, y->solver_history_sum,
+		     "%s: history %ld", what, x->solver_history_sum);
+}
+
 /* --------------------------------------------- 1. recorded passes */
 
 static void check_passes(const char *name, int L, int k)
@@ -145,6 +163,7 @@ static void check_passes(const char *name, int L, int k)
 	const struct method_stats *st = method_get_stats(me);
 	cr_assert_eq(st->forward_evals, eager.st.forward_evals, "%s", name);
 	cr_assert_eq(st->vjp_evals, eager.st.vjp_evals, "%s", name);
+	same_work(st, &eager.st, name); /* replayed: the recording's work */
 	/* another output buffer: the forward is recorded anew */
 	step(m, me, z2, NULL);
 	cr_assert_eq(fake.recordings, 3, "%s", name);
@@ -206,6 +225,10 @@ static void check_deq(enum solver_kind fs, const char *what)
 	cr_assert_eq(st->fwd.evals, st->fwd.iters, "%s", what);
 	cr_assert_eq(st->forward_evals, eager.st.forward_evals, "%s", what);
 	cr_assert_eq(st->vjp_evals, eager.st.vjp_evals, "%s", what);
+	/* the solvers' own iterations: solvers.c's closed form of a loop
+	 * against the eager loops' counts */
+	cr_assert_gt(eager.st.work.solver_update, 0, "%s", what);
+	same_work(st, &eager.st, what);
 	cr_assert_eq(fake.recordings, 0, "%s: deq's passes read the host",
 		     what);
 	/* the next step replays both loops */
