@@ -750,3 +750,50 @@ Test(validate, compile_object, .init = cli_setup, .fini = cli_teardown,
 	json_decref(c);
 	json_decref(r);
 }
+
+/* work (added 2026-11-27): optional even for --strict (the committed
+ * records lack it, impl=pytorch's are null); each unit's total an int
+ * >= 0, its means numbers; totals = per_step x steps, the block forward
+ * units summing to evals' forward total, edge_steps a tenth of steps. */
+Test(validate, work_object, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
+{
+	static const char *const want[] = {
+	    "bad.jsonl:4: field work.block_vjp.total: expected a number >= 0",
+	    "bad.jsonl:5: field work.head_fwd.total: expected int, got real",
+	    "bad.jsonl:6: field work.block_fwd.per_step: expected number or "
+	    "null, got string",
+	    "bad.jsonl:7: field work.block_fwd_taped.total: expected "
+	    "per_step x "
+	    "steps",
+	    "bad.jsonl:7: field work: block forward totals sum to ",
+	    "bad.jsonl:8: field work.edge_steps: expected steps / 10, at "
+	    "least 1",
+	    NULL};
+	json_t *r = one_record();
+	const json_t *fw =
+	    json_object_get(json_object_get(r, "work"), "block_fwd_taped");
+	json_int_t t = json_integer_value(json_object_get(fw, "total"));
+	char bad[512];
+	FILE *f;
+	cr_assert_gt(t, 0, "the tiny unroll run's taped forwards");
+	cli_path(bad, sizeof(bad), "bad.jsonl");
+	f = fopen(bad, "w");
+	cr_assert_not_null(f);
+	put_line(f, r, NULL, NULL);	     /* valid */
+	put_line(f, r, "work", NULL);	     /* valid: older */
+	put_line(f, r, "work", json_null()); /* valid */
+	put_line(f, r, "work.block_vjp.total", json_integer(-1));
+	put_line(f, r, "work.head_fwd.total", json_real(1.5));
+	put_line(f, r, "work.block_fwd.per_step", json_string("x"));
+	put_line(f, r, "work.block_fwd_taped.total", json_integer(t + 1));
+	put_line(f, r, "work.edge_steps", json_integer(3));
+	fclose(f);
+	{
+		const char *a[] = {"validate", "--strict", bad, NULL};
+		run_ok(a, 2);
+	}
+	stderr_lines(want, 9);
+	stdout_has("bad.jsonl: 5 of 8 records invalid, 9 problems\n");
+	json_decref(r);
+}
