@@ -251,6 +251,12 @@ Test(beside, report_labels_runs_that_ran_beside, .init = setup,
 	for (int k = 0; k < 3; k++) {
 		json_t *r = json_deep_copy(base);
 		json_t *b = json_object_get(r, "beside");
+		/* steady step times: a 3-step run's own quartiles may read
+		 * `noisy` on a loaded machine, which is not this test's label */
+		json_t *ms =
+		    json_object_get(json_object_get(r, "timing"), "step_ms");
+		json_object_set(ms, "p25", json_object_get(ms, "median"));
+		json_object_set(ms, "p75", json_object_get(ms, "median"));
 		json_object_set_new(json_object_get(r, "config"), "seed",
 				    json_integer(k + 1));
 		if (k == 0)
