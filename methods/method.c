@@ -438,6 +438,11 @@ const struct method_stats *method_get_stats(const struct method *me)
 	return &me->st;
 }
 
+void method_restore_stats(struct method *me, const struct method_stats *st)
+{
+	me->st = *st;
+}
+
 const void *method_fixed_point(const struct method *me)
 {
 	return me->zstar;

@@ -194,6 +194,10 @@ void method_forward(struct method *me, const void *u, void *z, int train);
 void method_backward(struct method *me, const void *gz, void *gu);
 
 const struct method_stats *method_get_stats(const struct method *me);
+/* Puts back statistics method_get_stats gave earlier (a copy of them): a
+ * forward in between (an evaluation during training) leaves those of the
+ * last training step for whoever reads them after training. */
+void method_restore_stats(struct method *me, const struct method_stats *st);
 /* deq: the fixed point z* of the last forward (n_state elements; valid
  * until the next forward or backward). NULL for unroll and checkpoint. */
 const void *method_fixed_point(const struct method *me);

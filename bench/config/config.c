@@ -105,6 +105,9 @@ static const struct key_desc tail_keys[] = {
      NULL, NULL, 0, "tokens evaluated per split (valid, test); 0 = none", 0, 0},
     INT("eval_warmup", "training", eval_warmup, 0, 1000000,
 	"first valid batches left out of the inference timing"),
+    INT("eval_every", "training", eval_every, 0, 1e9,
+	"evaluate the valid split (eval_tokens) every N training steps, "
+	"untimed, into quality.valid_curve; 0 = off"),
     STR("params", "training", params, NULL,
 	"safetensors parameters to start from (run) or to evaluate (eval), "
 	"as params init or save_params write them; empty = init from seed",
@@ -213,6 +216,7 @@ void config_defaults(struct bench_config *c)
 	c->clip = 1.0;
 	c->eval_tokens = 16384;
 	c->eval_warmup = 2;
+	c->eval_every = 0;
 	c->device = DEVICE_CPU;
 	c->threads = 0;
 	c->tf32 = 0;
@@ -737,6 +741,14 @@ int config_validate_keys(const struct bench_config *c, char *err, size_t errlen)
 	}
 	if (config_check_pretrain(c, err, errlen) != 0)
 		return -1;
+	if (c->eval_every > 0 && c->eval_tokens <= 0) {
+		snprintf(err, errlen,
+			 "eval_every=%d evaluates eval_tokens of the valid "
+			 "split, but eval_tokens=0; raise eval_tokens or set "
+			 "eval_every=0",
+			 c->eval_every);
+		return -1;
+	}
 	if (method_config_validate(&c->method, err, errlen) != 0)
 		return -1;
 	return config_check_precision(c, err, errlen);

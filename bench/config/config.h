@@ -52,6 +52,8 @@ struct bench_config {
 	double clip;	  /* global grad-norm clip; 0 = off */
 	long eval_tokens; /* per split (valid, test); 0 = skip evaluation */
 	int eval_warmup;  /* first valid batches left out of inference timing */
+	int eval_every;	  /* valid evaluation every N training steps into
+			     quality.valid_curve (untimed); 0 = off */
 	char params[CONFIG_PATH];      /* start from (run) or evaluate (eval)
 					  these parameters; "" = init */
 	char save_params[CONFIG_PATH]; /* trained parameters written here;

@@ -42,6 +42,11 @@
  * it, and impl=pytorch records carry null */
 #define ADDED_WORK "2026-11-27"
 
+/* quality.valid_curve: the valid evaluations during training (eval_every,
+ * issue 41); optional even for --strict: the committed records before it
+ * lack it */
+#define ADDED_CURVE "2026-11-27"
+
 /* A row: name, types (enum vtype), then any other member by name. */
 #define F(n, t, ...)                                                           \
 	{                                                                      \
@@ -90,8 +95,13 @@ const char *const validate_config_added[] = {
 };
 
 const char *const validate_config_defaulted[] = {
-    "precision",	"compile",     "device_mem_cap_mib",
-    "managed_prefetch", "cuda_graphs", NULL,
+    "precision",
+    "compile",
+    "device_mem_cap_mib",
+    "managed_prefetch",
+    "cuda_graphs",
+    "eval_every",
+    NULL,
 };
 
 /* {median, mean, p10, p90, min, max, p25, p75}: SCHEMA.md's `stats` */
@@ -321,6 +331,25 @@ static const struct vfield work_f[] = {
     {.name = NULL},
 };
 
+/* an entry of quality.valid_curve.points */
+static const struct vfield curve_point_f[] = {
+    F("step", VT_INT, .flags = VF_FROM_1),
+    F("valid_loss", NUM_OR_NULL, .flags = VF_SIGNED),
+    F("valid_ppl", NUM_OR_NULL),
+    F("train_s", VT_NUM),
+    F("tokens", VT_INT),
+    {.name = NULL},
+};
+static const struct vfield curve_point_elem =
+    F("", VT_OBJ, .members = curve_point_f);
+
+static const struct vfield valid_curve_f[] = {
+    F("every", VT_INT, .flags = VF_FROM_1),
+    F("eval_s", VT_NUM),
+    F("points", VT_ARR, .elem = &curve_point_elem, .flags = VF_PROSE),
+    {.name = NULL},
+};
+
 static const struct vfield quality_f[] = {
     F("train_loss_first", NUM_OR_NULL, .flags = VF_SIGNED),
     F("train_loss_final", NUM_OR_NULL, .flags = VF_SIGNED),
@@ -332,6 +361,8 @@ static const struct vfield quality_f[] = {
     F("test_ppl", NUM_OR_NULL),
     F("test_eval_tokens", VT_INT),
     F("valid_spectral_radius", NUM_OR_NULL, .added = ADDED),
+    F("valid_curve", OBJ_OR_NULL, .members = valid_curve_f,
+      .added = ADDED_CURVE, .flags = VF_OPTIONAL),
     {.name = NULL},
 };
 

@@ -80,7 +80,7 @@ static int evaluate_split(struct run *r, int split, struct batcher *b,
 			return -1;
 		/* as the DEQ code at validation: ρ(J_f(z*)) on the first
 		 * valid batch (NAN unless deq with spectral_radius_iters) */
-		if (k == 0 && split == CORPUS_VALID)
+		if (k == 0 && split == CORPUS_VALID && !r->curve_now)
 			r->rc.spectral_radius =
 			    method_spectral_radius(r->rc.me);
 		sum += l * per;
@@ -179,4 +179,29 @@ void run_evaluate(struct run *r, struct eval_result *q)
 		progress_end(&prog, run_record_status_name(r->status));
 	r->eval_prog = NULL;
 	r->t_eval = run_wall_s() - t0;
+}
+
+void run_evaluate_curve(struct run *r, int s, double train_s)
+{
+	double t0 = run_wall_s();
+	struct batcher b;
+	struct curve_point *p = &r->curve[r->curve_n];
+	/* the last training step's, which the record reads after training */
+	struct method_stats st = *method_get_stats(r->rc.me);
+
+	p->step = s;
+	p->train_s = train_s;
+	p->valid_loss = NAN;
+	p->tokens = 0;
+	r->curve_now = 1;
+	if (split_batcher(r, CORPUS_VALID, &b) &&
+	    evaluate_split(r, CORPUS_VALID, &b, eval_batches(r, &b), NULL,
+			   &p->valid_loss, &p->tokens) != 0 &&
+	    r->status != RUN_INTERRUPTED)
+		r->status = RUN_ERROR;
+	r->curve_now = 0;
+	method_restore_stats(r->rc.me, &st);
+	if (r->status == RUN_OK)
+		r->curve_n++;
+	r->curve_s += run_wall_s() - t0;
 }

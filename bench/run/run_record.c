@@ -513,6 +513,33 @@ void run_record_train(struct run *r)
 
 /* ---- after evaluation ---- */
 
+/* quality.valid_curve: null without eval_every (and in eval records),
+ * else {every, eval_s, points} of the evaluations during training. */
+static json_t *valid_curve_json(const struct run *r)
+{
+	json_t *o, *pts;
+	if (r->eval_only || r->cfg->eval_every <= 0)
+		return json_null();
+	o = json_object();
+	pts = json_array();
+	for (int i = 0; i < r->curve_n; i++) {
+		const struct curve_point *c = &r->curve[i];
+		json_t *p = json_object();
+		json_object_set_new(p, "step", json_integer(c->step));
+		json_object_set_new(p, "valid_loss",
+				    num_or_null(c->valid_loss));
+		json_object_set_new(p, "valid_ppl",
+				    num_or_null(exp(c->valid_loss)));
+		json_object_set_new(p, "train_s", json_real(c->train_s));
+		json_object_set_new(p, "tokens", json_integer(c->tokens));
+		json_array_append_new(pts, p);
+	}
+	json_object_set_new(o, "every", json_integer(r->cfg->eval_every));
+	json_object_set_new(o, "eval_s", json_real(r->curve_s));
+	json_object_set_new(o, "points", pts);
+	return o;
+}
+
 void run_record_quality(struct run *r, const struct eval_result *e)
 {
 	json_t *q = json_object();
@@ -536,6 +563,7 @@ void run_record_quality(struct run *r, const struct eval_result *e)
 			    json_integer(e->test_tokens));
 	json_object_set_new(q, "valid_spectral_radius",
 			    num_or_null(r->rc.spectral_radius));
+	json_object_set_new(q, "valid_curve", valid_curve_json(r));
 	json_object_set_new(r->rec, "quality", q);
 	if (json_is_object(json_object_get(r->rec, "timing")))
 		json_object_set_new(json_object_get(r->rec, "timing"), "eval_s",

@@ -55,6 +55,14 @@ struct run {
 	struct progress *eval_prog;
 	int eval_done;
 	struct pool_track pool;
+	/* eval_every: the valid evaluations during training (evaluate.h:
+	 * run_evaluate_curve), curve_n of at most steps / eval_every points,
+	 * allocated in the setup; curve_s: their wall seconds, left out of
+	 * t_train; curve_now: one is running (no spectral radius, which
+	 * would draw from the method's random stream) */
+	struct curve_point *curve;
+	int curve_n, curve_now;
+	double curve_s;
 
 	/* method_memory's prediction of the deq method's buffers (bytes) */
 	int have_pred;
@@ -73,6 +81,15 @@ struct eval_result {
 	double valid_loss, test_loss;	/* mean per-token loss, nats; NAN when
 					 no tokens were evaluated */
 	long valid_tokens, test_tokens; /* tokens evaluated */
+};
+
+/* One point of quality.valid_curve: after training step `step`, the mean
+ * valid loss over `tokens` tokens, and the training loop's wall seconds up
+ * to the end of that step, the evaluations before it left out. */
+struct curve_point {
+	int step;
+	double valid_loss, train_s;
+	long tokens;
 };
 
 /* Monotonic wall clock, seconds. */

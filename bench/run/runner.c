@@ -81,6 +81,17 @@ static int setup_training(struct run *r)
 			 n);
 		return -1;
 	}
+	if (r->cfg->eval_every > 0) {
+		int np = r->cfg->steps / r->cfg->eval_every;
+		r->curve = calloc(np > 0 ? (size_t)np : 1, sizeof(*r->curve));
+		if (!r->curve) {
+			snprintf(r->err, sizeof(r->err),
+				 "out of host memory for the valid curve "
+				 "(eval_every=%d); raise eval_every",
+				 r->cfg->eval_every);
+			return -1;
+		}
+	}
 	be_fill(be, r->adam_m, 0, n);
 	be_fill(be, r->adam_v, 0, n);
 	r->sg_on = step_graphs_wanted(r->rc.m, r->cfg->cuda_graphs);
@@ -123,6 +134,7 @@ static int setup_eval(struct run *r)
 static void run_teardown(struct run *r)
 {
 	free(r->tok);
+	free(r->curve);
 	if (r->rc.be) {
 		backend_free(r->rc.be, r->adam_m);
 		backend_free(r->rc.be, r->adam_v);

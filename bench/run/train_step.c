@@ -14,6 +14,7 @@
 #include "../../models/model.h"
 #include "../io/interrupt.h"
 #include "../io/progress.h"
+#include "evaluate.h"
 #include "run_record.h"
 
 /* Adam hyper-parameters (Kingma & Ba 2015 defaults, as the DEQ code). */
@@ -298,8 +299,15 @@ void train_loop(struct run *r)
 			interrupted(r, s);
 			break;
 		}
+		if (cfg->eval_every > 0 && s % cfg->eval_every == 0) {
+			/* untimed: its wall seconds go to r->curve_s */
+			run_evaluate_curve(r, s,
+					   run_wall_s() - t0 - r->curve_s);
+			if (r->status != RUN_OK)
+				break;
+		}
 	}
-	r->t_train = run_wall_s() - t0;
+	r->t_train = run_wall_s() - t0 - r->curve_s;
 	pretrain_end(&r->pt, &r->rc, &r->log);
 	progress_end(&prog, run_record_status_name(r->status));
 }

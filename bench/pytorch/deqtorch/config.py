@@ -19,7 +19,7 @@ KNOWN_KEYS = (
     "sync_every jac_loss_weight jac_loss_freq jac_fd_eta phantom_steps "
     "phantom_tau spectral_radius_iters slots corpus data_dir steps "
     "pretrain_steps pretrain_layers warmup_steps lr lr_warmup clip "
-    "eval_tokens eval_warmup params device threads tf32 precision compile "
+    "eval_tokens eval_warmup eval_every params device threads tf32 precision compile "
     "cuda_graphs device_mem_cap_mib managed_prefetch out trace save_params "
     "impl"
 ).split()
@@ -132,6 +132,10 @@ _RULES = (
      "the GPU memory cap is deqbench's (impl=deqbench); drop it"),
     ("cuda_graphs", lambda v: v is not False,
      "deqbench's CUDA graphs are the C core's; use compile=true"),
+    # quality.valid_curve is the C core's so far (bench/pytorch/README.md)
+    ("eval_every", lambda v: v != 0,
+     "the valid curve during training is deqbench's; use eval_every=0 or "
+     "impl=deqbench"),
 )
 
 
