@@ -1,9 +1,11 @@
 /* cmd_report.c — `deqbench report [--format table|md|csv|json] [--where
- * KEY=VALUE ...] [--sort COLUMN] [--html OUT.html] FILE.jsonl ...`
+ * KEY=VALUE ...] [--sort COLUMN] [--html OUT.html] [--target-ppl P]
+ * FILE.jsonl ...`
  * (report.h; docs/commands.md): the summary of record files, one row per
  * configuration. Exit 0, or 2 for bad input (an unknown flag or one given
  * twice, a value its key cannot take, a file that cannot be read, no
  * usable records). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,8 @@
 
 static const char USAGE[] =
     "usage: deqbench report [--format table|md|csv|json] [--where "
-    "KEY=VALUE ...] [--sort COLUMN] [--html OUT.html] FILE.jsonl ...\n"
+    "KEY=VALUE ...] [--sort COLUMN] [--html OUT.html] [--target-ppl P] "
+    "FILE.jsonl ...\n"
     "  --format  table (default: fits 100 columns, one heading per group),\n"
     "            md (the wide markdown table run and suite print), csv, or\n"
     "            json (the rows with every figure and its interval)\n"
@@ -28,12 +31,16 @@ static const char USAGE[] =
     "method\n"
     "            (default: as the configurations first appear)\n"
     "  --html OUT.html  also write one self-contained page: per file its\n"
-    "            table and the SVG figures drawn beside it (plots/plot.sh)\n";
+    "            table and the SVG figures drawn beside it (plots/plot.sh)\n"
+    "  --target-ppl P  the valid perplexity whose steps and training time\n"
+    "            to reach rows with a valid curve (eval_every) give\n"
+    "            (default: per group, the best every such run reached)\n";
 
 #define MAX_WHERE 16
 
 struct report_args {
-	const char *format, *sort, *html;
+	const char *format, *sort, *html, *target;
+	double target_ppl; /* --target-ppl; NAN: automatic */
 	const char *where[MAX_WHERE];
 	json_t *want[MAX_WHERE]; /* where[i]'s value as its key's JSON type */
 	int n_where;
@@ -46,13 +53,13 @@ struct report_args {
 static int take(int argc, char **argv, int *i, struct report_args *a, int *rc)
 {
 	static const char *const flags[] = {"--format", "--where", "--sort",
-					    "--html"};
+					    "--html", "--target-ppl"};
 	const char *arg = argv[*i], *eq = strchr(arg, '='), *v, **slot;
 	size_t len =
 	    eq && !strncmp(arg, "--", 2) ? (size_t)(eq - arg) : strlen(arg);
 	int k = -1;
 	char e[400];
-	for (int j = 0; j < 4; j++)
+	for (int j = 0; j < 5; j++)
 		if (strlen(flags[j]) == len && !strncmp(arg, flags[j], len))
 			k = j;
 	if (arg[0] != '-' || !arg[1])
@@ -71,7 +78,10 @@ static int take(int argc, char **argv, int *i, struct report_args *a, int *rc)
 				"report --help");
 		return -1;
 	}
-	slot = k == 0 ? &a->format : k == 2 ? &a->sort : &a->html;
+	slot = k == 0	? &a->format
+	       : k == 2 ? &a->sort
+	       : k == 4 ? &a->target
+			: &a->html;
 	if (k != 1 && *slot) {
 		snprintf(e, sizeof(e),
 			 "report: %s is given twice (%.100s, then %.100s); "
@@ -154,6 +164,19 @@ static int check_args(struct report_args *a)
 	if (a->sort && !ok)
 		return bad_input("report: --sort takes step_ms, x_unroll, "
 				 "memory, ppl or method");
+	a->target_ppl = NAN;
+	if (a->target) {
+		char *end;
+		double p = strtod(a->target, &end);
+		if (*end || !(p >= 1) || !isfinite(p)) {
+			snprintf(e, sizeof(e),
+				 "report: --target-ppl %.60s: expected a "
+				 "perplexity >= 1, e.g. --target-ppl 200",
+				 a->target);
+			return bad_input(e);
+		}
+		a->target_ppl = p;
+	}
 	return 0;
 }
 
@@ -261,6 +284,8 @@ static int rows_of(int nf, char **files, const struct report_args *a,
 		   json_t **rows)
 {
 	struct report_acc *acc = report_acc_new();
+	if (acc)
+		report_acc_target(acc, a->target_ppl);
 	int rc =
 	    acc ? load(nf, files, a, acc) : bad_input("report: out of memory");
 	*rows = rc == 0 ? report_acc_rows(acc) : NULL;
@@ -304,7 +329,7 @@ static int write_html(int nf, char **files, const struct report_args *a)
 
 int cmd_report(int argc, char **argv)
 {
-	struct report_args a = {NULL, NULL, NULL, {NULL}, {NULL}, 0};
+	struct report_args a = {.format = NULL};
 	json_t *rows;
 	int nf = 0, rc = 0;
 	for (int i = 0; i < argc; i++) {

@@ -235,6 +235,8 @@ static int agg_add(struct agg *r, const json_t *rec)
 	}
 	k = r->n++;
 	r->n_ok += ok;
+	if (report_target_add(r, rec, ok) != 0)
+		return -1;
 	if (!strcmp(st, "error")) {
 		r->error++;
 		for (int c = 0; c < NCOL; c++)
@@ -366,6 +368,7 @@ void report_table_free(struct table *t)
 		json_decref(t->rows[j].first);
 		json_decref(t->rows[j].seeds);
 		json_decref(t->rows[j].seen);
+		json_decref(t->rows[j].curves);
 	}
 	free(t->rows);
 	json_decref(t->index);
@@ -382,6 +385,7 @@ int report_table_init(struct table *t)
 	t->unroll = json_object();
 	t->varying = json_object();
 	t->vary_deq = json_object();
+	t->target_ppl = NAN;
 	return t->index && t->unroll && t->varying && t->vary_deq ? 0 : -1;
 }
 

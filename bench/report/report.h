@@ -67,6 +67,11 @@ struct report_acc *report_acc_new(void);
 /* Adds record rec (borrowed, not kept; one without a config object joins
  * no row). 0, or -1 when out of memory. */
 int report_acc_add(struct report_acc *a, const json_t *rec);
+/* The valid perplexity report_acc_rows' "to_target" is about (report
+ * --target-ppl); NAN (the default) gives each group its automatic target,
+ * the best perplexity every run of the group with a valid curve reached
+ * (docs/commands.md). */
+void report_acc_target(struct report_acc *a, double ppl);
 /* The rows so far (report_rows). New reference; NULL when out of memory. */
 json_t *report_acc_rows(const struct report_acc *a);
 /* Frees a and what it holds; a may be NULL. */
@@ -142,6 +147,11 @@ void report_csv_str(FILE *f, const char *s);
  * build fingerprint ("commits a, b (one fingerprint F)") into buf; 0 (buf
  * empty) for a row of one commit or of records without a fingerprint. */
 int report_commits_text(char *buf, size_t n, const json_t *row);
+
+/* The "to_target" of row (report_rows) as one line of text into buf, "METHOD:
+ * valid ppl P in S steps, T s (k/n runs, medians)" or "... not reached
+ * (0/n runs)"; 0 (buf untouched) when the row has none. */
+int report_target_text(char *buf, size_t n, const json_t *row);
 
 /* report_rows then report_print_md: the summary `run`, `suite` and
  * `report` print. */

@@ -187,6 +187,11 @@ int report_acc_add(struct report_acc *a, const json_t *rec)
 		   : report_table_add(&a->t, rec);
 }
 
+void report_acc_target(struct report_acc *a, double ppl)
+{
+	a->t.target_ppl = ppl;
+}
+
 json_t *report_acc_rows(const struct report_acc *a)
 {
 	return report_table_rows(&a->t);

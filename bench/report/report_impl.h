@@ -53,6 +53,9 @@ struct agg {
 	int beside;		/* ok runs that ran beside others (report.h) */
 	int error, interrupted; /* runs of those statuses */
 	int duplicates;		/* records left out as second readings */
+	/* per run, its quality.valid_curve as [[step, ppl, train_s], ...],
+	 * null for a run without one (report_target_add) */
+	json_t *curves;
 };
 
 struct table {
@@ -64,8 +67,9 @@ struct table {
 	json_t *vary_deq; /* deq keys that differ between deq records */
 	const json_t *first_group_cfg, *first_deq_cfg; /* in rows[].first */
 	const char *first_blas, *first_fp; /* rows[0].blas, rows[0].fp */
-	int blas_varies; /* rows of two BLAS cores: groups name theirs */
-	int fp_varies;	 /* rows of two fingerprints: groups name theirs */
+	int blas_varies;   /* rows of two BLAS cores: groups name theirs */
+	int fp_varies;	   /* rows of two fingerprints: groups name theirs */
+	double target_ppl; /* report --target-ppl; NAN: each group's auto */
 };
 
 /* An empty table; 0, or -1 when out of memory (free t either way). */
@@ -107,6 +111,15 @@ const struct agg *report_unroll_row(const struct table *t, const struct agg *r);
  * build fingerprint fp when either is not NULL; malloc'd. */
 char *report_key(const json_t *cfg, const char *blas, const char *fp,
 		 int drop_method);
+
+/* report_target.c: run k's valid curve (a record's
+ * quality.valid_curve.points; none for a run not ok) appended to row r.
+ * 0, or -1 when out of memory. */
+int report_target_add(struct agg *r, const json_t *rec, int ok);
+/* Sets each row's "to_target" (docs/commands.md) of rows, t's rows as
+ * JSON: the steps and training seconds its runs took to reach
+ * t->target_ppl, or where that is NAN the group's automatic target. */
+void report_target_rows(const struct table *t, json_t *rows);
 
 /* The string member k of o, or dflt. */
 const char *report_str(const json_t *o, const char *k, const char *dflt);

@@ -226,6 +226,51 @@ static void print_commits(FILE *f, const json_t *rows)
 	}
 }
 
+/* The time-to-target table (report_target.c) of the rows with a valid
+ * curve, when any has one. */
+static void print_targets(FILE *f, const json_t *rows)
+{
+	char g[768], m[768], c[5][32];
+	json_t *auto_s = json_string("auto");
+	int first = 1;
+	size_t j;
+	json_t *r;
+	json_array_foreach(rows, j, r)
+	{
+		const json_t *o = json_object_get(r, "to_target");
+		if (!json_is_object(o))
+			continue;
+		if (first)
+			fprintf(f,
+				"\nTime to a valid perplexity (the first point "
+				"of each run's valid curve at or below it; "
+				"medians over the runs that reached it):\n\n"
+				"| group | method | target ppl | reached | "
+				"steps | train s | × unroll |\n"
+				"|---|---|---:|---:|---:|---:|---:|\n");
+		first = 0;
+		fmt(c[0], 32, record_num(o, "target_ppl"), "%.4g");
+		snprintf(c[1], 32, "%d/%d",
+			 (int)json_integer_value(json_object_get(o, "reached")),
+			 (int)json_integer_value(json_object_get(o, "runs")));
+		fmt(c[2], 32, record_num(o, "steps"), "%.6g");
+		fmt(c[3], 32, record_num(o, "train_s"), "%.4g");
+		fmt(c[4], 32, record_num(o, "train_s_x_unroll"), "%.3f");
+		fprintf(f, "| %s | %s | %s%s | %s | %s | %s | %s |\n",
+			md_str(g, sizeof(g), r, "group"),
+			md_str(m, sizeof(m), r, "method"), c[0],
+			json_equal(json_object_get(o, "target"), auto_s)
+			    ? " (auto)"
+			    : "",
+			c[1],
+			json_integer_value(json_object_get(o, "reached"))
+			    ? c[2]
+			    : "not reached",
+			c[3], c[4]);
+	}
+	json_decref(auto_s);
+}
+
 void report_print_md(FILE *f, const json_t *rows)
 {
 	size_t j;
@@ -234,6 +279,7 @@ void report_print_md(FILE *f, const json_t *rows)
 	json_array_foreach(rows, j, r) print_row(f, r);
 	print_peer_table(f, rows);
 	print_commits(f, rows);
+	print_targets(f, rows);
 }
 
 void record_summary(FILE *f, const json_t *records)

@@ -433,7 +433,9 @@ json_t *report_table_rows(const struct table *t)
 			rows = NULL;
 		}
 	}
-	if (rows)
+	if (rows) {
 		label_suspects(t, rows);
+		report_target_rows(t, rows);
+	}
 	return rows;
 }

@@ -245,6 +245,8 @@ static void print_notes(FILE *f, const json_t *rows, const char *group)
 			snprintf(t, sizeof(t), "%s: %s", str(r, "method"), c);
 			put_wrapped(f, "  = ", t, "    ");
 		}
+		if (report_target_text(t, sizeof(t), r))
+			put_wrapped(f, "  ~ ", t, "    ");
 		if (!json_array_size(labels))
 			continue;
 		k = (size_t)snprintf(t, sizeof(t), "%s:", str(r, "method"));
@@ -304,6 +306,12 @@ void report_print_csv(FILE *f, const json_t *rows)
 	    "bwd_converged",
 	    "valid_ppl.mean",
 	    "valid_ppl.sd",
+	    "to_target.target_ppl",
+	    "to_target.runs",
+	    "to_target.reached",
+	    "to_target.steps",
+	    "to_target.train_s",
+	    "to_target.train_s_x_unroll",
 	};
 	size_t i, k, j;
 	json_t *r, *l;
