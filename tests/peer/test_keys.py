@@ -17,7 +17,9 @@ is what keeps the copies honest: it fails when they differ from what
     `--help-json` default, of the same JSON type, but `impl` (deqtorch runs
     only impl=pytorch);
   - the values config.check_config supports (method, model, device) are
-    the C table's choices, each of them.
+    the C table's choices, each of them;
+  - `deqtorch.py check` refuses eval_every > 0 (deqbench's valid curve)
+    with exit 2 and its one line, and accepts eval_every=0.
 """
 import json
 import os
@@ -96,9 +98,29 @@ def main():
                 if not deqbench_refuses_pytorch(k["name"], v):
                     fail(f"deqtorch refuses {k['name']}={v}, a value of "
                          f"deqbench's table: {e}")
+    check_eval_every()
     print(f"ok: {len(names)} keys, {len(config.METHOD_KEYS)} method keys, "
           f"{len(defaults)} defaults as deqbench's")
     return 0
+
+
+def check_eval_every():
+    """eval_every > 0 (deqbench's valid curve) is refused by `deqtorch.py
+    check` with exit 2 and the standard line; eval_every=0 is accepted."""
+    tool = os.path.join(ROOT, "bench", "pytorch", "deqtorch.py")
+    for v, rc in ((0, 0), (5, 2)):
+        cfg = dict(common.DEFAULTS, impl="pytorch", eval_every=v)
+        p = subprocess.run([sys.executable, tool, "check"],
+                           input=json.dumps([cfg]), capture_output=True,
+                           text=True)
+        if p.returncode != rc:
+            fail(f"deqtorch.py check eval_every={v}: exit {p.returncode}, "
+                 f"want {rc}: {p.stderr}")
+        if rc and not (p.stderr.startswith(
+                "deqtorch: eval_every=5 is not supported by impl=pytorch;")
+                and p.stderr.count("\n") == 1):
+            fail(f"deqtorch.py check eval_every=5: not the one line: "
+                 f"{p.stderr!r}")
 
 
 if __name__ == "__main__":
