@@ -1,5 +1,6 @@
-/* evaluate.c — see evaluate.h. Evaluation comes after training and is not
- * in the training step statistics; it allocates nothing on the device (the
+/* evaluate.c — see evaluate.h. Evaluation comes after training (and, with
+ * eval_every, between training steps) and is not in the training step
+ * statistics; it allocates nothing on the device (the
  * batch buffer is the training loop's), and on the host only the per-batch
  * log r->inf. */
 #include "evaluate.h"

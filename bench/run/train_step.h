@@ -35,7 +35,10 @@ int train_step_grad_step(struct run_ctx *rc, const int32_t *tokens_host,
  * runner.c's setup allocated; allocates nothing itself. Sets r->status
  * (RUN_OK, RUN_DIVERGED or RUN_ERROR, with r->err), r->steps_done,
  * r->ok_steps and r->t_train; rc.me is the deq method again afterwards
- * (pretrain_end). */
+ * (pretrain_end). With eval_every = N, run_evaluate_curve (evaluate.h)
+ * after steps N, 2N, ...: its wall time (r->curve_s) is left out of
+ * r->t_train, and an evaluation that fails or is interrupted stops the
+ * loop with its status. */
 void train_loop(struct run *r);
 
 #endif
