@@ -193,8 +193,8 @@ Test(report_cli, formats_where_sort, .init = cli_setup, .fini = cli_teardown,
 	/* G20.6: the usage line names every flag */
 	cr_assert(strstr(t, "usage: deqbench report [--format table|md|csv|"
 			    "json] [--where KEY=VALUE ...] [--sort COLUMN] "
-			    "[--html OUT.html] [--target-ppl P] FILE.jsonl "
-			    "...\n"),
+			    "[--html OUT.html] [--target-ppl P] [--price "
+			    "PRICES.jsonl] FILE.jsonl ...\n"),
 		  "%s", t);
 	free(t);
 }

@@ -1,6 +1,6 @@
 /* cmd_report.c — `deqbench report [--format table|md|csv|json] [--where
  * KEY=VALUE ...] [--sort COLUMN] [--html OUT.html] [--target-ppl P]
- * FILE.jsonl ...`
+ * [--price PRICES.jsonl] FILE.jsonl ...`
  * (report.h; docs/commands.md): the summary of record files, one row per
  * configuration. Exit 0, or 2 for bad input (an unknown flag or one given
  * twice, a value its key cannot take, a file that cannot be read, no
@@ -21,7 +21,7 @@
 static const char USAGE[] =
     "usage: deqbench report [--format table|md|csv|json] [--where "
     "KEY=VALUE ...] [--sort COLUMN] [--html OUT.html] [--target-ppl P] "
-    "FILE.jsonl ...\n"
+    "[--price PRICES.jsonl] FILE.jsonl ...\n"
     "  --format  table (default: fits 100 columns, one heading per group),\n"
     "            md (the wide markdown table run and suite print), csv, or\n"
     "            json (the rows with every figure and its interval)\n"
@@ -34,13 +34,17 @@ static const char USAGE[] =
     "            table and the SVG figures drawn beside it (plots/plot.sh)\n"
     "  --target-ppl P  the valid perplexity whose steps and training time\n"
     "            to reach rows with a valid curve (eval_every) give\n"
-    "            (default: per group, the best every such run reached)\n";
+    "            (default: per group, the best every such run reached)\n"
+    "  --price PRICES.jsonl  price each run's work with these price\n"
+    "            records (deqbench price out=): the measured mean step\n"
+    "            time beside the priced one, x unroll from each\n";
 
 #define MAX_WHERE 16
 
 struct report_args {
-	const char *format, *sort, *html, *target;
+	const char *format, *sort, *html, *target, *price;
 	double target_ppl; /* --target-ppl; NAN: automatic */
+	json_t *prices;	   /* --price's records, read by check_args */
 	const char *where[MAX_WHERE];
 	json_t *want[MAX_WHERE]; /* where[i]'s value as its key's JSON type */
 	int n_where;
@@ -52,14 +56,15 @@ struct report_args {
  * without a value, one given twice (the last would win silently). */
 static int take(int argc, char **argv, int *i, struct report_args *a, int *rc)
 {
-	static const char *const flags[] = {"--format", "--where", "--sort",
-					    "--html", "--target-ppl"};
+	static const char *const flags[] = {"--format",	    "--where",
+					    "--sort",	    "--html",
+					    "--target-ppl", "--price"};
 	const char *arg = argv[*i], *eq = strchr(arg, '='), *v, **slot;
 	size_t len =
 	    eq && !strncmp(arg, "--", 2) ? (size_t)(eq - arg) : strlen(arg);
 	int k = -1;
 	char e[400];
-	for (int j = 0; j < 5; j++)
+	for (int j = 0; j < 6; j++)
 		if (strlen(flags[j]) == len && !strncmp(arg, flags[j], len))
 			k = j;
 	if (arg[0] != '-' || !arg[1])
@@ -81,6 +86,7 @@ static int take(int argc, char **argv, int *i, struct report_args *a, int *rc)
 	slot = k == 0	? &a->format
 	       : k == 2 ? &a->sort
 	       : k == 4 ? &a->target
+	       : k == 5 ? &a->price
 			: &a->html;
 	if (k != 1 && *slot) {
 		snprintf(e, sizeof(e),
@@ -159,6 +165,9 @@ static int check_args(struct report_args *a)
 		if (!a->want[i])
 			return bad_input(e);
 	}
+	if (a->price &&
+	    !(a->prices = report_price_records(a->price, e, sizeof(e))))
+		return bad_input(e);
 	for (int i = 0; a->sort && i < 5; i++)
 		ok |= !strcmp(a->sort, sorts[i]);
 	if (a->sort && !ok)
@@ -284,10 +293,12 @@ static int rows_of(int nf, char **files, const struct report_args *a,
 		   json_t **rows)
 {
 	struct report_acc *acc = report_acc_new();
-	if (acc)
+	int rc;
+	if (acc) {
 		report_acc_target(acc, a->target_ppl);
-	int rc =
-	    acc ? load(nf, files, a, acc) : bad_input("report: out of memory");
+		report_acc_set_prices(acc, a->prices);
+	}
+	rc = acc ? load(nf, files, a, acc) : bad_input("report: out of memory");
 	*rows = rc == 0 ? report_acc_rows(acc) : NULL;
 	report_acc_free(acc);
 	if (rc == 0 && !*rows)
@@ -329,7 +340,7 @@ static int write_html(int nf, char **files, const struct report_args *a)
 
 int cmd_report(int argc, char **argv)
 {
-	struct report_args a = {.format = NULL};
+	struct report_args a = {0};
 	json_t *rows;
 	int nf = 0, rc = 0;
 	for (int i = 0; i < argc; i++) {
@@ -377,5 +388,6 @@ int cmd_report(int argc, char **argv)
 done:
 	for (int i = 0; i < a.n_where; i++)
 		json_decref(a.want[i]);
+	json_decref(a.prices);
 	return rc;
 }

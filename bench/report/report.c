@@ -11,6 +11,7 @@
 #include "../config/config.h"
 #include "../records/health.h"
 #include "../records/record.h"
+#include "report_cost.h"
 #include "report_impl.h"
 #include "stats.h"
 
@@ -126,10 +127,56 @@ static void agg_health(struct agg *r, const json_t *rec, int ok)
 		r->beside++;
 }
 
+/* The mean of trace.step_ms over the first (last: the last) w steps, w
+ * a tenth of the trace (at least 1), as work's edge_steps; NAN without a
+ * trace or with a null entry in them. */
+static double trace_edge_ms(const json_t *rec, int last)
+{
+	const json_t *a =
+	    json_object_get(json_object_get(rec, "trace"), "step_ms");
+	size_t n = json_array_size(a), w = n / 10 < 1 ? 1 : n / 10;
+	double s = 0;
+	if (!n)
+		return NAN;
+	for (size_t i = last ? n - w : 0; i < (last ? n : w); i++) {
+		const json_t *v = json_array_get(a, i);
+		s += json_is_number(v) ? json_number_value(v) : NAN;
+	}
+	return s / (double)w;
+}
+
+/* The priced figures of record REC into run k of row R (NAN without
+ * prices, a match or work: agg_new matched the row's shape). */
+static void agg_priced(struct agg *r, int k, const json_t *rec, int ok)
+{
+	const json_t *w = json_object_get(rec, "work");
+	int broyden =
+	    !strcmp(report_str(json_object_get(rec, "config"), "f_solver", ""),
+		    "broyden");
+	int deq = !strcmp(
+	    report_str(json_object_get(rec, "config"), "method", ""), "deq");
+	enum col c[3] = {C_PU, C_PUF, C_PUL};
+	static const char *const which[3] = {"per_step", "per_step_first",
+					     "per_step_last"};
+	if (ok && !json_is_object(w))
+		r->no_work++;
+	for (int i = 0; i < 3; i++)
+		agg_col(r, c[i])[k] =
+		    ok && r->price
+			? report_cost_units_ms(w, r->price, which[i],
+					       deq && broyden, r->unpriced)
+			: NAN;
+}
+
 /* The figures of record REC (kind eval or train) into run k of row R. */
 static void agg_figures(struct agg *r, int k, const json_t *rec, int ok,
 			int eval)
 {
+	agg_col(r, C_MEAN)[k] =
+	    ok ? record_num(rec, "timing.step_ms.mean") : NAN;
+	agg_col(r, C_EARLY)[k] = ok ? trace_edge_ms(rec, 0) : NAN;
+	agg_col(r, C_END)[k] = ok ? trace_edge_ms(rec, 1) : NAN;
+	agg_priced(r, k, rec, ok && !eval);
 	agg_col(r, C_STEP)[k] =
 	    ok ? record_num(rec, "timing.step_ms.median") : NAN;
 	agg_col(r, C_INF)[k] =
@@ -336,8 +383,11 @@ static struct agg *agg_new(struct table *t, const json_t *rec,
 	r->seen = json_object();
 	r->commits = json_array();
 	r->status = strdup("ok");
-	if (!r->group || !r->first || !r->seeds || !r->seen || !r->status ||
-	    !r->commits || (record_blas_core(rec) && !r->blas) ||
+	r->unpriced = json_array();
+	if (t->prices)
+		r->price = report_cost_match(t->prices, rec);
+	if (!r->unpriced || !r->group || !r->first || !r->seeds || !r->seen ||
+	    !r->status || !r->commits || (record_blas_core(rec) && !r->blas) ||
 	    (fp && !r->fp) ||
 	    json_object_set_new(t->index, key, json_integer(at)) != 0)
 		return NULL;
@@ -369,6 +419,8 @@ void report_table_free(struct table *t)
 		json_decref(t->rows[j].seeds);
 		json_decref(t->rows[j].seen);
 		json_decref(t->rows[j].curves);
+		json_decref(t->rows[j].price);
+		json_decref(t->rows[j].unpriced);
 	}
 	free(t->rows);
 	json_decref(t->index);
@@ -376,6 +428,11 @@ void report_table_free(struct table *t)
 	json_decref(t->varying);
 	json_decref(t->vary_deq);
 	memset(t, 0, sizeof(*t));
+}
+
+void report_table_set_prices(struct table *t, const json_t *prices)
+{
+	t->prices = prices;
 }
 
 int report_table_init(struct table *t)

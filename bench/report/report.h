@@ -53,6 +53,17 @@ int report_ran_beside(const json_t *rec);
  * reference; NULL when out of memory. */
 json_t *report_rows(const json_t *records);
 
+/* report_rows of records priced with the price records prices (an array
+ * of kind "price" records, NULL: none) by the cost model of
+ * bench/report/report_cost.h: each row then has `priced` (docs/commands.md
+ * §report). New reference; NULL when out of memory. */
+json_t *report_rows_priced(const json_t *records, const json_t *prices);
+
+/* The price records of the JSONL file path (report --price): a new
+ * array, or NULL with one line "report --price PATH: reason; fix" in err
+ * (unreadable, a line that is not JSON, no price record). */
+json_t *report_price_records(const char *path, char *err, size_t n);
+
 /* report_acc — the rows of records given one at a time, as a streaming
  * reader (deqbench report) has them: report_acc_rows gives what
  * report_rows gives of the same records in the same order, duplicates
@@ -72,6 +83,10 @@ int report_acc_add(struct report_acc *a, const json_t *rec);
  * the best perplexity every run of the group with a valid curve reached
  * (docs/commands.md). */
 void report_acc_target(struct report_acc *a, double ppl);
+
+/* Prices the rows of the records added after it (report_rows_priced);
+ * prices is borrowed and must outlive a. */
+void report_acc_set_prices(struct report_acc *a, const json_t *prices);
 /* The rows so far (report_rows). New reference; NULL when out of memory. */
 json_t *report_acc_rows(const struct report_acc *a);
 /* Frees a and what it holds; a may be NULL. */

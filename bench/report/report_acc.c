@@ -206,12 +206,24 @@ void report_acc_free(struct report_acc *a)
 	free(a);
 }
 
+void report_acc_set_prices(struct report_acc *a, const json_t *prices)
+{
+	report_table_set_prices(&a->t, prices);
+}
+
 json_t *report_rows(const json_t *records)
+{
+	return report_rows_priced(records, NULL);
+}
+
+json_t *report_rows_priced(const json_t *records, const json_t *prices)
 {
 	struct report_acc *a = report_acc_new();
 	json_t *rows = NULL, *rec;
 	size_t i;
 	int rc = a ? 0 : -1;
+	if (a)
+		report_acc_set_prices(a, prices);
 	json_array_foreach(records, i, rec) if (rc == 0) rc =
 	    report_acc_add(a, rec);
 	if (rc == 0)

@@ -24,6 +24,17 @@ enum col {
 	C_FEV,	/* block forward evaluations per step (eval: per batch) */
 	C_VEV,	/* block VJPs per step */
 	C_LATE, /* the training loss's late improvement (report_late_gain) */
+	C_MEAN, /* mean step ms of each ok run (what a user pays) */
+	C_EARLY,
+	C_END, /* mean trace step ms of the first, last 10% */
+	C_PU,
+	C_PUF,
+	C_PUL, /* priced units ms per step: mean, first, last
+			       10% (report_cost.h; with --price only) */
+	C_PR,
+	C_PRF,
+	C_PRL, /* the same with the group's fixed cost added
+			       (report_table_rows fills them) */
 	NCOL
 };
 
@@ -56,6 +67,10 @@ struct agg {
 	/* per run, its quality.valid_curve as [[step, ppl, train_s], ...],
 	 * null for a run without one (report_target_add) */
 	json_t *curves;
+	json_t *price;	  /* report_cost_match of the first record, or
+				   NULL: no --price, or none matched */
+	json_t *unpriced; /* units counted that had no price */
+	int no_work;	  /* ok runs whose record has no work */
 };
 
 struct table {
@@ -67,9 +82,10 @@ struct table {
 	json_t *vary_deq; /* deq keys that differ between deq records */
 	const json_t *first_group_cfg, *first_deq_cfg; /* in rows[].first */
 	const char *first_blas, *first_fp; /* rows[0].blas, rows[0].fp */
-	int blas_varies;   /* rows of two BLAS cores: groups name theirs */
-	int fp_varies;	   /* rows of two fingerprints: groups name theirs */
-	double target_ppl; /* report --target-ppl; NAN: each group's auto */
+	int blas_varies;      /* rows of two BLAS cores: groups name theirs */
+	int fp_varies;	      /* rows of two fingerprints: groups name theirs */
+	double target_ppl;    /* report --target-ppl; NAN: each group's auto */
+	const json_t *prices; /* the --price records (borrowed), or NULL */
 };
 
 /* An empty table; 0, or -1 when out of memory (free t either way). */
@@ -84,6 +100,10 @@ int report_table_dup(struct table *t, const json_t *rec);
  * when out of memory. */
 json_t *report_table_rows(const struct table *t);
 void report_table_free(struct table *t);
+
+/* Prices the rows of t added after it with the price records prices
+ * (borrowed; kept until the table is freed). */
+void report_table_set_prices(struct table *t, const json_t *prices);
 
 /* Column c of row r: r->n values. */
 double *agg_col(const struct agg *r, enum col c);

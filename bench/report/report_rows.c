@@ -116,6 +116,103 @@ static json_t *ratio_json(const struct agg *r, const struct agg *b, enum col c)
 	return o ? o : json_null();
 }
 
+/* Column c of row r, run by run in the order read (null where a run has
+ * no value). */
+static json_t *per_run(const struct agg *r, enum col c)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < r->n; i++)
+		json_array_append_new(a, num(agg_col(r, c)[i]));
+	return a;
+}
+
+/* interval_json of column c with its per-run values as "per_run". */
+static json_t *runs_json(const struct agg *r, enum col c)
+{
+	json_t *o = interval_json(r, c);
+	json_object_set_new(o, "per_run", per_run(r, c));
+	return o;
+}
+
+/* The fixed per-step cost of unroll row b: the mean over its runs of the
+ * measured mean step time less the priced units (what the work units do
+ * not cover: the step's bookkeeping, its data and its syncs); NAN without
+ * a run that has both. */
+static double fixed_ms(const struct agg *b)
+{
+	double s = 0;
+	int k = 0;
+	for (int i = 0; b && i < b->n; i++) {
+		double d = agg_col(b, C_MEAN)[i] - agg_col(b, C_PU)[i];
+		if (isfinite(d)) {
+			s += d;
+			k++;
+		}
+	}
+	return k ? s / k : NAN;
+}
+
+/* Fills C_PR, C_PRF and C_PRL of every row of t: its priced units plus
+ * the fixed cost of its group's unroll row (0 without one: units only).
+ * The columns are the table's own scratch (the figures read are left as
+ * they are), so t stays const to its callers. */
+static void fill_priced(const struct table *t)
+{
+	for (size_t j = 0; j < t->nrow; j++) {
+		const struct agg *r = &t->rows[j];
+		double f = fixed_ms(report_unroll_row(t, r));
+		if (!isfinite(f))
+			f = 0;
+		for (int i = 0; i < r->n; i++) {
+			agg_col(r, C_PR)[i] = agg_col(r, C_PU)[i] + f;
+			agg_col(r, C_PRF)[i] = agg_col(r, C_PUF)[i] + f;
+			agg_col(r, C_PRL)[i] = agg_col(r, C_PUL)[i] + f;
+		}
+	}
+}
+
+/* A row's "priced" object (docs/commands.md §report): null without
+ * --price; else whether prices matched its shape, the priced step time
+ * (units + fixed) with its interval and per-run values, × unroll, early
+ * and late, the fixed cost and its source, the units left unpriced, and
+ * priced / measured. */
+static json_t *priced_json(const struct table *t, const struct agg *r,
+			   const struct agg *b)
+{
+	json_t *o;
+	double f = fixed_ms(b), pm, mm;
+	const char *note = NULL;
+	if (!t->prices)
+		return json_null();
+	o = json_object();
+	if (!r->price)
+		note = "no price records of this shape";
+	else if (r->no_work)
+		note = "no work in these records (made before issue 40)";
+	else if (json_array_size(r->unpriced))
+		note = "some units have no price: see unpriced";
+	else if (!isfinite(f))
+		note = "no unroll run to measure the fixed cost: units only";
+	json_object_set_new(o, "matched", json_boolean(r->price != NULL));
+	json_object_set_new(o, "note", note ? json_string(note) : json_null());
+	json_object_set_new(o, "units_ms", interval_json(r, C_PU));
+	json_object_set_new(o, "fixed_ms", num(f));
+	json_object_set_new(o, "step_ms", runs_json(r, C_PR));
+	json_object_set_new(o, "x_unroll", ratio_json(r, b, C_PR));
+	json_object_set_new(o, "early_ms", runs_json(r, C_PRF));
+	json_object_set_new(o, "late_ms", runs_json(r, C_PRL));
+	json_object_set_new(o, "unpriced", json_deep_copy(r->unpriced));
+	pm = record_num(json_object_get(o, "step_ms"), "gmean");
+	{
+		double *x = malloc(((size_t)r->n + 1) * sizeof(*x));
+		int k = x ? finite_col(r, C_MEAN, x) : 0;
+		mm = gmean(x, k);
+		free(x);
+	}
+	json_object_set_new(o, "x_measured", num(pm / mm));
+	return o;
+}
+
 /* Drops an incomplete UTF-8 sequence at the end of buf (a label cut by
  * snprintf), so that json_string takes it. */
 static void utf8_trim(char *buf)
@@ -327,6 +424,11 @@ static json_t *row_json(const struct table *t, size_t j)
 	json_object_set_new(o, "health", row_health_json(r));
 	json_object_set_new(o, "step_ms", interval_json(r, C_STEP));
 	json_object_set_new(o, "step_x_unroll", ratio_json(r, b, C_STEP));
+	json_object_set_new(o, "step_mean_ms", runs_json(r, C_MEAN));
+	json_object_set_new(o, "step_mean_x_unroll", ratio_json(r, b, C_MEAN));
+	json_object_set_new(o, "early_ms", runs_json(r, C_EARLY));
+	json_object_set_new(o, "late_ms", runs_json(r, C_END));
+	json_object_set_new(o, "priced", priced_json(t, r, b));
 	json_object_set_new(o, "inference_ms", interval_json(r, C_INF));
 	json_object_set_new(o, "inference_x_unroll", ratio_json(r, b, C_INF));
 	set_mem(o, r, b);
@@ -422,6 +524,7 @@ static void label_suspects(const struct table *t, json_t *rows)
 json_t *report_table_rows(const struct table *t)
 {
 	json_t *rows = json_array();
+	fill_priced(t);
 	for (size_t j = 0; rows && j < t->nrow; j++) {
 		json_t *o = row_json(t, j);
 		json_int_t p = pytorch_row(t, j);

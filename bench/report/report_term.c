@@ -257,6 +257,79 @@ static void print_notes(FILE *f, const json_t *rows, const char *group)
 	}
 }
 
+/* Columns of the priced table (print_cost): method, measured mean step
+ * ms with its interval, priced ms, × unroll of each, the priced early and
+ * late step ms; 2 + 18+1 + 19+1 + 7+1 + 19+1 + 7+1 + 15 = 92 columns. */
+enum { PRICE_W = 7, EDGE_W = 15 };
+
+static void print_cost_header(FILE *f)
+{
+	fputs("  ", f);
+	put_cell(f, "measured/priced", METHOD_W, 1);
+	put_cell(f, "mean step ms [95%]", EST_W, 0);
+	put_cell(f, "priced", PRICE_W, 0);
+	put_cell(f, "x unroll [95%]", EST_W, 0);
+	put_cell(f, "priced", PRICE_W, 0);
+	put_cell(f, "priced early>late", EDGE_W, 0);
+	fputc('\n', f);
+}
+
+/* A row of the priced table, and its note ("? METHOD: NOTE") when its
+ * pricing has one. */
+static void print_cost_row(FILE *f, const json_t *row)
+{
+	const json_t *p = json_object_get(row, "priced");
+	const json_t *px = json_object_get(p, "x_unroll");
+	char m[96], step[64], x[64], pr[16], prx[16], e[16], l[16], el[40];
+	const char *note = json_string_value(json_object_get(p, "note"));
+	double xr = at(px, "ratio");
+	textsafe_term(m, sizeof(m), str(row, "method"), METHOD_W);
+	fmt_est(step, sizeof(step), json_object_get(row, "step_mean_ms"),
+		"gmean");
+	fmt_est(x, sizeof(x), json_object_get(row, "step_mean_x_unroll"),
+		"ratio");
+	fit(pr, sizeof(pr), at(p, "step_ms.gmean"), PRICE_W,
+	    decimals(at(p, "step_ms.gmean")));
+	if (json_is_true(json_object_get(px, "self")))
+		snprintf(prx, sizeof(prx), "1");
+	else
+		fit(prx, sizeof(prx), xr, PRICE_W, 3);
+	fit(e, sizeof(e), at(p, "early_ms.gmean"), 7, 1);
+	fit(l, sizeof(l), at(p, "late_ms.gmean"), 7, 1);
+	snprintf(el, sizeof(el), "%s>%s", e, l);
+	fputs("  ", f);
+	put_cell(f, m, METHOD_W, 1);
+	put_cell(f, step, EST_W, 0);
+	put_cell(f, pr, PRICE_W, 0);
+	put_cell(f, x, EST_W, 0);
+	put_cell(f, prx, PRICE_W, 0);
+	put_cell(f, el, EDGE_W, 0);
+	fputc('\n', f);
+	if (note) {
+		char t[512];
+		snprintf(t, sizeof(t), "%s: %s", str(row, "method"), note);
+		put_wrapped(f, "  ? ", t, "    ");
+	}
+}
+
+/* The group's priced table (report --price): nothing when no row of it
+ * was priced. */
+static void print_cost(FILE *f, const json_t *rows, const char *group)
+{
+	size_t j;
+	json_t *q;
+	int any = 0;
+	json_array_foreach(rows, j,
+			   q) if (!strcmp(str(q, "group"), group) &&
+				  json_is_object(json_object_get(q, "priced")))
+	    any = 1;
+	if (!any)
+		return;
+	print_cost_header(f);
+	json_array_foreach(rows, j, q) if (!strcmp(str(q, "group"), group))
+	    print_cost_row(f, q);
+}
+
 void report_print_term(FILE *f, const json_t *rows)
 {
 	size_t i, j;
@@ -277,6 +350,7 @@ void report_print_term(FILE *f, const json_t *rows)
 		    rows, j, q) if (!strcmp(str(q, "group"), str(r, "group")))
 		    print_row(f, q);
 		print_notes(f, rows, str(r, "group"));
+		print_cost(f, rows, str(r, "group"));
 	}
 }
 
@@ -306,6 +380,16 @@ void report_print_csv(FILE *f, const json_t *rows)
 	    "bwd_converged",
 	    "valid_ppl.mean",
 	    "valid_ppl.sd",
+	    "step_mean_ms.gmean",
+	    "step_mean_ms.lo",
+	    "step_mean_ms.hi",
+	    "step_mean_x_unroll.ratio",
+	    "step_mean_x_unroll.lo",
+	    "step_mean_x_unroll.hi",
+	    "priced.step_ms.gmean",
+	    "priced.x_unroll.ratio",
+	    "priced.early_ms.gmean",
+	    "priced.late_ms.gmean",
 	    "to_target.target_ppl",
 	    "to_target.runs",
 	    "to_target.reached",

@@ -1,0 +1,36 @@
+/* report_cost.h — the cost model of `deqbench report --price` (issue 40,
+ * docs/commands.md §report): a run's priced step time is Σ over the work
+ * units of its record's `work` (results/SCHEMA.md §work) × the unit's
+ * price from price records (§Price records) at the run's shape, plus a
+ * fixed per-step cost measured on the unroll rows of its group
+ * (report_rows.c: the geometric mean over unroll's runs of the measured
+ * mean step time less its priced units). Internal to the report. */
+#ifndef DQ_BENCH_REPORT_COST_H
+#define DQ_BENCH_REPORT_COST_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* The prices of the price records prices (borrowed) whose shape is that
+ * of run record rec (config model, d_model, n_heads, d_ff, seq_len,
+ * batch_size, precision — fp32 when absent —, device, and vocab_size from
+ * the record's model.vocab_size): a new object {"units": {UNIT: ms per
+ * call (host_bytes: per byte)}, "solver": [[h, ms] ... by h]}, the first
+ * record of each unit (of each h) kept; NULL when none matches. */
+json_t *report_cost_match(const json_t *prices, const json_t *rec);
+
+/* The priced milliseconds of one step of work object work's per-step
+ * means `which` ("per_step", "per_step_first" or "per_step_last") at
+ * prices m (report_cost_match): Σ per-step count × price, with
+ * block_fwd_recompute at block_fwd_taped's price and solver_update at the
+ * solver line's value at the mean history length (solver_history_sum /
+ * solver_update), interpolated linearly between the priced h (clamped
+ * to the ends) — the priced points, not the fit a + b·h, which misses
+ * them. Solver updates are priced only when broyden is 1 (Anderson's are
+ * not priced by `deqbench price`). A unit counted (> 0) without a price
+ * is appended, once, to unpriced (may be NULL). NAN without work or
+ * without that mean. */
+double report_cost_units_ms(const json_t *work, const json_t *m,
+			    const char *which, int broyden, json_t *unpriced);
+
+#endif
