@@ -7,7 +7,9 @@
 # 1-3) into results/local/default.jsonl (ignored by git: your records, not
 # the committed ones), prints the summary table, then your rows beside the
 # committed reference rows of the same suite (results/cpu/default.jsonl):
-# `deqbench compare REFERENCE YOURS`, ratios and a verdict per row. The
+# `deqbench compare REFERENCE YOURS`, ratios and a verdict per row; then
+# prices the reference's shapes on this machine (reprice below) and prints
+# the reference re-priced beside your runs, measured and priced. The
 # runs use threads=1, as the reference's did (scripts/reproduce.sh), so the
 # two pair up; give threads=N to use more cores (compare then pairs the rows
 # across thread counts, --match threads, and the time ratio includes that).
@@ -95,6 +97,28 @@ set_blas_core() {
 	say "OpenBLAS falls back to generic kernels on this CPU model; setting OPENBLAS_CORETYPE=$core, which its flags allow (deqbench env: host.blas)"
 }
 
+# reprice: the committed reference's shapes priced on this machine
+# (deqbench price, one thread pinned to core 0, DQ_PRICE_CAP_S seconds per
+# configuration, default 10) into results/local/NAME.prices.jsonl, then
+# the reference re-priced with them ("what would those runs cost here")
+# and your own runs, measured beside priced (report --price). A failed
+# pricing is said and skipped: the suite's answer stands without it.
+reprice() {
+	local prices="results/local/$name.prices.jsonl"
+	say "pricing the reference's shapes on this machine into $prices (deqbench price, core 0)"
+	rm -f "$prices"
+	if ! "$bin" price "$ref" core=0 "${threads[@]}" price_cap_s="${DQ_PRICE_CAP_S:-10}" out="$prices" >/dev/null; then
+		say "deqbench price failed: no re-priced reference (the comparison above stands)"
+		return 0
+	fi
+	echo
+	echo "the committed reference ($ref) re-priced on this machine (priced: its work x these prices):"
+	"$bin" report --price "$prices" "$ref" || true
+	echo
+	echo "your runs ($mine), measured beside priced:"
+	"$bin" report --price "$prices" "$mine" || true
+}
+
 # python3 reads the name; a fresh machine may lack it until setup.sh
 name=""
 if command -v python3 >/dev/null 2>&1; then
@@ -118,6 +142,7 @@ echo
 if [ -f "$ref" ]; then
 	echo "your runs ($mine) against the committed reference ($ref):"
 	"$bin" compare --match threads "$ref" "$mine"
+	reprice
 else
 	echo "(no committed reference $ref to compare with)"
 fi

@@ -17,6 +17,12 @@
  *   itself; no interval with fewer than REPORT_MIN_CI_RUNS runs (either
  *   side of a ratio). The printed estimate is always the one its interval
  *   is about;
+ * - mean step time (issue 40: what a user pays): the geometric mean of
+ *   the runs' mean step times with its 95% t interval (log scale) and the
+ *   per-run values, × unroll as above; the trace's first and last tenth
+ *   of steps (early, late); with price records (report_rows_priced) the
+ *   priced step time of each run, Σ work × price + the group's fixed cost
+ *   (bench/report/report_cost.h), its × unroll, early and late;
  * - noisy runs: runs whose step-time interquartile range exceeds
  *   REPORT_NOISE_IQR of their median (torch.utils.benchmark's rule);
  * - beside: ok runs whose record says another run of ours ran beside

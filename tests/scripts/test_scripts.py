@@ -64,6 +64,10 @@ elif cmd == "suite" and os.environ.get("STUB_SUITE") == "hang":
     while time.time() < end:
         time.sleep(0.02)
     sys.exit(128 + got[0])
+elif cmd == "price":
+    out = [x[4:] for x in a if x.startswith("out=")][-1]
+    with open(out, "a") as f:
+        f.write(json.dumps({"kind": "price", "unit": "block_fwd"}) + "\n")
 elif cmd in ("suite", "plan") and "--dry-run" not in a:
     out = [x[4:] for x in a if x.startswith("out=")][-1]
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
@@ -224,6 +228,19 @@ def t_run_key_first(tree, env):
     check(a[1] == "bench/suites/default.json" and "steps=3" in a and
           "out=results/local/default.jsonl" in a, f"suite called as {a}")
     check(calls(tree, "compare"), "no compare after the suite")
+    # issue 40: the reference's shapes priced here (one thread, core 0),
+    # then the reference re-priced and your runs measured beside priced
+    p = calls(tree, "price")
+    check(len(p) == 1 and p[0]["argv"][1] == "results/cpu/default.jsonl" and
+          "core=0" in p[0]["argv"] and "threads=1" in p[0]["argv"] and
+          "out=results/local/default.prices.jsonl" in p[0]["argv"],
+          f"price called as {p}")
+    rp = [c["argv"] for c in calls(tree, "report")]
+    check(rp == [["report", "--price", "results/local/default.prices.jsonl", f]
+                 for f in ("results/cpu/default.jsonl",
+                           "results/local/default.jsonl")],
+          f"report calls {rp}")
+    check("re-priced on this machine" in r.stdout, r.stdout[-800:])
 
 
 def t_run_dry_run(tree, env):
