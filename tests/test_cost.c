@@ -284,6 +284,23 @@ Test(cost, term_table_fits_100_columns)
 	json_decref(p);
 }
 
+Test(cost, md_has_the_measured_and_priced_table)
+{
+	json_t *rows = priced_rows();
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	report_print_md(f, rows);
+	fclose(f);
+	cr_assert(strstr(buf, "| mean step ms [95%] | priced ms |"), "%s", buf);
+	/* deq broyden: measured 30 (one run), priced 29.30, 29.3/30 */
+	cr_assert(strstr(buf, "| 30.00 (n=1: no interval) | 29.30 |"), "%s",
+		  buf);
+	cr_assert(strstr(buf, "no price records of this shape"), "%s", buf);
+	free(buf);
+	json_decref(rows);
+}
+
 Test(cost, bad_price_file_exits_2_with_one_line, .init = cli_setup,
      .fini = cli_teardown)
 {

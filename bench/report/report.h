@@ -111,6 +111,8 @@ json_t *report_unique(const json_t *records, json_t *dropped);
 
 /* Prints rows (report_rows) as the markdown summary table, then, where
  * rows of both implementations are present, the deqbench / PyTorch table,
+ * then, where rows were priced (report_rows_priced), the measured and
+ * priced table,
  * then a list of the rows that combine commits (report_commits_text). */
 void report_print_md(FILE *f, const json_t *rows);
 

@@ -188,6 +188,52 @@ static void print_peer_table(FILE *f, const json_t *rows)
 	}
 }
 
+/* The measured and priced table (report --price): per priced row the
+ * measured mean step ms [95%], the priced ms, × unroll of each, priced /
+ * measured, early and late (measured from the trace, priced from work's
+ * first and last tenth) and the row's pricing note. */
+static void print_cost_table(FILE *f, const json_t *rows)
+{
+	int header = 0;
+	size_t j;
+	json_t *r;
+	json_array_foreach(rows, j, r)
+	{
+		const json_t *p = json_object_get(r, "priced");
+		char c[9][64], g[768], m[768], note[256];
+		if (!json_is_object(p))
+			continue;
+		if (!header++)
+			fprintf(f, "\n| group | method | mean step ms [95%%] | "
+				   "priced ms | x unroll [95%%] | priced x "
+				   "unroll | priced / measured | measured "
+				   "early ms | measured late ms | priced "
+				   "early ms | priced late ms | note |\n"
+				   "|---|---|---:|---:|---:|---:|---:|---:|---:"
+				   "|---:|---:|---|\n");
+		fmt_est(c[0], 64, json_object_get(r, "step_mean_ms"), "gmean",
+			1);
+		fmt(c[1], 64, at(p, "step_ms.gmean"), "%.2f");
+		fmt_est(c[2], 64, json_object_get(r, "step_mean_x_unroll"),
+			"ratio", 1);
+		fmt_est(c[3], 64, json_object_get(p, "x_unroll"), "ratio", 0);
+		fmt(c[4], 64, at(p, "x_measured"), "%.3f");
+		fmt(c[5], 64, at(r, "early_ms.gmean"), "%.2f");
+		fmt(c[6], 64, at(r, "late_ms.gmean"), "%.2f");
+		fmt(c[7], 64, at(p, "early_ms.gmean"), "%.2f");
+		fmt(c[8], 64, at(p, "late_ms.gmean"), "%.2f");
+		textsafe_md(note, sizeof(note),
+			    json_string_value(json_object_get(p, "note")));
+		fprintf(
+		    f,
+		    "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
+		    "| %s |\n",
+		    md_str(g, sizeof(g), r, "group"),
+		    md_str(m, sizeof(m), r, "method"), c[0], c[1], c[2], c[3],
+		    c[4], c[5], c[6], c[7], c[8], note);
+	}
+}
+
 int report_commits_text(char *buf, size_t n, const json_t *row)
 {
 	const json_t *c = json_object_get(row, "commits");
@@ -278,6 +324,7 @@ void report_print_md(FILE *f, const json_t *rows)
 	print_header(f);
 	json_array_foreach(rows, j, r) print_row(f, r);
 	print_peer_table(f, rows);
+	print_cost_table(f, rows);
 	print_commits(f, rows);
 	print_targets(f, rows);
 }
