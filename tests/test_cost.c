@@ -177,6 +177,8 @@ Test(cost, priced_time_is_work_times_price_plus_fixed)
 	 * price 2 + VJPs 6 + 1.5 = 13.5, + 2 */
 	cr_assert_float_eq(num(c, "priced.step_ms.gmean"), 15.5, 1e-9);
 	cr_assert_float_eq(num(c, "priced.x_unroll.ratio"), 15.5 / 13.5, 1e-9);
+	cr_assert_float_eq(num(c, "priced.units_x_unroll.ratio"), 13.5 / 11.5,
+			   1e-9);
 	/* deq: 10 × 1 + 2 + 3 + 6 × 1.5 + 9 updates at h 18/9 = 2 (0.1 at
 	 * h 1, 0.4 at h 4: 0.2) + 1.5 = 27.3, + 2 */
 	cr_assert_float_eq(num(d, "priced.step_ms.gmean"), 29.3, 1e-9);

@@ -196,6 +196,7 @@ static json_t *priced_json(const struct table *t, const struct agg *r,
 	json_object_set_new(o, "matched", json_boolean(r->price != NULL));
 	json_object_set_new(o, "note", note ? json_string(note) : json_null());
 	json_object_set_new(o, "units_ms", interval_json(r, C_PU));
+	json_object_set_new(o, "units_x_unroll", ratio_json(r, b, C_PU));
 	json_object_set_new(o, "fixed_ms", num(f));
 	json_object_set_new(o, "step_ms", runs_json(r, C_PR));
 	json_object_set_new(o, "x_unroll", ratio_json(r, b, C_PR));
