@@ -53,9 +53,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	FUZZ_CHECK(s.n_runs >= 1 && s.n_runs <= SUITE_MAX_RUNS);
 	FUZZ_CHECK(s.repeats >= 1 && s.n_runs % s.repeats == 0);
-	for (int i = 0; i < s.n_runs; i++)
-		FUZZ_CHECK(s.runs[i].index == i &&
-			   s.runs[i].repeat == i % s.repeats);
+	/* every repeat holds n_runs / repeats runs; round-robin runs the
+	 * repeats one after the other (they vary slowest), "axes" keeps the
+	 * combinations' order (repeats fastest), "random" any permutation */
+	int per_repeat = 0;
+	for (int i = 0; i < s.n_runs; i++) {
+		FUZZ_CHECK(s.runs[i].index == i);
+		FUZZ_CHECK(s.runs[i].repeat >= 0 &&
+			   s.runs[i].repeat < s.repeats);
+		per_repeat += s.runs[i].repeat == 0;
+		if (s.order == SUITE_ORDER_ROUND_ROBIN && i > 0)
+			FUZZ_CHECK(s.runs[i].repeat >= s.runs[i - 1].repeat);
+		if (s.order == SUITE_ORDER_AXES)
+			FUZZ_CHECK(s.runs[i].repeat == i % s.repeats);
+	}
+	FUZZ_CHECK(per_repeat == s.n_runs / s.repeats);
 	/* the listing builds two JSON objects a run: small suites only */
 	if (s.n_runs <= 256)
 		suite_print_runs(&s, 0, 1, fuzz_devnull());
