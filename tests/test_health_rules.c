@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "health.h"
 #include "step_log.h"
@@ -233,4 +235,58 @@ Test(health_rules, stuck_baseline_is_a_suspect)
 	snprintf(path, sizeof(path), "%s/results/cpu/gc-vs-deq.jsonl", root);
 	report_labels(path, buf, sizeof(buf));
 	cr_assert_null(strstr(buf, "suspect"), "%s", buf);
+}
+
+/* validate --strict of the one record rec (written to a temporary file):
+ * the exit status. */
+static int validate_one(const json_t *rec)
+{
+	char path[] = "/tmp/dq-health-XXXXXX", cmd[2048];
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	FILE *f = fdopen(fd, "w");
+	json_dumpf(rec, f, JSON_COMPACT);
+	fputc('\n', f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' validate --strict '%s' >/dev/null 2>&1",
+		 getenv("DQ_DEQBENCH"), path);
+	int rc = system(cmd);
+	unlink(path);
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* validate's cross rule: unconverged is true exactly when a forward or
+ * backward converged fraction is below 0.9 (a record of Anderson solves
+ * whose backward converged in 85% of the steps was refused as "expected
+ * false" before the rule knew the backward). */
+Test(health_rules, validate_knows_the_backward_solves)
+{
+	char path[] = "/tmp/dq-health-run-XXXXXX", cmd[2048];
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' run corpus=synthetic d_model=16 n_heads=2 d_ff=32 "
+		 "seq_len=8 batch_size=2 layers=2 steps=3 warmup_steps=1 "
+		 "eval_tokens=16 threads=1 method=deq out=%s >/dev/null 2>&1",
+		 getenv("DQ_DEQBENCH"), path);
+	cr_assert_eq(system(cmd), 0);
+	json_t *r = json_load_file(path, 0, NULL);
+	unlink(path);
+	cr_assert_not_null(r);
+	json_t *h = json_object_get(r, "health");
+	json_object_set_new(h, "fwd_converged", json_real(1.0));
+	json_object_set_new(h, "fwd_converged_last", json_real(1.0));
+	json_object_set_new(h, "bwd_converged", json_real(0.85));
+	json_object_set_new(h, "bwd_converged_last", json_real(1.0));
+	json_object_set_new(h, "unconverged", json_true());
+	/* the solver's own fraction must agree with health's */
+	json_object_set_new(
+	    json_object_get(json_object_get(r, "solver"), "forward"),
+	    "converged_fraction", json_real(1.0));
+	cr_assert_eq(validate_one(r), 0, "unconverged by the backward");
+	json_object_set_new(h, "unconverged", json_false());
+	cr_assert_neq(validate_one(r), 0, "not unconverged: refused");
+	json_decref(r);
 }

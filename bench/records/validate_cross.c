@@ -165,16 +165,25 @@ static void converged_rules(struct validate_walk *w, const json_t *rec)
 		    "solve)");
 	else if (json_is_boolean(u) && json_is_number(fc) &&
 		 json_is_number(fl)) {
+		/* the backward solves count too where the record has them
+		 * (health's bwd_converged, added with its trends) */
+		const json_t *bc = at(h, "bwd_converged"),
+			     *bl = at(h, "bwd_converged_last");
+		double b = json_is_number(bc) ? json_number_value(bc) : 1;
+		double bt = json_is_number(bl) ? json_number_value(bl) : 1;
 		int want = json_number_value(fc) < HEALTH_MIN_CONVERGED ||
-			   json_number_value(fl) < HEALTH_MIN_CONVERGED;
+			   json_number_value(fl) < HEALTH_MIN_CONVERGED ||
+			   b < HEALTH_MIN_CONVERGED ||
+			   bt < HEALTH_MIN_CONVERGED;
 		if (want != json_is_true(u))
 			validate_problem(
 			    w, "health.unconverged",
 			    "expected %s: fwd_converged %g, "
-			    "fwd_converged_last %g (unconverged below "
-			    "0.9 in either)",
+			    "fwd_converged_last %g, bwd_converged %g, "
+			    "bwd_converged_last %g (unconverged below 0.9 "
+			    "in any)",
 			    want ? "true" : "false", json_number_value(fc),
-			    json_number_value(fl));
+			    json_number_value(fl), b, bt);
 	}
 	if (json_is_null(fwd) && !json_is_null(fc))
 		validate_problem(
