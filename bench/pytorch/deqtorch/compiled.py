@@ -33,9 +33,9 @@ import torch
 from . import config, interrupt
 
 # torch.compile's mode; DEQTORCH_COMPILE_MODE overrides it (max-autotune
-# autotunes every GEMM shape, about 28 s each at the paper's width in bf16
-# on an H100 with torch 2.11: a 30-step run had not finished in 330 s;
-# reduce-overhead compiled in 38 s there)
+# autotunes every GEMM shape: at the paper's width in bf16 on an H100 with
+# torch 2.11 a smoke test's compile did not finish within its time limit,
+# while reduce-overhead's took 38 s, the record's compile.compile_s)
 MODES = ("max-autotune", "reduce-overhead", "max-autotune-no-cudagraphs",
          "default")
 MODE = "max-autotune"
