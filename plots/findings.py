@@ -562,7 +562,10 @@ def generate(deqbench, results):
            "(results/SCHEMA.md §health). `step times noisy k/n` (no ⚠: the runs trained) says "
            "k of n runs had a step-time interquartile range above 10% of their median: on a "
            "shared VM that is the machine, and for a DEQ also its solver's iterations, which "
-           "vary from step to step.", ""]
+           "vary from step to step. `step times beside k/n` says k of n runs' records show "
+           "another deqbench run of ours on the host during them (`--lanes`, or runs that "
+           "overlapped): their times are not a run alone's; records made before 2026-11-27 "
+           "cannot say so (the committed CPU records ran in two lanes).", ""]
     out += provenance(results) + [""]
     out += section_gc(srcs(("cpu", "gc-vs-deq")) + answer_sources(deqbench, results) +
                       srcs(("gpu", "gc-vs-deq-gpu"), ("gpu", "gc-vs-deq")))
