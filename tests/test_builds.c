@@ -15,6 +15,7 @@
 #include "compare.h"
 #include "record.h"
 #include "report.h"
+#include "test_rows.h"
 
 #define FP1 "0123456789abcdef"
 #define FP2 "fedcba9876543210"
@@ -55,34 +56,7 @@ static void add_runs(json_t *a, int s0, int s1, const char *c, const char *fp,
 	}
 }
 
-static const json_t *row_where(const json_t *rows, const char *group,
-			       const char *method_prefix)
-{
-	size_t i;
-	json_t *r;
-	json_array_foreach(rows, i, r)
-	{
-		const char *g = json_string_value(json_object_get(r, "group"));
-		const char *m = json_string_value(json_object_get(r, "method"));
-		if (!strcmp(g, group) &&
-		    !strncmp(m, method_prefix, strlen(method_prefix)))
-			return r;
-	}
-	return NULL;
-}
-
 /* What printer pr writes of rows; malloc'd. */
-static char *printed(void (*pr)(FILE *, const json_t *), const json_t *rows)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	cr_assert_not_null(f);
-	pr(f, rows);
-	fclose(f);
-	return buf;
-}
-
 static const char *str(const json_t *o, const char *k)
 {
 	return json_string_value(json_object_get(o, k));

@@ -12,6 +12,7 @@
 #include "compare.h"
 #include "record.h"
 #include "report.h"
+#include "test_rows.h"
 
 /* A record of method m, seed s, mean (and median) step ms, on OpenBLAS core (NULL:
  * no host.blas, as before it existed) of device dev. */
@@ -45,22 +46,6 @@ static void add_machine(json_t *a, const char *core, const char *dev, double u,
 		json_array_append_new(a, rec("unroll", s, u, core, dev));
 		json_array_append_new(a, rec("deq", s, d, core, dev));
 	}
-}
-
-static const json_t *row_where(const json_t *rows, const char *group,
-			       const char *method_prefix)
-{
-	size_t i;
-	json_t *r;
-	json_array_foreach(rows, i, r)
-	{
-		const char *g = json_string_value(json_object_get(r, "group"));
-		const char *m = json_string_value(json_object_get(r, "method"));
-		if (!strcmp(g, group) &&
-		    !strncmp(m, method_prefix, strlen(method_prefix)))
-			return r;
-	}
-	return NULL;
 }
 
 /* Two cores in one file: four rows, each group named by its core, each

@@ -13,6 +13,7 @@
 #include "record.h"
 #include "report.h"
 #include "stats.h"
+#include "test_rows.h"
 
 /* A training record of method m, seed s: median step ms, its quartiles,
  * valid ppl and health verdict (NULL: no health object). */
@@ -38,7 +39,6 @@ static json_t *rec(const char *m, int seed, double ms, double p25, double p75,
 }
 
 typedef void (*printer)(FILE *, const json_t *);
-static char *printed(printer p, const json_t *rows);
 
 static double num(const json_t *row, const char *path)
 {
@@ -205,20 +205,6 @@ static json_t *hostile_rows(void)
 	json_decref(all);
 	cr_assert_eq(json_array_size(rows), N_HOSTILE);
 	return rows;
-}
-
-static char *printed(printer p, const json_t *rows)
-{
-	/* static: gcc takes a local that open_memstream writes through for
-	 * a pointer that dangles once inlined */
-	static char *buf;
-	static size_t len;
-	FILE *f;
-	buf = NULL;
-	f = open_memstream(&buf, &len);
-	p(f, rows);
-	fclose(f);
-	return buf;
 }
 
 /* The fields of the CSV record at *p (RFC 4180: quoted fields may hold

@@ -16,6 +16,7 @@
 #include "record.h"
 #include "report.h"
 #include "test_cli.h"
+#include "test_rows.h"
 
 #define NP 4
 
@@ -154,18 +155,6 @@ Test(target, given_and_not_reached)
 	cr_assert(json_is_null(json_object_get(p, "steps")));
 	cr_assert(json_is_null(json_object_get(p, "train_s")));
 	json_decref(rows);
-}
-
-static char *printed(void (*p)(FILE *, const json_t *), const json_t *rows)
-{
-	static char *buf;
-	static size_t len;
-	FILE *f;
-	buf = NULL;
-	f = open_memstream(&buf, &len);
-	p(f, rows);
-	fclose(f);
-	return buf;
 }
 
 /* Columns of a line of UTF-8 text (each character one column). */
