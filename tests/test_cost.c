@@ -1,6 +1,7 @@
 /* test_cost.c — report's cost model (bench/report/report_cost.h, issue 40
  * items 3 and 4) on made-up records and price records: priced time per
- * step = Σ work × price + the group's fixed cost, hand-computed; the
+ * step = Σ work × price + step_fixed, hand-computed (the head at
+ * head_train's price, each solver's updates at its own points); the
  * measured mean step time's geometric mean, its 95% t interval on logs and
  * the per-run values; unroll's ratio 1 without interval; prices matched
  * by shape or the row saying it has none; units without a price named;
@@ -58,32 +59,45 @@ static json_t *rec(const char *m, const char *solver, int seed, int d,
 	return r;
 }
 
-/* A price record of unit u (h: solver_update's history, else < 0) at the
- * shape rec() writes with d_model 8. */
-static json_t *price(const char *u, int h, double ms)
+/* A price record of unit u (h: solver_update's history, else < 0; solver
+ * its solver, NULL: none, as records before `solver`) at the shape rec()
+ * writes with d_model 8. */
+static json_t *price_s(const char *u, const char *solver, int h, double ms)
 {
 	json_t *p = json_pack(
-	    "{s:s, s:s, s:o, s:f, s:{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i},"
-	    " s:{s:s}}",
+	    "{s:s, s:s, s:o, s:o, s:f, s:{s:s, s:s, s:i, s:i, s:i, s:i, s:i,"
+	    " s:i}, s:{s:s}}",
 	    "kind", "price", "unit", u, "h",
-	    h >= 0 ? json_integer(h) : json_null(), "median_ms", ms, "shape",
-	    "model", "transformer", "precision", "fp32", "d_model", 8,
+	    h >= 0 ? json_integer(h) : json_null(), "solver",
+	    solver ? json_string(solver) : json_null(), "median_ms", ms,
+	    "shape", "model", "transformer", "precision", "fp32", "d_model", 8,
 	    "n_heads", 2, "d_ff", 16, "seq_len", 4, "batch_size", 2,
 	    "vocab_size", 50, "config", "device", "cpu");
 	cr_assert_not_null(p);
 	return p;
 }
 
+static json_t *price(const char *u, int h, double ms)
+{
+	return price_s(u, h >= 0 ? "broyden" : NULL, h, ms);
+}
+
+/* The prices of the sample: a training step's head (head_train) 0.5 where
+ * head_fwd + head_bwd would be 0.75, step_fixed 2, Broyden's updates
+ * at 0.1, 0.4, 0.6 (h 1, 4, 8) and Anderson's at 0.2, 0.5 (h 1, 4). */
 static json_t *prices(void)
 {
 	return json_pack(
-	    "[o, o, o, o, o, o, o, o, o, o, o]",
+	    "[o, o, o, o, o, o, o, o, o, o, o, o, o, o, o]",
 	    price("block_fwd_taped", -1, 2), price("block_fwd", -1, 1),
 	    price("block_vjp", -1, 3), price("block_vjp_input", -1, 1.5),
 	    price("head_fwd", -1, 0.5), price("head_bwd", -1, 0.25),
+	    price("head_train", -1, 0.5), price("step_fixed", -1, 2),
 	    price("optimizer_step", -1, 0.75), price("host_bytes", -1, 0),
 	    price("solver_update", 1, 0.1), price("solver_update", 8, 0.6),
-	    price("solver_update", 4, 0.4));
+	    price("solver_update", 4, 0.4),
+	    price_s("solver_update", "anderson", 1, 0.2),
+	    price_s("solver_update", "anderson", 4, 0.5));
 }
 
 /* The sample: unroll (3 seeds, mean 12.5, 13.5, 14.5 ms), checkpoint,
@@ -168,25 +182,28 @@ Test(cost, priced_time_is_work_times_price_plus_fixed)
 	const json_t *u = row_of(rows, "unroll", 8);
 	const json_t *c = row_of(rows, "checkpoint", 8);
 	const json_t *d = row_of(rows, "deq", 8);
-	/* unroll: 2 taped × 2 + 2 VJPs × 3 + head 0.5 + 0.25 + Adam 0.75 =
-	 * 11.5 ms; fixed = mean(12.5, 13.5, 14.5) − 11.5 = 2 */
-	cr_assert_float_eq(num(u, "priced.units_ms.gmean"), 11.5, 1e-9);
+	/* unroll: 2 taped × 2 + 2 VJPs × 3 + head_train 0.5 + Adam 0.75 =
+	 * 11.25 ms; step_fixed 2 (measured by price, not from unroll) */
+	cr_assert_float_eq(num(u, "priced.units_ms.gmean"), 11.25, 1e-9);
 	cr_assert_float_eq(num(u, "priced.fixed_ms"), 2, 1e-9);
-	cr_assert_float_eq(num(u, "priced.step_ms.gmean"), 13.5, 1e-9);
+	cr_assert_float_eq(num(u, "priced.step_ms.gmean"), 13.25, 1e-9);
+	cr_assert_float_eq(num(u, "priced.x_measured"),
+			   13.25 / cbrt(12.5 * 13.5 * 14.5), 1e-9);
 	/* checkpoint: taped 2 + untaped 2 × 1 + recomputed 1 at the taped
-	 * price 2 + VJPs 6 + 1.5 = 13.5, + 2 */
-	cr_assert_float_eq(num(c, "priced.step_ms.gmean"), 15.5, 1e-9);
-	cr_assert_float_eq(num(c, "priced.x_unroll.ratio"), 15.5 / 13.5, 1e-9);
-	cr_assert_float_eq(num(c, "priced.units_x_unroll.ratio"), 13.5 / 11.5,
+	 * price 2 + VJPs 6 + 1.25 = 13.25, + 2 */
+	cr_assert_float_eq(num(c, "priced.step_ms.gmean"), 15.25, 1e-9);
+	cr_assert_float_eq(num(c, "priced.x_unroll.ratio"), 15.25 / 13.25,
+			   1e-9);
+	cr_assert_float_eq(num(c, "priced.units_x_unroll.ratio"), 13.25 / 11.25,
 			   1e-9);
 	/* deq: 10 × 1 + 2 + 3 + 6 × 1.5 + 9 updates at h 18/9 = 2 (0.1 at
-	 * h 1, 0.4 at h 4: 0.2) + 1.5 = 27.3, + 2 */
-	cr_assert_float_eq(num(d, "priced.step_ms.gmean"), 29.3, 1e-9);
-	/* first: 5 + 2 + 3 + 4.5 + 4 at h 6 (0.5) + 1.5 = 18, + 2; last: 20
-	 * + 2 + 3 + 15 + 19 at h 8 (0.6) + 1.5 = 52.9, + 2 */
-	cr_assert_float_eq(num(d, "priced.early_ms.gmean"), 20, 1e-9);
-	cr_assert_float_eq(num(d, "priced.late_ms.gmean"), 54.9, 1e-9);
-	cr_assert_float_eq(num(d, "priced.x_measured"), 29.3 / 30, 1e-9);
+	 * h 1, 0.4 at h 4: 0.2) + 1.25 = 27.05, + 2 */
+	cr_assert_float_eq(num(d, "priced.step_ms.gmean"), 29.05, 1e-9);
+	/* first: 5 + 2 + 3 + 4.5 + 4 at h 6 (0.5) + 1.25 = 17.75, + 2; last:
+	 * 20 + 2 + 3 + 15 + 19 at h 8 (0.6) + 1.25 = 52.65, + 2 */
+	cr_assert_float_eq(num(d, "priced.early_ms.gmean"), 19.75, 1e-9);
+	cr_assert_float_eq(num(d, "priced.late_ms.gmean"), 54.65, 1e-9);
+	cr_assert_float_eq(num(d, "priced.x_measured"), 29.05 / 30, 1e-9);
 	cr_assert(json_is_null(
 	    json_object_get(json_object_get(d, "priced"), "note")));
 	json_decref(rows);
@@ -240,10 +257,12 @@ Test(cost, unmatched_shape_and_unpriced_units_say_so)
 							   "f_solver")),
 						   "anderson")) a = r;
 	cr_assert_not_null(a);
-	cr_assert_str_eq(
-	    json_string_value(json_array_get(
-		json_object_get(json_object_get(a, "priced"), "unpriced"), 0)),
-	    "solver_update");
+	/* Anderson's updates at its own points: 9 at h 2 (0.2 at h 1, 0.5 at
+	 * h 4: 0.3) = 2.7; the rest as the Broyden DEQ's 25.25, + 2 */
+	cr_assert_eq(json_array_size(json_object_get(
+			 json_object_get(a, "priced"), "unpriced")),
+		     0);
+	cr_assert_float_eq(num(a, "priced.step_ms.gmean"), 29.95, 1e-9);
 	/* without --price: priced is null, the measured figures stay */
 	plain = report_rows(recs);
 	cr_assert(json_is_null(
@@ -254,6 +273,59 @@ Test(cost, unmatched_shape_and_unpriced_units_say_so)
 	json_decref(plain);
 	json_decref(recs);
 	json_decref(rows);
+}
+
+/* Prices without head_train, step_fixed or `solver` (made before them):
+ * the head at head_fwd + head_bwd, step_fixed named unpriced, the
+ * solver_update records Broyden's; a DEQ whose two solves differ pays the
+ * mean of the two solvers' prices. */
+Test(cost, older_prices_and_mixed_solvers)
+{
+	json_t *recs = sample(), *p = prices(), *rows, *mixed;
+	size_t i;
+	json_t *q;
+	/* drop head_train and step_fixed; Broyden's records lose `solver` */
+	for (i = json_array_size(p); i-- > 0;) {
+		const char *u = json_string_value(
+		    json_object_get(json_array_get(p, i), "unit"));
+		if (!strcmp(u, "head_train") || !strcmp(u, "step_fixed"))
+			json_array_remove(p, i);
+	}
+	json_array_foreach(
+	    p, i, q) if (!strcmp(json_string_value(json_object_get(q, "solver"))
+				     ?: "",
+				 "broyden"))
+	    json_object_set_new(q, "solver", json_null());
+	mixed = rec("deq", "broyden", 2, 8, 30, work(1, 10, 0, 1, 6, 9, 18));
+	json_object_set_new(json_object_get(mixed, "config"), "b_solver",
+			    json_string("anderson"));
+	json_array_append_new(recs, mixed);
+	rows = report_rows_priced(recs, p);
+	const json_t *u = row_of(rows, "unroll", 8), *m = NULL, *r;
+	/* 4 + 6 + 0.5 + 0.25 + 0.75, no fixed */
+	cr_assert_float_eq(num(u, "priced.units_ms.gmean"), 11.5, 1e-9);
+	cr_assert_float_eq(num(u, "priced.step_ms.gmean"), 11.5, 1e-9);
+	cr_assert_str_eq(
+	    json_string_value(json_array_get(
+		json_object_get(json_object_get(u, "priced"), "unpriced"), 0)),
+	    "step_fixed");
+	json_array_foreach(rows, i, r)
+	{
+		const json_t *c = json_object_get(r, "config");
+		const char *b =
+		    json_string_value(json_object_get(c, "b_solver"));
+		if (b && !strcmp(b, "anderson") &&
+		    !strcmp(json_string_value(json_object_get(c, "f_solver")),
+			    "broyden"))
+			m = r;
+	}
+	cr_assert_not_null(m);
+	/* 9 updates at h 2: Broyden 0.2, Anderson 0.3, mean 0.25 = 2.25;
+	 * 10 + 2 + 3 + 9 + 0.75 head + 0.75 Adam = 25.5 */
+	cr_assert_float_eq(num(m, "priced.units_ms.gmean"), 27.75, 1e-9);
+	json_decref(rows);
+	json_decref(recs);
+	json_decref(p);
 }
 
 Test(cost, term_table_fits_100_columns)
@@ -296,7 +368,7 @@ Test(cost, md_has_the_measured_and_priced_table)
 	fclose(f);
 	cr_assert(strstr(buf, "| mean step ms [95%] | priced ms |"), "%s", buf);
 	/* deq broyden: measured 30 (one run), priced 29.30, 29.3/30 */
-	cr_assert(strstr(buf, "| 30.00 (n=1: no interval) | 29.30 |"), "%s",
+	cr_assert(strstr(buf, "| 30.00 (n=1: no interval) | 29.05 |"), "%s",
 		  buf);
 	cr_assert(strstr(buf, "no price records of this shape"), "%s", buf);
 	free(buf);

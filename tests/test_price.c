@@ -188,9 +188,10 @@ Test(price_cli, tiny_config_prices_every_unit, .init = cli_setup,
 	char out[512], err[4096];
 	json_t *recs = price_tiny(out, sizeof(out)), *r;
 	size_t i;
-	int count[16] = {0}, hs = 0;
-	/* f_max_iter=6, f_history 0: h_max 6, timed at 1, 3, 6 */
-	cr_assert_eq(json_array_size(recs), 11);
+	int count[16] = {0}, hs = 0, ha = 0;
+	/* f_max_iter=6, f_history 0: Broyden's h_max 6, timed at 1, 2, 4, 6;
+	 * anderson_m 5: Anderson's at 1, 2, 4, 5; ten other units */
+	cr_assert_eq(json_array_size(recs), 18);
 	json_array_foreach(recs, i, r)
 	{
 		const char *u = json_string_value(json_object_get(r, "unit"));
@@ -202,8 +203,14 @@ Test(price_cli, tiny_config_prices_every_unit, .init = cli_setup,
 		cr_assert_eq(
 		    validate_record(r, VALIDATE_STRICT, on_problem, (void *)u),
 		    0, "%s is not valid", u);
-		if (!strcmp(u, "solver_update"))
-			hs += (int)json_integer_value(json_object_get(r, "h"));
+		if (!strcmp(u, "solver_update")) {
+			const char *sv =
+			    json_string_value(json_object_get(r, "solver"));
+			int h =
+			    (int)json_integer_value(json_object_get(r, "h"));
+			cr_assert_not_null(sv);
+			*(strcmp(sv, "broyden") ? &ha : &hs) += h;
+		}
 		if (!strcmp(u, "host_bytes"))
 			cr_assert(json_is_false(json_object_get(r, "timed")),
 				  "device=cpu: host_bytes not timed");
@@ -215,9 +222,10 @@ Test(price_cli, tiny_config_prices_every_unit, .init = cli_setup,
 	for (int k = 0; price_unit_names[k]; k++)
 		cr_assert_eq(count[k],
 			     strcmp(price_unit_names[k], "solver_update") ? 1
-									  : 3,
+									  : 8,
 			     "%s", price_unit_names[k]);
-	cr_assert_eq(hs, 1 + 3 + 6);
+	cr_assert_eq(hs, 1 + 2 + 4 + 6);
+	cr_assert_eq(ha, 1 + 2 + 4 + 5);
 	const char *val[] = {"validate", "--strict", out, NULL};
 	cr_assert_eq(cli_run(val, 0, err, sizeof(err)), 0, "%s", err);
 	json_decref(recs);
@@ -257,6 +265,12 @@ Test(price_cli, validate_checks_price_records, .init = cli_setup,
 		     "solver_update without h");
 	cr_assert_gt(problems_with(bf, "h", json_integer(3)), 0,
 		     "h on block_fwd");
+	cr_assert_gt(problems_with(bf, "solver", json_string("broyden")), 0,
+		     "solver on block_fwd");
+	cr_assert_gt(problems_with(su, "solver", json_null()), 0,
+		     "solver_update without its solver");
+	cr_assert_gt(problems_with(su, "solver", json_string("newton")), 0,
+		     "a solver deqbench does not have");
 	cr_assert_gt(problems_with(bf, "unit", json_string("block_bwd")), 0,
 		     "a unit without that name");
 	cr_assert_gt(problems_with(bf, "median_ms", json_real(1e9)), 0,
@@ -316,7 +330,7 @@ Test(price_cli, suite_resume_passes_price_records_over, .init = cli_setup,
 		  "%s", err);
 	json_decref(recs);
 	recs = read_all(out);
-	cr_assert_eq(json_array_size(recs), 12, "the run appended after them");
+	cr_assert_eq(json_array_size(recs), 19, "the run appended after them");
 	json_decref(recs);
 }
 
@@ -348,7 +362,9 @@ Test(price_cli, records_file_prices_each_configuration, .init = cli_setup,
 	const char *args[] = {"price", runs, "price_cap_s=1", a2, NULL};
 	cr_assert_eq(cli_run(args, 0, err, sizeof(err)), 0, "%s", err);
 	recs = read_all(out);
-	cr_assert_eq(json_array_size(recs), 11, "two seeds, one configuration");
+	/* f_max_iter 30: Broyden at 1, 2, 4, 8, 16, 30; Anderson at 1, 2,
+	 * 4, 5; ten other units */
+	cr_assert_eq(json_array_size(recs), 20, "two seeds, one configuration");
 	json_array_foreach(recs, i, r)
 	{
 		const char *src =

@@ -23,8 +23,9 @@ static void usage(void)
 	printf("usage: deqbench price [RECORDS.jsonl | FILE.json] "
 	       "[key=value ...] [out=PRICES.jsonl]\n"
 	       "  times each work unit (block_fwd_taped, block_fwd, "
-	       "block_vjp,\n  block_vjp_input, solver_update at three "
-	       "history lengths, head_fwd,\n  head_bwd, optimizer_step, "
+	       "block_vjp,\n  block_vjp_input, solver_update of Broyden and "
+	       "Anderson at history lengths\n  1, 2, 4, ... h_max, head_fwd, "
+	       "head_bwd, head_train, optimizer_step,\n  step_fixed, "
 	       "host_bytes) at the shapes of a config (run's\n  keys), or "
 	       "of every configuration of a records file (the keys given "
 	       "then\n  override each record's); round-robin in a random "
@@ -226,11 +227,43 @@ static void print_unmet(const json_t *recs, size_t from)
 		       record_num(r0, "measure.cap_s"));
 }
 
+/* Each solver's solver_update line a + b h among recs[from..). */
+static void print_fits(const json_t *recs, size_t from)
+{
+	static const char *const solvers[] = {"broyden", "anderson"};
+	for (int k = 0; k < 2; k++)
+		for (size_t i = from; i < json_array_size(recs); i++) {
+			const json_t *r = json_array_get(recs, i);
+			const json_t *fit = json_object_get(r, "fit");
+			const char *sv =
+			    json_string_value(json_object_get(r, "solver"));
+			if (!json_is_object(fit) || !sv ||
+			    strcmp(sv, solvers[k]))
+				continue;
+			printf("solver_update:%s = %.4g ms + %.4g ms x h "
+			       "(least squares through its h rows)\n",
+			       sv, record_num(fit, "a_ms"),
+			       record_num(fit, "b_ms"));
+			break;
+		}
+}
+
+/* A record's unit as the table names it: solver_update:SOLVER. */
+static const char *unit_label(const json_t *r, char *buf, size_t n)
+{
+	const char *u = json_string_value(json_object_get(r, "unit"));
+	const char *sv = json_string_value(json_object_get(r, "solver"));
+	if (!sv)
+		return u;
+	snprintf(buf, n, "%s:%s", u, sv);
+	return buf;
+}
+
 /* The table of one configuration's records recs[from..): a header line,
- * one row per record, the solver_update line a + b h. */
+ * one row per record, each solver's solver_update line a + b h. */
 static void print_table(const json_t *recs, size_t from)
 {
-	const json_t *r0 = json_array_get(recs, from), *fit = NULL;
+	const json_t *r0 = json_array_get(recs, from);
 	const char *src = json_string_value(json_object_get(r0, "source"));
 	printf("\nprice: model=%s d_model=%.0f n_heads=%.0f d_ff=%.0f "
 	       "seq_len=%.0f batch_size=%.0f vocab=%.0f precision=%s "
@@ -247,7 +280,7 @@ static void print_table(const json_t *recs, size_t from)
 		   json_object_get(json_object_get(r0, "config"), "device")),
 	       record_num(r0, "config.threads"), src ? " from " : "",
 	       src ? src : "");
-	printf("%-16s %4s %12s %25s %6s %6s %4s\n", "unit", "h", "median ms",
+	printf("%-22s %4s %12s %25s %6s %6s %4s\n", "unit", "h", "median ms",
 	       "95% interval (ms)", "+-%", "rounds", "2%");
 	for (size_t i = from; i < json_array_size(recs); i++) {
 		const json_t *r = json_array_get(recs, i);
@@ -255,15 +288,14 @@ static void print_table(const json_t *recs, size_t from)
 		double med = record_num(r, "median_ms"),
 		       lo = record_num(r, "lo_ms"), hi = record_num(r, "hi_ms");
 		const char *per = json_string_value(json_object_get(r, "per"));
-		char hb[16] = "-", iv[64] = "-", pct[16] = "-";
+		char hb[16] = "-", iv[64] = "-", pct[16] = "-", ub[64];
 		if (json_is_integer(h))
 			snprintf(hb, sizeof(hb), "%lld",
 				 (long long)json_integer_value(h));
 		if (!json_is_true(json_object_get(r, "timed"))) {
-			printf("%-16s %4s %12s  not timed (device=%s: no "
+			printf("%-22s %4s %12s  not timed (device=%s: no "
 			       "host<->device copies; price 0)\n",
-			       json_string_value(json_object_get(r, "unit")),
-			       hb, "0",
+			       unit_label(r, ub, sizeof(ub)), hb, "0",
 			       json_string_value(json_object_get(
 				   json_object_get(r, "config"), "device")));
 			continue;
@@ -273,33 +305,15 @@ static void print_table(const json_t *recs, size_t from)
 			snprintf(pct, sizeof(pct), "%.1f",
 				 100 * fmax(med - lo, hi - med) / med);
 		}
-		printf("%-16s %4s %12.4g %25s %6s %6.0f %4s%s\n",
-		       json_string_value(json_object_get(r, "unit")), hb, med,
-		       iv, pct, record_num(r, "rounds"),
+		printf("%-22s %4s %12.4g %25s %6s %6.0f %4s%s\n",
+		       unit_label(r, ub, sizeof(ub)), hb, med, iv, pct,
+		       record_num(r, "rounds"),
 		       json_is_true(json_object_get(r, "converged")) ? "yes"
 								     : "no",
 		       per && !strcmp(per, "byte") ? "  (ms per byte)" : "");
-		if (!fit && json_is_object(json_object_get(r, "fit")))
-			fit = json_object_get(r, "fit");
 	}
-	if (fit)
-		printf("solver_update = %.4g ms + %.4g ms x h (least squares "
-		       "through the h rows)\n",
-		       record_num(fit, "a_ms"), record_num(fit, "b_ms"));
+	print_fits(recs, from);
 	print_unmet(recs, from);
-}
-
-/* A deq config whose solves are not Broyden's: its solver_update rows are
- * Broyden's update all the same (bench/run/price_solver.h). */
-static void note_solver(const struct bench_config *c)
-{
-	const struct deq_config *d = &c->method.opts.deq;
-	if (c->method.method != method_kind_parse("deq") ||
-	    (d->f_solver == SOLVER_BROYDEN && d->b_solver == SOLVER_BROYDEN))
-		return;
-	printf("note: f_solver=%s b_solver=%s: solver_update above is "
-	       "Broyden's update; other solvers' iterations are not priced\n",
-	       solver_kind_name(d->f_solver), solver_kind_name(d->b_solver));
 }
 
 /* Appends recs[from..) to out (record_save: a failed append rescues the
@@ -347,7 +361,6 @@ int cmd_price(int argc, char **argv)
 			break;
 		}
 		print_table(recs, from);
-		note_solver(&js.j[i].cfg);
 		if (out && save_all(out, recs, from) != 0)
 			rc = 1;
 	}

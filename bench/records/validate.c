@@ -588,8 +588,8 @@ static void status_rules(struct validate_walk *w, const json_t *rec)
 	config_rules(w, rec, ok && !eval);
 }
 
-/* A price record's fields that agree (SCHEMA.md §Price records): h and
- * fit exactly with solver_update, per byte exactly with host_bytes, an
+/* A price record's fields that agree (SCHEMA.md §Price records): h,
+ * solver and fit exactly with solver_update, per byte exactly with host_bytes, an
  * untimed unit priced 0 in 0 rounds, lo <= median <= hi, an interval for
  * a converged price, the config's device. */
 static void price_rules(struct validate_walk *w, const json_t *rec)
@@ -605,6 +605,9 @@ static void price_rules(struct validate_walk *w, const json_t *rec)
 	if (unit && json_is_null(json_object_get(rec, "h")) == su)
 		validate_problem(w, "h", "expected %s with unit %s",
 				 su ? "an int" : "null", unit);
+	if (unit && json_is_null(json_object_get(rec, "solver")) == su)
+		validate_problem(w, "solver", "expected %s with unit %s",
+				 su ? "broyden or anderson" : "null", unit);
 	if (unit && json_is_null(json_object_get(rec, "fit")) == su)
 		validate_problem(w, "fit", "expected %s with unit %s",
 				 su ? "an object" : "null", unit);

@@ -145,27 +145,32 @@ static double trace_edge_ms(const json_t *rec, int last)
 	return s / (double)w;
 }
 
-/* The priced figures of record REC into run k of row R (NAN without
- * prices, a match or work: agg_new matched the row's shape). */
+/* The priced figures of record REC into run k of row R: the units, and
+ * with the fixed cost (NAN without prices, a match or work: agg_new
+ * matched the row's shape). */
 static void agg_priced(struct agg *r, int k, const json_t *rec, int ok)
 {
 	const json_t *w = json_object_get(rec, "work");
-	int broyden =
-	    !strcmp(report_str(json_object_get(rec, "config"), "f_solver", ""),
-		    "broyden");
-	int deq = !strcmp(
-	    report_str(json_object_get(rec, "config"), "method", ""), "deq");
-	enum col c[3] = {C_PU, C_PUF, C_PUL};
+	const json_t *cfg = json_object_get(rec, "config");
+	int deq = !strcmp(report_str(cfg, "method", ""), "deq");
+	const char *fs = deq ? report_str(cfg, "f_solver", "broyden") : NULL;
+	const char *bs = deq ? report_str(cfg, "b_solver", fs) : NULL;
+	enum col c[3] = {C_PU, C_PUF, C_PUL}, cf[3] = {C_PR, C_PRF, C_PRL};
 	static const char *const which[3] = {"per_step", "per_step_first",
 					     "per_step_last"};
 	if (ok && !json_is_object(w))
 		r->no_work++;
-	for (int i = 0; i < 3; i++)
-		agg_col(r, c[i])[k] =
-		    ok && r->price
-			? report_cost_units_ms(w, r->price, which[i],
-					       deq && broyden, r->unpriced)
-			: NAN;
+	for (int i = 0; i < 3; i++) {
+		int on = ok && r->price;
+		double u = on ? report_cost_units_ms(w, r->price, which[i], fs,
+						     bs, r->unpriced)
+			      : NAN;
+		double f = on ? report_cost_fixed_ms(w, r->price, which[i],
+						     r->unpriced)
+			      : NAN;
+		agg_col(r, c[i])[k] = u;
+		agg_col(r, cf[i])[k] = u + f;
+	}
 }
 
 /* The figures of record REC (kind eval or train) into run k of row R. */

@@ -106,7 +106,7 @@ static void add_point(json_t *pts, double h, double ms)
 json_t *report_cost_match(const json_t *prices, const json_t *rec)
 {
 	char want[512], have[512];
-	json_t *units = json_object(), *pts = json_array(), *p;
+	json_t *units = json_object(), *pts = json_object(), *p;
 	size_t i;
 	int found = 0;
 	run_shape(want, sizeof(want), rec);
@@ -118,9 +118,14 @@ json_t *report_cost_match(const json_t *prices, const json_t *rec)
 		if (!u || !isfinite(ms) || strcmp(want, have))
 			continue;
 		found = 1;
-		if (!strcmp(u, "solver_update"))
-			add_point(pts, record_num(p, "h"), ms);
-		else if (!json_object_get(units, u))
+		if (!strcmp(u, "solver_update")) {
+			/* records before `solver` priced Broyden alone */
+			const char *s = report_str(p, "solver", "broyden");
+			if (!json_object_get(pts, s))
+				json_object_set_new(pts, s, json_array());
+			add_point(json_object_get(pts, s), record_num(p, "h"),
+				  ms);
+		} else if (!json_object_get(units, u))
 			json_object_set_new(units, u, json_real(ms));
 	}
 	if (!found) {
@@ -164,38 +169,91 @@ static void note_unpriced(json_t *unpriced, const char *u)
 	json_array_append_new(unpriced, json_string(u));
 }
 
+/* The price of one solver update at mean history h of a record whose
+ * solves use f and b (borrowed names; NULL: not a DEQ): that solver's
+ * points at h, or where the two differ the mean of theirs (the work
+ * counts both solves' updates together); NAN without points. */
+static double update_at(const json_t *m, const char *f, const char *b, double h)
+{
+	const json_t *pts = json_object_get(m, "solver");
+	double yf, yb;
+	if (!f || !b)
+		return NAN;
+	yf = solver_at(json_object_get(pts, f), h);
+	yb = strcmp(f, b) ? solver_at(json_object_get(pts, b), h) : yf;
+	return (yf + yb) / 2;
+}
+
+/* count × unit u's price added to *s, or u noted unpriced. */
+static void add_priced(double *s, double count, const json_t *up, const char *u,
+		       const char *name, json_t *unpriced)
+{
+	const json_t *p = json_object_get(up, u);
+	if (count > 0 && !json_is_number(p))
+		note_unpriced(unpriced, name);
+	else if (count > 0)
+		*s += count * json_number_value(p);
+}
+
+/* The head's price: a training step's pairs of forward and backward at
+ * head_train (the fused head the step runs) where it is priced, the rest
+ * at head_fwd and head_bwd. */
+static void add_head(double *s, double hf, double hb, const json_t *up,
+		     json_t *unpriced)
+{
+	double pairs = hf < hb ? hf : hb;
+	if (!json_is_number(json_object_get(up, "head_train")))
+		pairs = 0; /* prices made before head_train */
+	add_priced(s, pairs, up, "head_train", "head_train", unpriced);
+	add_priced(s, hf - pairs, up, "head_fwd", "head_fwd", unpriced);
+	add_priced(s, hb - pairs, up, "head_bwd", "head_bwd", unpriced);
+}
+
 double report_cost_units_ms(const json_t *work, const json_t *m,
-			    const char *which, int broyden, json_t *unpriced)
+			    const char *which, const char *f_solver,
+			    const char *b_solver, json_t *unpriced)
 {
 	static const char *const units[] = {
 	    "block_fwd_taped", "block_fwd",	  "block_fwd_recompute",
-	    "block_vjp",       "block_vjp_input", "head_fwd",
-	    "head_bwd",	       "optimizer_step",  "host_bytes"};
+	    "block_vjp",       "block_vjp_input", "optimizer_step",
+	    "host_bytes"};
 	const json_t *up = json_object_get(m, "units");
-	double s = 0, upd, hsum;
+	double s = 0, upd, hsum, hf, hb;
 	if (!json_is_object(work))
 		return NAN;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		const char *u = i == 2 ? "block_fwd_taped" : units[i];
 		double c = record_num(json_object_get(work, units[i]), which);
-		const json_t *p = json_object_get(up, u);
 		if (!isfinite(c))
 			return NAN;
-		if (c > 0 && !json_is_number(p))
-			note_unpriced(unpriced, units[i]);
-		else if (c > 0)
-			s += c * json_number_value(p);
+		add_priced(&s, c, up, i == 2 ? "block_fwd_taped" : units[i],
+			   units[i], unpriced);
 	}
+	hf = record_num(json_object_get(work, "head_fwd"), which);
+	hb = record_num(json_object_get(work, "head_bwd"), which);
+	if (!isfinite(hf) || !isfinite(hb))
+		return NAN;
+	add_head(&s, hf, hb, up, unpriced);
 	upd = record_num(json_object_get(work, "solver_update"), which);
 	hsum = record_num(json_object_get(work, "solver_history_sum"), which);
 	if (upd > 0) {
-		double y = broyden ? solver_at(json_object_get(m, "solver"),
-					       isfinite(hsum) ? hsum / upd : 0)
-				   : NAN;
+		double y = update_at(m, f_solver, b_solver,
+				     isfinite(hsum) ? hsum / upd : 0);
 		if (isfinite(y))
 			s += upd * y;
 		else
 			note_unpriced(unpriced, "solver_update");
 	}
+	return s;
+}
+
+double report_cost_fixed_ms(const json_t *work, const json_t *m,
+			    const char *which, json_t *unpriced)
+{
+	double c = record_num(json_object_get(work, "optimizer_step"), which),
+	       s = 0;
+	if (!json_is_object(work) || !isfinite(c))
+		return NAN;
+	add_priced(&s, c, json_object_get(m, "units"), "step_fixed",
+		   "step_fixed", unpriced);
 	return s;
 }

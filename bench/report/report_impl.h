@@ -33,8 +33,8 @@ enum col {
 			       10% (report_cost.h; with --price only) */
 	C_PR,
 	C_PRF,
-	C_PRL, /* the same with the group's fixed cost added
-			       (report_table_rows fills them) */
+	C_PRL, /* the same with the fixed cost (step_fixed)
+			       added */
 	NCOL
 };
 

@@ -134,16 +134,14 @@ static json_t *runs_json(const struct agg *r, enum col c)
 	return o;
 }
 
-/* The fixed per-step cost of unroll row b: the mean over its runs of the
- * measured mean step time less the priced units (what the work units do
- * not cover: the step's bookkeeping, its data and its syncs); NAN without
- * a run that has both. */
-static double fixed_ms(const struct agg *b)
+/* Row r's fixed cost per step: the mean over its runs of priced step
+ * less priced units (step_fixed × optimizer steps); NAN without one. */
+static double fixed_ms(const struct agg *r)
 {
 	double s = 0;
 	int k = 0;
-	for (int i = 0; b && i < b->n; i++) {
-		double d = agg_col(b, C_MEAN)[i] - agg_col(b, C_PU)[i];
+	for (int i = 0; i < r->n; i++) {
+		double d = agg_col(r, C_PR)[i] - agg_col(r, C_PU)[i];
 		if (isfinite(d)) {
 			s += d;
 			k++;
@@ -152,35 +150,16 @@ static double fixed_ms(const struct agg *b)
 	return k ? s / k : NAN;
 }
 
-/* Fills C_PR, C_PRF and C_PRL of every row of t: its priced units plus
- * the fixed cost of its group's unroll row (0 without one: units only).
- * The columns are the table's own scratch (the figures read are left as
- * they are), so t stays const to its callers. */
-static void fill_priced(const struct table *t)
-{
-	for (size_t j = 0; j < t->nrow; j++) {
-		const struct agg *r = &t->rows[j];
-		double f = fixed_ms(report_unroll_row(t, r));
-		if (!isfinite(f))
-			f = 0;
-		for (int i = 0; i < r->n; i++) {
-			agg_col(r, C_PR)[i] = agg_col(r, C_PU)[i] + f;
-			agg_col(r, C_PRF)[i] = agg_col(r, C_PUF)[i] + f;
-			agg_col(r, C_PRL)[i] = agg_col(r, C_PUL)[i] + f;
-		}
-	}
-}
-
 /* A row's "priced" object (docs/commands.md §report): null without
  * --price; else whether prices matched its shape, the priced step time
  * (units + fixed) with its interval and per-run values, × unroll, early
- * and late, the fixed cost and its source, the units left unpriced, and
- * priced / measured. */
+ * and late, the fixed cost, the units left unpriced, and priced /
+ * measured. */
 static json_t *priced_json(const struct table *t, const struct agg *r,
 			   const struct agg *b)
 {
 	json_t *o;
-	double f = fixed_ms(b), pm, mm;
+	double f = fixed_ms(r), pm, mm;
 	const char *note = NULL;
 	if (!t->prices)
 		return json_null();
@@ -191,8 +170,6 @@ static json_t *priced_json(const struct table *t, const struct agg *r,
 		note = "no work in these records (made before issue 40)";
 	else if (json_array_size(r->unpriced))
 		note = "some units have no price: see unpriced";
-	else if (!isfinite(f))
-		note = "no unroll run to measure the fixed cost: units only";
 	json_object_set_new(o, "matched", json_boolean(r->price != NULL));
 	json_object_set_new(o, "note", note ? json_string(note) : json_null());
 	json_object_set_new(o, "units_ms", interval_json(r, C_PU));
@@ -525,7 +502,6 @@ static void label_suspects(const struct table *t, json_t *rows)
 json_t *report_table_rows(const struct table *t)
 {
 	json_t *rows = json_array();
-	fill_priced(t);
 	for (size_t j = 0; rows && j < t->nrow; j++) {
 		json_t *o = row_json(t, j);
 		json_int_t p = pytorch_row(t, j);

@@ -6,18 +6,24 @@
  * What each unit times (one call per sample, between the backend's timer
  * marks; a GPU's timer is its events):
  *   block_fwd_taped, block_fwd, block_vjp, block_vjp_input  block_units.h
- *   solver_update   price_solver.h at h = 1, hmax/2, hmax (hmax: the
- *                   config's f_history, or f_max_iter when 0), then the
- *                   least-squares line a + b h through the three medians
+ *   solver_update   price_solver.h, Broyden's at h = 1, 2, 4, … and hmax
+ *                   (the config's f_history, or f_max_iter when 0) and
+ *                   Anderson's at h = 1, 2, 4, … and anderson_m; the
+ *                   record's `solver` says which. Also the least-squares
+ *                   line a + b h through each solver's medians (`fit`)
  *   head_fwd        model_head_forward (logits, softmax, loss: the head as
  *                   an evaluation runs it)
  *   head_bwd        model_head_backward after an untimed head_fwd (dlogits,
- *                   gz and the head's gradients). A training step runs
- *                   model_head_forward_train, whose fused softmax and
- *                   backward cost a little less than the two
+ *                   gz and the head's gradients)
+ *   head_train      model_head_forward_train + model_head_backward: the
+ *                   head as a training step runs it (the fused softmax,
+ *                   loss and dlogits, then the head's gradients), priced
+ *                   for a training step's head_fwd + head_bwd pair
  *   optimizer_step  be_norm + be_adam over every parameter (lr 0, so the
  *                   parameters stay; the cost is the same), as
  *                   train_step.c's optimizer_step without clipping's scale
+ *   step_fixed      what else a training step does (step_fixed below):
+ *                   one per optimizer_step
  *   host_bytes      device=cuda: one tape (model_tape_bytes) copied down
  *                   and up (copy_async + copy_wait, as offload), the
  *                   price per byte; elsewhere 0, not timed
@@ -41,36 +47,43 @@
 #include "run_record.h"
 
 const char *const price_unit_names[] = {
-    "block_fwd_taped", "block_fwd", "block_vjp", "block_vjp_input",
-    "solver_update",   "head_fwd",  "head_bwd",	 "optimizer_step",
-    "host_bytes",      NULL,
+    "block_fwd_taped", "block_fwd",  "block_vjp",  "block_vjp_input",
+    "solver_update",   "head_fwd",   "head_bwd",   "head_train",
+    "optimizer_step",  "step_fixed", "host_bytes", NULL,
 };
 
 enum unit_kind {
 	U_BLOCK,
-	U_SOLVER,
+	U_SOLVER,   /* Broyden's update */
+	U_ANDERSON, /* Anderson's mixing (unit solver_update too) */
 	U_HEAD_FWD,
 	U_HEAD_BWD,
+	U_HEAD_TRAIN,
 	U_OPT,
+	U_FIXED,
 	U_HOST,
 };
 
 struct unit {
 	const char *name;
 	enum unit_kind kind;
-	int arg; /* U_BLOCK: enum block_unit; U_SOLVER: h */
+	int arg; /* U_BLOCK: enum block_unit; U_SOLVER, U_ANDERSON: h */
 };
 
-#define MAX_UNITS 12
+/* The history lengths a solver is timed at: 1, 2, 4, … below hmax, and
+ * hmax (at most this many for hmax < 2^PRICE_MAX_POINTS). */
+#define PRICE_MAX_POINTS 8
+#define MAX_UNITS	 (10 + 2 * PRICE_MAX_POINTS)
 
 struct price_run {
 	struct run_ctx rc;
 	struct block_bufs bb;
 	struct price_solver ps;
-	void *am, *av;	    /* Adam moments (n_param_elems) */
-	void *hdev, *hhost; /* host_bytes: device and host staging */
-	size_t hbytes;	    /* bytes of one copy */
-	int32_t *tok;	    /* (B, T+1) zeros: the batch */
+	void *am, *av;	     /* Adam moments (n_param_elems) */
+	void *hdev, *hhost;  /* host_bytes: device and host staging */
+	size_t hbytes;	     /* bytes of one copy */
+	int32_t *tok;	     /* (B, T+1) zeros: the batch */
+	double lambda, beta; /* Anderson's regularisation and mixing */
 	struct unit u[MAX_UNITS];
 	int nu;
 };
@@ -96,16 +109,31 @@ int price_pin(int core, char *err, size_t errlen)
 	return 0;
 }
 
-/* The history lengths solver_update is timed at, into h; returns how
- * many (1 to 3, distinct, increasing). */
-static int history_points(const struct bench_config *cfg, int *h)
+/* Broyden's longest history of cfg (f_history, or f_max_iter when 0). */
+static int broyden_hmax(const struct bench_config *cfg)
 {
 	const struct deq_config *d = &cfg->method.opts.deq;
-	int hmax = d->f_history > 0 ? d->f_history : d->f_max_iter, n = 0;
-	int c[3] = {1, hmax / 2, hmax};
-	for (int i = 0; i < 3; i++)
-		if (c[i] >= 1 && (n == 0 || c[i] > h[n - 1]))
-			h[n++] = c[i];
+	int h = d->f_history > 0 ? d->f_history : d->f_max_iter;
+	return h > 0 ? h : 1;
+}
+
+/* Anderson's ring of cfg (anderson_m, at least 1). */
+static int anderson_m(const struct bench_config *cfg)
+{
+	int m = cfg->method.opts.deq.anderson_m;
+	return m > 0 ? m : 1;
+}
+
+/* The history lengths a solver is timed at up to hmax, into h: 1, 2, 4, …
+ * below hmax (the cost bends where the history leaves the caches, so
+ * report interpolates between close points), then hmax. Returns how many
+ * (1 to PRICE_MAX_POINTS, distinct, increasing). */
+static int history_points(int hmax, int *h)
+{
+	int n = 0;
+	for (int c = 1; c < hmax && n < PRICE_MAX_POINTS - 1; c *= 2)
+		h[n++] = c;
+	h[n++] = hmax;
 	return n;
 }
 
@@ -115,11 +143,11 @@ static void add_unit(struct price_run *p, const char *name, enum unit_kind k,
 	p->u[p->nu++] = (struct unit){name, k, arg};
 }
 
-/* The unit table of p (cfg: the history lengths; host_bytes timed only
- * where there is a device to copy to). */
+/* The unit table of p (cfg: the history lengths of both solvers;
+ * host_bytes timed only where there is a device to copy to). */
 static void units_of(struct price_run *p, const struct bench_config *cfg)
 {
-	int h[3], nh = history_points(cfg, h);
+	int h[PRICE_MAX_POINTS], nh = history_points(broyden_hmax(cfg), h);
 	p->nu = 0;
 	add_unit(p, "block_fwd_taped", U_BLOCK, BLOCK_FWD_TAPED);
 	add_unit(p, "block_fwd", U_BLOCK, BLOCK_FWD);
@@ -127,11 +155,29 @@ static void units_of(struct price_run *p, const struct bench_config *cfg)
 	add_unit(p, "block_vjp_input", U_BLOCK, BLOCK_VJP_INPUT);
 	for (int i = 0; i < nh; i++)
 		add_unit(p, "solver_update", U_SOLVER, h[i]);
+	nh = history_points(anderson_m(cfg), h);
+	for (int i = 0; i < nh; i++)
+		add_unit(p, "solver_update", U_ANDERSON, h[i]);
 	add_unit(p, "head_fwd", U_HEAD_FWD, 0);
 	add_unit(p, "head_bwd", U_HEAD_BWD, 0);
+	add_unit(p, "head_train", U_HEAD_TRAIN, 0);
 	add_unit(p, "optimizer_step", U_OPT, 0);
+	add_unit(p, "step_fixed", U_FIXED, 0);
 	if (p->hdev)
 		add_unit(p, "host_bytes", U_HOST, 0);
+}
+
+/* step_fixed: what a training step does besides the other units
+ * (train_step.c forward_to_z and step_backward): the gradients zeroed, the
+ * batch uploaded, the injection (embeddings) forward and its backward. */
+static void step_fixed(struct price_run *p)
+{
+	struct model *m = p->rc.m;
+	char err[16];
+	model_zero_grads(m);
+	(void)model_set_batch(m, p->tok, err, sizeof(err)); /* ids are 0 */
+	model_inject_forward(m);
+	model_inject_backward(m);
 }
 
 /* One call of unit i, its milliseconds (price_clock.sample). */
@@ -141,7 +187,7 @@ static double sample(void *ctx, int i)
 	const struct unit *u = &p->u[i];
 	struct backend *be = p->rc.be;
 	struct model *m = p->rc.m;
-	if (u->kind == U_SOLVER)
+	if (u->kind == U_SOLVER || u->kind == U_ANDERSON)
 		price_solver_reset(&p->ps);
 	if (u->kind == U_HEAD_BWD)
 		model_head_forward(m, p->rc.z);
@@ -154,11 +200,21 @@ static double sample(void *ctx, int i)
 	case U_SOLVER:
 		price_solver_update(&p->ps, u->arg);
 		break;
+	case U_ANDERSON:
+		price_solver_anderson(&p->ps, u->arg, p->lambda, p->beta);
+		break;
 	case U_HEAD_FWD:
 		model_head_forward(m, p->rc.z);
 		break;
 	case U_HEAD_BWD:
 		model_head_backward(m);
+		break;
+	case U_HEAD_TRAIN:
+		model_head_forward_train(m, p->rc.z);
+		model_head_backward(m);
+		break;
+	case U_FIXED:
+		step_fixed(p);
 		break;
 	case U_OPT:
 		be_norm(be, m->grad_buf, m->n_param_elems);
@@ -215,7 +271,7 @@ static void solver_layout(const struct bench_config *cfg, const struct model *m,
 static int run_setup(struct price_run *p, const struct bench_config *cfg, int V,
 		     char *err, size_t errlen)
 {
-	int S, P, h[3], nh = history_points(cfg, h);
+	int S, P;
 	struct model *m;
 	memset(p, 0, sizeof(*p));
 	if (run_ctx_create(&p->rc, cfg, V, err, errlen) != 0)
@@ -228,9 +284,11 @@ static int run_setup(struct price_run *p, const struct bench_config *cfg, int V,
 	p->am = backend_alloc(p->rc.be, m->n_param_elems, MEM_OPTIMIZER);
 	p->av = backend_alloc(p->rc.be, m->n_param_elems, MEM_OPTIMIZER);
 	if (block_bufs_alloc(p->rc.be, m, &p->bb) != 0 || !p->am || !p->av ||
-	    price_solver_alloc(&p->ps, p->rc.be, m->n_state, S, P, h[nh - 1]) !=
-		0)
+	    price_solver_alloc(&p->ps, p->rc.be, m->n_state, S, P,
+			       broyden_hmax(cfg), anderson_m(cfg)) != 0)
 		goto oom;
+	p->lambda = cfg->method.opts.deq.anderson_lambda;
+	p->beta = cfg->method.opts.deq.anderson_beta;
 	be_fill(p->rc.be, p->am, 0.0, m->n_param_elems);
 	be_fill(p->rc.be, p->av, 0.0, m->n_param_elems);
 	if (cfg->device == DEVICE_CUDA) {
@@ -315,8 +373,13 @@ static json_t *unit_json(const json_t *tmpl, const struct unit *u,
 {
 	json_t *r = json_deep_copy(tmpl);
 	json_object_set_new(r, "unit", json_string(u->name));
+	int solver = u->kind == U_SOLVER || u->kind == U_ANDERSON;
+	json_object_set_new(r, "h",
+			    solver ? json_integer(u->arg) : json_null());
 	json_object_set_new(
-	    r, "h", u->kind == U_SOLVER ? json_integer(u->arg) : json_null());
+	    r, "solver",
+	    solver ? json_string(u->kind == U_SOLVER ? "broyden" : "anderson")
+		   : json_null());
 	json_object_set_new(r, "per",
 			    json_string(u->kind == U_HOST ? "byte" : "call"));
 	json_object_set_new(r, "call_bytes",
@@ -337,15 +400,15 @@ static json_t *unit_json(const json_t *tmpl, const struct unit *u,
 	return r;
 }
 
-/* The fit a + b h over the solver_update series, set on each of their
- * records (recs[i] is unit i's). */
+/* The fit a + b h over solver k's solver_update series (k: U_SOLVER or
+ * U_ANDERSON), set on each of their records (recs[i] is unit i's). */
 static void set_fit(const struct price_run *p, const struct price_series *s,
-		    json_t **recs)
+		    json_t **recs, enum unit_kind k)
 {
 	double h[MAX_UNITS], y[MAX_UNITS], a, b;
 	int n = 0;
 	for (int i = 0; i < p->nu; i++)
-		if (p->u[i].kind == U_SOLVER) {
+		if (p->u[i].kind == k) {
 			h[n] = p->u[i].arg;
 			y[n++] = s[i].median;
 		}
@@ -355,7 +418,7 @@ static void set_fit(const struct price_run *p, const struct price_series *s,
 	} else
 		price_fit_line(h, y, n, &a, &b);
 	for (int i = 0; i < p->nu; i++)
-		if (p->u[i].kind == U_SOLVER)
+		if (p->u[i].kind == k)
 			json_object_set_new(
 			    recs[i], "fit",
 			    json_pack("{s:f, s:f}", "a_ms", a, "b_ms", b));
@@ -393,7 +456,8 @@ int price_config(const struct bench_config *cfg, int V, const char *source,
 		    p.u[i].kind == U_HOST ? 1.0 / (2.0 * (double)p.hbytes)
 					  : 1.0,
 		    p.u[i].kind == U_HOST ? 2 * p.hbytes : 0, rounds);
-	set_fit(&p, s, recs);
+	set_fit(&p, s, recs, U_SOLVER);
+	set_fit(&p, s, recs, U_ANDERSON);
 	for (int i = 0; i < p.nu; i++)
 		json_array_append_new(out, recs[i]);
 	if (!p.hdev) /* no device to copy to: host_bytes costs nothing */

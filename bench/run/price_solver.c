@@ -9,14 +9,16 @@
 #include "block_units.h"
 
 int price_solver_alloc(struct price_solver *ps, struct backend *be, size_t n,
-		       int S, int P, int hmax)
+		       int S, int P, int hmax, int m)
 {
 	void **v[] = {&ps->x,  &ps->g,	  &ps->fx, &ps->dx,
 		      &ps->dg, &ps->best, &ps->x0, &ps->g0};
 	double *host = malloc(sizeof(double) * (n + 1));
 	int rc = host ? 0 : -1;
+	if (m > hmax)
+		hmax = m; /* the rings hold Broyden's pairs or Anderson's m */
 	*ps = (struct price_solver){
-	    .be = be, .n = n, .S = S, .P = P, .hmax = hmax};
+	    .be = be, .n = n, .S = S, .P = P, .hmax = hmax, .m = m};
 	ps->len = n / ((size_t)S * (size_t)P);
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		rc |= (*v[i] = backend_alloc(be, n, MEM_SOLVER)) ? 0 : -1;
@@ -29,6 +31,7 @@ int price_solver_alloc(struct price_solver *ps, struct backend *be, size_t n,
 	ps->ctl = (struct dq_solve_ctl){.S = S,
 					.P = P,
 					.max_iter = 1 << 30,
+					.m = m,
 					.ring = 1,
 					.trace_cap = METHOD_TRACE_MAX};
 	dq_ctl_layout(&ps->ctl);
@@ -96,15 +99,22 @@ static void coef_of(struct price_solver *ps, const void *x, const void *R,
 				p ? 1.0 : 0.0, ps->coef, h, (size_t)h, ps->S);
 }
 
-/* y_k = a coef_k R_k + y_k (solvers.c sample_apply, beta 1). */
-static void apply_to(struct price_solver *ps, void *y, double a, const void *R,
-		     int h)
+/* y_k = a coef_k R_k + beta y_k (solvers.c sample_apply). */
+static void apply_beta(struct price_solver *ps, void *y, double a,
+		       const void *R, int h, double beta)
 {
 	for (int p = 0; p < ps->P; p++)
 		be_gemm_batched(ps->be, 0, 0, 1, (int)ps->len, h, a, ps->coef,
 				h, (size_t)h, seg_of(ps, R, 0, p), (int)ps->n,
-				ps->len, 1.0, seg_of(ps, y, 0, p), (int)ps->len,
-				ps->len, ps->S);
+				ps->len, beta, seg_of(ps, y, 0, p),
+				(int)ps->len, ps->len, ps->S);
+}
+
+/* y_k = a coef_k R_k + y_k (beta 1: Broyden's updates). */
+static void apply_to(struct price_solver *ps, void *y, double a, const void *R,
+		     int h)
+{
+	apply_beta(ps, y, a, R, h, 1.0);
 }
 
 void price_solver_update(struct price_solver *ps, int h)
@@ -134,4 +144,26 @@ void price_solver_update(struct price_solver *ps, int h)
 	be_dot_segments_dev(be, c->st + c->o_seg_d, Vs, ps->dg, nseg, ps->len);
 	be_scale_recip(be, Us, ps->dx, c->st + c->o_seg_d, ps->S, ps->P,
 		       ps->len);
+}
+
+void price_solver_anderson(struct price_solver *ps, int h, double lambda,
+			   double beta)
+{
+	struct backend *be = ps->be;
+	const size_t n = ps->n, nseg = (size_t)ps->S * (size_t)ps->P;
+	struct dq_solve_ctl *c = &ps->ctl;
+	int slot = (h - 1) % ps->m;
+	void *Xs = dq_at(be, ps->U, (size_t)slot * n);
+	void *Gs = dq_at(be, ps->V, (size_t)slot * n);
+	be_copy(be, Xs, ps->x, n);
+	/* run_measure(xn, Gs, fx): Gs = F(x) − x, the dots, the check */
+	be_residual_dots(be, Gs, ps->fx, ps->x, c->st + c->o_seg_f,
+			 c->st + c->o_seg_g, nseg, ps->len);
+	be_solve_check(be, c);
+	be_copy_masked(be, ps->best, ps->x, c->st + c->o_imp, ps->S, ps->P,
+		       ps->len);
+	coef_of(ps, Gs, ps->V, h); /* the new Gram row */
+	be_anderson_weights(be, c, ps->coef, ps->coef, slot, h, lambda);
+	apply_beta(ps, ps->x, 1.0, ps->U, h, 0.0); /* xn = αᵀX + β αᵀG */
+	apply_beta(ps, ps->x, beta, ps->V, h, 1.0);
 }

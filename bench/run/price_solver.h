@@ -1,5 +1,6 @@
 /* price_solver.h — the solver_update work unit of `deqbench price`: one
- * Broyden iteration's work besides its evaluation of F, at h pairs of
+ * Broyden iteration's (or Anderson mixing's, price_solver_anderson) work
+ * besides its evaluation of F, at h pairs of
  * history in use, issued as the backend ops methods/solvers.c's
  * solve_broyden issues them (solvers.c is private to methods/, so the
  * sequence is restated here; keep the two in step):
@@ -29,8 +30,9 @@
 
 struct price_solver {
 	struct backend *be;
-	size_t n, len; /* state elements; elements of one segment */
-	int S, P, hmax;
+	size_t n, len;	/* state elements; elements of one segment */
+	int S, P, hmax; /* hmax: rows of U and V */
+	int m;		/* Anderson's ring (the control block's Gram size) */
 	void *x, *g, *fx, *dx, *dg, *best; /* n each */
 	void *x0, *g0;	    /* the values each call starts from */
 	void *U, *V, *coef; /* (hmax, n) twice; (S, hmax) */
@@ -39,17 +41,29 @@ struct price_solver {
 	struct dq_solve_ctl ctl;
 };
 
-/* Buffers for histories up to hmax on n = S P len elements. 0, or -1 when
- * out of memory (free with price_solver_free all the same). */
+/* Buffers for Broyden histories up to hmax and Anderson rings of m (>= 1)
+ * on n = S P len elements. 0, or -1 when out of memory (free with
+ * price_solver_free all the same). */
 int price_solver_alloc(struct price_solver *ps, struct backend *be, size_t n,
-		       int S, int P, int hmax);
+		       int S, int P, int hmax, int m);
 void price_solver_free(struct price_solver *ps);
 
 /* Puts the iterate, g and the control block back to their start (untimed:
  * so that thousands of calls never run into non-finite values). */
 void price_solver_reset(struct price_solver *ps);
 
-/* One iteration's work besides F at h (1 <= h <= hmax) pairs in use. */
+/* One Broyden iteration's work besides F at h (1 <= h <= hmax) pairs in
+ * use. */
 void price_solver_update(struct price_solver *ps, int h);
+
+/* One Anderson mixing's work besides F at h (1 <= h <= m) iterates in use,
+ * as solvers.c's solve_anderson issues it: the iterate into its ring slot,
+ * the measure (residual_dots into the slot's G, solve_check, copy_masked
+ * of the best), the new Gram row (a batched GEMM per segment), the
+ * bordered solve for the weights (anderson_weights, regularised by
+ * lambda) and the mix xn = αᵀX + beta αᵀG (two batched GEMMs per segment).
+ * Its cost is a + b h as Broyden's. */
+void price_solver_anderson(struct price_solver *ps, int h, double lambda,
+			   double beta);
 
 #endif
