@@ -334,8 +334,9 @@ Test(price_cli, suite_resume_passes_price_records_over, .init = cli_setup,
 	json_decref(recs);
 }
 
-/* A records file: each run's configuration priced once whatever its
- * seed, its source named. */
+/* A records file: each shape priced once whatever the runs' seeds,
+ * methods and depths, its solver histories the longest of them, its
+ * source (the first run of that shape) named. */
 Test(price_cli, records_file_prices_each_configuration, .init = cli_setup,
      .fini = cli_teardown, .timeout = 300)
 {
@@ -346,7 +347,8 @@ Test(price_cli, records_file_prices_each_configuration, .init = cli_setup,
 	cli_path(out, sizeof(out), "p.jsonl");
 	snprintf(a1, sizeof(a1), "out=%s", runs);
 	snprintf(a2, sizeof(a2), "out=%s", out);
-	for (int s = 1; s <= 2; s++) {
+	/* two seeds of unroll, then a deq of a longer history */
+	for (int s = 1; s <= 3; s++) {
 		char seed[32];
 		snprintf(seed, sizeof(seed), "seed=%d", s);
 		const char *run[] = {"run",
@@ -356,15 +358,18 @@ Test(price_cli, records_file_prices_each_configuration, .init = cli_setup,
 				     "eval_tokens=32",
 				     seed,
 				     a1,
+				     s < 3 ? "method=unroll" : "method=deq",
+				     s < 3 ? "clip=1" : "f_max_iter=40",
 				     NULL};
 		cr_assert_eq(cli_run(run, 0, err, sizeof(err)), 0, "%s", err);
 	}
 	const char *args[] = {"price", runs, "price_cap_s=1", a2, NULL};
 	cr_assert_eq(cli_run(args, 0, err, sizeof(err)), 0, "%s", err);
 	recs = read_all(out);
-	/* f_max_iter 30: Broyden at 1, 2, 4, 8, 16, 30; Anderson at 1, 2,
-	 * 4, 5; ten other units */
-	cr_assert_eq(json_array_size(recs), 20, "two seeds, one configuration");
+	/* one shape: priced once, Broyden's history widened to the deq's 40
+	 * (1, 2, 4, 8, 16, 32, 40); Anderson at 1, 2, 4, 5; ten other units */
+	cr_assert_eq(json_array_size(recs), 21,
+		     "three runs of one shape: one configuration");
 	json_array_foreach(recs, i, r)
 	{
 		const char *src =

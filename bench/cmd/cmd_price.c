@@ -77,28 +77,65 @@ struct job {
 struct jobs {
 	struct job *j;
 	int n, cap;
-	json_t *seen; /* identities (record_run_identity without seed) */
+	json_t *seen; /* price_key -> index into j */
 };
 
-/* Adds cfg unless a configuration of the same identity, seed aside, is
- * there already (a suite's repeats have one set of shapes). -1 when out of
+/* What the prices of cfg depend on, as report matches them (its shape:
+ * every model key, precision, device, the head's width V) and how they
+ * are timed (threads, the solver's samples): a new string, NULL when out
+ * of memory. Method, depth, seed and training keys are not in it. */
+static char *price_key(const struct bench_config *cfg, int V)
+{
+	json_t *c = config_to_json(cfg), *k = json_object();
+	const char *keys[] = {
+	    "model",	  "d_model",	     "n_heads",	   "d_ff",    "seq_len",
+	    "batch_size", "precision",	     "device",	   "threads", "tf32",
+	    "head_chunk", "solver_batching", "cuda_graphs"};
+	char *s;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		json_t *v = json_object_get(c, keys[i]);
+		if (v)
+			json_object_set(k, keys[i], v);
+	}
+	json_object_set_new(k, "vocab", json_integer(V));
+	s = json_dumps(k, JSON_SORT_KEYS | JSON_COMPACT);
+	json_decref(c);
+	json_decref(k);
+	return s;
+}
+
+/* Broyden's and Anderson's longest histories of a and b into a (so that
+ * one measurement prices both: report interpolates within them). */
+static void widen_histories(struct bench_config *a,
+			    const struct bench_config *b)
+{
+	struct deq_config *d = &a->method.opts.deq;
+	const struct deq_config *e = &b->method.opts.deq;
+	int ha = d->f_history > 0 ? d->f_history : d->f_max_iter;
+	int hb = e->f_history > 0 ? e->f_history : e->f_max_iter;
+	if (hb > ha)
+		d->f_history = hb;
+	if (e->anderson_m > d->anderson_m)
+		d->anderson_m = e->anderson_m;
+}
+
+/* Adds cfg unless a configuration of the same price key is there already
+ * (a suite's methods, depths and seeds share one set of shapes): then
+ * that one's solver histories are widened to cover cfg's. -1 when out of
  * memory. */
 static int add_job(struct jobs *js, const struct bench_config *cfg, int V,
 		   const char *source)
 {
-	json_t *c = config_to_json(cfg), *id = record_run_identity(c);
-	char *key;
-	json_object_del(id, "seed");
-	key = json_dumps(id, JSON_SORT_KEYS | JSON_COMPACT);
-	json_decref(c);
-	json_decref(id);
+	char *key = price_key(cfg, V);
+	json_t *at;
 	if (!key)
 		return -1;
-	if (json_object_get(js->seen, key)) {
+	if ((at = json_object_get(js->seen, key))) {
+		widen_histories(&js->j[json_integer_value(at)].cfg, cfg);
 		free(key);
 		return 0;
 	}
-	json_object_set_new(js->seen, key, json_true());
+	json_object_set_new(js->seen, key, json_integer(js->n));
 	free(key);
 	if (js->n == js->cap) {
 		int cap = js->cap ? 2 * js->cap : 8;
