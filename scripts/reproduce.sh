@@ -13,10 +13,13 @@
 #   lanes, and `report` labels its times) of every suite with threads=1:
 #   gc-vs-deq (3 seeds), gc-vs-deq-trellisnet, eps-train (3 seeds for unroll and eps = 1e-3),
 #   default (3 seeds), depth, budget, vs-pytorch; then eps-infer (on
-#   eps-train's saved parameters) as two lanes again; then
-#   scripts/cpu-rate.sh and `deqbench plan --run` on the budget suite's
-#   model, one after the other on core 0. results/cpu/reproduce.log says
-#   how long each took.
+#   eps-train's saved parameters) as two lanes again; then, one after the
+#   other on core 0 with nothing of ours beside them, `deqbench price` of
+#   every shape the time suites ran (results/cpu/prices.jsonl: the times
+#   the findings can take from prices, as `report --price` gives them,
+#   where two lanes shared the machine), scripts/cpu-rate.sh and
+#   `deqbench plan --run` on the budget suite's model.
+#   results/cpu/reproduce.log says how long each took.
 # gpu: one lane, device=cuda: gc-vs-deq-gpu (the paper-scale suite, 3
 #   seeds), gc-vs-deq, gc-vs-deq-trellisnet, depth, eps-train, eps-infer
 #   (default is scripts/run.sh's CPU reference only). Not yet run
@@ -319,10 +322,34 @@ gpu_suites() {
 	return "$rc"
 }
 
-# cpu-rate.sh (core 0) and plan --run on the budget suite's model, each
-# once (kept on --resume when done), within the budget.
+# The suites whose step times are answers: priced alone on core 0.
+priced_suites=(gc-vs-deq gc-vs-deq-trellisnet eps-train default depth budget)
+
+# price of each shape of the time suites' records, alone on core 0 (kept
+# on --resume when done); as limited.
+prices() {
+	local name r=0
+	[ -s "$out/prices.jsonl" ] && return 0
+	rm -f "$out/prices.jsonl.tmp"
+	: >"$out/logs/prices.log"
+	for name in "${priced_suites[@]}"; do
+		[ -s "$out/$name.jsonl" ] || continue
+		limited prices "$out/logs/prices.log" taskset -c 0 "$bin" price \
+			"$out/$name.jsonl" core=0 out="$out/prices.jsonl.tmp" || r=$?
+		((r >= 3)) && return "$r"
+		((r)) && break
+	done
+	((r)) || mv "$out/prices.jsonl.tmp" "$out/prices.jsonl"
+	say "prices exit $r"
+	return "$r"
+}
+
+# prices, cpu-rate.sh (core 0) and plan --run on the budget suite's
+# model, each once (kept on --resume when done), within the budget.
 cpu_extras() {
 	local rc=0 r b
+	prices || rc=$?
+	((rc >= 3)) && return "$rc"
 	if [ ! -s "$out/cpu-rate/summary.txt" ]; then
 		mkdir -p "$out/cpu-rate"
 		: >"$out/logs/cpu-rate.log"

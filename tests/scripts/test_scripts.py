@@ -67,7 +67,9 @@ elif cmd == "suite" and os.environ.get("STUB_SUITE") == "hang":
 elif cmd == "price":
     out = [x[4:] for x in a if x.startswith("out=")][-1]
     with open(out, "a") as f:
-        f.write(json.dumps({"kind": "price", "unit": "block_fwd"}) + "\n")
+        f.write(json.dumps({"kind": "price", "unit": "block_fwd",
+                            "host": {"hostname": "h"},
+                            "build": {"git_commit": "COMMIT"}}) + "\n")
 elif cmd in ("suite", "plan") and "--dry-run" not in a:
     out = [x[4:] for x in a if x.startswith("out=")][-1]
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
@@ -452,8 +454,9 @@ def t_reproduce_interrupt(tree, env):
 
 def t_reproduce_complete(tree, env):
     """A whole cpu reproduce with quick suites: every suite as two shards,
-    eps-infer after them, cpu-rate.sh and two plan runs, exit 0; gpu: its
-    six suites on device=cuda, and out of budget exit 3."""
+    eps-infer after them, then alone on core 0 the prices of the six time
+    suites' records, cpu-rate.sh and two plan runs, exit 0; gpu: its six
+    suites on device=cuda, and out of budget exit 3."""
     r = run(tree, env, ["scripts/reproduce.sh", "cpu", "--resume"])
     check(r.returncode == 0, f"exit {r.returncode}: {r.stderr[-800:]}")
     s = [c["argv"][1] for c in calls(tree, "suite")]
@@ -464,6 +467,12 @@ def t_reproduce_complete(tree, env):
           f"cpu lanes not marked --lanes 2: {lanes}")
     check("cpu-rate.sh" in read(tree, "marks") and len(calls(tree, "plan")) == 2,
           f"marks {read(tree, 'marks')!r}, {len(calls(tree, 'plan'))} plan runs")
+    p = [c["argv"] for c in calls(tree, "price")]
+    want = ["gc-vs-deq", "gc-vs-deq-trellisnet", "eps-train", "default", "depth", "budget"]
+    check([os.path.basename(a[1])[:-6] for a in p] == want and
+          all("core=0" in a for a in p), f"prices: {p}")
+    check(os.path.getsize(os.path.join(tree, "results/cpu/prices.jsonl")) > 0,
+          "results/cpu/prices.jsonl not written")
     r = run(tree, env, ["scripts/reproduce.sh", "gpu", "--resume"])
     g = [c["argv"] for c in calls(tree, "suite")][16:]
     check(r.returncode == 0 and len(g) == 6 and
