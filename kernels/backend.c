@@ -52,6 +52,13 @@ const char *dq_precision_name(enum dq_precision p)
 							: "?";
 }
 
+double dq_precision_eps(enum dq_precision p, size_t elem)
+{
+	if (p == DQ_PREC_BF16)
+		return 0x1p-7;
+	return elem == sizeof(double) ? 0x1p-52 : 0x1p-23;
+}
+
 int dq_precision_parse(const char *s)
 {
 	for (int i = 0; i <= DQ_PREC_BF16; i++)

@@ -490,6 +490,15 @@ enum dq_precision { DQ_PREC_FP32, DQ_PREC_TF32, DQ_PREC_BF16 };
 const char *dq_precision_name(enum dq_precision p);
 /* The precision named s; -1 when s names none. */
 int dq_precision_parse(const char *s);
+/* The machine epsilon (the spacing of the numbers just above 1) of the
+ * arithmetic a block runs in under precision p on a backend of elem-byte
+ * elements: bf16's 2^-7 (its GEMM operands, and so each block's output,
+ * carry 8 significant bits), else the backend type's, 2^-23 for float32
+ * (elem 4) and 2^-52 for float64 (elem 8). TF32 storage is float32's;
+ * its GEMMs round at 2^-10, which the caller knows from the backend's
+ * set_tf32, not from p. Defaults that balance a truncation against
+ * rounding (deq.c's finite-difference step) start from it. */
+double dq_precision_eps(enum dq_precision p, size_t elem);
 
 /* Names of the backends compiled into this binary, NULL-terminated. */
 extern const char *const backend_names[];

@@ -40,10 +40,12 @@
  *   bias is the central difference's, (h²/3n)·∂/∂θ εᵀ f'''(z*)[w, w, w]:
  *   O(η²) relative (measured 0.34 η² on tanh_cell) with the step
  *     h ‖w‖ = η · max(‖z*‖, √n),
- *   η = jac_fd_eta, or ∛ε_mach of the backend when 0 (4.9e-3 float32,
- *   6.1e-6 float64), which balances that truncation against the rounding
- *   of f, ε_mach/η (√n: the norm of a state of unit elements, for a z*
- *   near 0). With tf32=true the GEMMs round at ~1e-3, so the quotient
+ *   η = jac_fd_eta, or ∛ε_mach of the arithmetic when 0
+ *   (dq_precision_eps: 4.9e-3 float32, 6.1e-6 float64, 0.198 under
+ *   precision=bf16, whose block outputs carry 8 significant bits), which
+ *   balances that truncation against the rounding of f, ε_mach/η (√n: the
+ *   norm of a state of unit elements, for a z* near 0). float32's step
+ *   under bf16 would leave ε_bf16/η ≈ 1.6: noise, not a gradient. With tf32=true the GEMMs round at ~1e-3, so the quotient
  *   carries ~1e-3/η ≈ 0.2 relative noise (raise jac_fd_eta, or tf32=false).
  *   Kinks: a ReLU unit whose pre-activation lies within the band is on in
  *   one of the two evaluations and off in the other, so its parameter VJPs
@@ -296,9 +298,10 @@ static void deq_jac_backward(struct method *me, void *gu)
 	me->st.jac_loss = wn * wn / (double)n;
 	if (!(wn > 0) || !isfinite(wn) || !isfinite(zn))
 		return; /* w = 0: ∇R = 0; non-finite: the loss will say so */
-	double eta = dq(me)->jac_fd_eta > 0
-			 ? dq(me)->jac_fd_eta
-			 : cbrt(be->elem == sizeof(double) ? 0x1p-52 : 0x1p-23);
+	double eta =
+	    dq(me)->jac_fd_eta > 0
+		? dq(me)->jac_fd_eta
+		: cbrt(dq_precision_eps(me->m->cfg.precision, be->elem));
 	double h = eta * fmax(zn, sqrt((double)n)) / wn;
 	double c = dq(me)->jac_loss_weight / ((double)n * h);
 

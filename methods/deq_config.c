@@ -88,7 +88,8 @@ static const struct key_desc deq_keys[] = {
 	    M),
     KEY_DBL(D, "jac_fd_eta", "deq", jac_fd_eta, 0, 1,
 	    "relative step of the Jacobian regulariser's central difference; "
-	    "0 = cube root of the device's machine epsilon",
+	    "0 = cube root of the arithmetic's machine epsilon (float32, "
+	    "float64, or bf16's 2^-7 under precision=bf16)",
 	    M),
     KEY_INT(D, "phantom_steps", "deq", phantom_steps, 1, 100000,
 	    "b_mode=phantom: damped steps k from z*, backpropagated", M),
