@@ -1,7 +1,8 @@
 """fig_traces.py — the figures of plots/plot.py drawn from per-step traces
 (records run with trace=true): the residual after each solver iteration of
-the last training step, and each DEQ run's final residuals and converged
-fraction along training (plot.py's header describes both)."""
+the last training step, each DEQ run's final residuals and converged
+fraction along training, and every run's step time and block
+applications along training (plot.py's header describes them)."""
 import math
 
 import records as R
@@ -144,3 +145,69 @@ def fig_convergence(runs, recs, prefix, written):
             if derived else "")
     return finish(fig, "DEQ solver convergence over training" + note, recs, prefix,
                   "convergence", written)
+
+
+def trailing_median(xs, w):
+    """The median of the last w finite values at each index (NaN before
+    any)."""
+    out = []
+    for i in range(len(xs)):
+        v = sorted(x for x in xs[max(0, i - w + 1):i + 1] if math.isfinite(x))
+        out.append(v[len(v) // 2] if v else math.nan)
+    return out
+
+
+def block_calls(rec):
+    """Block applications (forwards and VJPs) per step of a training
+    record: a DEQ's follow its solver iterations (trace.fwd_iters +
+    trace.bwd_iters plus the constant rest, so that their mean is evals'),
+    every other method's are the constant evals per step."""
+    per = (R.num(rec, "evals.forward_evals_per_step") or 0) + \
+        (R.num(rec, "evals.vjp_evals_per_step") or 0)
+    n = len(R.get(rec, "trace.step_ms") or [])
+    f, b = R.get(rec, "trace.fwd_iters") or [], R.get(rec, "trace.bwd_iters") or []
+    it = [(x or 0) + (y or 0) for x, y in zip(f, b)]
+    if R.method(rec) != "deq" or len(it) != n or not n:
+        return [per] * n
+    rest = per - sum(it) / n
+    return [x + rest for x in it]
+
+
+def fig_step_trace(runs, recs, prefix, written):
+    lines = [(r, rec) for r in runs for rec in r.recs
+             if R.get(rec, "trace.step_ms")]
+    if not lines:
+        return False
+    groups, glabel = group_labels([r for r, _ in lines])
+    name = lambda r, rec: r.series + ("" if len(groups) == 1 else f" ({glabel[r.group]})") + \
+        (f" seed {R.cfg(rec, 'seed')}" if len(r.recs) > 1 else "")
+    names = list(dict.fromkeys(r.series for r, _ in lines))
+    col = colours(names)
+    steps = max(len(R.get(rec, "trace.step_ms")) for _, rec in lines)
+    w = max(1, min(50, round(steps / 20)))
+    rows = -(-len(lines) // 3)  # the legend's, three columns
+    fig, axes = plt.subplot_mosaic([["ms", "ev"], ["key", "key"]], layout="constrained",
+                                   figsize=(12, 4.2 + 0.14 * rows),
+                                   height_ratios=(4.2, 0.14 * rows + 0.1))
+    a_ms, a_ev, key = axes["ms"], axes["ev"], axes["key"]
+    styles = ["-", "--", ":", "-."]
+    for r, rec in lines:
+        ms = [x if isinstance(x, (int, float)) else math.nan
+              for x in R.get(rec, "trace.step_ms")]
+        xs = range(1, len(ms) + 1)
+        kw = dict(color=col[r.series], lw=0.8, ls=styles[r.recs.index(rec) % len(styles)])
+        a_ms.plot(xs, trailing_median(ms, w), label=name(r, rec), **kw)
+        a_ev.plot(xs, trailing_median(block_calls(rec), w), **kw)
+    a_ms.set_ylabel(f"step time (ms), trailing median of {w} step{'s' if w > 1 else ''}")
+    a_ms.set_title("step time along training (what each step costs)")
+    a_ev.set_ylabel(f"block applications per step, trailing median of {w}")
+    a_ev.set_title("work along training: block forwards + VJPs (a DEQ's follow its solves)")
+    for ax in (a_ms, a_ev):
+        ax.set_xlabel("training step (warmup steps included)")
+        ax.grid(True, alpha=0.3)
+        ax.set_ylim(bottom=0)
+    key.axis("off")
+    key.legend(*a_ms.get_legend_handles_labels(), fontsize=6, loc="center", ncol=3,
+               frameon=False)
+    return finish(fig, "Step time and work along training", recs, prefix, "step-trace",
+                  written)

@@ -4,6 +4,7 @@ figure without them), saving as PNG and SVG, records combined into runs
 (seeds and repeats together) with their health flags, series labels and
 colours. Run under Debian's /usr/bin/python3 (python3-matplotlib)."""
 import json
+import math
 import sys
 
 import records as R
@@ -95,6 +96,10 @@ class Run:
         self.rec = recs[0]
         med = lambda p: R.median([R.num(r, p) for r in recs])
         self.step_ms = med("timing.step_ms.median")
+        # each run's mean step time (what a user pays): the unit of
+        # replication of the time figures, as report's step_mean_ms
+        self.step_means = [x for x in (R.num(r, "timing.step_ms.mean") for r in recs)
+                           if x is not None and x > 0]
         self.step_p10 = med("timing.step_ms.p10")
         self.step_p90 = med("timing.step_ms.p90")
         self.ds = med("memory.peak_depth_solver_bytes")
@@ -107,6 +112,36 @@ class Run:
         self.group = R.group_key(self.rec)
         self.series = None  # set by label_series
         self.flags = health_flags(recs)
+
+
+def gmean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def ratio_interval(xs, ys, level=0.95):
+    """(ratio, lo, hi): the ratio of the geometric means of xs over ys and
+    its Welch t interval on logs, report's estimator (bench/report/stats.h
+    stats_log_ratio_interval); lo and hi None with fewer than 2 values a
+    side. scipy (python3-scipy) gives the t quantile."""
+    if not xs or not ys:
+        return None, None, None
+    r = gmean(xs) / gmean(ys)
+    if len(xs) < 2 or len(ys) < 2:
+        return r, None, None
+    from scipy import stats
+
+    def mv(v):
+        lv = [math.log(x) for x in v]
+        m = sum(lv) / len(lv)
+        return m, sum((x - m) ** 2 for x in lv) / (len(lv) - 1) / len(lv)
+
+    (ma, va), (mb, vb) = mv(xs), mv(ys)
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return r, r, r
+    df = (va + vb) ** 2 / (va ** 2 / (len(xs) - 1) + vb ** 2 / (len(ys) - 1))
+    t = stats.t.ppf(0.5 + level / 2, df)
+    return r, math.exp(ma - mb - t * se), math.exp(ma - mb + t * se)
 
 
 def health_flags(recs):

@@ -15,9 +15,16 @@ support, as PNG and SVG beside the file (or in --out-dir), named
   memory-vs-depth  peak depth+solver and total memory against depth, log-log,
                    one line per method (depth = L for unroll and checkpoint,
                    f_max_iter for deq); needs two depths of one method
-  time-ratio       median step time relative to the unroll row of the same
+  time-ratio       mean step time relative to the unroll row of the same
                    group (config apart from the method keys, as deqbench
-                   report groups); needs an unroll row and another method
+                   report groups): each run's mean step time as a dot, the
+                   ratio of geometric means over runs as the bar and its 95%
+                   Welch t interval on logs as whiskers (report's
+                   step_mean_x_unroll); needs an unroll row and another method
+  step-trace       step time and block applications (forwards + VJPs; a
+                   DEQ's follow its solver iterations) against training
+                   step, a trailing median, one line per run (records run
+                   with trace=true)
   memory-ratio     depth+solver and total peak relative to unroll, same groups
   eps-sweep        deq tolerance ε = f_tol against time per step, valid
                    perplexity and solver iterations, and time against
@@ -55,10 +62,10 @@ import os
 import sys
 
 import records as R
-from figbase import (colours, finish, group_labels, label_series,
-                     legend_right, mark_flagged, panel, plt, runs_of,
-                     series_order)
-from fig_traces import fig_convergence, fig_residuals
+from figbase import (colours, finish, gmean, group_labels, label_series,
+                     legend_right, mark_flagged, panel, plt, ratio_interval,
+                     runs_of, series_order)
+from fig_traces import fig_convergence, fig_residuals, fig_step_trace
 
 
 def fig_memory_vs_depth(runs, recs, prefix, written):
@@ -103,15 +110,16 @@ def ratio_table(runs):
     return groups, labels, cell, base
 
 
-def bars(ax, groups, labels, cell, series, value, err=None, text=None):
+def bars(ax, groups, labels, cell, series, value, err=None, text=None, points=None):
     """Grouped bars: x = groups, one colour per series; value(g, run) is the
     bar height, err(g, run) its (low, high) ends, text(g, run, height) the
-    annotation above it."""
+    annotation above it, points(g, run) values drawn as dots on the bar
+    (each seed's)."""
     col = colours(series)
     present = [s for s in series if any((g, s) in cell for g in groups)]
     w = 0.8 / max(1, len(present))
     for i, s in enumerate(present):
-        xs, ys, lo, hi, notes, flagged = [], [], [], [], [], []
+        xs, ys, lo, hi, notes, flagged, tops = [], [], [], [], [], [], []
         for j, g in enumerate(groups):
             r = cell.get((g, s))
             v = value(g, r) if r else None
@@ -121,10 +129,18 @@ def bars(ax, groups, labels, cell, series, value, err=None, text=None):
             ys.append(v)
             notes.append(("⚠ " if r.flags else "") + (text(g, r, v) if text else f"{v:.3g}×"))
             flagged.append(bool(r.flags))
+            tops.append(v)
             if err:
                 a, b = err(g, r)
                 lo.append(v - a if a is not None else 0)
                 hi.append(b - v if b is not None else 0)
+                tops[-1] = max(v, b if b is not None else v)
+            for k, p in enumerate(points(g, r) if points else []):
+                tops[-1] = max(tops[-1], p)
+                ax.plot(xs[-1] + (k - 1) * w / 8, p, "o", ms=2.5, mfc="black",
+                        mec="white", mew=0.4, zorder=3,
+                        label="each run" if not any(
+                            h.get_label() == "each run" for h in ax.lines) else None)
         if not xs:
             continue
         bc = ax.bar(xs, ys, w, color=col[s], label=s,
@@ -134,7 +150,7 @@ def bars(ax, groups, labels, cell, series, value, err=None, text=None):
             if f:
                 patch.set_hatch("///")
                 patch.set_edgecolor("red")
-        for x, y, t in zip(xs, ys, notes):
+        for x, y, t in zip(xs, tops, notes):
             ax.annotate(t, (x, y), textcoords="offset points",
                         xytext=(0, 2), ha="center", fontsize=6)
     ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
@@ -151,23 +167,32 @@ def fig_time_ratio(runs, recs, prefix, written):
     fig, ax = plt.subplots(layout="constrained",
                            figsize=(min(14, max(6, 0.6 * len(groups) * len(series))), 4))
 
-    def value(g, r):
-        b = base[g].step_ms
-        return r.step_ms / b if r.step_ms and b else None
+    def est(g, r):
+        if r is base[g]:  # unroll against itself: 1, no interval
+            return 1.0, None, None
+        return ratio_interval(r.step_means, base[g].step_means)
 
-    def err(g, r):
-        b = base[g].step_ms
-        return (r.step_p10 / b if r.step_p10 else None, r.step_p90 / b if r.step_p90 else None)
+    def points(g, r):
+        u = gmean(base[g].step_means)
+        return [m / u for m in r.step_means] if u and len(r.step_means) > 1 else []
 
-    bars(ax, groups, labels, cell, series, value, err,
-         lambda g, r, v: f"{v:.2f}×\n{r.step_ms:.3g} ms")
-    ax.set_ylabel("median step time / unroll's (×; bars p10–p90 of steps)")
+    crowded = len(groups) * len(series) > 8
+
+    def text(g, r, v):
+        n = len(r.step_means)
+        if crowded:  # the ratio alone, or the labels overlap
+            return f"{v:.2f}"
+        return f"{v:.2f}×\n{gmean(r.step_means):.3g} ms\n{n} run{'s' if n != 1 else ''}"
+
+    bars(ax, groups, labels, cell, series, lambda g, r: est(g, r)[0],
+         lambda g, r: est(g, r)[1:], text, points)
+    ax.set_ylabel("mean step time / unroll's (×)")
+    ax.set_title("bar: geometric mean over runs; whiskers: its 95% t interval "
+                 "(none below 2 runs); dots: each run", fontsize=7)
     ax.set_xlabel("group (config apart from the method keys)")
     legend_right(ax, 7)
-    n_timed = R.median([R.num(r, "timing.steps_timed") for r in recs])
-    return finish(fig, f"Training step time relative to unrolled backprop "
-                       f"(median of {n_timed:.0f} timed steps)" if n_timed else
-                       "Training step time relative to unrolled backprop",
+    return finish(fig, "Training step time relative to unrolled backprop "
+                       "(each run's mean step time; the run is the unit)",
                   recs, prefix, "time-ratio", written)
 
 
@@ -424,7 +449,7 @@ def fig_budget(runs, recs, prefix, written):
 
 
 FIGURES = (fig_memory_vs_depth, fig_time_ratio, fig_memory_ratio, fig_eps, fig_eps_infer,
-           fig_residuals, fig_convergence, fig_budget)
+           fig_residuals, fig_convergence, fig_step_trace, fig_budget)
 
 
 def figure_name(f):

@@ -8,9 +8,10 @@ Runs a tiny real suite (12 runs of a 2-head d_model=8 transformer on
 synthetic tokens: unroll and checkpoint at L = 2 and 4, deq with Broyden and
 Anderson at caps 2 and 4 and tolerances 0.1 and 1e-3, trace=true), adds one
 copy of a record marked status "error" (what a failed run leaves), then
-checks that plot.py draws all six figures as PNG and SVG, notes the skipped
+checks that plot.py draws all seven figures as PNG and SVG, notes the skipped
 record, rewrites byte-identical files on a second run, and fails with exit
-status 2 on a missing file; that the convergence figure's per-step flags
+status 2 on a missing file; that the time-ratio estimate and interval are
+report's step_mean_x_unroll; that the convergence figure's per-step flags
 are the records' (their mean is solver.*.converged_fraction) and that the
 fallback for traces without flags (residual <= tolerance) gives the same
 flags; that table.py prints one row per non-unroll run with the converged
@@ -37,7 +38,7 @@ except ImportError:
     sys.exit(77)
 
 FIGURES = ["memory-vs-depth", "time-ratio", "memory-ratio", "eps-sweep", "residuals",
-           "convergence"]
+           "convergence", "step-trace"]
 
 # The reviewer-question suites and the runs each expands to.
 SUITES = {"gc-vs-deq.json": 9, "gc-vs-deq-gpu.json": 18,
@@ -138,6 +139,45 @@ def check_eval_figure(deqbench, tmp, env):
     stem = recs[: -len(".jsonl")]
     if rc != 0 or out.split() != [f"{stem}.eps-infer.png", f"{stem}.eps-infer.svg"]:
         fail(f"plot.py on eval records: exit {rc}, listed {out.split()}: {err}")
+
+
+def check_time_estimator(deqbench, root, tmp, lines):
+    """The time-ratio figure's bar and whiskers are report's estimator: two
+    of the tiny suite's configurations given three seeds each (mean step
+    times, every timing.step_ms figure, scaled by made-up factors),
+    figbase.ratio_interval of each run's
+    mean step time equals report's step_mean_x_unroll (ratio, lo, hi)."""
+    sys.path.insert(0, os.path.join(root, "plots"))
+    import figbase  # noqa: E402  (needs the path above)
+    pick = [r for r in lines if r["config"]["layers"] == 2 and
+            r["config"]["method"] in ("unroll", "checkpoint")]
+    scale = {"unroll": (1.0, 1.1, 0.95), "checkpoint": (1.3, 1.2, 1.45)}
+    path, means = os.path.join(tmp, "seeds.jsonl"), {}
+    with open(path, "w") as f:
+        for r in pick:
+            m = r["config"]["method"]
+            for i, k in enumerate(scale[m]):
+                c = json.loads(json.dumps(r))
+                c["config"]["seed"] = i + 1
+                t = c["timing"]["step_ms"]  # every figure scaled: they stay consistent
+                for key in t:
+                    if isinstance(t[key], (int, float)) and not isinstance(t[key], bool):
+                        t[key] *= k
+                means.setdefault(m, []).append(c["timing"]["step_ms"]["mean"])
+                f.write(json.dumps(c) + "\n")
+    rc, out, err = run([deqbench, "report", "--format", "json", path])
+    if rc != 0:
+        fail(f"report on the seeded copies exited {rc}: {err}")
+    rows = json.loads(out)
+    row = next((r for r in rows if r["config"]["method"] == "checkpoint"), None)
+    if row is None:
+        fail(f"no checkpoint row in {[(r['method'], r['runs']) for r in rows]}; "
+             f"picked {len(pick)}")
+    want = row["step_mean_x_unroll"]
+    got = figbase.ratio_interval(means["checkpoint"], means["unroll"])
+    for g, k in zip(got, ("ratio", "lo", "hi")):
+        if g is None or abs(g - want[k]) > 1e-9 * want[k]:
+            fail(f"ratio_interval {got} vs report's step_mean_x_unroll {want}")
 
 
 def check_key_table(root):
@@ -259,6 +299,7 @@ def main():
             fail(f"plot.py on a missing file exited {rc}, want 2")
 
         check_convergence_flags(root, lines)
+        check_time_estimator(deqbench, root, tmp, lines)
         check_eval_figure(deqbench, tmp, env)
 
         # one row per run that is not unroll: 2 checkpoint + 8 deq; the

@@ -22,11 +22,13 @@ say() { echo "setup: $*" >&2; }
 # fuzz targets (tests/fuzz, build-fuzz in scripts/test.sh); python3-torch
 # runs impl=pytorch (bench/pytorch) and the peer tests (tests/peer); jq
 # reads records in scripts/cpu-rate.sh; libgsl-dev gives the report's t
-# quantiles (bench/report/stats.c); chromium renders the HTML report in its test
-# (tests/html)
+# quantiles (bench/report/stats.c) and python3-scipy the figures' (plots/
+# figbase.py; recommends are not installed); chromium renders the HTML report
+# in its test (tests/html)
 pkgs=(gcc g++ meson ninja-build pkg-config libjansson-dev libhwloc-dev
       libopenblas-openmp-dev libcriterion-dev npm python3-matplotlib git
-      clang libclang-rt-dev libomp-dev python3-torch jq libgsl-dev chromium)
+      clang libclang-rt-dev libomp-dev python3-torch jq libgsl-dev chromium
+      python3-scipy)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
