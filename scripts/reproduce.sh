@@ -3,7 +3,9 @@
 # from one clean commit, into results/KIND/ (one host per folder): the
 # suites' records, the CPU rate and plan runs (cpu), the figures, and the
 # findings section of results/README.md (plots/findings.py); every record
-# is checked with `deqbench validate --strict`.
+# is checked with `deqbench validate --strict`, and (cpu) the first
+# configuration of each records file replayed for a few steps at this build
+# (scripts/replay.py --write: results/cpu/replay.json).
 #
 #   scripts/reproduce.sh cpu|gpu [--resume] [--budget SECONDS]
 #   scripts/reproduce.sh cpu|gpu --finish
@@ -467,6 +469,12 @@ sys.exit(0 if ok else 1)
 EOF
 "$bin" validate --strict "${files[@]}" "$out"/cpu-rate/*.jsonl 2>>"$log" |
 	tee -a "$log" >&2 || status=1
+# the records' first configurations replayed at this build, bit for bit
+# (results/cpu/replay.json, which the findings state; test `replay`)
+if [ "$kind" = cpu ]; then
+	/usr/bin/python3 scripts/replay.py --write --deqbench "$bin" results \
+		>>"$log" 2>&1 || status=1
+fi
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
 	draw_figures >>"$log" 2>&1 || status=1
 	/usr/bin/python3 plots/findings.py --write --deqbench "$bin" results \

@@ -126,6 +126,9 @@ def make_tree():
     shutil.copytree(os.path.join(ROOT, "bench", "suites"), os.path.join(tree, "bench", "suites"))
     write(os.path.join(tree, "scripts", "cpu-rate.sh"), MARK)
     write(os.path.join(tree, "plots", "plot.sh"), MARK)
+    write(os.path.join(tree, "scripts", "replay.py"),
+          "import os, sys\nopen(os.environ['STUB_DIR'] + '/marks', 'a')"
+          ".write('replay.py\\n')\n")
     write(os.path.join(tree, "plots", "findings.py"),
           "import os, sys\nopen(os.environ['STUB_DIR'] + '/marks', 'a')"
           ".write('findings.py\\n')\n")
@@ -473,6 +476,8 @@ def t_reproduce_complete(tree, env):
           all("core=0" in a for a in p), f"prices: {p}")
     check(os.path.getsize(os.path.join(tree, "results/cpu/prices.jsonl")) > 0,
           "results/cpu/prices.jsonl not written")
+    check("replay.py" in read(tree, "marks"),
+          f"cpu reproduce did not replay the records: marks {read(tree, 'marks')!r}")
     r = run(tree, env, ["scripts/reproduce.sh", "gpu", "--resume"])
     g = [c["argv"] for c in calls(tree, "suite")][16:]
     check(r.returncode == 0 and len(g) == 6 and
