@@ -28,6 +28,7 @@ import re
 import subprocess
 import sys
 
+import deqwords
 import made
 import replayed
 
@@ -190,37 +191,33 @@ def seeds_of(r):
     return f" ({r['runs']} of {ANSWER_SEEDS} seeds)" if r["runs"] < ANSWER_SEEDS else ""
 
 
-def limited_deq(rows):
-    """The limited-memory DEQ row: Broyden history below its cap."""
-    for r in rows or []:
-        c = r["config"]
-        if r["kind"] == "train" and r["method"].startswith("deq") and \
-                0 < (c.get("f_history") or 0) < c.get("f_max_iter", 0):
-            return r
-    return None
-
-
 def answer_sentence(src, lead=None):
     """The GPU answer at the paper's width: checkpointing, the DEQ and the
     limited-memory DEQ against unroll, with the seeds done; lead replaces
     the opening words."""
-    gc, dq, un = (find(src.rows, "checkpoint"), find(src.rows, "deq", f_history=30),
-                  find(src.rows, "unroll"))
-    lm = limited_deq(src.rows)
-    if not (gc and dq and un):
+    gc, un = find(src.rows, "checkpoint"), find(src.rows, "unroll")
+    deqs = deqwords.deq_rows(src.rows)
+    if not (gc and deqs and un):
         return ""
+    dq = deqs[0]
     lead = lead or f"At the paper's width on the GPU ({src.device()}, bf16, CUDA graphs), "
     out = (f"{lead}checkpointing every {k_of(gc)} layers keeps "
            f"{num(gc['depth_solver_x_unroll'], 3)}× of unroll's depth+solver memory at "
-           f"{say_ratio(gc)} its step time{seeds_of(gc)}{warn(gc)}; the DEQ (full Broyden "
-           f"history) keeps {num(dq['depth_solver_x_unroll'], 3)}× at "
-           f"{say_ratio(dq)}{seeds_of(dq)}{warn(dq)}")
-    if lm:
-        out += (f", the limited-memory DEQ (Broyden history {lm['config']['f_history']}) "
-                f"{num(lm['depth_solver_x_unroll'], 3)}× at {say_ratio(lm)}"
-                f"{seeds_of(lm)}{warn(lm)}")
-    return out + (f"; valid perplexity {ppl(dq)} (DEQ) against unroll's {ppl(un)}"
-                  f"{warn(un, 'unroll: ')}{seeds_of(un)}.")
+           f"{say_ratio(gc)} its step time{seeds_of(gc)}{warn(gc)}; "
+           + deq_figures(deqs, lambda d: seeds_of(d) + warn(d)))
+    return out + (f"; valid perplexity {ppl(dq)} (DEQ, {deqwords.solver_name(dq['config'])}) "
+                  f"against unroll's {ppl(un)}{warn(un, 'unroll: ')}{seeds_of(un)}. "
+                  + deqwords.who_keeps_less(gc, deqs, k_of(gc))).rstrip()
+
+
+def deq_figures(deqs, after):
+    """'the DEQ (Broyden, full history) keeps 0.475× at 0.98× [...]..., the
+    DEQ (Anderson, m = 5) 0.150× at ...': each DEQ's depth+solver memory ×
+    unroll named by its solver, then its step time ratio and after(row)."""
+    parts = [f"the DEQ ({deqwords.solver_name(d['config'])}) "
+             f"{'keeps ' if i == 0 else ''}{num(d['depth_solver_x_unroll'], 3)}× at "
+             f"{say_ratio(d)}{after(d)}" for i, d in enumerate(deqs)]
+    return ", ".join(parts)
 
 
 METHOD_TABLE = ("| machine | method | runs | step ms [95% CI] | time × unroll [95% CI] "
@@ -241,7 +238,7 @@ def method_lines(src, label=None):
         if r["kind"] != "train" or r["impl"] != "deqbench":
             continue
         out.append(
-            f"| {label or src.machine.upper()} | {r['method']} | {r['runs']} "
+            f"| {label or src.machine.upper()} | {deqwords.label(r)} | {r['runs']} "
             f"| {ci(r['step_ms'])} | {ci(r['step_x_unroll'], 'ratio')} "
             f"| {num(r['depth_solver_x_unroll'], 3)} | {num(r['total_x_unroll'], 3)} "
             f"| {ppl(r)} | {converged(r)} | {health(r)} |")
@@ -286,18 +283,22 @@ def k_of(r):
 
 
 def gc_vs_deq_sentence(src):
-    gc, dq, un = (find(src.rows, "checkpoint"), find(src.rows, "deq"),
-                  find(src.rows, "unroll"))
-    if not (gc and dq and un):
+    gc, un = find(src.rows, "checkpoint"), find(src.rows, "unroll")
+    deqs = deqwords.deq_rows(src.rows)
+    if not (gc and deqs and un):
         return ""
+    dq = deqs[0]
+    name = deqwords.solver_name(dq["config"])
     return (f"On the {src.machine.upper()} ({src.device()}), checkpointing every "
             f"{k_of(gc)} layers keeps {num(gc['depth_solver_x_unroll'], 3)}× "
             f"of unroll's depth+solver memory at {say_ratio(gc)} its step time{warn(gc)}; "
-            f"the DEQ keeps {num(dq['depth_solver_x_unroll'], 3)}× at {say_ratio(dq)}{warn(dq)}, "
-            f"with valid perplexity {ppl(dq)} against unroll's {ppl(un)}{warn(un, 'unroll: ')} "
+            + deq_figures(deqs, warn) +
+            f"; valid perplexity {ppl(dq)} (DEQ, {name}) against unroll's "
+            f"{ppl(un)}{warn(un, 'unroll: ')} "
             f"(published for the DEQ-Transformer: {PAPER['deq_tx_mem']} memory at "
             f"{PAPER['deq_time']} the time; the total peak, embeddings and optimizer "
-            f"included, is {num(dq['total_x_unroll'], 3)}×).")
+            f"included, is {num(dq['total_x_unroll'], 3)}× for the DEQ ({name})). "
+            + deqwords.who_keeps_less(gc, deqs, k_of(gc))).rstrip()
 
 
 def section_gc(srcs):
@@ -320,18 +321,21 @@ def section_trellis(srcs):
     for s in srcs:
         if not s.rows:
             continue
-        gc, dq = find(s.rows, "checkpoint", k=9), find(s.rows, "deq")
+        gc, deqs = find(s.rows, "checkpoint", k=9), deqwords.deq_rows(s.rows)
+        dq = deqs[0] if deqs else None
         if gc and dq:
             lines += [
                 f"On the {s.machine.upper()}, checkpointing every 9 layers keeps "
                 f"{num(gc['depth_solver_x_unroll'], 3)}× of unroll's depth+solver memory "
                 f"at {say_ratio(gc)} its step time{warn(gc)} (published: "
                 f"{PAPER['trellis_gc_mem']} at {PAPER['trellis_gc_time']}); the "
-                f"Jacobian-regularised DEQ keeps {num(dq['depth_solver_x_unroll'], 3)}× "
+                f"Jacobian-regularised DEQ ({deqwords.solver_name(dq['config'])}) keeps "
+                f"{num(dq['depth_solver_x_unroll'], 3)}× "
                 f"at {say_ratio(dq)}{warn(dq)} (published: {PAPER['deq_trellis_mem']} at "
                 f"{PAPER['deq_trellis_time']}): its solver history counts in our memory, and its "
                 f"{num(dq['forward_evals'], 1)} + {num(dq['vjp_evals'], 1)} block "
-                f"evaluations a step stand against unroll's 70 + 70.", ""]
+                f"evaluations a step stand against unroll's 70 + 70. "
+                + deqwords.who_keeps_less(gc, deqs, 9), ""]
     lines.append(METHOD_TABLE)
     for s in srcs:
         lines += method_lines(s) if s.rows else [pending(s.machine, s.suite)]
@@ -509,13 +513,13 @@ def section_budget(srcs):
             lines += [
                 f"On the {s.machine.upper()}, {len(front)} of {len(rows)} configurations are on "
                 f"the front of step time against total device peak, from "
-                f"{front[0]['method']} ({num(front[0]['total_mib'])} MiB, "
-                f"{num(front[0]['step_ms']['median'])} ms) to {front[-1]['method']} "
+                f"{deqwords.label(front[0])} ({num(front[0]['total_mib'])} MiB, "
+                f"{num(front[0]['step_ms']['median'])} ms) to {deqwords.label(front[-1])} "
                 f"({num(front[-1]['total_mib'])} MiB, {num(front[-1]['step_ms']['median'])} ms); "
                 f"unroll takes {num(un['total_mib'])} MiB at {num(un['step_ms']['median'])} ms. "
                 f"Short runs ({un['config']['steps']} steps): times, not perplexity.", ""]
         for r in front:
-            body.append(f"| {s.machine.upper()} | {r['method']} | {r['config'].get('head_chunk')} "
+            body.append(f"| {s.machine.upper()} | {deqwords.label(r)} | {r['config'].get('head_chunk')} "
                         f"| {num(r['total_mib'])} | {num(r['step_ms']['median'])} | {health(r)} |")
     return lines + [head] + body + [""]
 
@@ -587,16 +591,19 @@ def gc_headline(src, what):
     if not src.rows:
         return (f"- **{what}**: pending — `scripts/reproduce.sh {src.machine}` has not made "
                 f"`results/{src.machine}/{src.suite}.jsonl` yet.")
-    gc, dq, un = (find(src.rows, "checkpoint"), find(src.rows, "deq"),
-                  find(src.rows, "unroll"))
-    if not (gc and dq and un):
+    gc, un = find(src.rows, "checkpoint"), find(src.rows, "unroll")
+    deqs = deqwords.deq_rows(src.rows)
+    if not (gc and deqs and un):
         return f"- **{what}**: the records lack an unroll, checkpoint or deq row."
+    dq = deqs[0]
     return (f"- **{what}** ({src.device()}, {dq['runs']} seeds): checkpointing every "
             f"{k_of(gc)} layers keeps {num(gc['depth_solver_x_unroll'], 3)}× of unroll's "
-            f"depth+solver memory at {say_ratio(gc)} its step time{warn(gc)}; the DEQ "
-            f"{num(dq['depth_solver_x_unroll'], 3)}× at {say_ratio(dq)}{warn(dq)} "
-            f"(total peak {num(dq['total_x_unroll'], 3)}×), valid perplexity {ppl(dq)} "
-            f"against unroll's {ppl(un)}{warn(un, 'unroll: ')}.")
+            f"depth+solver memory at {say_ratio(gc)} its step time{warn(gc)}; "
+            + deq_figures(deqs, warn) +
+            f" (total peak {num(dq['total_x_unroll'], 3)}× for the DEQ "
+            f"({deqwords.solver_name(dq['config'])})), valid perplexity {ppl(dq)} "
+            f"against unroll's {ppl(un)}{warn(un, 'unroll: ')}. "
+            + deqwords.who_keeps_less(gc, deqs, k_of(gc))).rstrip()
 
 
 def answer_headline(src):

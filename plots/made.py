@@ -18,7 +18,8 @@ END = "<!-- made:end -->"
 
 # The question each suite answers, in the order of the table.
 QUESTIONS = [
-    ("gc-vs-deq", "checkpointing vs DEQ on a weight-tied transformer, against unroll"),
+    ("gc-vs-deq", "checkpointing vs DEQ (full Broyden history, Broyden history 8, Anderson "
+                  "m = 5) on a weight-tied transformer, against unroll"),
     ("gc-vs-deq-gpu", "the same at the paper's width, on a GPU, with revolve, offload and "
                       "phantom gradients too"),
     ("gc-vs-deq-trellisnet", "the authors' response: a TrellisNet with checkpointing at "

@@ -41,7 +41,7 @@ FIGURES = ["memory-vs-depth", "time-ratio", "memory-ratio", "eps-sweep", "residu
            "convergence", "step-trace"]
 
 # The reviewer-question suites and the runs each expands to.
-SUITES = {"gc-vs-deq.json": 9, "gc-vs-deq-gpu.json": 18,
+SUITES = {"gc-vs-deq.json": 15, "gc-vs-deq-gpu.json": 24,
           "gc-vs-deq-trellisnet.json": 4, "depth.json": 78, "default.json": 9,
           "eps-train.json": 10, "eps-infer.json": 31}
 
