@@ -409,6 +409,20 @@ Test(cli, safetensors_bad_input_exits_2, .init = cli_setup,
 
 /* ---- save_params and deqbench eval (issue: ε at inference) ---- */
 
+/* inference.body_ms and head_ms of rec (issue 41): the head timed apart
+ * from the rest of each batch's forward by one timer marked between them,
+ * so per batch they add up to step_ms, and so do their means (to the
+ * rounding of a sum of 2 batches); neither is empty. */
+static void check_head_split(const json_t *rec)
+{
+	double step = num_at(rec, "inference.step_ms.mean");
+	double body = num_at(rec, "inference.body_ms.mean");
+	double head = num_at(rec, "inference.head_ms.mean");
+	cr_assert(body > 0 && head > 0, "body %g head %g", body, head);
+	cr_assert(fabs(body + head - step) <= 1e-9 * step, "%g + %g != %g",
+		  body, head, step);
+}
+
 /* A run with save_params, then runner_eval of the file with the same
  * config: the eval record matches the schema, has kind "eval" and the
  * run's valid and test perplexity bitwise (same forward, same batches);
@@ -433,14 +447,17 @@ Test(eval, save_then_eval_reproduces_run, .init = cli_setup,
 			     2); /* eval_tokens 64 / (4 * 8) */
 		cr_assert(num_at(tr, "inference.step_ms.median") > 0);
 		cr_assert(json_is_null(at(tr, "inference.memory")));
+		check_head_split(tr);
 		cr_assert(cli_exists(p));
 
 		config_defaults(&c);
 		tiny_config(&c, methods[i]);
+		c.eval_warmup = 0;
 		cr_assert_eq(config_set(&c, "params", p, err, sizeof(err)), 0);
 		cr_assert_eq(runner_eval(&c, &meta, &ev), RUN_OK, "%s",
 			     json_string_value(at(ev, "message")));
 		check_schema(ev);
+		check_head_split(ev);
 		cr_assert_str_eq(json_string_value(at(ev, "kind")), "eval");
 		cr_assert(json_is_null(at(ev, "timing")));
 		cr_assert_eq(num_at(ev, "quality.valid_loss"),

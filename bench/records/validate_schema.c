@@ -47,6 +47,11 @@
  * lack it */
 #define ADDED_CURVE "2026-11-27"
 
+/* inference.body_ms and inference.head_ms: the head timed apart from the
+ * rest of the forward (issue 41); optional even for --strict: the
+ * committed records before them lack them */
+#define ADDED_HEAD "2026-11-27"
+
 /* A row: name, types (enum vtype), then any other member by name. */
 #define F(n, t, ...)                                                           \
 	{                                                                      \
@@ -378,6 +383,10 @@ static const struct vfield inference_f[] = {
     F("batches", VT_INT),
     F("batches_timed", VT_INT),
     STATS("step_ms"),
+    F("body_ms", VT_OBJ, .members = stats_f, .doc_type = "stats",
+      .added = ADDED_HEAD, .flags = VF_PROSE | VF_OPTIONAL),
+    F("head_ms", VT_OBJ, .members = stats_f, .doc_type = "stats",
+      .added = ADDED_HEAD, .flags = VF_PROSE | VF_OPTIONAL),
     F("tokens_per_s", NUM_OR_NULL),
     F("forward_evals_per_batch", NUM_OR_NULL),
     F("host_reads_per_batch", NUM_OR_NULL),

@@ -23,7 +23,8 @@ static size_t eval_batches(const struct run *r, const struct batcher *b)
 }
 
 /* Batch k of an evaluation: the forward timed by the backend's timer marks
- * 0 and 1, its loss into *l; with log, the time and the method's
+ * 0, 1 (the method's output z: the head starts) and 2, its loss into *l;
+ * with log, the times (whole, up to z, the head's) and the method's
  * statistics into entry k, and log->n = k + 1 (the batches evaluated so
  * far: an interrupted evaluation's figures cover only those). 0, or -1
  * with r->err for bad token ids. */
@@ -31,11 +32,14 @@ static int eval_batch(struct run *r, struct step_log *log, int k, double *l)
 {
 	struct backend *be = r->rc.be;
 	be_timer_mark(be, 0);
-	if (step_forward(&r->rc, r->tok, 0, l, r->err, sizeof(r->err)) != 0)
+	if (step_forward_marked(&r->rc, r->tok, 1, l, r->err, sizeof(r->err)) !=
+	    0)
 		return -1;
-	be_timer_mark(be, 1);
+	be_timer_mark(be, 2);
 	if (log) {
-		log->ms[k] = log->fwd_ms[k] = be_timer_elapsed_ms(be, 0, 1);
+		log->ms[k] = be_timer_elapsed_ms(be, 0, 2);
+		log->fwd_ms[k] = be_timer_elapsed_ms(be, 0, 1);
+		log->head_ms[k] = be_timer_elapsed_ms(be, 1, 2);
 		log->loss[k] = *l;
 		step_log_method(log, k, method_get_stats(r->rc.me), &r->rc.cnt);
 		log->n = k + 1;

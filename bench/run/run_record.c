@@ -589,6 +589,9 @@ static json_t *inference_json(const struct run *r, int memory)
 	json_object_set_new(o, "batches", json_integer(n));
 	json_object_set_new(o, "batches_timed", json_integer(nt));
 	json_object_set_new(o, "step_ms", record_stats_json(l->ms + w, nt));
+	json_object_set_new(o, "body_ms", record_stats_json(l->fwd_ms + w, nt));
+	json_object_set_new(o, "head_ms",
+			    record_stats_json(l->head_ms + w, nt));
 	json_object_set_new(o, "tokens_per_s",
 			    nt && sum_ms > 0 ? json_real((double)r->B * r->T *
 							 nt / (sum_ms / 1000))

@@ -9,11 +9,11 @@
 /* The double arrays of l, in the order they sit in the block. */
 #define LOG_DOUBLES(l)                                                         \
 	{                                                                      \
-		&(l)->loss, &(l)->ms, &(l)->fwd_ms, &(l)->bwd_ms, &(l)->gnorm, \
-		    &(l)->lr, &(l)->fwd.iters, &(l)->fwd.residual,             \
-		    &(l)->bwd.iters, &(l)->bwd.residual, &(l)->f_ev,           \
-		    &(l)->v_ev, &(l)->reads, &(l)->jac, &(l)->moved,           \
-		    &(l)->copy_ms, &(l)->stall_ms                              \
+		&(l)->loss, &(l)->ms, &(l)->fwd_ms, &(l)->bwd_ms,              \
+		    &(l)->head_ms, &(l)->gnorm, &(l)->lr, &(l)->fwd.iters,     \
+		    &(l)->fwd.residual, &(l)->bwd.iters, &(l)->bwd.residual,   \
+		    &(l)->f_ev, &(l)->v_ev, &(l)->reads, &(l)->jac,            \
+		    &(l)->moved, &(l)->copy_ms, &(l)->stall_ms                 \
 	}
 
 size_t step_log_step_bytes(void)

@@ -47,14 +47,18 @@ struct solve_log {
 };
 
 struct step_log {
-	int n;		/* steps the arrays hold */
-	double *loss;	/* training loss, nats (mean over B*T positions) */
-	double *ms;	/* fwd_ms + bwd_ms */
-	double *fwd_ms; /* device time up to the loss */
-	double *bwd_ms; /* the rest, optimizer included */
-	double *gnorm;	/* global l2 norm of the gradient, before clipping;
+	int n;		 /* steps the arrays hold */
+	double *loss;	 /* training loss, nats (mean over B*T positions) */
+	double *ms;	 /* fwd_ms + bwd_ms */
+	double *fwd_ms;	 /* device time up to the loss (an evaluation's log,
+			   r->inf: up to the method's output z, the head
+			   left out) */
+	double *bwd_ms;	 /* the rest, optimizer included */
+	double *head_ms; /* an evaluation's log: the head's forward and loss
+			    (ms = fwd_ms + head_ms); 0 in a training log */
+	double *gnorm;	 /* global l2 norm of the gradient, before clipping;
 			   NaN for a step that computed none */
-	double *lr;	/* learning rate of the step */
+	double *lr;	 /* learning rate of the step */
 	struct solve_log fwd, bwd;
 	double *f_ev;  /* block forward evaluations */
 	double *v_ev;  /* block VJP evaluations */

@@ -50,6 +50,17 @@ int step_forward(struct run_ctx *rc, const int32_t *tok, int train,
 	return 0;
 }
 
+int step_forward_marked(struct run_ctx *rc, const int32_t *tok, int slot,
+			double *loss, char *err, size_t errlen)
+{
+	if (forward_to_z(rc, tok, 0, err, errlen) != 0)
+		return -1;
+	be_timer_mark(rc->be, slot);
+	*loss = model_head_forward(rc->m, rc->z);
+	rc->cnt.head_fwd++;
+	return 0;
+}
+
 void step_backward(struct run_ctx *rc)
 {
 	struct model *m = rc->m;

@@ -20,6 +20,13 @@
 int step_forward(struct run_ctx *rc, const int32_t *tok, int train,
 		 double *loss, char *err, size_t errlen);
 
+/* step_forward in inference mode (train = 0) with the backend's timer
+ * marked in slot between the method's output z and the head, so that an
+ * evaluation times the head (its logits and loss) apart from the
+ * injection and the method's forward (evaluate.c). */
+int step_forward_marked(struct run_ctx *rc, const int32_t *tok, int slot,
+			double *loss, char *err, size_t errlen);
+
 /* Backward of the last training forward: dL/dθ added into m->grad_buf. */
 void step_backward(struct run_ctx *rc);
 
