@@ -59,6 +59,46 @@ char *report_key(const json_t *cfg, const char *blas, const char *fp,
 	return s;
 }
 
+/* The config record rec's row is keyed by (report_impl.h: an eval
+ * record's without params; with group, without layers too). New
+ * reference. */
+static json_t *row_cfg(const json_t *rec, const json_t *cfg, int group)
+{
+	json_t *c;
+	if (strcmp(report_str(rec, "kind", "train"), "eval"))
+		return json_incref((json_t *)cfg);
+	c = json_deep_copy(cfg);
+	json_object_del(c, "params");
+	if (group)
+		json_object_del(c, "layers");
+	return c;
+}
+
+/* report_key of record rec's row (group: of its group); an eval group's
+ * marked so, apart from any training group. malloc'd, NULL when out of
+ * memory. */
+static char *row_key(const json_t *rec, const json_t *cfg, int group)
+{
+	json_t *c = row_cfg(rec, cfg, group);
+	char *k = c ? report_key(c, record_blas_core(rec),
+				 record_build(rec, "fingerprint"), group)
+		    : NULL;
+	char *e;
+	json_decref(c);
+	if (!k || !group || strcmp(report_str(rec, "kind", "train"), "eval"))
+		return k;
+	e = malloc(strlen(k) + 6);
+	if (e)
+		sprintf(e, "eval\x1d%s", k);
+	free(k);
+	return e;
+}
+
+int report_is_eval(const struct agg *r)
+{
+	return !strcmp(report_str(r->first, "kind", "train"), "eval");
+}
+
 /* Grows row R's per-run columns to hold one more run. 0, or -1. */
 static int agg_grow(struct agg *r)
 {
@@ -186,6 +226,11 @@ static void agg_figures(struct agg *r, int k, const json_t *rec, int ok,
 	    ok ? record_num(rec, "timing.step_ms.median") : NAN;
 	agg_col(r, C_INF)[k] =
 	    ok ? record_num(rec, "inference.step_ms.median") : NAN;
+	agg_col(r, C_HEAD)[k] =
+	    ok ? record_num(rec, "inference.head_ms.median") : NAN;
+	agg_col(r, C_BODY)[k] =
+	    ok ? record_num(rec, "inference.body_ms.median") : NAN;
+	agg_col(r, C_TPPL)[k] = record_num(rec, "quality.test_ppl");
 	/* an eval record's memory and solve are its inference's */
 	agg_col(r, C_DS)[k] =
 	    record_num(rec, eval ? "inference.memory.peak_depth_solver_bytes"
@@ -313,7 +358,7 @@ static int differ(const char *a, const char *b)
 }
 
 static void note_varying(struct table *t, const json_t *c, const char *blas,
-			 const char *fp)
+			 const char *fp, int eval)
 {
 	const char *k2;
 	json_t *v2;
@@ -327,7 +372,8 @@ static void note_varying(struct table *t, const json_t *c, const char *blas,
 	json_t *id = record_run_identity(c);
 	json_object_foreach(id, k2, v2)
 	{
-		if (config_key_is_method(k2) || !strcmp(k2, "seed"))
+		if (config_key_is_method(k2) || !strcmp(k2, "seed") ||
+		    (eval && (!strcmp(k2, "params") || !strcmp(k2, "layers"))))
 			continue;
 		if (!json_equal(v2, json_object_get(t->first_group_cfg, k2)))
 			json_object_set_new(t->varying, k2, json_true());
@@ -379,7 +425,7 @@ static struct agg *agg_new(struct table *t, const json_t *rec,
 	r->key = key;
 	r->blas = record_blas_core(rec) ? strdup(record_blas_core(rec)) : NULL;
 	r->fp = fp ? strdup(fp) : NULL;
-	r->group = report_key(cfg, r->blas, r->fp, 1);
+	r->group = row_key(rec, cfg, 1);
 	/* the members are shared, not copied: the rest of the record goes */
 	r->first = json_pack("{s:O, s:O?, s:O?}", "config", cfg, "method",
 			     json_object_get(rec, "method"), "kind",
@@ -400,7 +446,8 @@ static struct agg *agg_new(struct table *t, const json_t *rec,
 	    !json_object_get(t->unroll, r->group) &&
 	    json_object_set_new(t->unroll, r->group, json_integer(at)) != 0)
 		return NULL;
-	note_varying(t, json_object_get(r->first, "config"), r->blas, r->fp);
+	note_varying(t, json_object_get(r->first, "config"), r->blas, r->fp,
+		     report_is_eval(r));
 	return r;
 }
 
@@ -457,8 +504,7 @@ static struct agg *row_of(const struct table *t, const json_t *rec,
 			  const json_t *cfg, char **key)
 {
 	const json_t *at;
-	*key = report_key(cfg, record_blas_core(rec),
-			  record_build(rec, "fingerprint"), 0);
+	*key = row_key(rec, cfg, 0);
 	at = *key ? json_object_get(t->index, *key) : NULL;
 	return at ? &t->rows[json_integer_value(at)] : NULL;
 }

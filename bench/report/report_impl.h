@@ -33,8 +33,10 @@ enum col {
 			       10% (report_cost.h; with --price only) */
 	C_PR,
 	C_PRF,
-	C_PRL, /* the same with the fixed cost (step_fixed)
-			       added */
+	C_PRL,	/* the same with the fixed cost (step_fixed) added */
+	C_HEAD, /* median head ms per valid batch (inference.head_ms) */
+	C_BODY, /* median ms per valid batch up to z (inference.body_ms) */
+	C_TPPL, /* test perplexity */
 	NCOL
 };
 
@@ -125,6 +127,14 @@ double report_late_gain(const json_t *rec);
 
 /* The unroll row of r's group, or NULL. */
 const struct agg *report_unroll_row(const struct table *t, const struct agg *r);
+
+/* Whether row r holds eval records (deqbench eval: kind "eval"). Eval rows
+ * (issue 41) are keyed without `params`, so the evaluations of the seeds'
+ * parameter files of one configuration are one row's runs, and grouped
+ * without `layers` either, so a DEQ's evaluations and the unrolled net's
+ * at every depth share a group: each row's x unroll is against its
+ * matched unroll row (report_rows.c). */
+int report_is_eval(const struct agg *r);
 
 /* cfg without output-only keys and seed (and method keys when
  * drop_method), as compact sorted JSON, then the BLAS core blas and the

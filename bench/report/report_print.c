@@ -234,6 +234,69 @@ static void print_cost_table(FILE *f, const json_t *rows)
 	}
 }
 
+/* The eval rows' table (issue 41): per row its evaluation keys (a DEQ's
+ * f_tol and f_max_iter, an unrolled net's depth L), runs (trained seeds),
+ * ms per valid batch [95% CI], the head's and the rest's ms, x unroll
+ * [95% CI] of the whole and of the rest against the matched unroll row
+ * (named), valid and test ppl and forward evaluations per batch. */
+static void print_eval_table(FILE *f, const json_t *rows)
+{
+	int header = 0;
+	size_t j;
+	json_t *r;
+	json_array_foreach(rows, j, r)
+	{
+		const json_t *c = json_object_get(r, "config");
+		const json_t *mu = json_object_get(r, "matched_unroll");
+		const char *meth =
+		    json_string_value(json_object_get(c, "method"));
+		int deq = meth && !strcmp(meth, "deq");
+		char k[3][32], e[8][128], g[768], m[768], lab[768];
+		const char *kind =
+		    json_string_value(json_object_get(r, "kind"));
+		if (!kind || strcmp(kind, "eval"))
+			continue;
+		if (!header++)
+			fprintf(f,
+				"\n| group | method | f_tol | f_max_iter | L "
+				"| runs | ms per valid batch [95%% CI] | "
+				"head ms | rest ms | × unroll [95%% CI] | "
+				"rest × unroll | against | valid ppl | test "
+				"ppl | fwd evals per batch |\n"
+				"|---|---|---:|---:|---:|---:|---:|---:|---:|"
+				"---:|---:|---|---:|---:|---:|\n");
+		fmt(k[0], 32, deq ? at(c, "f_tol") : NAN, "%g");
+		fmt(k[1], 32, deq ? at(c, "f_max_iter") : NAN, "%.0f");
+		fmt(k[2], 32, deq ? NAN : at(c, "layers"), "%.0f");
+		fmt_est(e[0], 128, json_object_get(r, "inference_ms"), "gmean",
+			1);
+		fmt(e[1], 128, at(r, "inference_head_ms.gmean"), "%.2f");
+		fmt(e[2], 128, at(r, "inference_body_ms.gmean"), "%.2f");
+		fmt_est(e[3], 128, json_object_get(r, "inference_x_unroll"),
+			"ratio", 1);
+		fmt_est(e[4], 128,
+			json_object_get(r, "inference_body_x_unroll"), "ratio",
+			0);
+		fmt(e[5], 128, at(r, "test_ppl.mean"), "%.2f");
+		fmt(e[6], 128, at(r, "valid_ppl.mean"), "%.2f");
+		fmt(e[7], 128, at(r, "forward_evals"), "%.1f");
+		textsafe_md(m, sizeof(m),
+			    json_string_value(json_object_get(mu, "method")));
+		fprintf(
+		    f,
+		    "| %s | %s | %s | %s | %s | %lld | %s | %s | %s | %s | "
+		    "%s | %s%s | %s | %s | %s |\n",
+		    md_str(g, sizeof(g), r, "group"),
+		    md_str(lab, sizeof(lab), r, "method"), k[0], k[1], k[2],
+		    (long long)json_integer_value(json_object_get(r, "runs")),
+		    e[0], e[1], e[2], e[3], e[4], mu ? m : "-",
+		    json_is_false(json_object_get(mu, "as_good"))
+			? " (none as good)"
+			: "",
+		    e[6], e[5], e[7]);
+	}
+}
+
 int report_commits_text(char *buf, size_t n, const json_t *row)
 {
 	const json_t *c = json_object_get(row, "commits");
@@ -325,6 +388,7 @@ void report_print_md(FILE *f, const json_t *rows)
 	json_array_foreach(rows, j, r) print_row(f, r);
 	print_peer_table(f, rows);
 	print_cost_table(f, rows);
+	print_eval_table(f, rows);
 	print_commits(f, rows);
 	print_targets(f, rows);
 }

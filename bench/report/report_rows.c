@@ -269,15 +269,20 @@ static void row_label(char *buf, size_t n, const json_t *rec,
  * "code=none" for records before build.fingerprint). */
 static void group_label(char *group, size_t n, const json_t *cfg,
 			const json_t *varying, const char *blas,
-			const char *code)
+			const char *code, int eval)
 {
 	const char *k2;
 	json_t *v2;
 	size_t gl = 0;
 	group[0] = 0;
+	if (eval) /* an eval group: params and layers are its rows' */
+		gl = (size_t)snprintf(group, n, "eval");
 	json_object_foreach((json_t *)varying, k2, v2)
 	{
-		char *t = record_value_text(json_object_get(cfg, k2));
+		char *t;
+		if (eval && (!strcmp(k2, "params") || !strcmp(k2, "layers")))
+			continue;
+		t = record_value_text(json_object_get(cfg, k2));
 		gl +=
 		    (size_t)snprintf(group + gl, gl < n ? n - gl : 0, "%s%s=%s",
 				     gl ? " " : "", k2, t ? t : "?");
@@ -285,9 +290,10 @@ static void group_label(char *group, size_t n, const json_t *cfg,
 		if (gl >= n)
 			break;
 	}
-	if (!group[0])
-		gl = (size_t)snprintf(group, n, "%s",
-				      report_str(cfg, "corpus", "-"));
+	if (!group[0] || (eval && gl == 4))
+		gl += (size_t)snprintf(group + gl, n - gl, "%s%s",
+				       eval ? " " : "",
+				       report_str(cfg, "corpus", "-"));
 	if (blas && gl < n)
 		gl += (size_t)snprintf(group + gl, n - gl, " blas=%s", blas);
 	if (code && gl < n)
@@ -333,11 +339,12 @@ static json_t *row_health_json(const struct agg *r)
 	return o;
 }
 
-/* {"mean", "sd"} of the runs' valid perplexities. */
-static json_t *ppl_json(const struct agg *r)
+/* {"mean", "sd", "n"} of the runs' perplexities of column c (C_PPL
+ * valid, C_TPPL test). */
+static json_t *ppl_json(const struct agg *r, enum col c)
 {
 	double *x = malloc(((size_t)r->n + 1) * sizeof(*x)), m, sd;
-	int k = x ? finite_col(r, C_PPL, x) : 0;
+	int k = x ? finite_col(r, c, x) : 0;
 	json_t *o = json_object();
 	stats_mean_sd(x, k, &m, &sd);
 	json_object_set_new(o, "mean", num(m));
@@ -376,16 +383,81 @@ static void set_solver(json_t *o, const struct agg *r)
 	json_object_set_new(o, "vjp_evals", num(col_mean(r, C_VEV)));
 }
 
+/* Whether row q is an eval row of the unrolled net in r's group. */
+static int eval_unroll_of(const struct agg *q, const struct agg *r)
+{
+	const json_t *c = json_object_get(q->first, "config");
+	return report_is_eval(q) && !strcmp(q->group, r->group) &&
+	       !strcmp(report_str(c, "method", ""), "unroll");
+}
+
+/* The unroll row eval row r is timed against (issue 41; docs/commands.md
+ * §report): r itself when it is the unrolled net's; else, among the
+ * unroll eval rows of its group, the shallowest whose mean valid
+ * perplexity is at most r's (the unrolled net at the least depth that
+ * matches r's quality), *as_good 1; when none matches, the one of lowest
+ * mean perplexity, *as_good 0. NULL without an unroll row with a
+ * perplexity. O(rows). */
+static const struct agg *matched_unroll(const struct table *t,
+					const struct agg *r, int *as_good)
+{
+	const struct agg *m = NULL, *best = NULL;
+	double p = col_mean(r, C_PPL), bl = INFINITY, bp = INFINITY;
+	*as_good = 1;
+	if (eval_unroll_of(r, r))
+		return r;
+	for (size_t j = 0; j < t->nrow; j++) {
+		const struct agg *q = &t->rows[j];
+		double qp = col_mean(q, C_PPL);
+		double L =
+		    record_num(json_object_get(q->first, "config"), "layers");
+		if (!eval_unroll_of(q, r) || !isfinite(qp))
+			continue;
+		if (qp < bp)
+			bp = qp, best = q;
+		if (qp <= p && L < bl)
+			bl = L, m = q;
+	}
+	*as_good = m != NULL;
+	return m ? m : best;
+}
+
+/* An eval row's "matched_unroll": the method label, depth and mean valid
+ * perplexity of b, the row its ratios are against, and whether it is as
+ * good as r (as_good; "rule" names the choice); null for a training row
+ * or without b. */
+static json_t *matched_json(const struct agg *r, const struct agg *b,
+			    int as_good)
+{
+	const json_t *c;
+	char label[128];
+	if (!report_is_eval(r) || !b)
+		return json_null();
+	c = json_object_get(b->first, "config");
+	label_of_old(label, sizeof(label), b->first); /* "unroll L=8" */
+	return json_pack(
+	    "{s:s, s:O, s:o, s:b, s:s}", "method", label,
+	    "layers", json_object_get(c, "layers"), "valid_ppl",
+	    num(col_mean(b, C_PPL)), "as_good", as_good, "rule",
+	    b == r    ? "self"
+	    : as_good ? "shallowest unroll with valid ppl <= this row's"
+		      : "no unroll as good: the one of lowest valid ppl");
+}
+
 /* Row j of t as a JSON object (report.h). */
 static json_t *row_json(const struct table *t, size_t j)
 {
-	const struct agg *r = &t->rows[j], *b = report_unroll_row(t, r);
+	const struct agg *r = &t->rows[j], *b;
 	const json_t *cfg = json_object_get(r->first, "config");
 	char label[256], group[256];
 	json_t *o = json_object();
+	int as_good = 1;
+	b = report_is_eval(r) ? matched_unroll(t, r, &as_good)
+			      : report_unroll_row(t, r);
 	group_label(group, sizeof(group), cfg, t->varying,
 		    t->blas_varies ? r->blas : NULL,
-		    t->fp_varies ? (r->fp ? r->fp : "none") : NULL);
+		    t->fp_varies ? (r->fp ? r->fp : "none") : NULL,
+		    report_is_eval(r));
 	row_label(label, sizeof(label), r->first, t->vary_deq);
 	utf8_trim(group);
 	utf8_trim(label);
@@ -409,9 +481,15 @@ static json_t *row_json(const struct table *t, size_t j)
 	json_object_set_new(o, "priced", priced_json(t, r, b));
 	json_object_set_new(o, "inference_ms", interval_json(r, C_INF));
 	json_object_set_new(o, "inference_x_unroll", ratio_json(r, b, C_INF));
+	json_object_set_new(o, "inference_head_ms", interval_json(r, C_HEAD));
+	json_object_set_new(o, "inference_body_ms", interval_json(r, C_BODY));
+	json_object_set_new(o, "inference_body_x_unroll",
+			    ratio_json(r, b, C_BODY));
+	json_object_set_new(o, "matched_unroll", matched_json(r, b, as_good));
 	set_mem(o, r, b);
 	set_solver(o, r);
-	json_object_set_new(o, "valid_ppl", ppl_json(r));
+	json_object_set_new(o, "valid_ppl", ppl_json(r, C_PPL));
+	json_object_set_new(o, "test_ppl", ppl_json(r, C_TPPL));
 	json_object_set_new(o, "config", row_config(r));
 	json_object_set_new(o, "blas_core",
 			    r->blas ? json_string(r->blas) : json_null());

@@ -193,6 +193,80 @@ static void print_row(FILE *f, const json_t *row)
 	fputs(labelled ? "!\n" : "\n", f);
 }
 
+/* Columns of an eval group's table (print_eval_row, issue 41): method,
+ * the evaluation keys (f_tol, f_max_iter, layers of an unrolled net),
+ * runs, ms per valid batch [95% CI], the head's ms, x unroll [95%] and
+ * the depth of the unroll row it is against, valid and test ppl; 2 + 11+1
+ * + 6+1 + 3+1 + 3+1 + 3+1 + 19+1 + 6+1 + 19+1 + 3+1 + 6+1 + 6+1 + 1 = 99
+ * columns. */
+enum { EMETHOD_W = 11, TOL_W = 6, KEY_W = 3, HEAD_W = 6, EPPL_W = 6 };
+
+static void print_eval_header(FILE *f)
+{
+	fputs("  ", f);
+	put_cell(f, "method", EMETHOD_W, 1);
+	put_cell(f, "f_tol", TOL_W, 0);
+	put_cell(f, "cap", KEY_W, 0);
+	put_cell(f, "L", KEY_W, 0);
+	put_cell(f, "n", RUNS_W, 0);
+	put_cell(f, "ms/batch [95% CI]", EST_W, 0);
+	put_cell(f, "head", HEAD_W, 0);
+	put_cell(f, "x unroll [95%]", EST_W, 0);
+	put_cell(f, "vsL", KEY_W, 0);
+	put_cell(f, "valid", EPPL_W, 0);
+	put_cell(f, "test", EPPL_W, 0);
+	fputs("\n", f);
+}
+
+/* An eval row: a DEQ's f_tol and cap, an unrolled net's depth L (the
+ * other keys "-"), and against which unroll depth its ratio is ("vsL";
+ * marked '<' when no unroll row is as good: that of lowest ppl). */
+static void print_eval_row(FILE *f, const json_t *row)
+{
+	const json_t *c = json_object_get(row, "config");
+	const json_t *mu = json_object_get(row, "matched_unroll");
+	int deq = !strcmp(str(c, "method"), "deq");
+	char m[96], name[64], tol[16], cap[16], L[16], runs[24], ms[64],
+	    head[16], x[64], vs[16], vp[16], tp[16];
+	snprintf(name, sizeof(name), "%s%s%s", str(c, "method"), deq ? " " : "",
+		 deq ? str(c, "f_solver") : "");
+	textsafe_term(m, sizeof(m), name, EMETHOD_W);
+	fit(tol, sizeof(tol), NAN, TOL_W, 0);
+	if (deq && snprintf(tol, sizeof(tol), "%g", at(c, "f_tol")) > TOL_W)
+		snprintf(tol, sizeof(tol), "%.0e", at(c, "f_tol"));
+	fit(cap, sizeof(cap), deq ? at(c, "f_max_iter") : NAN, KEY_W, 0);
+	fit(L, sizeof(L), deq ? NAN : at(c, "layers"), KEY_W, 0);
+	fmt_runs(runs, sizeof(runs),
+		 json_integer_value(json_object_get(row, "runs")));
+	fmt_est(ms, sizeof(ms), json_object_get(row, "inference_ms"), "gmean");
+	fit(head, sizeof(head), at(row, "inference_head_ms.gmean"), HEAD_W,
+	    decimals(at(row, "inference_head_ms.gmean")));
+	fmt_est(x, sizeof(x), json_object_get(row, "inference_x_unroll"),
+		"ratio");
+	fit(vs, sizeof(vs), at(mu, "layers"), KEY_W - 1, 0);
+	if (json_is_false(json_object_get(mu, "as_good")))
+		snprintf(vs + strlen(vs), sizeof(vs) - strlen(vs), "<");
+	fit(vp, sizeof(vp), at(row, "valid_ppl.mean"), EPPL_W, 1);
+	fit(tp, sizeof(tp), at(row, "test_ppl.mean"), EPPL_W, 1);
+	fputs("  ", f);
+	put_cell(f, m, EMETHOD_W, 1);
+	put_cell(f, tol, TOL_W, 0);
+	put_cell(f, cap, KEY_W, 0);
+	put_cell(f, L, KEY_W, 0);
+	put_cell(f, runs, RUNS_W, 0);
+	put_cell(f, ms, EST_W, 0);
+	put_cell(f, head, HEAD_W, 0);
+	put_cell(f, x, EST_W, 0);
+	put_cell(f, vs, KEY_W, 0);
+	put_cell(f, vp, EPPL_W, 0);
+	put_cell(f, tp, EPPL_W, 0);
+	fputs(json_array_size(
+		  json_object_get(json_object_get(row, "health"), "labels"))
+		  ? "!\n"
+		  : "\n",
+	      f);
+}
+
 /* text (record text: made safe here) after prefix, broken at spaces into
  * lines of at most REPORT_TERM_WIDTH columns, each further line after
  * indent; a word longer than a line is cut, marked '~'. */
@@ -330,13 +404,54 @@ static void print_cost(FILE *f, const json_t *rows, const char *group)
 	    print_cost_row(f, q);
 }
 
+/* qsort order of an eval group's rows: by method and solver, then a
+ * DEQ's f_tol from loose to tight and its cap, an unrolled net's depth. */
+static int eval_order(const void *pa, const void *pb)
+{
+	const json_t *a = json_object_get(*(json_t *const *)pa, "config");
+	const json_t *b = json_object_get(*(json_t *const *)pb, "config");
+	static const char *const keys[] = {"f_tol", "f_max_iter", "layers"};
+	int d = strcmp(str(a, "method"), str(b, "method"));
+	if (!d)
+		d = strcmp(str(a, "f_solver"), str(b, "f_solver"));
+	for (int i = 0; !d && i < 3; i++) {
+		double x = at(a, keys[i]), y = at(b, keys[i]);
+		if (i == 0)
+			x = -x, y = -y;
+		d = (x > y) - (x < y);
+	}
+	return d;
+}
+
+/* The rows of eval group group in eval_order (in the rows' order when out
+ * of memory). */
+static void print_eval_rows(FILE *f, const json_t *rows, const char *group)
+{
+	size_t j, n = 0;
+	json_t *q, **v = malloc((json_array_size(rows) + 1) * sizeof(*v));
+	json_array_foreach(rows, j, q)
+	{
+		if (strcmp(str(q, "group"), group))
+			continue;
+		if (v)
+			v[n++] = q;
+		else
+			print_eval_row(f, q);
+	}
+	if (v)
+		qsort(v, n, sizeof(*v), eval_order);
+	for (j = 0; j < n; j++)
+		print_eval_row(f, v[j]);
+	free(v);
+}
+
 void report_print_term(FILE *f, const json_t *rows)
 {
 	size_t i, j;
 	json_t *r, *q;
 	json_array_foreach(rows, i, r)
 	{
-		int seen = 0;
+		int seen = 0, eval;
 		json_array_foreach(
 		    rows, j, q) if (j < i && !strcmp(str(q, "group"),
 						     str(r, "group"))) seen = 1;
@@ -345,10 +460,15 @@ void report_print_term(FILE *f, const json_t *rows)
 		if (i)
 			fputc('\n', f);
 		put_wrapped(f, "== ", str(r, "group"), "   ");
-		print_header(f);
-		json_array_foreach(
-		    rows, j, q) if (!strcmp(str(q, "group"), str(r, "group")))
-		    print_row(f, q);
+		eval = !strcmp(str(r, "kind"), "eval");
+		(eval ? print_eval_header : print_header)(f);
+		if (eval)
+			print_eval_rows(f, rows, str(r, "group"));
+		json_array_foreach(rows, j, q)
+		{
+			if (!eval && !strcmp(str(q, "group"), str(r, "group")))
+				print_row(f, q);
+		}
 		print_notes(f, rows, str(r, "group"));
 		print_cost(f, rows, str(r, "group"));
 	}
@@ -370,6 +490,12 @@ void report_print_csv(FILE *f, const json_t *rows)
 	    "inference_ms.gmean",
 	    "inference_x_unroll.ratio",
 	    "inference_x_unroll.median_ratio",
+	    "inference_x_unroll.lo",
+	    "inference_x_unroll.hi",
+	    "inference_head_ms.gmean",
+	    "inference_body_ms.gmean",
+	    "inference_body_x_unroll.ratio",
+	    "matched_unroll.layers",
 	    "depth_solver_mib",
 	    "depth_solver_x_unroll",
 	    "total_mib",
@@ -380,6 +506,8 @@ void report_print_csv(FILE *f, const json_t *rows)
 	    "bwd_converged",
 	    "valid_ppl.mean",
 	    "valid_ppl.sd",
+	    "test_ppl.mean",
+	    "test_ppl.sd",
 	    "step_mean_ms.gmean",
 	    "step_mean_ms.lo",
 	    "step_mean_ms.hi",
