@@ -43,7 +43,7 @@ FIGURES = ["memory-vs-depth", "time-ratio", "memory-ratio", "eps-sweep", "residu
 # The reviewer-question suites and the runs each expands to.
 SUITES = {"gc-vs-deq.json": 15, "gc-vs-deq-gpu.json": 24,
           "gc-vs-deq-trellisnet.json": 4, "depth.json": 78, "default.json": 9,
-          "eps-train.json": 10, "eps-infer.json": 31}
+          "eps-train.json": 10, "eps-infer.json": 39}
 
 TINY = {
     "name": "plots-test",

@@ -16,13 +16,13 @@
 #   gc-vs-deq (3 seeds; DEQs with full and limited memory),
 #   gc-vs-deq-trellisnet, eps-train (3 seeds for unroll and eps = 1e-3),
 #   default (3 seeds), depth, budget, vs-pytorch; then eps-infer (on
-#   eps-train's saved parameters) as two lanes again; then, one after the
-#   other on core 0 with nothing of ours beside them, `deqbench price` of
-#   every shape the time suites ran (results/cpu/prices.jsonl: the times
-#   the findings can take from prices, as `report --price` gives them,
-#   where two lanes shared the machine), scripts/cpu-rate.sh and
-#   `deqbench plan --run` on the budget suite's model.
-#   results/cpu/reproduce.log says how long each took.
+#   eps-train's saved parameters, 3 seeds each) in one lane, nothing
+#   beside it; then, one after the other on core 0 with nothing of ours
+#   beside them, `deqbench price` of every shape the time suites ran
+#   (results/cpu/prices.jsonl: the times the findings can take from
+#   prices, as `report --price` gives them, where two lanes shared the
+#   machine), scripts/cpu-rate.sh and `deqbench plan --run` on the budget
+#   suite's model. results/cpu/reproduce.log says how long each took.
 # gpu: one lane, device=cuda: gc-vs-deq-gpu (the paper-scale suite, 3
 #   seeds), gc-vs-deq, gc-vs-deq-trellisnet, depth, eps-train, eps-infer
 #   (default is scripts/run.sh's CPU reference only). Not yet run
@@ -411,7 +411,9 @@ if ((!finish)); then
 			vs-pytorch || rc=$?
 		if ((rc != 3)); then
 			r=0
-			two eps-infer || r=$?
+			# one lane, nothing beside it: its times are the
+			# ε-at-inference finding's (results audit F2)
+			lane suite eps-infer threads=1 || r=$?
 			rc=$(worst "$rc" "$r")
 		fi
 		if ((rc != 3)); then
