@@ -440,50 +440,132 @@ def section_eps_train(srcs):
     return lines + [head] + body + [""]
 
 
-def section_eps_infer(srcs):
+MATCH_RULE = ("the shallowest depth whose mean valid perplexity over the trained seeds is at "
+              "most the DEQ's at that tolerance (`deqbench report`'s `matched_unroll`); where "
+              "no depth is as good, the unrolled net's best depth, marked ‡")
+
+
+def trained_deq(row, train_rows):
+    """The eps-train row whose saved parameters the eval row evaluated
+    (its config's params = the training row's save_params), or None."""
+    p = row["config"].get("params")
+    return next((t for t in train_rows or [] if p and t["config"].get("save_params") == p),
+                None)
+
+
+def infer_rows(rows, train_rows):
+    """The eval rows of one eps-infer file: the DEQ's, by tolerance from
+    loose to tight and cap, its training ε and cap (from eps-train's row
+    of the file, or None), and the unrolled net's by depth."""
+    ev = [r for r in rows or [] if r["kind"] == "eval"]
+    dq = sorted((r for r in ev if r["config"]["method"] == "deq"),
+                key=lambda r: (-r["config"]["f_tol"], r["config"]["f_max_iter"]))
+    un = sorted((r for r in ev if r["config"]["method"] == "unroll"),
+                key=lambda r: r["config"]["layers"])
+    t = trained_deq(dq[0], train_rows) if dq else None
+    return dq, un, t
+
+
+def vs(r):
+    """'unroll L=8 (172.36)' of a row's matched unroll, ‡ where not as good."""
+    m = r.get("matched_unroll")
+    if not m:
+        return "–"
+    return f"L={m['layers']} ({num(m['valid_ppl'])}){'' if m['as_good'] else ' ‡'}"
+
+
+def evals_x(r, un):
+    """Forward evaluations per batch over the matched unroll row's (exact
+    work, no timing)."""
+    m = r.get("matched_unroll")
+    u = next((q for q in un if m and q["config"]["layers"] == m["layers"]), None)
+    return r["forward_evals"] / u["forward_evals"] if u and u["forward_evals"] and \
+        r["forward_evals"] else None
+
+
+def times(o):
+    """'1.63× [1.50, 1.77]' of a ratio object: '1.63× (1 run)' or
+    '(n=2: no interval)' where report gives no interval; '1' on a row's
+    own."""
+    c = ci(o, "ratio")
+    if c in ("–", "1"):
+        return c
+    n, _, rest = c.partition(" ")
+    return f"{n}×" + (f" {rest}" if rest else "")
+
+
+def infer_core(dq, un, t):
+    """What the records say at the paper's protocol, as a clause starting
+    "the DEQ trained at": the DEQ at each tolerance at or looser than its
+    training ε (at its training cap) against the unrolled depth of matching
+    perplexity; None without the training row or a matching depth."""
+    if t is None:
+        return None
+    eps, cap = t["config"]["f_tol"], t["config"]["f_max_iter"]
+    at = [r for r in dq if r["config"]["f_tol"] >= eps and r["config"]["f_max_iter"] == cap
+          and (r.get("matched_unroll") or {}).get("as_good")
+          and (r.get("inference_x_unroll") or {}).get("ratio")]
+    if not at:
+        return None
+    lo = min(at, key=lambda r: r["inference_x_unroll"]["ratio"])
+    none = [r["config"]["f_tol"] for r in dq if r["config"]["f_tol"] >= eps and
+            r["config"]["f_max_iter"] == cap and r not in at]
+    same = next((r for r in at if r["config"]["f_tol"] == eps), None)
+    seeds = min(r["runs"] for r in at)
+    head = (f"{times(lo['inference_body_x_unroll'])} without the head both pay "
+            f"({num(lo['inference_head_ms']['gmean'])} ms of the DEQ's "
+            f"{num(lo['inference_ms']['gmean'])})"
+            if lo["inference_head_ms"]["gmean"] else
+            "the head's time is not in these records (made before inference.head_ms)")
+    out = (f"the DEQ trained at ε = {eps:g} (cap {cap}; {seeds} trained "
+           f"seed{'s' if seeds != 1 else ''} per setting) and evaluated at ε from "
+           f"{min(r['config']['f_tol'] for r in at):g} to "
+           f"{max(r['config']['f_tol'] for r in at):g} takes at best "
+           f"(ε = {lo['config']['f_tol']:g}) {times(lo['inference_x_unroll'])} the time per "
+           f"valid batch of the unrolled net at the depth that matches its perplexity "
+           f"({vs(lo)}; {num(evals_x(lo, un))}× its block evaluations; {head})")
+    if same and same is not lo:
+        out += f", and {times(same['inference_x_unroll'])} at its training ε ({vs(same)})"
+    if none:
+        out += (f" (at ε = {', '.join(f'{x:g}' for x in none)} no unrolled depth is as good: "
+                f"against the best, ‡ in the table)")
+    return out + f"; published: {PAPER['deq_infer']}"
+
+
+def infer_sentence(s, dq, un, t):
+    core = infer_core(dq, un, t)
+    if not core:
+        return []
+    return [f"On the {s.machine.upper()}, {core}. Matching rule: {MATCH_RULE}. Intervals: "
+            f"Welch's 95% on the ratio of the geometric means over seeds (times: medians "
+            f"over the valid batches, the first eval_warmup left out).", ""]
+
+
+def section_eps_infer(srcs, train_srcs):
     lines = ["### 5. The solver tolerance ε at inference (the paper's Table 4)", ""]
-    head = ("| machine | net | ε | cap | ms per valid batch | × unroll L=12 | evals per batch "
-            "| converged | valid ppl |\n|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    head = ("| machine | net | ε | cap | seeds | ms per valid batch [95%] | head ms "
+            "| evals per batch | converged | valid ppl | test ppl | matched unroll (ppl) "
+            "| × unroll [95%] | × unroll without the head |\n"
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
     body = []
-    for s in srcs:
+    for s, ts in zip(srcs, train_srcs):
         if not s.rows:
             body.append(pending(s.machine, s.suite))
             continue
-        rows = [r for r in s.rows if r["kind"] == "eval"]
-        base = next((r for r in rows if r["method"] == "unroll L=12"), None)
-        b = base["inference_ms"]["median"] if base else None
-
-        def x(r):
-            m = r["inference_ms"]["median"]
-            return m / b if b and m else None
-        un = sorted((r for r in rows if r["method"].startswith("unroll")),
-                    key=lambda r: r["config"]["layers"])
-        dq = sorted((r for r in rows if r["method"].startswith("deq")),
-                    key=lambda r: (-r["config"]["f_tol"], r["config"]["f_max_iter"]))
-        trained = next((r for r in dq if r["config"]["f_tol"] == 0.001 and
-                        r["config"]["f_max_iter"] == 30), None)
-        if trained and base:
-            same = [x(r) for r in dq if r["config"]["f_tol"] == 0.001 and
-                    (r["fwd_converged"] or 0) >= 0.95 and x(r)]
-            spread = (f" (at the caps where its solves converge, {num(min(same))}–"
-                      f"{num(max(same))}× for the same evaluations: one run per setting, so "
-                      f"that spread is timing noise)") if len(same) > 1 else ""
-            lines += [
-                f"On the {s.machine.upper()}, the DEQ trained at ε = 1e-3 and evaluated at its "
-                f"training tolerance and cap takes {num(x(trained))}× the unrolled net's "
-                f"(L = 12) time per valid batch{spread} (published: {PAPER['deq_infer']}), "
-                f"for valid perplexity {num(trained['valid_ppl']['mean'])} against "
-                f"{num(base['valid_ppl']['mean'])}; times are medians over the valid "
-                f"batches.", ""]
+        dq, un, t = infer_rows(s.rows, ts.rows)
+        lines += infer_sentence(s, dq, un, t)
         for r in un + dq:
             c = r["config"]
-            deq = r["method"].startswith("deq")
+            deq = c["method"] == "deq"
             body.append(
                 f"| {s.machine.upper()} | {'deq' if deq else 'unroll L=' + str(c['layers'])} "
                 f"| {c['f_tol'] if deq else '–'} | {c['f_max_iter'] if deq else '–'} "
-                f"| {num(r['inference_ms']['median'])} | {num(x(r))} "
-                f"| {num(r['forward_evals'], 1)} | {pct(r['fwd_converged']) if deq else '–'} "
-                f"| {num(r['valid_ppl']['mean'])} |")
+                f"| {r['runs']} | {ci(r['inference_ms'])} "
+                f"| {num(r['inference_head_ms']['gmean'])} | {num(r['forward_evals'], 1)} "
+                f"| {pct(r['fwd_converged']) if deq else '–'} | {ppl(r)} "
+                f"| {num(r['test_ppl']['mean'])} | {vs(r) if deq else '–'} "
+                f"| {times(r['inference_x_unroll'])} "
+                f"| {times(r['inference_body_x_unroll']) if deq else '–'} |")
     return lines + [head] + body + [""]
 
 
@@ -578,8 +660,9 @@ def generate(deqbench, results):
                       srcs(("gpu", "gc-vs-deq-gpu"), ("gpu", "gc-vs-deq")))
     out += section_trellis(srcs(("cpu", "gc-vs-deq-trellisnet"), ("gpu", "gc-vs-deq-trellisnet")))
     out += section_depth(srcs(("cpu", "depth"), ("gpu", "depth")))
-    out += section_eps_train(srcs(("cpu", "eps-train"), ("gpu", "eps-train")))
-    out += section_eps_infer(srcs(("cpu", "eps-infer"), ("gpu", "eps-infer")))
+    train = srcs(("cpu", "eps-train"), ("gpu", "eps-train"))
+    out += section_eps_train(train)
+    out += section_eps_infer(srcs(("cpu", "eps-infer"), ("gpu", "eps-infer")), train)
     out += section_budget(srcs(("cpu", "budget")))
     out.append(END)
     return "\n".join(out) + "\n"
@@ -620,27 +703,15 @@ def answer_headline(src):
     return sent
 
 
-def infer_headline(src):
+def infer_headline(src, train):
     if not src.rows:
         return (f"- **ε at inference**: pending — `results/{src.machine}/{src.suite}.jsonl` "
                 f"is not committed yet.")
-    rows = [r for r in src.rows if r["kind"] == "eval"]
-    base = next((r for r in rows if r["method"] == "unroll L=12"), None)
-    dq = next((r for r in rows if r["method"].startswith("deq") and
-               r["config"]["f_tol"] == 0.001 and r["config"]["f_max_iter"] == 30), None)
-    if not (base and dq and base["inference_ms"]["median"]):
-        return "- **ε at inference**: the records lack the trained DEQ or unroll L=12."
-    b = base["inference_ms"]["median"]
-    x = dq["inference_ms"]["median"] / b
-    same = [r["inference_ms"]["median"] / b for r in rows if r["method"].startswith("deq")
-            and r["config"]["f_tol"] == 0.001 and (r["fwd_converged"] or 0) >= 0.95
-            and r["inference_ms"]["median"]]
-    spread = (f" ({num(min(same))}–{num(max(same))}× over the caps where it converges, "
-              f"one run each)") if len(same) > 1 else ""
-    return (f"- **ε at inference** ({src.machine.upper()}): the DEQ trained at ε = 1e-3 takes "
-            f"{num(x)}× the unrolled net's time per batch at that ε{spread} (published "
-            f"{PAPER['deq_infer']}), valid perplexity {num(dq['valid_ppl']['mean'])} against "
-            f"{num(base['valid_ppl']['mean'])}.")
+    core = infer_core(*infer_rows(src.rows, train.rows))
+    if not core:
+        return ("- **ε at inference**: the records lack the DEQ's training run (eps-train) or "
+                "an unrolled depth as good as the DEQ.")
+    return f"- **ε at inference** ({src.machine.upper()}): {core[0].upper()}{core[1:]}."
 
 
 def headline(deqbench, results):
@@ -648,7 +719,7 @@ def headline(deqbench, results):
     lines = [HBEGIN,
              gc_headline(s("cpu", "gc-vs-deq"), "16-layer transformer, CPU"),
              answer_headline(answer_sources(deqbench, results)[0]),
-             infer_headline(s("cpu", "eps-infer")),
+             infer_headline(s("cpu", "eps-infer"), s("cpu", "eps-train")),
              f"- Published for the DEQ-Transformer: {PAPER['deq_tx_mem']} memory at "
              f"{PAPER['deq_time']} the training time.",
              HEND]
