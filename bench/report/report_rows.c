@@ -436,9 +436,9 @@ static json_t *matched_json(const struct agg *r, const struct agg *b,
 	c = json_object_get(b->first, "config");
 	label_of_old(label, sizeof(label), b->first); /* "unroll L=8" */
 	return json_pack(
-	    "{s:s, s:O, s:o, s:b, s:s}", "method", label,
-	    "layers", json_object_get(c, "layers"), "valid_ppl",
-	    num(col_mean(b, C_PPL)), "as_good", as_good, "rule",
+	    "{s:s, s:O, s:o, s:b, s:s}", "method", label, "layers",
+	    json_object_get(c, "layers"), "valid_ppl", num(col_mean(b, C_PPL)),
+	    "as_good", as_good, "rule",
 	    b == r    ? "self"
 	    : as_good ? "shallowest unroll with valid ppl <= this row's"
 		      : "no unroll as good: the one of lowest valid ppl");
