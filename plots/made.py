@@ -26,8 +26,8 @@ QUESTIONS = [
                              "the response's k and at round(√L), and a Jacobian-regularised DEQ"),
     ("depth", "memory and time against depth (DEQ: iteration caps = depth, run to the cap)"),
     ("eps-train", "the solver tolerance ε in training"),
-    ("eps-infer", "ε and the iteration cap at inference on eps-train's saved DEQ; the "
-                  "unrolled net at other depths"),
+    ("eps-infer", "ε at inference, at and looser than the training ε, on eps-train's saved "
+                  "DEQ (3 seeds); the unrolled net (3 seeds) at other depths"),
     ("default", "what `scripts/run.sh` runs (its reference rows)"),
     ("budget", "every method and parameter, with and without `head_chunk`: step time "
                "against total peak"),

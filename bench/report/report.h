@@ -7,7 +7,12 @@
  * (config_key_is_output) and `seed` are one row: seeds are replicates, as
  * are a suite's repeats. A row's group is its config without the method
  * keys (config_key_is_method); ratios (× unroll) are to the unroll row of
- * the same group.
+ * the same group. Eval records (kind "eval", issue 41) are keyed without
+ * `params`, so the seeds' parameter files of one configuration are a
+ * row's runs, and grouped without `layers` too; an eval row's ratios are
+ * to its matched unroll row: the shallowest unroll eval row of its group
+ * whose mean valid perplexity is at most its own, else the one of lowest
+ * (docs/commands.md §report, `matched_unroll`).
  *
  * Per row (bench/report/stats.h for the intervals):
  * - step time: the geometric mean of the runs' median step times with its

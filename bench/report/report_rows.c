@@ -266,7 +266,8 @@ static void row_label(char *buf, size_t n, const json_t *rec,
 /* The group label: "key=value ..." of the varying keys, or the corpus,
  * then "blas=CORE" when blas (the rows ran on several OpenBLAS cores) and
  * "code=FINGERPRINT" when code (the rows ran code of several fingerprints;
- * "code=none" for records before build.fingerprint). */
+ * "code=none" for records before build.fingerprint). An eval group's
+ * (eval) starts "eval" and leaves out params and layers, its rows'. */
 static void group_label(char *group, size_t n, const json_t *cfg,
 			const json_t *varying, const char *blas,
 			const char *code, int eval)
@@ -512,6 +513,8 @@ static json_int_t pytorch_row(const struct table *t, size_t j)
 		return -1;
 	}
 	json_object_set_new(c, "impl", json_string("pytorch"));
+	if (report_is_eval(&t->rows[j])) /* keyed so (report.c row_cfg) */
+		json_object_del(c, "params");
 	k = report_key(c, t->rows[j].blas, t->rows[j].fp, 0);
 	if (k && (at = json_object_get(t->index, k)))
 		found = json_integer_value(at);
