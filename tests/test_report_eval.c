@@ -161,6 +161,29 @@ Test(report_eval, training_rows_are_apart)
 	json_decref(recs);
 }
 
+/* An eval run whose time per valid batch has an interquartile range
+ * above 10% of its median is labelled noisy, as a training run's step
+ * times are (eval records had no such label: results audit F2). */
+Test(report_eval, noisy_batches_are_labelled)
+{
+	json_t *recs = fixture(), *rows;
+	json_t *inf = json_object_get(json_array_get(recs, 0), "inference");
+	json_object_set_new(json_object_get(inf, "step_ms"), "p25",
+			    json_real(25));
+	json_object_set_new(json_object_get(inf, "step_ms"), "p75",
+			    json_real(32));
+	rows = report_rows(recs);
+	const json_t *u4 = row_of(rows, "unroll", 4, 0);
+	const json_t *u8 = row_of(rows, "unroll", 8, 0);
+	cr_assert_eq(record_num(u4, "health.noisy"), 1);
+	cr_assert_eq(record_num(u8, "health.noisy"), 0);
+	cr_assert_str_eq(json_string_value(
+			     json_array_get(member(u4, "health", "labels"), 0)),
+			 "noisy 1/3");
+	json_decref(rows);
+	json_decref(recs);
+}
+
 /* Columns of a line of UTF-8 text (each character one column). */
 static int columns(const char *s, size_t n)
 {

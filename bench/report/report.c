@@ -136,9 +136,17 @@ static void agg_health(struct agg *r, const json_t *rec, int ok)
 	const json_t *h = json_object_get(rec, "health");
 	const char *v = report_str(h, "verdict", NULL);
 	const char *st = report_str(rec, "status", "?");
-	double p25 = record_num(rec, "timing.step_ms.p25");
-	double p75 = record_num(rec, "timing.step_ms.p75");
-	double med = record_num(rec, "timing.step_ms.median");
+	/* an eval record's times are its valid batches' (issue 41) */
+	int eval = !strcmp(report_str(rec, "kind", "train"), "eval");
+	const char *t = eval ? "inference.step_ms" : "timing.step_ms";
+	char path[40];
+	double p25, p75, med;
+	snprintf(path, sizeof(path), "%s.p25", t);
+	p25 = record_num(rec, path);
+	snprintf(path, sizeof(path), "%s.p75", t);
+	p75 = record_num(rec, path);
+	snprintf(path, sizeof(path), "%s.median", t);
+	med = record_num(rec, path);
 	if (!strcmp(st, "diverged") || (v && !strcmp(v, "diverged")))
 		r->diverged++;
 	else if (v && !strcmp(v, "unstable"))
