@@ -8,7 +8,7 @@
  *     null inference; a crashed eval-suite run's record says kind "eval";
  *     parameters that overflow float32 say so (eval: error; run: diverged
  *     at step 1 without blaming lr);
- *   - plan: interrupted (calibration, --run) exits 130 / 143 with a line
+ *   - plan: interrupted (pricing, --run) exits 130 / 143 with a line
  *     saying what stopped; every candidate past 512; budget_mib bounded;
  *     nothing fitting, pretrain_steps and an unavailable device are bad
  *     input;
@@ -507,30 +507,30 @@ Test(lifecycle, run_huge_parameters_message, .init = cli_setup,
 	    "seq_len=8", "batch_size=2", "warmup_steps=1", "eval_tokens=16",   \
 	    "threads=1"
 
-/* SIGINT / SIGTERM while plan calibrates (blocked on its first
- * "calibrating" line): exit 130 / 143, a line naming the calibration run it
- * stopped. */
-Test(lifecycle, plan_interrupted_in_calibration, .init = cli_setup,
+/* SIGINT / SIGTERM while plan prices the units (blocked on its "pricing"
+ * line): it stops when the pricing ends, before the table: exit 130 /
+ * 143 and a line saying so. */
+Test(lifecycle, plan_interrupted_while_pricing, .init = cli_setup,
      .fini = cli_teardown, .timeout = 120)
 {
 	const int sigs[2] = {SIGINT, SIGTERM};
 	for (int k = 0; k < 2; k++) {
-		const char *a[] = {PLAN_TINY, "layers=3", "steps=3",
-				   "budget_mib=100", NULL};
+		const char *a[] = {PLAN_TINY,	     "layers=3",      "steps=3",
+				   "budget_mib=100", "price_cap_s=1", NULL};
 		char *text;
 		cr_assert_eq(signal_when_blocked(a, sigs[k], &text),
 			     128 + sigs[k], "%s", text);
-		cr_assert(strstr(text, k ? "interrupted by SIGTERM in "
-					   "calibration run 1/"
-					 : "interrupted by SIGINT in "
-					   "calibration run 1/"),
+		cr_assert(strstr(text, k ? "interrupted by SIGTERM while "
+					   "pricing; no plan was made"
+					 : "interrupted by SIGINT while "
+					   "pricing; no plan was made"),
 			  "%s", text);
 		free(text);
 	}
 }
 
 /* SIGINT during plan --run's training (a run of a million steps, signalled
- * once its progress line shows; the calibration runs are quiet): exit 130
+ * once its progress line shows; the pricing is quiet): exit 130
  * and a line saying --run was interrupted. */
 Test(lifecycle, plan_run_interrupted, .init = cli_setup, .fini = cli_teardown,
      .timeout = 180)
@@ -539,6 +539,7 @@ Test(lifecycle, plan_run_interrupted, .init = cli_setup, .fini = cli_teardown,
 	const char *a[] = {PLAN_TINY,
 			   "layers=3",
 			   "budget_mib=100",
+			   "price_cap_s=1",
 			   "steps=1000000",
 			   arg_path(out, sizeof(out), "out", "p.jsonl"),
 			   "--run",
@@ -580,7 +581,7 @@ Test(lifecycle, plan_run_interrupted, .init = cli_setup, .fini = cli_teardown,
 	free(e);
 }
 
-/* Rows of plan's table in cli_dir/stdout.txt naming candidate label. */
+/* Places in plan's output (cli_dir/stdout.txt) that name label. */
 static int table_rows(const char *label)
 {
 	char p[512], *t, *s;
@@ -601,11 +602,12 @@ Test(lifecycle, plan_keeps_every_candidate, .init = cli_setup,
 {
 	char err[4096], p[512], *t, *s;
 	int rows = 0;
-	const char *a[] = {PLAN_TINY, "layers=130", "steps=3",
-			   "budget_mib=100000", NULL};
+	const char *a[] = {PLAN_TINY,		"layers=130",	 "steps=3",
+			   "budget_mib=100000", "price_cap_s=1", NULL};
 	cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(table_rows("deq anderson m=8"), 2);
-	cr_assert_eq(table_rows("deq broyden h=30"), 2);
+	/* the label and a space: its rows, not the notes under the table */
+	cr_assert_eq(table_rows("deq anderson m=8 "), 2);
+	cr_assert_eq(table_rows("deq broyden h=30 "), 2);
 	cr_assert_eq(table_rows("checkpoint k=130 "), 2);
 	cli_path(p, sizeof(p), "stdout.txt");
 	t = cli_read(p, NULL);

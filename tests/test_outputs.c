@@ -402,8 +402,8 @@ Test(outputs, plan_run_keeps_unsaved_record, .init = cli_setup,
 {
 	char rescue[600], so[600], err[16384], *text;
 	const char *const args[] = {
-	    "plan", "budget_mib=100", TINY, "out=/dev/full", "--run", "1",
-	    NULL};
+	    "plan",	     "budget_mib=100", TINY, "price_cap_s=1",
+	    "out=/dev/full", "--run",	       "1",  NULL};
 	struct stat sb;
 	if (stat("/dev/full", &sb) != 0 || !S_ISCHR(sb.st_mode))
 		cr_skip_test("no /dev/full on this host");

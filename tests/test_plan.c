@@ -13,11 +13,9 @@
  *      the measured host peak, for every method; each appended record's
  *      measured peak is within the budget;
  *   3. bad input: budget_mib missing, ≤ 0 or not a number, --run without
- *      a count, layers < 3: exit 2, one line naming the key or flag;
- *   4. the cost model's arithmetic (bench/cmd/plan_cost.h) on fixed
- *      calibration numbers, no runs and no clocks: a head_chunk effect
- *      within the calibrations' noise is none, a real one scales with the
- *      head's share of the step, and no prediction falls below the floor.
+ *      a count, layers < 3: exit 2, one line naming the key or flag.
+ * The step times (work × price, plan_cost.h, plan_price.c) are
+ * tests/test_plan_work.c's.
  */
 #include "config.h"
 #include "methods/method.h"
@@ -30,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan_cost.h"
 #include "test_cli.h"
 #include "test_deq_util.h"
 
@@ -55,7 +52,7 @@ static void check_counts(struct model *m, struct method_config c,
 
 /* Every plan candidate of every registered method (method_candidate) at
  * L = 1, 5, 9: its closed form equals a real step's counts, or it has none
- * and plan calibrates it (deq). */
+ * and plan takes it from a committed run (deq). */
 Test(evals, closed_forms_match_a_step, .timeout = 120)
 {
 	const struct shape s = {2, 4, 8, 2, 16, 11};
@@ -145,6 +142,7 @@ Test(plan, predicted_peak_is_measured, .init = cli_setup, .fini = cli_teardown,
 		argv[n++] = tiny[i];
 	snprintf(out, sizeof(out), "out=%s/p.jsonl", cli_dir);
 	argv[n++] = out;
+	argv[n++] = "price_cap_s=0.5";
 	argv[n++] = "--run";
 	argv[n++] = "100";
 	argv[n] = NULL;
@@ -224,96 +222,4 @@ Test(plan, bad_input, .init = cli_setup, .fini = cli_teardown, .timeout = 60)
 	bad("budget_mib=64", "--run", "--run needs");
 	bad("budget_mib=64", "layers=2", "needs layers >= 3");
 	bad("budget_mib=64", "method=nope", "method=nope");
-}
-
-/* ------------------------------------- 4. the cost model's arithmetic */
-
-/* G11: the calibrations of a layers=300 plan (two unroll steps of about
- * 47 ms, 0.7 ms apart with head_chunk, within their interquartile ranges;
- * a deq step of 0.3 ms): the deq's head_chunk twin is its own step, not
- * 0.3 - 0.7 ms, and head_chunk changes no closed-form prediction. */
-Test(cost, head_chunk_delta_within_noise_is_none)
-{
-	const struct plan_cals c = {{47.0, 1.2}, {11.9, 0.4}, {3547.0, 20.0},
-				    {46.3, 1.0}, {48.0, 1.3}, 300,
-				    75,		 44850};
-	struct plan_costs k;
-	int clamped = 0;
-	plan_costs_fit(&c, &k);
-	cr_assert_eq(plan_chunk_twin_ms(&k, 0.3, &clamped), 0.3);
-	cr_assert_eq(plan_predict_ms(&k, 300, 300, 1, 0, &clamped),
-		     plan_predict_ms(&k, 300, 300, 0, 0, &clamped));
-	cr_assert_eq(clamped, 0);
-}
-
-/* G11: a head_chunk effect beyond the noise is a ratio of the head's time
- * R (here R = 2 ms of a 10 ms unroll step, the 1 ms delta +-50%): a step
- * whose own time is below R (a fast deq) has at most that much head, so
- * its twin scales with its step and stays positive where adding the
- * unroll delta gave 0.5 - 1 < 0. */
-Test(cost, head_chunk_effect_scales_with_the_head)
-{
-	struct plan_cals c = {{10.0, 0.1}, {4.0, 0.1}, {11.0, 0.1}, {11.0, 0.1},
-			      {12.0, 0.1}, 4,	       1,	    1};
-	struct plan_costs k;
-	int clamped = 0;
-	plan_costs_fit(&c, &k);
-	cr_assert_float_eq(k.R, 2.0, 1e-12);
-	cr_assert_float_eq(k.F + k.V, 2.0, 1e-12);
-	cr_assert_float_eq(k.head_ratio, 1.5, 1e-12);
-	/* 8 ms holds the whole 2 ms head: +1 ms, as in unroll */
-	cr_assert_float_eq(plan_chunk_twin_ms(&k, 8.0, &clamped), 9.0, 1e-12);
-	cr_assert_float_eq(plan_chunk_twin_ms(&k, 1.0, &clamped), 1.5, 1e-12);
-	c.unroll_chunk.ms = 9.0; /* chunking saves 1 ms of the 2 */
-	plan_costs_fit(&c, &k);
-	cr_assert_float_eq(plan_chunk_twin_ms(&k, 0.5, &clamped), 0.25, 1e-12);
-	cr_assert_float_eq(plan_predict_ms(&k, 4, 4, 1, 0, &clamped), 9.0,
-			   1e-12);
-	cr_assert_eq(clamped, 0);
-}
-
-/* G11, G20.13: whatever the calibrations (medians in 0..50 ms in any
- * order, as noise can leave them; seeded, so the same on every machine),
- * every prediction is finite and at least PLAN_MIN_MS, and one raised to
- * it is counted; calibrations of zero raise every prediction. */
-Test(cost, predictions_stay_positive)
-{
-	uint64_t x = 29;
-	int clamped = 0;
-	for (int t = 0; t < 2000; t++) {
-		double u[10];
-		for (int i = 0; i < 10; i++) {
-			x = x * 6364136223846793005ull + 1442695040888963407ull;
-			u[i] = (double)(x >> 11) / 9007199254740992.0;
-		}
-		const struct plan_cals c = {{50 * u[0], 5 * u[5]},
-					    {50 * u[1], 5 * u[6]},
-					    {50 * u[2], 5 * u[7]},
-					    {50 * u[3], 5 * u[8]},
-					    {50 * u[4], 5 * u[9]},
-					    8,
-					    2,
-					    (long)(20 * u[5])};
-		struct plan_costs k;
-		plan_costs_fit(&c, &k);
-		for (int chunk = 0; chunk < 2; chunk++) {
-			double a =
-			    plan_predict_ms(&k, 8, 8, chunk, 6, &clamped);
-			double b =
-			    plan_predict_ms(&k, 44, 8, chunk, 0, &clamped);
-			cr_assert(isfinite(a) && a >= PLAN_MIN_MS, "%d: %g", t,
-				  a);
-			cr_assert(isfinite(b) && b >= PLAN_MIN_MS, "%d: %g", t,
-				  b);
-		}
-		double d = plan_chunk_twin_ms(&k, 0.01 + u[0], &clamped);
-		cr_assert(isfinite(d) && d >= PLAN_MIN_MS, "%d: %g", t, d);
-	}
-	const struct plan_cals z = {{0, 0}, {0, 0}, {0, 0}, {0, 0},
-				    {0, 0}, 4,	    1,	    1};
-	struct plan_costs k;
-	clamped = 0;
-	plan_costs_fit(&z, &k);
-	cr_assert_eq(plan_predict_ms(&k, 4, 4, 0, 0, &clamped), PLAN_MIN_MS);
-	cr_assert_eq(clamped, 1);
 }

@@ -18,7 +18,9 @@
 #include <string.h>
 
 #include "../methods/revolve_schedule.h"
+#include "config.h"
 #include "record.h"
+#include "run_work.h"
 #include "test_bench_util.h"
 #include "test_cli.h"
 
@@ -216,8 +218,36 @@ static void deq_step(const json_t *rec, int i, double want[NU][MAX_STEPS],
 		want[u][j] = w[u];
 }
 
+/* run_work_step (bench/run/run_work.c: the formulas `deqbench plan`
+ * prices) of rec's resolved config equals want, step by step (a deq's
+ * solves from the trace from step P on; b the tape's bytes). */
+static void check_formula(const json_t *rec, double want[NU][MAX_STEPS], int P,
+			  int n, double b, const char *what)
+{
+	struct bench_config c;
+	char err[512];
+	double x[WORK_UNITS];
+	config_defaults(&c);
+	cr_assert_eq(config_apply_object(&c, at(rec, "config"), "record", err,
+					 sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(config_finish(&c, err, sizeof(err)), 0, "%s", err);
+	for (int j = 0; j < n; j++) {
+		struct work_solves s = {trace_at(rec, "fwd_iters", P + j),
+					trace_at(rec, "bwd_iters", P + j),
+					trace_at(rec, "jac_loss", P + j) >= 0};
+		cr_assert_eq(run_work_step(&c.method, b, &s, x), 0);
+		for (int u = 0; u < NU; u++)
+			cr_assert_eq(x[u], want[u][j],
+				     "%s: run_work_step's %s at step %d: %g, "
+				     "formula %g",
+				     what, units[u], j, x[u], want[u][j]);
+	}
+}
+
 /* A training run of method m with the extra keys: its work against the
- * formulas, step by step; the forward and VJP units summing to evals. */
+ * formulas, step by step, and run_work_step's; the forward and VJP units
+ * summing to evals. */
 static void check_train(const char *const *extra, const char *what)
 {
 	static double want[NU][MAX_STEPS];
@@ -229,19 +259,21 @@ static void check_train(const char *const *extra, const char *what)
 		    : 0;
 	cr_assert_leq(steps, MAX_STEPS);
 	seen_jac = seen_steps = seen_nf_max = 0;
+	double b = 0;
 	if (!strcmp(m, "deq")) {
 		for (int i = P; i < steps; i++)
 			deq_step(rec, i, want, i - P);
 	} else {
 		int L = (int)ival(rec, "method.layers");
-		double b = L > 2 ? json_number_value(
-				       at(rec, "memory.predicted_host_bytes")) /
-				       (L - 2)
-				 : 0;
+		b = L > 2 ? json_number_value(
+				at(rec, "memory.predicted_host_bytes")) /
+				(L - 2)
+			  : 0;
 		for (int i = 0; i < steps; i++)
 			layered_step(rec, m, L, b, want, i);
 	}
 	check_work(at(rec, "work"), want, steps - P, what);
+	check_formula(rec, want, P, steps - P, b, what);
 	cr_assert_eq(ival(rec, "work.block_fwd_taped.total") +
 			 ival(rec, "work.block_fwd.total") +
 			 ival(rec, "work.block_fwd_recompute.total"),

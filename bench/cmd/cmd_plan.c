@@ -13,34 +13,28 @@
  * Peak memory: memfit_estimate, the same layout functions the allocator's
  * buffers come from (the device total; offload's host bytes beside it).
  *
- * Step time, from short calibration runs (PLAN_CAL_STEPS steps, the first
- * PLAN_CAL_WARMUP untimed, medians) of the configured model:
- *   unroll at L_a = max(L, 4) and at L_b = max(1, L_a/4), revolve slots=1
- *   at L_a, unroll at L_a with head_chunk, offload at L_a, and every deq
- *   candidate. With T(c) = R + fwd·F + vjp·V + X: the two unroll runs give
- *   F + V (slope) and R (the rest: embeddings, head, optimizer), revolve's
- *   A(L_a, 1) extra forwards split F from V, head_chunk scales R (by the
- *   ratio its calibration gives; 1 when its difference is within the
- *   calibrations' interquartile ranges), offload adds its copies X (scaled
- *   by L − 2 tapes), and a deq candidate's X is its solver's own work
- *   beside the F and V of the evaluation counts its calibration run made
- *   (those counts depend on the solves, so deq's prediction is its
- *   calibration run's step, and its head_chunk twin scales the head's
- *   share of that step, at most R; later training steps may need more
- *   iterations). Forward and VJP counts of the other methods are
- *   method_evals_per_step's closed forms. No unit cost is negative and no
- *   prediction is below PLAN_MIN_MS; the table says how many met that
- *   floor (plan_cost.h holds the arithmetic).
+ * Step time, issue 40's work × price (plan_price.c, plan_cost.h): the
+ * candidate's work units a step (docs/methods.md §Work: the closed forms
+ * of run_work_step; a deq's solver iterations from the longest committed
+ * run of its configuration, or its caps when there is none) × the unit
+ * prices at the model's shape (--price FILE, or `deqbench price` here),
+ * step_fixed's price once a step among them; beside it, the
+ * measured mean step of the longest committed run of the candidate's
+ * configuration where there is one. No prediction is below PLAN_MIN_MS;
+ * the table says how many met that floor.
  *
  * --run N trains the N fastest candidates that fit with the config's steps
  * and appends their records (out=) with a `plan` object: the budget, the
  * rank, predicted peak, host bytes and step time beside the measured ones.
  *
- * Bad input (exit 2, before any calibration): budget_mib not in (0, 1e9],
- * pretrain_steps, a device that cannot be opened, no candidate that fits
- * (naming the smallest peak); a calibration run that fails in its setup.
- * SIGINT / SIGTERM (interrupt.h) stop the calibration or --run's training
- * after the current step: exit 130 / 143 with a line saying what stopped.
+ * Bad input (exit 2, before any run): budget_mib not in (0, 1e9],
+ * price_cap_s not in (0, 86400], --price / --records without a path or
+ * that cannot be read, pretrain_steps, a device that cannot be opened, no
+ * candidate that fits (naming the smallest peak), a --price file without
+ * prices of this shape, a shape price cannot set up. SIGINT / SIGTERM
+ * (interrupt.h) stop plan after the pricing (before the table) or --run's
+ * training after the current step: exit 130 / 143 with a line saying
+ * what stopped.
  */
 #include <math.h>
 #include <stdio.h>
@@ -57,27 +51,15 @@
 #include "../pytorch/peer.h"
 #include "../records/record.h"
 #include "../run/run_ctx.h"
+#include "plan.h"
 #include "plan_cost.h"
 
-#define PLAN_CAL_STEPS	10
-#define PLAN_CAL_WARMUP 3
 /* The largest N of --run N (the candidate list itself is sized to the
  * layers: enumerate). */
 #define PLAN_MAX_CANDS 512
 /* The largest budget_mib (the message says 1e9): the budget in bytes is a
  * size_t, and 1e9 MiB (about 954 TiB) is far above any device. */
 #define PLAN_MAX_BUDGET_MIB 1e9
-
-struct cand {
-	struct bench_config cfg; /* resolved */
-	char label[64];
-	int chunk; /* head_chunk on */
-	int deq;   /* index among the calibrated (deq), -1 for others */
-	size_t peak, host;
-	double fwd, vjp; /* per step; deq: from its calibration */
-	double ms;	 /* predicted step */
-	int order;	 /* place in the enumeration: breaks ties of ms */
-};
 
 /* A copy of base with `n` key=value settings; 0, or -1 with err. */
 static int derive(struct bench_config *out, const struct bench_config *base,
@@ -91,76 +73,11 @@ static int derive(struct bench_config *out, const struct bench_config *base,
 	return config_finish(out, err, errlen);
 }
 
-/* Set by calibrate when a calibration run failed in its setup (no GPU for
- * device=cuda, a corpus, a size): bad input, as for `run`. */
-static int cal_setup_failed;
-
-/* Median step ms of a quiet calibration run of c; the record in *rec. NAN
- * with err on failure: a setup failure sets cal_setup_failed; an
- * interruption (interrupt.h) says which run it stopped. */
-static double calibrate(const struct bench_config *c, const char *what, int i,
-			int n, json_t **rec, char *err, size_t errlen)
-{
-	struct bench_config k = *c;
-	struct run_meta meta = {.quiet = 1};
-	k.steps = PLAN_CAL_STEPS;
-	k.warmup_steps = PLAN_CAL_WARMUP;
-	k.lr_warmup = 0;
-	k.eval_tokens = 0;
-	k.trace = 0;
-	snprintf(k.save_params, sizeof(k.save_params), "%s", "");
-	fprintf(stderr, "plan: calibrating %d/%d: %s ... ", i, n, what);
-	enum run_status st = dispatch_run(&k, &meta, rec);
-	double ms = record_num(*rec, "timing.step_ms.median");
-	if (st != RUN_OK || !isfinite(ms)) {
-		const char *m =
-		    json_string_value(json_object_get(*rec, "message"));
-		cal_setup_failed = st == RUN_SETUP_FAILED;
-		if (st == RUN_INTERRUPTED)
-			snprintf(err, errlen,
-				 "interrupted by %s in calibration run %d/%d "
-				 "(%s); no plan was made",
-				 interrupt_name(), i, n, what);
-		else
-			snprintf(err, errlen, "calibration run %s failed: %s",
-				 what, m ? m : "?");
-		fprintf(stderr, "%s\n",
-			st == RUN_INTERRUPTED ? "interrupted" : "failed");
-		return NAN;
-	}
-	fprintf(stderr, "%.1f ms/step\n", ms);
-	return ms;
-}
-
-/* A calibration of base with settings kv; NAN on failure. */
-static double cal_with(const struct bench_config *base, const char *const *kv,
-		       int n, const char *what, int i, int total, json_t **rec,
-		       char *err, size_t errlen)
-{
-	struct bench_config c;
-	*rec = NULL;
-	if (derive(&c, base, kv, n, err, errlen) != 0)
-		return NAN;
-	return calibrate(&c, what, i, total, rec, err, errlen);
-}
-
 /* ---- candidates ---- */
 
-struct plan {
-	struct bench_config base;
-	double budget_mib;
-	int chunk; /* head_chunk of the "with" variants */
-	struct cand *c;
-	int n, cap; /* candidates, and room for cap (enumerate) */
-	int n_deq;  /* deq candidates without head_chunk (calibrated) */
-	int V;	    /* vocabulary, from the first calibration */
-	struct plan_costs k;
-	int clamped; /* predictions raised to PLAN_MIN_MS (plan_cost.h) */
-};
-
 /* Appends base + kv as a candidate (label), without and with head_chunk;
- * one whose evaluation counts depend on the solves (method_evals_per_step
- * refuses it: deq) is calibrated. */
+ * deq when its evaluation counts depend on the solves
+ * (method_evals_per_step refuses it). */
 static int add(struct plan *p, const char *label, const char *const *kv, int n,
 	       char *err, size_t errlen)
 {
@@ -186,19 +103,15 @@ static int add(struct plan *p, const char *label, const char *const *kv, int n,
 		snprintf(c->label, sizeof(c->label), "%s", label);
 		c->chunk = chunk;
 		c->order = p->n;
-		c->deq = deq ? p->n_deq : -1;
+		c->deq = deq;
 		p->n++;
 	}
-	if (deq)
-		p->n_deq++;
 	return 0;
 }
 
 /* Every candidate of the method registry (method_candidate: each method
  * says which of its settings plan tries) into p->c, each without and with
- * head_chunk, allocated here (free it); those whose evaluation counts
- * depend on the solves (method_evals_per_step refuses them: deq) are
- * calibrated. 0, or -1 with err. */
+ * head_chunk, allocated here (free it). 0, or -1 with err. */
 /* Method k is tried unless it keeps tapes in unified memory
  * (method=managed): where its pages live is the driver's decision under
  * the run, which neither memfit's estimate nor the cost model above can
@@ -242,102 +155,7 @@ static int enumerate(struct plan *p, char *err, size_t errlen)
 	return 0;
 }
 
-/* ---- calibration and prediction ---- */
-
-#define CAL(var, ...)                                                          \
-	do {                                                                   \
-		const char *x_[] = {__VA_ARGS__};                              \
-		json_t *r_;                                                    \
-		var.ms =                                                       \
-		    cal_with(&p->base, x_, (int)(sizeof(x_) / sizeof(*x_)),    \
-			     what, ++i, total, &r_, err, errlen);              \
-		var.iqr = record_num(r_, "timing.step_ms.p75") -               \
-			  record_num(r_, "timing.step_ms.p25");                \
-		if (r_ && !p->V)                                               \
-			p->V = (int)record_num(r_, "model.vocab_size");        \
-		json_decref(r_);                                               \
-		if (isnan(var.ms))                                             \
-			return -1;                                             \
-	} while (0)
-
-/* The unit costs (struct plan_costs) from five calibration runs. */
-static int calibrate_units(struct plan *p, int total, char *err, size_t errlen)
-{
-	int L = p->base.method.layers, La = L > 4 ? L : 4, Lb = La / 4, i = 0;
-	char la[16], lb[16], ch[16], what[96];
-	struct plan_cals c = {.La = La, .Lb = Lb > 0 ? Lb : 1};
-	long v = 0;
-	struct bench_config rc;
-	snprintf(la, sizeof(la), "%d", La);
-	snprintf(lb, sizeof(lb), "%d", c.Lb);
-	snprintf(ch, sizeof(ch), "%d", p->chunk);
-	snprintf(what, sizeof(what), "unroll layers=%s", la);
-	CAL(c.unroll_a, "method", "unroll", "layers", la, "head_chunk", "0");
-	snprintf(what, sizeof(what), "unroll layers=%s", lb);
-	CAL(c.unroll_b, "method", "unroll", "layers", lb, "head_chunk", "0");
-	snprintf(what, sizeof(what), "revolve layers=%s slots=1", la);
-	CAL(c.revolve, "method", "revolve", "layers", la, "slots", "1",
-	    "head_chunk", "0");
-	snprintf(what, sizeof(what), "unroll layers=%s head_chunk=%s", la, ch);
-	CAL(c.unroll_chunk, "method", "unroll", "layers", la, "head_chunk", ch);
-	snprintf(what, sizeof(what), "offload layers=%s", la);
-	CAL(c.offload, "method", "offload", "layers", la, "head_chunk", "0");
-	{
-		const char *kv[] = {"method", "revolve", "layers",
-				    la,	      "slots",	 "1"};
-		if (derive(&rc, &p->base, kv, 6, err, errlen) != 0)
-			return -1;
-		long f;
-		method_evals_per_step(&rc.method, &f, &v);
-		c.revolve_extra = f - La;
-	}
-	plan_costs_fit(&c, &p->k);
-	return 0;
-}
-
-/* Each deq candidate's calibration: its evaluation counts and step. */
-static int calibrate_deq(struct plan *p, int total, char *err, size_t errlen)
-{
-	int i = 5;
-	for (int j = 0; j < p->n; j++) {
-		struct cand *c = &p->c[j];
-		json_t *r;
-		if (c->deq < 0 || c->chunk)
-			continue;
-		char what[96];
-		snprintf(what, sizeof(what), "%s", c->label);
-		double T =
-		    calibrate(&c->cfg, what, ++i, total, &r, err, errlen);
-		c->fwd = record_num(r, "evals.forward_evals_per_step");
-		c->vjp = record_num(r, "evals.vjp_evals_per_step");
-		json_decref(r);
-		if (isnan(T))
-			return -1;
-		c->ms = T;
-		/* its with-head_chunk twin follows it */
-		c[1].fwd = c->fwd, c[1].vjp = c->vjp;
-		c[1].ms = plan_chunk_twin_ms(&p->k, T, &p->clamped);
-	}
-	return 0;
-}
-
-static void predict(struct plan *p)
-{
-	for (int j = 0; j < p->n; j++) {
-		struct cand *c = &p->c[j];
-		const struct method_config *mc = &c->cfg.method;
-		long f, v, tapes = 0;
-		if (c->deq >= 0)
-			continue;
-		method_evals_per_step(mc, &f, &v);
-		c->fwd = (double)f, c->vjp = (double)v;
-		if (!strcmp(method_kind_name(mc->method), "offload") &&
-		    mc->layers > 2)
-			tapes = mc->layers - 2;
-		c->ms =
-		    plan_predict_ms(&p->k, f, v, c->chunk, tapes, &p->clamped);
-	}
-}
+/* ---- memory ---- */
 
 /* Predicted memory of every candidate (memfit, vocabulary p->V). */
 static int predict_memory(struct plan *p, char *err, size_t errlen)
@@ -389,8 +207,40 @@ static double mib(size_t b)
 	return (double)b / 1048576.0;
 }
 
-/* The table of the candidates that fit (sorted fastest first); returns
- * how many fit. */
+/* src of c: r<i> of the run measured, "r<i>/r<j>" when a deq's
+ * iterations come from another run, "caps" for a deq with none, "-". */
+static void src_text(const struct plan *p, const struct cand *c, char *buf,
+		     size_t n)
+{
+	int m = plan_run_index(p, c->meas), it = plan_run_index(p, c->iters);
+	if (c->deq && !it)
+		snprintf(buf, n, m ? "r%d/caps" : "caps", m);
+	else if (c->deq && m != it)
+		snprintf(buf, n, m ? "r%d/r%d" : "-/r%d", m ? m : it, it);
+	else if (m)
+		snprintf(buf, n, "r%d", m);
+	else
+		snprintf(buf, n, "-");
+}
+
+/* One row of the table: rank, the candidate, predicted beside measured. */
+static void print_row(const struct plan *p, const struct cand *c, int rank,
+		      double unroll_ms)
+{
+	char src[32];
+	src_text(p, c, src, sizeof(src));
+	printf("%4d  %-20s %5d %9.2f %8.2f %7.1f %7.1f %9.2f %7.2f", rank,
+	       c->label, c->cfg.model.head_chunk, mib(c->peak), mib(c->host),
+	       c->fwd, c->vjp, c->ms, c->ms / unroll_ms);
+	if (isfinite(c->meas_ms))
+		printf(" %9.2f %9.2f", c->meas_ms, c->ms / c->meas_ms);
+	else
+		printf(" %9s %9s", "-", "-");
+	printf("  %s%s\n", src, c->unpriced[0] ? " ?" : "");
+}
+
+/* The table of the candidates that fit (sorted fastest first) and its
+ * notes; returns how many fit. */
 static int print_table(const struct plan *p)
 {
 	size_t budget = (size_t)(p->budget_mib * 1048576.0);
@@ -403,9 +253,9 @@ static int print_table(const struct plan *p)
 	printf("plan: %s, %d layers, budget %.1f MiB of device memory\n",
 	       model_kind_name(p->base.model.kind), p->base.method.layers,
 	       p->budget_mib);
-	printf("%4s  %-22s %6s %10s %9s %8s %8s %10s %8s\n", "rank", "method",
-	       "chunk", "peak MiB", "host MiB", "fwd", "vjp", "ms/step",
-	       "x unroll");
+	printf("%4s  %-20s %5s %9s %8s %7s %7s %9s %7s %9s %9s  %s\n", "rank",
+	       "method", "chunk", "peak MiB", "host MiB", "fwd", "vjp",
+	       "ms/step", "x unrl", "meas ms", "pred/meas", "src");
 	for (int j = 0; j < p->n; j++) {
 		const struct cand *c = &p->c[j];
 		if (c->peak > budget) {
@@ -413,10 +263,7 @@ static int print_table(const struct plan *p)
 			smallest = c->peak < smallest ? c->peak : smallest;
 			continue;
 		}
-		fit++;
-		printf("%4d  %-22s %6d %10.2f %9.2f %8.1f %8.1f %10.1f %8.2f\n",
-		       fit, c->label, c->cfg.model.head_chunk, mib(c->peak),
-		       mib(c->host), c->fwd, c->vjp, c->ms, c->ms / unroll_ms);
+		print_row(p, c, ++fit, unroll_ms);
 	}
 	if (over)
 		printf("%d candidate(s) need more than the budget (the "
@@ -426,10 +273,11 @@ static int print_table(const struct plan *p)
 		printf("no candidate fits in %.1f MiB\n", p->budget_mib);
 	if (p->clamped)
 		printf("%d prediction(s) fell below %g ms and show that floor: "
-		       "the calibrations' noise is larger than the differences "
-		       "they measure; rank them by measuring (--run), or give "
-		       "a larger batch_size or seq_len\n",
+		       "the prices are below the clock's resolution; rank "
+		       "them by measuring (--run), or give a larger "
+		       "batch_size or seq_len\n",
 		       p->clamped, PLAN_MIN_MS);
+	plan_price_notes(p);
 	return fit;
 }
 
@@ -459,9 +307,9 @@ static int run_top(const struct plan *p, int n)
 	size_t budget = (size_t)(p->budget_mib * 1048576.0);
 	int rank = 0, bad = 0, unsaved = 0;
 	char rescue[1024];
-	printf("\n%4s  %-22s %6s %12s %12s %10s %10s %7s\n", "rank", "method",
+	printf("\n%4s  %-22s %6s %12s %12s %10s %10s %9s\n", "rank", "method",
 	       "chunk", "peak pred", "peak meas", "ms pred", "ms meas",
-	       "err %");
+	       "pred/meas");
 	for (int j = 0; j < p->n && rank < n && !interrupt_signal() && !unsaved;
 	     j++) {
 		const struct cand *c = &p->c[j];
@@ -475,10 +323,10 @@ static int run_top(const struct plan *p, int n)
 		json_object_set_new(rec, "plan", plan_json(p, c, rank));
 		unsaved = record_save(c->cfg.out, rec) != 0;
 		double pk = record_num(rec, "memory.peak_total_bytes");
-		double ms = record_num(rec, "timing.step_ms.median");
-		printf("%4d  %-22s %6d %12.0f %12.0f %10.1f %10.1f %7.1f%s\n",
+		double ms = record_num(rec, "timing.step_ms.mean");
+		printf("%4d  %-22s %6d %12.0f %12.0f %10.2f %10.2f %9.2f%s\n",
 		       rank, c->label, c->cfg.model.head_chunk, (double)c->peak,
-		       pk, c->ms, ms, 100.0 * (c->ms - ms) / ms,
+		       pk, c->ms, ms, c->ms / ms,
 		       st == RUN_OK ? "" : "  (not ok)");
 		bad |= st != RUN_OK || unsaved;
 		json_decref(rec);
@@ -501,52 +349,84 @@ static int run_top(const struct plan *p, int n)
 /* ---- the command ---- */
 
 static const char plan_usage[] =
-    "usage: deqbench plan budget_mib=M [FILE.json] [key=value ...] [--run "
+    "usage: deqbench plan budget_mib=M [FILE.json] [key=value ...] "
+    "[price_cap_s=S]\n"
+    "                     [--price PRICES.jsonl] [--records PATH] [--run "
     "N]\n"
     "  lists the methods that train the configured model in M MiB of "
     "device\n"
-    "  memory (exact peaks from the allocator's layouts), fastest first "
-    "(step\n"
-    "  times from short calibration runs); --run N trains the N fastest "
-    "with\n"
-    "  the config's steps and appends records with predicted beside "
-    "measured\n";
+    "  memory (exact peaks from the allocator's layouts), fastest first: "
+    "step\n"
+    "  times as work x price (prices measured here, at most S s, or from\n"
+    "  --price; a deq's iterations from the longest committed run of its\n"
+    "  configuration under results/ or --records), beside the measured "
+    "time\n"
+    "  of such a run; --run N trains the N fastest with the config's "
+    "steps\n"
+    "  and appends records with predicted beside measured\n";
 
-/* Takes --run N (or --run=N) out of argv (in place); *n_run = -1 when
- * absent. */
-static int take_run_flag(int *argc, char **argv, int *n_run, char *err,
-			 size_t errlen)
+/* Takes every --NAME V (or --NAME=V) out of argv (in place), the last
+ * value in *val (left as it was when absent); -1 with err when one has no
+ * value. */
+static int take_flag(int *argc, char **argv, const char *name, const char **val,
+		     char *err, size_t errlen)
 {
+	size_t k = strlen(name);
 	int o = 0;
-	*n_run = -1;
 	for (int i = 0; i < *argc; i++) {
 		const char *v;
-		char *end = NULL;
-		long n;
-		if (!strncmp(argv[i], "--run=", 6))
-			v = argv[i] + 6;
-		else if (!strcmp(argv[i], "--run"))
+		if (!strncmp(argv[i], name, k) && argv[i][k] == '=')
+			v = argv[i] + k + 1;
+		else if (!strcmp(argv[i], name))
 			v = i + 1 < *argc ? argv[++i] : NULL;
 		else {
 			argv[o++] = argv[i];
 			continue;
 		}
-		n = v && *v ? strtol(v, &end, 10) : -1;
-		if (!v || !*v || *end || n < 1 || n > PLAN_MAX_CANDS) {
-			snprintf(err, errlen,
-				 "--run needs a number of candidates in [1, "
-				 "%d], e.g. --run 3",
-				 PLAN_MAX_CANDS);
+		if (!v || !*v) {
+			snprintf(err, errlen, "%s needs a value, e.g. %s", name,
+				 !strcmp(name, "--run")	    ? "--run 3"
+				 : !strcmp(name, "--price") ? "--price "
+							      "prices.jsonl"
+							    : "--records "
+							      "results/");
 			return -1;
 		}
-		*n_run = (int)n;
+		*val = v;
 	}
 	*argc = o;
 	return 0;
 }
 
+/* --run N, --price FILE and --records PATH out of argv; *n_run = -1
+ * without --run. */
+static int take_flags(int *argc, char **argv, int *n_run, struct plan *p,
+		      char *err, size_t errlen)
+{
+	const char *run = NULL;
+	char *end = NULL;
+	long n;
+	*n_run = -1;
+	if (take_flag(argc, argv, "--run", &run, err, errlen) ||
+	    take_flag(argc, argv, "--price", &p->price_file, err, errlen) ||
+	    take_flag(argc, argv, "--records", &p->records, err, errlen))
+		return -1;
+	if (!run)
+		return 0;
+	n = strtol(run, &end, 10);
+	if (*end || n < 1 || n > PLAN_MAX_CANDS) {
+		snprintf(err, errlen,
+			 "--run needs a number of candidates in [1, %d], e.g. "
+			 "--run 3",
+			 PLAN_MAX_CANDS);
+		return -1;
+	}
+	*n_run = (int)n;
+	return 0;
+}
+
 /* The device can be opened (device=cuda: a CUDA build and a GPU), so that
- * a plan that cannot calibrate is bad input before it starts, as `run`'s
+ * a plan that cannot run is bad input before it starts, as `run`'s
  * setup failure is. 0, or -1 with the backend's one line. */
 static int device_check(const struct bench_config *c, char *err, size_t errlen)
 {
@@ -561,8 +441,8 @@ static int device_check(const struct bench_config *c, char *err, size_t errlen)
 static int plan_setup(struct plan *p, int argc, char **argv, char *err,
 		      size_t errlen)
 {
-	const char *extra[] = {"budget_mib", NULL};
-	const char *bv[1] = {NULL};
+	const char *extra[] = {"budget_mib", "price_cap_s", NULL};
+	const char *bv[2] = {NULL, NULL};
 	char *end;
 	if (parse_config_args(&p->base, argc, argv, extra, bv, err, errlen) ||
 	    peer_refuse(&p->base, "plan", err, errlen))
@@ -575,6 +455,16 @@ static int plan_setup(struct plan *p, int argc, char **argv, char *err,
 			 "as a number > 0 and at most 1e9 (about 954 TiB), "
 			 "e.g. budget_mib=64",
 			 bv[0] ? bv[0] : "(missing)");
+		return -1;
+	}
+	p->price_cap_s = bv[1] ? strtod(bv[1], &end) : 20;
+	if (bv[1] &&
+	    (*end || !(p->price_cap_s > 0) || !(p->price_cap_s <= 86400))) {
+		snprintf(err, errlen,
+			 "price_cap_s=%.60s: give the seconds plan may spend "
+			 "pricing the work units, above 0 and at most 86400, "
+			 "e.g. price_cap_s=20",
+			 bv[1]);
 		return -1;
 	}
 	if (p->base.pretrain_steps > 0) {
@@ -639,14 +529,14 @@ int cmd_plan(int argc, char **argv)
 {
 	struct plan p;
 	char err[1024];
-	int n_run, rc = 0;
+	int n_run, rc = 0, setup = 0;
 	for (int i = 0; i < argc; i++)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(plan_usage, stdout);
 			return 0;
 		}
 	memset(&p, 0, sizeof(p));
-	if (take_run_flag(&argc, argv, &n_run, err, sizeof(err)) != 0 ||
+	if (take_flags(&argc, argv, &n_run, &p, err, sizeof(err)) != 0 ||
 	    plan_setup(&p, argc, argv, err, sizeof(err)) != 0 ||
 	    (n_run > 0 &&
 	     (check_distinct_files(&p.base, config_file_arg(argc, argv), NULL,
@@ -654,7 +544,7 @@ int cmd_plan(int argc, char **argv)
 	      check_params_key(&p.base, 0, err, sizeof(err)) ||
 	      record_check_out(p.base.out, err, sizeof(err)))))
 		return bad_input(err);
-	/* peaks need no calibration: when none fits, say so at once */
+	/* peaks need no run: when none fits, say so at once */
 	if (enumerate(&p, err, sizeof(err)) != 0 ||
 	    run_ctx_resolve_vocab(&p.base, &p.V, err, sizeof(err)) != 0 ||
 	    predict_memory(&p, err, sizeof(err)) != 0) {
@@ -667,26 +557,28 @@ int cmd_plan(int argc, char **argv)
 		return rc;
 	}
 	interrupt_install();
-	if (calibrate_units(&p, 5 + p.n_deq, err, sizeof(err)) != 0 ||
-	    calibrate_deq(&p, 5 + p.n_deq, err, sizeof(err)) != 0) {
+	if (plan_price(&p, &setup, err, sizeof(err)) != 0) {
 		free(p.c);
+		plan_price_free(&p);
 		if (interrupt_signal())
 			return plan_interrupted(err);
-		if (cal_setup_failed)
+		if (setup)
 			return bad_input(err);
 		fprintf(stderr, "deqbench: plan: %s\n", err);
 		return 1;
 	}
-	predict(&p);
+	if (interrupt_signal()) {
+		free(p.c);
+		plan_price_free(&p);
+		snprintf(err, sizeof(err),
+			 "interrupted by %s while pricing; no plan was made",
+			 interrupt_name());
+		return plan_interrupted(err);
+	}
 	qsort(p.c, (size_t)p.n, sizeof(*p.c), by_ms);
 	if (print_table(&p) > 0 && n_run > 0)
 		rc = run_top(&p, n_run);
 	free(p.c);
-	if (interrupt_signal() && n_run <= 0) {
-		snprintf(err, sizeof(err),
-			 "interrupted by %s after the calibration runs",
-			 interrupt_name());
-		return plan_interrupted(err);
-	}
+	plan_price_free(&p);
 	return interrupt_signal() ? plan_interrupted(NULL) : rc;
 }

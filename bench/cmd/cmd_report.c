@@ -165,8 +165,8 @@ static int check_args(struct report_args *a)
 		if (!a->want[i])
 			return bad_input(e);
 	}
-	if (a->price &&
-	    !(a->prices = report_price_records(a->price, e, sizeof(e))))
+	if (a->price && !(a->prices = report_price_records(
+			      a->price, "report --price", e, sizeof(e))))
 		return bad_input(e);
 	for (int i = 0; a->sort && i < 5; i++)
 		ok |= !strcmp(a->sort, sorts[i]);

@@ -1,116 +1,79 @@
-/* plan_cost.h — `deqbench plan`'s cost model as arithmetic on calibration
- * numbers (cmd_plan.c's header gives the model): the unit costs from the
- * five calibration runs, and each candidate's predicted step from them.
- * No runs and no clocks, so tests/test_plan.c checks it on fixed numbers.
- * Header-only (static inline): cmd/ is built into the deqbench executable
- * alone, and the tests include this header. All times in ms.
+/* plan_cost.h — `deqbench plan`'s cost model as arithmetic, issue 40's
+ * work × price (cmd_plan.c's header says where each number comes from):
+ * a candidate's step is
+ *   T = Σ_u w_u · price_u + step_fixed,
+ * w_u its per-step count of work unit u (run_work_step, or a committed
+ * run's, run_work_from_record), price_u the unit's price at the model's
+ * shape, and step_fixed the priced cost of a step outside the units, once
+ * per optimizer step — the pricing `report --price` does
+ * (report_cost_units_ms, report_cost_fixed_ms: block_fwd_recompute at
+ * block_fwd_taped's price, a training step's head at head_train's,
+ * host_bytes per byte, solver_update at the solver's value at the mean
+ * history length). No runs and no clocks, so tests/test_plan_work.c
+ * checks it on fixed numbers. Header-only (static inline): cmd/ is built
+ * into the deqbench executable alone, and the tests include this header.
+ * Times in ms.
  */
 #ifndef DQ_BENCH_PLAN_COST_H
 #define DQ_BENCH_PLAN_COST_H
 
+#include <jansson.h>
 #include <math.h>
 
+#include "../report/report_cost.h"
+#include "../run/run_work.h"
+
 /* The least step plan predicts: above 0, so a record's
- * plan.predicted_step_ms stays valid whatever the calibrations' noise. */
+ * plan.predicted_step_ms stays valid whatever the prices. */
 #define PLAN_MIN_MS 1e-3
 
-/* One calibration run: its median step and the spread of its steps. */
-struct plan_cal {
-	double ms;  /* median step */
-	double iqr; /* p75 - p25 of its timed steps (0: none known) */
-};
-
-/* The five calibration runs of the unit costs: unroll at La and at Lb
- * layers, revolve slots=1 at La (revolve_extra forwards more than La),
- * unroll at La with head_chunk, offload at La. */
-struct plan_cals {
-	struct plan_cal unroll_a, unroll_b, revolve, unroll_chunk, offload;
-	int La, Lb;
-	long revolve_extra;
-};
-
-/* The cost model's terms: T(c) = R·(head_chunk ? head_ratio : 1)
- * + fwd·F + vjp·V + (offload) tapes·X_tape. */
-struct plan_costs {
-	double R;	   /* the rest: embeddings, head, optimizer */
-	double head_ratio; /* R with head_chunk over R without */
-	double F, V;	   /* per block forward, per block VJP */
-	double X_tape;	   /* offload: per tape moved to the host */
-};
-
-/* The least head_ratio: a chunked head does the same arithmetic in
- * pieces, so it may save time (cache) but not nine tenths of it; below
- * this the calibrations are noise. */
-#define PLAN_MIN_HEAD_RATIO 0.1
-
-/* b - a of two calibrations' medians, or 0 when the difference is within
- * their noise: no more than the larger interquartile range, about two
- * standard errors of a difference of two medians of a few steps. */
-static inline double plan_delta(struct plan_cal a, struct plan_cal b)
+/* w as a work object of per-step means (results/SCHEMA.md §work's
+ * shape, "per_step" alone). New reference. */
+static inline json_t *plan_work_json(const double w[WORK_UNITS])
 {
-	double d = b.ms - a.ms, noise = a.iqr > b.iqr ? a.iqr : b.iqr;
-	return fabs(d) <= noise ? 0 : d;
+	json_t *o = json_object();
+	for (int u = 0; u < WORK_UNITS; u++)
+		json_object_set_new(o, run_work_unit_name(u),
+				    json_pack("{s:f}", "per_step", w[u]));
+	return o;
 }
 
-static inline double plan_nonneg(double x)
+/* Σ w_u · price_u at prices m (report_cost_match), step_fixed apart;
+ * f_solver and b_solver name a deq's solvers (NULL for the other
+ * methods). A unit counted without a price is appended to unpriced (may
+ * be NULL) and adds 0. */
+static inline double plan_units_ms(const double w[WORK_UNITS], const json_t *m,
+				   const char *f_solver, const char *b_solver,
+				   json_t *unpriced)
 {
-	return x > 0 ? x : 0;
+	json_t *wk = plan_work_json(w);
+	double ms = report_cost_units_ms(wk, m, "per_step", f_solver, b_solver,
+					 unpriced);
+	json_decref(wk);
+	return ms;
 }
 
-/* The unit costs from the calibrations c. A cost is never negative (a
- * difference that came out below zero is noise: 0), F is at most the
- * slope F + V, and the head_chunk effect is a ratio of the head's time R,
- * 1 where the delta is within the noise or R is 0 (no head to scale). */
-static inline void plan_costs_fit(const struct plan_cals *c,
-				  struct plan_costs *k)
+/* The fixed cost of a step of w at prices m: its optimizer steps ×
+ * step_fixed's price; 0, and step_fixed in unpriced, without one. */
+static inline double plan_fixed_ms(const double w[WORK_UNITS], const json_t *m,
+				   json_t *unpriced)
 {
-	double T1 = c->unroll_a.ms, T2 = c->unroll_b.ms, T3 = c->revolve.ms;
-	double T5 = c->offload.ms, d = plan_delta(c->unroll_a, c->unroll_chunk);
-	double FV = plan_nonneg((T1 - T2) / (c->La - c->Lb));
-	double F = c->revolve_extra > 0 ? (T3 - T1) / c->revolve_extra : FV / 2;
-	k->F = F < 0 ? 0 : F > FV ? FV : F;
-	k->V = FV - k->F;
-	k->R = plan_nonneg(T1 - c->La * FV);
-	k->head_ratio = k->R > 0 ? (k->R + d) / k->R : 1;
-	if (k->head_ratio < PLAN_MIN_HEAD_RATIO)
-		k->head_ratio = PLAN_MIN_HEAD_RATIO;
-	k->X_tape = plan_nonneg((T5 - T1) / (c->La - 2));
+	json_t *wk = plan_work_json(w);
+	double ms = report_cost_fixed_ms(wk, m, "per_step", unpriced);
+	json_decref(wk);
+	return ms > 0 ? ms : 0;
 }
 
-/* ms, or PLAN_MIN_MS, counted in *clamped, when ms is below it (or
- * NaN). */
-static inline double plan_floor(double ms, int *clamped)
+/* units + fixed, or PLAN_MIN_MS, counted in *clamped, when that is below
+ * it (or NaN). */
+static inline double plan_step_ms(double units_ms, double fixed_ms,
+				  int *clamped)
 {
+	double ms = units_ms + fixed_ms;
 	if (ms >= PLAN_MIN_MS)
 		return ms;
 	(*clamped)++;
 	return PLAN_MIN_MS;
-}
-
-/* The step of a candidate whose evaluation counts are closed forms: fwd
- * block forwards and vjp block VJPs a step, head_chunk on with chunk,
- * tapes tapes moved to the host (offload, else 0); at least PLAN_MIN_MS.
- * *clamped counts the predictions raised to that floor. */
-static inline double plan_predict_ms(const struct plan_costs *k, long fwd,
-				     long vjp, int chunk, long tapes,
-				     int *clamped)
-{
-	return plan_floor(k->R * (chunk ? k->head_ratio : 1) +
-			      (double)fwd * k->F + (double)vjp * k->V +
-			      (double)tapes * k->X_tape,
-			  clamped);
-}
-
-/* The with-head_chunk twin of a calibrated candidate (deq) whose own
- * calibration step is ms: its head's time is R, but no more than its
- * whole step (the unroll calibrations R comes from may be far longer and
- * noisier), scaled by head_ratio; at least PLAN_MIN_MS, *clamped as
- * plan_predict_ms's. */
-static inline double plan_chunk_twin_ms(const struct plan_costs *k, double ms,
-					int *clamped)
-{
-	double head = k->R < ms ? k->R : ms;
-	return plan_floor(ms + head * (k->head_ratio - 1), clamped);
 }
 
 #endif

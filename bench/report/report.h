@@ -70,10 +70,12 @@ json_t *report_rows(const json_t *records);
  * §report). New reference; NULL when out of memory. */
 json_t *report_rows_priced(const json_t *records, const json_t *prices);
 
-/* The price records of the JSONL file path (report --price): a new
- * array, or NULL with one line "report --price PATH: reason; fix" in err
- * (unreadable, a line that is not JSON, no price record). */
-json_t *report_price_records(const char *path, char *err, size_t n);
+/* The price records of the JSONL file path (what: the command and flag
+ * that named it, "report --price", "plan --price"): a new array, or NULL
+ * with one line "WHAT PATH: reason; fix" in err (unreadable, a line that
+ * is not JSON, no price record). */
+json_t *report_price_records(const char *path, const char *what, char *err,
+			     size_t n);
 
 /* report_acc — the rows of records given one at a time, as a streaming
  * reader (deqbench report) has them: report_acc_rows gives what

@@ -12,7 +12,8 @@
 #include "report.h"
 #include "report_impl.h"
 
-json_t *report_price_records(const char *path, char *err, size_t n)
+json_t *report_price_records(const char *path, const char *what, char *err,
+			     size_t n)
 {
 	FILE *f = fopen(path, "r");
 	json_t *out = json_array();
@@ -21,9 +22,9 @@ json_t *report_price_records(const char *path, char *err, size_t n)
 	long no = 0;
 	if (!f) {
 		snprintf(err, n,
-			 "report --price %.200s: %s; give the file "
+			 "%s %.200s: %s; give the file "
 			 "deqbench price out= wrote",
-			 path, strerror(errno));
+			 what, path, strerror(errno));
 		json_decref(out);
 		return NULL;
 	}
@@ -35,10 +36,10 @@ json_t *report_price_records(const char *path, char *err, size_t n)
 			continue;
 		if (!(r = json_loads(line, 0, &je))) {
 			snprintf(err, n,
-				 "report --price %.200s:%ld: not JSON "
+				 "%s %.200s:%ld: not JSON "
 				 "(%.80s); give the file deqbench price out= "
 				 "wrote",
-				 path, no, je.text);
+				 what, path, no, je.text);
 			json_decref(out);
 			out = NULL;
 		} else if (!strcmp(report_str(r, "kind", ""), "price"))
@@ -50,10 +51,10 @@ json_t *report_price_records(const char *path, char *err, size_t n)
 	fclose(f);
 	if (out && !json_array_size(out)) {
 		snprintf(err, n,
-			 "report --price %.200s: holds no price "
+			 "%s %.200s: holds no price "
 			 "records; make them with deqbench price ... "
 			 "out=%.200s",
-			 path, path);
+			 what, path, path);
 		json_decref(out);
 		out = NULL;
 	}

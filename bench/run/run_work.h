@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "../../methods/method.h"
 #include "step_log.h"
 
 /* The record key of unit u (enum work_unit): "block_fwd_taped", ... */
@@ -28,5 +29,39 @@ int run_work_edge(int n);
  * and per unit {total, per_step, per_step_first, per_step_last}, the
  * means null when n is 0. New reference. */
 json_t *run_work_json(const struct step_log *l, int p0, int n);
+
+/* A DEQ training step's solves: the forward and backward solves'
+ * evaluations (n_f, n_b) and whether the step applied the Jacobian
+ * regulariser (J). Means over steps are allowed (a fraction J, n between
+ * integers: run_work_step is then linear between them). */
+struct work_solves {
+	double nf, nb, jac;
+};
+
+/* One training step's work by unit (enum work_unit) of resolved method
+ * config mc by docs/methods.md §Work's formulas, the counts run_work_json
+ * reports (tests/test_work.c pins both to a real run): the layered
+ * methods' from method_evals_per_step's closed forms (checkpoint's and
+ * revolve's forwards beyond L are their untaped passes), host_bytes from
+ * tape_bytes (offload: 2·max(L − 2, 0) tapes; managed: max(L − 1, 0) with
+ * managed_prefetch); a deq step's from s (its solvers' U(n) and H(n) of
+ * §Work at histories mc's f_history / b_history, anderson_m). head_fwd =
+ * head_bwd = optimizer_step = 1. 0, or -1 for deq without s. */
+int run_work_step(const struct method_config *mc, double tape_bytes,
+		  const struct work_solves *s, double w[WORK_UNITS]);
+
+/* The per-step work of a training record rec of resolved method config mc
+ * (the record's own config, or one equal to it in what the work depends
+ * on) into w: its `work` object's per-step means where it has one (how =
+ * "work"), else run_work_step averaged over its trace's steps
+ * (trace.fwd_iters, bwd_iters, jac_loss; "trace"), else run_work_step at
+ * the mean iterations of its `solver` object and the fraction
+ * solver.jac_loss_steps / evals.steps ("means": U is exact, H is
+ * interpolated at the mean, which the mean of H(n) exceeds where n
+ * varies). Those made before pretrain_steps are the steps after it. 0,
+ * or -1 when rec holds none of them. */
+int run_work_from_record(const json_t *rec, const struct method_config *mc,
+			 double tape_bytes, double w[WORK_UNITS],
+			 const char **how);
 
 #endif

@@ -1,0 +1,65 @@
+/* plan.h — what cmd_plan.c (candidates, memory, the table, --run) and
+ * plan_price.c (their step times: work × price) share; private to
+ * `deqbench plan` (docs/ARCHITECTURE.md §Plan). */
+#ifndef DQ_BENCH_PLAN_H
+#define DQ_BENCH_PLAN_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "../config/config.h"
+
+struct cand {
+	struct bench_config cfg; /* resolved */
+	char label[64];
+	int chunk; /* head_chunk on */
+	int deq;   /* its work depends on the solves (method_evals_per_step
+		      refuses it) */
+	size_t peak, host;
+	double fwd, vjp; /* block forwards and VJPs a step */
+	double ms;	 /* predicted step */
+	double meas_ms;	 /* measured mean step of meas (NAN: none) */
+	/* borrowed from plan.runs: the run the deq's iterations come from
+	 * (NULL: none, priced at its caps) and the run measured */
+	const json_t *iters, *meas;
+	const char *iters_how; /* run_work_from_record's how */
+	char unpriced[96];     /* units counted without a price, or "" */
+	int order;	       /* place in the enumeration: breaks ties */
+};
+
+struct plan {
+	struct bench_config base;
+	double budget_mib;
+	int chunk; /* head_chunk of the "with" variants */
+	struct cand *c;
+	int n, cap;		/* candidates, and room for cap (enumerate) */
+	int V;			/* vocabulary */
+	const char *price_file; /* --price (NULL: measured here) */
+	const char *records;	/* --records (NULL: DQ_SOURCE_ROOT/results) */
+	double price_cap_s;	/* measuring here */
+	json_t *runs;		/* record_find_load of records */
+	json_t *cited;		/* the runs the table names, r1 first */
+	json_t *prices;		/* price records */
+	json_t *m;		/* report_cost_match of the base's shape */
+	double fixed;		/* step_fixed's price: the cost a step */
+	int clamped;		/* predictions raised to PLAN_MIN_MS */
+};
+
+/* The committed runs (--records, or DQ_SOURCE_ROOT/results without
+ * local/), the prices (--price, or measured here at the base's shape),
+ * then every candidate's step time and its sources. 0, or -1 with err;
+ * *setup 1 when it is bad input (a --price or --records that cannot be
+ * read, a --price without prices of this shape, a configuration price
+ * cannot set up). */
+int plan_price(struct plan *p, int *setup, char *err, size_t errlen);
+
+/* The sources of the table (the runs named r1, r2, ..., the prices, the
+ * step_fixed, the deq candidates' iterations, unpriced units). */
+void plan_price_notes(const struct plan *p);
+
+/* r<i> of run r in the notes (1-based), 0 when r is NULL. */
+int plan_run_index(const struct plan *p, const json_t *r);
+
+void plan_price_free(struct plan *p);
+
+#endif
