@@ -206,7 +206,8 @@ static void deq_label(const struct method_config *mc, char *buf, size_t n)
 }
 
 /* plan tries Broyden with history h (forward and backward) in {4, 8, 16,
- * the cap f_max_iter when above 16}, then Anderson with m in {3, 5, 8}. */
+ * and full history (0: each solve's own cap) when f_max_iter is above
+ * 16}, then Anderson with m in {3, 5, 8}. */
 static int deq_candidate(const struct method_config *mc, int i,
 			 struct method_candidate *out)
 {
@@ -216,9 +217,15 @@ static int deq_candidate(const struct method_config *mc, int i,
 	const char *ak[] = {"f_solver", "b_solver", "anderson_m"};
 	char v[24], label[64];
 	if (i < nb) {
+		/* the last: full history, 0 (each solve its own cap), as the
+		 * suites and the defaults run it */
 		const char *bv[] = {"broyden", "broyden", v, v};
-		snprintf(v, sizeof(v), "%d", i < 3 ? hs[i] : cap);
-		snprintf(label, sizeof(label), "deq broyden h=%s", v);
+		snprintf(v, sizeof(v), "%d", i < 3 ? hs[i] : 0);
+		if (i < 3)
+			snprintf(label, sizeof(label), "deq broyden h=%s", v);
+		else
+			snprintf(label, sizeof(label),
+				 "deq broyden full history");
 		method_candidate_set(out, label, 4, bk, bv);
 		return 1;
 	}

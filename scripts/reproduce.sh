@@ -350,7 +350,7 @@ prices() {
 # prices, cpu-rate.sh (core 0) and plan --run on the budget suite's
 # model, each once (kept on --resume when done), within the budget.
 cpu_extras() {
-	local rc=0 r b
+	local rc=0 r b pf
 	prices || rc=$?
 	((rc >= 3)) && return "$rc"
 	if [ ! -s "$out/cpu-rate/summary.txt" ]; then
@@ -367,11 +367,14 @@ cpu_extras() {
 			bench/suites/budget.json "$out/plan-base.json"
 		rm -f "$out/plan.jsonl.tmp"
 		r=0
+		# the prices measured above (the budget suite's shape), not new ones
+		pf=()
+		[ -s "$out/prices.jsonl" ] && pf=(--price "$out/prices.jsonl")
 		for b in "60 6" "200 12"; do
 			limited plan "$out/logs/plan.log" taskset -c 0 "$bin" plan \
 				"$out/plan-base.json" budget_mib="${b% *}" \
 				out="$out/plan.jsonl.tmp" --run "${b#* }" \
-				${extra[@]+"${extra[@]}"} || r=$?
+				${pf[@]+"${pf[@]}"} ${extra[@]+"${extra[@]}"} || r=$?
 			((r >= 3)) && return "$r"
 		done
 		((r)) || mv "$out/plan.jsonl.tmp" "$out/plan.jsonl"

@@ -607,7 +607,7 @@ Test(lifecycle, plan_keeps_every_candidate, .init = cli_setup,
 	cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
 	/* the label and a space: its rows, not the notes under the table */
 	cr_assert_eq(table_rows("deq anderson m=8 "), 2);
-	cr_assert_eq(table_rows("deq broyden h=30 "), 2);
+	cr_assert_eq(table_rows("deq broyden full history "), 2);
 	cr_assert_eq(table_rows("checkpoint k=130 "), 2);
 	cli_path(p, sizeof(p), "stdout.txt");
 	t = cli_read(p, NULL);

@@ -5,7 +5,7 @@
  * Candidates: what each registered method's descriptor lists
  * (method_candidate, methods/method.h), in registry order: unroll;
  * checkpoint for every k in 1..L; deq with Broyden history h (forward and
- * backward) in {4, 8, 16, the cap} and with Anderson m in {3, 5, 8};
+ * backward) in {4, 8, 16, full} and with Anderson m in {3, 5, 8};
  * revolve for every slots in 1..L−2; offload; each without and with
  * head_chunk = N/8 (N = batch_size·seq_len; the config's own head_chunk
  * when it sets one).

@@ -479,6 +479,10 @@ def t_reproduce_complete(tree, env):
           all("core=0" in a for a in p), f"prices: {p}")
     check(os.path.getsize(os.path.join(tree, "results/cpu/prices.jsonl")) > 0,
           "results/cpu/prices.jsonl not written")
+    check(all(a[a.index("--price") + 1].endswith("results/cpu/prices.jsonl")
+              for a in (c["argv"] for c in calls(tree, "plan")) if "--price" in a) and
+          sum("--price" in c["argv"] for c in calls(tree, "plan")) == 2,
+          f"plan not given the prices: {[c['argv'] for c in calls(tree, 'plan')]}")
     check("replay.py" in read(tree, "marks"),
           f"cpu reproduce did not replay the records: marks {read(tree, 'marks')!r}")
     r = run(tree, env, ["scripts/reproduce.sh", "gpu", "--resume"])
