@@ -64,6 +64,9 @@ elif cmd == "suite" and os.environ.get("STUB_SUITE") == "hang":
     while time.time() < end:
         time.sleep(0.02)
     sys.exit(128 + got[0])
+elif cmd == "compare":
+    print("| group | method | time |")
+    sys.exit(1 if os.environ.get("STUB_COMPARE") == "fail" else 0)
 elif cmd == "price":
     out = [x[4:] for x in a if x.startswith("out=")][-1]
     with open(out, "a") as f:
@@ -121,7 +124,7 @@ def make_tree():
     tree = tempfile.mkdtemp(prefix="deqbench-scripts-")
     os.makedirs(os.path.join(tree, "scripts"))
     for s in ("run.sh", "setup.sh", "reproduce.sh", "fetch-brown.sh",
-              "blas-coretype.sh"):
+              "blas-coretype.sh", "price-check.sh"):
         shutil.copy(os.path.join(ROOT, "scripts", s), os.path.join(tree, "scripts", s))
     shutil.copytree(os.path.join(ROOT, "bench", "suites"), os.path.join(tree, "bench", "suites"))
     write(os.path.join(tree, "scripts", "cpu-rate.sh"), MARK)
@@ -149,7 +152,7 @@ def make_tree():
                DQ_LOADAVG_FILE=os.path.join(tree, "loadavg"))
     write(os.path.join(tree, "loadavg"), "0.00 0.00 0.00 1/100 1\n", 0o644)
     for k in ("DQ_SKIP_SETUP", "DQ_CUDA", "DQ_REPRODUCE_ARGS", "STUB_GPU", "STUB_SUITE",
-              "STUB_BLAS", "OPENBLAS_CORETYPE"):
+              "STUB_BLAS", "STUB_COMPARE", "OPENBLAS_CORETYPE"):
         env.pop(k, None)
     return tree, env
 
@@ -497,10 +500,30 @@ def t_reproduce_complete(tree, env):
     check(not leftovers(tree), "processes left running")
 
 
+def t_price_check(tree, env):
+    """scripts/price-check.sh (issue 40): the price-check suite, its prices
+    on the same core, the A/A suite twice and compare --fail-above 10 of
+    the pair; exit 3 when the pair reads FASTER or SLOWER."""
+    out = os.path.join(tree, "pc")
+    r = run(tree, env, ["scripts/price-check.sh", out])
+    s = [c["argv"][1] for c in calls(tree, "suite")]
+    check(r.returncode == 0 and s == ["bench/suites/price-check.json"] +
+          ["bench/suites/aa.json"] * 2, f"exit {r.returncode}, suites {s}: {r.stderr}")
+    p = [c["argv"] for c in calls(tree, "price")]
+    check(len(p) == 1 and p[0][1] == f"{out}/runs.jsonl" and "core=0" in p[0],
+          f"price calls {p}")
+    c = [x["argv"] for x in calls(tree, "compare")]
+    check(c == [["compare", "--fail-above", "10", f"{out}/aa1.jsonl", f"{out}/aa2.jsonl"]],
+          f"compare calls {c}")
+    r = run(tree, dict(env, STUB_COMPARE="fail"), ["scripts/price-check.sh", out])
+    check(r.returncode == 3 and "FASTER or SLOWER" in r.stderr,
+          f"an A/A pair that fails: exit {r.returncode}: {r.stderr}")
+
+
 TESTS = [t_run_key_first, t_run_dry_run, t_run_out_refused, t_run_missing_suite,
          t_run_suite_name_path, t_run_progress_and_cuda, t_setup_cuda_choice,
          t_run_load_warning, t_run_blas_core, t_reproduce_budget_refused, t_reproduce_out_of_budget,
-         t_reproduce_interrupt, t_reproduce_complete]
+         t_reproduce_interrupt, t_reproduce_complete, t_price_check]
 
 
 def main():
