@@ -70,13 +70,25 @@ static void meaning_error(const char *path, const char *key, const json_t *have,
 }
 
 /* 0 when the file's "config" metadata (if any) agrees with the model on
- * meaning_keys; else -1 with one line naming the key and both values. */
+ * meaning_keys; else -1 with one line naming the key and both values, or
+ * saying the metadata is not a JSON object (a file whose keys cannot be
+ * checked is not loaded: params_meta's rule). */
 static int check_meaning(const struct st_file *f, const struct model *m,
 			 const char *path, char *err, size_t errlen)
 {
 	const char *s = st_metadata(f, "config");
-	json_t *fc = s ? json_loads(s, 0, NULL) : NULL;
+	json_error_t je;
+	json_t *fc = s ? json_loads(s, JSON_REJECT_DUPLICATES, &je) : NULL;
 	int rv = 0;
+	if (s && !json_is_object(fc)) {
+		snprintf(err, errlen,
+			 "%.400s: metadata \"config\" is not JSON (%.100s); "
+			 "write the file again with save_params= or deqbench "
+			 "params init",
+			 path, fc ? "not an object of config keys" : je.text);
+		json_decref(fc);
+		return -1;
+	}
 	for (int i = 0; fc && meaning_keys[i] && rv == 0; i++) {
 		json_t *have = json_object_get(fc, meaning_keys[i]);
 		json_t *want = model_key_json(m, meaning_keys[i]);
