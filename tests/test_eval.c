@@ -83,7 +83,8 @@ static void write_with_config(const char *src, const char *dst, const char *cfg)
 
 /* G4: a file trained on a corpus read from disk evaluates on that corpus
  * (data_dir from its metadata, not ./data), reproducing the run's valid
- * loss; another corpus (another vocabulary) is refused, one with the same
+ * loss; another corpus (another vocabulary) is refused (impl=pytorch
+ * too), one with the same
  * vocabulary is fine, and a file written before the vocabulary's
  * fingerprint was stored (the key renamed in place) still evaluates, with
  * a note. */
@@ -111,6 +112,11 @@ Test(eval, file_corpus_comes_from_the_metadata, .init = cli_setup,
 	json_decref(arr);
 	const char *other[] = {"eval", pa, dd[1], "eval_tokens=64", oa, NULL};
 	expect_bad(other, out, "vocabulary");
+	/* impl=pytorch checks the file with deqbench's loader first: the
+	 * same refusal, before any child starts */
+	const char *other_pt[] = {"eval",	    pa, dd[1], "impl=pytorch",
+				  "eval_tokens=64", oa, NULL};
+	expect_bad(other_pt, out, "vocabulary");
 	const char *copy[] = {"eval", pa, dd[2], "eval_tokens=64", oa, NULL};
 	cr_assert_eq(cli_run(copy, 0, err, sizeof(err)), 0, "%s", err);
 	f = cli_read(p, &len);

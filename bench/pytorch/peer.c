@@ -340,11 +340,12 @@ static void peer_cleanup(const char *dir)
 
 /* cfg's params= file through deqbench's own loader (params_load:
  * every tensor with the model's shape, the file's model and n_heads,
- * finite values), so impl=pytorch refuses what deqbench refuses, with the
- * same message. The model is built small (on the CPU, one unrolled layer,
+ * finite values; with eval, the vocabulary of the corpus it was trained
+ * on), so impl=pytorch refuses what deqbench refuses, with the same
+ * message. The model is built small (on the CPU, one unrolled layer,
  * batch 1): its parameters do not depend on the method or the batch. */
-static int check_params_file(const struct bench_config *cfg, int V, char *err,
-			     size_t errlen)
+static int check_params_file(const struct bench_config *cfg, int V, int eval,
+			     char *err, size_t errlen)
 {
 	static const char *const small[][2] = {{"device", "cpu"},
 					       {"tf32", "false"},
@@ -357,14 +358,22 @@ static int check_params_file(const struct bench_config *cfg, int V, char *err,
 					       {"spectral_radius_iters", "0"}};
 	struct bench_config c = *cfg;
 	struct run_ctx rc;
+	struct corpus corp;
 	char e[256];
-	int rv;
+	int rv, Vc;
 	for (size_t i = 0; i < sizeof(small) / sizeof(small[0]); i++)
 		config_set(&c, small[i][0], small[i][1], e, sizeof(e));
-	if (run_ctx_create(&rc, &c, V, err, errlen) != 0)
+	if (eval && run_ctx_load_corpus(&corp, cfg, &Vc, err, errlen) != 0)
 		return -1;
-	rv = params_load(&rc, cfg->params, err, errlen);
-	run_ctx_destroy(&rc);
+	rv = run_ctx_create(&rc, &c, V, err, errlen);
+	if (rv == 0) {
+		rc.corpus = eval ? &corp : NULL;
+		rc.vocab_check = eval; /* as the runner's eval */
+		rv = params_load(&rc, cfg->params, err, errlen);
+		run_ctx_destroy(&rc);
+	}
+	if (eval)
+		corpus_free(&corp);
 	return rv;
 }
 
@@ -576,16 +585,17 @@ static json_t *base_record(const struct bench_config *cfg,
 }
 
 /* What comes before the child: the token files in dir, *V, the params=
- * check, and (without params=) deqbench's initial parameters in init. 0,
- * or -1 with one line in err. */
-static int prepare(const struct bench_config *cfg, char *dir, size_t n_dir,
-		   int *V, char *init, size_t n_init, char *err, size_t errlen)
+ * check (with eval: of the vocabulary too), and (without params=)
+ * deqbench's initial parameters in init. 0, or -1 with one line in err. */
+static int prepare(const struct bench_config *cfg, int eval, char *dir,
+		   size_t n_dir, int *V, char *init, size_t n_init, char *err,
+		   size_t errlen)
 {
 	if (write_tokens(cfg, dir, n_dir, V, err, errlen) != 0)
 		return -1;
 	snprintf(init, n_init, "%s/init.safetensors", dir);
 	if (*cfg->params)
-		return check_params_file(cfg, *V, err, errlen);
+		return check_params_file(cfg, *V, eval, err, errlen);
 	/* the same initial parameters as a deqbench run of cfg: losses of the
 	 * two are comparable step by step */
 	struct bench_config c = *cfg;
@@ -640,7 +650,7 @@ static enum run_status peer_exec(const struct bench_config *cfg,
 	int V = 0;
 
 	*record = base_record(cfg, meta, eval);
-	if (prepare(cfg, dir, sizeof(dir), &V, init, sizeof(init), err,
+	if (prepare(cfg, eval, dir, sizeof(dir), &V, init, sizeof(init), err,
 		    sizeof(err)) != 0) {
 		peer_cleanup(dir);
 		json_object_set_new(*record, "message",
