@@ -157,6 +157,64 @@ Test(target, given_and_not_reached)
 	json_decref(rows);
 }
 
+/* A work_unit of per-step count c (mean, first and last alike). */
+static json_t *wu(double c)
+{
+	return json_pack("{s:f, s:f, s:f}", "per_step", c, "per_step_first", c,
+			 "per_step_last", c);
+}
+
+/* With price records (report --price): priced_s is the steps to the
+ * target × the row's priced step; here unroll's work prices at 1 + 2 + 0.5
+ * + 0.25 + 1 (step_fixed) = 4.75 ms and the DEQ's at 3 × 1 + 2 + 0.5 +
+ * 0.25 + 1 = 6.75 ms, the sample's own shapes; without prices both are
+ * null. */
+Test(target, priced_time_to_target)
+{
+	json_t *all = sample(), *r, *rows, *prices;
+	size_t i;
+	json_array_foreach(all, i, r)
+	{
+		json_t *c = json_object_get(r, "config");
+		int deq = !strcmp(
+		    json_string_value(json_object_get(c, "method")), "deq");
+		json_object_set_new(c, "model", json_string("transformer"));
+		json_object_set_new(
+		    r, "work",
+		    json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, "
+			      "s:o, s:o, s:o}",
+			      "block_fwd_taped", wu(1), "block_fwd",
+			      wu(deq ? 2 : 0), "block_fwd_recompute", wu(0),
+			      "block_vjp", wu(1), "block_vjp_input", wu(0),
+			      "head_fwd", wu(1), "head_bwd", wu(1),
+			      "optimizer_step", wu(1), "host_bytes", wu(0)));
+	}
+	prices = json_array();
+	const char *u[] = {"block_fwd_taped", "block_fwd",	"block_vjp",
+			   "head_train",      "optimizer_step", "step_fixed"};
+	const double ms[] = {1, 1, 2, 0.5, 0.25, 1};
+	for (int k = 0; k < 6; k++)
+		json_array_append_new(
+		    prices,
+		    json_pack("{s:s, s:s, s:f, s:{s:s, s:s}, s:{s:s}}", "kind",
+			      "price", "unit", u[k], "median_ms", ms[k],
+			      "shape", "model", "transformer", "precision",
+			      "fp32", "config", "device", "cpu"));
+	rows = report_rows_priced(all, prices);
+	const json_t *un = tt(rows, 0), *dq = tt(rows, 1);
+	/* auto target 125: unroll 40 steps, deq 30 (automatic_per_group) */
+	cr_assert_float_eq(n_at(un, "priced_s"), 40 * 4.75 / 1000, 1e-12);
+	cr_assert_float_eq(n_at(dq, "priced_s"), 30 * 6.75 / 1000, 1e-12);
+	cr_assert_float_eq(n_at(dq, "priced_s_x_unroll"),
+			   (30 * 6.75) / (40 * 4.75), 1e-12);
+	json_decref(rows);
+	rows = report_rows(all);
+	cr_assert(json_is_null(json_object_get(tt(rows, 1), "priced_s")));
+	json_decref(rows);
+	json_decref(prices);
+	json_decref(all);
+}
+
 /* Columns of a line of UTF-8 text (each character one column). */
 static int columns(const char *s, size_t n)
 {

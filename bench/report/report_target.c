@@ -130,14 +130,39 @@ static int row_reach(const struct agg *r, double target, int *n, double *steps,
 	return k;
 }
 
+/* The geometric mean of row r's priced step ms (report --price: Σ work ×
+ * price + step_fixed, C_PR) over its runs; NAN without prices. */
+static double priced_ms(const struct agg *r)
+{
+	double s = 0;
+	int k = 0;
+	for (int i = 0; r && i < r->n; i++) {
+		double x = agg_col(r, C_PR)[i];
+		if (isfinite(x) && x > 0) {
+			s += log(x);
+			k++;
+		}
+	}
+	return k ? exp(s / k) : NAN;
+}
+
+/* A number, or null where x is not finite. */
+static json_t *num_or_null(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
 /* to_target of row r (report.h, docs/commands.md), or null when none of
- * its runs has a curve. */
+ * its runs has a curve. priced_s: the steps to the target × the row's
+ * priced step (a whole run's mean: the time the work to the target costs
+ * at the local prices, the steps' own drift aside). */
 static json_t *target_json(const struct table *t, const struct agg *r)
 {
 	const struct agg *b = report_unroll_row(t, r);
 	int given = isfinite(t->target_ppl), n, nb, k, kb = 0;
 	double tgt = given ? t->target_ppl : auto_target(t, r->group);
-	double steps, s, bsteps = NAN, bs = NAN;
+	double steps, s, bsteps = NAN, bs = NAN, ps, bps;
+	json_t *o;
 	if (!r->curves || !isfinite(tgt))
 		return json_null();
 	k = row_reach(r, tgt, &n, &steps, &s);
@@ -145,12 +170,17 @@ static json_t *target_json(const struct table *t, const struct agg *r)
 		return json_null();
 	if (b && b->curves)
 		kb = row_reach(b, tgt, &nb, &bsteps, &bs);
-	return json_pack("{s:f, s:s, s:i, s:i, s:o, s:o, s:o}", "target_ppl",
-			 tgt, "target", given ? "given" : "auto", "runs", n,
-			 "reached", k, "steps",
-			 k ? json_real(steps) : json_null(), "train_s",
-			 k ? json_real(s) : json_null(), "train_s_x_unroll",
-			 k && kb && bs > 0 ? json_real(s / bs) : json_null());
+	ps = k ? steps * priced_ms(r) / 1000 : NAN;
+	bps = kb ? bsteps * priced_ms(b) / 1000 : NAN;
+	o = json_pack("{s:f, s:s, s:i, s:i, s:o, s:o, s:o}", "target_ppl", tgt,
+		      "target", given ? "given" : "auto", "runs", n, "reached",
+		      k, "steps", k ? json_real(steps) : json_null(), "train_s",
+		      k ? json_real(s) : json_null(), "train_s_x_unroll",
+		      k && kb && bs > 0 ? json_real(s / bs) : json_null());
+	json_object_set_new(o, "priced_s", num_or_null(ps));
+	json_object_set_new(o, "priced_s_x_unroll",
+			    num_or_null(bps > 0 ? ps / bps : NAN));
+	return o;
 }
 
 void report_target_rows(const struct table *t, json_t *rows)
