@@ -29,6 +29,7 @@ import subprocess
 import sys
 
 import deqwords
+import equalppl
 import made
 import replayed
 import steptime
@@ -325,6 +326,9 @@ def section_gc(srcs):
                 else gc_vs_deq_sentence(s)
             if sent:
                 lines += [sent, ""]
+            eq = equalppl.sentence(s.rows, s.machine)
+            if eq:
+                lines += [eq, ""]
     lines.append(METHOD_TABLE)
     for s in srcs:
         label = f"{s.machine.upper()} {s.suite.replace('/answer', ' answer')}"
