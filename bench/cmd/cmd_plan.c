@@ -61,9 +61,8 @@
  * size_t, and 1e9 MiB (about 954 TiB) is far above any device. */
 #define PLAN_MAX_BUDGET_MIB 1e9
 
-/* A copy of base with `n` key=value settings; 0, or -1 with err. */
-static int derive(struct bench_config *out, const struct bench_config *base,
-		  const char *const *kv, int n, char *err, size_t errlen)
+int plan_derive(struct bench_config *out, const struct bench_config *base,
+		const char *const *kv, int n, char *err, size_t errlen)
 {
 	*out = *base;
 	out->method.resolved = 0;
@@ -97,7 +96,8 @@ static int add(struct plan *p, const char *label, const char *const *kv, int n,
 		memcpy(all, kv, (size_t)n * sizeof(*kv));
 		snprintf(v, sizeof(v), "%d", chunk ? p->chunk : 0);
 		all[n] = "head_chunk", all[n + 1] = v;
-		if (derive(&c->cfg, &p->base, all, n + 2, err, errlen) != 0)
+		if (plan_derive(&c->cfg, &p->base, all, n + 2, err, errlen) !=
+		    0)
 			return -1;
 		deq = method_evals_per_step(&c->cfg.method, &f, &vj) != 0;
 		snprintf(c->label, sizeof(c->label), "%s", label);

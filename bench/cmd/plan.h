@@ -53,6 +53,11 @@ struct plan {
  * cannot set up). */
 int plan_price(struct plan *p, int *setup, char *err, size_t errlen);
 
+/* A copy of base with n strings kv = key, value, ... set and the config
+ * finished (resolved again). 0, or -1 with err. */
+int plan_derive(struct bench_config *out, const struct bench_config *base,
+		const char *const *kv, int n, char *err, size_t errlen);
+
 /* The sources of the table (the runs named r1, r2, ..., the prices, the
  * step_fixed, the deq candidates' iterations, unpriced units). */
 void plan_price_notes(const struct plan *p);

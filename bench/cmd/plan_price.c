@@ -65,18 +65,6 @@ static int skip_iters(const char *key, void *ctx)
 	return skip_time(key, ctx) || in(key, iters_free);
 }
 
-/* base with key=value pairs kv (n strings), finished. */
-static int with(struct bench_config *out, const struct bench_config *base,
-		const char *const *kv, int n, char *err, size_t errlen)
-{
-	*out = *base;
-	out->method.resolved = 0;
-	for (int i = 0; i < n; i += 2)
-		if (config_set(out, kv[i], kv[i + 1], err, errlen) != 0)
-			return -1;
-	return config_finish(out, err, errlen);
-}
-
 /* The committed runs: --records, or the source root's results/ (none
  * when the build's checkout has none). */
 static int load_runs(struct plan *p, int *setup, char *err, size_t errlen)
@@ -129,7 +117,7 @@ static int load_prices(struct plan *p, int *setup, char *err, size_t errlen)
 		return p->prices ? 0 : -1;
 	}
 	snprintf(am, sizeof(am), "%d", anderson_max(p));
-	if (with(&pc, &p->base, kv, 14, err, errlen) != 0)
+	if (plan_derive(&pc, &p->base, kv, 14, err, errlen) != 0)
 		return -1;
 	fprintf(stderr,
 		"plan: pricing the work units at this shape (deqbench price, "
