@@ -634,11 +634,56 @@ size_t model_tape_bytes(const struct model *m)
 	return e * m->def->tape_elems(m);
 }
 
+/* ------------------------------------------------------ the GEMM log */
+
+void model_gemm_log_start(struct model *m, struct model_gemm_log *log)
+{
+	log->n = 0;
+	log->dropped = 0;
+	((struct model_priv *)m->priv)->gemm_log = log;
+}
+
+void model_gemm_log_stop(struct model *m)
+{
+	((struct model_priv *)m->priv)->gemm_log = NULL;
+}
+
+double model_gemm_log_flops(const struct model_gemm_log *log)
+{
+	double f = 0;
+	for (int i = 0; i < log->n; i++)
+		f += 2.0 * log->s[i].M * (double)log->s[i].N * log->s[i].K *
+		     (double)log->s[i].count;
+	return f;
+}
+
+/* Adds one call of (ta, tb, M, N, K) to log: its entry's count, or a new
+ * entry. O(entries) a call, and only while logging. */
+static void gemm_log_add(struct model_gemm_log *log, int ta, int tb, int M,
+			 int N, int K)
+{
+	const struct model_gemm_shape s = {ta, tb, M, N, K, 1};
+	for (int i = 0; i < log->n; i++) {
+		struct model_gemm_shape *e = &log->s[i];
+		if (e->ta == ta && e->tb == tb && e->M == M && e->N == N &&
+		    e->K == K) {
+			e->count++;
+			return;
+		}
+	}
+	if (log->n < MODEL_GEMM_LOG_MAX)
+		log->s[log->n++] = s;
+	else
+		log->dropped++;
+}
+
 void model_gemm(struct model *m, int ta, int tb, int M, int N, int K,
 		double alpha, const void *A, int lda, const void *B, int ldb,
 		double beta, void *C, int ldc)
 {
 	struct model_priv *pv = m->priv;
+	if (pv->gemm_log)
+		gemm_log_add(pv->gemm_log, ta, tb, M, N, K);
 	if (m->cfg.precision != DQ_PREC_BF16) {
 		be_gemm(m->be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C,
 			ldc);

@@ -185,6 +185,31 @@ void model_gemm(struct model *m, int ta, int tb, int M, int N, int K,
 		double alpha, const void *A, int lda, const void *B, int ldb,
 		double beta, void *C, int ldc);
 
+/* The shapes model_gemm is called with, while a caller asks (bench-block
+ * times them; tests hold each kind's model_block_flops against them).
+ * One entry per distinct (ta, tb, M, N, K), in the order of its first
+ * call, with count its calls: C (M,N) = op(A) op(B), op(A) (M,K), ta and
+ * tb as model_gemm's. Each entry is 2 M N K count FLOPs. */
+struct model_gemm_shape {
+	int ta, tb, M, N, K;
+	long count;
+};
+#define MODEL_GEMM_LOG_MAX 64
+struct model_gemm_log {
+	int n;	      /* entries in s */
+	long dropped; /* calls of shapes that found s full (0 for every kind
+		       * here: a block has at most 24 GEMM calls) */
+	struct model_gemm_shape s[MODEL_GEMM_LOG_MAX];
+};
+
+/* Clears *log and has every model_gemm of m add its shape to it until
+ * model_gemm_log_stop(m). The caller owns log; m keeps a pointer to it
+ * meanwhile. Off (the rule), model_gemm costs one NULL check for it. */
+void model_gemm_log_start(struct model *m, struct model_gemm_log *log);
+void model_gemm_log_stop(struct model *m);
+/* Σ over the entries of 2 M N K count (multiply-add = 2). */
+double model_gemm_log_flops(const struct model_gemm_log *log);
+
 /* z_out = f(z_in; u). tape: NULL (no tape; uses model workspace) or a buffer
  * of model_tape_bytes() that receives what the vjp needs (under bf16 the
  * block writes an fp32 tape into the model's staging buffer and stores it

@@ -116,6 +116,9 @@ struct model_priv {
 	void *tape32;	    /* MEM_WORKSPACE, one fp32 tape: the block's own */
 	void *gemm_scratch; /* MEM_WORKSPACE, model_gemm's rounded operands */
 	size_t gemm_scratch_bytes;
+	/* model_gemm's shape log between model_gemm_log_start and _stop;
+	 * NULL (the rule) when off */
+	struct model_gemm_log *gemm_log;
 };
 
 /* model.c: bytes of the bf16 buffers above (0 unless precision=bf16),
