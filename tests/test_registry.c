@@ -436,9 +436,22 @@ Test(bench_block, parses_with_the_config_code, .init = cli_setup,
 			  "%s", so);
 		free(so);
 	}
+	/* the GEMM rows are the shapes model_gemm logged, with their counts:
+	 * trellisnet's eight gate/tap GEMMs of one shape each way (N = 16,
+	 * h = 16); any kind runs, tanh_cell's one GEMM each way too */
 	so = tiny_bench_block("model=trellisnet");
-	cr_assert(strstr(so, "bench-block: model=trellisnet device=cpu"), "%s",
-		  so);
+	cr_assert(
+	    strstr(so, "bench-block: model=trellisnet device=cpu") &&
+		strstr(so, "\nfwd  A B^T x8              16     16     16 ") &&
+		strstr(so, "\nvjp  A B x8                16     16     16 ") &&
+		strstr(so, "\nvjp  A^T B x8              16     16     16 "),
+	    "%s", so);
+	free(so);
+	so = tiny_bench_block("model=tanh_cell");
+	cr_assert(
+	    strstr(so, "bench-block: model=tanh_cell device=cpu") &&
+		strstr(so, "\nvjp  A^T B                 16     16     16 "),
+	    "%s", so);
 	free(so);
 	/* the transformer's non-GEMM ops, timed alone */
 	so = tiny_bench_block("precision=bf16");

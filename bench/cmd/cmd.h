@@ -1,7 +1,8 @@
-/* cmd.h — what the command files of deqbench (main.c: run, eval, report,
- * env, params, grad; cmd_eval.c: eval's config; cmd_suite.c: suite;
- * cmd_validate.c: validate) share. Exit status and messages:
- * main.c's header comment and docs/commands.md. */
+/* cmd.h — what the command files of deqbench (main.c: run, eval, env,
+ * params, grad; cmd_eval.c: eval's config; cmd_suite.c: suite;
+ * cmd_validate.c: validate; and the other cmd_*.c) share: the helpers of
+ * cmd_common.c and cmd_args.c, and each command's entry. Exit status and
+ * messages: main.c's header comment and docs/commands.md. */
 #ifndef DQ_BENCH_CMD_H
 #define DQ_BENCH_CMD_H
 
@@ -111,5 +112,18 @@ int cmd_price(int argc, char **argv);
 
 /* deqbench validate [--strict] FILE.jsonl ... (cmd_validate.c). */
 int cmd_validate(int argc, char **argv);
+
+/* deqbench bench-block [key=value ...] (cmd_bench_block.c): times forward
+ * + vjp of one block application of any model kind and the backend GEMM
+ * on the block's own GEMM shapes (asked of the model: model_gemm's log),
+ * and prints both rates and their ratio; with vocab > 0 also the LM
+ * head's GEMMs and the GEMM rate of one training step's shapes (layers x
+ * the block's + the head's). argv[0] is the command name; key=value
+ * arguments: the config keys model d_model n_heads d_ff seq_len
+ * batch_size layers device threads seed precision, parsed and checked as
+ * `deqbench run`'s (config_set), and its own iters warmup vocab;
+ * defaults: the bench-block preset (`--help` prints it). Returns 0, or 2
+ * on bad input / 1 on a run-time failure with one line on stderr. */
+int cmd_bench_block(int argc, char **argv);
 
 #endif

@@ -1,7 +1,7 @@
 /* block_units.h — the block's four work units on buffers of their own,
- * shared by `deqbench bench-block` (bench_block.c) and `deqbench price`
- * (price.c), so that both time the same calls (docs/methods.md's work
- * units):
+ * shared by `deqbench bench-block` (bench/cmd/cmd_bench_block.c) and
+ * `deqbench price` (price.c), so that both time the same calls
+ * (docs/methods.md's work units):
  *   BLOCK_FWD_TAPED  model_block_forward writing a tape (unroll's forward)
  *   BLOCK_FWD        model_block_forward without a tape (a forward solver
  *                    iteration's evaluation)

@@ -1,28 +1,28 @@
-/* bench_block.c — `deqbench bench-block`: the block's achieved GFLOP/s next
- * to the backend GEMM's GFLOP/s on the same shapes.
+/* cmd_bench_block.c — `deqbench bench-block [key=value ...]`: the
+ * block's achieved GFLOP/s next to the backend GEMM's GFLOP/s on the
+ * block's own GEMM shapes, in one run (how close the block gets to the
+ * GEMM roofline of this device).
  *
- * What is counted (model_block_flops, models/transformer.c): forward FLOPs
- * F_fwd = 2N(4d² + 2dF) + 4BT²d (GEMMs plus q kᵀ and att v over the full
- * T×T, multiply-add = 2). Forward + vjp with parameter gradients is counted
- * as 3 F_fwd, the usual convention: the backward of every matmul is two
- * matmuls of the same size (input and weight gradients). Bias, LayerNorm,
- * softmax, relu and copies are not counted but are timed.
+ * What is counted (model_block_flops, models/): forward FLOPs F_fwd, the
+ * kind's GEMMs (multiply-add = 2) and, for the transformer, q kᵀ and
+ * att v over the full T×T scores (4BT²d). Forward + vjp with parameter
+ * gradients is counted as 3 F_fwd, the usual convention: the backward of
+ * every matmul is two matmuls of the same size (input and weight
+ * gradients). Bias, LayerNorm, softmax, gates, shifts and copies are not
+ * counted but are timed.
  *
- * The GEMM reference runs the block's twelve GEMMs (N = B*T rows):
- *   forward  z Wqkvᵀ (N,3d,d)  a Woᵀ (N,d,d)  h W1ᵀ (N,F,d)  p W2ᵀ (N,d,F)
- *   dX       dqkv Wqkv (N,d,3d)  dr1 Wo (N,d,d)  dp W1 (N,d,F)  dr2 W2 (N,F,d)
- *   dW       dqkvᵀ z (3d,d,N)  dr1ᵀ a (d,d,N)  dpᵀ h (F,d,N)  dr2ᵀ p (d,F,N)
- * each timed alone (median), and reports Σ flops / Σ median time: the rate
- * the block would reach if it were only these GEMMs. ratio = block rate /
- * GEMM rate; below 1 by the cost of attention (not a BLAS call on the CPU)
- * and the element-wise ops.
- *
- * model=trellisnet (models/trellisnet.c, h = d_model): F_fwd = 16 N h², the
- * layer's eight (N,h,h) GEMMs (4 gates x 2 taps); its vjp has eight of
- * each of dX = dpre_j W_jk (N,h,h) and dW = dpre_jᵀ x (h,h,N). The
- * reference times those three shapes once and counts each 8 times (the
- * 24 GEMMs' time if each ran as fast as timed). The gates, shifts and
- * weight transposition are timed with the block, not counted.
+ * The GEMM reference asks the model for its shapes: one block forward
+ * with tape and one vjp with parameter gradients run once, untimed, with
+ * model_gemm's log on (model_gemm_log_start, models/model.h), which
+ * lists each distinct (trans, M, N, K) with its count: the transformer's
+ * twelve GEMMs (four forward, four dX, four dW; shapes that coincide, as
+ * qkv's and ff1's at d_ff = 3 d_model, merge), TrellisNet's three shapes
+ * of 8 (its eight gate/tap GEMMs forward, dX and dW), tanh_cell's three.
+ * Each shape is timed alone (median) and counted with its count; the
+ * reference reports Σ flops / Σ median time: the rate the block would
+ * reach if it were only these GEMMs. ratio = block rate / GEMM rate;
+ * below 1 by the cost of attention (not a BLAS call on the CPU) and the
+ * element-wise ops.
  *
  * vocab=V > 0 adds the LM head's three GEMMs at N = B*T rows and E =
  * d_model (the head's input width):
@@ -45,8 +45,6 @@
  * GEMM alone, the "floor ms" column), whose sums are the bf16 GEMM-only
  * floor of the block's and of a training step's shapes.
  */
-#include "bench_block.h"
-
 #include <assert.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,7 +53,8 @@
 
 #include "../../models/model.h"
 #include "../config/config.h"
-#include "block_units.h"
+#include "../run/block_units.h"
+#include "cmd.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -64,7 +63,7 @@ struct bb_cfg {
 	int vocab, layers; /* head GEMMs (0: off); block GEMMs per step */
 	uint64_t seed;
 	const char *device;
-	enum model_kind model;	     /* transformer (default) or trellisnet */
+	enum model_kind model;	     /* any registered kind */
 	enum dq_precision precision; /* of the block and the reference GEMMs */
 };
 
@@ -149,6 +148,8 @@ static int set_key(struct bench_config *c, struct bb_own *own, const char *a,
 /* Prints the usage with every key's default (the preset). */
 static void print_usage(const struct bench_config *c, const struct bb_own *own)
 {
+	char kinds[256];
+	model_kind_list(kinds, sizeof(kinds));
 	printf("usage: deqbench bench-block [key=value ...]\n"
 	       "  keys and their defaults (the bench-block preset; the config "
 	       "keys are\n  parsed and checked as deqbench run's):\n   ");
@@ -163,10 +164,10 @@ static void print_usage(const struct bench_config *c, const struct bb_own *own)
 	for (size_t i = 0; i < NELEM(own_keys); i++)
 		printf(" %s=%d", own_keys[i].name,
 		       *(const int *)((const char *)own + own_keys[i].offset));
-	printf("\n  model: transformer or trellisnet; vocab=V > 0: also time "
-	       "the LM head's\n  three GEMMs and print the rate of one "
-	       "training step's GEMM shapes\n  (layers x the block's + the "
-	       "head's)\n");
+	printf("\n  model: any kind (%s)\n  vocab=V > 0: also time the LM "
+	       "head's three GEMMs and print the rate of\n  one training "
+	       "step's GEMM shapes (layers x the block's + the head's)\n",
+	       kinds);
 }
 
 /* The preset: run's defaults with preset[] over them. */
@@ -227,14 +228,6 @@ static int parse_args(int argc, char **argv, struct bb_cfg *b)
 		    set_key(&c, &own, a, eq, err, sizeof(err)))
 			goto bad;
 	}
-	if (c.model.kind != MODEL_TRANSFORMER &&
-	    c.model.kind != MODEL_TRELLISNET) {
-		snprintf(err, sizeof(err),
-			 "model=%s: bench-block knows the GEMM shapes of "
-			 "transformer and trellisnet; use one of them",
-			 model_kind_name(c.model.kind));
-		goto bad;
-	}
 	if (config_validate(&c, err, sizeof(err)) != 0)
 		goto bad;
 	fill(b, &c, &own);
@@ -256,17 +249,22 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* A reference GEMM: its row label, shape and count (its calls in one
+ * block forward + vjp, or 1 for a head GEMM). */
 struct gemm_shape {
-	const char *what;
+	char what[48];
 	int ta, tb, M, N, K;
+	long count;
 };
 
 /* Device buffers of one bench-block run and the host scratch. */
 struct bb_bufs {
 	struct block_bufs blk; /* block input/output, cotangents, tape */
 	size_t nd;	       /* block state elements (m->n_state) */
-	size_t big;	  /* elements of each GEMM operand: max(N w, w d, N V,
-		     * V d) */
+	size_t big; /* elements of each GEMM operand: max(N w, w d, N V, V
+		     * d) or more, to hold every logged shape's */
+	/* model_gemm's log of one block forward with tape, one vjp */
+	struct model_gemm_log fwd, vjp;
 	void *A, *Bm, *C; /* GEMM operands */
 	void *S;	  /* gemm_bf16's scratch (precision=bf16), else NULL */
 	uint16_t *A16, *B16; /* A, Bm in bf16 (precision=bf16), else NULL */
@@ -310,22 +308,49 @@ static double time_gemm(struct backend *be, const struct gemm_shape *s,
 	return median(b->ms, iters);
 }
 
+/* The block's GEMM shapes, asked of the model: one block forward with
+ * tape into b->fwd and one vjp with parameter gradients into b->vjp, run
+ * with model_gemm's log on (untimed); b->big raised to hold the largest
+ * operand or product among them. */
+static void log_block_gemms(struct model *m, struct bb_bufs *b)
+{
+	model_gemm_log_start(m, &b->fwd);
+	block_unit_run(m, &b->blk, BLOCK_FWD_TAPED);
+	model_gemm_log_stop(m);
+	model_gemm_log_start(m, &b->vjp);
+	block_unit_run(m, &b->blk, BLOCK_VJP);
+	model_gemm_log_stop(m);
+	assert(!b->fwd.dropped && !b->vjp.dropped);
+	for (int p = 0; p < 2; p++) {
+		const struct model_gemm_log *l = p ? &b->vjp : &b->fwd;
+		for (int i = 0; i < l->n; i++) {
+			size_t M = (size_t)l->s[i].M, N = (size_t)l->s[i].N;
+			size_t K = (size_t)l->s[i].K;
+			size_t e[] = {M * K, K * N, M * N};
+			for (int j = 0; j < 3; j++)
+				b->big = e[j] > b->big ? e[j] : b->big;
+		}
+	}
+}
+
 /* Allocates the buffers of model M (c's sizes) and fills them with
- * deterministic O(1) values. -1 when out of memory (message printed; free
- * with bb_free). */
+ * deterministic O(1) values; logs the block's GEMM shapes
+ * (log_block_gemms). -1 when out of memory (message printed; free with
+ * bb_free). */
 static int bb_alloc(struct backend *be, struct model *m, const struct bb_cfg *c,
 		    struct bb_bufs *b)
 {
 	size_t N = (size_t)c->B * c->T, d = (size_t)c->d, F = (size_t)c->F;
 	size_t w = F > 3 * d ? F : 3 * d, V = (size_t)c->vocab;
 	b->nd = m->n_state;
-	/* GEMM operands below are at most max(N w, w d, N V, V d) =
-	 * max(N, d) max(w, V) elements */
+	/* the transformer's GEMM operands and the head's are at most
+	 * max(N w, w d, N V, V d) = max(N, d) max(w, V) elements */
 	b->big = (N > d ? N : d) * (w > V ? w : V);
 	if (block_bufs_alloc(be, m, &b->blk) != 0) {
 		fprintf(stderr, "deqbench bench-block: out of memory\n");
 		return -1;
 	}
+	log_block_gemms(m, b);
 	b->A = backend_alloc(be, b->big, MEM_WORKSPACE);
 	b->Bm = backend_alloc(be, b->big, MEM_WORKSPACE);
 	b->C = backend_alloc(be, b->big, MEM_WORKSPACE);
@@ -441,16 +466,17 @@ static int time_solver_units(struct backend *be, struct model *m,
 }
 
 /* Times shapes sh[0..n) once each and prints a row per shape; adds their
- * flops and median ms, each counted mult times, to *flops and *ms (and,
- * under precision=bf16, the floor's to b->floor_ms, printed in a last
- * column). */
+ * flops and median ms, each counted sh[k].count times, to *flops and *ms
+ * (and, under precision=bf16, the floor's to b->floor_ms, printed in a
+ * last column). */
 static void time_shapes(struct backend *be, const struct bb_cfg *c,
-			const struct gemm_shape *sh, size_t n, int mult,
+			const struct gemm_shape *sh, size_t n,
 			struct bb_bufs *b, double *flops, double *ms)
 {
 	for (size_t k = 0; k < n; k++) {
 		double t = time_gemm(be, &sh[k], b, 0, c->warmup, c->iters);
 		double f = 2.0 * sh[k].M * (double)sh[k].N * sh[k].K;
+		double mult = (double)sh[k].count;
 		*flops += f * mult;
 		*ms += t * mult;
 		printf("%-22s %6d %6d %6d %10.4f %10.2f", sh[k].what, sh[k].M,
@@ -465,40 +491,38 @@ static void time_shapes(struct backend *be, const struct bb_cfg *c,
 	}
 }
 
-/* Times and prints the reference GEMMs of the block (see the header):
- * *flops and *ms their counted FLOPs and median times, summed. */
-static void time_gemms(struct backend *be, const struct bb_cfg *c, int tn,
+/* The entries of log as reference GEMMs into sh (MODEL_GEMM_LOG_MAX
+ * room), labelled by phase ("fwd", "vjp") and product (op(A) op(B): A B,
+ * A B^T, A^T B, A^T B^T), with "xC" for a count C > 1. Returns their
+ * number. */
+static size_t shapes_of_log(const struct model_gemm_log *log, const char *phase,
+			    struct gemm_shape *sh)
+{
+	for (int i = 0; i < log->n; i++) {
+		const struct model_gemm_shape *e = &log->s[i];
+		char x[24] = "";
+		if (e->count > 1)
+			snprintf(x, sizeof(x), " x%ld", e->count);
+		sh[i] = (struct gemm_shape){"",	  e->ta, e->tb,	  e->M,
+					    e->N, e->K,	 e->count};
+		snprintf(sh[i].what, sizeof(sh[i].what), "%s  A%s B%s%s", phase,
+			 e->ta ? "^T" : "", e->tb ? "^T" : "", x);
+	}
+	return (size_t)log->n;
+}
+
+/* Times and prints the reference GEMMs of the block, the shapes b->fwd
+ * and b->vjp logged (see the header): *flops and *ms their counted FLOPs
+ * and median times, summed with their counts. */
+static void time_gemms(struct backend *be, const struct bb_cfg *c,
 		       struct bb_bufs *b, double *flops, double *ms)
 {
-	int n = (int)((size_t)c->B * c->T), D = c->d, FF = c->F;
-	const struct gemm_shape shapes[] = {
-	    {"fwd  qkv  z Wqkv^T", 0, 1, n, 3 * D, D},
-	    {"fwd  out  a Wo^T", 0, 1, n, D, D},
-	    {"fwd  ff1  h W1^T", 0, 1, n, FF, D},
-	    {"fwd  ff2  p W2^T", 0, 1, n, D, FF},
-	    {"dX   qkv  dqkv Wqkv", 0, 0, n, D, 3 * D},
-	    {"dX   out  dr1 Wo", 0, 0, n, D, D},
-	    {"dX   ff1  dp W1", 0, 0, n, D, FF},
-	    {"dX   ff2  dr2 W2", 0, 0, n, FF, D},
-	    {"dW   qkv  dqkv^T z", 1, 0, 3 * D, D, n},
-	    {"dW   out  dr1^T a", 1, 0, D, D, n},
-	    {"dW   ff1  dp^T h", 1, 0, FF, D, n},
-	    {"dW   ff2  dr2^T p", 1, 0, D, FF, n},
-	};
-	/* trellisnet: its three GEMM shapes (see the header) */
-	const struct gemm_shape tn_shapes[] = {
-	    {"fwd  conv x W_jk^T", 0, 1, n, D, D},
-	    {"dX   conv dpre_j W_jk", 0, 0, n, D, D},
-	    {"dW   conv dpre_j^T x", 1, 0, D, D, n},
-	};
+	struct gemm_shape sh[MODEL_GEMM_LOG_MAX];
 	printf("%-22s %6s %6s %6s %10s %10s%s\n", "gemm", "M", "N", "K", "ms",
 	       "GFLOP/s", b->A16 ? "   floor ms" : "");
 	*flops = *ms = 0;
-	if (tn)
-		time_shapes(be, c, tn_shapes, NELEM(tn_shapes), 8, b, flops,
-			    ms);
-	else
-		time_shapes(be, c, shapes, NELEM(shapes), 1, b, flops, ms);
+	time_shapes(be, c, sh, shapes_of_log(&b->fwd, "fwd", sh), b, flops, ms);
+	time_shapes(be, c, sh, shapes_of_log(&b->vjp, "vjp", sh), b, flops, ms);
 }
 
 /* Times and prints the head's three GEMMs (c->vocab > 0; see the header,
@@ -508,12 +532,12 @@ static void time_head_gemms(struct backend *be, const struct bb_cfg *c,
 {
 	int n = (int)((size_t)c->B * c->T), E = c->d, V = c->vocab;
 	const struct gemm_shape head[] = {
-	    {"head logits z Wh^T", 0, 1, n, V, E},
-	    {"head dz  dlogits Wh", 0, 0, n, E, V},
-	    {"head dWh dlogits^T z", 1, 0, V, E, n},
+	    {"head logits z Wh^T", 0, 1, n, V, E, 1},
+	    {"head dz  dlogits Wh", 0, 0, n, E, V, 1},
+	    {"head dWh dlogits^T z", 1, 0, V, E, n, 1},
 	};
 	*flops = *ms = 0;
-	time_shapes(be, c, head, NELEM(head), 1, b, flops, ms);
+	time_shapes(be, c, head, NELEM(head), b, flops, ms);
 }
 
 /* With vocab > 0: times the head's GEMMs and prints the rate of one
@@ -652,7 +676,7 @@ static int bb_setup(const struct bb_cfg *c, struct backend **be,
 	return 0;
 }
 
-int bench_block_main(int argc, char **argv)
+int cmd_bench_block(int argc, char **argv)
 {
 	struct bb_cfg c;
 	struct backend *be = NULL;
@@ -679,8 +703,7 @@ int bench_block_main(int argc, char **argv)
 	       model_kind_name(c.model), c.device, info.name,
 	       dq_precision_name(c.precision), c.B, c.T, c.d, c.H, c.F, c.iters,
 	       c.warmup);
-	time_gemms(be, &c, c.model == MODEL_TRELLISNET, &b, &gflop_sum,
-		   &gms_sum);
+	time_gemms(be, &c, &b, &gflop_sum, &gms_sum);
 	double gemm_gfs = gflop_sum / (gms_sum * 1e6);
 	printf("block forward   %10.4f ms (median)\n", fwd_ms);
 	printf("block vjp       %10.4f ms (median, parameter gradients on)\n",
