@@ -204,7 +204,9 @@ struct model_gemm_log {
 
 /* Clears *log and has every model_gemm of m add its shape to it until
  * model_gemm_log_stop(m). The caller owns log; m keeps a pointer to it
- * meanwhile. Off (the rule), model_gemm costs one NULL check for it. */
+ * meanwhile. Off (the rule), model_gemm costs one NULL check for it. m
+ * comes from model_create (a model_shape model has no private state to
+ * hold the pointer). */
 void model_gemm_log_start(struct model *m, struct model_gemm_log *log);
 void model_gemm_log_stop(struct model *m);
 /* Σ over the entries of 2 M N K count (multiply-add = 2). */
