@@ -60,6 +60,12 @@ int method_kind_needs_managed(int k)
 	       method_registry[k]->needs_managed;
 }
 
+int method_kind_needs_selective(int k)
+{
+	return k >= 0 && k < method_kind_count() &&
+	       method_registry[k]->needs_selective;
+}
+
 void *method_opts_slot(const struct method_config *c, int k)
 {
 	return (char *)&c->opts + method_registry[k]->opts_offset;
@@ -161,18 +167,34 @@ void method_config_resolve(struct method_config *c)
 	c->resolved = 1;
 }
 
-/* Bytes of the tapes (model_tape_bytes each: bf16 under precision=bf16)
- * and elements of the states (checkpoints and vectors) of layout l;
+/* Bytes of one tape of layout l: model_tape_bytes, or with l->selective
+ * model_sel_tape_bytes (bf16 under precision=bf16). */
+static size_t tape_bytes_of(const struct model *m,
+			    const struct method_layout *l)
+{
+	return l->selective ? model_sel_tape_bytes(m) : model_tape_bytes(m);
+}
+
+/* Bytes of the selective recompute scratch of layout l (0 without
+ * selective tapes or without tapes: inference). */
+static size_t sel_scratch_of(const struct model *m,
+			     const struct method_layout *l)
+{
+	return l->selective && l->n_tapes > 0 ? model_sel_scratch_bytes(m) : 0;
+}
+
+/* Bytes of the tapes (tape_bytes_of each) and the selective scratch after
+ * them, and elements of the states (checkpoints and vectors) of layout l;
  * SIZE_MAX each when they would pass 2^62 (layers=1e5 of a large tape), so
  * sizes saturate instead of wrapping into a small buffer. */
 static void depth_sizes(const struct model *m, const struct method_layout *l,
 			size_t *tape_bytes, size_t *states)
 {
-	size_t t = model_tape_bytes(m), n = m->n_state;
+	size_t t = tape_bytes_of(m, l), n = m->n_state;
 	int ns = l->n_ckpts + l->n_vecs;
 	*tape_bytes = (double)l->n_tapes * (double)t >= 0x1p62
 			  ? SIZE_MAX
-			  : (size_t)l->n_tapes * t;
+			  : (size_t)l->n_tapes * t + sel_scratch_of(m, l);
 	*states = (double)ns * (double)n >= 0x1p62 ? SIZE_MAX : (size_t)ns * n;
 }
 
@@ -225,6 +247,22 @@ size_t method_managed_memory(const struct model *m,
 	return outside_memory(m, cfg, 1);
 }
 
+/* -1 with a message when layout l wants selective tapes of a model kind
+ * that has none (tanh_cell, trellisnet). */
+static int selective_refused(const struct model *m,
+			     const struct method_layout *l, char *err,
+			     size_t errlen)
+{
+	if (!l->selective || model_has_selective(m))
+		return 0;
+	snprintf(err, errlen,
+		 "method=selective recomputes the transformer's attention "
+		 "probabilities, which model=%s has none of; use "
+		 "method=unroll or checkpoint",
+		 model_kind_name(m->cfg.kind));
+	return -1;
+}
+
 int method_memory(const struct model *m, const struct method_config *cfg,
 		  size_t *depth_bytes, size_t *solver_bytes, char *err,
 		  size_t errlen)
@@ -237,6 +275,8 @@ int method_memory(const struct model *m, const struct method_config *cfg,
 		return -1;
 	memset(&l, 0, sizeof(l));
 	desc_of(&c)->ops->layout(m, &c, &l);
+	if (selective_refused(m, &l, err, errlen) != 0)
+		return -1;
 	depth_sizes(m, &l, &tapes, &states);
 	solver = solver_mem_bytes(l.solve, l.n_solve, m->n_state, e);
 	if (tapes == SIZE_MAX || states == SIZE_MAX || solver == SIZE_MAX ||
@@ -274,7 +314,11 @@ int method_create(struct method **out, struct model *m,
 	me->desc = desc_of(&me->cfg);
 	me->ops = me->desc->ops;
 	me->ops->layout(m, &me->cfg, &me->lay);
-	me->tape_bytes = model_tape_bytes(m);
+	if (selective_refused(m, &me->lay, err, errlen) != 0) {
+		free(me);
+		return -1;
+	}
+	me->tape_bytes = tape_bytes_of(m, &me->lay);
 
 	struct backend *be = m->be;
 	size_t tapes, states;
@@ -288,7 +332,15 @@ int method_create(struct method **out, struct model *m,
 		method_destroy(me);
 		return -1;
 	}
-	me->tapes = backend_alloc_bytes(be, tapes, MEM_DEPTH);
+	/* the scratch in an allocation of its own, aligned for fp32 after
+	 * bf16 tapes of any length */
+	size_t scratch = sel_scratch_of(m, &me->lay);
+	me->tapes = backend_alloc_bytes(be, tapes - scratch, MEM_DEPTH);
+	if (scratch && me->tapes &&
+	    !(me->sel_scratch = backend_alloc_bytes(be, scratch, MEM_DEPTH))) {
+		backend_free(be, me->tapes);
+		me->tapes = NULL;
+	}
 	me->states = backend_alloc(be, states, MEM_DEPTH);
 	if (me->lay.n_host_tapes > 0 &&
 	    !(me->host_tapes = backend_alloc_bytes(
@@ -335,6 +387,7 @@ void method_destroy(struct method *me)
 	if (!me)
 		return;
 	backend_free(me->m->be, me->tapes);
+	backend_free(me->m->be, me->sel_scratch);
 	backend_free(me->m->be, me->states);
 	backend_free(me->m->be, me->host_tapes);
 	be_graph_free(me->m->be, me->gfwd.g);
@@ -367,6 +420,7 @@ static struct method_work work_sum(struct method_work a, int sign,
 	    a.block_vjp_input + sign * b.block_vjp_input,
 	    a.solver_update + sign * b.solver_update,
 	    a.solver_history_sum + sign * b.solver_history_sum,
+	    a.attn_recompute + sign * b.attn_recompute,
 	};
 	return d;
 }

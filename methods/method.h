@@ -74,6 +74,9 @@ void *method_opts_slot(const struct method_config *c, int k);
 /* 1 when registered method k needs managed memory (method=managed: a
  * backend with be_has_managed, i.e. device=cuda), else 0. */
 int method_kind_needs_managed(int k);
+/* 1 when registered method k keeps selective tapes (method=selective),
+ * which only a model kind with model_kind_has_selective has; else 0. */
+int method_kind_needs_selective(int k);
 
 /* The method of resolved config c in a few words, from its registry entry:
  * its name and what sets its depth ("unroll L=12", "checkpoint L=16 k=4",
@@ -115,6 +118,9 @@ int method_candidate(int k, const struct method_config *c, int i,
  *                        the regulariser's w, the spectral radius)
  *   solver_update, solver_history_sum  solve_stats.updates and
  *                        history_sum of the step's solves, summed
+ *   attn_recompute       the attention forwards a VJP of a selective
+ *                        tape recomputes (method=selective: one per
+ *                        VJP; q kᵀ, softmax, att v, 4 B T² d FLOPs)
  * block_fwd_taped + block_fwd + block_fwd_recompute = forward_evals and
  * block_vjp + block_vjp_input = vjp_evals. Bytes moved between device and
  * host are method_stats.offload_bytes. */
@@ -122,6 +128,7 @@ struct method_work {
 	long block_fwd_taped, block_fwd, block_fwd_recompute;
 	long block_vjp, block_vjp_input;
 	long solver_update, solver_history_sum;
+	long attn_recompute;
 };
 
 /* Per-step statistics of a method; reset by every forward. */

@@ -4,7 +4,9 @@
  * Every method's depth memory has the same shape, so method.c allocates it
  * from the numbers a method's `layout` returns:
  *   depth = n_tapes · model_tape_bytes + (n_ckpts + n_vecs) · n_state
- *   elements of the backend type,
+ *   elements of the backend type (with `selective`: n_tapes ·
+ *   model_sel_tape_bytes + model_sel_scratch_bytes instead of the first
+ *   term; method=selective),
  * tapes in one MEM_DEPTH allocation (bf16 under precision=bf16),
  * checkpoints then state vectors (fp32) in a second; solver memory
  * (MEM_SOLVER) comes from solvers.h; offloaded tapes n_host_tapes ·
@@ -24,6 +26,12 @@ struct method_layout {
 	int n_ckpts;	  /* saved states */
 	int n_vecs;	  /* work vectors of n_state (ping-pong z and ḡ) */
 	int n_solve;	  /* solver parameter sets (deq: 1 or 2), in solve[] */
+	/* 1: the tapes are selective tapes (model.h §Selective tapes), and
+	 * when n_tapes > 0 one recompute scratch (model_sel_scratch_bytes,
+	 * MEM_DEPTH, an allocation of its own): method_f writes
+	 * them with model_block_forward_sel, method_vjp reads them with
+	 * model_block_vjp_sel (method=selective) */
+	int selective;
 	struct solver_params solve[2];
 };
 
@@ -59,6 +67,9 @@ struct method_desc {
 	int uses_layers; /* 1: the `layers` key sets its depth */
 	/* 1: needs a backend with managed memory (be_has_managed: cuda) */
 	int needs_managed;
+	/* 1: its layout asks for selective tapes, so it needs a model kind
+	 * that has them (model_kind_has_selective: transformer) */
+	int needs_selective;
 	/* 1: forward and backward issue device work only (no reads, no
 	 * copies on another stream), so that with cfg.graphs they run as
 	 * recorded CUDA graphs (unroll, checkpoint, revolve) */
@@ -99,8 +110,11 @@ struct method {
 	struct method_stats st;
 	int have_train; /* a train forward awaits its backward */
 
-	size_t tape_bytes; /* model_tape_bytes(m) (bf16 under precision=bf16) */
+	size_t tape_bytes; /* model_tape_bytes(m) (bf16 under precision=bf16);
+			    * model_sel_tape_bytes(m) with lay.selective */
 	void *tapes;	   /* n_tapes of tape_bytes each, MEM_DEPTH */
+	void *sel_scratch; /* lay.selective with tapes: the recompute
+			    * scratch, MEM_DEPTH; else NULL */
 	void *host_tapes;  /* n_host_tapes of tape_bytes each, MEM_HOST or
 			    * MEM_MANAGED (lay.host_managed) */
 	void *states;	   /* (n_ckpts + n_vecs, n_state), MEM_DEPTH */
@@ -156,11 +170,15 @@ static inline void *method_vec(const struct method *me, int i)
 /* Counted block application and VJP (method_stats, its work by unit:
  * a forward without a tape is block_fwd, with one block_fwd_recompute
  * while me->recompute, else block_fwd_taped; a VJP with parameter
- * gradients block_vjp, else block_vjp_input). */
+ * gradients block_vjp, else block_vjp_input, and with lay.selective one
+ * attn_recompute beside it). Selective tapes under lay.selective. */
 static inline void method_f(struct method *me, void *z_out, const void *z_in,
 			    const void *u, void *tape)
 {
-	model_block_forward(me->m, z_out, z_in, u, tape);
+	if (tape && me->lay.selective)
+		model_block_forward_sel(me->m, z_out, z_in, u, tape);
+	else
+		model_block_forward(me->m, z_out, z_in, u, tape);
 	me->st.forward_evals++;
 	if (!tape)
 		me->st.work.block_fwd++;
@@ -173,7 +191,12 @@ static inline void method_f(struct method *me, void *z_out, const void *z_in,
 static inline void method_vjp(struct method *me, void *gz_in, void *gu,
 			      const void *gz_out, const void *tape, int pg)
 {
-	model_block_vjp(me->m, gz_in, gu, gz_out, tape, pg);
+	if (me->lay.selective) {
+		model_block_vjp_sel(me->m, gz_in, gu, gz_out, tape,
+				    me->sel_scratch, pg);
+		me->st.work.attn_recompute++;
+	} else
+		model_block_vjp(me->m, gz_in, gu, gz_out, tape, pg);
 	me->st.vjp_evals++;
 	if (pg)
 		me->st.work.block_vjp++;

@@ -4,9 +4,9 @@
 #include "method_impl.h"
 
 extern const struct method_desc method_unroll, method_checkpoint, method_deq,
-    method_revolve, method_offload, method_managed;
+    method_revolve, method_offload, method_managed, method_selective;
 
 const struct method_desc *const method_registry[] = {
-    &method_unroll,  &method_checkpoint, &method_deq, &method_revolve,
-    &method_offload, &method_managed,	 NULL,
+    &method_unroll,  &method_checkpoint, &method_deq,	    &method_revolve,
+    &method_offload, &method_managed,	 &method_selective, NULL,
 };

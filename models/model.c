@@ -534,6 +534,81 @@ void model_block_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
 	m->def->vjp(m, gz_in, gu, gz_out, tape, param_grads);
 }
 
+int model_kind_has_selective(enum model_kind k)
+{
+	return (int)k >= 0 && (int)k < model_registry_len &&
+	       model_registry[k]->sel_vjp != NULL;
+}
+
+int model_has_selective(const struct model *m)
+{
+	return m->def->sel_vjp != NULL;
+}
+
+size_t model_sel_tape_elems(const struct model *m)
+{
+	assert(model_has_selective(m));
+	return m->def->sel_tape_elems(m);
+}
+
+size_t model_sel_tape_bytes(const struct model *m)
+{
+	size_t e =
+	    m->cfg.precision == DQ_PREC_BF16 ? sizeof(uint16_t) : m->be->elem;
+	return e * model_sel_tape_elems(m);
+}
+
+size_t model_sel_scratch_bytes(const struct model *m)
+{
+	assert(model_has_selective(m));
+	return m->be->elem * m->def->sel_scratch_elems(m);
+}
+
+/* As model_block_forward; tape32 holds a full fp32 tape, so a selective
+ * one fits. */
+void model_block_forward_sel(struct model *m, void *z_out, const void *z_in,
+			     const void *u, void *tape)
+{
+	struct model_priv *pv = m->priv;
+	assert(tape && model_has_selective(m));
+	if (m->cfg.precision != DQ_PREC_BF16) {
+		m->def->sel_forward(m, z_out, z_in, u, tape);
+		return;
+	}
+	m->def->sel_forward(m, z_out, z_in, u, pv->tape32);
+	be_to_bf16(m->be, tape, pv->tape32, model_sel_tape_elems(m));
+}
+
+void model_block_vjp_sel(struct model *m, void *gz_in, void *gu,
+			 const void *gz_out, const void *tape, void *scratch,
+			 int param_grads)
+{
+	struct model_priv *pv = m->priv;
+	assert(model_has_selective(m));
+	if (m->cfg.precision == DQ_PREC_BF16) {
+		be_from_bf16(m->be, pv->tape32, tape, model_sel_tape_elems(m));
+		tape = pv->tape32;
+	}
+	m->def->sel_vjp(m, gz_in, gu, gz_out, tape, scratch, param_grads);
+}
+
+void model_sel_recompute(struct model *m, void *scratch, const void *tape)
+{
+	struct model_priv *pv = m->priv;
+	assert(model_has_selective(m));
+	if (m->cfg.precision == DQ_PREC_BF16) {
+		be_from_bf16(m->be, pv->tape32, tape, model_sel_tape_elems(m));
+		tape = pv->tape32;
+	}
+	m->def->sel_recompute(m, scratch, tape);
+}
+
+double model_sel_recompute_flops(const struct model *m)
+{
+	assert(model_has_selective(m));
+	return m->def->sel_flops(m);
+}
+
 double model_block_flops(const struct model *m)
 {
 	return m->def->flops(m);

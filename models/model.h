@@ -228,6 +228,47 @@ void model_block_forward(struct model *m, void *z_out, const void *z_in,
 void model_block_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
 		     const void *tape, int param_grads);
 
+/* Selective tapes (method=selective): Megatron-LM's selective activation
+ * recomputation (Korthikanti et al. 2022, "Reducing Activation
+ * Recomputation in Large Transformer Models", §4.2). The tape leaves out
+ * what is cheaper to recompute than to store — the transformer's
+ * attention probabilities att (B,H,T,T) and the attention output (N,d)
+ * (models/transformer.c says why) — and the selective vjp recomputes them
+ * from the tape's q and k (and v) into a scratch the caller owns, then
+ * runs the same vjp on the same values: its results are bitwise those of
+ * model_block_vjp on the full tape (bf16: the recomputed values rounded
+ * as the full tape stores them). Kinds without one (tanh_cell, trellisnet:
+ * nothing in their tapes is cheaper to recompute than a block) answer 0
+ * to model_has_selective and must not be given to the others. */
+
+/* 1 when kind k (or m's kind) has a selective tape, else 0. */
+int model_kind_has_selective(enum model_kind k);
+int model_has_selective(const struct model *m);
+/* Elements (of the backend type) and bytes (2 bytes an element under
+ * precision=bf16, as model_tape_bytes) of one selective tape: the
+ * transformer's N (7d + F + 4), N = B·T. */
+size_t model_sel_tape_elems(const struct model *m);
+size_t model_sel_tape_bytes(const struct model *m);
+/* Bytes of the selective vjp's scratch: the transformer's B H T² + N d
+ * elements of the backend type (fp32 under bf16: the vjp reads fp32). */
+size_t model_sel_scratch_bytes(const struct model *m);
+/* model_block_forward writing a selective tape (tape not NULL). */
+void model_block_forward_sel(struct model *m, void *z_out, const void *z_in,
+			     const void *u, void *tape);
+/* model_block_vjp of a selective tape, recomputing into scratch
+ * (model_sel_scratch_bytes; overwritten): the transformer's attention
+ * forward once more, 4 B T² d FLOPs, then the full vjp. */
+void model_block_vjp_sel(struct model *m, void *gz_in, void *gu,
+			 const void *gz_out, const void *tape, void *scratch,
+			 int param_grads);
+/* The recomputation alone that model_block_vjp_sel starts with (scratch
+ * overwritten): the work unit attn_recompute, as `deqbench price` times
+ * it. */
+void model_sel_recompute(struct model *m, void *scratch, const void *tape);
+/* FLOPs of that recomputation, counted as model_block_flops counts (the
+ * transformer's 4 B T² d); works on a model_shape model. */
+double model_sel_recompute_flops(const struct model *m);
+
 /* Loads a batch: tokens_host is int32 (B, T+1) row-major; inputs are
  * columns 0..T-1, targets columns 1..T. Returns -1 with err when a token id
  * is outside [0, V). */

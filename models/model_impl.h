@@ -93,6 +93,22 @@ struct model_def {
 	void (*vjp)(struct model *m, void *gz_in, void *gu, const void *gz_out,
 		    const void *tape, int param_grads);
 	double (*flops)(const struct model *m);
+	/* Optional, all six or none (NULL: the kind has no selective tape
+	 * and method=selective refuses it; model.h §Selective tapes): the
+	 * selective tape's elements, the selective vjp's recompute scratch
+	 * (elements of the backend type, owned by the caller), the forward
+	 * writing that tape (no NULL tape), the vjp reading it, the
+	 * recomputation that vjp starts with, alone (for price), and that
+	 * recomputation's FLOPs (for plan). */
+	size_t (*sel_tape_elems)(const struct model *m);
+	size_t (*sel_scratch_elems)(const struct model *m);
+	void (*sel_forward)(struct model *m, void *z_out, const void *z_in,
+			    const void *u, void *tape);
+	void (*sel_vjp)(struct model *m, void *gz_in, void *gu,
+			const void *gz_out, const void *tape, void *scratch,
+			int param_grads);
+	void (*sel_recompute)(struct model *m, void *scratch, const void *tape);
+	double (*sel_flops)(const struct model *m);
 	/* Optional (NULL: the linear injection of model.c, u = x Wᵀ + b):
 	 * m->u from m->x, and its backward (param grads +=, embed/pos grads
 	 * += through embed_backward), which may use the whole workspace. */

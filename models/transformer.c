@@ -23,12 +23,31 @@
  * The pre-relu activations and f itself are not kept: relu' comes from p,
  * and nothing in the vjp reads f.
  *
+ * Selective tape (method=selective; Korthikanti et al. 2022, "Reducing
+ * Activation Recomputation in Large Transformer Models", §4.2 "selective
+ * activation recomputation"): the layout above without att (B,H,T,T) and
+ * a (N,d), size N (7d + F + 4). The selective vjp first recomputes both
+ * from the tape's qkv with the same attention forward (q kᵀ, the causal
+ * softmax, att v) into a scratch of B H T² + N d elements the caller
+ * owns, then runs the full vjp on them. Why these two: att is the B H T²
+ * term that grows with T²; a comes out of that recomputation anyway (the
+ * backend's one attention op forms att v), so keeping it would spend N d
+ * per layer on values the vjp recomputes bitwise. No per-row softmax
+ * statistics are kept: the recomputation repeats the forward's max and
+ * sum exactly, so its att is bitwise the forward's (the statistics would
+ * save an O(B H T²) pass beside the O(B H T² dh) GEMMs). Everything else
+ * costs a GEMM to recompute (qkv, r1, h, p, r2) or is per-row (mu, rs).
+ * Under precision=bf16 the recomputed att and a are rounded to bf16 as
+ * the full tape stores them, so the vjp reads the same values.
+ *
  * Workspace: max(tape, vjp scratch). A forward without tape writes a tape
  * into the workspace (z is read in place, not copied); the vjp's scratch is
  *   g1, g2 (N,d), gw (N * max(F, 3d)) for dp then dqkv, gs (B,H,T,T) for
  *   the attention backward, dummy LN parameter grads (2d)
  * = N (2d + max(F,3d)) + B H T² + 2d. They never live at the same time
- * (the vjp reads a method-owned tape), so they share one buffer.
+ * (the vjp reads a method-owned tape), so they share one buffer. A
+ * selective forward with a tape writes att and a into the workspace at
+ * their places in the full layout.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -103,8 +122,10 @@ static size_t att_elems(const struct model *m)
 	return (size_t)m->B * m->cfg.n_heads * m->T * m->T;
 }
 
-/* Carves the tape layout documented above out of base; returns its size. */
-static size_t tape_layout(const struct model *m, void *base, struct tape *t)
+/* Carves the tape layout documented above out of base; returns its size.
+ * sel: the selective layout, att and a left out (NULL). */
+static size_t tape_layout(const struct model *m, void *base, struct tape *t,
+			  int sel)
 {
 	size_t N = (size_t)m->B * m->T, d = m->d, F = m->cfg.d_ff;
 	size_t off = 0;
@@ -112,13 +133,13 @@ static size_t tape_layout(const struct model *m, void *base, struct tape *t)
 	const size_t e = m->be->elem;
 #define CARVE(field, n)                                                        \
 	do {                                                                   \
-		t->field = b ? b + off * e : NULL;                             \
+		t->field = b && (n) != 0 ? b + off * e : NULL;                 \
 		off += (n);                                                    \
 	} while (0)
 	CARVE(z, N * d);
 	CARVE(qkv, 3 * N * d);
-	CARVE(att, att_elems(m));
-	CARVE(a, N * d);
+	CARVE(att, sel ? 0 : att_elems(m));
+	CARVE(a, sel ? 0 : N * d);
 	CARVE(r1, N * d);
 	CARVE(mu1, N);
 	CARVE(rs1, N);
@@ -134,7 +155,19 @@ static size_t tape_layout(const struct model *m, void *base, struct tape *t)
 static size_t tf_tape_elems(const struct model *m)
 {
 	struct tape t;
-	return tape_layout(m, NULL, &t);
+	return tape_layout(m, NULL, &t, 0);
+}
+
+static size_t tf_sel_tape_elems(const struct model *m)
+{
+	struct tape t;
+	return tape_layout(m, NULL, &t, 1);
+}
+
+/* The selective vjp's recomputed att (B,H,T,T) then a (N,d). */
+static size_t tf_sel_scratch_elems(const struct model *m)
+{
+	return att_elems(m) + m->n_state;
 }
 
 static size_t vjp_scratch_elems(const struct model *m)
@@ -150,15 +183,22 @@ static size_t tf_workspace_elems(const struct model *m)
 	return a > b ? a : b;
 }
 
-static void tf_forward(struct model *m, void *z_out, const void *z_in,
-		       const void *u, void *tape)
+/* tf_forward into tape (NULL: the workspace) of the full layout, or with
+ * sel of the selective one, att and a then in the workspace. */
+static void forward_tape(struct model *m, void *z_out, const void *z_in,
+			 const void *u, void *tape, int sel)
 {
 	struct backend *be = m->be;
 	void *P = m->param_buf;
 	int B = m->B, T = m->T, N = B * T, d = m->d, H = m->cfg.n_heads;
 	int F = m->cfg.d_ff;
 	struct tape t;
-	tape_layout(m, tape ? tape : model_ws(m), &t);
+	tape_layout(m, tape ? tape : model_ws(m), &t, tape ? sel : 0);
+	if (tape && sel) {
+		struct tape w;
+		tape_layout(m, model_ws(m), &w, 0);
+		t.att = w.att, t.a = w.a;
+	}
 	const void *z = z_in;
 	if (tape)
 		be_copy(be, t.z, z_in, m->n_state);
@@ -186,6 +226,18 @@ static void tf_forward(struct model *m, void *z_out, const void *z_in,
 	    model_p(m, P, TP_LN2_W), model_p(m, P, TP_LN2_B), N, d);
 }
 
+static void tf_forward(struct model *m, void *z_out, const void *z_in,
+		       const void *u, void *tape)
+{
+	forward_tape(m, z_out, z_in, u, tape, 0);
+}
+
+static void tf_sel_forward(struct model *m, void *z_out, const void *z_in,
+			   const void *u, void *tape)
+{
+	forward_tape(m, z_out, z_in, u, tape, 1);
+}
+
 /* LayerNorm backward of parameters w, w + 1 (weight, bias): dx overwritten
  * and copied into dres (the residual branch's gradient); their gradients
  * += when pg, else into the dummies dum (2d elements); with pg also the
@@ -207,15 +259,13 @@ static void ln_backward(struct model *m, void *dx, void *dres, const void *dy,
  * input gradients dx = dy W. With param_grads == 0 the LayerNorm weight
  * gradients (which the op always accumulates) go to a dummy and every
  * other parameter-gradient call is skipped: ~1/2 of the vjp's GEMM FLOPs. */
-static void tf_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
-		   const void *tape_, int pg)
+static void vjp_of(struct model *m, void *gz_in, void *gu, const void *gz_out,
+		   struct tape t, int pg)
 {
 	struct backend *be = m->be;
 	int B = m->B, T = m->T, N = B * T, d = m->d, H = m->cfg.n_heads;
 	int F = m->cfg.d_ff;
 	size_t w = (size_t)(F > 3 * d ? F : 3 * d), nd = m->n_state;
-	struct tape t;
-	tape_layout(m, (void *)tape_, &t);
 
 	void *g1 = model_ws(m), *g2 = dq_at(be, g1, nd);
 	void *gw = dq_at(be, g1, 2 * nd);
@@ -246,6 +296,49 @@ static void tf_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
 		be_axpy(be, gu, 1.0, gw, m->n_u);
 }
 
+static void tf_vjp(struct model *m, void *gz_in, void *gu, const void *gz_out,
+		   const void *tape, int pg)
+{
+	struct tape t;
+	tape_layout(m, (void *)tape, &t, 0);
+	vjp_of(m, gz_in, gu, gz_out, t, pg);
+}
+
+/* The selective recomputation (the header): att and a of the selective
+ * tape `tape` into scratch by the forward's own attention op, O(B H T² dh)
+ * (4 B T² d FLOPs, counted in full as tf_flops does); *t is the tape with
+ * them filled in. */
+static void sel_recompute(struct model *m, void *scratch, const void *tape,
+			  struct tape *t)
+{
+	struct backend *be = m->be;
+	tape_layout(m, (void *)tape, t, 1);
+	t->att = scratch;
+	t->a = dq_at(be, scratch, att_elems(m));
+	be_attention_forward(be, t->a, t->att, t->qkv, m->B, m->T, m->d,
+			     m->cfg.n_heads);
+	if (m->cfg.precision == DQ_PREC_BF16) {
+		be_round_bf16(be, t->att, att_elems(m));
+		be_round_bf16(be, t->a, m->n_state);
+	}
+}
+
+static void tf_sel_recompute(struct model *m, void *scratch, const void *tape)
+{
+	struct tape t;
+	sel_recompute(m, scratch, tape, &t);
+}
+
+/* The selective vjp: the recomputation, then the full vjp. */
+static void tf_sel_vjp(struct model *m, void *gz_in, void *gu,
+		       const void *gz_out, const void *tape, void *scratch,
+		       int pg)
+{
+	struct tape t;
+	sel_recompute(m, scratch, tape, &t);
+	vjp_of(m, gz_in, gu, gz_out, t, pg);
+}
+
 /* 2 per multiply-add: the four GEMMs 2N(3d² + d² + 2dF), plus q kᵀ and
  * att v over the full T×T score matrix, 4 B T² d (the causal mask halves
  * the useful work; counted in full like the usual MFU convention). Bias,
@@ -255,6 +348,13 @@ static double tf_flops(const struct model *m)
 	double N = (double)m->B * m->T, d = m->d, F = m->cfg.d_ff;
 	return 2.0 * N * (4.0 * d * d + 2.0 * d * F) +
 	       4.0 * (double)m->B * m->T * (double)m->T * d;
+}
+
+/* The selective recomputation: q kᵀ and att v, 4 B T² d, the attention
+ * term of tf_flops. */
+static double tf_sel_flops(const struct model *m)
+{
+	return 4.0 * (double)m->B * m->T * (double)m->T * m->d;
 }
 
 const struct model_def model_transformer = {
@@ -269,5 +369,11 @@ const struct model_def model_transformer = {
     .workspace_elems = tf_workspace_elems,
     .forward = tf_forward,
     .vjp = tf_vjp,
+    .sel_tape_elems = tf_sel_tape_elems,
+    .sel_scratch_elems = tf_sel_scratch_elems,
+    .sel_forward = tf_sel_forward,
+    .sel_vjp = tf_sel_vjp,
+    .sel_recompute = tf_sel_recompute,
+    .sel_flops = tf_sel_flops,
     .flops = tf_flops,
 };

@@ -298,6 +298,9 @@ Test(bf16, gradients_near_fp32_every_model_and_method, .timeout = 300)
 			if (method_kind_needs_managed(mk))
 				continue; /* test_managed: managed's are
 					   * unroll's bit for bit */
+			if (method_kind_needs_selective(mk) &&
+			    !model_kind_has_selective((enum model_kind)kind))
+				continue; /* refused: test_selective */
 			double w =
 			    check_grads((enum model_kind)kind, cfg_of(mk, 3, 0),
 					method_kind_name(mk));

@@ -209,6 +209,42 @@ Test(cost, priced_time_is_work_times_price_plus_fixed)
 	json_decref(rows);
 }
 
+/* method=selective: its attn_recompute (2 a step) at its own price 0.25
+ * on top of unroll's 11.25 + 2; without that price the unit is named
+ * unpriced. The sample's records lack the unit (made before it): 0. */
+Test(cost, selective_pays_attn_recompute)
+{
+	json_t *recs = json_array(), *p = prices(), *rows, *w;
+	w = work(2, 0, 0, 2, 0, 0, 0);
+	json_object_set_new(w, "attn_recompute", unit(2, 2, 2));
+	json_array_append_new(recs, rec("unroll", "broyden", 1, 8, 13,
+					work(2, 0, 0, 2, 0, 0, 0)));
+	json_array_append_new(recs, rec("selective", "broyden", 1, 8, 14, w));
+	rows = report_rows_priced(recs, p);
+	cr_assert_float_eq(
+	    num(row_of(rows, "unroll", 8), "priced.step_ms.gmean"), 13.25,
+	    1e-9);
+	cr_assert_eq(
+	    json_array_size(json_object_get(
+		json_object_get(row_of(rows, "selective", 8), "priced"),
+		"unpriced")),
+	    1);
+	json_decref(rows);
+	json_array_append_new(p, price("attn_recompute", -1, 0.25));
+	rows = report_rows_priced(recs, p);
+	cr_assert_float_eq(
+	    num(row_of(rows, "selective", 8), "priced.step_ms.gmean"), 13.75,
+	    1e-9);
+	cr_assert_eq(
+	    json_array_size(json_object_get(
+		json_object_get(row_of(rows, "selective", 8), "priced"),
+		"unpriced")),
+	    0);
+	json_decref(rows);
+	json_decref(recs);
+	json_decref(p);
+}
+
 Test(cost, measured_mean_gmean_interval_and_per_run)
 {
 	json_t *rows = priced_rows();

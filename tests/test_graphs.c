@@ -10,7 +10,7 @@
  * steps only replay, and the tests check what was launched and counted.
  * tests/test_cuda_graphs.c compares real graphs with eager runs on a GPU.
  *
- *   1. unroll, checkpoint and revolve: the recorded step is bitwise the
+ *   1. unroll, checkpoint, revolve and selective: the recorded step is bitwise the
  *      eager one; a forward and a backward are recorded once and replayed
  *      while their buffers stay, with the recording's evaluation counts
  *      and work by unit; a new output buffer is recorded anew;
@@ -134,6 +134,7 @@ static void same_work(const struct method_stats *a,
 		     what, x->solver_update);
 	cr_assert_eq(x->solver_history_sum, y->solver_history_sum,
 		     "%s: history %ld", what, x->solver_history_sum);
+	cr_assert_eq(x->attn_recompute, y->attn_recompute, "%s", what);
 }
 
 /* --------------------------------------------- 1. recorded passes */
@@ -182,6 +183,7 @@ Test(graphs, recorded_passes, .timeout = 120)
 	check_passes("unroll", 5, 0);
 	check_passes("checkpoint", 7, 3);
 	check_passes("revolve", 6, 0);
+	check_passes("selective", 4, 0);
 }
 
 /* ------------------------------------------ 2. device-side loops */

@@ -2,9 +2,10 @@
  * against docs/methods.md §Work's formulas, for every method on a tiny
  * transformer: unroll, checkpoint (L not a multiple of k), revolve (one
  * slot and the default), offload (host bytes from the record's own tape
- * size), deq with b_mode ift, jfb and phantom, with broyden (a history
- * that fills up), anderson and fixed_point, with the Jacobian regulariser
- * drawn on some steps, and with pretrain_steps (pretrain.work); and two
+ * size), selective (attn_recompute = L), deq with b_mode ift, jfb and
+ * phantom, with broyden (a history that fills up), anderson and
+ * fixed_point, with the Jacobian regulariser drawn on some steps, and
+ * with pretrain_steps (pretrain.work); and two
  * eval records (unroll, deq). A DEQ's per-step counts are computed from the
  * record's own iteration counts (trace.fwd_iters, bwd_iters, jac_loss), so
  * the test holds on any BLAS core. Every unit's total, per-step mean and
@@ -25,11 +26,12 @@
 #include "test_cli.h"
 
 /* The units in the record's order (SCHEMA.md §work). */
-enum { TAPED, FWD, RECOMP, VJP, VJPI, UPD, HIST, HF, HB, OPT, BYTES, NU };
+enum { TAPED, FWD, RECOMP, VJP, VJPI, UPD, HIST, HF, HB, OPT, BYTES, ATTN, NU };
 static const char *const units[NU] = {
-    "block_fwd_taped", "block_fwd",	 "block_fwd_recompute", "block_vjp",
-    "block_vjp_input", "solver_update",	 "solver_history_sum",	"head_fwd",
-    "head_bwd",	       "optimizer_step", "host_bytes"};
+    "block_fwd_taped",	  "block_fwd",	     "block_fwd_recompute",
+    "block_vjp",	  "block_vjp_input", "solver_update",
+    "solver_history_sum", "head_fwd",	     "head_bwd",
+    "optimizer_step",	  "host_bytes",	     "attn_recompute"};
 
 #define MAX_STEPS 64
 
@@ -177,6 +179,8 @@ static void layered_step(const json_t *rec, const char *m, int L, double b,
 		w[TAPED] = 1, w[FWD] = (double)A, w[RECOMP] = L - 1;
 	} else if (!strcmp(m, "offload")) {
 		w[BYTES] = 2.0 * (L > 2 ? L - 2 : 0) * b;
+	} else if (!strcmp(m, "selective")) {
+		w[ATTN] = L; /* one attention recomputation per VJP */
 	}
 	for (int u = 0; u < NU; u++)
 		want[u][j] = w[u];
@@ -304,6 +308,7 @@ TRAIN(checkpoint_default_k, "method=checkpoint", "layers=5", "steps=4")
 TRAIN(revolve_one_slot, "method=revolve", "layers=7", "slots=1", "steps=4")
 TRAIN(revolve_default, "method=revolve", "layers=12", "steps=4")
 TRAIN(offload, "method=offload", "layers=5", "steps=4")
+TRAIN(selective, "method=selective", "layers=5", "steps=4")
 TRAIN(deq_ift_broyden, "method=deq", "steps=22")
 /* a history shorter than the solves: min(t, h) saturates */
 Test(work, deq_broyden_short_history, .init = cli_setup, .fini = cli_teardown,

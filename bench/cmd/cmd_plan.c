@@ -6,7 +6,8 @@
  * (method_candidate, methods/method.h), in registry order: unroll;
  * checkpoint for every k in 1..L; deq with Broyden history h (forward and
  * backward) in {4, 8, 16, full} and with Anderson m in {3, 5, 8};
- * revolve for every slots in 1..L−2; offload; each without and with
+ * revolve for every slots in 1..L−2; offload; selective (model=transformer:
+ * unroll's work plus L attn_recompute); each without and with
  * head_chunk = N/8 (N = batch_size·seq_len; the config's own head_chunk
  * when it sets one).
  *
@@ -115,10 +116,13 @@ static int add(struct plan *p, const char *label, const char *const *kv, int n,
 /* Method k is tried unless it keeps tapes in unified memory
  * (method=managed): where its pages live is the driver's decision under
  * the run, which neither memfit's estimate nor the cost model above can
- * see; measure it with run or suite. */
-static int plan_tries(int k)
+ * see; measure it with run or suite. method=selective is tried where the
+ * model has selective tapes (model=transformer). */
+static int plan_tries(const struct plan *p, int k)
 {
-	return !method_kind_needs_managed(k);
+	return !method_kind_needs_managed(k) &&
+	       (!method_kind_needs_selective(k) ||
+		model_kind_has_selective(p->base.model.kind));
 }
 
 static int enumerate(struct plan *p, char *err, size_t errlen)
@@ -127,7 +131,7 @@ static int enumerate(struct plan *p, char *err, size_t errlen)
 	const char *kv[2 * METHOD_CAND_KEYS + 2];
 	p->cap = 0;
 	for (int k = 0; k < method_kind_count(); k++)
-		for (int i = 0; plan_tries(k) &&
+		for (int i = 0; plan_tries(p, k) &&
 				method_candidate(k, &p->base.method, i, &mc);
 		     i++)
 			p->cap += 2;
@@ -140,7 +144,7 @@ static int enumerate(struct plan *p, char *err, size_t errlen)
 		return -1;
 	}
 	for (int k = 0; k < method_kind_count(); k++)
-		for (int i = 0; plan_tries(k) &&
+		for (int i = 0; plan_tries(p, k) &&
 				method_candidate(k, &p->base.method, i, &mc);
 		     i++) {
 			int n = 2;

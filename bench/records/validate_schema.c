@@ -46,6 +46,10 @@
  * issue 41); optional even for --strict: the committed records before it
  * lack it */
 #define ADDED_CURVE "2026-11-27"
+/* work.attn_recompute: method=selective's attention recomputations
+ * (issue 43); optional even for --strict: the committed records before
+ * it lack it */
+#define ADDED_SELECTIVE "2026-11-27"
 
 /* inference.body_ms and inference.head_ms: the head timed apart from the
  * rest of the forward (issue 41); optional even for --strict: the
@@ -333,6 +337,8 @@ static const struct vfield work_f[] = {
     UNIT("head_bwd"),
     UNIT("optimizer_step"),
     UNIT("host_bytes"),
+    F("attn_recompute", VT_OBJ, .members = work_unit_f, .doc_type = "work_unit",
+      .added = ADDED_SELECTIVE, .flags = VF_PROSE | VF_OPTIONAL),
     {.name = NULL},
 };
 
@@ -629,10 +635,19 @@ const struct vfield *validate_schema(void)
  * records) ---- */
 
 static const char *const price_kinds[] = {"price", NULL};
-static const char *const price_units[] = {
-    "block_fwd_taped", "block_fwd",  "block_vjp",  "block_vjp_input",
-    "solver_update",   "head_fwd",   "head_bwd",   "head_train",
-    "optimizer_step",  "step_fixed", "host_bytes", NULL};
+static const char *const price_units[] = {"block_fwd_taped",
+					  "block_fwd",
+					  "block_vjp",
+					  "block_vjp_input",
+					  "solver_update",
+					  "head_fwd",
+					  "head_bwd",
+					  "head_train",
+					  "optimizer_step",
+					  "step_fixed",
+					  "host_bytes",
+					  "attn_recompute",
+					  NULL};
 static const char *const price_solvers[] = {"broyden", "anderson", NULL};
 static const char *const price_pers[] = {"call", "byte", NULL};
 static const char *const price_intervals[] = {"order-statistic", NULL};

@@ -229,6 +229,13 @@ double report_cost_units_ms(const json_t *work, const json_t *m,
 		add_priced(&s, c, up, i == 2 ? "block_fwd_taped" : units[i],
 			   units[i], unpriced);
 	}
+	/* records before attn_recompute lack it: none was done */
+	{
+		double c =
+		    record_num(json_object_get(work, "attn_recompute"), which);
+		add_priced(&s, isfinite(c) ? c : 0, up, "attn_recompute",
+			   "attn_recompute", unpriced);
+	}
 	hf = record_num(json_object_get(work, "head_fwd"), which);
 	hb = record_num(json_object_get(work, "head_bwd"), which);
 	if (!isfinite(hf) || !isfinite(hb))

@@ -23,7 +23,8 @@ json_t *report_cost_match(const json_t *prices, const json_t *rec);
 /* The priced milliseconds of one step of work object work's per-step
  * means `which` ("per_step", "per_step_first" or "per_step_last") at
  * prices m (report_cost_match), step_fixed apart: Σ per-step count ×
- * price, with block_fwd_recompute at block_fwd_taped's price, a training
+ * price, with block_fwd_recompute at block_fwd_taped's price,
+ * attn_recompute at its own (0 in a record without it), a training
  * step's head forward and backward at head_train's (where priced, else
  * head_fwd + head_bwd) and solver_update at the solver's value at the
  * mean history length (solver_history_sum / solver_update), interpolated

@@ -27,6 +27,10 @@
  *   host_bytes      device=cuda: one tape (model_tape_bytes) copied down
  *                   and up (copy_async + copy_wait, as offload), the
  *                   price per byte; elsewhere 0, not timed
+ *   attn_recompute  model_sel_recompute on a selective tape written once
+ *                   at setup (method=selective's recomputation inside
+ *                   each VJP); only for a model kind with selective
+ *                   tapes (model=transformer)
  */
 #include "price.h"
 
@@ -47,9 +51,19 @@
 #include "run_record.h"
 
 const char *const price_unit_names[] = {
-    "block_fwd_taped", "block_fwd",  "block_vjp",  "block_vjp_input",
-    "solver_update",   "head_fwd",   "head_bwd",   "head_train",
-    "optimizer_step",  "step_fixed", "host_bytes", NULL,
+    "block_fwd_taped",
+    "block_fwd",
+    "block_vjp",
+    "block_vjp_input",
+    "solver_update",
+    "head_fwd",
+    "head_bwd",
+    "head_train",
+    "optimizer_step",
+    "step_fixed",
+    "host_bytes",
+    "attn_recompute",
+    NULL,
 };
 
 enum unit_kind {
@@ -62,6 +76,7 @@ enum unit_kind {
 	U_OPT,
 	U_FIXED,
 	U_HOST,
+	U_ATTN, /* attn_recompute */
 };
 
 struct unit {
@@ -73,17 +88,18 @@ struct unit {
 /* The history lengths a solver is timed at: 1, 2, 4, … below hmax, and
  * hmax (at most this many for hmax < 2^PRICE_MAX_POINTS). */
 #define PRICE_MAX_POINTS 8
-#define MAX_UNITS	 (10 + 2 * PRICE_MAX_POINTS)
+#define MAX_UNITS	 (11 + 2 * PRICE_MAX_POINTS)
 
 struct price_run {
 	struct run_ctx rc;
 	struct block_bufs bb;
 	struct price_solver ps;
-	void *am, *av;	     /* Adam moments (n_param_elems) */
-	void *hdev, *hhost;  /* host_bytes: device and host staging */
-	size_t hbytes;	     /* bytes of one copy */
-	int32_t *tok;	     /* (B, T+1) zeros: the batch */
-	double lambda, beta; /* Anderson's regularisation and mixing */
+	void *am, *av;		      /* Adam moments (n_param_elems) */
+	void *hdev, *hhost;	      /* host_bytes: device and host staging */
+	size_t hbytes;		      /* bytes of one copy */
+	void *sel_tape, *sel_scratch; /* attn_recompute (MEM_DEPTH) */
+	int32_t *tok;		      /* (B, T+1) zeros: the batch */
+	double lambda, beta;	      /* Anderson's regularisation and mixing */
 	struct unit u[MAX_UNITS];
 	int nu;
 };
@@ -165,6 +181,8 @@ static void units_of(struct price_run *p, const struct bench_config *cfg)
 	add_unit(p, "step_fixed", U_FIXED, 0);
 	if (p->hdev)
 		add_unit(p, "host_bytes", U_HOST, 0);
+	if (p->sel_tape)
+		add_unit(p, "attn_recompute", U_ATTN, 0);
 }
 
 /* step_fixed: what a training step does besides the other units
@@ -221,6 +239,9 @@ static double sample(void *ctx, int i)
 		be_adam(be, m->param_buf, m->grad_buf, p->am, p->av,
 			m->n_param_elems, 0.0, 0.9, 0.999, 1e-8, 0.0, 1);
 		break;
+	case U_ATTN:
+		model_sel_recompute(m, p->sel_scratch, p->sel_tape);
+		break;
 	case U_HOST:
 		be_copy_async(be, p->hhost, p->hdev, p->hbytes, 0);
 		be_copy_wait(be, 0);
@@ -251,6 +272,8 @@ static void run_free(struct price_run *p)
 		backend_free(be, p->av);
 		backend_free(be, p->hdev);
 		backend_free(be, p->hhost);
+		backend_free(be, p->sel_tape);
+		backend_free(be, p->sel_scratch);
 	}
 	free(p->tok);
 	run_ctx_destroy(&p->rc);
@@ -264,6 +287,25 @@ static void solver_layout(const struct bench_config *cfg, const struct model *m,
 	int per = cfg->method.opts.deq.solver_batching == BATCHING_PER_SAMPLE;
 	*S = per ? m->B : 1;
 	*P = per ? m->state_parts : 1;
+}
+
+/* attn_recompute's buffers, for a model with selective tapes: a
+ * selective tape written by one forward, and the scratch. 0, or -1 when
+ * out of memory. */
+static int sel_setup(struct price_run *p)
+{
+	struct model *m = p->rc.m;
+	if (!model_has_selective(m))
+		return 0;
+	p->sel_tape =
+	    backend_alloc_bytes(p->rc.be, model_sel_tape_bytes(m), MEM_DEPTH);
+	p->sel_scratch = backend_alloc_bytes(
+	    p->rc.be, model_sel_scratch_bytes(m), MEM_DEPTH);
+	if (!p->sel_tape || !p->sel_scratch)
+		return -1;
+	model_block_forward_sel(m, p->bb.zo, p->bb.z, m->u, p->sel_tape);
+	be_sync(p->rc.be);
+	return 0;
 }
 
 /* Backend, model, method and the units' buffers of cfg. 0, or -1 with
@@ -298,6 +340,8 @@ static int run_setup(struct price_run *p, const struct bench_config *cfg, int V,
 		if (!p->hdev || !p->hhost)
 			goto oom;
 	}
+	if (sel_setup(p) != 0)
+		goto oom;
 	units_of(p, cfg);
 	return 0;
 oom:

@@ -19,6 +19,7 @@ static const char *const unit_names[WORK_UNITS] = {
     [WORK_HEAD_BWD] = "head_bwd",
     [WORK_OPTIMIZER_STEP] = "optimizer_step",
     [WORK_HOST_BYTES] = "host_bytes",
+    [WORK_ATTN_RECOMPUTE] = "attn_recompute",
 };
 
 const char *run_work_unit_name(int u)

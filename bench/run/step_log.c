@@ -87,6 +87,7 @@ static void work_put(struct step_log *l, int i, const struct method_stats *st,
 	    [WORK_HEAD_BWD] = c->head_bwd,
 	    [WORK_OPTIMIZER_STEP] = c->optimizer_step,
 	    [WORK_HOST_BYTES] = st->offload_bytes,
+	    [WORK_ATTN_RECOMPUTE] = w->attn_recompute,
 	};
 	for (int u = 0; u < WORK_UNITS; u++)
 		l->work[u][i] = (double)v[u];
