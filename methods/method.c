@@ -247,20 +247,35 @@ size_t method_managed_memory(const struct model *m,
 	return outside_memory(m, cfg, 1);
 }
 
-/* -1 with a message when layout l wants selective tapes of a model kind
- * that has none (tanh_cell, trellisnet). */
+/* The refusal of method=selective on a kind without selective tapes. */
+static int selective_refusal(enum model_kind kind, char *err, size_t errlen)
+{
+	snprintf(err, errlen,
+		 "method=selective recomputes the transformer's attention "
+		 "probabilities, which model=%s has none of; use "
+		 "method=unroll or checkpoint (k=1 recomputes whole blocks)",
+		 model_kind_name(kind));
+	return -1;
+}
+
+int method_check_model(const struct method_config *c, enum model_kind kind,
+		       char *err, size_t errlen)
+{
+	if (!method_kind_needs_selective(c->method) ||
+	    model_kind_has_selective(kind))
+		return 0;
+	return selective_refusal(kind, err, errlen);
+}
+
+/* -1 with selective_refusal's message when layout l wants selective tapes
+ * of a model kind that has none (tanh_cell, trellisnet). */
 static int selective_refused(const struct model *m,
 			     const struct method_layout *l, char *err,
 			     size_t errlen)
 {
 	if (!l->selective || model_has_selective(m))
 		return 0;
-	snprintf(err, errlen,
-		 "method=selective recomputes the transformer's attention "
-		 "probabilities, which model=%s has none of; use "
-		 "method=unroll or checkpoint",
-		 model_kind_name(m->cfg.kind));
-	return -1;
+	return selective_refusal(m->cfg.kind, err, errlen);
 }
 
 int method_memory(const struct model *m, const struct method_config *cfg,

@@ -51,6 +51,12 @@ void method_config_defaults(struct method_config *c);
  * -1 with a one-line message starting "KEY=VALUE" that says what to use. */
 int method_config_validate(const struct method_config *c, char *err,
 			   size_t errlen);
+/* The rules between the chosen method and the model kind: method=
+ * selective needs a kind with selective tapes (model_kind_has_selective:
+ * the transformer). 0, or -1 with a one-line message naming what to use
+ * instead (method_create and method_memory give the same one). */
+int method_check_model(const struct method_config *c, enum model_kind kind,
+		       char *err, size_t errlen);
 /* Fills the derived values of the chosen method in place: k = 0 →
  * round(√L), f_history/b_history = 0 → f_max_iter/b_max_iter, and marks c
  * resolved. Idempotent. The bench layer resolves its config once

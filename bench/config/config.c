@@ -687,25 +687,6 @@ static int config_check_precision(const struct bench_config *c, char *err,
 			 method_kind_name(c->method.method));
 		return -1;
 	}
-	if (method_kind_needs_selective(c->method.method) &&
-	    !model_kind_has_selective(c->model.kind)) {
-		snprintf(err, errlen,
-			 "method=%s recomputes the transformer's attention "
-			 "probabilities, which model=%s has none of; use "
-			 "method=unroll or checkpoint (k=1 recomputes whole "
-			 "blocks)",
-			 method_kind_name(c->method.method),
-			 model_kind_name(c->model.kind));
-		return -1;
-	}
-	if (method_kind_needs_selective(c->method.method) &&
-	    c->impl == IMPL_PYTORCH) {
-		snprintf(err, errlen,
-			 "method=%s is not in the PyTorch twin yet; use "
-			 "impl=deqbench",
-			 method_kind_name(c->method.method));
-		return -1;
-	}
 	if (c->cuda_graphs &&
 	    (c->device != DEVICE_CUDA || c->impl == IMPL_PYTORCH)) {
 		snprintf(err, errlen,
@@ -768,7 +749,8 @@ int config_validate_keys(const struct bench_config *c, char *err, size_t errlen)
 			 c->eval_every);
 		return -1;
 	}
-	if (method_config_validate(&c->method, err, errlen) != 0)
+	if (method_config_validate(&c->method, err, errlen) != 0 ||
+	    method_check_model(&c->method, m->kind, err, errlen) != 0)
 		return -1;
 	return config_check_precision(c, err, errlen);
 }
