@@ -7,13 +7,14 @@
  *   1. the allocator's accounting, pool statistics and peak reset, out of
  *      memory returning NULL and leaving the backend usable, timers, info;
  *   2. methods: unroll, checkpoint and deq (Broyden, IFT) on tanh_cell,
- *      transformer and trellisnet at small sizes: the loss and every
+ *      transformer and trellisnet, selective on the transformer, at small
+ *      sizes: the loss and every
  *      parameter gradient of one runner_grad_step on cuda against cpu with
  *      the same parameters (the cpu model's, uploaded) and tokens; and the
  *      depth+solver peak ordering unroll > checkpoint > deq at L = 16.
  *
  * Tolerances. Single ops agree to NMSE 1e-9 (test_cuda_ops.c). Methods
- * (METHOD_TOL 1e-7 for unroll/checkpoint): the same per-op errors pass
+ * (METHOD_TOL 1e-7 for unroll/checkpoint/selective): the same per-op errors pass
  * through up to 16 block applications and their vjps; with contractive
  * blocks they do not grow beyond ~L times, NMSE ≲ 1e-9. deq (DEQ_TOL
  * 1e-5): both solvers stop at a relative residual of 1e-5 (or their
@@ -296,6 +297,8 @@ Test(cuda_methods, transformer, .timeout = 300)
 	     method_kind_parse("unroll"), 4, 0},
 	    {"transformer checkpoint", MODEL_TRANSFORMER, checkpoint_kind(), 4,
 	     2},
+	    {"transformer selective", MODEL_TRANSFORMER,
+	     method_kind_parse("selective"), 4, 0},
 	    {"transformer deq", MODEL_TRANSFORMER, deq_kind(), 4, 0},
 	};
 	for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++)

@@ -4,7 +4,7 @@
  * CUDA build). tests/test_graphs.c checks the host side on the CPU with
  * stand-in graph ops; here the graphs are real.
  *
- * For unroll, checkpoint and revolve on a small transformer and deq
+ * For unroll, checkpoint, revolve and selective on a small transformer and deq
  * (Broyden and Anderson forward, Broyden IFT backward) on a tanh cell: three grad steps on the
  * same tokens with graphs (the first records, the others replay) and
  * three without, from the same parameters. Each step's loss agrees within
@@ -127,6 +127,7 @@ Test(cuda_graphs, recorded_passes, .timeout = 300)
 	check("unroll", SOLVER_BROYDEN, 1e-12);
 	check("checkpoint", SOLVER_BROYDEN, 1e-12);
 	check("revolve", SOLVER_BROYDEN, 1e-12);
+	check("selective", SOLVER_BROYDEN, 1e-12);
 }
 
 Test(cuda_graphs, device_side_loops, .timeout = 300)
