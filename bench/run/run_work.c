@@ -151,6 +151,8 @@ static void layered_step(const struct method_config *mc, long fwd,
 		w[WORK_BLOCK_FWD_TAPED] = 1;
 		w[WORK_BLOCK_FWD] = extra;
 		w[WORK_BLOCK_FWD_RECOMPUTE] = L - 1;
+	} else if (!strcmp(name, "selective")) {
+		w[WORK_ATTN_RECOMPUTE] = L; /* one in each VJP */
 	} else if (!strcmp(name, "offload")) {
 		w[WORK_HOST_BYTES] = 2.0 * (L > 2 ? L - 2 : 0) * tape_bytes;
 	} else if (!strcmp(name, "managed")) {
