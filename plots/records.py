@@ -124,7 +124,8 @@ OUTPUT_KEYS = {k["name"] for k in KEYS if k["output"]}
 # at their default they are left out of a run's identity, as
 # bench/records/record.c's record_run_identity does.
 DEFAULTED = {"precision": "fp32", "compile": False, "device_mem_cap_mib": 0,
-             "managed_prefetch": True, "cuda_graphs": False}
+             "managed_prefetch": True, "cuda_graphs": False,
+             "microbatches": 1}
 
 
 def identity(rec):

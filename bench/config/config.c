@@ -89,6 +89,10 @@ static const struct key_desc tail_keys[] = {
 	KEY_OUTPUT),
 
     INT("steps", "training", steps, 1, 1e9, "optimizer steps"),
+    INT("microbatches", "training", microbatches, 1, 1 << 20,
+	"gradient accumulation: each step runs M micro-batches of "
+	"batch_size/M rows (M divides batch_size) and one optimizer step; "
+	"the depth memory falls by M (docs/methods.md)"),
     INT_R("pretrain_steps", "training", pretrain_steps, 0, 1e9,
 	  "method=deq: first steps train the block unrolled pretrain_layers "
 	  "deep, then the solver takes over; 0 = off; < steps",
@@ -199,6 +203,7 @@ void config_defaults(struct bench_config *c)
 	c->model.d_ff = 256;
 	c->model.seq_len = 32;
 	c->model.batch_size = 16;
+	c->microbatches = 1;
 	c->model.vocab_size = 0;
 	c->model.seed = 1;
 	/* the recipe under which the DEQ converges (docs/models.md
@@ -701,6 +706,13 @@ static int config_check_precision(const struct bench_config *c, char *err,
 			 "compile=true); drop it");
 		return -1;
 	}
+	if (c->cuda_graphs && c->microbatches > 1) {
+		snprintf(err, errlen,
+			 "microbatches=%d: cuda_graphs=true records one whole "
+			 "batch's step; use microbatches=1 or drop cuda_graphs",
+			 c->microbatches);
+		return -1;
+	}
 	if (c->cuda_graphs && deq_config(&c->method)->sync_every != 1) {
 		snprintf(
 		    err, errlen,
@@ -747,6 +759,13 @@ int config_validate_keys(const struct bench_config *c, char *err, size_t errlen)
 	}
 	if (config_check_pretrain(c, err, errlen) != 0)
 		return -1;
+	if (m->batch_size % c->microbatches != 0) {
+		snprintf(err, errlen,
+			 "microbatches=%d does not divide batch_size=%d; "
+			 "choose microbatches dividing batch_size",
+			 c->microbatches, m->batch_size);
+		return -1;
+	}
 	if (c->eval_every > 0 && c->eval_tokens <= 0) {
 		snprintf(err, errlen,
 			 "eval_every=%d evaluates eval_tokens of the valid "

@@ -45,7 +45,11 @@ struct bench_config {
 	enum corpus_kind corpus;    /* brown, wikitext103, ..., synthetic */
 	char data_dir[CONFIG_PATH]; /* where corpora live */
 
-	int steps;	  /* optimizer steps */
+	int steps; /* optimizer steps */
+	/* micro-batches a step: gradients of microbatches slices of
+	 * batch_size / microbatches rows accumulated, one optimizer step;
+	 * the model is built at the micro-batch (config_micro_batch) */
+	int microbatches;
 	int warmup_steps; /* first steps excluded from timing statistics */
 	double lr;	  /* peak learning rate (Adam) */
 	int lr_warmup;	  /* linear warmup steps, then cosine decay to 0 */
@@ -212,6 +216,14 @@ void config_print_markdown(FILE *f);
 const char *config_closest_key(const char *s);
 /* "; did you mean 'KEY'?" for the closest key, or "" when none is close. */
 void config_suggest(const char *s, char *buf, size_t n);
+
+/* Rows of one micro-batch, batch_size / microbatches: the batch B the
+ * model is built with (run_ctx.h, memfit.h). */
+static inline int config_micro_batch(const struct bench_config *c)
+{
+	return c->microbatches > 1 ? c->model.batch_size / c->microbatches
+				   : c->model.batch_size;
+}
 
 /* Effective vocabulary for synthetic corpora when vocab_size is 0. */
 #define CONFIG_SYNTHETIC_VOCAB 256

@@ -110,6 +110,7 @@ const char *const validate_config_defaulted[] = {
     "managed_prefetch",
     "cuda_graphs",
     "eval_every",
+    "microbatches",
     NULL,
 };
 

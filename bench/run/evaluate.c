@@ -17,29 +17,43 @@
 /* Whole batches of B*T tokens evaluated from a split of the batcher b. */
 static size_t eval_batches(const struct run *r, const struct batcher *b)
 {
-	long per = (long)r->rc.m->B * r->rc.m->T;
+	long per = (long)r->B * r->T;
 	size_t nb = (size_t)(r->cfg->eval_tokens / per);
 	return nb < batcher_n_batches(b) ? nb : batcher_n_batches(b);
 }
 
-/* Batch k of an evaluation: the forward timed by the backend's timer marks
- * 0, 1 (the method's output z: the head starts) and 2, its loss into *l;
- * with log, the times (whole, up to z, the head's) and the method's
- * statistics into entry k, and log->n = k + 1 (the batches evaluated so
- * far: an interrupted evaluation's figures cover only those). 0, or -1
- * with r->err for bad token ids. */
+/* Batch k of an evaluation, as rc.micro micro-batches of B/M rows (the
+ * training step's): each forward timed by the backend's timer marks 0,
+ * 1 (the method's output z: the head starts) and 2, the times summed,
+ * the mean of their losses (the batch's mean) into *l; with log, the
+ * times (whole, up to z, the head's) and the method's statistics
+ * (summed over the micro-batches) into entry k, and log->n = k + 1 (the
+ * batches evaluated so far: an interrupted evaluation's figures cover
+ * only those). 0, or -1 with r->err for bad token ids. */
 static int eval_batch(struct run *r, struct step_log *log, int k, double *l)
 {
 	struct backend *be = r->rc.be;
-	be_timer_mark(be, 0);
-	if (step_forward_marked(&r->rc, r->tok, 1, l, r->err, sizeof(r->err)) !=
-	    0)
-		return -1;
-	be_timer_mark(be, 2);
+	int M = r->rc.micro > 1 ? r->rc.micro : 1;
+	double ms = 0, fwd = 0, head = 0, lj, sum = 0;
+	for (int j = 0; j < M; j++) {
+		be_timer_mark(be, 0);
+		if (step_forward_marked(&r->rc, r->tok, j, 1, &lj, r->err,
+					sizeof(r->err)) != 0)
+			return -1;
+		be_timer_mark(be, 2);
+		step_eval_stats(&r->rc, j);
+		sum += lj;
+		if (log) {
+			ms += be_timer_elapsed_ms(be, 0, 2);
+			fwd += be_timer_elapsed_ms(be, 0, 1);
+			head += be_timer_elapsed_ms(be, 1, 2);
+		}
+	}
+	*l = M == 1 ? lj : sum / M;
 	if (log) {
-		log->ms[k] = be_timer_elapsed_ms(be, 0, 2);
-		log->fwd_ms[k] = be_timer_elapsed_ms(be, 0, 1);
-		log->head_ms[k] = be_timer_elapsed_ms(be, 1, 2);
+		log->ms[k] = ms;
+		log->fwd_ms[k] = fwd;
+		log->head_ms[k] = head;
 		log->loss[k] = *l;
 		step_log_method(log, k, method_get_stats(r->rc.me), &r->rc.cnt);
 		log->n = k + 1;
@@ -72,7 +86,7 @@ static int evaluate_split(struct run *r, int split, struct batcher *b,
 			  size_t nb, struct step_log *log, double *mean_loss,
 			  long *n_tokens)
 {
-	long per = (long)r->rc.m->B * r->rc.m->T;
+	long per = (long)r->B * r->T;
 	double sum = 0;
 
 	*n_tokens = 0;
@@ -108,8 +122,8 @@ static int evaluate_split(struct run *r, int split, struct batcher *b,
 /* Batcher of split, or 0 when the split is too short for one batch. */
 static int split_batcher(struct run *r, int split, struct batcher *b)
 {
-	return batcher_init(b, r->corpus.ids[split], r->corpus.n[split],
-			    r->rc.m->B, r->rc.m->T) == 0;
+	return batcher_init(b, r->corpus.ids[split], r->corpus.n[split], r->B,
+			    r->T) == 0;
 }
 
 /* The valid split's evaluation: per-batch figures into r->inf (r->inf.n

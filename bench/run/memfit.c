@@ -61,6 +61,7 @@ int memfit_estimate(const struct bench_config *cfg, int V, size_t elem,
 	 * rounded values in the backend type on the CPU (backend.h) */
 	stub.bf16_operand_elem = cfg->device == DEVICE_CUDA ? 2 : elem;
 	mc.vocab_size = V;
+	mc.batch_size = config_micro_batch(cfg); /* the model's B */
 	if (model_shape(&m, &stub, &mc, err, errlen) != 0)
 		return -1;
 	if (method_memory(&m, &cfg->method, &depth, &solver, err, errlen) != 0)
@@ -96,8 +97,9 @@ int memfit_estimate(const struct bench_config *cfg, int V, size_t elem,
 	 * output buffers (12 n) */
 	out->host_extra = sat_mul(train ? 8 : 12, n);
 	out->host_extra =
-	    sat_add(out->host_extra, sat_mul(3 * sizeof(int32_t),
-					     (size_t)m.B * ((size_t)m.T + 1)));
+	    sat_add(out->host_extra,
+		    sat_mul(3 * sizeof(int32_t),
+			    (size_t)cfg->model.batch_size * ((size_t)m.T + 1)));
 	if (train) {
 		per_step = step_log_step_bytes() + (cfg->trace ? 11 * 64 : 0);
 		out->host_steps = sat_mul(per_step, (size_t)cfg->steps);

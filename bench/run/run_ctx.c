@@ -113,6 +113,8 @@ int run_ctx_create_for_run(struct run_ctx *rc, const struct bench_config *cfg,
 
 	memset(rc, 0, sizeof(*rc));
 	mc.vocab_size = V;
+	mc.batch_size = config_micro_batch(cfg);
+	rc->micro = cfg->microbatches > 1 ? cfg->microbatches : 1;
 	if (backend_create(&rc->be, config_device_name(cfg->device),
 			   cfg->threads, err, errlen))
 		return -1;

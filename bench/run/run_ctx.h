@@ -102,11 +102,18 @@ struct run_ctx {
 	const struct corpus *corpus;
 	int vocab_check;
 	struct run_counts cnt; /* this step's or batch's */
+	/* micro-batches a step or evaluation batch (cfg microbatches, >= 1):
+	 * the model is built at B / micro rows and a host batch of B rows
+	 * runs as micro slices (train_step.h); micro_st gathers the method's
+	 * statistics of the slices so far (train_step.c) */
+	int micro;
+	struct method_stats micro_st;
 };
 
 /* Creates the backend (cfg->device, cfg->threads; TF32 set from cfg->tf32
  * where the backend has the switch, an error where it has not and tf32 is
- * on), the model (vocabulary V) and the method, whose random draws
+ * on), the model (vocabulary V, batch config_micro_batch(cfg): one
+ * micro-batch) and the method, whose random draws
  * (method_seed) are seeded with cfg's `seed`, after a memory check
  * (memfit.h) of a run that does not train. -1 with one line on error
  * (nothing left allocated). */

@@ -212,7 +212,12 @@ static void flops_json(const struct run *r, json_t *tm, double median_ms)
 	int p0 = r->pt.steps < r->ok_steps ? r->pt.steps : r->ok_steps;
 	double fe, ve;
 	int ne = evals_sum(&r->log, p0, r->ok_steps, &fe, &ve);
-	double gf = ne ? run_step_flops(r->rc.m, fe / ne, ve / ne) / 1e9 : NAN;
+	/* microbatches = M: M micro-batch steps of the model's B/M rows,
+	 * their evaluations the step's over M */
+	double M = r->rc.micro > 1 ? r->rc.micro : 1;
+	double gf =
+	    ne ? M * run_step_flops(r->rc.m, fe / ne / M, ve / ne / M) / 1e9
+	       : NAN;
 	json_object_set_new(tm, "step_gflop", num_or_null(gf));
 	json_object_set_new(tm, "gflops",
 			    median_ms > 0 ? num_or_null(gf / (median_ms / 1000))

@@ -59,7 +59,9 @@ void run_record_inference(struct run *r);
  * Not counted (their time is in the step all the same): biases, norms,
  * activations, softmax and cross-entropy, embeddings, the solver's own
  * vector work, grad clipping and Adam. fwd_evals and vjp_evals are per
- * step (means, as evals.*_per_step). */
+ * step (means, as evals.*_per_step). With microbatches = M, m is the
+ * model of one micro-batch (N = B/M·T) and the step's count is M times
+ * that of a micro-batch, fwd_evals / M and vjp_evals / M. */
 double run_step_flops(const struct model *m, double fwd_evals,
 		      double vjp_evals);
 

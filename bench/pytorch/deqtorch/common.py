@@ -21,6 +21,7 @@ DEFAULTS = {
     "jac_loss_weight": 0.0, "jac_loss_freq": 1.0, "jac_fd_eta": 0.0,
     "phantom_steps": 5, "phantom_tau": 0.5, "spectral_radius_iters": 0,
     "slots": 0, "corpus": "brown", "data_dir": "data", "steps": 200,
+    "microbatches": 1,
     "pretrain_steps": 0, "pretrain_layers": 12, "warmup_steps": -1,
     "lr": 1e-3, "lr_warmup": 20, "clip": 1.0, "eval_tokens": 16384,
     "eval_warmup": 2, "eval_every": 0, "params": "", "device": "cpu", "threads": 0,

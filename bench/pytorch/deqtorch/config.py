@@ -18,7 +18,7 @@ KNOWN_KEYS = (
     "solver_batching f_stop_scope b_stop_scope protect_thres stall_window "
     "sync_every jac_loss_weight jac_loss_freq jac_fd_eta phantom_steps "
     "phantom_tau spectral_radius_iters slots corpus data_dir steps "
-    "pretrain_steps pretrain_layers warmup_steps lr lr_warmup clip "
+    "microbatches pretrain_steps pretrain_layers warmup_steps lr lr_warmup clip "
     "eval_tokens eval_warmup eval_every params device threads tf32 precision compile "
     "cuda_graphs device_mem_cap_mib managed_prefetch out trace save_params "
     "impl"
@@ -136,6 +136,10 @@ _RULES = (
     ("eval_every", lambda v: v != 0,
      "the valid curve during training is deqbench's; use eval_every=0 or "
      "impl=deqbench"),
+    # gradient accumulation is the C core's so far (bench/pytorch/README.md)
+    ("microbatches", lambda v: v != 1,
+     "gradient accumulation over micro-batches is deqbench's; use "
+     "microbatches=1 or impl=deqbench"),
 )
 
 
