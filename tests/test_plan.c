@@ -114,7 +114,7 @@ static const char *const tiny[] = {
 
 /* The candidates the method registry lists for the base config of
  * predicted_peak_is_measured (tiny, layers=4). */
-static int registry_candidates(void)
+static int registry_candidates(int *micro)
 {
 	struct bench_config c;
 	struct method_candidate mc;
@@ -128,8 +128,13 @@ static int registry_candidates(void)
 	for (int k = 0; k < method_kind_count(); k++)
 		for (int i = 0; !method_kind_needs_managed(k) &&
 				method_candidate(k, &c.method, i, &mc);
-		     i++)
+		     i++) {
 			n++; /* plan leaves method=managed out */
+			/* unroll and checkpoint again at microbatches=2
+			 * (batch_size=4 splits) */
+			*micro += k == method_kind_parse("unroll") ||
+				  k == method_kind_parse("checkpoint");
+		}
 	return n;
 }
 
@@ -155,7 +160,7 @@ Test(plan, predicted_peak_is_measured, .init = cli_setup, .fini = cli_teardown,
 	FILE *f = fopen(path, "r");
 	cr_assert_not_null(f);
 	char line[1 << 16];
-	int recs = 0, methods_seen[8] = {0};
+	int recs = 0, methods_seen[8] = {0}, micro = 0, micro_recs = 0;
 	while (fgets(line, sizeof(line), f)) {
 		json_error_t je;
 		json_t *r = json_loads(line, 0, &je);
@@ -182,12 +187,22 @@ Test(plan, predicted_peak_is_measured, .init = cli_setup, .fini = cli_teardown,
 		cr_assert(mk >= 0 && mk < 8);
 		methods_seen[mk] = 1;
 		recs++;
+		/* a micro-batched twin: the config says so, its peak is
+		 * the allocator's (above) and it carries the label */
+		if (json_integer_value(json_object_get(
+			json_object_get(r, "config"), "microbatches")) == 2) {
+			micro_recs++;
+			cr_assert(strstr(cand, " mb2"), "%s", cand);
+		}
 		json_decref(r);
 	}
 	fclose(f);
 	/* every candidate the registered methods list for this config
-	 * (method_candidate), each with and without head_chunk */
-	cr_assert_eq(recs, 2 * registry_candidates(), "%d records", recs);
+	 * (method_candidate), and unroll's and checkpoint's again with
+	 * microbatches=2, each with and without head_chunk */
+	int nc = registry_candidates(&micro);
+	cr_assert_eq(recs, 2 * (nc + micro), "%d records", recs);
+	cr_assert_eq(micro_recs, 2 * micro, "%d micro-batched", micro_recs);
 	for (int k = 0; k < method_kind_count(); k++)
 		cr_assert(methods_seen[k] != method_kind_needs_managed(k),
 			  "%s: %d records", method_kind_name(k),

@@ -223,6 +223,46 @@ Test(cost, fixed_cost_and_floor)
 	json_decref(m);
 }
 
+/* microbatches = 2 at batch_size 4: the units of two micro-batches of 2
+ * rows (run_work_micro: every unit twice, one optimizer step), priced at
+ * batch_size 2's prices (report_cost_match divides the record's
+ * batch_size by microbatches), step_fixed once a micro-batch; the prices
+ * of batch 4 do not match it. */
+Test(cost, micro_batches)
+{
+	double w[WORK_UNITS];
+	struct bench_config c =
+	    cfg_of((const char *[]){"method=unroll", "layers=4",
+				    "microbatches=2", NULL});
+	json_t *p = fixed_prices(16, 0);
+	json_t *rec = json_pack("{s:o, s:{s:i}}", "config", config_to_json(&c),
+				"model", "vocab_size", 40);
+	cr_assert_null(report_cost_match(p, rec), "batch 4's prices");
+	json_decref(p);
+	p = fixed_prices(16, 0);
+	for (size_t i = 0; i < json_array_size(p); i++)
+		json_object_set_new(
+		    json_object_get(json_array_get(p, i), "shape"),
+		    "batch_size", json_integer(2));
+	json_t *m = report_cost_match(p, rec);
+	cr_assert_not_null(m, "batch 2's prices match microbatches=2");
+	cr_assert_eq(run_work_step(&c.method, 0, NULL, w), 0);
+	run_work_micro(w, c.microbatches);
+	cr_assert_eq(w[WORK_BLOCK_FWD_TAPED], 8);
+	cr_assert_eq(w[WORK_BLOCK_VJP], 8);
+	cr_assert_eq(w[WORK_HEAD_FWD], 2);
+	cr_assert_eq(w[WORK_HEAD_BWD], 2);
+	cr_assert_eq(w[WORK_OPTIMIZER_STEP], 1);
+	/* 8 × 2 + 8 × 4 + 2 head_train × 10 + 7: unroll's 41 of one
+	 * micro-batch's rows, twice, one Adam */
+	cr_assert_float_eq(plan_units_ms(w, m, NULL, NULL, NULL), 75.0,
+			   1e-12);
+	cr_assert_float_eq(plan_fixed_ms(w, m, NULL), 2 * 3.0, 1e-12);
+	json_decref(m);
+	json_decref(p);
+	json_decref(rec);
+}
+
 /* ------------------------------------------- 2. the iteration lookup */
 
 /* A run record line: config {f_tol, seed, d_model (omitted when < 0)},

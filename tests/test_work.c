@@ -5,7 +5,9 @@
  * size), selective (attn_recompute = L), deq with b_mode ift, jfb and
  * phantom, with broyden (a history that fills up), anderson and
  * fixed_point, with the Jacobian regulariser drawn on some steps, and
- * with pretrain_steps (pretrain.work); and two
+ * with pretrain_steps (pretrain.work); unroll and checkpoint with
+ * microbatches (every unit M times, one optimizer step, run_work_micro);
+ * and two
  * eval records (unroll, deq). A DEQ's per-step counts are computed from the
  * record's own iteration counts (trace.fwd_iters, bwd_iters, jac_loss), so
  * the test holds on any BLAS core. Every unit's total, per-step mean and
@@ -241,6 +243,7 @@ static void check_formula(const json_t *rec, double want[NU][MAX_STEPS], int P,
 					trace_at(rec, "bwd_iters", P + j),
 					trace_at(rec, "jac_loss", P + j) >= 0};
 		cr_assert_eq(run_work_step(&c.method, b, &s, x), 0);
+		run_work_micro(x, c.microbatches);
 		for (int u = 0; u < NU; u++)
 			cr_assert_eq(x[u], want[u][j],
 				     "%s: run_work_step's %s at step %d: %g, "
@@ -275,6 +278,11 @@ static void check_train(const char *const *extra, const char *what)
 			  : 0;
 		for (int i = 0; i < steps; i++)
 			layered_step(rec, m, L, b, want, i);
+		/* microbatches = M: each micro-batch's units, one Adam */
+		int M = (int)ival(rec, "config.microbatches");
+		for (int i = 0; i < steps; i++)
+			for (int u = 0; u < NU; u++)
+				want[u][i] *= u == OPT ? 1 : M;
 	}
 	check_work(at(rec, "work"), want, steps - P, what);
 	check_formula(rec, want, P, steps - P, b, what);
@@ -309,6 +317,10 @@ TRAIN(revolve_one_slot, "method=revolve", "layers=7", "slots=1", "steps=4")
 TRAIN(revolve_default, "method=revolve", "layers=12", "steps=4")
 TRAIN(offload, "method=offload", "layers=5", "steps=4")
 TRAIN(selective, "method=selective", "layers=5", "steps=4")
+/* gradient accumulation: two micro-batches' units, one optimizer step */
+TRAIN(unroll_micro, "method=unroll", "layers=5", "steps=4", "microbatches=2")
+TRAIN(checkpoint_micro, "method=checkpoint", "layers=7", "k=3", "steps=4",
+      "microbatches=4")
 TRAIN(deq_ift_broyden, "method=deq", "steps=22")
 /* a history shorter than the solves: min(t, h) saturates */
 Test(work, deq_broyden_short_history, .init = cli_setup, .fini = cli_teardown,

@@ -7,9 +7,11 @@
  * checkpoint for every k in 1..L; deq with Broyden history h (forward and
  * backward) in {4, 8, 16, full} and with Anderson m in {3, 5, 8};
  * revolve for every slots in 1..L−2; offload; selective (model=transformer:
- * unroll's work plus L attn_recompute); each without and with
- * head_chunk = N/8 (N = batch_size·seq_len; the config's own head_chunk
- * when it sets one).
+ * unroll's work plus L attn_recompute); and unroll and every checkpoint k
+ * again with microbatches = 2 (label "... mb2": gradient accumulation over
+ * two micro-batches of batch_size/2 rows, where batch_size is even and the
+ * config sets no microbatches); each without and with head_chunk = N/8
+ * (N = batch_size·seq_len; the config's own head_chunk when it sets one).
  *
  * Peak memory: memfit_estimate, the same layout functions the allocator's
  * buffers come from (the device total; offload's host bytes beside it).
@@ -85,7 +87,7 @@ static int add(struct plan *p, const char *label, const char *const *kv, int n,
 	for (int chunk = 0; chunk < 2; chunk++) {
 		struct cand *c = &p->c[p->n];
 		char v[32];
-		const char *all[2 * METHOD_CAND_KEYS + 4];
+		const char *all[2 * METHOD_CAND_KEYS + 6];
 		long f, vj;
 		if (p->n >= p->cap) { /* enumerate counts every add */
 			snprintf(err, errlen,
@@ -110,9 +112,6 @@ static int add(struct plan *p, const char *label, const char *const *kv, int n,
 	return 0;
 }
 
-/* Every candidate of the method registry (method_candidate: each method
- * says which of its settings plan tries) into p->c, each without and with
- * head_chunk, allocated here (free it). 0, or -1 with err. */
 /* Method k is tried unless it keeps tapes in unified memory
  * (method=managed): where its pages live is the driver's decision under
  * the run, which neither memfit's estimate nor the cost model above can
@@ -125,16 +124,46 @@ static int plan_tries(const struct plan *p, int k)
 		model_kind_has_selective(p->base.model.kind));
 }
 
+/* Whether method k's candidates are tried micro-batched too (PLAN_MICRO):
+ * unroll's and checkpoint's, whose depth memory falls by M, where the
+ * batch splits and the config allows it (no cuda_graphs, deqbench). */
+static int micro_tries(const struct plan *p, int k)
+{
+	const struct bench_config *b = &p->base;
+	return (k == method_kind_parse("unroll") ||
+		k == method_kind_parse("checkpoint")) &&
+	       b->microbatches == 1 && b->model.batch_size % PLAN_MICRO == 0 &&
+	       !b->cuda_graphs && b->impl == IMPL_DEQBENCH;
+}
+
+/* Candidate (label, kv) and, where micro_tries, its micro-batched twin. */
+static int add_both(struct plan *p, int k, const char *label, const char **kv,
+		    int n, char *err, size_t errlen)
+{
+	char l2[64], mv[16];
+	if (add(p, label, kv, n, err, errlen) != 0)
+		return -1;
+	if (!micro_tries(p, k))
+		return 0;
+	snprintf(l2, sizeof(l2), "%.56s mb%d", label, PLAN_MICRO);
+	snprintf(mv, sizeof(mv), "%d", PLAN_MICRO);
+	kv[n] = "microbatches", kv[n + 1] = mv;
+	return add(p, l2, kv, n + 2, err, errlen);
+}
+
+/* Every candidate of the method registry (method_candidate: each method
+ * says which of its settings plan tries) into p->c, each without and with
+ * head_chunk, allocated here (free it). 0, or -1 with err. */
 static int enumerate(struct plan *p, char *err, size_t errlen)
 {
 	struct method_candidate mc;
-	const char *kv[2 * METHOD_CAND_KEYS + 2];
+	const char *kv[2 * METHOD_CAND_KEYS + 4];
 	p->cap = 0;
 	for (int k = 0; k < method_kind_count(); k++)
 		for (int i = 0; plan_tries(p, k) &&
 				method_candidate(k, &p->base.method, i, &mc);
 		     i++)
-			p->cap += 2;
+			p->cap += 2 * (1 + micro_tries(p, k));
 	p->c = calloc((size_t)p->cap, sizeof(*p->c));
 	if (!p->c) {
 		snprintf(err, errlen,
@@ -153,7 +182,7 @@ static int enumerate(struct plan *p, char *err, size_t errlen)
 				kv[n++] = mc.key[j];
 				kv[n++] = mc.value[j];
 			}
-			if (add(p, mc.label, kv, n, err, errlen) != 0)
+			if (add_both(p, k, mc.label, kv, n, err, errlen) != 0)
 				return -1;
 		}
 	return 0;

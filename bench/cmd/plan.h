@@ -27,6 +27,11 @@ struct cand {
 	int order;	       /* place in the enumeration: breaks ties */
 };
 
+/* The micro-batches of plan's micro-batched candidates (unroll and every
+ * checkpoint k with microbatches = PLAN_MICRO, labelled "... mb2") where
+ * batch_size allows it. */
+#define PLAN_MICRO 2
+
 struct plan {
 	struct bench_config base;
 	double budget_mib;
@@ -41,8 +46,12 @@ struct plan {
 	json_t *cited;		/* the runs the table names, r1 first */
 	json_t *prices;		/* price records */
 	json_t *m;		/* report_cost_match of the base's shape */
-	double fixed;		/* step_fixed's price: the cost a step */
-	int clamped;		/* predictions raised to PLAN_MIN_MS */
+	/* the prices of the micro-batched candidates' shape (batch_size /
+	 * PLAN_MICRO rows); NULL: none (those candidates are dropped) */
+	json_t *m2;
+	int micro_dropped; /* micro-batched candidates dropped: no prices */
+	double fixed;	   /* step_fixed's price: the cost a step */
+	int clamped;	   /* predictions raised to PLAN_MIN_MS */
 };
 
 /* The committed runs (--records, or DQ_SOURCE_ROOT/results without

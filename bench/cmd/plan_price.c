@@ -93,6 +93,39 @@ static int anderson_max(const struct plan *p)
 	return m;
 }
 
+/* Whether p has micro-batched candidates (microbatches > 1). */
+static int has_micro(const struct plan *p)
+{
+	for (int j = 0; j < p->n; j++)
+		if (p->c[j].cfg.microbatches > 1)
+			return 1;
+	return 0;
+}
+
+/* The prices of the micro-batched candidates' rows (batch_size /
+ * PLAN_MICRO), measured here as pc's beside them (their units run on
+ * that many rows). 0, or -1 with err. */
+static int price_micro(struct plan *p, const struct bench_config *pc,
+		       const struct price_opts *o, int *setup, char *err,
+		       size_t errlen)
+{
+	struct bench_config pm;
+	char b[16];
+	const char *kv[] = {"batch_size", b};
+	if (!has_micro(p))
+		return 0;
+	snprintf(b, sizeof(b), "%d", pc->model.batch_size / PLAN_MICRO);
+	if (with(&pm, pc, kv, 2, err, errlen) != 0)
+		return -1;
+	fprintf(stderr, "plan: and at batch_size=%s, the micro-batches' ...\n",
+		b);
+	if (price_config(&pm, p->V, NULL, o, p->prices, err, errlen) != 0) {
+		*setup = 1;
+		return -1;
+	}
+	return 0;
+}
+
 /* The prices: --price's records, or price_config's here at the base's
  * shape: Broyden's line up to f_max_iter (f_history 0: the cap),
  * Anderson's up to the candidates' largest m. */
@@ -128,7 +161,33 @@ static int load_prices(struct plan *p, int *setup, char *err, size_t errlen)
 		*setup = 1;
 		return -1;
 	}
-	return 0;
+	return price_micro(p, &pc, &o, setup, err, errlen);
+}
+
+/* The prices of the micro-batched candidates' shape into p->m2; without
+ * them (a --price file of the base's shape alone) those candidates are
+ * dropped and p->micro_dropped says so. */
+static void match_micro(struct plan *p)
+{
+	const struct cand *mc = NULL;
+	int k = 0;
+	for (int j = 0; j < p->n && !mc; j++)
+		if (p->c[j].cfg.microbatches > 1)
+			mc = &p->c[j];
+	if (!mc)
+		return;
+	json_t *rec =
+	    json_pack("{s:o, s:{s:i}}", "config", config_to_json(&mc->cfg),
+		      "model", "vocab_size", p->V);
+	p->m2 = report_cost_match(p->prices, rec);
+	json_decref(rec);
+	if (p->m2)
+		return;
+	for (int j = 0; j < p->n; j++)
+		if (p->c[j].cfg.microbatches <= 1)
+			p->c[k++] = p->c[j];
+	p->n = k;
+	p->micro_dropped = 1;
 }
 
 /* The prices of the base's shape (report_cost_match); bad input when the
@@ -141,8 +200,10 @@ static int match_prices(struct plan *p, char *err, size_t errlen)
 	const struct model_config *m = &p->base.model;
 	p->m = report_cost_match(p->prices, rec);
 	json_decref(rec);
-	if (p->m)
+	if (p->m) {
+		match_micro(p);
 		return 0;
+	}
 	snprintf(err, errlen,
 		 "plan --price %.200s: no price record of this shape (%s "
 		 "d_model=%d n_heads=%d d_ff=%d seq_len=%d batch_size=%d, "
@@ -195,6 +256,9 @@ static void predict_one(struct plan *p, struct cand *c, const json_t *defaults)
 	if (deq)
 		c->iters = record_find_longest(p->runs, want, defaults,
 					       skip_iters, &deq);
+	/* a micro-batched candidate's units run on its micro-batch's rows */
+	const json_t *pm = c->cfg.microbatches > 1 ? p->m2 : p->m;
+	double fixed;
 	if (!c->iters || run_work_from_record(json_object_get(c->iters, "rec"),
 					      &c->cfg.method, tape_bytes(c), w,
 					      &c->iters_how) != 0) {
@@ -203,13 +267,16 @@ static void predict_one(struct plan *p, struct cand *c, const json_t *defaults)
 			at_caps(c, w);
 		else
 			run_work_step(&c->cfg.method, tape_bytes(c), NULL, w);
+		run_work_micro(w, c->cfg.microbatches);
 	}
 	c->fwd = w[WORK_BLOCK_FWD_TAPED] + w[WORK_BLOCK_FWD] +
 		 w[WORK_BLOCK_FWD_RECOMPUTE];
 	c->vjp = w[WORK_BLOCK_VJP] + w[WORK_BLOCK_VJP_INPUT];
-	p->fixed = plan_fixed_ms(w, p->m, unp);
-	c->ms = plan_step_ms(plan_units_ms(w, p->m, fs, bs, unp), p->fixed,
-			     &p->clamped);
+	fixed = plan_fixed_ms(w, pm, unp);
+	if (pm == p->m)
+		p->fixed = fixed;
+	c->ms =
+	    plan_step_ms(plan_units_ms(w, pm, fs, bs, unp), fixed, &p->clamped);
 	for (size_t i = 0; i < json_array_size(unp); i++)
 		snprintf(c->unpriced + strlen(c->unpriced),
 			 sizeof(c->unpriced) - strlen(c->unpriced), "%s%s",
@@ -251,8 +318,9 @@ void plan_price_free(struct plan *p)
 	json_decref(p->runs);
 	json_decref(p->prices);
 	json_decref(p->m);
+	json_decref(p->m2);
 	json_decref(p->cited);
-	p->runs = p->prices = p->m = p->cited = NULL;
+	p->runs = p->prices = p->m = p->m2 = p->cited = NULL;
 }
 
 int plan_run_index(const struct plan *p, const json_t *r)
@@ -336,6 +404,17 @@ void plan_price_notes(const struct plan *p)
 	       "machine; pred/meas their ratio. src: rN that run (a deq's "
 	       "iterations too), rM/rN measured and iterations from two, "
 	       "caps: a deq without a run; ?: a unit without a price\n");
+	if (p->m2)
+		printf("mb%d: microbatches=%d (gradient accumulation), its "
+		       "units priced at batch_size=%d, the micro-batch's "
+		       "rows, and step_fixed once a micro-batch\n",
+		       PLAN_MICRO, PLAN_MICRO,
+		       p->base.model.batch_size / PLAN_MICRO);
+	if (p->micro_dropped)
+		printf("microbatches=%d candidates left out: the prices have "
+		       "none at batch_size=%d (deqbench price with it, or "
+		       "leave --price out)\n",
+		       PLAN_MICRO, p->base.model.batch_size / PLAN_MICRO);
 	print_deq(p);
 	if (json_array_size(p->cited))
 		printf("runs:\n");

@@ -63,15 +63,18 @@ json_t *report_price_records(const char *path, const char *what, char *err,
 
 /* The run shape of rec, in the keys of a price record's shape and
  * device: "model d_model n_heads d_ff seq_len batch_size vocab precision
- * device" into buf. */
+ * device" into buf; batch_size / microbatches, the rows each unit of a
+ * micro-batched run ran on (docs/methods.md §Micro-batches). */
 static void run_shape(char *buf, size_t n, const json_t *rec)
 {
 	const json_t *c = json_object_get(rec, "config");
 	const char *prec = json_string_value(json_object_get(c, "precision"));
+	double M = record_num(c, "microbatches");
+	double B = record_num(c, "batch_size") / (isfinite(M) && M > 1 ? M : 1);
 	snprintf(buf, n, "%s %.0f %.0f %.0f %.0f %.0f %.0f %s %s",
 		 report_str(c, "model", "?"), record_num(c, "d_model"),
 		 record_num(c, "n_heads"), record_num(c, "d_ff"),
-		 record_num(c, "seq_len"), record_num(c, "batch_size"),
+		 record_num(c, "seq_len"), B,
 		 record_num(rec, "model.vocab_size"), prec ? prec : "fp32",
 		 report_str(c, "device", "cpu"));
 }
@@ -258,9 +261,13 @@ double report_cost_fixed_ms(const json_t *work, const json_t *m,
 			    const char *which, json_t *unpriced)
 {
 	double c = record_num(json_object_get(work, "optimizer_step"), which),
-	       s = 0;
+	       hb = record_num(json_object_get(work, "head_bwd"), which), s = 0;
 	if (!json_is_object(work) || !isfinite(c))
 		return NAN;
+	/* microbatches = M: each micro-batch uploads its rows and runs the
+	 * injection, M head backwards to an optimizer step */
+	if (c > 0 && isfinite(hb) && hb > c)
+		c = hb;
 	add_priced(&s, c, json_object_get(m, "units"), "step_fixed",
 		   "step_fixed", unpriced);
 	return s;

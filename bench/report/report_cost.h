@@ -12,7 +12,8 @@
 
 /* The prices of the price records prices (borrowed) whose shape is that
  * of run record rec (config model, d_model, n_heads, d_ff, seq_len,
- * batch_size, precision — fp32 when absent —, device, and vocab_size from
+ * batch_size / microbatches (the rows a micro-batch's units ran on),
+ * precision — fp32 when absent —, device, and vocab_size from
  * the record's model.vocab_size): a new object {"units": {UNIT: ms per
  * call (host_bytes: per byte)}, "solver": {SOLVER: [[h, ms] ... by h]}},
  * the first record of each unit (of each solver and h) kept; a
@@ -39,7 +40,9 @@ double report_cost_units_ms(const json_t *work, const json_t *m,
 			    const char *b_solver, json_t *unpriced);
 
 /* The fixed cost of one step of work's `which` means: its optimizer steps
- * (1 per training step, 0 in evaluation) × step_fixed's price, step_fixed
+ * (1 per training step, 0 in evaluation; with microbatches = M its M
+ * micro-batches, the head backwards, each uploading and injecting its
+ * rows) × step_fixed's price, step_fixed
  * noted in unpriced without one (0 then). NAN without work. */
 double report_cost_fixed_ms(const json_t *work, const json_t *m,
 			    const char *which, json_t *unpriced);

@@ -182,6 +182,15 @@ int run_work_step(const struct method_config *mc, double tape_bytes,
 	return 0;
 }
 
+void run_work_micro(double w[WORK_UNITS], int M)
+{
+	if (M <= 1)
+		return;
+	for (int u = 0; u < WORK_UNITS; u++)
+		if (u != WORK_OPTIMIZER_STEP)
+			w[u] *= M;
+}
+
 /* The means of the record's work object into w; -1 without one. */
 static int from_work(const json_t *wk, double w[WORK_UNITS])
 {
@@ -231,16 +240,13 @@ static int from_trace(const json_t *rec, const struct method_config *mc,
 	return 0;
 }
 
-int run_work_from_record(const json_t *rec, const struct method_config *mc,
-			 double tape_bytes, double w[WORK_UNITS],
-			 const char **how)
+/* run_work_from_record without the micro-batches. */
+static int from_record(const json_t *rec, const struct method_config *mc,
+		       double tape_bytes, double w[WORK_UNITS],
+		       const char **how)
 {
 	struct work_solves s;
 	double steps = record_num(rec, "evals.steps");
-	if (from_work(json_object_get(rec, "work"), w) == 0) {
-		*how = "work";
-		return 0;
-	}
 	if (method_evals_per_step(mc, &(long){0}, &(long){0}) == 0) {
 		*how = "formula";
 		return run_work_step(mc, tape_bytes, NULL, w);
@@ -260,4 +266,19 @@ int run_work_from_record(const json_t *rec, const struct method_config *mc,
 		s.jac = 0;
 	*how = "means";
 	return run_work_step(mc, tape_bytes, &s, w);
+}
+
+int run_work_from_record(const json_t *rec, const struct method_config *mc,
+			 double tape_bytes, double w[WORK_UNITS],
+			 const char **how)
+{
+	double M = record_num(rec, "config.microbatches");
+	if (from_work(json_object_get(rec, "work"), w) == 0) {
+		*how = "work";
+		return 0;
+	}
+	if (from_record(rec, mc, tape_bytes, w, how) != 0)
+		return -1;
+	run_work_micro(w, isfinite(M) ? (int)M : 1);
+	return 0;
 }

@@ -50,6 +50,12 @@ struct work_solves {
 int run_work_step(const struct method_config *mc, double tape_bytes,
 		  const struct work_solves *s, double w[WORK_UNITS]);
 
+/* A step of microbatches = M (docs/methods.md §Work): M micro-batch
+ * passes and one optimizer step, so w, one pass's work (run_work_step of
+ * a model of batch_size / M rows), has every unit but optimizer_step
+ * multiplied by M, in place. Nothing at M <= 1. */
+void run_work_micro(double w[WORK_UNITS], int M);
+
 /* The per-step work of a training record rec of resolved method config mc
  * (the record's own config, or one equal to it in what the work depends
  * on) into w: its `work` object's per-step means where it has one (how =
@@ -58,8 +64,11 @@ int run_work_step(const struct method_config *mc, double tape_bytes,
  * the mean iterations of its `solver` object and the fraction
  * solver.jac_loss_steps / evals.steps ("means": U is exact, H is
  * interpolated at the mean, which the mean of H(n) exceeds where n
- * varies). Those made before pretrain_steps are the steps after it. 0,
- * or -1 when rec holds none of them. */
+ * varies). Those made before pretrain_steps are the steps after it. The
+ * last three are run_work_micro'd by the record's config.microbatches
+ * (absent: 1); a deq's trace then holds each step's longest micro-batch
+ * solve, so they are an upper bound there. 0, or -1 when rec holds none
+ * of them. */
 int run_work_from_record(const json_t *rec, const struct method_config *mc,
 			 double tape_bytes, double w[WORK_UNITS],
 			 const char **how);
