@@ -536,21 +536,28 @@ int params_save_or_rescue(struct run_ctx *rc, const struct bench_config *cfg,
 /* ---- deqbench grad ---- */
 
 /* Sets cfg's batch_size and seq_len from a tokens tensor [B, T+1], within
- * the keys' ranges as typed ones would be. -1 with one line. */
+ * the keys' ranges as typed ones would be, B a multiple of microbatches.
+ * -1 with one line. */
 static int tokens_shape(struct bench_config *cfg, const struct st_tensor *t,
 			const char *tokens_path, char *err, size_t errlen)
 {
-	char num[32], e2[256];
-	snprintf(num, sizeof(num), "%lld", (long long)t->shape[0]);
-	if (config_set(cfg, "batch_size", num, e2, sizeof(e2)) == 0) {
-		snprintf(num, sizeof(num), "%lld", (long long)t->shape[1] - 1);
-		if (config_set(cfg, "seq_len", num, e2, sizeof(e2)) == 0)
-			return 0;
+	char nb[32], nt[32], e2[256];
+	snprintf(nb, sizeof(nb), "%lld", (long long)t->shape[0]);
+	snprintf(nt, sizeof(nt), "%lld", (long long)t->shape[1] - 1);
+	if (config_set(cfg, "batch_size", nb, e2, sizeof(e2)) != 0 ||
+	    config_set(cfg, "seq_len", nt, e2, sizeof(e2)) != 0) {
+		snprintf(err, errlen,
+			 "%s: tensor 'tokens' [B, T+1] gives %s; use a smaller "
+			 "tokens file",
+			 tokens_path, e2);
+		return -1;
 	}
+	if (cfg->model.batch_size % cfg->microbatches == 0)
+		return 0;
 	snprintf(err, errlen,
-		 "%s: tensor 'tokens' [B, T+1] gives %s; use a smaller tokens "
-		 "file",
-		 tokens_path, e2);
+		 "%s: tensor 'tokens' has %d rows, which microbatches=%d does "
+		 "not divide; choose microbatches dividing them",
+		 tokens_path, cfg->model.batch_size, cfg->microbatches);
 	return -1;
 }
 
