@@ -597,8 +597,9 @@ static int table_rows(const char *label)
 
 /* At 130 layers plan has 2 * (3 + 130 + 128 + 4 + 3) = 536 candidates
  * (unroll, offload, selective; checkpoint k; revolve slots; deq's 4
- * Broyden and 3 Anderson); none is dropped (the deq ones came last and
- * vanished past 512). */
+ * Broyden and 3 Anderson), and unroll and the 130 checkpoints again with
+ * microbatches=2, 2 * 131 more: 798; none is dropped (the deq ones came
+ * last and vanished past 512). */
 Test(lifecycle, plan_keeps_every_candidate, .init = cli_setup,
      .fini = cli_teardown, .timeout = 300)
 {
@@ -610,7 +611,8 @@ Test(lifecycle, plan_keeps_every_candidate, .init = cli_setup,
 	/* the label and a space: its rows, not the notes under the table */
 	cr_assert_eq(table_rows("deq anderson m=8 "), 2);
 	cr_assert_eq(table_rows("deq broyden full history "), 2);
-	cr_assert_eq(table_rows("checkpoint k=130 "), 2);
+	cr_assert_eq(table_rows("checkpoint k=130 mb2 "), 2);
+	cr_assert_eq(table_rows("checkpoint k=130 "), 4); /* mb2 too */
 	cli_path(p, sizeof(p), "stdout.txt");
 	t = cli_read(p, NULL);
 	/* table rows: lines that start with a rank */
@@ -618,7 +620,7 @@ Test(lifecycle, plan_keeps_every_candidate, .init = cli_setup,
 		rows += atoi(s) > 0;
 	free(t);
 	cr_assert_eq(table_rows("selective "), 2);
-	cr_assert_eq(rows, 536, "%d rows", rows);
+	cr_assert_eq(rows, 798, "%d rows", rows);
 }
 
 /* budget_mib above 1e9 MiB is bad input (its size_t conversion

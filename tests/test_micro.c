@@ -205,7 +205,7 @@ static double num(const json_t *rec, const char *path)
 	return json_number_value(at(rec, path));
 }
 
-Test(micro, record)
+Test(micro, record, .init = cli_setup, .fini = cli_teardown)
 {
 	json_t *r1 = run_record(1), *r2 = run_record(2);
 	cr_assert_eq(json_integer_value(at(r2, "config.microbatches")), 2);
@@ -235,7 +235,7 @@ Test(micro, record)
 	json_decref(r2);
 }
 
-Test(micro, bad_values)
+Test(micro, bad_values, .init = cli_setup, .fini = cli_teardown)
 {
 	char err[4096];
 	const char *a[] = {"run", "corpus=synthetic", "batch_size=4",
@@ -255,4 +255,34 @@ Test(micro, bad_values)
 	cr_assert_eq(config_validate_keys(&c, e, sizeof(e)), -1);
 	cr_assert(strstr(e, "microbatches=2") && strstr(e, "cuda_graphs"), "%s",
 		  e);
+}
+
+/* price of a micro-batched config: its units at batch_size/M rows, the
+ * shape report_cost_match looks a micro-batched record's prices up at */
+Test(micro, price_shape, .init = cli_setup, .fini = cli_teardown)
+{
+	char out[512], oa[600], err[4096];
+	cli_path(out, sizeof(out), "p.jsonl");
+	remove(out);
+	snprintf(oa, sizeof(oa), "out=%s", out);
+	const char *a[] = {"price",
+			   "corpus=synthetic",
+			   "d_model=16",
+			   "n_heads=2",
+			   "d_ff=32",
+			   "seq_len=8",
+			   "batch_size=4",
+			   "microbatches=2",
+			   "threads=1",
+			   "price_cap_s=0.5",
+			   oa,
+			   NULL};
+	cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 0, "%s", err);
+	char *text = cli_read(out, NULL);
+	cr_assert_not_null(text);
+	json_t *rec = json_loads(text, JSON_DISABLE_EOF_CHECK, NULL);
+	free(text);
+	cr_assert_not_null(rec);
+	cr_assert_eq(json_integer_value(at(rec, "shape.batch_size")), 2);
+	json_decref(rec);
 }

@@ -231,9 +231,8 @@ Test(cost, fixed_cost_and_floor)
 Test(cost, micro_batches)
 {
 	double w[WORK_UNITS];
-	struct bench_config c =
-	    cfg_of((const char *[]){"method=unroll", "layers=4",
-				    "microbatches=2", NULL});
+	struct bench_config c = cfg_of((const char *[]){
+	    "method=unroll", "layers=4", "microbatches=2", NULL});
 	json_t *p = fixed_prices(16, 0);
 	json_t *rec = json_pack("{s:o, s:{s:i}}", "config", config_to_json(&c),
 				"model", "vocab_size", 40);
@@ -255,8 +254,7 @@ Test(cost, micro_batches)
 	cr_assert_eq(w[WORK_OPTIMIZER_STEP], 1);
 	/* 8 × 2 + 8 × 4 + 2 head_train × 10 + 7: unroll's 41 of one
 	 * micro-batch's rows, twice, one Adam */
-	cr_assert_float_eq(plan_units_ms(w, m, NULL, NULL, NULL), 75.0,
-			   1e-12);
+	cr_assert_float_eq(plan_units_ms(w, m, NULL, NULL, NULL), 75.0, 1e-12);
 	cr_assert_float_eq(plan_fixed_ms(w, m, NULL), 2 * 3.0, 1e-12);
 	json_decref(m);
 	json_decref(p);

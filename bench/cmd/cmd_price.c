@@ -82,16 +82,18 @@ struct jobs {
 };
 
 /* What the prices of cfg depend on, as report matches them (its shape:
- * every model key, precision, device, the head's width V) and how they
+ * every model key, microbatches (its units run on batch_size /
+ * microbatches rows), precision, device, the head's width V) and how they
  * are timed (threads, the solver's samples): a new string, NULL when out
  * of memory. Method, depth, seed and training keys are not in it. */
 static char *price_key(const struct bench_config *cfg, int V)
 {
 	json_t *c = config_to_json(cfg), *k = json_object();
-	const char *keys[] = {
-	    "model",	  "d_model",	     "n_heads",	   "d_ff",    "seq_len",
-	    "batch_size", "precision",	     "device",	   "threads", "tf32",
-	    "head_chunk", "solver_batching", "cuda_graphs"};
+	const char *keys[] = {"model",	     "d_model",	    "n_heads",
+			      "d_ff",	     "seq_len",	    "batch_size",
+			      "precision",   "device",	    "threads",
+			      "tf32",	     "head_chunk",  "solver_batching",
+			      "cuda_graphs", "microbatches"};
 	char *s;
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		json_t *v = json_object_get(c, keys[i]);
