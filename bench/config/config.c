@@ -2,6 +2,7 @@
  * key (type, field offset, range, default, meaning) drives parsing, range
  * checks, JSON output and --help, so adding a key is one table row. */
 #include "config.h"
+#include "config_check.h"
 #include "config_keys.h"
 #include "../io/errmsg.h"
 
@@ -619,41 +620,6 @@ int config_apply_object(struct bench_config *c, const json_t *obj,
 	return 0;
 }
 
-/* pretrain_steps: only for method=deq, and leaving the deq phase at least
- * one timed step (each phase's first warmup_steps steps are untimed). */
-static int config_check_pretrain(const struct bench_config *c, char *err,
-				 size_t errlen)
-{
-	int p = c->pretrain_steps;
-	if (p <= 0)
-		return 0;
-	if (c->method.method != deq_kind()) {
-		snprintf(err, errlen,
-			 "pretrain_steps=%d needs method=deq (method=%s "
-			 "trains unrolled or checkpointed throughout); use "
-			 "pretrain_steps=0 or method=deq",
-			 p, method_kind_name(c->method.method));
-		return -1;
-	}
-	if (p >= c->steps) {
-		snprintf(err, errlen,
-			 "pretrain_steps=%d must be smaller than steps=%d "
-			 "(use a value in [0, %d]); lower pretrain_steps or "
-			 "raise steps",
-			 p, c->steps, c->steps - 1);
-		return -1;
-	}
-	if (p + c->warmup_steps >= c->steps) {
-		snprintf(err, errlen,
-			 "pretrain_steps=%d + warmup_steps=%d must be smaller "
-			 "than steps=%d (the deq phase after pretraining "
-			 "needs timed steps); lower them or raise steps",
-			 p, c->warmup_steps, c->steps);
-		return -1;
-	}
-	return 0;
-}
-
 /* precision, its alias tf32, and compile. */
 static int config_check_precision(const struct bench_config *c, char *err,
 				  size_t errlen)
@@ -706,13 +672,6 @@ static int config_check_precision(const struct bench_config *c, char *err,
 			 "compile=true); drop it");
 		return -1;
 	}
-	if (c->cuda_graphs && c->microbatches > 1) {
-		snprintf(err, errlen,
-			 "microbatches=%d: cuda_graphs=true records one whole "
-			 "batch's step; use microbatches=1 or drop cuda_graphs",
-			 c->microbatches);
-		return -1;
-	}
 	if (c->cuda_graphs && deq_config(&c->method)->sync_every != 1) {
 		snprintf(
 		    err, errlen,
@@ -757,15 +716,9 @@ int config_validate_keys(const struct bench_config *c, char *err, size_t errlen)
 			 c->warmup_steps, c->steps);
 		return -1;
 	}
-	if (config_check_pretrain(c, err, errlen) != 0)
+	if (config_check_pretrain(c, err, errlen) != 0 ||
+	    config_check_micro(c, err, errlen) != 0)
 		return -1;
-	if (m->batch_size % c->microbatches != 0) {
-		snprintf(err, errlen,
-			 "microbatches=%d does not divide batch_size=%d; "
-			 "choose microbatches dividing batch_size",
-			 c->microbatches, m->batch_size);
-		return -1;
-	}
 	if (c->eval_every > 0 && c->eval_tokens <= 0) {
 		snprintf(err, errlen,
 			 "eval_every=%d evaluates eval_tokens of the valid "
