@@ -115,7 +115,7 @@ static int price_micro(struct plan *p, const struct bench_config *pc,
 	if (!has_micro(p))
 		return 0;
 	snprintf(b, sizeof(b), "%d", pc->model.batch_size / PLAN_MICRO);
-	if (with(&pm, pc, kv, 2, err, errlen) != 0)
+	if (plan_derive(&pm, pc, kv, 2, err, errlen) != 0)
 		return -1;
 	fprintf(stderr, "plan: and at batch_size=%s, the micro-batches' ...\n",
 		b);
