@@ -223,7 +223,8 @@ def answer_sentence(src, lead=None):
            + deq_figures(deqs, lambda d: seeds_of(d) + warn(d)))
     return out + (f"; valid perplexity {ppl(dq)} (DEQ, {deqwords.solver_name(dq['config'])}) "
                   f"against unroll's {ppl(un)}{warn(un, 'unroll: ')}{seeds_of(un)}. "
-                  + deqwords.who_keeps_less(gc, deqs, k_of(gc))).rstrip()
+                  + deqwords.who_keeps_less(gc, deqs, k_of(gc))
+            + others_clause(src.rows)).rstrip()
 
 
 def deq_figures(deqs, after):
@@ -262,12 +263,33 @@ def method_lines(src, label=None):
 
 
 def find(rows, method_prefix, **cfg):
+    """The first training row of deqbench whose method starts with
+    method_prefix and whose config has cfg's values; whole batches
+    (microbatches 1, or a record before the key) unless cfg says."""
+    cfg.setdefault("microbatches", 1)
     for r in rows or []:
+        c = dict({"microbatches": 1}, **{k: v for k, v in r["config"].items()
+                                         if v is not None})
         if r["kind"] == "train" and r["impl"] == "deqbench" and \
                 r["method"].startswith(method_prefix) and \
-                all(r["config"].get(k) == v for k, v in cfg.items()):
+                all(c.get(k) == v for k, v in cfg.items()):
             return r
     return None
+
+
+def others_clause(rows):
+    """' Selective recomputation keeps ... ; two micro-batches keep ...':
+    the other ways to save depth memory, where the rows have them."""
+    parts = []
+    sel, mb = find(rows, "selective"), find(rows, "unroll", microbatches=2)
+    if sel:
+        parts.append(f"selective recomputation (the attention probabilities recomputed) "
+                     f"keeps {num(sel['depth_solver_x_unroll'], 3)}× at "
+                     f"{say_ratio(sel)}{warn(sel)}")
+    if mb:
+        parts.append(f"accumulating two micro-batches keeps "
+                     f"{num(mb['depth_solver_x_unroll'], 3)}× at {say_ratio(mb)}{warn(mb)}")
+    return (" Beside them, " + "; ".join(parts) + ".") if parts else ""
 
 
 def say_ratio(r):
@@ -315,7 +337,8 @@ def gc_vs_deq_sentence(src):
             f"(published for the DEQ-Transformer: {PAPER['deq_tx_mem']} memory at "
             f"{PAPER['deq_time']} the time; the total peak, embeddings and optimizer "
             f"included, is {num(dq['total_x_unroll'], 3)}× for the DEQ ({name})). "
-            + deqwords.who_keeps_less(gc, deqs, k_of(gc))).rstrip()
+            + deqwords.who_keeps_less(gc, deqs, k_of(gc))
+            + others_clause(src.rows)).rstrip()
 
 
 def section_gc(srcs):
@@ -710,7 +733,8 @@ def gc_headline(src, what):
             f" (total peak {num(dq['total_x_unroll'], 3)}× for the DEQ "
             f"({deqwords.solver_name(dq['config'])})), valid perplexity {ppl(dq)} "
             f"against unroll's {ppl(un)}{warn(un, 'unroll: ')}. "
-            + deqwords.who_keeps_less(gc, deqs, k_of(gc))).rstrip()
+            + deqwords.who_keeps_less(gc, deqs, k_of(gc))
+            + others_clause(src.rows)).rstrip()
 
 
 def answer_headline(src):

@@ -19,12 +19,14 @@ END = "<!-- made:end -->"
 # The question each suite answers, in the order of the table.
 QUESTIONS = [
     ("gc-vs-deq", "checkpointing vs DEQ (full Broyden history, Broyden history 8, Anderson "
-                  "m = 5) on a weight-tied transformer, against unroll"),
+                  "m = 5), selective recomputation and two micro-batches on a weight-tied "
+                  "transformer, against unroll; valid curves for equal perplexity"),
     ("gc-vs-deq-gpu", "the same at the paper's width, on a GPU, with revolve, offload and "
                       "phantom gradients too"),
     ("gc-vs-deq-trellisnet", "the authors' response: a TrellisNet with checkpointing at "
                              "the response's k and at round(√L), and a Jacobian-regularised DEQ"),
-    ("depth", "memory and time against depth (DEQ: iteration caps = depth, run to the cap)"),
+    ("depth", "memory and time against depth (DEQ: iteration caps = depth, run to the cap; "
+              "selective and two micro-batches too)"),
     ("eps-train", "the solver tolerance ε in training"),
     ("eps-infer", "ε at inference, at and looser than the training ε, on eps-train's saved "
                   "DEQ (3 seeds); the unrolled net (3 seeds) at other depths"),

@@ -166,7 +166,14 @@ def variant(rec, with_tol=False, with_cap=False):
     """Short label of the method as configured, without the depth: what
     one line of a depth plot or one bar colour stands for. A series name
     across depths (checkpoint k=0 stays "k=round(√L)"), so it is made from
-    the config, not from the record's method.label (one run's label)."""
+    the config, not from the record's method.label (one run's label);
+    " microbatches=M" after it where the step accumulates M > 1."""
+    mb = get(rec, "config.microbatches", 1) or 1
+    s = _variant(rec, with_tol, with_cap)
+    return s + (f" microbatches={mb}" if mb > 1 else "")
+
+
+def _variant(rec, with_tol, with_cap):
     m = method(rec)
     if m == "unroll":
         return "unroll"

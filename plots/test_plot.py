@@ -41,8 +41,8 @@ FIGURES = ["memory-vs-depth", "time-ratio", "memory-ratio", "eps-sweep", "residu
            "convergence", "step-trace"]
 
 # The reviewer-question suites and the runs each expands to.
-SUITES = {"gc-vs-deq.json": 15, "gc-vs-deq-gpu.json": 24,
-          "gc-vs-deq-trellisnet.json": 4, "depth.json": 78, "default.json": 9,
+SUITES = {"gc-vs-deq.json": 21, "gc-vs-deq-gpu.json": 30,
+          "gc-vs-deq-trellisnet.json": 4, "depth.json": 114, "default.json": 9,
           "eps-train.json": 10, "eps-infer.json": 39}
 
 TINY = {

@@ -66,6 +66,38 @@ static json_t *rows_of_sample(void)
 	return rows;
 }
 
+/* An unroll run with microbatches=2 is another method row of unroll's
+ * group (microbatches is a method key), labelled so, and measured against
+ * the whole-batch unroll row whichever comes first in the file. */
+Test(report, microbatches_row_beside_unroll)
+{
+	json_t *all = json_array(), *rows;
+	for (int s = 0; s < 2; s++) {
+		json_t *m = rec("unroll", s + 1, 130, 128, 132, 200, "healthy");
+		json_object_set_new(json_object_get(m, "config"),
+				    "microbatches", json_integer(2));
+		json_array_append_new(all, m);
+		json_array_append_new(
+		    all, rec("unroll", s + 1, 100, 98, 102, 200, "healthy"));
+	}
+	rows = report_rows(all);
+	cr_assert_eq(json_array_size(rows), 2);
+	const json_t *mb = json_array_get(rows, 0),
+		     *un = json_array_get(rows, 1);
+	cr_assert_str_eq(json_string_value(json_object_get(mb, "group")),
+			 json_string_value(json_object_get(un, "group")));
+	cr_assert(strstr(json_string_value(json_object_get(mb, "method")),
+			 "microbatches=2"),
+		  "%s", json_string_value(json_object_get(mb, "method")));
+	cr_assert(!strstr(json_string_value(json_object_get(un, "method")),
+			  "microbatches"));
+	cr_assert_float_eq(num(mb, "step_x_unroll.ratio"), 1.3, 1e-9);
+	cr_assert(json_is_true(
+	    json_object_get(json_object_get(un, "step_x_unroll"), "self")));
+	json_decref(rows);
+	json_decref(all);
+}
+
 Test(report, seeds_aggregate_with_intervals)
 {
 	json_t *rows = rows_of_sample();

@@ -90,10 +90,11 @@ static const struct key_desc tail_keys[] = {
 	KEY_OUTPUT),
 
     INT("steps", "training", steps, 1, 1e9, "optimizer steps"),
-    INT("microbatches", "training", microbatches, 1, 1 << 20,
-	"gradient accumulation: each step runs M micro-batches of "
-	"batch_size/M rows (M divides batch_size) and one optimizer step; "
-	"the depth memory falls by M (docs/methods.md)"),
+    INT_R("microbatches", "training", microbatches, 1, 1 << 20,
+	  "gradient accumulation: each step runs M micro-batches of "
+	  "batch_size/M rows (M divides batch_size) and one optimizer step; "
+	  "the depth memory falls by M (docs/methods.md)",
+	  KEY_METHOD),
     INT_R("pretrain_steps", "training", pretrain_steps, 0, 1e9,
 	  "method=deq: first steps train the block unrolled pretrain_layers "
 	  "deep, then the solver takes over; 0 = off; < steps",

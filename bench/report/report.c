@@ -450,7 +450,9 @@ static struct agg *agg_new(struct table *t, const json_t *rec,
 	    (fp && !r->fp) ||
 	    json_object_set_new(t->index, key, json_integer(at)) != 0)
 		return NULL;
+	/* the group's baseline: unroll of whole batches (microbatches 1) */
 	if (!strcmp(report_str(cfg, "method", ""), "unroll") &&
+	    !(record_num(cfg, "microbatches") > 1) &&
 	    !json_object_get(t->unroll, r->group) &&
 	    json_object_set_new(t->unroll, r->group, json_integer(at)) != 0)
 		return NULL;

@@ -244,13 +244,16 @@ static void row_label(char *buf, size_t n, const json_t *rec,
 	const char *k2;
 	json_t *v2;
 	size_t l;
+	double mb = record_num(cfg, "microbatches");
 	if (label)
 		snprintf(buf, n, "%s", label);
 	else
 		label_of_old(buf, n, rec);
+	l = strlen(buf);
+	if (mb > 1 && l < n) /* gradient accumulation: another method row */
+		l += (size_t)snprintf(buf + l, n - l, " microbatches=%.0f", mb);
 	if (strcmp(report_str(cfg, "method", "?"), "deq"))
 		return;
-	l = strlen(buf);
 	json_object_foreach((json_t *)vary_deq, k2, v2)
 	{
 		char *t;

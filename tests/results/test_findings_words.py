@@ -110,6 +110,21 @@ def memory(deqbench, root, F, W):
           f"the headline does not say which keeps less:\n{h}")
     figures_named(h, lm, W)
 
+    # selective recomputation and two micro-batches beside them (issue 43):
+    # named in §1's sentence; the whole-batch unroll stays the baseline
+    un = next(r for r in rows if r["method"].startswith("unroll"))
+    sel, mb = copy.deepcopy(un), copy.deepcopy(un)
+    sel["method"], sel["config"]["method"] = "selective L=16", "selective"
+    sel["depth_solver_x_unroll"] = 0.625
+    mb["method"], mb["config"]["microbatches"] = "unroll L=16 microbatches=2", 2
+    mb["depth_solver_x_unroll"] = 0.5
+    s = F.gc_vs_deq_sentence(Src([mb] + rows + [sel]))
+    check("selective recomputation (the attention probabilities recomputed) keeps "
+          "0.625× at" in s and "accumulating two micro-batches keeps 0.500× at" in s,
+          f"§1 does not name selective and micro-batches:\n{s}")
+    check(F.find([mb] + rows, "unroll") is not mb,
+          "the micro-batched unroll row was taken as unroll's")
+
     # one limited DEQ above checkpointing, one below; the GPU answer's words
     mixed = limited(rows, {"broyden8": 0.3, "anderson": 0.13}.get)
     s = F.answer_sentence(Src(mixed, "gpu", "h100/answer"))
