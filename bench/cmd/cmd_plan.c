@@ -384,6 +384,7 @@ static int run_top(const struct plan *p, int n)
 static const char plan_usage[] =
     "usage: deqbench plan budget_mib=M [FILE.json] [key=value ...] "
     "[price_cap_s=S]\n"
+    "                     [stages=P [link_gbps=G]]\n"
     "                     [--price PRICES.jsonl] [--records PATH] [--run "
     "N]\n"
     "  lists the methods that train the configured model in M MiB of "
@@ -396,7 +397,10 @@ static const char plan_usage[] =
     "time\n"
     "  of such a run; --run N trains the N fastest with the config's "
     "steps\n"
-    "  and appends records with predicted beside measured\n";
+    "  and appends records with predicted beside measured; stages=P adds "
+    "the\n  pipeline model of the unrolled net on P devices "
+    "(microbatches=M of\n  them, a link of G GB/s, default 25): GPipe and "
+    "1F1B from these prices\n";
 
 /* Takes every --NAME V (or --NAME=V) out of argv (in place), the last
  * value in *val (left as it was when absent); -1 with err when one has no
@@ -471,11 +475,40 @@ static int device_check(const struct bench_config *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* stages=P (an integer in [2, layers]; absent: no pipeline model) and
+ * link_gbps=G (GB/s above 0, at most 1e6; default 25) into p. 0, or -1
+ * with err. */
+static int pipe_keys(struct plan *p, const char *sv, const char *lv, char *err,
+		     size_t errlen)
+{
+	char *se = NULL, *le = NULL;
+	long s = sv ? strtol(sv, &se, 10) : 0;
+	p->link_gbps = lv ? strtod(lv, &le) : 25;
+	if (sv && (!*sv || *se || s < 2 || s > p->base.method.layers)) {
+		snprintf(err, errlen,
+			 "stages=%.60s: give the pipeline's devices as an "
+			 "integer from 2 to layers=%d, e.g. stages=4",
+			 sv, p->base.method.layers);
+		return -1;
+	}
+	if (lv &&
+	    (!*lv || *le || !(p->link_gbps > 0) || !(p->link_gbps <= 1e6))) {
+		snprintf(err, errlen,
+			 "link_gbps=%.60s: give the link's bandwidth in GB/s, "
+			 "above 0 and at most 1e6, e.g. link_gbps=25",
+			 lv);
+		return -1;
+	}
+	p->stages = (int)s;
+	return 0;
+}
+
 static int plan_setup(struct plan *p, int argc, char **argv, char *err,
 		      size_t errlen)
 {
-	const char *extra[] = {"budget_mib", "price_cap_s", NULL};
-	const char *bv[2] = {NULL, NULL};
+	const char *extra[] = {"budget_mib", "price_cap_s", "stages",
+			       "link_gbps", NULL};
+	const char *bv[4] = {NULL, NULL, NULL, NULL};
 	char *end;
 	if (parse_config_args(&p->base, argc, argv, extra, bv, err, errlen) ||
 	    peer_refuse(&p->base, "plan", err, errlen))
@@ -500,6 +533,8 @@ static int plan_setup(struct plan *p, int argc, char **argv, char *err,
 			 bv[1]);
 		return -1;
 	}
+	if (pipe_keys(p, bv[2], bv[3], err, errlen) != 0)
+		return -1;
 	if (p->base.pretrain_steps > 0) {
 		snprintf(err, errlen,
 			 "pretrain_steps=%d: plan does not take pretrain_steps "
@@ -611,6 +646,11 @@ int cmd_plan(int argc, char **argv)
 	qsort(p.c, (size_t)p.n, sizeof(*p.c), by_ms);
 	if (print_table(&p) > 0 && n_run > 0)
 		rc = run_top(&p, n_run);
+	if (rc == 0 && p.stages &&
+	    plan_pipe_print(&p, p.stages, p.link_gbps, err, sizeof(err)) != 0) {
+		fprintf(stderr, "deqbench: plan: %s\n", err);
+		rc = 1;
+	}
 	free(p.c);
 	plan_price_free(&p);
 	return interrupt_signal() ? plan_interrupted(NULL) : rc;

@@ -51,6 +51,8 @@ struct plan {
 	json_t *m2;
 	int micro_dropped; /* micro-batched candidates dropped: no prices */
 	double fixed;	   /* step_fixed's price: the cost a step */
+	int stages;	   /* stages=P: the pipeline model (0: off) */
+	double link_gbps;  /* its link, GB/s */
 	int clamped;	   /* predictions raised to PLAN_MIN_MS */
 };
 
@@ -61,6 +63,12 @@ struct plan {
  * read, a --price without prices of this shape, a configuration price
  * cannot set up). */
 int plan_price(struct plan *p, int *setup, char *err, size_t errlen);
+
+/* The pipeline model (plan_pipe.h) of p's base on stages devices linked
+ * at link_gbps GB/s, printed: GPipe and 1F1B beside one device. 0, or -1
+ * with err (prices without a unit it needs). */
+int plan_pipe_print(const struct plan *p, int stages, double link_gbps,
+		    char *err, size_t errlen);
 
 /* A copy of base with n strings kv = key, value, ... set and the config
  * finished (resolved again). 0, or -1 with err. */
