@@ -125,7 +125,7 @@ OUTPUT_KEYS = {k["name"] for k in KEYS if k["output"]}
 # bench/records/record.c's record_run_identity does.
 DEFAULTED = {"precision": "fp32", "compile": False, "device_mem_cap_mib": 0,
              "managed_prefetch": True, "cuda_graphs": False,
-             "microbatches": 1}
+             "microbatches": 1, "eval_every": 0, "curve_tokens": 0}
 
 
 def identity(rec):

@@ -43,7 +43,7 @@ FIGURES = ["memory-vs-depth", "time-ratio", "memory-ratio", "eps-sweep", "residu
 # The reviewer-question suites and the runs each expands to.
 SUITES = {"gc-vs-deq.json": 21, "gc-vs-deq-gpu.json": 30,
           "gc-vs-deq-trellisnet.json": 4, "depth.json": 114, "default.json": 9,
-          "eps-train.json": 10, "eps-infer.json": 39}
+          "eps-train.json": 18, "eps-infer.json": 39}
 
 TINY = {
     "name": "plots-test",

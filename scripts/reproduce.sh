@@ -14,7 +14,7 @@
 #   shard (--shard i/2 --lanes 2: every record says it ran as one of two
 #   lanes, and `report` labels its times) of every suite with threads=1:
 #   gc-vs-deq (3 seeds; DEQs with full and limited memory),
-#   gc-vs-deq-trellisnet, eps-train (3 seeds for unroll and eps = 1e-3),
+#   gc-vs-deq-trellisnet, eps-train (3 seeds for unroll and every eps),
 #   default (3 seeds), depth, budget, vs-pytorch; then eps-infer (on
 #   eps-train's saved parameters, 3 seeds each) in one lane, nothing
 #   beside it; then, one after the other on core 0 with nothing of ours

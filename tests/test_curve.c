@@ -6,7 +6,9 @@
  * and work's figures equal those of the same run without eval_every) for
  * unroll, deq (the Jacobian regulariser drawn from the method's random
  * stream, the spectral radius at the final evaluation), and deq with
- * pretraining. Bad values exit 2 with one line. Structure only: no value
+ * pretraining. curve_tokens: the curve averages over the first
+ * curve_tokens of the valid split, the final evaluation over eval_tokens.
+ * Bad values exit 2 with one line. Structure only: no value
  * of a trajectory is asserted, so the test holds on any BLAS core. */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -24,9 +26,20 @@
 	    "batch_size=4", "vocab_size=64", "eval_tokens=64", "threads=1",    \
 	    "trace=true", "warmup_steps=1"
 
-/* Runs the tiny config with up to 8 more keys (NULL-terminated) into
- * <cli_dir>/NAME.jsonl; returns its record, checked against SCHEMA.md
- * (strict) and ok. */
+/* Whether key=value kv sets a key that one of extra (NULL-terminated)
+ * sets too. */
+static int overridden(const char *kv, const char *const *extra)
+{
+	size_t n = strcspn(kv, "=");
+	for (int i = 0; extra[i]; i++)
+		if (!strncmp(kv, extra[i], n + 1))
+			return 1;
+	return 0;
+}
+
+/* Runs the tiny config with up to 8 more keys (NULL-terminated; one the
+ * tiny config sets replaces its value) into <cli_dir>/NAME.jsonl; returns
+ * its record, checked against SCHEMA.md (strict) and ok. */
 static json_t *run_rec(const char *name, const char *const *extra)
 {
 	static const char *const tiny[] = {TINY_CURVE, NULL};
@@ -38,7 +51,8 @@ static json_t *run_rec(const char *name, const char *const *extra)
 	snprintf(oa, sizeof(oa), "out=%s", out);
 	args[n++] = "run";
 	for (int i = 0; tiny[i]; i++)
-		args[n++] = tiny[i];
+		if (!overridden(tiny[i], extra))
+			args[n++] = tiny[i];
 	for (int i = 0; extra[i]; i++)
 		args[n++] = extra[i];
 	args[n++] = oa;
@@ -172,6 +186,36 @@ Test(curve, deq_pretrain, .init = cli_setup, .fini = cli_teardown,
 		     1, 5);
 }
 
+/* curve_tokens=32 (one batch) under eval_tokens=128: each point is over
+ * 32 tokens and equals the curve of the same run whose eval_tokens is 32
+ * (the first batch of the split, the same parameters), while the final
+ * evaluation covers 128 */
+Test(curve, curve_tokens, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
+{
+	const char *a[] = {
+	    "method=unroll",   "layers=2",	  "steps=4", "eval_every=2",
+	    "eval_tokens=128", "curve_tokens=32", NULL};
+	const char *b[] = {"method=unroll", "layers=2",	      "steps=4",
+			   "eval_every=2",  "eval_tokens=32", NULL};
+	json_t *r0 = run_rec("short", a), *r1 = run_rec("small", b);
+	const json_t *p0 = at(r0, "quality.valid_curve.points");
+	const json_t *p1 = at(r1, "quality.valid_curve.points");
+	cr_assert_eq(num_at(r0, "quality.valid_eval_tokens"), 128);
+	cr_assert_eq(json_array_size(p0), 2);
+	cr_assert_eq(json_array_size(p1), 2);
+	for (size_t i = 0; i < 2; i++) {
+		const json_t *x = json_array_get(p0, i);
+		cr_assert_eq(num_at(x, "tokens"), 32);
+		cr_assert_eq(num_at(x, "valid_loss"),
+			     num_at(json_array_get(p1, i), "valid_loss"),
+			     "point %zu: the first 32 valid tokens", i);
+	}
+	cr_assert_eq(json_integer_value(at(r0, "config.curve_tokens")), 32);
+	json_decref(r0);
+	json_decref(r1);
+}
+
 Test(curve, bad_values, .init = cli_setup, .fini = cli_teardown, .timeout = 60)
 {
 	char out[512], oa[600];
@@ -182,6 +226,8 @@ Test(curve, bad_values, .init = cli_setup, .fini = cli_teardown, .timeout = 60)
 	expect_bad(neg, out, "eval_every");
 	const char *txt[] = {"run", TINY_CURVE, "eval_every=two", oa, NULL};
 	expect_bad(txt, out, "eval_every");
+	const char *ct[] = {"run", TINY_CURVE, "curve_tokens=-1", oa, NULL};
+	expect_bad(ct, out, "curve_tokens");
 	const char *none[] = {"run",
 			      "corpus=synthetic",
 			      "steps=4",

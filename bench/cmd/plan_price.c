@@ -35,7 +35,7 @@
  * results go. */
 static const char *const time_free[] = {
     "seed",	   "steps",	 "warmup_steps", "lr_warmup", "eval_tokens",
-    "eval_warmup", "eval_every", "impl",	 NULL};
+    "eval_warmup", "eval_every", "curve_tokens", "impl",      NULL};
 /* and for a deq's iterations also: what does not change the solves' counts
  * (depth keys of other methods, the head's chunks, threads, the device and
  * its arithmetic switches: a GPU's run counts as the same solves). */

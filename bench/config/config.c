@@ -114,6 +114,11 @@ static const struct key_desc tail_keys[] = {
     INT("eval_every", "training", eval_every, 0, 1e9,
 	"evaluate the valid split (eval_tokens) every N training steps, "
 	"untimed, into quality.valid_curve; 0 = off"),
+    {"curve_tokens", "training", KT_LONG, KEY_OFF(S, curve_tokens), 0, 1e15,
+     NULL, NULL, NULL, 0,
+     "valid tokens each eval_every evaluation averages over (the first of "
+     "the split, whole batches); 0 = eval_tokens",
+     0, 0},
     STR("params", "training", params, NULL,
 	"safetensors parameters to start from (run) or to evaluate (eval), "
 	"as params init or save_params write them; empty = init from seed",
@@ -224,6 +229,7 @@ void config_defaults(struct bench_config *c)
 	c->eval_tokens = 16384;
 	c->eval_warmup = 2;
 	c->eval_every = 0;
+	c->curve_tokens = 0;
 	c->device = DEVICE_CPU;
 	c->threads = 0;
 	c->tf32 = 0;

@@ -58,6 +58,8 @@ struct bench_config {
 	int eval_warmup;  /* first valid batches left out of inference timing */
 	int eval_every;	  /* valid evaluation every N training steps into
 			     quality.valid_curve (untimed); 0 = off */
+	long curve_tokens; /* valid tokens each eval_every evaluation averages
+			      over; 0 = eval_tokens */
 	char params[CONFIG_PATH];      /* start from (run) or evaluate (eval)
 					  these parameters; "" = init */
 	char save_params[CONFIG_PATH]; /* trained parameters written here;

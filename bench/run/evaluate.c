@@ -14,12 +14,20 @@
 #include "run_record.h"
 #include "train_step.h"
 
-/* Whole batches of B*T tokens evaluated from a split of the batcher b. */
-static size_t eval_batches(const struct run *r, const struct batcher *b)
+/* Whole batches of B*T tokens among the first tokens of a split of the
+ * batcher b. */
+static size_t batches_of(const struct run *r, const struct batcher *b,
+			 long tokens)
 {
 	long per = (long)r->B * r->T;
-	size_t nb = (size_t)(r->cfg->eval_tokens / per);
+	size_t nb = (size_t)(tokens / per);
 	return nb < batcher_n_batches(b) ? nb : batcher_n_batches(b);
+}
+
+/* Whole batches of an evaluation after training (eval_tokens). */
+static size_t eval_batches(const struct run *r, const struct batcher *b)
+{
+	return batches_of(r, b, r->cfg->eval_tokens);
 }
 
 /* Batch k of an evaluation, as rc.micro micro-batches of B/M rows (the
@@ -213,8 +221,12 @@ void run_evaluate_curve(struct run *r, int s, double train_s)
 	p->valid_loss = NAN;
 	p->tokens = 0;
 	r->curve_now = 1;
+	/* curve_tokens: a shorter curve than the final evaluation keeps its
+	 * cost small when eval_tokens covers the whole split */
+	long tokens = r->cfg->curve_tokens > 0 ? r->cfg->curve_tokens
+					       : r->cfg->eval_tokens;
 	if (split_batcher(r, CORPUS_VALID, &b) &&
-	    evaluate_split(r, CORPUS_VALID, &b, eval_batches(r, &b), NULL,
+	    evaluate_split(r, CORPUS_VALID, &b, batches_of(r, &b, tokens), NULL,
 			   &p->valid_loss, &p->tokens) != 0 &&
 	    r->status != RUN_INTERRUPTED)
 		r->status = RUN_ERROR;

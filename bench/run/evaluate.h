@@ -30,7 +30,7 @@ void run_evaluate(struct run *r, struct eval_result *q);
 
 /* eval_every: after training step s, whose loop has run train_s wall
  * seconds (evaluations left out), the valid split's mean loss over
- * eval_tokens as run_evaluate computes it (the method in inference mode,
+ * curve_tokens (eval_tokens when 0) as run_evaluate computes it (the method in inference mode,
  * train = 0; no spectral radius, no per-batch log, no allocator reset)
  * appended to r->curve, its wall seconds added to r->curve_s. It changes
  * nothing a later training step reads: the method's statistics and the

@@ -24,8 +24,9 @@ DEFAULTS = {
     "microbatches": 1,
     "pretrain_steps": 0, "pretrain_layers": 12, "warmup_steps": -1,
     "lr": 1e-3, "lr_warmup": 20, "clip": 1.0, "eval_tokens": 16384,
-    "eval_warmup": 2, "eval_every": 0, "params": "", "device": "cpu", "threads": 0,
-    "tf32": False, "precision": "fp32", "compile": False,
+    "eval_warmup": 2, "eval_every": 0, "curve_tokens": 0, "params": "",
+    "device": "cpu", "threads": 0, "tf32": False, "precision": "fp32",
+    "compile": False,
     "cuda_graphs": False, "device_mem_cap_mib": 0, "managed_prefetch": True,
     "out": "results/runs.jsonl", "trace": False, "save_params": "",
 }

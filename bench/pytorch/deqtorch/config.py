@@ -19,9 +19,9 @@ KNOWN_KEYS = (
     "sync_every jac_loss_weight jac_loss_freq jac_fd_eta phantom_steps "
     "phantom_tau spectral_radius_iters slots corpus data_dir steps "
     "microbatches pretrain_steps pretrain_layers warmup_steps lr lr_warmup clip "
-    "eval_tokens eval_warmup eval_every params device threads tf32 precision compile "
-    "cuda_graphs device_mem_cap_mib managed_prefetch out trace save_params "
-    "impl"
+    "eval_tokens eval_warmup eval_every curve_tokens params device threads tf32 "
+    "precision compile cuda_graphs device_mem_cap_mib managed_prefetch out trace "
+    "save_params impl"
 ).split()
 
 # Keys read by the implementation; all others are accepted only when they
