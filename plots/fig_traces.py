@@ -6,6 +6,7 @@ applications along training (plot.py's header describes them)."""
 import math
 
 import records as R
+from epsseeds import converged_flags
 from figbase import colours, finish, group_labels, legend_right, panel, plt
 
 def trace_of(rec, name):
@@ -52,20 +53,6 @@ def fig_residuals(runs, recs, prefix, written):
     legend_right(axes[1], 6)
     return finish(fig, "Residual after each solver iteration, last training step", recs,
                   prefix, "residuals", written)
-
-
-def converged_flags(rec, side):
-    """Per-step converged flags of one solve ("fwd" or "bwd") from the
-    trace, and whether they were derived: trace.<side>_converged where the
-    record has it, else residual <= tolerance, the solvers' definition of
-    converged when records without the flags were written (SCHEMA.md)."""
-    flags = R.get(rec, f"trace.{side}_converged")
-    if isinstance(flags, list):
-        return [bool(f) for f in flags], False
-    tol = R.cfg(rec, "f_tol" if side == "fwd" else "b_tol")
-    res = R.get(rec, f"trace.{side}_residual", [])
-    return [isinstance(x, (int, float)) and tol is not None and x <= tol
-            for x in res], True
 
 
 def trailing_mean(flags, w):

@@ -26,21 +26,31 @@ support, as PNG and SVG beside the file (or in --out-dir), named
                    step, a trailing median, one line per run (records run
                    with trace=true)
   memory-ratio     depth+solver and total peak relative to unroll, same groups
-  eps-sweep        deq tolerance ε = f_tol against time per step, valid
-                   perplexity and solver iterations, and time against
-                   perplexity with the Pareto front (lower time and lower
-                   perplexity) marked; unroll runs of the same file as
-                   dotted reference lines and points; needs two f_tol values
+  eps-sweep        deq tolerance ε = f_tol (plots/fig_eps.py) against mean
+                   step time × unroll, valid and test perplexity and block
+                   evaluations per step: each seed a dot, the geometric mean
+                   over seeds a marker with its 95% t interval (× unroll:
+                   report's ratio of geometric means, Welch); the block
+                   evaluations per step along training per ε (each seed
+                   thin, the median over seeds thick; trace=true); the
+                   estimates of time against perplexity with both
+                   intervals; seeds that lost convergence or that health
+                   flags ringed red; unroll as a dotted line and a 95%
+                   band; needs two f_tol values
   residuals        residual after each solver iteration of the last training
                    step, forward and backward (trace.last_fwd_residual_trace,
                    trace.last_bwd_residual_trace; records run with trace=true)
-  eps-infer        records of deqbench eval (kind "eval"): ε = f_tol against
-                   inference time per batch and valid perplexity (one line
-                   per iteration cap f_max_iter), forward evaluations per
-                   batch, and inference time against perplexity for the deq
-                   runs and the unroll runs at each depth L on one chart,
-                   with the Pareto front of all of them; needs two f_tol
-                   values or two unroll depths
+  eps-infer        records of deqbench eval (kind "eval"; plots/fig_eps.py):
+                   ε = f_tol against inference time per batch, valid
+                   perplexity and forward evaluations per batch, each
+                   trained seed a dot, the geometric mean a marker with its
+                   95% interval, one line per cap f_max_iter, the unrolled
+                   depth of matching perplexity a grey star; and the answer:
+                   inference time against perplexity for unroll at every
+                   depth and each DEQ ε, joined by an arrow to the
+                   shallowest depth as good (deqbench report's
+                   matched_unroll, with its inference × unroll); needs two
+                   f_tol values or two unroll depths
   budget           step time (median) against total device peak for every
                    method and parameter, circles without and triangles with
                    head_chunk, and the Pareto front; needs three methods
@@ -65,6 +75,7 @@ import records as R
 from figbase import (colours, finish, gmean, group_labels, label_series,
                      legend_right, mark_flagged, panel, plt, ratio_interval,
                      runs_of, series_order)
+from fig_eps import fig_eps, fig_eps_infer
 from fig_traces import fig_convergence, fig_residuals, fig_step_trace
 
 
@@ -228,164 +239,6 @@ def pareto(points):
         if not any((a <= x and b <= y) and (a < x or b < y) for a, b in points):
             keep.append(i)
     return keep
-
-
-def front_line(ax, fr, label):
-    """The Pareto front fr (points sorted by time) as a black step line with
-    its points ringed."""
-    ax.plot([p[0] for p in fr], [p[1] for p in fr], color="k", lw=1.0,
-            drawstyle="steps-post", label=label)
-    ax.scatter([p[0] for p in fr], [p[1] for p in fr], s=80, facecolors="none",
-               edgecolors="k", lw=1.0)
-
-
-def eps_axes(axes, xlabel):
-    """Log ε x axes with a grid."""
-    for ax in axes:
-        ax.set_xscale("log")
-        ax.set_xlabel(xlabel)
-        ax.grid(True, which="both", alpha=0.3)
-
-
-def unroll_refs(runs, a_time, a_ppl, a_par, t_attr):
-    """Unroll runs as dotted reference lines on the ε panels and starred
-    points on the time-perplexity panel (t_attr: the time to use)."""
-    unr = sorted((r for r in runs if R.method(r.rec) == "unroll"
-                  and getattr(r, t_attr) and r.ppl), key=lambda r: R.cfg(r.rec, "layers"))
-    for u in unr:
-        name = f"unroll L={R.cfg(u.rec, 'layers')}"
-        a_time.axhline(getattr(u, t_attr), color="0.4", ls=":", lw=1.0, label=name)
-        a_ppl.axhline(u.ppl, color="0.4", ls=":", lw=1.0, label=name)
-        a_par.scatter([getattr(u, t_attr)], [u.ppl], marker="*", s=60, color="0.3", label=name)
-    return unr
-
-
-def fig_eps(runs, recs, prefix, written):
-    runs = [r for r in runs if R.kind(r.rec) == "train"]
-    deq = [r for r in runs if R.method(r.rec) == "deq"]
-    if len({R.cfg(r.rec, "f_tol") for r in deq}) < 2:
-        return False
-    groups, glabel = group_labels(deq)
-    key = lambda r: (R.variant(r.rec, with_cap=True)
-                     + ("" if len(groups) == 1 else f" ({glabel[r.group]})"))
-    series = list(dict.fromkeys(key(r) for r in deq))
-    col = colours(series)
-    marks = "osD^v<>"
-    pts = [(r.step_ms, r.ppl) for r in deq]
-    ok = [i for i, p in enumerate(pts) if None not in p]
-    front = {ok[i] for i in pareto([pts[i] for i in ok])}
-
-    fig, axes = plt.subplots(2, 2, layout="constrained", figsize=(11, 8))
-    (a_time, a_ppl), (a_it, a_par) = axes
-    for si, s in enumerate(series):
-        rs = sorted((r for r in deq if key(r) == s), key=lambda r: R.cfg(r.rec, "f_tol"))
-        eps = [R.cfg(r.rec, "f_tol") for r in rs]
-        m = marks[si % len(marks)]
-        for ax, ys in ((a_time, [r.step_ms for r in rs]), (a_ppl, [r.ppl for r in rs])):
-            ax.plot(eps, ys, marker=m, ms=4, color=col[s], label=s)
-        a_it.plot(eps, [r.fit for r in rs], marker=m, ms=4, color=col[s], label=f"{s}: forward")
-        a_it.plot(eps, [r.bit for r in rs], marker=m, ms=4, color=col[s], ls="--",
-                  label=f"{s}: backward")
-        a_par.scatter([r.step_ms for r in rs], [r.ppl for r in rs], marker=m, s=18,
-                      color=col[s], label=s)
-        mark_flagged(a_par, rs, [r.step_ms for r in rs], [r.ppl for r in rs])
-        for r in rs:
-            if r.step_ms and r.ppl:
-                a_par.annotate(f"ε={R.fmt_g(R.cfg(r.rec, 'f_tol'))}", (r.step_ms, r.ppl),
-                               textcoords="offset points", xytext=(3, 2), fontsize=5)
-    if len(groups) == 1:
-        unroll_refs(runs, a_time, a_ppl, a_par, "step_ms")
-    fr = sorted((pts[i] for i in front), key=lambda p: p[0])
-    if fr:
-        for ax, idx in ((a_time, 0), (a_ppl, 1)):
-            ax.scatter([R.cfg(deq[i].rec, "f_tol") for i in front],
-                       [pts[i][idx] for i in front], s=80, facecolors="none",
-                       edgecolors="k", lw=1.0, label="Pareto front (time, ppl)")
-        front_line(a_par, fr, "Pareto front")
-    eps_axes((a_time, a_ppl, a_it),
-             "tolerance ε = f_tol (relative residual ‖f(z)−z‖/‖f(z)‖)")
-    a_time.set_ylabel("time per training step (ms, median)")
-    a_time.set_title("ε against time per step")
-    a_ppl.set_ylabel("valid perplexity (exp of nats per token)")
-    a_ppl.set_title("ε against valid perplexity")
-    a_it.set_ylabel("solver iterations per step (mean)")
-    a_it.set_title("ε against iterations (solid forward, dashed backward)")
-    a_par.set_xlabel("time per training step (ms, median)")
-    a_par.set_ylabel("valid perplexity (exp of nats per token)")
-    a_par.set_title("time against perplexity; Pareto front: black")
-    a_par.grid(True, alpha=0.3)
-    a_time.legend(fontsize=6)
-    a_it.legend(fontsize=5, ncol=2)
-    a_par.legend(fontsize=6)
-    return finish(fig, "DEQ solver tolerance sweep", recs, prefix, "eps-sweep", written)
-
-
-def fig_eps_infer(runs, recs, prefix, written):
-    ev = [r for r in runs if R.kind(r.rec) == "eval" and r.inf_ms and r.ppl]
-    deq = [r for r in ev if R.method(r.rec) == "deq"]
-    unr = [r for r in ev if R.method(r.rec) == "unroll"]
-    if len({R.cfg(r.rec, "f_tol") for r in deq}) < 2 and len(unr) < 2:
-        return False
-    caps = sorted({R.cfg(r.rec, "f_max_iter") for r in deq})
-    names = [f"deq f_max_iter={c}" for c in caps]
-    col = colours(names)
-    marks = "osD^v<>"
-    fig, ((a_t, a_p), (a_e, a_par)) = plt.subplots(2, 2, layout="constrained",
-                                                   figsize=(11, 8))
-    for ci, (c, name) in enumerate(zip(caps, names)):
-        rs = sorted((r for r in deq if R.cfg(r.rec, "f_max_iter") == c),
-                    key=lambda r: R.cfg(r.rec, "f_tol"))
-        eps = [R.cfg(r.rec, "f_tol") for r in rs]
-        m = marks[ci % len(marks)]
-        for ax, ys in ((a_t, [r.inf_ms for r in rs]), (a_p, [r.ppl for r in rs]),
-                       (a_e, [r.inf_evals for r in rs])):
-            ax.plot(eps, ys, marker=m, ms=4, color=col[name], label=name)
-        a_par.scatter([r.inf_ms for r in rs], [r.ppl for r in rs], marker=m, s=18,
-                      color=col[name], label=name)
-        # ε labels on one series only (the largest cap, whose points
-        # spread along the time axis): labels of every cap overlap
-        for r in rs if c == caps[-1] else []:
-            a_par.annotate(f"ε={R.fmt_g(R.cfg(r.rec, 'f_tol'))}", (r.inf_ms, r.ppl),
-                           textcoords="offset points", xytext=(3, 3), fontsize=6)
-    unr.sort(key=lambda r: R.cfg(r.rec, "layers"))
-    if unr:
-        a_par.plot([u.inf_ms for u in unr], [u.ppl for u in unr], marker="*", ms=7,
-                   color="0.3", lw=0.8, label="unroll at depth L")
-        for u in unr:
-            a_par.annotate(f"L={R.cfg(u.rec, 'layers')}", (u.inf_ms, u.ppl),
-                           textcoords="offset points", xytext=(3, -7), fontsize=5)
-        best = min(unr, key=lambda u: u.ppl)
-        lab = f"unroll L={R.cfg(best.rec, 'layers')} (its best depth)"
-        a_t.axhline(best.inf_ms, color="0.4", ls=":", lw=1.0, label=lab)
-        a_p.axhline(best.ppl, color="0.4", ls=":", lw=1.0, label=lab)
-        a_e.axhline(best.inf_evals, color="0.4", ls=":", lw=1.0, label=lab)
-    pts = [(r.inf_ms, r.ppl) for r in ev]
-    fr = sorted((pts[i] for i in pareto(pts)), key=lambda p: p[0])
-    front_line(a_par, fr, "Pareto front (all runs)")
-    eps_axes((a_t, a_p, a_e), "inference tolerance ε = f_tol (relative residual)")
-    a_t.set_ylabel("inference time per batch (ms, median)")
-    a_t.set_title("ε against inference time")
-    a_p.set_ylabel("valid perplexity")
-    a_p.set_title("ε against valid perplexity")
-    a_e.set_ylabel("block evaluations per batch (mean)")
-    a_e.set_title("ε against forward evaluations")
-    a_par.set_xlabel("inference time per batch (ms, median)")
-    a_par.set_ylabel("valid perplexity")
-    lo = min(p[1] for p in pts)
-    off = [r for r in ev if r.ppl > lo * 1.04]
-    if off:  # zoom on the competitive runs; say which are above
-        a_par.set_ylim(lo * 0.997, lo * 1.04)
-        a_par.text(0.01, 0.99, "above the chart: " + ", ".join(
-            (f"unroll L={R.cfg(r.rec, 'layers')}" if R.method(r.rec) == "unroll"
-             else f"deq ε={R.fmt_g(R.cfg(r.rec, 'f_tol'))}") + f" (ppl {r.ppl:.1f})"
-            for r in off), transform=a_par.transAxes, va="top", fontsize=6)
-    a_par.set_title("time against perplexity: deq at (ε, cap), unroll at depth L"
-                    + (f"\n(ε labelled at cap {caps[-1]})" if caps else ""))
-    a_par.grid(True, which="both", alpha=0.3)
-    a_t.legend(fontsize=6)
-    a_par.legend(fontsize=6)
-    return finish(fig, "inference: DEQ tolerance and unrolled depth", recs, prefix,
-                  "eps-infer", written)
 
 
 def budget_label(r):

@@ -18,7 +18,10 @@ flags; that table.py prints one row per non-unroll run with the converged
 fractions for the deq rows and, like plot.py's budget labels, the
 records' own method.label; that a tiny model saved with save_params and
 evaluated by an eval suite gives kind "eval" records from which plot.py
-draws eps-infer; and that the reviewer-question suites in bench/suites expand to the expected
+draws eps-infer; that the ε figures' estimate over seeds
+(epsseeds.gm_interval) is report's step_ms on seeded copies, from which
+plot.py draws eps-sweep, and that a seed whose forward solves stop
+converging reads as lost convergence; and that the reviewer-question suites in bench/suites expand to the expected
 number of runs (--dry-run). Exits 77 (meson's skip) when matplotlib is
 missing from this interpreter.
 """
@@ -180,6 +183,57 @@ def check_time_estimator(deqbench, root, tmp, lines):
             fail(f"ratio_interval {got} vs report's step_mean_x_unroll {want}")
 
 
+def check_eps_seeds(deqbench, root, tmp, lines, env):
+    """The ε figures' seeds: three seeded copies of the tiny suite's deq
+    runs at cap 2 (both tolerances) and of unroll L=2, step times scaled
+    by made-up factors. epsseeds.gm_interval of the seeds' median step
+    times is report's step_ms (gmean, lo, hi); plot.py draws eps-sweep
+    from them; a copy whose forward solves stop converging in its last
+    step is lost_convergence with its fractions, a converged one not."""
+    sys.path.insert(0, os.path.join(root, "plots"))
+    import epsseeds  # noqa: E402  (needs the path above)
+    pick = [r for r in lines if r["config"]["layers"] == 2 and
+            (r["config"]["method"] == "unroll" or
+             (r["config"]["method"] == "deq" and r["config"]["f_solver"] == "broyden"))]
+    path, med = os.path.join(tmp, "eps-seeds.jsonl"), {}
+    with open(path, "w") as f:
+        for r in pick:
+            for i, k in enumerate((1.0, 1.2, 0.9)):
+                c = json.loads(json.dumps(r))
+                c["config"]["seed"] = i + 1
+                for key, v in c["timing"]["step_ms"].items():
+                    if isinstance(v, (int, float)) and not isinstance(v, bool):
+                        c["timing"]["step_ms"][key] = v * k
+                tol = c["config"]["f_tol"] if c["config"]["method"] == "deq" else None
+                med.setdefault((c["config"]["method"], tol), []).append(
+                    c["timing"]["step_ms"]["median"])
+                f.write(json.dumps(c) + "\n")
+    rc, out, err = run([deqbench, "report", "--format", "json", path])
+    if rc != 0:
+        fail(f"report on the seeded ε copies exited {rc}: {err}")
+    for row in json.loads(out):
+        m = row["config"]["method"]
+        want = row["step_ms"]
+        got = epsseeds.gm_interval(med[(m, row["config"]["f_tol"] if m == "deq" else None)])
+        for g, k in zip(got, ("gmean", "lo", "hi")):
+            if g is None or abs(g - want[k]) > 1e-9 * want[k]:
+                fail(f"gm_interval {got} vs report's step_ms {want} ({row['method']})")
+    rc, out, err = run([sys.executable, os.path.join(root, "plots", "plot.py"),
+                        "--figures", "eps-sweep", path], env)
+    if rc != 0 or not out.split() or not out.split()[0].endswith("eps-seeds.eps-sweep.png"):
+        fail(f"plot.py eps-sweep on 3 seeds: exit {rc}, listed {out.split()}: {err}")
+    deq = next(r for r in pick if r["config"]["method"] == "deq")
+    if epsseeds.lost_convergence(deq) and min(epsseeds.converged_split(deq)) >= 0.9:
+        fail("a converged tiny deq run reads as lost")
+    bad = json.loads(json.dumps(deq))
+    n = len(bad["trace"]["fwd_converged"])
+    bad["trace"]["fwd_converged"] = [i < n - 1 for i in range(n)]  # the last step not
+    lost = epsseeds.lost_convergence(bad)
+    if not lost or lost["last"] != 0.0 or abs(lost["all"] - sum(
+            bad["trace"]["fwd_converged"]) / n) > 1e-12:
+        fail(f"lost_convergence of a run that stopped converging: {lost}")
+
+
 def check_key_table(root):
     """records.py takes which keys choose the method and which are output
     only from `deqbench run --help-json`, the table `deqbench report`
@@ -301,6 +355,7 @@ def main():
         check_convergence_flags(root, lines)
         check_time_estimator(deqbench, root, tmp, lines)
         check_eval_figure(deqbench, tmp, env)
+        check_eps_seeds(deqbench, root, tmp, lines, env)
 
         # one row per run that is not unroll: 2 checkpoint + 8 deq; the
         # deq rows give "fwd% / bwd%" converged, checkpoint rows a dash
