@@ -29,6 +29,7 @@ import subprocess
 import sys
 
 import deqwords
+import epswords
 import equalppl
 import made
 import replayed
@@ -104,8 +105,8 @@ def ci(o, key="gmean", digits=2):
     return s + (" (1 run)" if n == 1 else f" (n={n}: no interval)" if n == 2 else "")
 
 
-def ppl(row):
-    p = row["valid_ppl"]
+def ppl(row, key="valid_ppl"):
+    p = row.get(key) or {"mean": None}
     if p["mean"] is None:
         return "–"
     if p["sd"] is None:
@@ -450,8 +451,8 @@ def section_depth(srcs):
 def section_eps_train(srcs):
     lines = ["### 4. The solver tolerance ε in training", ""]
     head = ("| machine | run | ε | runs | step ms [95% CI] | time × unroll [95% CI] "
-            "| evals per step (fwd + VJP) | valid ppl ± sd | fwd / bwd converged | health |\n"
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+            "| evals per step (fwd + VJP) | valid ppl ± sd | test ppl ± sd | fwd / bwd converged "
+            "| health |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     body = []
     for s in srcs:
         if not s.rows:
@@ -473,13 +474,14 @@ def section_eps_train(srcs):
                 f"at ε = {tight['config']['f_tol']} ({say_ratio(tight)} unroll's step time"
                 f"{warn(tight)}) against unroll's {num(un['forward_evals'] + un['vjp_evals'], 1)}.",
                 ""]
+        lines += epswords.lines(s.path)
         for r in [un] + deqs if un else deqs:
             eps = "–" if r["method"].startswith("unroll") else r["config"]["f_tol"]
             body.append(
                 f"| {s.machine.upper()} | {r['method'].split(' f_tol')[0]} | {eps} | {r['runs']} "
                 f"| {step_cell(r)} | {ratio_cell(r)} "
                 f"| {num(r['forward_evals'], 1)} + {num(r['vjp_evals'], 1)} | {ppl(r)} "
-                f"| {converged(r)} | {health(r)} |")
+                f"| {ppl(r, 'test_ppl')} | {converged(r)} | {health(r)} |")
     return lines + [head] + body + [""]
 
 
