@@ -47,7 +47,9 @@ def convergence_sentence(recs):
 
 def stats(vals):
     m = sum(vals) / len(vals)
-    sd = math.sqrt(sum((v - m) ** 2 for v in vals) / (len(vals) - 1)) if len(vals) > 1 else None
+    if len(vals) < 2:
+        return m, None
+    sd = math.sqrt(sum((v - m) ** 2 for v in vals) / (len(vals) - 1))
     return m, sd
 
 
@@ -64,8 +66,8 @@ def spread_clause(recs, what, path, loss):
     sd = ("no ε with two seeds" if not sds else f"seed sd within one ε {sds[0]:.2f}"
           + (f"–{sds[-1]:.2f}" if len(sds) > 1 else ""))
     single = sorted((t for t, v in per.items() if len(v) < 2), reverse=True)
-    return (f"{what}: the DEQ's means span {lo:.2f}–{hi:.2f} across ε (range {hi - lo:.2f}), "
-            f"{sd}", S.anova(list(S.by_eps(recs, loss).values())), single)
+    return (f"{what}: the DEQ's means span {lo:.2f}–{hi:.2f} across ε "
+            f"(range {hi - lo:.2f}), {sd}", S.anova(list(S.by_eps(recs, loss).values())), single)
 
 
 def verdict(cs):

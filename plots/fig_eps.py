@@ -6,7 +6,6 @@ as its seeds (small dots, one per trained seed), the estimate over them
 interval, so that a single seed never reads as the setting's value and
 seed noise never reads as an ε effect."""
 import json
-import math
 import os
 import subprocess
 import tempfile
@@ -21,9 +20,9 @@ EPS_LABEL = "tolerance ε = f_tol (relative residual ‖f(z)−z‖/‖f(z)‖)"
 
 
 def jitter(x, k, n):
-    """Seed k of n drawn beside x on a log axis, so that seeds do not hide
-    each other."""
-    return x * 10 ** ((k - (n - 1) / 2) * 0.045)
+    """Seed k of n drawn right of x on a log axis, so that seeds hide
+    neither each other nor the estimate's marker at x."""
+    return x * 10 ** ((k + 1) * 0.035)
 
 
 def estimate(ax, x, vals, color, marker, label=None, base=None):
@@ -364,10 +363,11 @@ def answer_panel(ax, sets, caps, col, rows):
                     xytext=(4, -9), fontsize=6, color="0.3")
     for ci, cap in enumerate(caps):
         name = f"deq f_max_iter={cap}"
-        for t in sorted(k[2] for k in sets if k[0] == "deq" and k[1] == cap):
+        tols = sorted(k[2] for k in sets if k[0] == "deq" and k[1] == cap)
+        for t in tols:
             e = est(sets[("deq", cap, t)])
             draw(e, marker=MARKS[ci % len(MARKS)], ms=5, color=col[name], mfc="white",
-                 label=name if t == max(k[2] for k in sets if k[0] == "deq" and k[1] == cap) else None)
+                 label=name if t == tols[-1] else None)
             L, x = matched(rows, cap, t)
             if ci != len(caps) - 1:
                 continue  # one cap's arrows and labels: more overlap

@@ -160,31 +160,45 @@ def block_calls(rec):
     return [x + rest for x in it]
 
 
+def seeds_median(series):
+    """The per-step median over the seeds' series (to the shortest)."""
+    n = min(len(x) for x in series)
+    return [sorted(x[j] for x in series)[len(series) // 2] for j in range(n)]
+
+
 def fig_step_trace(runs, recs, prefix, written):
-    lines = [(r, rec) for r in runs for rec in r.recs
-             if R.get(rec, "trace.step_ms")]
-    if not lines:
+    runs = [r for r in runs if any(R.get(rec, "trace.step_ms") for rec in r.recs)]
+    if not runs:
         return False
-    groups, glabel = group_labels([r for r, _ in lines])
-    name = lambda r, rec: r.series + ("" if len(groups) == 1 else f" ({glabel[r.group]})") + \
-        (f" seed {R.cfg(rec, 'seed')}" if len(r.recs) > 1 else "")
-    names = list(dict.fromkeys(r.series for r, _ in lines))
+    groups, glabel = group_labels(runs)
+    names = list(dict.fromkeys(r.series for r in runs))
     col = colours(names)
-    steps = max(len(R.get(rec, "trace.step_ms")) for _, rec in lines)
+    steps = max(len(R.get(rec, "trace.step_ms") or []) for r in runs for rec in r.recs)
     w = max(1, min(50, round(steps / 20)))
-    rows = -(-len(lines) // 3)  # the legend's, three columns
+    rows = -(-len(runs) // 3)  # the legend's, three columns
     fig, axes = plt.subplot_mosaic([["ms", "ev"], ["key", "key"]], layout="constrained",
                                    figsize=(12, 4.2 + 0.14 * rows),
                                    height_ratios=(4.2, 0.14 * rows + 0.1))
     a_ms, a_ev, key = axes["ms"], axes["ev"], axes["key"]
     styles = ["-", "--", ":", "-."]
-    for r, rec in lines:
-        ms = [x if isinstance(x, (int, float)) else math.nan
-              for x in R.get(rec, "trace.step_ms")]
-        xs = range(1, len(ms) + 1)
-        kw = dict(color=col[r.series], lw=0.8, ls=styles[r.recs.index(rec) % len(styles)])
-        a_ms.plot(xs, trailing_median(ms, w), label=name(r, rec), **kw)
-        a_ev.plot(xs, trailing_median(block_calls(rec), w), **kw)
+    for r in runs:
+        seeds = [rec for rec in r.recs if R.get(rec, "trace.step_ms")]
+        ms = [trailing_median([x if isinstance(x, (int, float)) else math.nan
+                               for x in R.get(rec, "trace.step_ms")], w) for rec in seeds]
+        ev = [trailing_median(block_calls(rec), w) for rec in seeds]
+        label = r.series + ("" if len(groups) == 1 else f" ({glabel[r.group]})") + \
+            (f" ({len(seeds)} seeds: median thick, each thin)" if len(seeds) > 1 else "")
+        ls = styles[groups.index(r.group) % len(styles)]
+        for ax, ys in ((a_ms, ms), (a_ev, ev)):
+            # each seed thin, their median thick: one seed's drift stays
+            # visible without 3 lines per configuration in the legend
+            if len(ys) > 1:
+                for y in ys:
+                    ax.plot(range(1, len(y) + 1), y, color=col[r.series], lw=0.4,
+                            alpha=0.5, ls=ls)
+            y = seeds_median(ys)
+            ax.plot(range(1, len(y) + 1), y, color=col[r.series], lw=1.2, ls=ls,
+                    label=label if ax is a_ms else None)
     a_ms.set_ylabel(f"step time (ms), trailing median of {w} step{'s' if w > 1 else ''}")
     a_ms.set_title("step time along training (what each step costs)")
     a_ev.set_ylabel(f"block applications per step, trailing median of {w}")

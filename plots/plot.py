@@ -23,8 +23,9 @@ support, as PNG and SVG beside the file (or in --out-dir), named
                    step_mean_x_unroll); needs an unroll row and another method
   step-trace       step time and block applications (forwards + VJPs; a
                    DEQ's follow its solver iterations) against training
-                   step, a trailing median, one line per run (records run
-                   with trace=true)
+                   step, a trailing median: each configuration's seeds
+                   thin and their per-step median thick (records run with
+                   trace=true)
   memory-ratio     depth+solver and total peak relative to unroll, same groups
   eps-sweep        deq tolerance ε = f_tol (plots/fig_eps.py) against mean
                    step time × unroll, valid and test perplexity and block

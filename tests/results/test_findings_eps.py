@@ -24,7 +24,6 @@ Fixtures:
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 
