@@ -189,3 +189,44 @@ Test(eval, broken_file_named_before_the_corpus, .init = cli_setup,
 	}
 	free(f);
 }
+
+/* A file whose "config" metadata is not JSON (here a saved file with one
+ * byte of it edited in place) is bad input to `run params=` as to eval:
+ * exit 2, one line naming the file and what to do, no record. */
+Test(eval, run_refuses_broken_metadata, .init = cli_setup, .fini = cli_teardown,
+     .timeout = 120)
+{
+	char p[512], out[512], err[4096], pa[600], oa[600];
+	size_t len;
+	save_tiny("m.safetensors", "precision=fp32", p, out, pa, oa);
+	char *f = cli_read(p, &len);
+	cr_assert_not_null(f);
+	char *c = memmem(f, len, "\"config\":\"{", 11);
+	cr_assert_not_null(c, "the metadata holds a config");
+	c[10] = '['; /* "[\"...}" is not JSON */
+	cli_write(p, f, len);
+	free(f);
+	cli_write_text(out, "");
+	const char *a[] = {"run",
+			   "corpus=synthetic",
+			   "d_model=16",
+			   "n_heads=2",
+			   "d_ff=32",
+			   "seq_len=8",
+			   "batch_size=4",
+			   "vocab_size=50",
+			   "layers=4",
+			   "steps=2",
+			   "eval_tokens=64",
+			   "threads=1",
+			   pa,
+			   oa,
+			   NULL};
+	cr_assert_eq(cli_run(a, 0, err, sizeof(err)), 2, "%s", err);
+	cr_assert(strstr(err, "m.safetensors") && strstr(err, "not JSON"), "%s",
+		  err);
+	cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "%s", err);
+	f = cli_read(out, &len);
+	cr_assert_eq(len, 0, "a record was written");
+	free(f);
+}
