@@ -665,12 +665,6 @@ static int config_check_precision(const struct bench_config *c, char *err,
 			 method_kind_name(c->method.method));
 		return -1;
 	}
-	if (method_kind_needs_selective(c->method.method) &&
-	    c->impl == IMPL_PYTORCH) {
-		snprintf(err, errlen,
-			 "method=selective needs impl=deqbench; drop impl");
-		return -1;
-	}
 	if (c->cuda_graphs &&
 	    (c->device != DEVICE_CUDA || c->impl == IMPL_PYTORCH)) {
 		snprintf(err, errlen,

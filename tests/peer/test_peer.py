@@ -5,9 +5,10 @@
 
 For each model, from one `deqbench params init` file and one tokens file:
 the loss and every parameter gradient of `deqbench grad device=cpu64`
-equal PyTorch float64's (unroll, checkpoint: 1e-4 relative), and deq with
-b_mode=ift at a well-posed equilibrium equals a dense-Jacobian implicit
-gradient; plus deqtorch's `check` refusals and a tiny `run`; and
+equal PyTorch float64's (unroll, checkpoint, selective: 1e-4 relative),
+and deq with b_mode=ift at a well-posed equilibrium equals a
+dense-Jacobian implicit gradient (tests/peer/test_selective.py has
+deqtorch's selective against its unroll); plus deqtorch's `check` refusals and a tiny `run`; and
 deqtorch's precision=bf16 (autocast; its gradients against float32's for
 every method, tiny runs against float32 runs), the precision / tf32 /
 compile refusals and the normalisation of the tf32 alias (class
@@ -126,11 +127,15 @@ class Peer(unittest.TestCase):
 
     def test_unroll_checkpoint(self):
         """deqbench float64 vs PyTorch float64, 1e-4 relative per tensor
-        (deqbench's file holds float32: 6e-8 of rounding)."""
+        (deqbench's file holds float32: 6e-8 of rounding); selective on
+        the transformer (the one model with selective tapes) too."""
         for m in MODELS:
             p = self.path(f"p_{m}.safetensors")
+            sel = ({"method": "selective", "layers": 4},) \
+                if m == "transformer" else ()
             for extra in ({"method": "unroll", "layers": 4},
-                          {"method": "checkpoint", "layers": 5, "k": 2}):
+                          {"method": "checkpoint", "layers": 5, "k": 2},
+                          *sel):
                 with self.subTest(model=m, **extra):
                     self.assert_close(self.torch_grad(m, p, extra),
                                       self.deqbench_grad(m, p, extra),

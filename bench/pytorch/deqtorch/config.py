@@ -116,9 +116,9 @@ def normalise(cfg):
 # (key, predicate on the value that means "unsupported", how to fix)
 _RULES = (
     ("method", lambda v: v not in ("unroll", "checkpoint", "deq",
-                                   "revolve", "offload"),
-     "use method=unroll, checkpoint, deq, revolve or offload, or "
-     "impl=deqbench"),
+                                   "revolve", "offload", "selective"),
+     "use method=unroll, checkpoint, deq, revolve, offload or selective, "
+     "or impl=deqbench"),
     ("model", lambda v: v not in ("transformer", "tanh_cell", "trellisnet"),
      "use model=transformer, tanh_cell or trellisnet"),
     ("device", lambda v: v not in ("cpu", "cpu64", "cuda"),
@@ -168,6 +168,21 @@ def _check_compile_warmup(cfg):
                 f"set warmup_steps={COMPILE_MIN_WARMUP} or more")
 
 
+def _check_selective(cfg):
+    """method=selective: the transformer's attention core is what it
+    recomputes (deqbench refuses the other models too), and not with
+    compile=true (torch's selective checkpointing decides op by op in
+    eager dispatch; a compiled block has no such ops)."""
+    if cfg.get("model", "transformer") != "transformer":
+        _refuse("method", "selective", "selective recomputes the "
+                "transformer's attention core; use model=transformer, or "
+                "method=unroll or checkpoint")
+    if cfg.get("compile", False):
+        _refuse("compile", True, "method=selective runs eager (torch's "
+                "selective checkpointing replays aten ops one by one); "
+                "drop compile")
+
+
 def check_config(cfg):
     """Raises Unsupported for the first key of the resolved config `cfg`
     (a record's `config` object) that deqtorch cannot run as deqbench
@@ -198,6 +213,8 @@ def check_config(cfg):
         _refuse("precision", prec, "device=cpu64 computes in float64, "
                 "which autocast leaves alone; use device=cpu or cuda, or "
                 "precision=fp32")
+    if cfg.get("method") == "selective":
+        _check_selective(cfg)
     if cfg.get("compile", False):
         v = torch_version()
         if torch_major(v) is not None and torch_major(v) < 2:

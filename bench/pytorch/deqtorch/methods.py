@@ -13,10 +13,17 @@ and the IFT backward solves in float32 on float32 VJPs."""
 import contextlib
 import functools
 import math
+import re
 import time
 
 import torch
 from torch.utils.checkpoint import checkpoint
+
+try:  # torch >= 2.4: selective activation checkpointing
+    from torch.utils.checkpoint import (CheckpointPolicy,
+                                        create_selective_checkpoint_contexts)
+except ImportError:  # torch < 2.4 (Debian's 1.13)
+    CheckpointPolicy = create_selective_checkpoint_contexts = None
 
 from . import memory, rng, solvers
 
@@ -166,6 +173,97 @@ class Checkpoint(Method):
             else:
                 z = self._segment(n)(z, u)
         self.last["vjps"] = L if train else 0
+        return z
+
+
+def sac_available(version):
+    """True for a torch version >= 2.4, whose torch.utils.checkpoint has
+    selective activation checkpointing (create_selective_checkpoint_contexts,
+    CheckpointPolicy)."""
+    m = re.match(r"(\d+)\.(\d+)", version or "")
+    return bool(m) and (int(m.group(1)), int(m.group(2))) >= (2, 4)
+
+
+# The aten ops (overload packets, by name) of the attention core that
+# method=selective recomputes under torch's selective checkpointing: the
+# scores' GEMM and the probabilities' (bmm), the scale (mul), the causal
+# mask (ones, triu, masked_fill), the float32 cast of the scores (and
+# autocast's weight casts: _to_copy, cheap), the softmax, the fused
+# attention kernels of scaled_dot_product_attention; and the view-like
+# ops, free to replay (matmul's reshapes of q, kᵀ and v, its clone of a
+# non-contiguous operand included). Every other op's output (the block's
+# Linear GEMMs, adds, relu, LayerNorms) is saved.
+SAC_RECOMPUTE = frozenset((
+    "bmm", "mul", "ones", "triu", "masked_fill", "_to_copy", "_softmax",
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention",
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_attention_math",
+    "view", "_unsafe_view", "_reshape_alias", "expand", "clone",
+    "transpose", "t", "permute", "split", "split_with_sizes", "slice",
+    "select", "unsqueeze", "squeeze", "alias", "detach"))
+
+
+def sac_recomputes(op):
+    """True when method=selective recomputes the aten op (an OpOverload)
+    rather than saving its output."""
+    return op.overloadpacket.__name__ in SAC_RECOMPUTE
+
+
+def sac_policy(ctx, op, *args, **kwargs):
+    """create_selective_checkpoint_contexts' policy: the attention core
+    recomputed, everything else saved."""
+    return (CheckpointPolicy.PREFER_RECOMPUTE if sac_recomputes(op)
+            else CheckpointPolicy.MUST_SAVE)
+
+
+class Selective(Unroll):
+    """selective (methods/selective.c; Megatron-LM's selective activation
+    recomputation, Korthikanti et al. 2022): unroll whose tapes leave out
+    the attention probabilities and output, recomputed from q, k, v in
+    each layer's backward. torch >= 2.4: each block application under
+    torch.utils.checkpoint (non-reentrant) with
+    create_selective_checkpoint_contexts(sac_policy), which keeps every
+    op's output but the attention core's (SAC_RECOMPUTE) and replays the
+    core in the backward; older torch: the attention core alone
+    (_TransformerBlock.attend) under torch.utils.checkpoint, which keeps
+    q, k, v (one storage: counted in depth by `hold`) and recomputes the
+    core's tapes in the backward. Either way L block applications, L
+    VJPs, on unroll's values. model=transformer only (config.check_config
+    refuses the others, as deqbench does)."""
+
+    def __init__(self, model, cfg, tracker):
+        super().__init__(model, cfg, tracker)
+        self.sac = sac_available(torch.__version__)
+
+    def _core(self, attend, q, k, v):
+        self.held.append(self.tr.hold(q))  # q, k, v: views of one storage
+        return checkpoint(attend, q, k, v, use_reentrant=False)
+
+    def forward(self, u, train):
+        if not train:
+            return super().forward(u, train)
+        L, m = self.cfg["layers"], self.m
+        z = m.z0(u)
+        if self.sac:
+            ctx_fn = functools.partial(create_selective_checkpoint_contexts,
+                                       sac_policy)
+            for _ in range(L):
+                # checkpoint keeps the block's input by reference; the
+                # saved op outputs are in its cache, not seen by the hooks
+                self.held.append(self.tr.hold(z))
+                m.evals += 1  # the replay in the backward is not counted
+                z = checkpoint(m._block, z, u, use_reentrant=False,
+                               context_fn=ctx_fn)
+        else:
+            m.block.core = self._core
+            try:
+                for _ in range(L):
+                    z = m.f(z, u)
+            finally:
+                m.block.core = None
+        self.last["vjps"] = L
         return z
 
 
@@ -443,7 +541,7 @@ class Deq(Method):
 
 def create(model, cfg, tracker):
     """The method object of cfg['method'] (unroll, checkpoint, deq,
-    revolve, offload)."""
+    revolve, offload, selective)."""
     return {"unroll": Unroll, "checkpoint": Checkpoint, "deq": Deq,
-            "revolve": Revolve,
-            "offload": Offload}[cfg["method"]](model, cfg, tracker)
+            "revolve": Revolve, "offload": Offload,
+            "selective": Selective}[cfg["method"]](model, cfg, tracker)

@@ -42,6 +42,22 @@ class _TransformerBlock(nn.Module):
         # scaled_dot_product_attention(is_causal=True) for the attention
         # (build: precision=bf16 where torch >= 2 has it)
         self.sdpa = False
+        # method=selective on torch < 2.4 (methods.Selective): a wrapper
+        # core(attend, q, k, v) around the attention core, else None
+        self.core = None
+
+    def attend(self, q, k, v):
+        """The attention core (B, H, T, dh) -> (B, H, T, dh): q kᵀ / √dh,
+        the causal softmax, att·v; what method=selective recomputes."""
+        T, dh = q.shape[2], q.shape[3]
+        if self.sdpa:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        s = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(dh))
+        mask = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
+        s = s.masked_fill(mask, float("-inf"))
+        # bf16 scores: the softmax in float32 (a no-op otherwise)
+        s = s.to(torch.promote_types(s.dtype, torch.float32))
+        return torch.matmul(s.softmax(-1), v)
 
     def forward(self, z, u):
         B, T, d = z.shape
@@ -49,16 +65,10 @@ class _TransformerBlock(nn.Module):
         qkv = self.attn.qkv(z) + u
         q, k, v = (t.reshape(B, T, H, dh).transpose(1, 2)
                    for t in qkv.split(d, dim=-1))
-        if self.sdpa:
-            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if self.core is None:
+            a = self.attend(q, k, v)
         else:
-            s = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(dh))
-            mask = torch.ones(T, T, dtype=torch.bool,
-                              device=z.device).triu(1)
-            s = s.masked_fill(mask, float("-inf"))
-            # bf16 scores: the softmax in float32 (a no-op otherwise)
-            s = s.to(torch.promote_types(s.dtype, torch.float32))
-            a = torch.matmul(s.softmax(-1), v)
+            a = self.core(self.attend, q, k, v)
         a = a.transpose(1, 2).reshape(B, T, d)
         h = _ln(self.ln1, z + self.attn.out(a))
         return _ln(self.ln2, h + self.ff2(torch.relu(self.ff1(h))))
