@@ -28,7 +28,9 @@
 #      <dir>/<gpu-name>-managed.jsonl;
 #   7. bench/suites/vs-pytorch-gpu.json: unroll, checkpoint and DEQ at
 #      d_model 512 in fp32 and bf16, in deqbench, PyTorch eager and
-#      PyTorch with torch.compile, records in
+#      PyTorch with torch.compile, and selective recomputation in
+#      deqbench and PyTorch eager (torch's selective checkpointing),
+#      records in
 #      <dir>/<gpu-name>-vs-pytorch.jsonl (a resumed suite: --resume).
 #
 #   scripts/gpu-check.sh [LOG_DIR]        (default results/gpu)
