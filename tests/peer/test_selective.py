@@ -193,6 +193,7 @@ class Selective(unittest.TestCase):
                     self.assertEqual(got[name], {"recompute"}, name)
                 for name in ("addmm", "native_layer_norm", "relu"):
                     self.assertEqual(got[name], {"save"}, name)
+            self.assertEqual(methods.sac_policy(None, object()), "save")
         finally:
             methods.CheckpointPolicy = saved
 

@@ -207,8 +207,10 @@ SAC_RECOMPUTE = frozenset((
 
 def sac_recomputes(op):
     """True when method=selective recomputes the aten op (an OpOverload)
-    rather than saving its output."""
-    return op.overloadpacket.__name__ in SAC_RECOMPUTE
+    rather than saving its output; an op without an overload packet
+    (not aten's) is saved."""
+    packet = getattr(op, "overloadpacket", None)
+    return getattr(packet, "__name__", None) in SAC_RECOMPUTE
 
 
 def sac_policy(ctx, op, *args, **kwargs):
@@ -221,8 +223,8 @@ def sac_policy(ctx, op, *args, **kwargs):
 class Selective(Unroll):
     """selective (methods/selective.c; Megatron-LM's selective activation
     recomputation, Korthikanti et al. 2022): unroll whose tapes leave out
-    the attention probabilities and output, recomputed from q, k, v in
-    each layer's backward. torch >= 2.4: each block application under
+    the attention probabilities (torch >= 2.4: and the attention output),
+    recomputed from q, k, v in each layer's backward. torch >= 2.4: each block application under
     torch.utils.checkpoint (non-reentrant) with
     create_selective_checkpoint_contexts(sac_policy), which keeps every
     op's output but the attention core's (SAC_RECOMPUTE) and replays the
