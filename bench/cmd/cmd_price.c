@@ -332,14 +332,6 @@ static void print_table(const json_t *recs, size_t from)
 		if (json_is_integer(h))
 			snprintf(hb, sizeof(hb), "%lld",
 				 (long long)json_integer_value(h));
-		if (!json_is_true(json_object_get(r, "timed"))) {
-			printf("%-22s %4s %12s  not timed (device=%s: no "
-			       "host<->device copies; price 0)\n",
-			       unit_label(r, ub, sizeof(ub)), hb, "0",
-			       json_string_value(json_object_get(
-				   json_object_get(r, "config"), "device")));
-			continue;
-		}
 		if (isfinite(lo) && isfinite(hi)) {
 			snprintf(iv, sizeof(iv), "[%.4g, %.4g]", lo, hi);
 			snprintf(pct, sizeof(pct), "%.1f",

@@ -24,9 +24,10 @@
  *                   train_step.c's optimizer_step without clipping's scale
  *   step_fixed      what else a training step does (step_fixed below):
  *                   one per optimizer_step
- *   host_bytes      device=cuda: one tape (model_tape_bytes) copied down
- *                   and up (copy_async + copy_wait, as offload), the
- *                   price per byte; elsewhere 0, not timed
+ *   host_bytes      one tape (model_tape_bytes) copied to host memory
+ *                   and back (copy_async + copy_wait, as offload copies
+ *                   it: a DMA on a GPU, a memcpy on the CPU backends),
+ *                   the price per byte
  *   attn_recompute  model_sel_recompute on a selective tape written once
  *                   at setup (method=selective's recomputation inside
  *                   each VJP); only for a model kind with selective
@@ -160,7 +161,7 @@ static void add_unit(struct price_run *p, const char *name, enum unit_kind k,
 }
 
 /* The unit table of p (cfg: the history lengths of both solvers;
- * host_bytes timed only where there is a device to copy to). */
+ * host_bytes on every backend: offload copies tapes on each). */
 static void units_of(struct price_run *p, const struct bench_config *cfg)
 {
 	int h[PRICE_MAX_POINTS], nh = history_points(broyden_hmax(cfg), h);
@@ -179,8 +180,7 @@ static void units_of(struct price_run *p, const struct bench_config *cfg)
 	add_unit(p, "head_train", U_HEAD_TRAIN, 0);
 	add_unit(p, "optimizer_step", U_OPT, 0);
 	add_unit(p, "step_fixed", U_FIXED, 0);
-	if (p->hdev)
-		add_unit(p, "host_bytes", U_HOST, 0);
+	add_unit(p, "host_bytes", U_HOST, 0);
 	if (p->sel_tape)
 		add_unit(p, "attn_recompute", U_ATTN, 0);
 }
@@ -333,7 +333,7 @@ static int run_setup(struct price_run *p, const struct bench_config *cfg, int V,
 	p->beta = cfg->method.opts.deq.anderson_beta;
 	be_fill(p->rc.be, p->am, 0.0, m->n_param_elems);
 	be_fill(p->rc.be, p->av, 0.0, m->n_param_elems);
-	if (cfg->device == DEVICE_CUDA) {
+	{ /* offload copies tapes on every backend (the CPU's: memcpy) */
 		p->hbytes = model_tape_bytes(m);
 		p->hdev = backend_alloc_bytes(p->rc.be, p->hbytes, MEM_DEPTH);
 		p->hhost = backend_alloc_bytes(p->rc.be, p->hbytes, MEM_HOST);
@@ -504,11 +504,6 @@ int price_config(const struct bench_config *cfg, int V, const char *source,
 	set_fit(&p, s, recs, U_ANDERSON);
 	for (int i = 0; i < p.nu; i++)
 		json_array_append_new(out, recs[i]);
-	if (!p.hdev) /* no device to copy to: host_bytes costs nothing */
-		json_array_append_new(
-		    out,
-		    unit_json(tmpl, &(struct unit){"host_bytes", U_HOST, 0},
-			      NULL, 1.0, 0, 0));
 	json_decref(tmpl);
 	price_series_free(s, p.nu);
 	run_free(&p);
