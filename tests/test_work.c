@@ -94,9 +94,10 @@ static double trace_at(const json_t *rec, const char *name, int i)
 }
 
 /* The work object wk against want[unit][0..n): total, per-step mean,
- * first and last means over edge = max(1, n/10) steps, exactly. */
+ * the mean over the timed steps (after the first w), first and last means
+ * over edge = max(1, n/10) steps, exactly. */
 static void check_work(const json_t *wk, double want[NU][MAX_STEPS], int n,
-		       const char *what)
+		       int w, const char *what)
 {
 	int e = n / 10 < 1 ? 1 : n / 10;
 	cr_assert_eq(json_integer_value(json_object_get(wk, "steps")), n,
@@ -105,9 +106,10 @@ static void check_work(const json_t *wk, double want[NU][MAX_STEPS], int n,
 		     "%s: edge_steps", what);
 	for (int u = 0; u < NU; u++) {
 		const json_t *o = json_object_get(wk, units[u]);
-		double s = 0, f = 0, l = 0;
+		double s = 0, f = 0, l = 0, t = 0;
 		for (int i = 0; i < n; i++) {
 			s += want[u][i];
+			t += i >= w ? want[u][i] : 0;
 			f += i < e ? want[u][i] : 0;
 			l += i >= n - e ? want[u][i] : 0;
 		}
@@ -120,6 +122,10 @@ static void check_work(const json_t *wk, double want[NU][MAX_STEPS], int n,
 		    s);
 		cr_assert_eq(json_real_value(json_object_get(o, "per_step")),
 			     s / n, "%s: %s per_step", what, units[u]);
+		cr_assert_eq(
+		    json_real_value(json_object_get(o, "per_step_timed")),
+		    t / (n - w), "%s: %s per_step_timed (%d untimed)", what,
+		    units[u], w);
 		cr_assert_eq(
 		    json_real_value(json_object_get(o, "per_step_first")),
 		    f / e, "%s: %s per_step_first", what, units[u]);
@@ -284,7 +290,8 @@ static void check_train(const char *const *extra, const char *what)
 			for (int u = 0; u < NU; u++)
 				want[u][i] *= u == OPT ? 1 : M;
 	}
-	check_work(at(rec, "work"), want, steps - P, what);
+	check_work(at(rec, "work"), want, steps - P,
+		   steps - P - (int)ival(rec, "timing.steps_timed"), what);
 	check_formula(rec, want, P, steps - P, b, what);
 	cr_assert_eq(ival(rec, "work.block_fwd_taped.total") +
 			 ival(rec, "work.block_fwd.total") +
@@ -297,7 +304,7 @@ static void check_train(const char *const *extra, const char *what)
 		int Lp = (int)ival(rec, "pretrain.layers");
 		for (int i = 0; i < P; i++)
 			layered_step(rec, "unroll", Lp, 0, want, i);
-		check_work(at(rec, "pretrain.work"), want, P, what);
+		check_work(at(rec, "pretrain.work"), want, P, 0, what);
 	}
 	json_decref(rec);
 }
@@ -392,7 +399,9 @@ Test(work, eval_unroll, .init = cli_setup, .fini = cli_teardown, .timeout = 120)
 	memset(want, 0, sizeof(want));
 	for (int i = 0; i < nb; i++)
 		want[FWD][i] = 4, want[HF][i] = 1;
-	check_work(at(rec, "work"), want, nb, "eval unroll");
+	check_work(at(rec, "work"), want, nb,
+		   nb - (int)ival(rec, "inference.batches_timed"),
+		   "eval unroll");
 	json_decref(rec);
 }
 
@@ -418,6 +427,7 @@ Test(work, eval_deq, .init = cli_setup, .fini = cli_teardown, .timeout = 120)
 		want[FWD][i] = nf + 1, want[HF][i] = 1;
 		want[UPD][i] = u, want[HIST][i] = hs;
 	}
-	check_work(at(rec, "work"), want, nb, "eval deq");
+	check_work(at(rec, "work"), want, nb,
+		   nb - (int)ival(rec, "inference.batches_timed"), "eval deq");
 	json_decref(rec);
 }

@@ -311,6 +311,7 @@ static const struct vfield evals_f[] = {
 static const struct vfield work_unit_f[] = {
     F("total", VT_INT),
     F("per_step", NUM_OR_NULL),
+    F("per_step_timed", NUM_OR_NULL, .flags = VF_OPTIONAL),
     F("per_step_first", NUM_OR_NULL),
     F("per_step_last", NUM_OR_NULL),
     {.name = NULL},

@@ -92,7 +92,7 @@ json_t *pretrain_json(const struct pretrain *pt, const struct bench_config *cfg,
 			    real_or_null(done, done ? log->loss[done - 1] : 0));
 	json_object_set_new(o, "depth_bytes",
 			    json_integer((json_int_t)pt->depth_bytes));
-	json_object_set_new(o, "work", run_work_json(log, 0, done));
+	json_object_set_new(o, "work", run_work_json(log, 0, done, 0));
 	return o;
 }
 

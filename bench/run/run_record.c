@@ -505,8 +505,9 @@ void run_record_train(struct run *r)
 	json_object_set_new(r->rec, "memory", memory_json(r));
 	json_object_set_new(r->rec, "evals",
 			    evals_json(&r->log, p0, r->ok_steps));
-	json_object_set_new(r->rec, "work",
-			    run_work_json(&r->log, p0, r->ok_steps - p0));
+	json_object_set_new(
+	    r->rec, "work",
+	    run_work_json(&r->log, p0, r->ok_steps - p0, timed_from(r) - p0));
 	json_object_set_new(r->rec, "solver", solver_json(r, p0));
 	json_object_set_new(r->rec, "health", health_of_run(r, p0));
 	json_object_set_new(
@@ -631,8 +632,9 @@ void run_record_inference(struct run *r)
 			    inference_json(r, r->eval_only));
 	/* an eval record's work: per valid batch, as inference's figures */
 	if (r->eval_only)
-		json_object_set_new(r->rec, "work",
-				    run_work_json(&r->inf, 0, r->inf.n));
+		json_object_set_new(
+		    r->rec, "work",
+		    run_work_json(&r->inf, 0, r->inf.n, r->cfg->eval_warmup));
 }
 
 void run_record_end(struct run *r)

@@ -47,28 +47,31 @@ static json_t *mean_json(const double *x, int n)
 	return n > 0 ? json_real(sum_of(x, n) / n) : json_null();
 }
 
-/* {total, per_step, per_step_first, per_step_last} of x[0..n). */
-static json_t *unit_json(const double *x, int n)
+/* {total, per_step, per_step_timed, per_step_first, per_step_last} of
+ * x[0..n), the first w steps untimed. */
+static json_t *unit_json(const double *x, int n, int w)
 {
 	json_t *o = json_object();
 	int e = run_work_edge(n);
 	json_object_set_new(o, "total", json_integer((json_int_t)sum_of(x, n)));
 	json_object_set_new(o, "per_step", mean_json(x, n));
+	json_object_set_new(o, "per_step_timed", mean_json(x + w, n - w));
 	json_object_set_new(o, "per_step_first", mean_json(x, e));
 	json_object_set_new(o, "per_step_last", mean_json(x + n - e, e));
 	return o;
 }
 
-json_t *run_work_json(const struct step_log *l, int p0, int n)
+json_t *run_work_json(const struct step_log *l, int p0, int n, int w)
 {
 	json_t *o = json_object();
 	if (n < 0)
 		n = 0;
+	w = w < 0 ? 0 : w > n ? n : w;
 	json_object_set_new(o, "steps", json_integer(n));
 	json_object_set_new(o, "edge_steps", json_integer(run_work_edge(n)));
 	for (int u = 0; u < WORK_UNITS; u++)
 		json_object_set_new(o, unit_names[u],
-				    unit_json(l->work[u] + p0, n));
+				    unit_json(l->work[u] + p0, n, w));
 	return o;
 }
 
@@ -191,12 +194,18 @@ void run_work_micro(double w[WORK_UNITS], int M)
 			w[u] *= M;
 }
 
-/* The means of the record's work object into w; -1 without one. */
+/* The means of the record's work object into w (over its timed steps,
+ * as its measured mean step's, where it has them); -1 without one. */
 static int from_work(const json_t *wk, double w[WORK_UNITS])
 {
+	const char *which =
+	    json_is_number(json_object_get(json_object_get(wk, unit_names[0]),
+					   "per_step_timed"))
+		? "per_step_timed"
+		: "per_step";
 	for (int u = 0; u < WORK_UNITS; u++) {
 		double x =
-		    record_num(json_object_get(wk, unit_names[u]), "per_step");
+		    record_num(json_object_get(wk, unit_names[u]), which);
 		if (!isfinite(x))
 			return -1;
 		w[u] = x;

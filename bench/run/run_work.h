@@ -25,10 +25,12 @@ const char *run_work_unit_name(int u);
  * at least 1 (0 when n is 0), as health's fwd_converged_last. */
 int run_work_edge(int n);
 
-/* The work object over entries p0 .. p0+n-1 of l (n >= 0): steps, edge
- * and per unit {total, per_step, per_step_first, per_step_last}, the
- * means null when n is 0. New reference. */
-json_t *run_work_json(const struct step_log *l, int p0, int n);
+/* The work object over entries p0 .. p0+n-1 of l (n >= 0), the first w
+ * of them untimed (warmup): steps, edge and per unit {total, per_step,
+ * per_step_timed (the mean over the timed steps, what the step time's
+ * mean covers), per_step_first, per_step_last}, the means null when they
+ * cover no step. New reference. */
+json_t *run_work_json(const struct step_log *l, int p0, int n, int w);
 
 /* A DEQ training step's solves: the forward and backward solves'
  * evaluations (n_f, n_b) and whether the step applied the Jacobian
