@@ -632,19 +632,19 @@ const struct vfield *validate_schema(void)
  * records) ---- */
 
 static const char *const price_kinds[] = {"price", NULL};
-static const char *const price_units[] = {"block_fwd_taped",
-					  "block_fwd",
-					  "block_vjp",
-					  "block_vjp_input",
-					  "solver_update",
-					  "head_fwd",
-					  "head_bwd",
-					  "head_train",
-					  "optimizer_step",
-					  "step_fixed",
-					  "host_bytes",
-					  "attn_recompute",
-					  NULL};
+const char *const validate_price_units[] = {"block_fwd_taped",
+					    "block_fwd",
+					    "block_vjp",
+					    "block_vjp_input",
+					    "solver_update",
+					    "head_fwd",
+					    "head_bwd",
+					    "head_train",
+					    "optimizer_step",
+					    "step_fixed",
+					    "host_bytes",
+					    "attn_recompute",
+					    NULL};
 static const char *const price_solvers[] = {"broyden", "anderson", NULL};
 static const char *const price_pers[] = {"call", "byte", NULL};
 static const char *const price_intervals[] = {"order-statistic", NULL};
@@ -689,7 +689,7 @@ static const struct vfield price_top_f[] = {
     F("impl", VT_STR, .flags = VF_IMPL),
     F("started_at", VT_STR, .flags = VF_TIME),
     F("finished_at", VT_STR, .flags = VF_TIME),
-    F("unit", VT_STR, .values = price_units),
+    F("unit", VT_STR, .values = validate_price_units),
     F("h", INT_OR_NULL, .flags = VF_FROM_1),
     F("solver", STR_OR_NULL, .values = price_solvers),
     F("per", VT_STR, .values = price_pers),

@@ -87,6 +87,10 @@ const struct vfield *validate_schema(void);
  * NULL. */
 const struct vfield *validate_price_schema(void);
 
+/* The work units a price record may name (its `unit`; SCHEMA.md §Price
+ * records), NULL-terminated: `deqbench price` times exactly these. */
+extern const char *const validate_price_units[];
+
 /* Config keys that records written before they existed lack (every other
  * key of `deqbench run --help` is in every record), NULL-terminated. */
 extern const char *const validate_config_added[];

@@ -45,27 +45,14 @@
 #include "../../models/model.h"
 #include "../records/env.h"
 #include "../records/record.h"
+#include "../records/validate_schema.h"
 #include "block_units.h"
 #include "price_solver.h"
 #include "price_stats.h"
 #include "run_ctx.h"
 #include "run_record.h"
 
-const char *const price_unit_names[] = {
-    "block_fwd_taped",
-    "block_fwd",
-    "block_vjp",
-    "block_vjp_input",
-    "solver_update",
-    "head_fwd",
-    "head_bwd",
-    "head_train",
-    "optimizer_step",
-    "step_fixed",
-    "host_bytes",
-    "attn_recompute",
-    NULL,
-};
+const char *const *const price_unit_names = validate_price_units;
 
 enum unit_kind {
 	U_BLOCK,

@@ -26,8 +26,9 @@ struct price_opts {
 	unsigned long long seed; /* of the round-robin order */
 };
 
-/* The unit names, in table order, NULL-terminated (SCHEMA.md's `unit`). */
-extern const char *const price_unit_names[];
+/* The unit names, in table order, NULL-terminated (SCHEMA.md's `unit`):
+ * the validator's list, validate_price_units. */
+extern const char *const *const price_unit_names;
 
 /* Pins the calling process to CPU core (sched_setaffinity, as taskset -c
  * CORE). 0, or -1 with one line in err. */
