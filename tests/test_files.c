@@ -5,7 +5,7 @@
  * 1), safetensors outputs never replace a device, FIFO or link, refused
  * runs leave nothing behind, `report` refuses a directory, and stale
  * temporary files of killed writers are removed. Most tests run the
- * deqbench binary (test_cli.h); the full-disk test mounts a 16 KiB tmpfs
+ * deqbench binary (test_cli.h); the full-disk test mounts a 64 KiB tmpfs
  * and skips with a message where it may not, and a file-size limit gives
  * the same short write without a mount.
  */
@@ -222,7 +222,7 @@ static void unmount_teardown(void)
 	cli_teardown();
 }
 
-/* Issue 10's reproduction: a 16 KiB tmpfs with one record and a filler
+/* Issue 10's reproduction: a 64 KiB tmpfs with one record and a filler
  * that takes the rest. The append fails part way; the file must stay byte
  * for byte as it was, the record must be in the rescue file, and once
  * there is room again the next record appends cleanly and report reads
@@ -237,7 +237,7 @@ Test(files, full_disk_append_leaves_file_unchanged, .init = cli_setup,
 				    NULL};
 	cli_path(mounted, sizeof(mounted), "mnt");
 	cr_assert_eq(mkdir(mounted, 0777), 0);
-	if (mount("tmpfs", mounted, "tmpfs", 0, "size=16k") != 0) {
+	if (mount("tmpfs", mounted, "tmpfs", 0, "size=64k") != 0) {
 		int e = errno;
 		mounted[0] = 0;
 		cr_skip_test("cannot mount a tmpfs here (%s); "
