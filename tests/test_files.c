@@ -230,7 +230,7 @@ static void unmount_teardown(void)
 Test(files, full_disk_append_leaves_file_unchanged, .init = cli_setup,
      .fini = unmount_teardown, .timeout = 120)
 {
-	char out[800], fill[800], a_out[900], rescue[600], err[8192];
+	char out[800], fill[800], a_out[900], rescue[600], err[65536];
 	char *before, *after;
 	size_t n0, n1;
 	const char *const args[] = {"run", "corpus=synthetic", a_out, TINY,
@@ -302,7 +302,7 @@ static char *fill_with_records(const char *out, size_t *n)
 Test(files, short_write_undone, .init = cli_setup, .fini = cli_teardown,
      .timeout = 120)
 {
-	char out[600], a_out[700], rescue[600], err[8192];
+	char out[600], a_out[700], rescue[600], err[65536];
 	char *before, *after;
 	size_t n0, n1;
 	const char *const args[] = {"run", "corpus=synthetic", a_out, TINY,

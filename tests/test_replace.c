@@ -36,7 +36,7 @@
 /* Exit 2 with exactly one line on stderr holding must_contain. */
 static void expect_refused(const char *const *args, const char *must_contain)
 {
-	char err[8192];
+	char err[65536];
 	int rc = cli_run(args, 0, err, sizeof(err));
 	char *nl = strchr(err, '\n');
 	cr_assert_eq(rc, 2, "%s %s: exit %d, stderr: %s", args[0], args[1], rc,
