@@ -64,17 +64,6 @@
  * size_t, and 1e9 MiB (about 954 TiB) is far above any device. */
 #define PLAN_MAX_BUDGET_MIB 1e9
 
-int plan_derive(struct bench_config *out, const struct bench_config *base,
-		const char *const *kv, int n, char *err, size_t errlen)
-{
-	*out = *base;
-	out->method.resolved = 0;
-	for (int i = 0; i < n; i += 2)
-		if (config_set(out, kv[i], kv[i + 1], err, errlen) != 0)
-			return -1;
-	return config_finish(out, err, errlen);
-}
-
 /* ---- candidates ---- */
 
 /* Appends base + kv as a candidate (label), without and with head_chunk;

@@ -33,6 +33,19 @@
  * configuration, for its measured step time: replicates, the length of
  * training and its schedule, evaluation, and (config_key_is_output) where
  * results go. */
+
+/* plan.h */
+int plan_derive(struct bench_config *out, const struct bench_config *base,
+		const char *const *kv, int n, char *err, size_t errlen)
+{
+	*out = *base;
+	out->method.resolved = 0;
+	for (int i = 0; i < n; i += 2)
+		if (config_set(out, kv[i], kv[i + 1], err, errlen) != 0)
+			return -1;
+	return config_finish(out, err, errlen);
+}
+
 static const char *const time_free[] = {
     "seed",	   "steps",	 "warmup_steps", "lr_warmup", "eval_tokens",
     "eval_warmup", "eval_every", "curve_tokens", "impl",      NULL};
