@@ -29,6 +29,9 @@
 #           reduce-overhead: CUDA graphs, no autotuning), PyTorch eager,
 #           deqbench again (vs-pytorch.jsonl); 300 steps each
 #   rest    the answer suite's seeds 2 and 3 (suite --resume)
+#   smoke   (only when PARTS names it) method=selective, 20 steps, in
+#           PyTorch (torch >= 2.4's selective checkpoint policy) and in
+#           deqbench (smoke.jsonl)
 #   autotune (only when PARTS names it) the compiled PyTorch row with
 #           mode=max-autotune, which autotunes every GEMM shape: it needs
 #           more than a window, so Inductor's cache is carried from one
@@ -119,14 +122,14 @@ timed() {
 	esac
 }
 
-cuda_tests() {
-	local t rc=0
-	for t in test_cuda_ops test_cuda_vec_ops test_cuda_bf16 test_cuda \
-		test_cuda_managed test_cuda_graphs; do
-		"$B/tests/$t" --jobs=1 || rc=1
-	done
-	return $rc
-}
+# CUDA_TESTS: the cuda test executables; timed runs them through bash -c
+# (timeout runs programs, not this script's functions)
+CUDA_TESTS='rc=0
+for t in test_cuda_ops test_cuda_vec_ops test_cuda_bf16 test_cuda \
+	test_cuda_managed test_cuda_graphs; do
+	"$0/tests/$t" --jobs=1 || rc=1
+done
+exit $rc'
 
 # torch_rows: the same unroll step in deqbench and in PyTorch, one after
 # the other, deqbench first and last (the drift between them is visible).
@@ -163,11 +166,27 @@ autotune() {
 	SENDBACK+=("$cache-cache.tgz")
 }
 
+# smoke (only when PARTS names it): PyTorch's selective recomputation
+# (torch >= 2.4's selective checkpoint policy, never run on the CPU's
+# torch 1.13) and deqbench's, 20 steps each, into smoke.jsonl
+smoke() {
+	local a s=("${SHAPE[@]}" steps=20 warmup_steps=5 lr_warmup=5
+		eval_tokens=4096 method=selective precision=bf16 seed=1
+		out="$R/smoke.jsonl")
+	for a in "${ROWS[@]}"; do # ROWS less the keys given above
+		case $a in steps=* | warmup_steps=* | lr_warmup=* | eval_tokens=*) ;;
+		*) s+=("$a") ;;
+		esac
+	done
+	timed 90 0 smoke-selective-pytorch "$D" run "${s[@]}" impl=pytorch
+	timed 40 0 smoke-selective-deqbench "$D" run "${s[@]}"
+}
+
 run_parts() {
 	local sargs=("$SUITE" --resume out="$R/answer.jsonl" "${EXTRA[@]}")
 	if part tests; then
 		if [ -x "$B/tests/test_cuda" ]; then
-			timed 90 0 test-cuda cuda_tests
+			timed 90 0 test-cuda bash -c "$CUDA_TESTS" "$B"
 		else
 			log "skip test-cuda (not in the carried build)"
 		fi
@@ -179,6 +198,7 @@ run_parts() {
 		"${SHAPE[@]}" "${BB[@]}" precision=bf16
 	part torch && torch_rows
 	part rest && timed 100000 10 answer-rest "$D" suite "${sargs[@]}"
+	[[ " ${PARTS:-} " == *" smoke "* ]] && smoke
 	[[ " ${PARTS:-} " == *" autotune "* ]] && autotune
 	"$D" validate --strict "$R"/*.jsonl >"$W/validate.log" 2>&1 ||
 		FAILED="$FAILED validate"
