@@ -99,6 +99,15 @@ log() { echo "$(date -u +%H:%M:%S) +$((SECONDS - T0))s $*" | tee -a "$W/window.l
 # part NAME: whether PARTS (default: all) names it
 part() { [ -z "${PARTS:-}" ] || [[ " $PARTS " == *" $1 "* ]]; }
 
+# sendback: $OUT/window.tgz holds what the window has so far, rewritten
+# after every part: a call the device tool cuts short (its limit can be
+# shorter than LIMIT when the session's device time runs low) still
+# returns the parts that ended
+sendback() {
+	tar czf "$OUT/window.tgz.part" --exclude="*.lock" "$R" "${SENDBACK[@]}" &&
+		mv -f "$OUT/window.tgz.part" "$OUT/window.tgz"
+}
+
 # timed CAP RESERVE NAME CMD...: CMD with its output in $W/NAME.log, for at
 # most CAP seconds and never into the last RESERVE seconds of the window
 timed() {
@@ -115,6 +124,7 @@ timed() {
 	timeout -k 15 "$cap" "$@" >"$W/$name.log" 2>&1
 	rc=$?
 	log "end $name rc $rc"
+	sendback
 	case $rc in
 	0) ;;
 	124 | 137 | 143) CUT=1 ;;
@@ -242,7 +252,7 @@ run() {
 	log "window of ${LIMIT}s on $tag, commit $("$D" env 2>/dev/null | grep -o '"git_commit": *"[^"]*"' | head -n 1)"
 	run_parts
 	log "done; failed:${FAILED:- none}; cut: $CUT"
-	tar czf "$OUT/window.tgz" --exclude="*.lock" "$R" "${SENDBACK[@]}" || exit 1
+	sendback || exit 1
 	[ -n "$FAILED" ] && exit 1
 	((CUT)) && exit 3
 	exit 0
