@@ -47,7 +47,7 @@ def sentence(rows, machine):
         return None
     if not have:
         return (f"At equal perplexity ({machine.upper()}): pending — these records hold no "
-                "valid curve (`eval_every`; the suite sets it now), so the steps and time "
+                "valid curve (their runs did not set `eval_every`), so the steps and time "
                 "each method takes to the same perplexity cannot be read from them.")
     tgt = have[0]["to_target"]["target_ppl"]
     order = sorted(have, key=lambda r: not r["method"].startswith("unroll"))
