@@ -20,6 +20,14 @@
  * L + (L − len(last segment)) forward (one extra per layer outside the last
  * segment), L VJPs. Inference only (method_config.inference): 4 · n_state
  * (the layout's vectors), no tapes or checkpoints.
+ *
+ * selective=true (transformer only): each segment's k tapes are selective
+ * tapes (selective.c: no attention probabilities (B,H,T,T) and no
+ * attention output (N,d)), and one recompute scratch of e · (B H T² + N d)
+ * bytes serves every VJP, which first recomputes those two from the tape's
+ * q, k and v (work unit attn_recompute, L a step). The block arithmetic and
+ * its order are checkpoint's, so its gradients are bitwise checkpoint's
+ * (and unroll's) on the CPU (tests/test_selective.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -55,6 +63,7 @@ static void ckpt_layout(const struct model *m, const struct method_config *c,
 	l->n_tapes = c->inference ? 0 : k_of(c);
 	l->n_ckpts = c->inference ? 0 : n_segments(c) - 1;
 	l->n_vecs = 4;
+	l->selective = !c->inference && checkpoint_config(c)->selective;
 }
 
 /* State entering segment s (s ≥ 1: checkpoint s−1; s = 0: zeros in a). */
@@ -121,11 +130,16 @@ static const struct method_ops method_checkpoint_ops = {
 static const struct key_desc checkpoint_keys[] = {
     KEY_INT(struct checkpoint_config, "k", "method", k, 0, 100000,
 	    "checkpoint interval; 0 = round(sqrt(layers))", KEY_METHOD),
+    KEY_BOOL(struct checkpoint_config, "selective", "method", selective,
+	     "true: each segment keeps selective tapes (no attention "
+	     "probabilities; its VJPs recompute them; transformer only)",
+	     KEY_METHOD),
 };
 
 static void checkpoint_defaults(void *opts)
 {
 	((struct checkpoint_config *)opts)->k = 0;
+	((struct checkpoint_config *)opts)->selective = 0;
 }
 
 static int checkpoint_check(const struct method_config *c, const void *opts,
@@ -164,6 +178,12 @@ int checkpoint_kind(void)
 	return method_kind_parse(method_checkpoint.name);
 }
 
+/* Whether c's segments keep selective tapes (method_desc.selective). */
+static int checkpoint_selective(const struct method_config *c)
+{
+	return checkpoint_config(c)->selective;
+}
+
 /* L + (L − len(last segment)) forwards, L VJPs (the header). */
 static void checkpoint_evals(const struct method_config *c, long *fwd,
 			     long *vjp)
@@ -175,10 +195,12 @@ static void checkpoint_evals(const struct method_config *c, long *fwd,
 
 static void checkpoint_label(const struct method_config *c, char *buf, size_t n)
 {
-	snprintf(buf, n, "L=%d k=%d", c->layers, k_of(c));
+	snprintf(buf, n, "L=%d k=%d%s", c->layers, k_of(c),
+		 checkpoint_config(c)->selective ? " selective" : "");
 }
 
-/* plan tries every interval k = 1..L. */
+/* plan tries every interval k = 1..L, with the base's selective (plan
+ * method=checkpoint selective=true: selective segments). */
 static int checkpoint_candidate(const struct method_config *c, int i,
 				struct method_candidate *out)
 {
@@ -187,7 +209,8 @@ static int checkpoint_candidate(const struct method_config *c, int i,
 	if (i >= c->layers)
 		return 0;
 	snprintf(v, sizeof(v), "%d", i + 1);
-	snprintf(label, sizeof(label), "checkpoint k=%d", i + 1);
+	snprintf(label, sizeof(label), "checkpoint k=%d%s", i + 1,
+		 checkpoint_config(c)->selective ? " selective" : "");
 	method_candidate_set(out, label, 1, &key, &val);
 	return 1;
 }
@@ -197,12 +220,13 @@ const struct method_desc method_checkpoint = {
     .ops = &method_checkpoint_ops,
     .opts_offset = offsetof(struct method_opts, checkpoint),
     .keys = checkpoint_keys,
-    .n_keys = 1,
+    .n_keys = 2,
     .defaults = checkpoint_defaults,
     .check = checkpoint_check,
     .resolve = checkpoint_resolve,
     .uses_layers = 1,
     .graphable = 1,
+    .selective = checkpoint_selective,
     .evals = checkpoint_evals,
     .label = checkpoint_label,
     .candidate = checkpoint_candidate,

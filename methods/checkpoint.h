@@ -6,6 +6,10 @@ struct method_config;
 
 struct checkpoint_config {
 	int k; /* checkpoint interval; 0 = auto: round(sqrt(layers)) */
+	/* 1: every segment keeps selective tapes (model.h §Selective tapes;
+	 * method=selective's), so a segment's tape peak leaves out its
+	 * attention probabilities and each VJP recomputes them */
+	int selective;
 };
 
 /* checkpoint's options in c (its registry slot). Never NULL. */

@@ -247,35 +247,52 @@ size_t method_managed_memory(const struct model *m,
 	return outside_memory(m, cfg, 1);
 }
 
-/* The refusal of method=selective on a kind without selective tapes. */
-static int selective_refusal(enum model_kind kind, char *err, size_t errlen)
+/* The refusal of selective tapes (method=selective, checkpoint's
+ * selective=true) on a kind without them. */
+static int selective_refusal(const struct method_config *c,
+			     enum model_kind kind, char *err, size_t errlen)
 {
-	snprintf(err, errlen,
-		 "method=selective recomputes the transformer's attention "
-		 "probabilities, which model=%s has none of; use "
-		 "method=unroll or checkpoint (k=1 recomputes whole blocks)",
-		 model_kind_name(kind));
+	if (method_kind_needs_selective(c->method))
+		snprintf(err, errlen,
+			 "method=selective recomputes the transformer's "
+			 "attention probabilities, which model=%s has none "
+			 "of; use method=unroll or checkpoint (k=1 recomputes "
+			 "whole blocks)",
+			 model_kind_name(kind));
+	else
+		snprintf(err, errlen,
+			 "selective=true recomputes the transformer's "
+			 "attention probabilities, which model=%s has none "
+			 "of; drop selective (k=1 recomputes whole blocks)",
+			 model_kind_name(kind));
 	return -1;
+}
+
+/* Whether c asks for selective tapes: its method always, or an option. */
+static int wants_selective(const struct method_config *c)
+{
+	const struct method_desc *d = desc_of(c);
+	return d->needs_selective || (d->selective && d->selective(c));
 }
 
 int method_check_model(const struct method_config *c, enum model_kind kind,
 		       char *err, size_t errlen)
 {
-	if (!method_kind_needs_selective(c->method) ||
-	    model_kind_has_selective(kind))
+	if (!wants_selective(c) || model_kind_has_selective(kind))
 		return 0;
-	return selective_refusal(kind, err, errlen);
+	return selective_refusal(c, kind, err, errlen);
 }
 
 /* -1 with selective_refusal's message when layout l wants selective tapes
  * of a model kind that has none (tanh_cell, trellisnet). */
 static int selective_refused(const struct model *m,
+			     const struct method_config *c,
 			     const struct method_layout *l, char *err,
 			     size_t errlen)
 {
 	if (!l->selective || model_has_selective(m))
 		return 0;
-	return selective_refusal(m->cfg.kind, err, errlen);
+	return selective_refusal(c, m->cfg.kind, err, errlen);
 }
 
 int method_memory(const struct model *m, const struct method_config *cfg,
@@ -290,7 +307,7 @@ int method_memory(const struct model *m, const struct method_config *cfg,
 		return -1;
 	memset(&l, 0, sizeof(l));
 	desc_of(&c)->ops->layout(m, &c, &l);
-	if (selective_refused(m, &l, err, errlen) != 0)
+	if (selective_refused(m, &c, &l, err, errlen) != 0)
 		return -1;
 	depth_sizes(m, &l, &tapes, &states);
 	solver = solver_mem_bytes(l.solve, l.n_solve, m->n_state, e);
@@ -329,7 +346,7 @@ int method_create(struct method **out, struct model *m,
 	me->desc = desc_of(&me->cfg);
 	me->ops = me->desc->ops;
 	me->ops->layout(m, &me->cfg, &me->lay);
-	if (selective_refused(m, &me->lay, err, errlen) != 0) {
+	if (selective_refused(m, &me->cfg, &me->lay, err, errlen) != 0) {
 		free(me);
 		return -1;
 	}

@@ -70,6 +70,9 @@ struct method_desc {
 	/* 1: its layout asks for selective tapes, so it needs a model kind
 	 * that has them (model_kind_has_selective: transformer) */
 	int needs_selective;
+	/* Whether the config c asks for selective tapes through an option
+	 * (checkpoint's selective=true); NULL: needs_selective alone */
+	int (*selective)(const struct method_config *c);
 	/* 1: forward and backward issue device work only (no reads, no
 	 * copies on another stream), so that with cfg.graphs they run as
 	 * recorded CUDA graphs (unroll, checkpoint, revolve) */

@@ -18,7 +18,14 @@
  *      during a step; inference keeps 2 e n_state;
  *   4. tanh_cell and trellisnet are refused (method_create's message, and
  *      `deqbench run` exits 2 with one line naming what to use), with
- *      impl=pytorch too (deqbench's check, before deqtorch's).
+ *      impl=pytorch too (deqbench's check, before deqtorch's);
+ *   5. checkpoint with selective=true (methods/checkpoint.c): a step
+ *      equals checkpoint's and unroll's bitwise (fp32, fp64, bf16, L not a
+ *      multiple of k), L attn_recompute a step; central differences on
+ *      "cpu64"; depth memory exactly (S−1)·e·n_state + k·e_t·N(7d+F+4) +
+ *      e·(BHT² + Nd) + 4·e·n_state, method_memory and the allocator's peak;
+ *      refused on tanh_cell and trellisnet (exit 2, one line) and by
+ *      impl=pytorch.
  */
 #include "methods/method.h"
 
@@ -236,4 +243,137 @@ Test(cli, selective_tanh_cell_exits_2, .init = cli_setup, .fini = cli_teardown)
 	cr_assert(strstr(err, "method=selective") &&
 		      strstr(err, "use method=unroll or checkpoint"),
 		  "%s", err);
+}
+
+/* -------------------------------- 5. checkpoint with selective=true */
+
+static struct method_config ckpt_sel_cfg(int L, int k, int sel)
+{
+	struct method_config c = cfg_of(checkpoint_kind(), L, k);
+	checkpoint_config(&c)->selective = sel;
+	return c;
+}
+
+static void check_ckpt_equals(const char *be, struct shape s, int L, int k,
+			      enum dq_precision p)
+{
+	struct model *m = open_at(be, s, p);
+	void *z = dev_state(m);
+	struct step_out un =
+	    step_of(m, cfg_of(method_kind_parse("unroll"), L, 0), z);
+	struct step_out ck = step_of(m, ckpt_sel_cfg(L, k, 0), z);
+	struct step_out cs = step_of(m, ckpt_sel_cfg(L, k, 1), z);
+	char what[80];
+	snprintf(what, sizeof(what), "%s %s L=%d k=%d", be,
+		 dq_precision_name(p), L, k);
+	assert_same_step(m, &ck, &cs, what);
+	assert_same_step(m, &un, &cs, what);
+	cr_assert_eq(cs.st.forward_evals, ck.st.forward_evals, "%s", what);
+	cr_assert_eq(cs.st.vjp_evals, L, "%s", what);
+	cr_assert_eq(cs.st.work.block_fwd_recompute,
+		     ck.st.work.block_fwd_recompute, "%s", what);
+	cr_assert_eq(cs.st.work.attn_recompute, L, "%s", what);
+	cr_assert_eq(ck.st.work.attn_recompute, 0, "%s", what);
+	step_out_free(&un);
+	step_out_free(&ck);
+	step_out_free(&cs);
+	backend_free(m->be, z);
+	close_model(m);
+}
+
+Test(ckpt_selective, equals_checkpoint_and_unroll, .timeout = 120)
+{
+	check_ckpt_equals("cpu", odd, 5, 2, DQ_PREC_FP32);
+	check_ckpt_equals("cpu", pow2, 4, 4, DQ_PREC_FP32);
+	check_ckpt_equals("cpu64", odd, 7, 3, DQ_PREC_FP32);
+	check_ckpt_equals("cpu64", pow2, 1, 1, DQ_PREC_FP32);
+	check_ckpt_equals("cpu", odd, 5, 2, DQ_PREC_BF16);
+}
+
+Test(ckpt_selective, gradient_fd, .timeout = 120)
+{
+	check_fd_method(MODEL_TRANSFORMER, odd, ckpt_sel_cfg(5, 2, 1),
+			"checkpoint selective");
+}
+
+/* The header's formula for checkpoint selective=true, in bytes. */
+static size_t ckpt_formula(const struct model *m, int L, int k)
+{
+	size_t B = (size_t)m->B, T = (size_t)m->T, d = (size_t)m->d;
+	size_t H = (size_t)m->cfg.n_heads, F = (size_t)m->cfg.d_ff, N = B * T;
+	size_t e = m->be->elem, S = (size_t)((L + k - 1) / k);
+	size_t et = m->cfg.precision == DQ_PREC_BF16 ? 2 : e;
+	return (S - 1) * e * m->n_state + (size_t)k * et * N * (7 * d + F + 4) +
+	       e * (B * H * T * T + N * d) + 4 * e * m->n_state;
+}
+
+static void check_ckpt_memory(const char *be, struct shape s,
+			      enum dq_precision p, int L, int k)
+{
+	struct model *m = open_at(be, s, p);
+	struct backend *bk = m->be;
+	struct method_config c = ckpt_sel_cfg(L, k, 1);
+	size_t db, sb, want = ckpt_formula(m, L, k);
+	char err[256];
+	void *z = dev_state(m);
+	method_config_resolve(&c);
+	cr_assert_eq(method_memory(m, &c, &db, &sb, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(db, want, "%s L=%d k=%d: method_memory %zu, formula %zu",
+		     be, L, k, db, want);
+	struct method *me = new_method(m, c);
+	backend_mem_reset_peak(bk);
+	step(m, me, z, NULL);
+	cr_assert_eq(bk->mem.peak[MEM_DEPTH], want, "%s L=%d k=%d: peak %zu",
+		     be, L, k, bk->mem.peak[MEM_DEPTH]);
+	method_destroy(me);
+	backend_free(bk, z);
+	close_model(m);
+}
+
+Test(memory, ckpt_selective_formula)
+{
+	check_ckpt_memory("cpu", odd, DQ_PREC_FP32, 7, 3);
+	check_ckpt_memory("cpu64", pow2, DQ_PREC_FP32, 16, 4);
+	check_ckpt_memory("cpu", pow2, DQ_PREC_BF16, 5, 5);
+}
+
+Test(ckpt_selective, refused_without_selective_tapes)
+{
+	struct model *m = open_model("cpu", MODEL_TRELLISNET, shape_trellis, 1);
+	struct method_config c = ckpt_sel_cfg(3, 1, 1);
+	struct method *me = NULL;
+	char err[256] = "";
+	method_config_resolve(&c);
+	cr_assert_eq(method_create(&me, m, &c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "selective=true") &&
+		      strstr(err, "drop selective"),
+		  "%s", err);
+	cr_assert_eq(method_check_model(&c, MODEL_TANH_CELL, err, sizeof(err)),
+		     -1);
+	cr_assert_eq(
+	    method_check_model(&c, MODEL_TRANSFORMER, err, sizeof(err)), 0);
+	close_model(m);
+}
+
+Test(cli, ckpt_selective_exits_2, .init = cli_setup, .fini = cli_teardown)
+{
+	char err[4096];
+	const char *argv[] = {"run",
+			      "method=checkpoint",
+			      "selective=true",
+			      "model=tanh_cell",
+			      "d_model=8",
+			      "seq_len=4",
+			      "batch_size=2",
+			      "steps=2",
+			      "corpus=synthetic",
+			      NULL};
+	cr_assert_eq(cli_run(argv, 0, err, sizeof(err)), 2, "%s", err);
+	cr_assert(strstr(err, "drop selective"), "%s", err);
+	/* impl=pytorch refuses it on the transformer (deqtorch's check) */
+	argv[3] = "impl=pytorch";
+	argv[4] = "layers=2";
+	cr_assert_eq(cli_run(argv, 0, err, sizeof(err)), 2, "%s", err);
+	cr_assert(strstr(err, "selective"), "%s", err);
 }

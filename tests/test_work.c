@@ -2,7 +2,7 @@
  * against docs/methods.md §Work's formulas, for every method on a tiny
  * transformer: unroll, checkpoint (L not a multiple of k), revolve (one
  * slot and the default), offload (host bytes from the record's own tape
- * size), selective (attn_recompute = L), deq with b_mode ift, jfb and
+ * size), selective and checkpoint selective=true (attn_recompute = L), deq with b_mode ift, jfb and
  * phantom, with broyden (a history that fills up), anderson and
  * fixed_point, with the Jacobian regulariser drawn on some steps, and
  * with pretrain_steps (pretrain.work); unroll and checkpoint with
@@ -180,6 +180,9 @@ static void layered_step(const json_t *rec, const char *m, int L, double b,
 		int k = (int)ival(rec, "method.k"), S = (L + k - 1) / k;
 		int last = L - (S - 1) * k;
 		w[TAPED] = last, w[FWD] = L - last, w[RECOMP] = L - last;
+		/* selective=true: one attention recomputation per VJP */
+		if (json_is_true(at(rec, "method.selective")))
+			w[ATTN] = L;
 	} else if (!strcmp(m, "revolve")) {
 		long A = advances(L, (int)ival(rec, "method.slots"));
 		cr_assert_eq(A, revolve_advances(L, (int)ival(rec, "method."
@@ -324,6 +327,8 @@ TRAIN(revolve_one_slot, "method=revolve", "layers=7", "slots=1", "steps=4")
 TRAIN(revolve_default, "method=revolve", "layers=12", "steps=4")
 TRAIN(offload, "method=offload", "layers=5", "steps=4")
 TRAIN(selective, "method=selective", "layers=5", "steps=4")
+TRAIN(checkpoint_selective, "method=checkpoint", "layers=7", "k=3",
+      "selective=true", "steps=4")
 /* gradient accumulation: two micro-batches' units, one optimizer step */
 TRAIN(unroll_micro, "method=unroll", "layers=5", "steps=4", "microbatches=2")
 TRAIN(checkpoint_micro, "method=checkpoint", "layers=7", "k=3", "steps=4",

@@ -33,6 +33,9 @@
  * (issue 42); optional even for --strict: deqbench's records, and
  * pytorch records before it, lack it */
 #define ADDED_COMPILE "2026-11-27"
+/* checkpoint's selective (segments with selective tapes); optional even
+ * for --strict: the records before it lack it, and absent means false */
+#define ADDED_CKPT_SELECTIVE "2026-11-28"
 /* the suite's order and shard, and `beside`: what ran beside the run
  * (issue 40); optional even for --strict: the committed records before
  * them lack them */
@@ -104,9 +107,9 @@ const char *const validate_config_added[] = {
 };
 
 const char *const validate_config_defaulted[] = {
-    "precision",	"compile",	"device_mem_cap_mib",
-    "managed_prefetch", "cuda_graphs",	"eval_every",
-    "microbatches",	"curve_tokens", NULL,
+    "precision",   "compile",	 "device_mem_cap_mib", "managed_prefetch",
+    "cuda_graphs", "eval_every", "microbatches",       "curve_tokens",
+    "selective",   NULL,
 };
 
 /* {median, mean, p10, p90, min, max, p25, p75}: SCHEMA.md's `stats` */
@@ -149,6 +152,8 @@ static const struct vfield method_f[] = {
     F("label", VT_STR, .added = ADDED_LABEL, .flags = VF_OPTIONAL),
     KEYED("layers", VT_INT),
     KEYED("k", VT_INT),
+    F("selective", VT_BOOL, .key = "selective", .added = ADDED_CKPT_SELECTIVE,
+      .flags = VF_OPTIONAL),
     F("slots", VT_INT, .key = "slots", .added = ADDED),
     KEYED("f_solver", VT_STR),
     KEYED("b_solver", VT_STR),

@@ -148,8 +148,13 @@ static void layered_step(const struct method_config *mc, long fwd,
 	w[WORK_BLOCK_FWD_TAPED] = L;
 	w[WORK_BLOCK_VJP] = L;
 	if (!strcmp(name, "checkpoint")) {
+		json_t *m = config_method_json(mc);
 		w[WORK_BLOCK_FWD_TAPED] = L - extra;
 		w[WORK_BLOCK_FWD] = w[WORK_BLOCK_FWD_RECOMPUTE] = extra;
+		/* selective=true: one in each VJP, as method=selective */
+		if (json_is_true(json_object_get(m, "selective")))
+			w[WORK_ATTN_RECOMPUTE] = L;
+		json_decref(m);
 	} else if (!strcmp(name, "revolve")) {
 		w[WORK_BLOCK_FWD_TAPED] = 1;
 		w[WORK_BLOCK_FWD] = extra;

@@ -12,7 +12,7 @@ import re
 # against `deqbench run --help-json` and a deqbench record.
 KNOWN_KEYS = (
     "model d_model n_heads d_ff seq_len batch_size vocab_size seed init "
-    "init_std embed_std head_chunk method layers k f_solver f_tol "
+    "init_std embed_std head_chunk method layers k selective f_solver f_tol "
     "f_max_iter f_stop_mode f_history b_mode b_solver b_tol b_max_iter "
     "b_stop_mode b_history anderson_m anderson_lambda anderson_beta "
     "solver_batching f_stop_scope b_stop_scope protect_thres stall_window "
@@ -27,7 +27,7 @@ KNOWN_KEYS = (
 # Keys read by the implementation; all others are accepted only when they
 # cannot change what is computed (output paths, data location, ...).
 METHOD_KEYS = (
-    "method layers k f_solver f_tol f_max_iter f_stop_mode f_history b_mode "
+    "method layers k selective f_solver f_tol f_max_iter f_stop_mode f_history b_mode "
     "b_solver b_tol b_max_iter b_stop_mode b_history anderson_m "
     "anderson_lambda anderson_beta solver_batching f_stop_scope "
     "b_stop_scope protect_thres stall_window sync_every jac_loss_weight "
@@ -136,6 +136,10 @@ _RULES = (
     ("eval_every", lambda v: v != 0,
      "the valid curve during training is deqbench's; use eval_every=0 or "
      "impl=deqbench"),
+    # checkpoint's selective segments are the C core's so far
+    ("selective", lambda v: v is not False,
+     "checkpoint segments with selective tapes are deqbench's; use "
+     "selective=false or impl=deqbench"),
     # gradient accumulation is the C core's so far (bench/pytorch/README.md)
     ("microbatches", lambda v: v != 1,
      "gradient accumulation over micro-batches is deqbench's; use "
