@@ -372,3 +372,75 @@ Test(impl, suite_impl_axis_and_report, .init = fake_setup, .fini = cli_teardown,
 		  stdout_text);
 	free(stdout_text);
 }
+
+/* A training child is always asked for its trace (config trace=true in
+ * the request), so that deqbench judges the run's health (health.h) from
+ * its per-step losses and norms; with the user's trace=false the record
+ * keeps the health and leaves the trace out, as its config says. */
+Test(impl, health_from_the_childs_trace, .init = fake_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	char out[600], err[4096], arg[700];
+	json_t *r, *req, *recs;
+	const char *ref[] = {"run",
+			     "corpus=synthetic",
+			     "d_model=16",
+			     "n_heads=2",
+			     "d_ff=32",
+			     "seq_len=8",
+			     "batch_size=2",
+			     "layers=3",
+			     "threads=1",
+			     "eval_warmup=0",
+			     "steps=3",
+			     "warmup_steps=1",
+			     "eval_tokens=32",
+			     "trace=true",
+			     arg,
+			     NULL};
+	cli_path(out, sizeof(out), "traced.jsonl");
+	snprintf(arg, sizeof(arg), "out=%s", out);
+	cr_assert_eq(cli_run(ref, 0, err, sizeof(err)), 0, "%s", err);
+	r = fake_first_record("traced.jsonl");
+	cr_assert(json_is_object(json_object_get(r, "trace")));
+	json_object_set_new(r, "impl", json_string("pytorch-0.0+fake"));
+	json_object_set_new(r, "health", json_null()); /* deqtorch gives none */
+	fake_write_record("child.json", r);
+	json_decref(r);
+
+	cli_path(out, sizeof(out), "out.jsonl");
+	snprintf(arg, sizeof(arg), "out=%s", out);
+	const char *args[] = {"run",
+			      "impl=pytorch",
+			      "corpus=synthetic",
+			      "d_model=16",
+			      "n_heads=2",
+			      "d_ff=32",
+			      "seq_len=8",
+			      "batch_size=2",
+			      "layers=3",
+			      "threads=1",
+			      "eval_warmup=0",
+			      "steps=3",
+			      "warmup_steps=1",
+			      "eval_tokens=32",
+			      arg,
+			      NULL};
+	cr_assert_eq(cli_run(args, 0, err, sizeof(err)), 0, "%s", err);
+	req = load_json("request.json");
+	cr_assert(json_is_true(
+		      json_object_get(json_object_get(req, "config"), "trace")),
+		  "the child was not asked for its trace");
+	recs = records();
+	r = json_array_get(recs, 0);
+	cr_assert(json_is_false(
+	    json_object_get(json_object_get(r, "config"), "trace")));
+	cr_assert(json_is_null(json_object_get(r, "trace")),
+		  "trace=false but the record has a trace");
+	cr_assert_str_eq(str_at(r, "health", "verdict"), "healthy");
+	cr_assert_eq(json_integer_value(json_object_get(
+			 json_object_get(r, "health"), "steps")),
+		     3);
+	json_decref(recs);
+	json_decref(req);
+}

@@ -497,19 +497,35 @@ static const char *contract_problem(const json_t *rec)
 	return NULL;
 }
 
+/* The health of m from its trace where the child gave none (health.h;
+ * the child always traces a training run, peer_exec). */
+static void health_from_trace(json_t *m)
+{
+	json_t *h;
+	if (json_is_null(json_object_get(m, "health")) &&
+	    (h = health_of_record(m)))
+		json_object_set_new(m, "health", h);
+}
+
 /* rec (deqbench's part) with what the child printed and, in its method
  * object, deqbench's label of mc (method_label), when the result is a
  * valid record (validate_record, strict, and contract_problem): returns
- * it as a new record; else NULL with the problem in why. */
+ * it as a new record; else NULL with the problem in why. With trace 0
+ * the child's trace (asked for the health: peer_exec) gives the record
+ * its health and is then left out, as config trace=false says. */
 static json_t *merged_record(const json_t *rec, json_t *got,
-			     const struct method_config *mc, char *why,
-			     size_t n)
+			     const struct method_config *mc, int trace,
+			     char *why, size_t n)
 {
 	json_t *m = json_deep_copy(rec), *meth;
 	struct problems p = {0, ""};
 	const char *c;
 	char label[128];
 	merge_child(m, got);
+	if (!trace) {
+		health_from_trace(m);
+		json_object_set_new(m, "trace", json_null());
+	}
 	if (json_is_object(meth = json_object_get(m, "method"))) {
 		method_label(mc, label, sizeof(label));
 		json_object_set_new(meth, "label", json_string(label));
@@ -603,16 +619,16 @@ static int prepare(const struct bench_config *cfg, int eval, char *dir,
 	return params_init(&c, init, err, errlen);
 }
 
-/* The record of a finished child of method config mc: its own when
- * usable (merged into rec), else rec as an error record naming the
- * problem. */
+/* The record of a finished child of config cfg: its own when usable
+ * (merged into rec), else rec as an error record naming the problem. */
 static enum run_status take_record(json_t **record, const struct proc_out *c,
-				   const struct method_config *mc)
+				   const struct bench_config *cfg)
 {
 	char why[800];
 	json_t *got = child_record(c, why, sizeof(why)), *m = NULL;
 	if (got)
-		m = merged_record(*record, got, mc, why, sizeof(why));
+		m = merged_record(*record, got, &cfg->method, cfg->trace, why,
+				  sizeof(why));
 	json_decref(got);
 	if (!m)
 		return child_failed(*record, c, why);
@@ -626,12 +642,9 @@ static enum run_status take_record(json_t **record, const struct proc_out *c,
  * none. Returns st. */
 static enum run_status finished(json_t *rec, enum run_status st)
 {
-	json_t *h;
 	if (!json_is_string(json_object_get(rec, "finished_at")))
 		run_record_set_now(rec, "finished_at");
-	if (json_is_null(json_object_get(rec, "health")) &&
-	    (h = health_of_record(rec)))
-		json_object_set_new(rec, "health", h);
+	health_from_trace(rec);
 	return st;
 }
 
@@ -668,11 +681,17 @@ static enum run_status peer_exec(const struct bench_config *cfg,
 				    jsontext_buf(err, sizeof(err)));
 		return finished(*record, RUN_INTERRUPTED);
 	}
-	in = request_json(cfg, dir, V, *cfg->params ? NULL : init);
+	/* a training child always traces (its per-step losses and norms are
+	 * logged anyway; the trace is formatted after the timed steps): the
+	 * record's health comes from it, and merged_record drops it again
+	 * under trace=false */
+	struct bench_config asked = *cfg;
+	asked.trace = asked.trace || !eval;
+	in = request_json(&asked, dir, V, *cfg->params ? NULL : init);
 	proc_run(argv, in, in ? strlen(in) : 0, !(meta && meta->quiet), &c);
 	free(in);
 	peer_cleanup(dir);
-	st = take_record(record, &c, &cfg->method);
+	st = take_record(record, &c, cfg);
 	free(c.out);
 	return finished(*record, st);
 }
