@@ -439,3 +439,59 @@ Test(cost, bad_price_file_exits_2_with_one_line, .init = cli_setup,
 	}
 	json_decref(all);
 }
+
+/* The prices' own uncertainty in the priced intervals (report_cost_log_var,
+ * stats_log_*_interval_plus): block_fwd_taped's price has a 95% interval
+ * of log half-width 1.96 × 0.1 and block_vjp's of 1.96 × 0.2, the other
+ * prices none. unroll's and checkpoint's three runs have the same work
+ * (no spread between runs), so their intervals are the prices' alone,
+ * normal on logs: the row's Σ (sd · share)², the ratio's shared-price
+ * Σ (sd · (share_c − share_u))². Without intervals in the price records
+ * the ratio's interval is the point, as before. */
+Test(cost, price_uncertainty_in_priced_intervals)
+{
+	json_t *recs = sample(), *p = prices(), *rows, *x;
+	const double z = 1.959963984540054;
+	double vu, vr, r = 15.25 / 13.25;
+	size_t i;
+	rows = report_rows_priced(recs, p);
+	cr_assert_float_eq(
+	    num(row_of(rows, "checkpoint", 8), "priced.x_unroll.lo"), r, 1e-12);
+	cr_assert_float_eq(
+	    num(row_of(rows, "checkpoint", 8), "priced.x_unroll.hi"), r, 1e-12);
+	json_decref(rows);
+	json_array_foreach(p, i, x)
+	{
+		const char *u = json_string_value(json_object_get(x, "unit"));
+		double ms = num(x, "median_ms"),
+		       sd = !strcmp(u, "block_fwd_taped") ? 0.1
+			    : !strcmp(u, "block_vjp")	  ? 0.2
+							  : 0;
+		if (sd > 0) {
+			json_object_set_new(x, "lo_ms",
+					    json_real(ms * exp(-z * sd)));
+			json_object_set_new(x, "hi_ms",
+					    json_real(ms * exp(z * sd)));
+		}
+	}
+	rows = report_rows_priced(recs, p);
+	/* unroll: taped 4 of 13.25 ms, VJPs 6; checkpoint: taped and
+	 * recomputed 4 of 15.25, VJPs 6 */
+	vu = pow(0.1 * 4 / 13.25, 2) + pow(0.2 * 6 / 13.25, 2);
+	vr = pow(0.1 * (4 / 15.25 - 4 / 13.25), 2) +
+	     pow(0.2 * (6 / 15.25 - 6 / 13.25), 2);
+	x = row_of(rows, "unroll", 8);
+	cr_assert_float_eq(num(x, "priced.step_ms.lo"),
+			   13.25 * exp(-z * sqrt(vu)), 1e-9);
+	cr_assert_float_eq(num(x, "priced.step_ms.hi"),
+			   13.25 * exp(z * sqrt(vu)), 1e-9);
+	x = row_of(rows, "checkpoint", 8);
+	cr_assert_float_eq(num(x, "priced.x_unroll.ratio"), r, 1e-12);
+	cr_assert_float_eq(num(x, "priced.x_unroll.lo"), r * exp(-z * sqrt(vr)),
+			   1e-9);
+	cr_assert_float_eq(num(x, "priced.x_unroll.hi"), r * exp(z * sqrt(vr)),
+			   1e-9);
+	json_decref(rows);
+	json_decref(recs);
+	json_decref(p);
+}

@@ -225,6 +225,17 @@ static void agg_priced(struct agg *r, int k, const json_t *rec, int ok)
 		agg_col(r, c[i])[k] = u;
 		agg_col(r, cf[i])[k] = u + f;
 	}
+	if (ok && r->price && isfinite(agg_col(r, C_PR)[k])) {
+		struct cost_parts p;
+		if (isfinite(report_cost_step_parts(w, r->price, which[0], fs,
+						    bs, &p))) {
+			for (int u = 0; u < CU_N; u++) {
+				r->parts.ms[u] += p.ms[u];
+				r->parts.sd[u] += p.sd[u];
+			}
+			r->n_parts++;
+		}
+	}
 }
 
 /* The figures of record REC (kind eval or train) into run k of row R. */

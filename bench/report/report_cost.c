@@ -91,9 +91,20 @@ static void price_shape(char *buf, size_t n, const json_t *p)
 		 report_str(c, "device", "cpu"));
 }
 
-/* Inserts [h, ms] into the solver points pts, kept sorted by h, unless
- * h is there already. */
-static void add_point(json_t *pts, double h, double ms)
+/* The standard deviation of the log of price record p's median, from
+ * its 95% interval [lo_ms, hi_ms] read as normal on the log scale:
+ * (ln hi − ln lo) / (2 · 1.96); 0 without an interval. */
+static double log_sd(const json_t *p)
+{
+	double lo = record_num(p, "lo_ms"), hi = record_num(p, "hi_ms");
+	if (!(lo > 0) || !(hi >= lo) || !isfinite(hi))
+		return 0;
+	return (log(hi) - log(lo)) / (2 * 1.959963984540054);
+}
+
+/* Inserts [h, ms, sd] into the solver points pts, kept sorted by h,
+ * unless h is there already. */
+static void add_point(json_t *pts, double h, double ms, double sd)
 {
 	size_t i = 0;
 	for (; i < json_array_size(pts); i++) {
@@ -104,13 +115,14 @@ static void add_point(json_t *pts, double h, double ms)
 		if (hi > h)
 			break;
 	}
-	json_array_insert_new(pts, i, json_pack("[f, f]", h, ms));
+	json_array_insert_new(pts, i, json_pack("[f, f, f]", h, ms, sd));
 }
 
 json_t *report_cost_match(const json_t *prices, const json_t *rec)
 {
 	char want[512], have[512];
-	json_t *units = json_object(), *pts = json_object(), *p;
+	json_t *units = json_object(), *pts = json_object(),
+	       *sd = json_object(), *p;
 	size_t i;
 	int found = 0;
 	run_shape(want, sizeof(want), rec);
@@ -128,21 +140,26 @@ json_t *report_cost_match(const json_t *prices, const json_t *rec)
 			if (!json_object_get(pts, s))
 				json_object_set_new(pts, s, json_array());
 			add_point(json_object_get(pts, s), record_num(p, "h"),
-				  ms);
-		} else if (!json_object_get(units, u))
+				  ms, log_sd(p));
+		} else if (!json_object_get(units, u)) {
 			json_object_set_new(units, u, json_real(ms));
+			json_object_set_new(sd, u, json_real(log_sd(p)));
+		}
 	}
 	if (!found) {
 		json_decref(units);
 		json_decref(pts);
+		json_decref(sd);
 		return NULL;
 	}
-	return json_pack("{s:o, s:o}", "units", units, "solver", pts);
+	return json_pack("{s:o, s:o, s:o}", "units", units, "solver", pts, "sd",
+			 sd);
 }
 
-/* The solver line pts at h: linear between the priced points, the end
- * values beyond them; NAN without points. */
-static double solver_at(const json_t *pts, double h)
+/* Column col (1: the price, 2: its log sd) of the solver line pts at h:
+ * linear between the priced points, the end values beyond them; NAN
+ * without points. */
+static double solver_at(const json_t *pts, double h, int col)
 {
 	size_t n = json_array_size(pts);
 	double h0 = 0, y0 = 0, h1 = 0, y1 = 0;
@@ -152,7 +169,7 @@ static double solver_at(const json_t *pts, double h)
 		h1 = json_number_value(
 		    json_array_get(json_array_get(pts, i), 0));
 		y1 = json_number_value(
-		    json_array_get(json_array_get(pts, i), 1));
+		    json_array_get(json_array_get(pts, i), col));
 		if (h <= h1)
 			return i == 0 ? y1
 				      : y0 + (y1 - y0) * (h - h0) / (h1 - h0);
@@ -177,98 +194,162 @@ static void note_unpriced(json_t *unpriced, const char *u)
  * solves use f and b (borrowed names; NULL: not a DEQ): that solver's
  * points at h, or where the two differ the mean of theirs (the work
  * counts both solves' updates together); NAN without points. */
-static double update_at(const json_t *m, const char *f, const char *b, double h)
+static double update_at(const json_t *m, const char *f, const char *b, double h,
+			int col)
 {
 	const json_t *pts = json_object_get(m, "solver");
 	double yf, yb;
 	if (!f || !b)
 		return NAN;
-	yf = solver_at(json_object_get(pts, f), h);
-	yb = strcmp(f, b) ? solver_at(json_object_get(pts, b), h) : yf;
+	yf = solver_at(json_object_get(pts, f), h, col);
+	yb = strcmp(f, b) ? solver_at(json_object_get(pts, b), h, col) : yf;
 	return (yf + yb) / 2;
 }
 
-/* count × unit u's price added to *s, or u noted unpriced. */
-static void add_priced(double *s, double count, const json_t *up, const char *u,
-		       const char *name, json_t *unpriced)
+/* What report_cost_units_ms and report_cost_fixed_ms add up: the sum,
+ * the unpriced list, and (NULL: not kept) each unit's part. */
+struct acc {
+	double s;
+	json_t *unpriced;
+	struct cost_parts *parts;
+};
+
+/* Adds ms, of unit part cu whose price has log sd sd, to a. */
+static void add_part(struct acc *a, int cu, double ms, double sd)
 {
-	const json_t *p = json_object_get(up, u);
+	a->s += ms;
+	if (a->parts) {
+		a->parts->ms[cu] += ms;
+		a->parts->sd[cu] = sd;
+	}
+}
+
+/* count × unit u's price added to a (part cu), or u noted unpriced. */
+static void add_priced(struct acc *a, double count, const json_t *m,
+		       const char *u, const char *name, int cu)
+{
+	const json_t *p = json_object_get(json_object_get(m, "units"), u);
 	if (count > 0 && !json_is_number(p))
-		note_unpriced(unpriced, name);
+		note_unpriced(a->unpriced, name);
 	else if (count > 0)
-		*s += count * json_number_value(p);
+		add_part(a, cu, count * json_number_value(p),
+			 record_num(json_object_get(m, "sd"), u));
 }
 
 /* The head's price: a training step's pairs of forward and backward at
  * head_train (the fused head the step runs) where it is priced, the rest
  * at head_fwd and head_bwd. */
-static void add_head(double *s, double hf, double hb, const json_t *up,
-		     json_t *unpriced)
+static void add_head(struct acc *a, double hf, double hb, const json_t *m)
 {
 	double pairs = hf < hb ? hf : hb;
-	if (!json_is_number(json_object_get(up, "head_train")))
+	if (!json_is_number(
+		json_object_get(json_object_get(m, "units"), "head_train")))
 		pairs = 0; /* prices made before head_train */
-	add_priced(s, pairs, up, "head_train", "head_train", unpriced);
-	add_priced(s, hf - pairs, up, "head_fwd", "head_fwd", unpriced);
-	add_priced(s, hb - pairs, up, "head_bwd", "head_bwd", unpriced);
+	add_priced(a, pairs, m, "head_train", "head_train", CU_HEAD_TRAIN);
+	add_priced(a, hf - pairs, m, "head_fwd", "head_fwd", CU_HEAD_FWD);
+	add_priced(a, hb - pairs, m, "head_bwd", "head_bwd", CU_HEAD_BWD);
+}
+
+/* report_cost_units_ms into a; -1 where work lacks a count. */
+static int units_ms(struct acc *a, const json_t *work, const json_t *m,
+		    const char *which, const char *f_solver,
+		    const char *b_solver)
+{
+	static const char *const units[] = {
+	    "block_fwd_taped", "block_fwd",	  "block_fwd_recompute",
+	    "block_vjp",       "block_vjp_input", "optimizer_step",
+	    "host_bytes",      "attn_recompute"};
+	static const int part[] = {CU_FWD_TAPED, CU_FWD, CU_FWD_TAPED, CU_VJP,
+				   CU_VJP_INPUT, CU_OPT, CU_HOST,      CU_ATTN};
+	double upd, hsum, hf, hb;
+	if (!json_is_object(work))
+		return -1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		double c = record_num(json_object_get(work, units[i]), which);
+		/* records before attn_recompute lack it: none was done */
+		if (!isfinite(c) && part[i] == CU_ATTN)
+			c = 0;
+		if (!isfinite(c))
+			return -1;
+		add_priced(a, c, m, i == 2 ? "block_fwd_taped" : units[i],
+			   units[i], part[i]);
+	}
+	hf = record_num(json_object_get(work, "head_fwd"), which);
+	hb = record_num(json_object_get(work, "head_bwd"), which);
+	if (!isfinite(hf) || !isfinite(hb))
+		return -1;
+	add_head(a, hf, hb, m);
+	upd = record_num(json_object_get(work, "solver_update"), which);
+	hsum = record_num(json_object_get(work, "solver_history_sum"), which);
+	if (upd > 0) {
+		double h = isfinite(hsum) ? hsum / upd : 0;
+		double y = update_at(m, f_solver, b_solver, h, 1);
+		if (isfinite(y))
+			add_part(a, CU_SOLVER, upd * y,
+				 update_at(m, f_solver, b_solver, h, 2));
+		else
+			note_unpriced(a->unpriced, "solver_update");
+	}
+	return 0;
 }
 
 double report_cost_units_ms(const json_t *work, const json_t *m,
 			    const char *which, const char *f_solver,
 			    const char *b_solver, json_t *unpriced)
 {
-	static const char *const units[] = {
-	    "block_fwd_taped", "block_fwd",	  "block_fwd_recompute",
-	    "block_vjp",       "block_vjp_input", "optimizer_step",
-	    "host_bytes"};
-	const json_t *up = json_object_get(m, "units");
-	double s = 0, upd, hsum, hf, hb;
-	if (!json_is_object(work))
-		return NAN;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		double c = record_num(json_object_get(work, units[i]), which);
-		if (!isfinite(c))
-			return NAN;
-		add_priced(&s, c, up, i == 2 ? "block_fwd_taped" : units[i],
-			   units[i], unpriced);
-	}
-	/* records before attn_recompute lack it: none was done */
-	{
-		double c =
-		    record_num(json_object_get(work, "attn_recompute"), which);
-		add_priced(&s, isfinite(c) ? c : 0, up, "attn_recompute",
-			   "attn_recompute", unpriced);
-	}
-	hf = record_num(json_object_get(work, "head_fwd"), which);
-	hb = record_num(json_object_get(work, "head_bwd"), which);
-	if (!isfinite(hf) || !isfinite(hb))
-		return NAN;
-	add_head(&s, hf, hb, up, unpriced);
-	upd = record_num(json_object_get(work, "solver_update"), which);
-	hsum = record_num(json_object_get(work, "solver_history_sum"), which);
-	if (upd > 0) {
-		double y = update_at(m, f_solver, b_solver,
-				     isfinite(hsum) ? hsum / upd : 0);
-		if (isfinite(y))
-			s += upd * y;
-		else
-			note_unpriced(unpriced, "solver_update");
-	}
-	return s;
+	struct acc a = {0, unpriced, NULL};
+	return units_ms(&a, work, m, which, f_solver, b_solver) ? NAN : a.s;
+}
+
+/* report_cost_fixed_ms into a; -1 without work or its optimizer steps. */
+static int fixed_ms(struct acc *a, const json_t *work, const json_t *m,
+		    const char *which)
+{
+	double c = record_num(json_object_get(work, "optimizer_step"), which),
+	       hb = record_num(json_object_get(work, "head_bwd"), which);
+	if (!json_is_object(work) || !isfinite(c))
+		return -1;
+	/* microbatches = M: each micro-batch uploads its rows and runs the
+	 * injection, M head backwards to an optimizer step */
+	if (c > 0 && isfinite(hb) && hb > c)
+		c = hb;
+	add_priced(a, c, m, "step_fixed", "step_fixed", CU_FIXED);
+	return 0;
 }
 
 double report_cost_fixed_ms(const json_t *work, const json_t *m,
 			    const char *which, json_t *unpriced)
 {
-	double c = record_num(json_object_get(work, "optimizer_step"), which),
-	       hb = record_num(json_object_get(work, "head_bwd"), which), s = 0;
-	if (!json_is_object(work) || !isfinite(c))
+	struct acc a = {0, unpriced, NULL};
+	return fixed_ms(&a, work, m, which) ? NAN : a.s;
+}
+
+double report_cost_step_parts(const json_t *work, const json_t *m,
+			      const char *which, const char *f_solver,
+			      const char *b_solver, struct cost_parts *parts)
+{
+	struct acc a = {0, NULL, parts};
+	memset(parts, 0, sizeof(*parts));
+	if (units_ms(&a, work, m, which, f_solver, b_solver) ||
+	    fixed_ms(&a, work, m, which))
 		return NAN;
-	/* microbatches = M: each micro-batch uploads its rows and runs the
-	 * injection, M head backwards to an optimizer step */
-	if (c > 0 && isfinite(hb) && hb > c)
-		c = hb;
-	add_priced(&s, c, json_object_get(m, "units"), "step_fixed",
-		   "step_fixed", unpriced);
-	return s;
+	return a.s;
+}
+
+double report_cost_log_var(const struct cost_parts *x,
+			   const struct cost_parts *y)
+{
+	double sx = 0, sy = 0, v = 0;
+	for (int u = 0; u < CU_N; u++) {
+		sx += x->ms[u];
+		sy += y ? y->ms[u] : 0;
+	}
+	if (!(sx > 0) || (y && !(sy > 0)))
+		return 0;
+	for (int u = 0; u < CU_N; u++) {
+		double d = x->sd[u] * x->ms[u] / sx -
+			   (y ? y->sd[u] * y->ms[u] / sy : 0);
+		v += d * d;
+	}
+	return v;
 }

@@ -10,6 +10,31 @@
 #include <jansson.h>
 #include <stddef.h>
 
+/* The parts of a priced step, one per price it uses (block_fwd_recompute
+ * is priced as block_fwd_taped, so it is that part). */
+enum cost_unit {
+	CU_FWD_TAPED,
+	CU_FWD,
+	CU_VJP,
+	CU_VJP_INPUT,
+	CU_OPT,
+	CU_HOST,
+	CU_ATTN,
+	CU_HEAD_TRAIN,
+	CU_HEAD_FWD,
+	CU_HEAD_BWD,
+	CU_SOLVER,
+	CU_FIXED,
+	CU_N
+};
+
+/* One priced step by part: ms[u], count × price of part u, and sd[u], the
+ * standard deviation of the log of that price, from the price record's
+ * 95% interval (lo_ms, hi_ms) read as normal on the log scale, 0 without
+ * one; for solver_update interpolated in h as the price is. */
+struct cost_parts {
+	double ms[CU_N], sd[CU_N];
+};
 /* The prices of the price records prices (borrowed) whose shape is that
  * of run record rec (config model, d_model, n_heads, d_ff, seq_len,
  * batch_size / microbatches (the rows a micro-batch's units ran on),
@@ -20,6 +45,8 @@
  * solver_update record without `solver` is Broyden's; NULL when none
  * matches. */
 json_t *report_cost_match(const json_t *prices, const json_t *rec);
+/* (The object also holds "sd": {UNIT: the log sd of its price}, and each
+ * solver point a third value, its log sd: report_cost_step_parts.) */
 
 /* The priced milliseconds of one step of work object work's per-step
  * means `which` ("per_step", "per_step_first" or "per_step_last") at
@@ -46,5 +73,20 @@ double report_cost_units_ms(const json_t *work, const json_t *m,
  * noted in unpriced without one (0 then). NAN without work. */
 double report_cost_fixed_ms(const json_t *work, const json_t *m,
 			    const char *which, json_t *unpriced);
+
+/* The priced step of report_cost_units_ms + report_cost_fixed_ms (the
+ * same sum), with its parts into parts (zeroed first); NAN without work
+ * or without a count it needs. */
+double report_cost_step_parts(const json_t *work, const json_t *m,
+			      const char *which, const char *f_solver,
+			      const char *b_solver, struct cost_parts *parts);
+
+/* The variance the prices' own uncertainty gives the log of a priced
+ * step (delta method: Σ_u (sd_u · ms_u / Σ ms)²), or with y the log of
+ * the ratio of step x over step y priced with the same price records
+ * (their errors shared: Σ_u (sd_u · x's share − sd_u · y's share)²).
+ * Parts are row means (report.c); 0 where a step sums to 0. */
+double report_cost_log_var(const struct cost_parts *x,
+			   const struct cost_parts *y);
 
 #endif

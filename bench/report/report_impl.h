@@ -8,6 +8,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "report_cost.h"
+
 /* Per-run columns of a row: NAN where a run lacks the figure, and for
  * every column of an error run (a failed run's figures are not a
  * measurement of its configuration). */
@@ -72,7 +74,12 @@ struct agg {
 	json_t *price;	  /* report_cost_match of the first record, or
 				   NULL: no --price, or none matched */
 	json_t *unpriced; /* units counted that had no price */
-	int no_work;	  /* ok runs whose record has no work */
+	/* the sums over its priced runs of each run's priced step by part
+	 * (report_cost_step_parts, the timed steps' means), and their count:
+	 * the prices' share of the priced figures' uncertainty */
+	struct cost_parts parts;
+	int n_parts;
+	int no_work; /* ok runs whose record has no work */
 };
 
 struct table {

@@ -60,13 +60,49 @@ static double gmean(const double *x, int k)
 /* {"median", "gmean", "lo", "hi", "n"} of column c: the runs' median, their
  * geometric mean and its 95% interval (nulls with fewer than
  * REPORT_MIN_CI_RUNS runs), n the runs with a value. */
+/* The row mean of r's priced parts (report_cost.h), 0 without. */
+static struct cost_parts mean_parts(const struct agg *r)
+{
+	struct cost_parts p = r->parts;
+	for (int u = 0; u < CU_N && r->n_parts; u++) {
+		p.ms[u] /= r->n_parts;
+		p.sd[u] /= r->n_parts;
+	}
+	return p;
+}
+
+/* Whether column c is a priced step time (its interval adds the prices'
+ * uncertainty): the step with its fixed cost, mean, early and late. */
+static int priced_col(enum col c)
+{
+	return c == C_PR || c == C_PRF || c == C_PRL;
+}
+
+/* The variance the prices add to the log of row r's priced column c, or
+ * with b to the log of r's over b's (shared prices: report_cost_log_var
+ * of the two; prices of two shapes: the sum of each's). */
+static double price_var(const struct agg *r, const struct agg *b, enum col c)
+{
+	struct cost_parts x, y;
+	if (!priced_col(c) || !r->n_parts || (b && !b->n_parts))
+		return 0;
+	x = mean_parts(r);
+	if (!b)
+		return report_cost_log_var(&x, NULL);
+	y = mean_parts(b);
+	if (json_equal(r->price, b->price))
+		return report_cost_log_var(&x, &y);
+	return report_cost_log_var(&x, NULL) + report_cost_log_var(&y, NULL);
+}
+
 static json_t *interval_json(const struct agg *r, enum col c)
 {
 	double *x = malloc(((size_t)r->n + 1) * sizeof(*x)), lo = NAN, hi = NAN;
 	int k = x ? finite_col(r, c, x) : 0;
 	json_t *o = json_object();
 	if (k >= REPORT_MIN_CI_RUNS)
-		stats_log_interval(x, k, REPORT_LEVEL, &lo, &hi);
+		stats_log_interval_plus(x, k, REPORT_LEVEL,
+					price_var(r, NULL, c), &lo, &hi);
 	json_object_set_new(o, "median", num(stats_median(x, k)));
 	json_object_set_new(o, "gmean", num(gmean(x, k)));
 	json_object_set_new(o, "lo", num(lo));
@@ -100,7 +136,8 @@ static json_t *ratio_json(const struct agg *r, const struct agg *b, enum col c)
 		ratio = med = 1;
 	else if (isfinite(ratio) && kx >= REPORT_MIN_CI_RUNS &&
 		 ky >= REPORT_MIN_CI_RUNS)
-		stats_log_ratio_interval(x, kx, y, ky, REPORT_LEVEL, &lo, &hi);
+		stats_log_ratio_interval_plus(x, kx, y, ky, REPORT_LEVEL,
+					      price_var(r, b, c), &lo, &hi);
 	if (isfinite(ratio)) {
 		o = json_object();
 		json_object_set_new(o, "ratio", num(ratio));

@@ -67,11 +67,34 @@ static int log_moments(const double *x, int n, double *mean, double *var)
 int stats_log_interval(const double *x, int n, double level, double *lo,
 		       double *hi)
 {
-	double m, v, h;
+	return stats_log_interval_plus(x, n, level, 0, lo, hi);
+}
+
+/* The level quantile of half-width se: t with df degrees (Welch's), the
+ * normal's where the runs add nothing (df infinite or undefined). */
+static double half_width(double level, double df, double se)
+{
+	if (!(df > 0) || !isfinite(df))
+		return gsl_cdf_ugaussian_Pinv(0.5 + level / 2) * se;
+	return gsl_cdf_tdist_Pinv(0.5 + level / 2, df) * se;
+}
+
+int stats_log_interval_plus(const double *x, int n, double level, double extra,
+			    double *lo, double *hi)
+{
+	double m, v, h, s;
 	*lo = *hi = NAN;
 	if (n < 2 || log_moments(x, n, &m, &v) != 0)
 		return -1;
-	h = gsl_cdf_tdist_Pinv(0.5 + level / 2, n - 1) * sqrt(v / n);
+	s = v / n;
+	if (extra > 0)
+		h = half_width(level,
+			       s > 0 ? (s + extra) * (s + extra) /
+					   (s * s / (n - 1))
+				     : INFINITY,
+			       sqrt(s + extra));
+	else
+		h = gsl_cdf_tdist_Pinv(0.5 + level / 2, n - 1) * sqrt(s);
 	*lo = exp(m - h);
 	*hi = exp(m + h);
 	return 0;
@@ -80,22 +103,31 @@ int stats_log_interval(const double *x, int n, double level, double *lo,
 int stats_log_ratio_interval(const double *a, int na, const double *b, int nb,
 			     double level, double *lo, double *hi)
 {
-	double ma, va, mb, vb, sa, sb, se, df, h;
+	return stats_log_ratio_interval_plus(a, na, b, nb, level, 0, lo, hi);
+}
+
+int stats_log_ratio_interval_plus(const double *a, int na, const double *b,
+				  int nb, double level, double extra,
+				  double *lo, double *hi)
+{
+	double ma, va, mb, vb, sa, sb, se, df, h, runs;
 	*lo = *hi = NAN;
 	if (na < 2 || nb < 2 || log_moments(a, na, &ma, &va) != 0 ||
 	    log_moments(b, nb, &mb, &vb) != 0)
 		return -1;
 	sa = va / na;
 	sb = vb / nb;
-	se = sqrt(sa + sb);
+	extra = extra > 0 ? extra : 0;
+	se = sqrt(sa + sb + extra);
 	if (se == 0) {
 		*lo = *hi = exp(ma - mb);
 		return 0;
 	}
-	/* Welch–Satterthwaite; a side without spread contributes nothing */
-	df = (sa + sb) * (sa + sb) /
-	     ((sa ? sa * sa / (na - 1) : 0) + (sb ? sb * sb / (nb - 1) : 0));
-	h = gsl_cdf_tdist_Pinv(0.5 + level / 2, df) * se;
+	/* Welch–Satterthwaite; a side without spread contributes nothing,
+	 * and neither does the known extra */
+	runs = (sa ? sa * sa / (na - 1) : 0) + (sb ? sb * sb / (nb - 1) : 0);
+	df = runs > 0 ? (sa + sb + extra) * (sa + sb + extra) / runs : INFINITY;
+	h = half_width(level, df, se);
 	*lo = exp(ma - mb - h);
 	*hi = exp(ma - mb + h);
 	return 0;

@@ -39,6 +39,19 @@ int stats_log_interval(const double *x, int n, double level, double *lo,
 int stats_log_ratio_interval(const double *a, int na, const double *b, int nb,
 			     double level, double *lo, double *hi);
 
+/* The two intervals above with a known variance `extra` (>= 0) of the log
+ * estimate added to the runs' (the price part of a priced time: report's
+ * --price, report_cost.h): standard error sqrt(s² + extra), s² the runs'
+ * (v/n; Welch's sa + sb); degrees of freedom by Welch–Satterthwaite with
+ * extra taken as known (infinite degrees: the normal quantile when the runs
+ * have no spread). extra = 0 gives the functions above, bit for bit. With
+ * no spread and extra = 0: lo = hi. n (na, nb) >= 2 as above. */
+int stats_log_interval_plus(const double *x, int n, double level, double extra,
+			    double *lo, double *hi);
+int stats_log_ratio_interval_plus(const double *a, int na, const double *b,
+				  int nb, double level, double extra,
+				  double *lo, double *hi);
+
 /* Largest sample sizes for which stats_mann_whitney computes the exact
  * permutation distribution of U, ties or not; above, the normal
  * approximation. */
