@@ -69,7 +69,7 @@ static void usage(FILE *f)
 		"results/SCHEMA.md\n"
 		"  env                                 host and device facts "
 		"(JSON)\n"
-		"  params init [key=value ...] out=P.safetensors\n"
+		"  params init [FILE.json] [key=value ...] out=P.safetensors\n"
 		"  grad [key=value ...] params=P.safetensors "
 		"tokens=T.safetensors out=G.safetensors\n"
 		"  bench-block [...]                   time one block "
@@ -77,6 +77,9 @@ static void usage(FILE *f)
 		"  price [RECORDS.jsonl] [key=value ...] [out=PRICES.jsonl]\n"
 		"                                      each work unit's "
 		"price, interleaved\n"
+		"  plan budget_mib=M [FILE.json] [key=value ...]\n"
+		"                                      the fastest methods "
+		"that fit M MiB\n"
 		"  --version\n"
 		"`deqbench run --help` lists the config keys and defaults.\n");
 }
