@@ -16,7 +16,7 @@
  * Peak memory: memfit_estimate, the same layout functions the allocator's
  * buffers come from (the device total; offload's host bytes beside it).
  *
- * Step time, issue 40's work × price (plan_price.c, plan_cost.h): the
+ * Step time as work × price (plan_price.c, plan_cost.h): the
  * candidate's work units a step (docs/methods.md §Work: the closed forms
  * of run_work_step; a deq's solver iterations from the longest committed
  * run of its configuration, or its caps when there is none) × the unit

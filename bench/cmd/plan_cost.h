@@ -1,5 +1,5 @@
-/* plan_cost.h — `deqbench plan`'s cost model as arithmetic, issue 40's
- * work × price (cmd_plan.c's header says where each number comes from):
+/* plan_cost.h — `deqbench plan`'s cost model as arithmetic, work ×
+ * price (cmd_plan.c's header says where each number comes from):
  * a candidate's step is
  *   T = Σ_u w_u · price_u + step_fixed,
  * w_u its per-step count of work unit u (run_work_step, or a committed

@@ -1,4 +1,4 @@
-/* plan_pipe.h — `deqbench plan stages=P`'s pipeline model (issue 43): the
+/* plan_pipe.h — `deqbench plan stages=P`'s pipeline model: the
  * unrolled weight-tied net of L layers cut into P stages of ⌈L/P⌉ layers
  * (one device each), its batch into M micro-batches (microbatches=M), run
  * under GPipe (Huang et al., NeurIPS 2019: every micro-batch's forward,

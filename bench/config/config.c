@@ -214,7 +214,7 @@ void config_defaults(struct bench_config *c)
 	c->model.vocab_size = 0;
 	c->model.seed = 1;
 	/* the recipe under which the DEQ converges (docs/models.md
-	 * Initialisation); gpt2 until 2026-11-25 */
+	 * Initialisation); older records' default was gpt2 */
 	c->model.init = MODEL_INIT_PYTORCH;
 	method_config_defaults(&c->method);
 	c->corpus = CORPUS_BROWN;

@@ -42,7 +42,7 @@
  *   ended; more than HEALTH_SPIKE_SHARE of the solves is the flag "solver
  *   non-finite" (a label: the DEQ's numbers come from broken solves).
  *
- * Measured on committed records (2026-11): over the CPU results' 1000-
+ * Measured on the committed records: over the CPU results' 1000-
  * and 2000-step runs, norm_growth 1.06-1.13, norm_peak up to 339 (a DEQ
  * with one large step), clip_share_last <= 0.05 and loss_final - loss_min
  * <= 0.091; the d_model=512 H100 unroll and checkpoint that blew up at lr

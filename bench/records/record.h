@@ -119,7 +119,7 @@ const char *record_blas_core(const json_t *rec);
 
 /* record_build — the string build.MEMBER of a record ("git_commit",
  * "fingerprint"), NULL when absent or not a string (build.fingerprint:
- * records before 2026-11-27). Points into rec. */
+ * records made before the field). Points into rec. */
 const char *record_build(const json_t *rec, const char *member);
 
 #endif

@@ -96,7 +96,8 @@ extern const char *const validate_price_units[];
 extern const char *const validate_config_added[];
 /* Config keys a record may lack even under --strict: absent means the
  * key's default (precision fp32, compile false), as in every record
- * written before 2026-11-25, results/cpu's included. NULL-terminated. */
+ * written before these keys existed, results/cpu's included.
+ * NULL-terminated. */
 extern const char *const validate_config_defaulted[];
 
 #endif

@@ -136,7 +136,7 @@ static void agg_health(struct agg *r, const json_t *rec, int ok)
 	const json_t *h = json_object_get(rec, "health");
 	const char *v = report_str(h, "verdict", NULL);
 	const char *st = report_str(rec, "status", "?");
-	/* an eval record's times are its valid batches' (issue 41) */
+	/* an eval record's times are its valid batches' */
 	int eval = !strcmp(report_str(rec, "kind", "train"), "eval");
 	const char *t = eval ? "inference.step_ms" : "timing.step_ms";
 	char path[40];

@@ -7,7 +7,7 @@
  * (config_key_is_output) and `seed` are one row: seeds are replicates, as
  * are a suite's repeats. A row's group is its config without the method
  * keys (config_key_is_method); ratios (× unroll) are to the unroll row of
- * the same group. Eval records (kind "eval", issue 41) are keyed without
+ * the same group. Eval records (kind "eval") are keyed without
  * `params`, so the seeds' parameter files of one configuration are a
  * row's runs, and grouped without `layers` too; an eval row's ratios are
  * to its matched unroll row: the shallowest unroll eval row of its group
@@ -22,7 +22,7 @@
  *   itself; no interval with fewer than REPORT_MIN_CI_RUNS runs (either
  *   side of a ratio). The printed estimate is always the one its interval
  *   is about;
- * - mean step time (issue 40: what a user pays): the geometric mean of
+ * - mean step time (what a user pays): the geometric mean of
  *   the runs' mean step times with its 95% t interval (log scale) and the
  *   per-run values, × unroll as above; the trace's first and last tenth
  *   of steps (early, late); with price records (report_rows_priced) the
@@ -54,8 +54,8 @@
 
 /* 1 when record rec ran beside another run of ours: its `beside` counts
  * another deqbench run on its host during it (runs > 0) or it ran as one
- * of several lanes (lanes > 1). Records without `beside` (before
- * 2026-11-27): 0, nothing known. */
+ * of several lanes (lanes > 1). Records without `beside` (made
+ * before the field): 0, nothing known. */
 int report_ran_beside(const json_t *rec);
 
 /* The rows of records (an array of records; those without a config object

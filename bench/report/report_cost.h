@@ -1,5 +1,5 @@
-/* report_cost.h — the cost model of `deqbench report --price` (issue 40,
- * docs/commands.md §report): a run's priced step time is Σ over the work
+/* report_cost.h — the cost model of `deqbench report --price`
+ * (docs/commands.md §report): a run's priced step time is Σ over the work
  * units of its record's `work` (results/SCHEMA.md §work) × the unit's
  * price from price records (§Price records) at the run's shape, plus the
  * fixed per-step cost `step_fixed` (measured by price, as every unit) per

@@ -136,7 +136,7 @@ double report_late_gain(const json_t *rec);
 const struct agg *report_unroll_row(const struct table *t, const struct agg *r);
 
 /* Whether row r holds eval records (deqbench eval: kind "eval"). Eval rows
- * (issue 41) are keyed without `params`, so the evaluations of the seeds'
+ * are keyed without `params`, so the evaluations of the seeds'
  * parameter files of one configuration are one row's runs, and grouped
  * without `layers` either, so a DEQ's evaluations and the unrolled net's
  * at every depth share a group: each row's x unroll is against its

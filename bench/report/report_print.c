@@ -234,7 +234,7 @@ static void print_cost_table(FILE *f, const json_t *rows)
 	}
 }
 
-/* The eval rows' table (issue 41): per row its evaluation keys (a DEQ's
+/* The eval rows' table: per row its evaluation keys (a DEQ's
  * f_tol and f_max_iter, an unrolled net's depth L), runs (trained seeds),
  * ms per valid batch [95% CI], the head's and the rest's ms, x unroll
  * [95% CI] of the whole and of the rest against the matched unroll row

@@ -244,8 +244,8 @@ static void utf8_trim(char *buf)
 		buf[i - 1] = 0;
 }
 
-/* A row's method label from a record made before 2026-11-25, which lacks
- * method.label: what method_label (methods/method.h) writes, read from
+/* A row's method label from an older record, which lacks method.label:
+ * what method_label (methods/method.h) writes, read from
  * the record's config and method objects. */
 static void label_of_old(char *buf, size_t n, const json_t *rec)
 {
@@ -268,8 +268,8 @@ static void label_of_old(char *buf, size_t n, const json_t *rec)
 		snprintf(buf, n, "%s", meth);
 }
 
-/* The row's method label: the record's method.label (label_of_old before
- * 2026-11-25). vary_deq: the deq keys whose values differ between the deq
+/* The row's method label: the record's method.label (label_of_old where
+ * it lacks one). vary_deq: the deq keys whose values differ between the deq
  * records of the table; each is appended to a deq row's label, so rows
  * that differ only in, say, f_tol or f_history get distinct labels. */
 static void row_label(char *buf, size_t n, const json_t *rec,
@@ -432,7 +432,7 @@ static int eval_unroll_of(const struct agg *q, const struct agg *r)
 	       !strcmp(report_str(c, "method", ""), "unroll");
 }
 
-/* The unroll row eval row r is timed against (issue 41; docs/commands.md
+/* The unroll row eval row r is timed against (docs/commands.md
  * §report): r itself when it is the unrolled net's; else, among the
  * unroll eval rows of its group, the shallowest whose mean valid
  * perplexity is at most r's (the unrolled net at the least depth that

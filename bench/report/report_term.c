@@ -193,7 +193,7 @@ static void print_row(FILE *f, const json_t *row)
 	fputs(labelled ? "!\n" : "\n", f);
 }
 
-/* Columns of an eval group's table (print_eval_row, issue 41): method,
+/* Columns of an eval group's table (print_eval_row): method,
  * the evaluation keys (f_tol, f_max_iter, layers of an unrolled net),
  * runs, ms per valid batch [95% CI], the head's ms, x unroll [95%] and
  * the depth of the unroll row it is against, valid and test ppl; 2 + 11+1

@@ -11,8 +11,8 @@
  *     the population median with probability >= 95% for any continuous
  *     distribution; Hollander & Wolfe, Nonparametric Statistical Methods,
  *     §3.6); it exists from n = 6 samples;
- *   - the stop rule, nvbench's noise criterion in the form issue 40 states
- *     it: a unit is done when that interval lies within ±rel (2%) of its
+ *   - the stop rule, nvbench's noise criterion as used here:
+ *     a unit is done when that interval lies within ±rel (2%) of its
  *     median; the measurement stops when every unit is done, or at the
  *     time cap. nvbench's cold measurements stop when the relative
  *     standard deviation drops below --max-noise (0.5%) after --min-samples

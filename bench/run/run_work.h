@@ -8,7 +8,7 @@
  * covers the steps `evals` covers, `pretrain.work` the pretraining
  * steps, an eval record's the valid batches of `inference`. Exact and
  * machine-independent for a given seed and arithmetic: time is work ×
- * price (issue 40). Internal to the runner.
+ * price. Internal to the runner.
  */
 #ifndef DQ_BENCH_RUN_WORK_H
 #define DQ_BENCH_RUN_WORK_H

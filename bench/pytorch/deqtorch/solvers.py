@@ -105,8 +105,8 @@ class _Run:
         """True when the solve must stop after iterate x with per-sample
         ‖g‖², ‖F‖² (float64 tensors). The per-sample book-keeping (best
         residuals, done flags) lives on the host, as Anderson's Gram matrix
-        does: gn2 and fn2 come from x's device (CUDA: issue 31 measured
-        every DEQ run failing on mixed devices before they were moved)."""
+        does: gn2 and fn2 come from x's device (CUDA: with them on the device,
+        every DEQ run failed on mixed devices)."""
         gn2, fn2 = gn2.cpu(), fn2.cpu()
         G, Fn = float(gn2.sum()), float(fn2.sum())
         res = _resid(self.p.stop, math.sqrt(G) if G >= 0 else G,
