@@ -141,7 +141,7 @@ const char *model_init_name(enum model_init k)
  * are exactly twice deq's N(0, 0.01²) ones), and gpt2 is bitwise the init
  * before presets existed. Why each kind's block is well posed at init: in
  * its file (tanh_cell.c, trellisnet.c); the transformer's post-LN block is
- * not a contraction at the gpt2 init (issue 11). */
+ * not a contraction at the gpt2 init. */
 
 static int is_weight(enum param_role r)
 {
