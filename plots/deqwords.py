@@ -1,5 +1,5 @@
 """deqwords.py — how the findings name a DEQ and compare its memory with
-checkpointing (issue 41, item 5): every DEQ memory figure names its
+checkpointing: every DEQ memory figure names its
 solver and history, since a DEQ's solver memory is its solver's (full
 Broyden history grows with the iteration cap; Broyden keeping its last h
 updates or Anderson with m past iterates does not), and the findings say

@@ -99,8 +99,8 @@ def lost_convergence(rec):
     """None, or {"seed", "all", "last", "labels"} for a DEQ training record
     whose forward solves converged in less than CONVERGED_BAR of its steps
     (all) or of their last tenth (last; None when unknown), or whose health
-    says unconverged (labels: health's, possibly empty: records before
-    2026-11-27 passed such a run as healthy)."""
+    says unconverged (labels: health's, possibly empty: older records
+    passed such a run as healthy)."""
     every, last = converged_split(rec, "fwd")
     bad = labels(rec)
     low = [x for x in (every, last) if x is not None and x < CONVERGED_BAR]

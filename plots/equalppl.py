@@ -1,4 +1,4 @@
-"""equalppl.py — the findings' answer at equal perplexity (issue 41): what
+"""equalppl.py — the findings' answer at equal perplexity: what
 each method costs to reach the same valid perplexity, from report's
 `to_target` (bench/report/report_target.c: the automatic target is the
 worst of the runs' best valid perplexities on their curves, so every run

@@ -52,7 +52,7 @@ def converged(row):
 def health(row):
     """The row's health labels; a DEQ row whose forward solves converged in
     less than 95% of its steps is labelled even above the record's 90%
-    (issue 28's bar for a committed DEQ row)."""
+    (the bar a committed DEQ row must clear)."""
     train, timing = split_labels(row)
     fc = row.get("fwd_converged")
     if fc is not None and fc < 0.95 and not any(l.startswith("unconverged") for l in train):

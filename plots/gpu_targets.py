@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""gpu_targets.py — issue 31's GPU targets against the records and logs of
-one lent-GPU check (scripts/gpu-lent.sh, scripts/gpu-check.sh), generated,
-never typed: the TARGETS.md beside them.
+"""gpu_targets.py — the GPU targets (BLOCK_MIN ... EAGER_MIN below)
+against the records and logs of one lent-GPU check (scripts/gpu-lent.sh,
+scripts/gpu-check.sh), generated, never typed: the TARGETS.md beside them.
 
     gpu_targets.py [--write | --check] [--deqbench BIN] [DIR]
                                    (default results/gpu/check)
@@ -10,7 +10,7 @@ Reads DIR/*.jsonl (run records, results/SCHEMA.md) and DIR/bench-block-*.log
 (`deqbench bench-block` prints no record; its lines are parsed here: the
 header's shape and precision, "ratio block/gemm", and under precision=bf16
 "gemm bf16 floor, one training step's shapes ... ms"). Prints, per target
-(NVIDIA H100 in the issue; the device the records name here), what was
+(set for an NVIDIA H100; the device the records name here), what was
 measured, from which records, and met / missed / not measured. Ratios are
 of medians measured in the same call on the same device. --write writes
 DIR/TARGETS.md; --check exits 1 when the committed file differs from what

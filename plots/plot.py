@@ -246,7 +246,7 @@ def budget_label(r):
     """'checkpoint k=3', 'revolve slots=2', 'deq broyden h=8', ... of a run:
     the record's method.label without the depth, but for deq, whose label
     ("deq broyden/ift") does not carry the history this chart compares;
-    made from the config in records before 2026-11-25."""
+    made from the config in records without the label."""
     m = R.method(r.rec)
     lab = R.label_without_depth(r.rec)
     if lab is not None and m != "deq":
@@ -265,7 +265,7 @@ def budget_label(r):
 
 def fig_budget(runs, recs, prefix, written):
     """Step time against total device peak for every method and parameter,
-    with and without head_chunk, and the Pareto front (issue 14's chart)."""
+    with and without head_chunk, and the Pareto front."""
     pts = [r for r in runs if r.step_ms and r.tot]
     methods = {R.method(r.rec) for r in pts}
     if len(methods) < 3 or len(pts) < 6:

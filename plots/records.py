@@ -158,7 +158,7 @@ def run_key(rec):
 
 
 def kind(rec):
-    """"train" or "eval" (records before 2026-11-23 lack the field: train)."""
+    """"train" or "eval" (older records lack the field: train)."""
     return rec.get("kind") or "train"
 
 
@@ -196,7 +196,7 @@ def _variant(rec, with_tol, with_cap):
         s += f" JR γ={fmt_g(cfg(rec, 'jac_loss_weight'))}"
     if "broyden" in (fs, bs):
         fh = get(rec, "config.f_history", 0)
-        # 0 (records before 2026-11-23) or the cap (resolved): every update
+        # 0 (older records) or the cap (resolved): every update
         full = fh == 0 or fh >= get(rec, "config.f_max_iter", 0)
         s += " full history" if full else f" history={fh}"
     if "anderson" in (fs, bs):
@@ -215,7 +215,7 @@ def fmt_g(x):
 def recorded_label(rec):
     """The record's method.label (bench's method_label: "unroll L=12",
     "checkpoint L=16 k=4", "deq broyden/ift"), None in records made before
-    2026-11-25."""
+    the field."""
     lab = get(rec, "method.label")
     return lab if isinstance(lab, str) else None
 
@@ -231,7 +231,7 @@ def label_without_depth(rec):
 
 def label(rec):
     """Method with its depth, as deqbench report prints it: the record's
-    method.label; made from the config in records before 2026-11-25."""
+    method.label; made from the config in records without it."""
     lab = recorded_label(rec)
     if lab is not None:
         return lab

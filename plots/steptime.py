@@ -2,7 +2,7 @@
 report --format json` (bench/report/report.h), and where it comes from.
 
 A user pays a run's mean step time (timing.step_ms.mean), and the run is
-the unit of replication (issue 40): the figure is report's step_mean_ms
+the unit of replication: the figure is report's step_mean_ms
 (the geometric mean over runs, its 95% t interval) and step_mean_x_unroll
 (the ratio of those geometric means, its Welch interval). Where the row's
 runs shared the host with another run of ours (report's `beside` label:

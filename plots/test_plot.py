@@ -263,7 +263,7 @@ def check_labels(root, lines, rows):
     instead of making one: table.py's row of each non-unroll record names
     it, and plot.budget_label gives it without its depth (deq aside: its
     label lacks the history the budget chart compares); a record without
-    the label (before 2026-11-25) still gets one from its config."""
+    the label (an older record) still gets one from its config."""
     sys.path.insert(0, os.path.join(root, "plots"))
     import plot as P  # noqa: E402  (matplotlib is there: checked above)
     import records as R  # noqa: E402
