@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cpu-rate.sh — issue 17's two CPU figures, from one core and one thread:
+# cpu-rate.sh — two CPU efficiency figures, from one core and one thread:
 #   1. the whole training step's counted rate (timing.gflops of an unroll
 #      run: block, head and injection FLOPs over the median step; SCHEMA.md
 #      §timing) against OpenBLAS SGEMM on the same step's GEMM shapes

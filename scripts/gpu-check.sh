@@ -7,7 +7,7 @@
 #      CPU backends, pool/timer/info checks, methods cuda vs cpu;
 #   3. deqbench env (device facts as JSON);
 #   4. bench-block device=cuda: a transformer block's forward+vjp GFLOP/s
-#      next to cuBLAS's GEMMs on the same shapes, at the issue's shape
+#      next to cuBLAS's GEMMs on the same shapes, at the small shape
 #      (d=128 H=4 F=512 T=64 B=16) and three larger ones, each in
 #      precision fp32, tf32 and bf16 (the bf16 reference: both operands
 #      rounded, then cublasGemmEx, as the model calls it);
@@ -125,7 +125,8 @@ group tests && step "cuda tests" "$logdir/test-cuda.log" cuda_tests
 step env "$logdir/env.json" "$builddir/bench/deqbench" env
 
 # d_model n_heads d_ff seq_len batch_size (d_model 512 at the shapes of
-# the d_model 512 suites' step: its bf16 GEMM floor is issue 31's target)
+# the d_model 512 suites' step: its bf16 GEMM floor is a target of
+# plots/gpu_targets.py)
 shapes=(
 	"128 4 512 64 16"
 	"256 4 1024 128 16"

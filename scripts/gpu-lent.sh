@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu-lent.sh — issue 31's GPU checks on a lent machine (no packages, no
+# gpu-lent.sh — the GPU checks on a lent machine (no packages, no
 # git, calls of at most ten minutes, few files back), in one call.
 #
 #   scripts/gpu-lent.sh pack    here, at a clean commit: builds

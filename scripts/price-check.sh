@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# price-check.sh — issue 40's check of the cost model on this machine, one
+# price-check.sh — a check of the cost model on this machine, one
 # lane on one pinned core with nothing of ours beside it:
 #   1. bench/suites/price-check.json (the default model under unroll,
 #      checkpoint, revolve, offload, the DEQ with Broyden and with

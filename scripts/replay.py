@@ -28,7 +28,7 @@ no torch or another torch for impl=pytorch, no params file). A run that
 fails, or a record without the values to compare, is a harness failure:
 exit 1.
 
-The records made before host.blas (2026-11-27) do not say which OpenBLAS
+The records made before host.blas existed do not say which OpenBLAS
 core they ran: --write tries this CPU's cores and keeps, per file, the one
 whose kernels reproduce the record (Haswell, SkylakeX, Sandybridge and
 Prescott, one core per kernel set, in that order), or says that none did;
