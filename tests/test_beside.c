@@ -1,6 +1,6 @@
 /*
- * test_beside.c — a record says what of ours ran beside it (issue 40 item
- * 5; bench/run/beside.h): a run alone counts none and leaves the registry
+ * test_beside.c — a record says what of ours ran beside it
+ * (bench/run/beside.h): a run alone counts none and leaves the registry
  * empty; of two runs that overlap, each counts the other, the second
  * because the first was registered when it started, the first because the
  * second marked it (the first is stopped with SIGSTOP while the second

@@ -1,5 +1,5 @@
 /* test_children.c — deqbench's child processes and what comes back from
- * them (issue 27, items 9, 10, 11, 18 and two messages): a suite's run and
+ * them: a suite's run and
  * an impl=pytorch run's python die with their parent (kill -9 included),
  * the temporary directory such a kill leaves is removed by the next
  * impl=pytorch run, SIGINT/SIGTERM and a failed save_params= keep the
@@ -51,7 +51,7 @@ static const char FAKE_SCRIPT[] =
     "esac\n"
     "exit 3\n";
 
-/* The tiny config of issue 27 as arguments (corpus=synthetic; n_heads is
+/* The tiny config as arguments (corpus=synthetic; n_heads is
  * the default 2, so a test can set it). */
 #define TINY                                                                   \
 	"corpus=synthetic", "d_model=16", "d_ff=32", "seq_len=8",              \

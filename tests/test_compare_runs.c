@@ -1,5 +1,5 @@
-/* test_compare_runs.c — `deqbench compare` at the level of runs (issue 40
- * item 6; bench/report/compare.h): the run's mean step time is the sample,
+/* test_compare_runs.c — `deqbench compare` at the level of runs
+ * (bench/report/compare.h): the run's mean step time is the sample,
  * the exact U test on run means calls a difference only when the runs
  * allow one, and × unroll compares each run's ratio to its file's unroll
  * run of the same seed. Every time here is fixed: records are cloned from

@@ -1,5 +1,5 @@
-/* test_cost.c — report's cost model (bench/report/report_cost.h, issue 40
- * items 3 and 4) on made-up records and price records: priced time per
+/* test_cost.c — report's cost model (bench/report/report_cost.h)
+ * on made-up records and price records: priced time per
  * step = Σ work × price + step_fixed, hand-computed (the head at
  * head_train's price, each solver's updates at its own points); the
  * measured mean step time's geometric mean, its 95% t interval on logs and

@@ -1,5 +1,5 @@
-/* test_defaults.c — defaults that work and keys that do something (issue
- * 29): `run` refuses a key of another method than its own; a suite whose
+/* test_defaults.c — defaults that work and keys that do something:
+ * `run` refuses a key of another method than its own; a suite whose
  * axis only varies such keys collapses the runs that would be identical;
  * `eval` takes the model and method saved in the parameter file as its
  * base; a run of two steps works (the default warm-up scales with steps). */

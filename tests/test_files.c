@@ -1,6 +1,6 @@
 /*
  * test_files.c — what deqbench does with its files when something goes
- * wrong (issue 10): a corrupt corpus cache is rebuilt, a record that cannot
+ * wrong: a corrupt corpus cache is rebuilt, a record that cannot
  * be appended leaves out= as it was and survives in the rescue file (exit
  * 1), safetensors outputs never replace a device, FIFO or link, refused
  * runs leave nothing behind, `report` refuses a directory, and stale
@@ -124,7 +124,7 @@ Test(files, corrupt_vocab_cache_rebuilt, .init = cli_setup,
 		size_t now_len;
 		memcpy(bad, orig, vlen);
 		if (k == 0)
-			bad[0] = 0; /* the crash of issue 10 */
+			bad[0] = 0; /* NUL as the first byte (this crashed) */
 		else if (k == 1)
 			bad[vlen / 2] = 0; /* NUL inside a word */
 		else if (k == 2)
@@ -222,7 +222,7 @@ static void unmount_teardown(void)
 	cli_teardown();
 }
 
-/* Issue 10's reproduction: a 64 KiB tmpfs with one record and a filler
+/* A full disk: a 64 KiB tmpfs with one record and a filler
  * that takes the rest. The append fails part way; the file must stay byte
  * for byte as it was, the record must be in the rescue file, and once
  * there is room again the next record appends cleanly and report reads

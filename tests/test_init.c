@@ -350,7 +350,7 @@ Test(init, bad_config_refused)
 	struct bench_config c;
 	char err[256];
 	config_defaults(&c);
-	/* the recipe's preset since 2026-11-25 (gpt2 before) */
+	/* the recipe's preset (older records: gpt2) */
 	cr_assert_eq(c.model.init, MODEL_INIT_PYTORCH, "default preset");
 	cr_assert_eq(config_set(&c, "init", "torch", err, sizeof(err)), -1);
 	cr_assert(strstr(err, "gpt2, pytorch, deq"), "%s", err);

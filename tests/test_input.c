@@ -1,6 +1,5 @@
-/* test_input.c — regression tests of issue 10, items e and g to j: input
- * the CLI must refuse up front (exit 2, one line on stderr, nothing
- * written) or report clearly, and the `diverged` status.
+/* test_input.c — input the CLI must refuse up front (exit 2, one line on
+ * stderr, nothing written) or report clearly, and the `diverged` status.
  *
  *   e  every shard of a suite makes the same up-front corpus check
  *   g  runs that cannot fit in memory, suites too large to expand, grad's

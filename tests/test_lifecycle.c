@@ -1,5 +1,5 @@
-/* test_lifecycle.c — issue 27's lifecycle items, end to end through the
- * deqbench binary (DQ_DEQBENCH):
+/* test_lifecycle.c — the lifecycle of evaluations, runs and plans, end to
+ * end through the deqbench binary (DQ_DEQBENCH):
  *
  *   - an evaluation stopped by SIGINT / SIGTERM describes only the batches
  *     it evaluated (inference counts, timing, solver, memory);
@@ -56,7 +56,7 @@ static json_t *last_record(const char *name)
 	return r;
 }
 
-/* The tiny config of issue 27's reproductions (tiny.json). */
+/* The tiny config (tiny.json). */
 #define TINY27                                                                 \
 	"corpus=synthetic", "d_model=16", "n_heads=2", "d_ff=32", "seq_len=8", \
 	    "batch_size=2", "layers=3", "steps=3", "warmup_steps=1",           \
@@ -394,7 +394,7 @@ Test(lifecycle, eval_suite_crash_record_is_eval, .init = cli_setup,
 	params_init();
 	write_eval_suite("p.st", ", \"eval_tokens\": 64");
 	pid = spawn_full_stderr_as(a, &rd, 1);
-	/* the suite first says which run it starts (one line, issue 29):
+	/* the suite first says which run it starts (one line):
 	 * one packet read makes room for that line alone, so the run's
 	 * child is the one that blocks */
 	wait_blocked(pid);

@@ -1,5 +1,5 @@
 /*
- * test_outputs.c — the files a command reads and writes (issue 27): no
+ * test_outputs.c — the files a command reads and writes: no
  * output may name the same file as an input or another output, an out=
  * that is not a file of records is refused, inputs are regular files (a
  * FIFO is refused, never waited on), save_params= is checked before any
@@ -23,7 +23,7 @@
 	    "batch_size=2", "layers=3", "steps=3", "warmup_steps=1",           \
 	    "lr_warmup=1", "eval_tokens=64", "threads=1", "eval_warmup=0"
 
-/* The issue's tiny.json, as a config file and a suite base. */
+/* The tiny config, tiny.json, as a config file and a suite base. */
 #define TINY_JSON                                                              \
 	"{\"corpus\":\"synthetic\",\"d_model\":16,\"n_heads\":2,\"d_ff\":32,"  \
 	"\"seq_len\":8,\"batch_size\":2,\"layers\":3,\"steps\":3,"             \
@@ -144,7 +144,7 @@ Test(outputs, same_file_refused, .init = cli_setup, .fini = cli_teardown,
 	}
 	params_file(p, sizeof(p), "p.safetensors");
 
-	/* run: save_params= is out= (the issue's lost records) */
+	/* run: save_params= is out= (the records it would overwrite) */
 	s = snap_of(out);
 	snprintf(a2, sizeof(a2), "save_params=%s", out);
 	{

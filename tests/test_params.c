@@ -407,9 +407,9 @@ Test(cli, safetensors_bad_input_exits_2, .init = cli_setup,
 	json_decref(h2);
 }
 
-/* ---- save_params and deqbench eval (issue: ε at inference) ---- */
+/* ---- save_params and deqbench eval (ε at inference) ---- */
 
-/* inference.body_ms and head_ms of rec (issue 41): the head timed apart
+/* inference.body_ms and head_ms of rec: the head timed apart
  * from the rest of each batch's forward by one timer marked between them,
  * so per batch they add up to step_ms, and so do their means (to the
  * rounding of a sum of 2 batches); neither is empty. */

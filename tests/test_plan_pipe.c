@@ -1,5 +1,5 @@
 /* test_plan_pipe.c — `deqbench plan stages=P`'s pipeline model
- * (bench/cmd/plan_pipe.h, issue 43) on fixed numbers: the slowest stage's
+ * (bench/cmd/plan_pipe.h) on fixed numbers: the slowest stage's
  * slot with its sends, (M + P − 1) slots, the ring all-reduce of the tied
  * block, the bubble (P − 1) / (M + P − 1) (GPipe, Huang et al. 2019; 1F1B,
  * Narayanan et al. 2021), the worst stage's memory (the tied block on

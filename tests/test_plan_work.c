@@ -1,6 +1,6 @@
 /*
- * test_plan_work.c — `deqbench plan`'s step times as work × price (issue
- * 40; bench/cmd/plan_cost.h, plan_price.c, run_work_step and
+ * test_plan_work.c — `deqbench plan`'s step times as work × price
+ * (bench/cmd/plan_cost.h, plan_price.c, run_work_step and
  * run_work_from_record in bench/run/run_work.c, record_find in
  * bench/records/):
  *

@@ -290,8 +290,8 @@ Test(record, lr_schedule, .timeout = 60)
  * head's peak is (32 − 5)·50 floats smaller, the config says 5, and the
  * training loss and valid perplexity equal head_chunk=0's within 1e-5
  * relative (float rounding of the per-chunk sums only). deq runs on
- * tanh_cell, whose solves converge: the transformer's do not at this init
- * (issue 11), and a backward solve stopped at its cap turns the rounding
+ * tanh_cell, whose solves converge: the transformer's do not at this init,
+ * and a backward solve stopped at its cap turns the rounding
  * into 1e-3 differences after a few steps. */
 Test(record, head_chunk_saves_head_memory, .timeout = 120)
 {

@@ -1,4 +1,4 @@
-/* test_records_strict.c — issue 27: text that is not UTF-8, or cut, never
+/* test_records_strict.c — text that is not UTF-8, or cut, never
  * makes a record field vanish (bench/io/jsontext.h; out= path, suite name,
  * save_params message); `deqbench validate` refuses what results/SCHEMA.md
  * rules out beyond types (impl names, negative sizes, times that do not
@@ -646,7 +646,7 @@ Test(validate_strict, g13_tolerances_and_ages, .init = cli_setup,
 		 "ppl within 1e-12");
 	refused(with(t, "quality.valid_ppl", json_real(ppl * (1 + 1e-6))),
 		"quality.valid_ppl", "expected exp(quality.valid_loss)");
-	/* before 2026-11-25 an evaluation without a batch had batches 0 */
+	/* in older records an evaluation without a batch has batches 0 */
 	r = with(e, "inference.batches", json_integer(0));
 	json_object_set_new(json_object_get(r, "inference"), "batches_timed",
 			    json_integer(0));

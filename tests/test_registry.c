@@ -258,7 +258,7 @@ Test(methods_registry, plan_candidates)
 	    "batch_size=2", "layers=3", "steps=3", "warmup_steps=1",           \
 	    "lr_warmup=1", "eval_tokens=64", "threads=1"
 
-/* The method label a record made before 2026-11-25 shows in a report row:
+/* The method label an older record shows in a report row:
  * report_rows of r without method.label. */
 static void row_method(const json_t *r, char *buf, size_t n)
 {
@@ -275,8 +275,8 @@ static void row_method(const json_t *r, char *buf, size_t n)
 
 /* `run` of every registered method: the record's method.label is
  * method_label of its config, the summary line prints it, a report row
- * shows it (another label in the record, that one) and, without it (a
- * record before 2026-11-25), the same text from the other fields. */
+ * shows it (another label in the record, that one) and, without it (an
+ * older record), the same text from the other fields. */
 Test(records, method_label_in_record_summary_and_report, .init = cli_setup,
      .fini = cli_teardown, .timeout = 300)
 {

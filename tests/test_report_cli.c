@@ -34,7 +34,7 @@ static void make_records(char *out, size_t n)
 }
 
 /* A suite says where it is before each run: run K of N, elapsed, and an
- * ETA once a run has finished (issue 29). */
+ * ETA once a run has finished. */
 Test(report_cli, suite_progress_lines, .init = cli_setup, .fini = cli_teardown,
      .timeout = 120)
 {

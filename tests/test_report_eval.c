@@ -1,4 +1,4 @@
-/* test_report_eval.c — report's eval rows (issue 41, ε at the paper's
+/* test_report_eval.c — report's eval rows (ε at the paper's
  * protocol): the evaluations of the seeds' parameter files of one
  * configuration are one row's runs, a DEQ's and the unrolled net's at
  * every depth one group, each row's × unroll against the shallowest unroll

@@ -1,6 +1,6 @@
 /*
  * test_resume.c — `suite --resume` and `report` on the records already in
- * a file (issue 27): a record stands for one run (one repeat), reals are
+ * a file: a record stands for one run (one repeat), reals are
  * stored exactly so a resumed run matches its record, data_dir is part of
  * a run's identity for the corpora read from it, a report row counts all
  * of its records, records of another schema version or invalid ones are
@@ -15,7 +15,7 @@
 #include "record.h"
 #include "test_cli.h"
 
-/* The tiny suite's base config (issue 27's tiny.json). */
+/* The tiny suite's base config (tiny.json). */
 #define TINY_BASE                                                              \
 	"\"corpus\": \"synthetic\", \"d_model\": 16, \"n_heads\": 2, "         \
 	"\"d_ff\": 32, \"seq_len\": 8, \"batch_size\": 2, \"layers\": 3, "     \
@@ -231,7 +231,7 @@ Test(resume, record_stands_for_one_repeat, .init = cli_setup,
 }
 
 /* Two runs of one suite with the same resolved config and repeat
- * (checkpoint L=4: k=0 resolves to 2) are one run since issue 29 (the
+ * (checkpoint L=4: k=0 resolves to 2) are one run (the
  * expansion collapses them), and one record of that config in out= stands
  * for it: nothing runs twice, nothing is appended twice. */
 Test(resume, record_used_up_by_one_run, .init = cli_setup, .fini = cli_teardown,
@@ -256,7 +256,7 @@ Test(resume, record_used_up_by_one_run, .init = cli_setup, .fini = cli_teardown,
 		const char *a[] = {"suite", s2, arg, "--resume", NULL};
 		run_ok(a, 0, err, sizeof(err));
 		/* k=0 resolves to round(sqrt(4)) = 2: the expansion collapses
-		 * the two into one run (issue 29), which the record stands
+		 * the two into one run, which the record stands
 		 * for */
 		cr_assert(strstr(err, "run 1 is the same run as run 0") &&
 			      strstr(err, "[0] skipped (--resume)") &&
@@ -576,7 +576,7 @@ Test(resume, concurrent_resumes_run_each_once, .init = cli_setup,
 	}
 }
 
-/* precision and compile (added 2026-11-25) at their defaults are not part
+/* precision and compile at their defaults are not part
  * of a run's identity: a record written before them (no such keys) is the
  * same run as one at fp32 and compile=false, so compare pairs them and
  * --resume skips; precision=bf16 is another run. */

@@ -527,7 +527,7 @@ static void write_bad_lines(const char *bad, const json_t *r)
 	put_line(f, r, "trace.loss.1", json_string("x"));
 	put_line(f, r, "started_at", json_string("yesterday"));
 	put_line(f, r, "config.layers", json_integer(0));
-	put_line(f, r, "kind", NULL); /* valid: records before 2026-11-23 */
+	put_line(f, r, "kind", NULL); /* valid: older records lack it */
 	put_line(f, r, "message", json_string("boom"));
 	put_line(f, r, "memory.peak_bytes.depth", json_real(1.5));
 	put_line(f, r, "config.lyers", json_integer(3));
@@ -661,7 +661,7 @@ Test(validate, bad_input_exits_2, .init = cli_setup, .fini = cli_teardown,
 	}
 }
 
-/* timing.step_gflop and timing.gflops (added 2026-11-23): numbers or null;
+/* timing.step_gflop and timing.gflops: numbers or null;
  * a string is a problem; older records lack them (valid), which strict
  * mode calls missing. */
 Test(validate, timing_flops_fields, .init = cli_setup, .fini = cli_teardown,
@@ -708,7 +708,7 @@ Test(validate, timing_flops_fields, .init = cli_setup, .fini = cli_teardown,
 	json_decref(r);
 }
 
-/* compile (impl=pytorch compile=true, added 2026-11-27): optional even for
+/* compile (impl=pytorch compile=true): optional even for
  * --strict (deqbench's records lack it); null or an object of SCHEMA.md's
  * fields, its mode one of torch.compile's. */
 Test(validate, compile_object, .init = cli_setup, .fini = cli_teardown,
@@ -751,7 +751,7 @@ Test(validate, compile_object, .init = cli_setup, .fini = cli_teardown,
 	json_decref(r);
 }
 
-/* work (added 2026-11-27): optional even for --strict (the committed
+/* work: optional even for --strict (the committed
  * records lack it, impl=pytorch's are null); each unit's total an int
  * >= 0, its means numbers; totals = per_step x steps, the block forward
  * units summing to evals' forward total, edge_steps a tenth of steps. */

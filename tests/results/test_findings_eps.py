@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""test_findings_eps.py — plots/findings.py's ε-in-training section (issue
-41, deliverable 4): the seeds that lost forward convergence and the
+"""test_findings_eps.py — plots/findings.py's ε-in-training section:
+the seeds that lost forward convergence and the
 perplexity spread across ε against the seeds', from the records
 (plots/epswords.py, plots/epsseeds.py), through `deqbench report --format
 json` as findings.py reads the committed ones.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """test_findings_infer.py — plots/findings.py's ε-at-inference section and
-headline (issue 41, deliverable 3) on fixture records, through `deqbench
+headline on fixture records, through `deqbench
 report --format json` as findings.py reads the committed ones.
 
     test_findings_infer.py DEQBENCH SOURCE_ROOT

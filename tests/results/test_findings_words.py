@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""test_findings_words.py — the findings' wording on fixture records (issue
-41, items 5 and 7).
+"""test_findings_words.py — the findings' wording on fixture records.
 
     test_findings_words.py DEQBENCH SOURCE_ROOT
 
@@ -110,7 +109,7 @@ def memory(deqbench, root, F, W):
           f"the headline does not say which keeps less:\n{h}")
     figures_named(h, lm, W)
 
-    # selective recomputation and two micro-batches beside them (issue 43):
+    # selective recomputation and two micro-batches beside them:
     # named in §1's sentence; the whole-batch unroll stays the baseline
     un = next(r for r in rows if r["method"].startswith("unroll"))
     sel, mb = copy.deepcopy(un), copy.deepcopy(un)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """test_replay.py — scripts/replay.py tells a changed arithmetic from a
-machine that cannot compare and from a harness failure (issue 41, item 7).
+machine that cannot compare and from a harness failure.
 
     test_replay.py DEQBENCH SOURCE_ROOT
 

@@ -236,7 +236,7 @@ def t_run_key_first(tree, env):
     check(a[1] == "bench/suites/default.json" and "steps=3" in a and
           "out=results/local/default.jsonl" in a, f"suite called as {a}")
     check(calls(tree, "compare"), "no compare after the suite")
-    # issue 40: the reference's shapes priced here (one thread, core 0),
+    # the reference's shapes priced here (one thread, core 0),
     # then the reference re-priced and your runs measured beside priced
     p = calls(tree, "price")
     check(len(p) == 1 and p[0]["argv"][1] == "results/cpu/default.jsonl" and
@@ -354,7 +354,7 @@ def t_run_load_warning(tree, env):
 
 
 def t_run_blas_core(tree, env):
-    """Issue 39 item 3: where OpenBLAS would run generic kernels on a CPU
+    """Where OpenBLAS would run generic kernels on a CPU
     that allows faster ones, run.sh sets OPENBLAS_CORETYPE for the suite
     and says so; elsewhere it sets nothing; one the user set wins."""
     env["DQ_SKIP_SETUP"] = "1"
@@ -460,7 +460,7 @@ def t_reproduce_interrupt(tree, env):
 
 def t_reproduce_complete(tree, env):
     """A whole cpu reproduce with quick suites: every suite as two shards,
-    eps-infer after them in one lane (nothing beside it: issue 41), then
+    eps-infer after them in one lane (nothing beside it), then
     alone on core 0 the prices of the six time suites' records,
     cpu-rate.sh and two plan runs, exit 0; gpu: its six suites on
     device=cuda, and out of budget exit 3."""
@@ -501,7 +501,7 @@ def t_reproduce_complete(tree, env):
 
 
 def t_price_check(tree, env):
-    """scripts/price-check.sh (issue 40): the price-check suite, its prices
+    """scripts/price-check.sh: the price-check suite, its prices
     on the same core, the A/A suite twice and compare --fail-above 10 of
     the pair; exit 3 when the pair reads FASTER or SLOWER."""
     out = os.path.join(tree, "pc")
