@@ -175,7 +175,7 @@ static void write_suite(const char *extra)
 	cli_write_text(p, text);
 }
 
-/* ---- item 9: children die with their parent ---- */
+/* ---- children die with their parent ---- */
 
 /* kill -9 of a suite: its run's process (training, deqbench's own) ends
  * too, and appends nothing later. */
@@ -286,7 +286,7 @@ Test(children, run_kill9_kills_python_next_run_cleans, .init = fake_setup,
 		  "a live process's or another host's directory was removed");
 }
 
-/* ---- item 10: the statistics are kept ---- */
+/* ---- the statistics are kept ---- */
 
 /* SIGINT or SIGTERM during an impl=pytorch run: deqtorch stops after the
  * current step and prints its record, status interrupted with the steps
@@ -425,7 +425,7 @@ Test(children, failed_pytorch_records_say_pytorch, .init = fake_setup,
 	json_decref(recs);
 }
 
-/* ---- item 11: params= files checked as deqbench checks them ---- */
+/* ---- params= files checked as deqbench checks them ---- */
 
 /* Overwrites the first parameter value of the safetensors file at path
  * with a NaN. */
@@ -485,7 +485,7 @@ Test(children, params_file_checked_as_deqbench, .init = fake_setup,
 	}
 }
 
-/* ---- item 18: what the child prints is checked ---- */
+/* ---- what the child prints is checked ---- */
 
 /* Child outputs that are not usable records: each run ends in an error
  * record (exit 1), valid as a record, whose message names the problem

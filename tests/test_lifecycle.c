@@ -218,7 +218,7 @@ static int signal_when_blocked(const char *const *args, int sig, char **text)
 	return cli_wait_exit(pid);
 }
 
-/* -------------------------------------- interrupted evaluation (item 5) */
+/* ----------------------------------------------- interrupted evaluation */
 
 /* SIGINT / SIGTERM during `deqbench eval` (blocked on its first progress
  * line, after the first valid batch): the record counts that one batch
@@ -261,7 +261,7 @@ Test(lifecycle, interrupted_eval_counts_batches_evaluated, .init = cli_setup,
 	}
 }
 
-/* -------------------------------------------- eval's input (item 20) */
+/* ------------------------------------------------------ eval's input */
 
 /* eval_tokens below one batch (batch_size * seq_len = 16): `eval` is bad
  * input, nothing written (it reported ok with no batch evaluated). */

@@ -118,7 +118,7 @@ static json_t *one_ok_record(void)
 	return r;
 }
 
-/* ---- item 3: reals stored exactly ---------------------------------------- */
+/* ---- reals stored exactly ------------------------------------------------ */
 
 /* record_dumps writes each real in the shortest text that reads back as
  * the same double, as a real, outside strings only. */
@@ -190,7 +190,7 @@ Test(resume, real_config_resumes, .init = cli_setup, .fini = cli_teardown,
 	json_decref(arr);
 }
 
-/* ---- item 2: a record is used up by one run ------------------------------ */
+/* ---- a record is used up by one run -------------------------------------- */
 
 /* repeats 1 -> 3 with --resume: the one record stands for repeat 0 only,
  * so repeats 1 and 2 run, and the file ends with one record per repeat. */
@@ -324,7 +324,7 @@ Test(resume, nothing_ran_says_so, .init = cli_setup, .fini = cli_teardown,
 	free(o);
 }
 
-/* ---- item 4: data_dir is part of a run's identity ------------------------ */
+/* ---- data_dir is part of a run's identity -------------------------------- */
 
 /* A small text corpus (train/valid/test.txt) in cli_dir/name, its words
  * drawn with seed x. */
@@ -401,7 +401,7 @@ Test(resume, data_dir_is_identity, .init = cli_setup, .fini = cli_teardown,
 	}
 }
 
-/* ---- item 17: a report row counts all of its records --------------------- */
+/* ---- a report row counts all of its records ------------------------------ */
 
 /* 69 ok records (seeds 1..69: 69 runs, not one record repeated, which
  * report would count once) and then an error record of one config: one
@@ -433,7 +433,7 @@ Test(resume, report_row_counts_every_record, .init = cli_setup,
 	json_decref(r);
 }
 
-/* ---- item 19: schema version and validity -------------------------------- */
+/* ---- schema version and validity ----------------------------------------- */
 
 /* The two unusable variants of ok record r: schema 99, and timing
  * "garbage". New references in bad[2]. */
@@ -515,7 +515,7 @@ Test(resume, report_skips_unusable_records, .init = cli_setup,
 	json_decref(r);
 }
 
-/* ---- item 21: concurrent resumes ----------------------------------------- */
+/* ---- concurrent resumes -------------------------------------------------- */
 
 /* Starts deqbench with args, its output to files named by tag. */
 static pid_t spawn(const char *const *args, const char *tag)

@@ -298,7 +298,7 @@ def t_run_suite_name_path(tree, env):
 
 
 def t_run_progress_and_cuda(tree, env):
-    """Item 6: a line per phase (packages, configuring, building with
+    """A line per phase (packages, configuring, building with
     progress, Brown, the suite); no GPU: CUDA is not compiled and the
     line says so."""
     r = run(tree, env, ["scripts/run.sh", "steps=3"])
@@ -315,7 +315,7 @@ def t_run_progress_and_cuda(tree, env):
 
 
 def t_setup_cuda_choice(tree, env):
-    """Item 6: setup.sh compiles CUDA where a GPU is present (nvidia-smi
+    """scripts/setup.sh compiles CUDA where a GPU is present (nvidia-smi
     -L), or when asked (DQ_CUDA=1, -Dcuda=...), and says which; an
     existing build keeps what it was configured with."""
     cases = [({"STUB_GPU": "1"}, [], "-Dcuda=auto"),
@@ -339,7 +339,7 @@ def t_setup_cuda_choice(tree, env):
 
 
 def t_run_load_warning(tree, env):
-    """Item 6: a 1-minute load average above the cores gives a warning
+    """A 1-minute load average above the cores gives a warning
     before the suite starts; a quiet machine none."""
     env["DQ_SKIP_SETUP"] = "1"
     r = run(tree, env, ["scripts/run.sh", "steps=3"])
