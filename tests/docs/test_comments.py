@@ -48,8 +48,8 @@ MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|"
 YEAR = r"(?:19|20)\d\d"
 PATTERNS = [
     ("issue", re.compile(r"\bissues?\s*#?\s*\d+", re.I)),
-    ("issue", re.compile(r"\bissues?\s*(?::|\"|“|')", re.I)),
     ("issue", re.compile(r"\bissue's\b|\bin the issue\b", re.I)),
+    ("issue", re.compile(r"\bissues?\s*(?::|\"|“|'(?!s\b))", re.I)),
     ("date", re.compile(
         rf"(?<![\w-]){YEAR}-(?:0[1-9]|1[0-2])(?:-\d\d)?(?![\w-])")),
     ("date", re.compile(rf"\b{MONTH}\.?\s+(?:\d{{1,2}},?\s+)?{YEAR}\b")),
@@ -218,13 +218,13 @@ def scan(root):
             stream.append(part)
             prev = ln
         stream = "".join(stream)
-        seen = set()
+        spans = []
         for what, rx in PATTERNS:
             for m in rx.finditer(stream):
+                if any(a < m.end() and m.start() < b for a, b in spans):
+                    continue  # one hit where two patterns match one date
+                spans.append(m.span())
                 ln = max(l for at, l in starts if at <= m.start())
-                if (ln, m.start()) in seen:
-                    continue
-                seen.add((ln, m.start()))
                 hits.append((rel, ln, f"{what} \"{m.group(0)}\""))
     hits.sort(key=lambda h: (h[0], h[1]))
     hits = [f"{rel}:{ln}: {text} in a comment" for rel, ln, text in hits]
