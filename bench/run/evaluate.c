@@ -12,7 +12,7 @@
 #include "../../models/model.h"
 #include "../io/interrupt.h"
 #include "run_record.h"
-#include "train_step.h"
+#include "step_pass.h"
 
 /* Whole batches of B*T tokens among the first tokens of a split of the
  * batcher b. */

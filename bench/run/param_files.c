@@ -17,7 +17,7 @@
 #include "../data/data.h"
 #include "../io/fileio.h"
 #include "../io/safetensors.h"
-#include "train_step.h"
+#include "step_pass.h"
 
 /* The model keys that change what the parameters mean without changing
  * their shapes, checked against the file's "config" metadata when it has

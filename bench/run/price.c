@@ -173,7 +173,7 @@ static void units_of(struct price_run *p, const struct bench_config *cfg)
 }
 
 /* step_fixed: what a training step does besides the other units
- * (train_step.c forward_to_z and step_backward): the gradients zeroed, the
+ * (step_pass.c: step_forward_to_z and step_backward): the gradients zeroed, the
  * batch uploaded, the injection (embeddings) forward and its backward. */
 static void step_fixed(struct price_run *p)
 {
