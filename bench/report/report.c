@@ -17,12 +17,6 @@
 
 /* ---- rows of records ---- */
 
-const char *report_str(const json_t *o, const char *k, const char *dflt)
-{
-	const json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : dflt;
-}
-
 /* The run identity of cfg (record_run_identity: output-only keys aside,
  * data_dir kept unless the corpus is synthetic) without the seed (and
  * without the method keys when drop_method), the BLAS core blas of a
@@ -94,11 +88,6 @@ static char *row_key(const json_t *rec, const json_t *cfg, int group)
 	return e;
 }
 
-int report_is_eval(const struct agg *r)
-{
-	return !strcmp(report_str(r->first, "kind", "train"), "eval");
-}
-
 /* Grows row R's per-run columns to hold one more run. 0, or -1. */
 static int agg_grow(struct agg *r)
 {
@@ -113,11 +102,6 @@ static int agg_grow(struct agg *r)
 	r->v = v;
 	r->cap = cap;
 	return 0;
-}
-
-double *agg_col(const struct agg *r, enum col c)
-{
-	return r->v + (size_t)c * r->cap;
 }
 
 _Static_assert(HEALTH_F_NONFINITE == 1 << (REPORT_HEALTH_FLAGS - 1),
@@ -476,12 +460,6 @@ static struct agg *agg_new(struct table *t, const json_t *rec,
 	note_varying(t, json_object_get(r->first, "config"), r->blas, r->fp,
 		     report_is_eval(r));
 	return r;
-}
-
-const struct agg *report_unroll_row(const struct table *t, const struct agg *r)
-{
-	const json_t *q = json_object_get(t->unroll, r->group);
-	return q ? &t->rows[json_integer_value(q)] : NULL;
 }
 
 void report_table_free(struct table *t)
