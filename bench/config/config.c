@@ -3,6 +3,7 @@
  * checks, JSON output and --help, so adding a key is one table row. */
 #include "config.h"
 #include "config_check.h"
+#include "config_features.h"
 #include "config_keys.h"
 #include "../io/errmsg.h"
 
@@ -627,78 +628,6 @@ int config_apply_object(struct bench_config *c, const json_t *obj,
 	return 0;
 }
 
-/* precision, its alias tf32, and compile. */
-static int config_check_precision(const struct bench_config *c, char *err,
-				  size_t errlen)
-{
-	enum dq_precision p = c->model.precision;
-	if (c->tf32 && p == DQ_PREC_BF16) {
-		snprintf(err, errlen,
-			 "tf32=true contradicts precision=bf16 (tf32=true is "
-			 "an alias of precision=tf32); drop tf32");
-		return -1;
-	}
-	/* TF32 exists only on the GPU; asking for it elsewhere is a mistake
-	 * worth stopping for, not a silent no-op that would mislabel records */
-	if ((c->tf32 || p == DQ_PREC_TF32) && c->device != DEVICE_CUDA) {
-		snprintf(err, errlen,
-			 "precision=tf32 (tf32=true) needs device=cuda "
-			 "(device=%s has no TF32); use precision=fp32 or "
-			 "bf16, or device=cuda",
-			 config_device_name(c->device));
-		return -1;
-	}
-	if (p == DQ_PREC_BF16 && c->device == DEVICE_CPU64) {
-		snprintf(err, errlen,
-			 "precision=bf16 on device=cpu64: cpu64 is the float64 "
-			 "reference (and torch.autocast leaves float64 alone); "
-			 "use device=cpu or cuda");
-		return -1;
-	}
-	if (method_kind_needs_managed(c->method.method) &&
-	    (c->device != DEVICE_CUDA || c->impl == IMPL_PYTORCH)) {
-		snprintf(err, errlen,
-			 "method=%s keeps tapes in CUDA unified memory "
-			 "(cudaMallocManaged): it needs device=cuda and "
-			 "impl=deqbench; on the CPU or in PyTorch use "
-			 "method=offload",
-			 method_kind_name(c->method.method));
-		return -1;
-	}
-	if (c->cuda_graphs &&
-	    (c->device != DEVICE_CUDA || c->impl == IMPL_PYTORCH)) {
-		snprintf(err, errlen,
-			 "cuda_graphs=true records CUDA graphs: it needs "
-			 "device=cuda and impl=deqbench (for PyTorch use "
-			 "compile=true); drop it");
-		return -1;
-	}
-	if (c->cuda_graphs && deq_config(&c->method)->sync_every != 1) {
-		snprintf(
-		    err, errlen,
-		    "sync_every=%d: with cuda_graphs=true a solve loops on "
-		    "the device and reads the host once; drop sync_every",
-		    deq_config(&c->method)->sync_every);
-		return -1;
-	}
-	if (c->device_mem_cap_mib > 0 &&
-	    (c->device != DEVICE_CUDA || c->impl == IMPL_PYTORCH)) {
-		snprintf(err, errlen,
-			 "device_mem_cap_mib=%d caps a GPU's memory: it needs "
-			 "device=cuda and impl=deqbench; drop it",
-			 c->device_mem_cap_mib);
-		return -1;
-	}
-	if (c->compile && c->impl != IMPL_PYTORCH) {
-		snprintf(err, errlen,
-			 "compile=true is torch.compile, for impl=pytorch only "
-			 "(deqbench's C core compiles ahead of time); drop "
-			 "compile or use impl=pytorch");
-		return -1;
-	}
-	return 0;
-}
-
 int config_validate_keys(const struct bench_config *c, char *err, size_t errlen)
 {
 	const struct model_config *m = &c->model;
@@ -731,7 +660,7 @@ int config_validate_keys(const struct bench_config *c, char *err, size_t errlen)
 	if (method_config_validate(&c->method, err, errlen) != 0 ||
 	    method_check_model(&c->method, m->kind, err, errlen) != 0)
 		return -1;
-	return config_check_precision(c, err, errlen);
+	return config_check_features(c, err, errlen);
 }
 
 int config_validate(const struct bench_config *c, char *err, size_t errlen)

@@ -4,6 +4,7 @@
  * key table as --help, --help-json and docs/configuration.md's markdown
  * table, all from the rows of config.c and the methods' key rows. */
 #include "config.h"
+#include "config_features.h"
 #include "config_keys.h"
 #include "../io/jsontext.h"
 
@@ -282,6 +283,7 @@ static json_t *key_meta(const struct bench_config *defaults, struct key_ref r)
 		key_choices(d, allowed, sizeof(allowed));
 		json_object_set_new(o, "choices", json_string(allowed));
 	}
+	json_object_set_new(o, "requires", config_features_json(d->name));
 	return o;
 }
 

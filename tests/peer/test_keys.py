@@ -19,7 +19,12 @@ is what keeps the copies honest: it fails when they differ from what
   - the values config.check_config supports (method, model, device) are
     the C table's choices, each of them;
   - `deqtorch.py check` refuses eval_every > 0 (deqbench's valid curve)
-    with exit 2 and its one line, and accepts eval_every=0.
+    with exit 2 and its one line, and accepts eval_every=0;
+  - the feature matrix (`requires` of each key in --help-json,
+    bench/config/config_features.c): every feature it declares deqbench's
+    alone (impls [deqbench]) is refused by deqtorch's check_config too, and
+    every key deqtorch's own rules refuse outright is such a feature, so
+    deqbench refuses it first with the matrix's message.
 """
 import json
 import os
@@ -99,9 +104,54 @@ def main():
                     fail(f"deqtorch refuses {k['name']}={v}, a value of "
                          f"deqbench's table: {e}")
     check_eval_every()
+    n = check_features(keys)
+    print(f"ok: {n} deqbench-only features refused by deqtorch too")
     print(f"ok: {len(names)} keys, {len(config.METHOD_KEYS)} method keys, "
           f"{len(defaults)} defaults as deqbench's")
     return 0
+
+
+def non_default(k, row):
+    """A value of key k (a --help-json entry) that turns feature row on."""
+    if row["value"] is not None:
+        return row["value"]
+    d = k["default"]
+    if isinstance(d, bool):
+        return not d
+    if isinstance(d, int):
+        return d + 1
+    fail(f"feature {k['name']}: no non-default value to try")
+
+
+def check_features(keys):
+    """deqtorch agrees with the matrix: deqbench-only features refused by
+    check_config; deqtorch's outright refusals declared in the matrix."""
+    n = 0
+    by_name = {k["name"]: k for k in keys}
+    for k in keys:
+        for row in k.get("requires", []):
+            if row["impls"] != ["deqbench"]:
+                continue
+            v = non_default(k, row)
+            cfg = dict(common.DEFAULTS, impl="pytorch", **{k["name"]: v})
+            try:
+                config.check_config(cfg)
+            except config.Unsupported:
+                n += 1
+                continue
+            fail(f"{k['name']}={v} is deqbench's alone in the feature "
+                 "matrix (bench/config/config_features.c), but deqtorch's "
+                 "check_config accepts it")
+    for key, bad, _ in config._RULES:
+        if key in ("method", "model", "device", "impl", "precision"):
+            continue  # value lists, checked against the choices above
+        rows = by_name[key].get("requires", [])
+        if not any(r["impls"] == ["deqbench"] for r in rows):
+            fail(f"deqtorch refuses {key} outright, but the feature matrix "
+                 "(bench/config/config_features.c) does not declare it "
+                 "deqbench's alone: add the row, so deqbench refuses it "
+                 "first")
+    return n
 
 
 def check_eval_every():
