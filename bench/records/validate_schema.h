@@ -76,6 +76,11 @@ struct vfield {
 					 written before it lack it; NULL:
 					 in every record of the schema */
 	unsigned flags;		      /* enum vflag */
+	const char *doc;	      /* SCHEMA.md's meaning of the field (its
+					 table's third column; "" for none);
+					 NULL: the row shares the previous
+					 row's table row ("| `a`, `b` |"),
+					 whose type it has */
 };
 
 /* The top-level fields of a record (results/SCHEMA.md "Top level"),
