@@ -6,6 +6,9 @@
  * malformed JSON ..."), the first VALIDATE_SHOWN of each file; then one
  * summary line per file on stdout. Exit 0 when every record of every file
  * is valid, 2 when any is not or a file cannot be read.
+ * `deqbench validate --schema-markdown [FILE]` prints SCHEMA.md's field
+ * tables from the schema table (validate_schema_markdown), or replaces
+ * FILE's marked tables by them.
  */
 #include <stdio.h>
 #include <string.h>
@@ -87,16 +90,56 @@ static int validate_file(const char *path, enum validate_mode mode)
 
 static void validate_usage(FILE *f)
 {
-	fprintf(f,
-		"usage: deqbench validate [--strict] FILE.jsonl ...\n"
-		"Checks every record against results/SCHEMA.md (fields, types, "
-		"values).\n"
-		"  --strict  also demand the fields older records lack (every "
-		"record this\n"
-		"            build writes has them)\n"
-		"Exit status: 0 all valid, 2 a problem (one line each on "
-		"stderr) or an\n"
-		"unreadable file.\n");
+	fputs(
+	    "usage: deqbench validate [--strict] FILE.jsonl ...\n"
+	    "       deqbench validate --schema-markdown [SCHEMA.md]\n"
+	    "Checks every record against results/SCHEMA.md (fields, types, "
+	    "values).\n"
+	    "  --strict           also demand the fields older records lack\n"
+	    "                     (every record this build writes has them)\n"
+	    "  --schema-markdown  print SCHEMA.md's field tables, each after "
+	    "a\n"
+	    "                     marker line, from the table validate checks\n"
+	    "                     against; with a file, replace its marked\n"
+	    "                     tables by them\n"
+	    "Exit status: 0 all valid, 2 a problem (one line each on stderr) "
+	    "or an\n"
+	    "unreadable file.\n",
+	    f);
+}
+
+/* --schema-markdown [FILE]: the tables on stdout, or FILE's marked tables
+ * replaced by them; exit 2 when other arguments came with it or FILE
+ * cannot be updated, 1 when the rows do not make whole tables
+ * (validate_schema_markdown's problems: a fault of the build). */
+static int schema_markdown(int argc, char **argv)
+{
+	char err[1200], msg[1300];
+	int file = -1;
+	for (int i = 0; i < argc; i++)
+		if (strcmp(argv[i], "--schema-markdown")) {
+			if (file >= 0 || argv[i][0] == '-')
+				return bad_input(
+				    "validate: --schema-markdown "
+				    "takes one FILE (SCHEMA.md) at "
+				    "most");
+			file = i;
+		}
+	if (file >= 0) {
+		if (validate_schema_markdown_update(argv[file], err,
+						    sizeof(err)) != 0) {
+			snprintf(msg, sizeof(msg), "validate: %s", err);
+			return bad_input(msg);
+		}
+		return 0;
+	}
+	if (validate_schema_markdown(stdout) != 0) {
+		fprintf(stderr, "deqbench: validate: the schema table's rows "
+				"do not make whole tables (a row without its "
+				"meaning, or a shared row of two types)\n");
+		return 1;
+	}
+	return 0;
 }
 
 int cmd_validate(int argc, char **argv)
@@ -109,6 +152,8 @@ int cmd_validate(int argc, char **argv)
 			validate_usage(stdout);
 			return 0;
 		}
+		if (!strcmp(argv[i], "--schema-markdown"))
+			return schema_markdown(argc, argv);
 		if (!strcmp(argv[i], "--strict")) {
 			mode = VALIDATE_STRICT;
 		} else if (argv[i][0] == '-' && argv[i][1]) {

@@ -7,6 +7,8 @@
 #ifndef DQ_BENCH_VALIDATE_SCHEMA_H
 #define DQ_BENCH_VALIDATE_SCHEMA_H
 
+#include <stdio.h>
+
 /* JSON types a field may have (or-ed). VT_NUM is any number, integer or
  * real (SCHEMA.md's `number`); VT_INT a JSON integer only. */
 enum vtype {
@@ -95,6 +97,23 @@ const struct vfield *validate_price_schema(void);
 /* The work units a price record may name (its `unit`; SCHEMA.md §Price
  * records), NULL-terminated: `deqbench price` times exactly these. */
 extern const char *const validate_price_units[];
+
+/* validate_schema_markdown — prints results/SCHEMA.md's field tables
+ * from the rows' docs (validate_schema_md.c), each after a marker line
+ * "<!-- schema:SECTION (generated: ...) -->": "top" (the top level), each
+ * top-level object's name in the table's order, then "price" (§Price
+ * records); a blank line between tables. Returns the number of problems
+ * in the rows (a table row whose fields differ in type, a group without a
+ * doc); 0: the tables are whole. `deqbench validate --schema-markdown`. */
+int validate_schema_markdown(FILE *out);
+
+/* validate_schema_markdown_update — rewrites the file path (results/
+ * SCHEMA.md) with each table after a marker line replaced by the table of
+ * that section from validate_schema_markdown; the rest of the file as it
+ * was. Returns 0, or -1 with err (a section this build lacks, a marker
+ * missing from the file, a write that failed; the file then unchanged).
+ * `deqbench validate --schema-markdown FILE`. */
+int validate_schema_markdown_update(const char *path, char *err, size_t n);
 
 /* Config keys that records written before they existed lack (every other
  * key of `deqbench run --help` is in every record), NULL-terminated. */
