@@ -1,6 +1,7 @@
 /* test_validate.c — `deqbench validate` and its schema table
  * (bench/records/validate.h): the table against results/SCHEMA.md's tables, both
- * ways; records of real tiny runs of the current binary (every method,
+ * ways, and those tables the output of `deqbench validate
+ * --schema-markdown`; records of real tiny runs of the current binary (every method,
  * eval, diverged, interrupted, a crashed suite run's error record) valid
  * in strict mode; every committed results/ JSONL file valid; bad records
  * (wrong type, missing field, bad enum, unknown field, malformed line)
@@ -208,6 +209,48 @@ Test(schema, table_matches_schema_md)
 	for (int i = 0; validate_config_added[i]; i++)
 		cr_assert(config_key_known(validate_config_added[i]), "%s",
 			  validate_config_added[i]);
+}
+
+/* results/SCHEMA.md's field tables are `deqbench validate
+ * --schema-markdown`'s: each table after its marker line, row for row,
+ * and no marked table the build lacks. */
+Test(schema, tables_generated)
+{
+	const char *root = getenv("DQ_SOURCE_ROOT");
+	char path[1024], *gen = NULL, *doc;
+	size_t glen = 0;
+	int want = 0, have = 0;
+	FILE *mf = open_memstream(&gen, &glen);
+	cr_assert_not_null(root, "DQ_SOURCE_ROOT must give the source tree");
+	cr_assert_eq(validate_schema_markdown(mf), 0,
+		     "validate_schema*.c: a row without its .doc, or rows of "
+		     "two types in one table row");
+	fclose(mf);
+	snprintf(path, sizeof(path), "%s/results/SCHEMA.md", root);
+	doc = cli_read(path, NULL);
+	cr_assert_not_null(doc, "cannot read %s", path);
+	for (char *p = gen; *p; want++) {
+		char *end = strstr(p, "\n\n"), *at;
+		if (end)
+			end[1] = 0;
+		at = strstr(doc, p);
+		cr_assert(at && at[strlen(p)] != '|',
+			  "results/SCHEMA.md's table is stale or unmarked; "
+			  "regenerate its tables with `build/bench/deqbench "
+			  "validate --schema-markdown results/SCHEMA.md` "
+			  "(after the fields' .doc in "
+			  "bench/records/validate_schema*.c). Wanted:\n%s",
+			  p);
+		p = end ? end + 2 : p + strlen(p);
+	}
+	for (const char *p = doc; (p = strstr(p, "\n<!-- schema:")); p++)
+		have++;
+	cr_assert_eq(have, want,
+		     "results/SCHEMA.md has %d marked tables, deqbench "
+		     "validate --schema-markdown %d",
+		     have, want);
+	free(gen);
+	free(doc);
 }
 
 /* ---- deqbench validate on real records ---- */

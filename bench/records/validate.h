@@ -3,9 +3,11 @@
  * with its JSON types, whether null is allowed, its allowed values, and
  * when it was added) and the checker that walks a record along it
  * (validate.c). `deqbench validate` (cmd_validate.c) runs it on JSONL
- * files; tests/test_validate.c checks the table against SCHEMA.md's
- * tables, both ways, so the document, the table and the records written by
- * the code cannot drift apart.
+ * files; SCHEMA.md's field tables are printed from the table's rows
+ * (`deqbench validate --schema-markdown`, validate_schema_md.c), and
+ * tests/test_validate.c checks the table against them, both ways, so the
+ * document, the table and the records written by the code cannot drift
+ * apart.
  */
 #ifndef DQ_BENCH_VALIDATE_H
 #define DQ_BENCH_VALIDATE_H
