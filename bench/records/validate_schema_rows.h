@@ -12,54 +12,44 @@
 
 #include "validate_schema.h"
 
-/* The date of the fields that older records lack (SCHEMA.md: "Added"). */
+/* The dates of the fields that older records lack (SCHEMA.md: "Added").
+ * Those marked "optional" may be absent even under --strict: the committed
+ * records made before them lack them. */
 #define ADDED "2026-11-23"
-/* The health object and the quartiles of `stats` (issue 28). */
+/* the health object and the quartiles of `stats` */
 #define ADDED_HEALTH "2026-11-25"
-/* method.label (issue 30); optional even for --strict: the committed
- * results/ records of 2026-11-25 were made before it, and every reader
- * makes the label from the other fields where it is absent */
+/* method.label; optional: every reader makes the label from the other
+ * fields where it is absent */
 #define ADDED_LABEL "2026-11-25"
-/* the managed category and its prediction (method=managed, issue 31);
- * optional even for --strict, as the label: records before them lack
- * them, and a reader takes an absent one as 0 */
+/* the managed category and its prediction (method=managed); optional: a
+ * reader takes an absent one as 0 */
 #define ADDED_MANAGED "2026-11-26"
 /* host.blas: which BLAS kernels ran */
 #define ADDED_BLAS "2026-11-27"
-/* build.fingerprint: a hash of the code that ran (issue 42); optional even
- * for --strict, as host.blas: the committed records before it lack it */
+/* build.fingerprint: a hash of the code that ran; optional */
 #define ADDED_FINGERPRINT "2026-11-27"
-/* health's trends, backward convergence and flags; optional even for
- * --strict: the committed records before them lack them */
+/* health's trends, backward convergence and flags; optional */
 #define ADDED_TRENDS "2026-11-27"
-/* compile: what torch.compile made of an impl=pytorch compile=true run
- * (issue 42); optional even for --strict: deqbench's records, and
- * pytorch records before it, lack it */
+/* compile: what torch.compile made of an impl=pytorch compile=true run;
+ * optional: deqbench's records lack it too */
 #define ADDED_COMPILE "2026-11-27"
-/* checkpoint's selective (segments with selective tapes); optional even
- * for --strict: the records before it lack it, and absent means false */
+/* checkpoint's selective (segments with selective tapes); optional:
+ * absent means false */
 #define ADDED_CKPT_SELECTIVE "2026-11-28"
-/* the suite's order and shard, and `beside`: what ran beside the run
- * (issue 40); optional even for --strict: the committed records before
- * them lack them */
+/* the suite's order and shard, and `beside`: what ran beside the run;
+ * optional */
 #define ADDED_BESIDE "2026-11-27"
-/* work: what a run computed, by unit (issue 40); optional even for
- * --strict, as build.fingerprint: the committed records before it lack
- * it, and impl=pytorch records carry null */
+/* work: what a run computed, by unit; optional (impl=pytorch records
+ * carry null) */
 #define ADDED_WORK "2026-11-27"
-
-/* quality.valid_curve: the valid evaluations during training (eval_every,
- * issue 41); optional even for --strict: the committed records before it
- * lack it */
+/* quality.valid_curve: the valid evaluations during training
+ * (eval_every); optional */
 #define ADDED_CURVE "2026-11-27"
-/* work.attn_recompute: method=selective's attention recomputations
- * (issue 43); optional even for --strict: the committed records before
- * it lack it */
+/* work.attn_recompute: method=selective's attention recomputations;
+ * optional */
 #define ADDED_SELECTIVE "2026-11-27"
-
 /* inference.body_ms and inference.head_ms: the head timed apart from the
- * rest of the forward (issue 41); optional even for --strict: the
- * committed records before them lack them */
+ * rest of the forward; optional */
 #define ADDED_HEAD "2026-11-27"
 
 /* A row: name, types (enum vtype), then any other member by name. */
