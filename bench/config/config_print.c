@@ -12,31 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-json_t *key_json(const struct bench_config *c, struct key_ref r)
-{
-	const struct key_desc *d = r.d;
-	const void *field = key_field(c, r);
-	switch (d->type) {
-	case KT_INT:
-		return json_integer(*(const int *)field);
-	case KT_LONG:
-		return json_integer(*(const long *)field);
-	case KT_U64:
-		return json_integer((json_int_t) * (const uint64_t *)field);
-	case KT_DOUBLE:
-		return json_real(*(const double *)field);
-	case KT_BOOL:
-		return json_boolean(*(const int *)field);
-	case KT_ENUM: {
-		const char *s = d->enum_name(*(const int *)field);
-		return json_string(s ? s : "?");
-	}
-	case KT_STR:
-		return jsontext_string((const char *)field);
-	}
-	return json_null();
-}
-
 json_t *config_key_json(const struct bench_config *c, const char *key)
 {
 	struct key_ref r = key_find(key);

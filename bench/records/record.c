@@ -409,17 +409,6 @@ int record_read_jsonl(const char *path, json_t *arr, char *err, size_t errlen)
 
 /* ---- summary table ---- */
 
-double record_num(const json_t *o, const char *path)
-{
-	char buf[256], *save = NULL, *tok;
-	const json_t *cur = o;
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (tok = strtok_r(buf, ".", &save); tok && cur;
-	     tok = strtok_r(NULL, ".", &save))
-		cur = json_object_get(cur, tok);
-	return json_is_number(cur) ? json_number_value(cur) : NAN;
-}
-
 char *record_value_text(const json_t *x)
 {
 	return json_is_string(x)

@@ -8,7 +8,7 @@
 #include <jansson.h>
 #include <stdio.h>
 
-#define RECORD_SCHEMA 1
+#include "record_num.h" /* RECORD_SCHEMA, record_num */
 
 /* A record skeleton: "schema", "status" = "error", "message" = "", and
  * every other top-level key of results/SCHEMA.md present as null, so
@@ -98,11 +98,6 @@ int record_each_line_flags(const char *path, size_t json_flags,
  * read error an error naming path. */
 int record_read_jsonl(const char *path, json_t *arr, char *err, size_t errlen);
 
-/* record_num — the number at dotted PATH of a record (or any JSON
- * object), e.g. "timing.step_ms.median"; NAN when a member on the way is
- * absent or the value is null or not a number (PATH is cut at 255
- * bytes). */
-double record_num(const json_t *o, const char *path);
 
 /* record_value_text — a config value as the summary table and
  * `suite --dry-run` print it: a string as it is, anything else as compact

@@ -13,7 +13,7 @@
 
 #include "../config/config.h"
 #include "../io/jsontext.h"
-#include "record.h"
+#include "record_num.h"
 #include "validate_cross.h"
 
 const char *validate_type_name(const json_t *v)
