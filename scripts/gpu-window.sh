@@ -29,6 +29,10 @@
 #           reduce-overhead: CUDA graphs, no autotuning), PyTorch eager,
 #           deqbench again (vs-pytorch.jsonl); 300 steps each
 #   rest    the answer suite's seeds 2 and 3 (suite --resume)
+#   recompute (only when PARTS names it) bench/suites/recompute-gpu.json:
+#           unroll, selective, checkpoint every 4 with and without
+#           selective segments, 3 seeds, the answer's shapes
+#           (recompute.jsonl; suite --resume, as the answer)
 #   smoke   (only when PARTS names it) method=selective, 20 steps, in
 #           PyTorch (torch >= 2.4's selective checkpoint policy) and in
 #           deqbench (smoke.jsonl)
@@ -44,9 +48,9 @@
 # each window's logs to results/gpu/<gpu model>/windows/<UTC stamp>/
 # (window.log says when each part started and ended). Commit them after
 # unpack; the next window carries them in the tree and resumes.
-# PARTS="tests seed1 prices torch rest autotune" (any of them) runs those
-# only; autotune runs only when named (PARTS=autotune LIMIT=560: a window
-# of its own).
+# PARTS="tests seed1 prices torch rest recompute smoke autotune" (any of
+# them) runs those only; recompute, smoke and autotune run only when
+# named (PARTS=autotune LIMIT=560: a window of its own).
 #
 # DQ_STANDIN=1 (the test, tests/scripts/test_window.py): a CPU stand-in of
 # the same flow. pack uses DQ_BUILDDIR as it is (no build, no git check, no
@@ -208,6 +212,9 @@ run_parts() {
 		"${SHAPE[@]}" "${BB[@]}" precision=bf16
 	part torch && torch_rows
 	part rest && timed 100000 10 answer-rest "$D" suite "${sargs[@]}"
+	[[ " ${PARTS:-} " == *" recompute "* ]] &&
+		timed 100000 10 recompute "$D" suite bench/suites/recompute-gpu.json \
+			--resume out="$R/recompute.jsonl" "${EXTRA[@]}"
 	[[ " ${PARTS:-} " == *" smoke "* ]] && smoke
 	[[ " ${PARTS:-} " == *" autotune "* ]] && autotune
 	"$D" validate --strict "$R"/*.jsonl >"$W/validate.log" 2>&1 ||

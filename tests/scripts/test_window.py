@@ -139,6 +139,18 @@ def main():
         check("nothing ran" in open(os.path.join(wdir, "answer-rest.log"))
               .read(), "the resumed suite says nothing ran")
 
+        # recompute (named only): its suite's 12 runs into recompute.jsonl
+        p = sh(t, ["run"], out, 300, parts="recompute")
+        _, log = window_log(t)
+        rc = records(os.path.join(r, "recompute.jsonl")) if os.path.exists(
+            os.path.join(r, "recompute.jsonl")) else []
+        check(p.returncode == 0 and len(rc) == 12 and
+              all(x["status"] == "ok" for x in rc),
+              f"PARTS=recompute runs recompute-gpu's 12 runs ({len(rc)}, "
+              f"{p.returncode}: {p.stderr[-300:]})")
+        check(sum(1 for x in rc if x["config"].get("selective")) == 3,
+              "three of them checkpoint with selective segments")
+
         # autotune: Inductor's cache goes back in window.tgz, and unpack
         # takes it (into results/tmp, carried into the next window)
         p = sh(t, ["run"], out, 300, parts="autotune")
