@@ -71,7 +71,10 @@ struct bench_config {
 
 	enum config_device device; /* cpu, cpu64, cuda */
 	int threads;		   /* 0 = library default */
-	int tf32;    /* alias of precision=tf32 (model.precision) */
+	int tf32;    /* the key tf32, an alias of precision=tf32 read only while
+		   * parsing and checking (config_finish resolves it into
+		   * model.precision, which everything else reads; the record's
+		   * config mirrors it) */
 	int compile; /* impl=pytorch: torch.compile (bench/pytorch) */
 	int device_mem_cap_mib; /* cuda: GPU memory the run may use; 0 = all */
 	int cuda_graphs;	/* cuda: graphs and device-side solve loops */

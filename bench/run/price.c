@@ -383,10 +383,10 @@ static json_t *common_json(const struct bench_config *cfg,
 	json_object_set_new(r, "shape", shape_json(cfg, p));
 	json_object_set_new(r, "measure", measure_json(o, p->nu));
 	json_object_set_new(r, "host", env_host_json());
-	json_object_set_new(r, "device",
-			    env_device_json(p->rc.be,
-					    config_device_name(cfg->device),
-					    cfg->tf32));
+	json_object_set_new(
+	    r, "device",
+	    env_device_json(p->rc.be, config_device_name(cfg->device),
+			    cfg->model.precision == DQ_PREC_TF32));
 	json_object_set_new(r, "build", env_build_json());
 	return r;
 }

@@ -127,13 +127,13 @@ int run_ctx_create_for_run(struct run_ctx *rc, const struct bench_config *cfg,
 	if (memfit_check(cfg, V, rc->be, train, err, errlen) != 0)
 		goto fail;
 	if (be_has_set_tf32(rc->be))
-		be_set_tf32(rc->be, cfg->tf32);
-	else if (cfg->tf32) {
+		be_set_tf32(rc->be, cfg->model.precision == DQ_PREC_TF32);
+	else if (cfg->model.precision == DQ_PREC_TF32) {
 		/* config_validate catches this for cpu/cpu64; kept for a
 		 * backend that lacks the switch */
 		snprintf(err, errlen,
-			 "tf32=true: backend %s has no TF32 mode; drop tf32 "
-			 "or use device=cuda",
+			 "precision=tf32: backend %s has no TF32 mode; use "
+			 "precision=fp32 or bf16, or device=cuda",
 			 be_name(rc->be));
 		goto fail;
 	}

@@ -103,10 +103,10 @@ void run_record_device(struct run *r)
 	json_t *host = json_object_get(r->rec, "host");
 	if (host)
 		json_object_set_new(host, "blas", env_blas_json());
-	json_object_set_new(r->rec, "device",
-			    env_device_json(r->rc.be,
-					    config_device_name(r->cfg->device),
-					    r->cfg->tf32));
+	json_object_set_new(
+	    r->rec, "device",
+	    env_device_json(r->rc.be, config_device_name(r->cfg->device),
+			    r->cfg->model.precision == DQ_PREC_TF32));
 }
 
 /* The record's "method" object: the method's resolved config (k, the
