@@ -76,6 +76,23 @@ const char *const backend_names[] = {
     NULL,
 };
 
+static const struct backend_caps caps[] = {
+    {"cpu", 0, 0, 0, 0, 0},
+    {"cpu64", 0, 0, 0, 0, 0},
+#ifdef DQ_HAVE_CUDA
+    /* bf16 tensor cores from Ampere (8.0) on */
+    {"cuda", 1, 1, 8, 1, 1},
+#endif
+};
+
+const struct backend_caps *backend_caps(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof(caps) / sizeof(caps[0]); i++)
+		if (!strcmp(caps[i].name, name))
+			return &caps[i];
+	return NULL;
+}
+
 int backend_create(struct backend **out, const char *name, int threads,
 		   char *err, size_t errlen)
 {

@@ -503,6 +503,21 @@ double dq_precision_eps(enum dq_precision p, size_t elem);
 /* Names of the backends compiled into this binary, NULL-terminated. */
 extern const char *const backend_names[];
 
+/* What a backend can do, known before one exists (a config's checks, the
+ * records): a static record per backend name. */
+struct backend_caps {
+	const char *name;
+	int gpu;	     /* runs on a GPU (device facts, no BLAS core) */
+	int tf32;	     /* has the TF32 GEMM switch (set_tf32) */
+	int bf16_min_major;  /* bf16 needs compute capability >= this.0
+				(0: emulated, any machine) */
+	int graphs, managed; /* CUDA graphs; unified memory */
+};
+
+/* The capabilities of backend `name` compiled into this binary, or NULL
+ * (an unknown name, or one this build lacks: "cuda" without -Dcuda). */
+const struct backend_caps *backend_caps(const char *name);
+
 /* Create backend `name` ("cpu", "cpu64", "cuda"). threads <= 0 keeps the
  * library default (OpenMP / OpenBLAS). Returns 0, or -1 with a one-line
  * message in err: unknown name (lists the compiled ones), or "no CUDA device

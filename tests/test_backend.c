@@ -64,6 +64,32 @@ Test(backend, names_and_elem)
 	cr_assert_str_eq(mem_category_name(MEM_NCAT), "?");
 }
 
+/* backend_caps: one record per compiled backend, known before any exists;
+ * the CPU ones emulate everything (no GPU, no TF32 switch, bf16 on any
+ * machine), an unknown name has none, and each matches what a created
+ * backend offers (be_has_set_tf32, be_has_managed, be_has_graphs). */
+Test(backend, static_caps)
+{
+	for (const char *const *n = backend_names; *n; n++) {
+		const struct backend_caps *k = backend_caps(*n);
+		cr_assert_not_null(k, "%s has no caps", *n);
+		cr_assert_str_eq(k->name, *n);
+		if (strcmp(*n, "cuda")) {
+			struct backend *b = make(*n);
+			cr_assert(!k->gpu && !k->tf32 && !k->bf16_min_major &&
+				  !k->graphs && !k->managed);
+			cr_assert_eq(k->tf32, be_has_set_tf32(b));
+			cr_assert_eq(k->managed, be_has_managed(b));
+			cr_assert_eq(k->graphs, be_has_graphs(b));
+			backend_destroy(b);
+		} else {
+			cr_assert(k->gpu && k->tf32 && k->bf16_min_major == 8);
+		}
+	}
+	cr_assert_null(backend_caps("tpu"));
+	cr_assert_null(backend_caps(NULL));
+}
+
 /* A scripted sequence with every number written out. */
 Test(backend, accounting_exact)
 {

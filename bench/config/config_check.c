@@ -100,17 +100,14 @@ int config_validate(const struct bench_config *c, char *err, size_t errlen)
 {
 	if (config_validate_keys(c, err, errlen) != 0)
 		return -1;
-	if (c->device == DEVICE_CUDA) {
-		int ok = 0;
-		for (int i = 0; backend_names[i]; i++)
-			ok |= strcmp(backend_names[i], "cuda") == 0;
-		if (!ok) {
-			snprintf(err, errlen,
-				 "device=cuda: this build has no CUDA "
-				 "backend; use device=cpu or reconfigure with "
-				 "-Dcuda=enabled where the CUDA toolkit is");
-			return -1;
-		}
+	if (!backend_caps(config_device_name(c->device))) {
+		snprintf(err, errlen,
+			 "device=%s: this build has no %s backend; use "
+			 "device=cpu or reconfigure with -Dcuda=enabled where "
+			 "the CUDA toolkit is",
+			 config_device_name(c->device),
+			 config_device_name(c->device));
+		return -1;
 	}
 	return 0;
 }

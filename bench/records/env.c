@@ -305,7 +305,7 @@ json_t *env_device_json(struct backend *be, const char *device, int tf32)
 	json_object_set_new(o, "tf32",
 			    be_has_set_tf32(be) ? json_boolean(tf32 != 0)
 						: json_null());
-	if (strcmp(device, "cuda") == 0) {
+	if (backend_caps(device) && backend_caps(device)->gpu) {
 		cuda_locality(o);
 	} else {
 		json_object_set_new(o, "pci_bus_id", json_null());

@@ -422,7 +422,10 @@ const char *record_blas_core(const json_t *rec)
 	    json_object_get(json_object_get(rec, "config"), "device"));
 	const char *core = json_string_value(json_object_get(
 	    json_object_get(json_object_get(rec, "host"), "blas"), "core"));
-	if (dev && strcmp(dev, "cpu") && strcmp(dev, "cpu64"))
+	/* a GPU run's BLAS is not what computed it (the record may come
+	 * from another build, so the config's names, not backend_caps) */
+	if (dev && config_device_parse(dev) != DEVICE_CPU &&
+	    config_device_parse(dev) != DEVICE_CPU64)
 		return NULL;
 	return core ? core : "unknown";
 }

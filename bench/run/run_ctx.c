@@ -80,16 +80,17 @@ static int bf16_check(const struct bench_config *cfg, struct backend *be,
 		      char *err, size_t errlen)
 {
 	struct backend_info in;
-	if (cfg->model.precision != DQ_PREC_BF16 ||
-	    strcmp(be_name(be), "cuda") != 0)
+	const struct backend_caps *k = backend_caps(be_name(be));
+	if (cfg->model.precision != DQ_PREC_BF16 || !k || !k->bf16_min_major)
 		return 0;
 	be_info(be, &in);
-	if (in.compute_major >= 8)
+	if (in.compute_major >= k->bf16_min_major)
 		return 0;
 	snprintf(err, errlen,
-		 "precision=bf16 needs a GPU of compute capability 8.0 or "
+		 "precision=bf16 needs a GPU of compute capability %d.0 or "
 		 "later (%s is %d.%d); use precision=fp32",
-		 in.name, in.compute_major, in.compute_minor);
+		 k->bf16_min_major, in.name, in.compute_major,
+		 in.compute_minor);
 	return -1;
 }
 

@@ -26,7 +26,9 @@ prose lists, with the registries read from `deqbench run --help-json` (the
     and in docs/ARCHITECTURE.md's command list; every config key is in
     docs/configuration.md; README.md stays a front door of at most 200
     lines, and every relative link of README.md and docs/*.md points at a
-    file that exists.
+    file that exists;
+  - no file under bench/ compares a backend's name (strcmp with "cuda",
+    "cpu" or "cpu64"): backend_caps says what a backend can do.
 """
 import json
 import os
@@ -151,6 +153,23 @@ def check_bench_block(deqbench, cmds_doc):
                  f"{k}={defaults.get(k)}")
 
 
+def check_no_backend_names(root):
+    """No file under bench/ compares a backend's name: what a backend can
+    do comes from backend_caps (kernels/backend.h), a device string of a
+    record from the config's table (config_device_parse)."""
+    pat = re.compile(r'str(?:n)?cmp\([^;]*"(?:cuda|cpu|cpu64)"')
+    for d, _, files in os.walk(os.path.join(root, "bench")):
+        for f in files:
+            if not f.endswith((".c", ".h")):
+                continue
+            p = os.path.join(d, f)
+            with open(p, encoding="utf-8") as fh:
+                for no, line in enumerate(fh, 1):
+                    if pat.search(line):
+                        fail(f"{os.path.relpath(p, root)}:{no} compares a backend "
+                             "name; ask backend_caps (kernels/backend.h)")
+
+
 def main():
     deqbench, root = sys.argv[1], sys.argv[2]
     keys = json.loads(subprocess.run([deqbench, "run", "--help-json"], check=True,
@@ -190,6 +209,7 @@ def main():
             target = os.path.normpath(os.path.join(root, os.path.dirname(doc), link))
             if not os.path.exists(target):
                 fail(f"{doc}: link to {link}, which does not exist")
+    check_no_backend_names(root)
     print(f"ok: {len(methods)} methods, {len(models)} models, recipes, "
           f"{len(cmds)} commands, {len(keys)} keys, README {n} lines, links resolve")
     return 0
