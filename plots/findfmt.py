@@ -81,3 +81,16 @@ def pending(machine, suite):
 
 # the answer suite (bench/suites/answer-gpu.json) has three seeds; a row
 # with fewer runs comes from windows that have not finished it
+
+
+def scale(un):
+    """The scale caveat of a headline bullet, from its unroll row's config:
+    the model, the batch and the training, and the perplexity it reached,
+    so that a reader takes the ratios, not the perplexities, from a run
+    far smaller than the paper's WikiText-103 models."""
+    c = un.get("config") or {}
+    return (f" Scale: d_model {c.get('d_model')}, {c.get('layers')} layers, batch "
+            f"{c.get('batch_size')}×{c.get('seq_len')}, {c.get('steps')} steps on "
+            f"{c.get('corpus')}, unroll's valid perplexity {ppl(un)}: a small model "
+            "trained briefly, not the paper's WikiText-103 runs; read the ratios, not "
+            "the perplexities.")

@@ -29,7 +29,7 @@ import subprocess
 import sys
 
 import deqwords
-from findfmt import ci, converged, health, num, pct, pending, ppl, split_labels
+from findfmt import ci, converged, health, num, pct, pending, ppl, scale, split_labels
 import epswords
 import equalppl
 import made
@@ -663,7 +663,7 @@ def gc_headline(src, what):
             f"({deqwords.solver_name(dq['config'])})), valid perplexity {ppl(dq)} "
             f"against unroll's {ppl(un)}{warn(un, 'unroll: ')}. "
             + deqwords.who_keeps_less(gc, deqs, k_of(gc))
-            + others_clause(src.rows)).rstrip()
+            + others_clause(src.rows)).rstrip() + scale(un)
 
 
 def answer_headline(src):
@@ -678,7 +678,8 @@ def answer_headline(src):
         return (f"- **{what}**: {src.where()} lacks an unroll, checkpoint or DEQ row "
                 f"yet (more windows: `scripts/gpu-window.sh`).")
     vs = vspytorch.source_path(src.path)
-    return sent + (vspytorch.short(report_rows(src.deqbench, vs), vs) if vs else "")
+    return sent + (vspytorch.short(report_rows(src.deqbench, vs), vs) if vs else "") + \
+        scale(find(src.rows, "unroll"))
 
 
 def infer_headline(src, train):
