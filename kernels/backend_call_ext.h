@@ -1,0 +1,231 @@
+/* backend_call_ext.h — the rest of backend_call.h's wrappers: the solver
+ * control ops (device-side solves, kernels/solve_ctl.h) and the optional
+ * ops (be_has_<op>, then the wrapper). backend_call.h includes this file
+ * at its end; include backend.h. */
+#ifndef DQ_BACKEND_CALL_EXT_H
+#define DQ_BACKEND_CALL_EXT_H
+
+/* ---- solver control (kernels/solve_ctl.h): nothing returns to the host.
+ * The per-sample ops take S samples of P segments of len elements
+ * (segment p of sample k at (p S + k) len), flag and seg in device
+ * doubles. */
+
+static inline void be_dot_segments_dev(const struct backend *be, double *out,
+				       const void *x, const void *y,
+				       size_t nseg, size_t len)
+{
+	DQ_NEED(nseg, out), DQ_NEED(nseg * len, x), DQ_NEED(nseg * len, y);
+	be->ops->dot_segments_dev(be->ctx, out, x, y, nseg, len);
+}
+
+static inline void be_residual_dots(const struct backend *be, void *g,
+				    const void *fx, const void *x,
+				    double *seg_f, double *seg_g, size_t nseg,
+				    size_t len)
+{
+	DQ_NEED(nseg * len, g), DQ_NEED(nseg * len, fx), DQ_NEED(nseg, seg_f);
+	DQ_NEED(nseg * len, x), DQ_NEED(nseg, seg_g);
+	assert(x != g && x != fx && seg_f != seg_g);
+	be->ops->residual_dots(be->ctx, g, fx, x, seg_f, seg_g, nseg, len);
+}
+
+/* The block's shape: st set, S and P at least 1. */
+static inline void dq_ctl_shape(const struct dq_solve_ctl *c)
+{
+	assert(c != NULL && c->st != NULL && c->S >= 1 && c->P >= 1);
+}
+
+static inline void be_solve_check(const struct backend *be,
+				  const struct dq_solve_ctl *c)
+{
+	dq_ctl_shape(c);
+	be->ops->solve_check(be->ctx, c);
+}
+
+/* src may be NULL (the flagged samples of dst are zeroed). */
+static inline void be_copy_masked(const struct backend *be, void *dst,
+				  const void *src, const double *flag, int S,
+				  int P, size_t len)
+{
+	assert(S >= 0 && P >= 0);
+	DQ_NEED((size_t)S * (size_t)P * len, dst), DQ_NEED(S, flag);
+	be->ops->copy_masked(be->ctx, dst, src, flag, S, P, len);
+}
+
+static inline void be_scale_recip(const struct backend *be, void *dst,
+				  const void *src, const double *seg, int S,
+				  int P, size_t len)
+{
+	assert(S >= 0 && P >= 0);
+	DQ_NEED((size_t)S * (size_t)P * len, dst);
+	DQ_NEED((size_t)S * (size_t)P * len, src);
+	DQ_NEED((size_t)S * (size_t)P, seg);
+	be->ops->scale_recip(be->ctx, dst, src, seg, S, P, len);
+}
+
+/* row and alpha (c->S, nact); the new G's slot is one of the nact in use,
+ * which fit the block's Gram matrices (m). */
+static inline void be_anderson_weights(const struct backend *be,
+				       const struct dq_solve_ctl *c,
+				       const void *row, void *alpha, int slot,
+				       int nact, double lambda)
+{
+	dq_ctl_shape(c);
+	assert(nact >= 1 && nact <= c->m && slot >= 0 && slot < nact);
+	assert(lambda >= 0);
+	assert(row != NULL && alpha != NULL);
+	be->ops->anderson_weights(be->ctx, c, row, alpha, slot, nact, lambda);
+}
+
+/* Allocator-only: MEM_MANAGED bytes; NULL without managed memory. */
+static inline int be_has_managed(const struct backend *be)
+{
+	assert((be->ops->managed_alloc == NULL) ==
+	       (be->ops->managed_free == NULL));
+	assert((be->ops->managed_alloc == NULL) == (be->ops->prefetch == NULL));
+	return be->ops->managed_alloc != NULL;
+}
+
+static inline void *be_managed_alloc(const struct backend *be, size_t bytes)
+{
+	return be_has_managed(be) ? be->ops->managed_alloc(be->ctx, bytes)
+				  : NULL;
+}
+
+static inline void be_managed_free(const struct backend *be, void *p)
+{
+	if (be_has_managed(be))
+		be->ops->managed_free(be->ctx, p);
+}
+
+/* ---- optional ops (the list above): be_has_<op>, then the wrapper, which
+ * returns 0 when the op ran and -1 when the backend has none */
+
+static inline int be_has_pool_stats(const struct backend *be)
+{
+	return be->ops->pool_stats != NULL;
+}
+
+static inline int be_has_pool_reset_peak(const struct backend *be)
+{
+	return be->ops->pool_reset_peak != NULL;
+}
+
+static inline int be_has_set_tf32(const struct backend *be)
+{
+	return be->ops->set_tf32 != NULL;
+}
+
+/* Without pool_stats, *out is zeroed. */
+static inline int be_pool_stats(const struct backend *be,
+				struct backend_pool_stats *out)
+{
+	assert(out != NULL);
+	if (!be_has_pool_stats(be)) {
+		memset(out, 0, sizeof(*out));
+		return -1;
+	}
+	be->ops->pool_stats(be->ctx, out);
+	return 0;
+}
+
+static inline int be_pool_reset_peak(const struct backend *be)
+{
+	if (!be_has_pool_reset_peak(be))
+		return -1;
+	be->ops->pool_reset_peak(be->ctx);
+	return 0;
+}
+
+static inline int be_set_tf32(const struct backend *be, int allow)
+{
+	if (!be_has_set_tf32(be))
+		return -1;
+	be->ops->set_tf32(be->ctx, allow);
+	return 0;
+}
+
+static inline int be_prefetch(const struct backend *be, const void *p,
+			      size_t bytes, int to_device, int ev)
+{
+	assert(ev >= 0 && ev < BACKEND_COPY_EVENTS);
+	assert(p != NULL || bytes == 0);
+	if (!be_has_managed(be))
+		return -1;
+	be->ops->prefetch(be->ctx, p, bytes, to_device != 0, ev);
+	return 0;
+}
+
+static inline int be_has_graphs(const struct backend *be)
+{
+	const struct backend_ops *o = be->ops;
+	int n = !!o->graph_begin + !!o->graph_end + !!o->graph_loop_begin +
+		!!o->graph_loop_next + !!o->graph_loop_end + !!o->graph_launch +
+		!!o->graph_free;
+	assert(n == 0 || n == 7);
+	return n == 7;
+}
+
+static inline void be_graph_begin(const struct backend *be)
+{
+	assert(be_has_graphs(be));
+	be->ops->graph_begin(be->ctx);
+}
+
+static inline void *be_graph_end(const struct backend *be)
+{
+	assert(be_has_graphs(be));
+	return be->ops->graph_end(be->ctx);
+}
+
+static inline void be_graph_loop_begin(const struct backend *be)
+{
+	assert(be_has_graphs(be));
+	be->ops->graph_loop_begin(be->ctx);
+}
+
+static inline void be_graph_loop_next(const struct backend *be,
+				      const double *go)
+{
+	assert(be_has_graphs(be) && go != NULL);
+	be->ops->graph_loop_next(be->ctx, go);
+}
+
+static inline void *be_graph_loop_end(const struct backend *be)
+{
+	assert(be_has_graphs(be));
+	return be->ops->graph_loop_end(be->ctx);
+}
+
+static inline void be_graph_launch(const struct backend *be, void *g)
+{
+	assert(be_has_graphs(be) && g != NULL);
+	be->ops->graph_launch(be->ctx, g);
+}
+
+/* g may be NULL. */
+static inline void be_graph_free(const struct backend *be, void *g)
+{
+	if (g)
+		be->ops->graph_free(be->ctx, g);
+}
+
+static inline int be_has_cap_device(const struct backend *be)
+{
+	return be->ops->cap_device != NULL;
+}
+
+/* -1 with a line in err where the backend cannot cap its memory. */
+static inline int be_cap_device(const struct backend *be, size_t bytes,
+				char *err, size_t errlen)
+{
+	if (!be_has_cap_device(be)) {
+		snprintf(err, errlen,
+			 "this backend cannot cap its device memory "
+			 "(device_mem_cap_mib needs device=cuda)");
+		return -1;
+	}
+	return be->ops->cap_device(be->ctx, bytes, err, errlen);
+}
+
+#endif
