@@ -395,6 +395,45 @@ static void bb_free(struct backend *be, struct bb_bufs *b)
 		backend_free(be, dev[i]);
 }
 
+/* Median ms of block units ua and ub run back to back, each (*ma, *mb)
+ * and, where both is not NULL, the pair (*both, its samples in b->ms).
+ * -1 when out of memory (message printed). */
+static int time_units(struct backend *be, struct model *m,
+		      const struct bb_cfg *c, struct bb_bufs *b,
+		      enum block_unit ua, enum block_unit ub, double *ma,
+		      double *mb, double *both)
+{
+	double *am = malloc(sizeof(double) * (size_t)c->iters);
+	double *bm = malloc(sizeof(double) * (size_t)c->iters);
+	if (!am || !bm) {
+		free(am);
+		free(bm);
+		fprintf(stderr, "deqbench bench-block: out of memory\n");
+		return -1;
+	}
+	for (int i = 0; i < c->warmup + c->iters; i++) {
+		be_timer_mark(be, 0);
+		block_unit_run(m, &b->blk, ua);
+		be_timer_mark(be, 1);
+		block_unit_run(m, &b->blk, ub);
+		be_timer_mark(be, 2);
+		if (i >= c->warmup) {
+			am[i - c->warmup] = be_timer_elapsed_ms(be, 0, 1);
+			bm[i - c->warmup] = be_timer_elapsed_ms(be, 1, 2);
+			if (both)
+				b->ms[i - c->warmup] =
+				    be_timer_elapsed_ms(be, 0, 2);
+		}
+	}
+	*ma = median(am, c->iters);
+	*mb = median(bm, c->iters);
+	if (both)
+		*both = median(b->ms, c->iters);
+	free(am);
+	free(bm);
+	return 0;
+}
+
 /* Median ms of the block's forward with tape (*fwd), its vjp with
  * parameter gradients (*bwd) and both (*blk), as a method's backward
  * runs them. -1 when out of memory (message printed). */
@@ -402,32 +441,8 @@ static int time_block(struct backend *be, struct model *m,
 		      const struct bb_cfg *c, struct bb_bufs *b, double *fwd,
 		      double *bwd, double *blk)
 {
-	double *fm = malloc(sizeof(double) * (size_t)c->iters);
-	double *bm = malloc(sizeof(double) * (size_t)c->iters);
-	if (!fm || !bm) {
-		free(fm);
-		free(bm);
-		fprintf(stderr, "deqbench bench-block: out of memory\n");
-		return -1;
-	}
-	for (int i = 0; i < c->warmup + c->iters; i++) {
-		be_timer_mark(be, 0);
-		block_unit_run(m, &b->blk, BLOCK_FWD_TAPED);
-		be_timer_mark(be, 1);
-		block_unit_run(m, &b->blk, BLOCK_VJP);
-		be_timer_mark(be, 2);
-		if (i >= c->warmup) {
-			fm[i - c->warmup] = be_timer_elapsed_ms(be, 0, 1);
-			bm[i - c->warmup] = be_timer_elapsed_ms(be, 1, 2);
-			b->ms[i - c->warmup] = be_timer_elapsed_ms(be, 0, 2);
-		}
-	}
-	*fwd = median(fm, c->iters);
-	*bwd = median(bm, c->iters);
-	*blk = median(b->ms, c->iters);
-	free(fm);
-	free(bm);
-	return 0;
+	return time_units(be, m, c, b, BLOCK_FWD_TAPED, BLOCK_VJP, fwd, bwd,
+			  blk);
 }
 
 /* Median ms of the two units a DEQ's solver iteration costs: the block's
@@ -439,30 +454,8 @@ static int time_solver_units(struct backend *be, struct model *m,
 			     const struct bb_cfg *c, struct bb_bufs *b,
 			     double *fwd0, double *vjp0)
 {
-	double *fm = malloc(sizeof(double) * (size_t)c->iters);
-	double *vm = malloc(sizeof(double) * (size_t)c->iters);
-	if (!fm || !vm) {
-		free(fm);
-		free(vm);
-		fprintf(stderr, "deqbench bench-block: out of memory\n");
-		return -1;
-	}
-	for (int i = 0; i < c->warmup + c->iters; i++) {
-		be_timer_mark(be, 0);
-		block_unit_run(m, &b->blk, BLOCK_FWD);
-		be_timer_mark(be, 1);
-		block_unit_run(m, &b->blk, BLOCK_VJP_INPUT);
-		be_timer_mark(be, 2);
-		if (i >= c->warmup) {
-			fm[i - c->warmup] = be_timer_elapsed_ms(be, 0, 1);
-			vm[i - c->warmup] = be_timer_elapsed_ms(be, 1, 2);
-		}
-	}
-	*fwd0 = median(fm, c->iters);
-	*vjp0 = median(vm, c->iters);
-	free(fm);
-	free(vm);
-	return 0;
+	return time_units(be, m, c, b, BLOCK_FWD, BLOCK_VJP_INPUT, fwd0, vjp0,
+			  NULL);
 }
 
 /* Times shapes sh[0..n) once each and prints a row per shape; adds their
