@@ -120,19 +120,11 @@ static int missing(const struct feature *f, const struct bench_config *c,
 {
 	char part[3][96];
 	int k = 0;
-	if (f->devices && !(f->devices & DEV(c->device)))
-		allowed(part[k++], sizeof(part[0]), "device", f->devices,
-			config_device_name, 3);
-	if (f->impls && !(f->impls & IMPL(c->impl)))
-		allowed(part[k++], sizeof(part[0]), "impl", f->impls,
-			config_impl_name, 2);
-	if (f->precisions && !(f->precisions & PREC(c->model.precision)))
-		allowed(part[k++], sizeof(part[0]), "precision", f->precisions,
-			prec_name, 3);
-	if (!k)
+	if (!(f->devices && !(f->devices & DEV(c->device))) &&
+	    !(f->impls && !(f->impls & IMPL(c->impl))) &&
+	    !(f->precisions && !(f->precisions & PREC(c->model.precision))))
 		return 0;
 	/* the whole need, as the row declares it: what a fix must reach */
-	k = 0;
 	if (f->devices)
 		allowed(part[k++], sizeof(part[0]), "device", f->devices,
 			config_device_name, 3);
