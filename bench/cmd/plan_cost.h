@@ -48,7 +48,7 @@ static inline double plan_units_ms(const double w[WORK_UNITS], const json_t *m,
 {
 	json_t *wk = plan_work_json(w);
 	double ms = report_cost_units_ms(wk, m, "per_step", f_solver, b_solver,
-					 unpriced);
+					 unpriced, NULL);
 	json_decref(wk);
 	return ms;
 }
@@ -59,7 +59,7 @@ static inline double plan_fixed_ms(const double w[WORK_UNITS], const json_t *m,
 				   json_t *unpriced)
 {
 	json_t *wk = plan_work_json(w);
-	double ms = report_cost_fixed_ms(wk, m, "per_step", unpriced);
+	double ms = report_cost_fixed_ms(wk, m, "per_step", unpriced, NULL);
 	json_decref(wk);
 	return ms > 0 ? ms : 0;
 }

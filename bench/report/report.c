@@ -198,27 +198,26 @@ static void agg_priced(struct agg *r, int k, const json_t *rec, int ok)
 	    "per_step_first", "per_step_last"};
 	if (ok && !json_is_object(w))
 		r->no_work++;
+	struct cost_parts p = {{0}, {0}};
 	for (int i = 0; i < 3; i++) {
 		int on = ok && r->price;
+		/* the timed steps' parts: the prices' share of the interval */
+		struct cost_parts *pp = i == 0 ? &p : NULL;
 		double u = on ? report_cost_units_ms(w, r->price, which[i], fs,
-						     bs, r->unpriced)
+						     bs, r->unpriced, pp)
 			      : NAN;
 		double f = on ? report_cost_fixed_ms(w, r->price, which[i],
-						     r->unpriced)
+						     r->unpriced, pp)
 			      : NAN;
 		agg_col(r, c[i])[k] = u;
 		agg_col(r, cf[i])[k] = u + f;
 	}
-	if (ok && r->price && isfinite(agg_col(r, C_PR)[k])) {
-		struct cost_parts p;
-		if (isfinite(report_cost_step_parts(w, r->price, which[0], fs,
-						    bs, &p))) {
-			for (int u = 0; u < CU_N; u++) {
-				r->parts.ms[u] += p.ms[u];
-				r->parts.sd[u] += p.sd[u];
-			}
-			r->n_parts++;
+	if (isfinite(agg_col(r, C_PR)[k])) {
+		for (int u = 0; u < CU_N; u++) {
+			r->parts.ms[u] += p.ms[u];
+			r->parts.sd[u] += p.sd[u];
 		}
+		r->n_parts++;
 	}
 }
 

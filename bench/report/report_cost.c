@@ -295,9 +295,10 @@ static int units_ms(struct acc *a, const json_t *work, const json_t *m,
 
 double report_cost_units_ms(const json_t *work, const json_t *m,
 			    const char *which, const char *f_solver,
-			    const char *b_solver, json_t *unpriced)
+			    const char *b_solver, json_t *unpriced,
+			    struct cost_parts *parts)
 {
-	struct acc a = {0, unpriced, NULL};
+	struct acc a = {0, unpriced, parts};
 	return units_ms(&a, work, m, which, f_solver, b_solver) ? NAN : a.s;
 }
 
@@ -318,22 +319,11 @@ static int fixed_ms(struct acc *a, const json_t *work, const json_t *m,
 }
 
 double report_cost_fixed_ms(const json_t *work, const json_t *m,
-			    const char *which, json_t *unpriced)
+			    const char *which, json_t *unpriced,
+			    struct cost_parts *parts)
 {
-	struct acc a = {0, unpriced, NULL};
+	struct acc a = {0, unpriced, parts};
 	return fixed_ms(&a, work, m, which) ? NAN : a.s;
-}
-
-double report_cost_step_parts(const json_t *work, const json_t *m,
-			      const char *which, const char *f_solver,
-			      const char *b_solver, struct cost_parts *parts)
-{
-	struct acc a = {0, NULL, parts};
-	memset(parts, 0, sizeof(*parts));
-	if (units_ms(&a, work, m, which, f_solver, b_solver) ||
-	    fixed_ms(&a, work, m, which))
-		return NAN;
-	return a.s;
 }
 
 double report_cost_log_var(const struct cost_parts *x,

@@ -46,7 +46,7 @@ struct cost_parts {
  * matches. */
 json_t *report_cost_match(const json_t *prices, const json_t *rec);
 /* (The object also holds "sd": {UNIT: the log sd of its price}, and each
- * solver point a third value, its log sd: report_cost_step_parts.) */
+ * solver point a third value, its log sd: struct cost_parts.) */
 
 /* The priced milliseconds of one step of work object work's per-step
  * means `which` ("per_step", "per_step_first" or "per_step_last") at
@@ -60,26 +60,23 @@ json_t *report_cost_match(const json_t *prices, const json_t *rec);
  * points, not the fit a + b·h, which misses them —: f_solver's points,
  * or with b_solver another the mean of the two solvers' values; NULL
  * names (not a DEQ) leave updates unpriced. A unit counted (> 0) without
- * a price is appended, once, to unpriced (may be NULL). NAN without work
- * or without that mean. */
+ * a price is appended, once, to unpriced (may be NULL). Each part's ms
+ * and price sd are added to parts (NULL: not kept). NAN without work or
+ * without that mean. */
 double report_cost_units_ms(const json_t *work, const json_t *m,
 			    const char *which, const char *f_solver,
-			    const char *b_solver, json_t *unpriced);
+			    const char *b_solver, json_t *unpriced,
+			    struct cost_parts *parts);
 
 /* The fixed cost of one step of work's `which` means: its optimizer steps
  * (1 per training step, 0 in evaluation; with microbatches = M its M
  * micro-batches, the head backwards, each uploading and injecting its
  * rows) × step_fixed's price, step_fixed
- * noted in unpriced without one (0 then). NAN without work. */
+ * noted in unpriced without one (0 then); its part added to parts (NULL:
+ * not kept). NAN without work. */
 double report_cost_fixed_ms(const json_t *work, const json_t *m,
-			    const char *which, json_t *unpriced);
-
-/* The priced step of report_cost_units_ms + report_cost_fixed_ms (the
- * same sum), with its parts into parts (zeroed first); NAN without work
- * or without a count it needs. */
-double report_cost_step_parts(const json_t *work, const json_t *m,
-			      const char *which, const char *f_solver,
-			      const char *b_solver, struct cost_parts *parts);
+			    const char *which, json_t *unpriced,
+			    struct cost_parts *parts);
 
 /* The variance the prices' own uncertainty gives the log of a priced
  * step (delta method: Σ_u (sd_u · ms_u / Σ ms)²), or with y the log of

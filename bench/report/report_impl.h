@@ -75,7 +75,7 @@ struct agg {
 				   NULL: no --price, or none matched */
 	json_t *unpriced; /* units counted that had no price */
 	/* the sums over its priced runs of each run's priced step by part
-	 * (report_cost_step_parts, the timed steps' means), and their count:
+	 * (report_cost_units_ms and _fixed_ms, the timed steps' means), and their count:
 	 * the prices' share of the priced figures' uncertainty */
 	struct cost_parts parts;
 	int n_parts;
