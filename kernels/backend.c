@@ -133,10 +133,15 @@ int backend_create(struct backend **out, const char *name, int threads,
 	}
 	o->cap = 64;
 	o->table = calloc(o->cap, sizeof(*o->table));
-	if (!o->table) {
+	be->scal = be_raw_alloc(be, BACKEND_SCALARS * sizeof(double));
+	if (!o->table || !be->scal) {
+		snprintf(err, errlen, "out of %s memory",
+			 o->table ? "device" : "host");
+		if (be->scal)
+			be_raw_free(be, be->scal);
+		free(o->table);
 		be_destroy(be);
 		free(o);
-		snprintf(err, errlen, "out of host memory");
 		return -1;
 	}
 	*out = be;
@@ -175,6 +180,7 @@ void backend_destroy(struct backend *be)
 		cat_free(be, o->table[i].cat, p);
 	}
 	free(o->table);
+	be_raw_free(be, be->scal);
 	be_destroy(be);
 	free(o);
 }

@@ -7,15 +7,18 @@
  * compiled for double: the reference that finite-difference tests use) and
  * "cuda" (float32, cuBLAS).
  *
- * struct backend_ops is what a backend implements; everything above the
- * kernels (models/, methods/, bench/) calls an op through its wrapper
- * be_<op>(be, ...) in kernels/backend_call.h (included at the end of this
- * file), which asserts the shapes and pointers of the call. Every op has
- * one (be_name for the name). The optional ops, NULL where a backend has
- * no such thing, are listed there with what their wrapper then does; a
- * caller asks be_has_<op>(be), never ops-><op> != NULL. tests/test_backend.c
- * fails when a wrapper is missing or when code above the kernels reaches
- * the table (be->ops, ->ops-><op>, struct backend_ops).
+ * struct backend_ops is what a backend implements: a core table (memory,
+ * timers, transfers) and a math table, both required, and optional
+ * tables (pinned host memory, pool statistics, unified memory, device
+ * switches, CUDA graphs), each NULL where the backend has no such thing.
+ * Everything above the kernels (models/, methods/, bench/) calls an op
+ * through its wrapper be_<op>(be, ...) in kernels/backend_call.h
+ * (included at the end of this file), which asserts the shapes and
+ * pointers of the call; a caller asks be_has_<table>(be), never reads the
+ * tables. What a backend can do before one exists is backend_caps(name).
+ * tests/test_backend.c fails when a wrapper is missing or when code above
+ * the kernels reaches a table (be->ops, ->ops-><table>, struct
+ * backend_ops).
  *
  * Conventions for every op below:
  *   - Buffers are device pointers returned by backend_alloc(); their element
@@ -26,8 +29,8 @@
  *   - "overwritten" outputs are written; "+=" outputs are accumulated into,
  *     because every application of a weight-tied block adds into the same
  *     parameter gradient (llm.c's rule, written down here once).
- *   - Ops are asynchronous on devices that are; host-returning ops (dot,
- *     norm, xent_forward) synchronise.
+ *   - Ops are asynchronous on devices that are; host-returning ops and
+ *     wrappers (xent_forward, be_norm, be_*_host) synchronise.
  *   - No op allocates memory: scratch buffers are passed in, so a training
  *     step runs entirely on memory allocated before the timed loop.
  */
@@ -104,9 +107,9 @@ struct backend_copy_stats {
 			    the copies themselves, which run in line) */
 };
 
-struct backend_ops {
-	const char *name;
-
+/* Required of every backend: memory, synchronisation, timers, transfers
+ * and the copy stream. */
+struct backend_core_ops {
 	/* ---- memory, untracked (backend_alloc/free add the accounting) ----
 	 */
 	void *(*raw_alloc)(void *ctx, size_t bytes); /* NULL on failure */
@@ -143,6 +146,26 @@ struct backend_ops {
 	void (*transpose)(void *ctx, void *dst, const void *src, int R, int C,
 			  int add);
 
+	/* ---- offload (docs/ARCHITECTURE.md §Offload): copies between
+	 * device and host memory on a copy stream beside the compute stream
+	 * ---- */
+	/* Copies `bytes` from src to dst (device or MEM_HOST memory) once
+	 * every op issued before the call has finished, on the copy stream,
+	 * then marks copy event ev (0 <= ev < BACKEND_COPY_EVENTS). cpu: a
+	 * memcpy now (the ops before it have finished). */
+	void (*copy_async)(void *ctx, void *dst, const void *src, size_t bytes,
+			   int ev);
+	/* Ops issued after this call start once copy event ev is reached (the
+	 * last copy_async that marked it has finished). cpu: returns. */
+	void (*copy_wait)(void *ctx, int ev);
+	/* The copies since the last call (then starts counting anew); waits
+	 * for both streams. */
+	void (*copy_stats)(void *ctx, struct backend_copy_stats *out);
+};
+
+/* Required of every backend: the arithmetic of the models, methods,
+ * solvers and optimizer. */
+struct backend_math_ops {
 	/* ---- dense algebra ---- */
 	/* C(M,N) = alpha op(A)(M,K) op(B)(K,N) + beta C, row-major, op =
 	 * transpose when ta/tb != 0 (A then stored (K,M), B stored (N,K)).
@@ -273,22 +296,33 @@ struct backend_ops {
 			      double scale);
 	/* Training: xent_forward then xent_backward in one pass over the
 	 * logits (the probabilities are never stored): dlogits(N,V) =
-	 * scale * (softmax(logits) - onehot(targets)) (may alias logits);
-	 * returns the mean loss as xent_forward. */
-	double (*xent_train)(void *ctx, void *dlogits, const void *logits,
-			     const int32_t *targets, int N, int V,
-			     double scale);
+	 * scale * (softmax(logits) - onehot(targets)) (may alias logits); the
+	 * mean loss as xent_forward's, written to *loss (a device double;
+	 * nothing synchronises). be_xent_train_host returns it instead. */
+	void (*xent_train)(void *ctx, void *dlogits, const void *logits,
+			   const int32_t *targets, int N, int V, double scale,
+			   double *loss);
 
-	/* ---- Adam (Kingma & Ba 2015), bias-corrected, decoupled weight decay
-	 * (AdamW) when wd > 0; t is the 1-based step. */
+	/* ---- the optimizer's scalars stay on the device (docs/ARCHITECTURE.md
+	 * §Graphs: a recorded step reads nothing back in between); the host
+	 * forms be_norm and be_adam_host are wrappers (backend_call.h) ---- */
+	/* sumsq[0] (a device double) = Σ x², in double: its square root is
+	 * be_norm(x). nan/inf propagate. */
+	void (*sumsq)(void *ctx, double *sumsq, const void *x, size_t n);
+	/* Global-norm clipping: with gn the square root of sumsq[0], x *=
+	 * clip / gn (the factor rounded once to the backend type, as scale
+	 * does) when clip > 0 and gn > clip; x untouched otherwise. */
+	void (*clip)(void *ctx, void *x, size_t n, const double *sumsq,
+		     double clip);
+	/* Adam (Kingma & Ba 2015), bias-corrected, decoupled weight decay
+	 * (AdamW) when wd > 0, with hyper (3 device doubles) = {lr, 1 -
+	 * beta1^t, 1 - beta2^t} at the 1-based step t (be_adam_host computes
+	 * them on the host and writes them). */
 	void (*adam)(void *ctx, void *p, const void *g, void *m, void *v,
-		     size_t n, double lr, double beta1, double beta2,
-		     double eps, double wd, int t);
+		     size_t n, const double *hyper, double beta1, double beta2,
+		     double eps, double wd);
 
 	/* ---- vector ops for solvers; reductions accumulate in double ---- */
-	double (*dot)(void *ctx, const void *x, const void *y, size_t n);
-	double (*norm)(void *ctx, const void *x, size_t n); /* l2; nan/inf
-							       propagate */
 	void (*axpy)(void *ctx, void *y, double a, const void *x, size_t n);
 	void (*scale)(void *ctx, void *x, double a, size_t n);
 	/* dst(n) = a − b, or −b when a is NULL: bit for bit copy of a then
@@ -306,21 +340,19 @@ struct backend_ops {
 			     void *C, int ldc, size_t sC, int batch);
 	/* out[i] = Σ_j x[i len + j] y[i len + j] for i < nseg: the dots of
 	 * nseg contiguous segments of len elements, in double, written to
-	 * the host array out (one synchronisation for all of them). Same
-	 * fixed-order reduction for any thread count. nan/inf propagate. */
+	 * out (nseg device doubles).
+	 * Same fixed-order reduction for any thread count. nan/inf
+	 * propagate. */
 	void (*dot_segments)(void *ctx, double *out, const void *x,
 			     const void *y, size_t nseg, size_t len);
 
 	/* ---- device-resident solver control (kernels/solve_ctl.h): the
 	 * solvers of methods/solvers.c decide on the device; none of these
 	 * returns a number to the host or synchronises ---- */
-	/* dot_segments with out in device memory (nseg doubles). */
-	void (*dot_segments_dev)(void *ctx, double *out, const void *x,
-				 const void *y, size_t nseg, size_t len);
 	/* A solver's residual after an evaluation, in one pass: g = fx − x
 	 * (nseg len elements; g may alias fx, x aliases neither), seg_f[s]
 	 * = Σ fx² over segment s with fx as it was, seg_g[s] = Σ g² (device
-	 * doubles). Bit for bit copy, axpy −1 and dot_segments_dev of fx and
+	 * doubles). Bit for bit copy, axpy −1 and dot_segments of fx and
 	 * of g; on a GPU two launches instead of six. */
 	void (*residual_dots)(void *ctx, void *g, const void *fx, const void *x,
 			      double *seg_f, double *seg_g, size_t nseg,
@@ -346,67 +378,29 @@ struct backend_ops {
 	void (*anderson_weights)(void *ctx, const struct dq_solve_ctl *c,
 				 const void *row, void *alpha, int slot,
 				 int nact, double lambda);
+};
 
-	/* ---- the step's scalars on the device (docs/ARCHITECTURE.md
-	 * §Graphs: with cuda_graphs the head, clipping and Adam are recorded,
-	 * so nothing they compute may come back to the host in between).
-	 * Each equals its host-returning op bit for bit; none synchronises.
-	 * ---- */
-	/* xent_train with the mean loss written to *loss (a device double)
-	 * instead of returned. */
-	void (*xent_train_dev)(void *ctx, void *dlogits, const void *logits,
-			       const int32_t *targets, int N, int V,
-			       double scale, double *loss);
-	/* sumsq[0] (a device double) = Σ x² with norm's reduction: its
-	 * square root is norm(x). */
-	void (*sumsq_dev)(void *ctx, double *sumsq, const void *x, size_t n);
-	/* Global-norm clipping: with gn the square root of sumsq[0], x *=
-	 * clip / gn as scale does when clip > 0 and gn > clip; x untouched
-	 * otherwise. */
-	void (*clip_dev)(void *ctx, void *x, size_t n, const double *sumsq,
-			 double clip);
-	/* adam with hyper (3 device doubles) = {lr, 1 - beta1^t, 1 -
-	 * beta2^t}, the values adam computes on the host at step t. */
-	void (*adam_dev)(void *ctx, void *p, const void *g, void *m, void *v,
-			 size_t n, const double *hyper, double beta1,
-			 double beta2, double eps, double wd);
-
-	/* ---- offload (docs/ARCHITECTURE.md §Offload): copies between
-	 * device and host memory on a copy stream beside the compute stream
-	 * ---- */
+/* Optional: pinned host memory for offload (cuda). */
+struct backend_host_ops {
 	/* Memory of category MEM_HOST (cuda: page-locked, cudaMallocHost, so
-	 * that copies are asynchronous). NULL on failure. Optional, the two
-	 * together: cpu leaves both NULL and MEM_HOST memory comes from
-	 * raw_alloc / raw_free (be_host_alloc, be_host_free). */
+	 * that copies are asynchronous). NULL on failure. Without this
+	 * table (cpu), MEM_HOST memory comes from raw_alloc / raw_free
+	 * (be_host_alloc, be_host_free). */
 	void *(*host_alloc)(void *ctx, size_t bytes);
 	void (*host_free)(void *ctx, void *p);
-	/* Copies `bytes` from src to dst (device or MEM_HOST memory) once
-	 * every op issued before the call has finished, on the copy stream,
-	 * then marks copy event ev (0 <= ev < BACKEND_COPY_EVENTS). cpu: a
-	 * memcpy now (the ops before it have finished). */
-	void (*copy_async)(void *ctx, void *dst, const void *src, size_t bytes,
-			   int ev);
-	/* Ops issued after this call start once copy event ev is reached (the
-	 * last copy_async that marked it has finished). cpu: returns. */
-	void (*copy_wait)(void *ctx, int ev);
-	/* The copies since the last call (then starts counting anew); waits
-	 * for both streams. */
-	void (*copy_stats)(void *ctx, struct backend_copy_stats *out);
+};
 
-	/* ---- optional members: NULL where the backend has no such thing
-	 * (be_has_<op>; host_alloc and host_free above are optional too) ----
-	 */
-	/* Pool high-water marks and device free/total (cuda; NULL on cpu). */
+/* Optional: the device memory pool's statistics (cuda). */
+struct backend_pool_ops {
+	/* Pool high-water marks and device free/total. */
 	void (*pool_stats)(void *ctx, struct backend_pool_stats *out);
-	/* Resets the pool's high-water marks to the current use (cuda). */
+	/* Resets the pool's high-water marks to the current use. */
 	void (*pool_reset_peak)(void *ctx);
-	/* Allows (1) or forbids (0, the default) TF32 tensor-core math in
-	 * GEMMs (cuda; NULL on cpu, which is always exact FP32/FP64). */
-	void (*set_tf32)(void *ctx, int allow);
+};
 
-	/* ---- unified memory (method=managed, docs/ARCHITECTURE.md
-	 * §Managed): optional, the three together (cuda; NULL on cpu, where
-	 * the method is refused) ---- */
+/* Optional: unified memory (method=managed, docs/ARCHITECTURE.md
+ * §Managed; cuda: on cpu the method is refused). */
+struct backend_managed_ops {
 	/* MEM_MANAGED memory (cuda: cudaMallocManaged, attached globally):
 	 * pages live where the driver puts them (first touch, migration on
 	 * fault, eviction to the host when the device is full). NULL on
@@ -421,7 +415,15 @@ struct backend_ops {
 	 * on it, only where the pages are when a kernel reads them. */
 	void (*prefetch)(void *ctx, const void *p, size_t bytes, int to_device,
 			 int ev);
-	/* Optional (cuda): caps the device memory left to the run at `bytes`
+};
+
+/* Optional: the device's switches (cuda; the cpu backends are always
+ * exact FP32/FP64 and have no memory to cap). */
+struct backend_device_ops {
+	/* Allows (1) or forbids (0, the default) TF32 tensor-core math in
+	 * GEMMs. */
+	void (*set_tf32)(void *ctx, int allow);
+	/* Caps the device memory left to the run at `bytes`
 	 * by holding the rest of what is free now in a reserve outside the
 	 * pool and outside every category (cudaMalloc), so that allocations
 	 * past the cap fail and managed pages past it are evicted
@@ -429,9 +431,10 @@ struct backend_ops {
 	 * run allocates. 0, or -1 with one line in err (the cap is above the
 	 * free memory, or the reserve could not be made). */
 	int (*cap_device)(void *ctx, size_t bytes, char *err, size_t errlen);
+};
 
-	/* ---- CUDA graphs (docs/ARCHITECTURE.md §Graphs): optional, all
-	 * seven or none (cuda; NULL on cpu) ---- */
+/* Optional: CUDA graphs (docs/ARCHITECTURE.md §Graphs; cuda). */
+struct backend_graph_ops {
 	/* Starts recording the ops issued on the compute stream (stream
 	 * capture) instead of running them. Nothing may read the device or
 	 * allocate until the recording ends. */
@@ -452,6 +455,20 @@ struct backend_ops {
 	/* Runs graph g on the compute stream (asynchronous, as an op). */
 	void (*graph_launch)(void *ctx, void *g);
 	void (*graph_free)(void *ctx, void *g);
+};
+
+/* What a backend implements: its name, the two required tables and the
+ * optional ones, each NULL where the backend has no such thing, so that
+ * "all or none" is a type (be_has_graphs(be) is be->ops->graph != NULL). */
+struct backend_ops {
+	const char *name;
+	const struct backend_core_ops *core;
+	const struct backend_math_ops *math;
+	const struct backend_host_ops *host;
+	const struct backend_pool_ops *pool;
+	const struct backend_managed_ops *managed;
+	const struct backend_device_ops *device;
+	const struct backend_graph_ops *graph;
 };
 
 /* Per-category live and peak bytes. peak_depth_solver is the high-water mark
@@ -477,7 +494,18 @@ struct backend {
 	 * values in its own type (cpu, cpu64) */
 	size_t bf16_operand_elem;
 	struct backend_mem_stats mem;
+	/* BACKEND_SCALARS device doubles, untracked (raw_alloc) as a
+	 * library's own workspace is: see BACKEND_WRAP_SCALARS */
+	double *scal;
 };
+
+/* Device doubles in struct backend's scal. The first BACKEND_WRAP_SCALARS
+ * are the host-returning wrappers' (be_norm, be_xent_train_host,
+ * be_adam_host: each uses them within its call only); the rest, from
+ * scal + BACKEND_WRAP_SCALARS, are one caller's to keep across calls (the
+ * training step's scalars, bench/run/step_graphs.h). */
+#define BACKEND_WRAP_SCALARS 4
+#define BACKEND_SCALARS	     16
 
 /* Numeric precision of a run's matrix products (docs/precision.md):
  *   FP32  exact float32 products (the backend type);

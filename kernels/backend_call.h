@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -65,59 +66,59 @@ static inline const char *be_name(const struct backend *be)
  * failure. */
 static inline void *be_raw_alloc(const struct backend *be, size_t bytes)
 {
-	return be->ops->raw_alloc(be->ctx, bytes);
+	return be->ops->core->raw_alloc(be->ctx, bytes);
 }
 
 static inline void be_raw_free(const struct backend *be, void *p)
 {
-	be->ops->raw_free(be->ctx, p);
+	be->ops->core->raw_free(be->ctx, p);
 }
 
 /* Allocator-only: frees the context (backend_destroy frees the rest). */
 static inline void be_destroy(const struct backend *be)
 {
-	be->ops->destroy(be->ctx);
+	be->ops->core->destroy(be->ctx);
 }
 
+/* Whether the backend has pinned host memory (the host table). */
 static inline int be_has_host_alloc(const struct backend *be)
 {
-	return be->ops->host_alloc != NULL;
+	return be->ops->host != NULL;
 }
 
 /* Allocator-only: MEM_HOST bytes, from raw_alloc when the backend has no
- * host_alloc; NULL on failure. be_host_free frees them the same way. */
+ * host table; NULL on failure. be_host_free frees them the same way. */
 static inline void *be_host_alloc(const struct backend *be, size_t bytes)
 {
-	assert((be->ops->host_alloc == NULL) == (be->ops->host_free == NULL));
 	if (!be_has_host_alloc(be))
 		return be_raw_alloc(be, bytes);
-	return be->ops->host_alloc(be->ctx, bytes);
+	return be->ops->host->host_alloc(be->ctx, bytes);
 }
 
 static inline void be_host_free(const struct backend *be, void *p)
 {
-	if (!be->ops->host_free) {
+	if (!be_has_host_alloc(be)) {
 		be_raw_free(be, p);
 		return;
 	}
-	be->ops->host_free(be->ctx, p);
+	be->ops->host->host_free(be->ctx, p);
 }
 
 static inline void be_info(const struct backend *be, struct backend_info *out)
 {
 	assert(out != NULL);
-	be->ops->info(be->ctx, out);
+	be->ops->core->info(be->ctx, out);
 }
 
 static inline void be_sync(const struct backend *be)
 {
-	be->ops->sync(be->ctx);
+	be->ops->core->sync(be->ctx);
 }
 
 static inline void be_timer_mark(const struct backend *be, int slot)
 {
 	assert(slot >= 0 && slot < BACKEND_TIMER_SLOTS);
-	be->ops->timer_mark(be->ctx, slot);
+	be->ops->core->timer_mark(be->ctx, slot);
 }
 
 static inline double be_timer_elapsed_ms(const struct backend *be, int from,
@@ -125,7 +126,7 @@ static inline double be_timer_elapsed_ms(const struct backend *be, int from,
 {
 	assert(from >= 0 && from < BACKEND_TIMER_SLOTS);
 	assert(to >= 0 && to < BACKEND_TIMER_SLOTS);
-	return be->ops->timer_elapsed_ms(be->ctx, from, to);
+	return be->ops->core->timer_elapsed_ms(be->ctx, from, to);
 }
 
 /* be_upload, be_download, be_upload_bytes, be_download_bytes, be_copy:
@@ -135,7 +136,7 @@ static inline double be_timer_elapsed_ms(const struct backend *be, int from,
 				   const src_type *src, size_t n)              \
 	{                                                                      \
 		DQ_NEED(n, dst), DQ_NEED(n, src);                              \
-		be->ops->op(be->ctx, dst, src, n);                             \
+		be->ops->core->op(be->ctx, dst, src, n);                       \
 	}
 DQ_MOVE_WRAPPER(upload, void, double)
 DQ_MOVE_WRAPPER(download, double, void)
@@ -149,27 +150,27 @@ static inline void be_copy_async(const struct backend *be, void *dst,
 {
 	assert(ev >= 0 && ev < BACKEND_COPY_EVENTS);
 	DQ_NEED(bytes, dst), DQ_NEED(bytes, src);
-	be->ops->copy_async(be->ctx, dst, src, bytes, ev);
+	be->ops->core->copy_async(be->ctx, dst, src, bytes, ev);
 }
 
 static inline void be_copy_wait(const struct backend *be, int ev)
 {
 	assert(ev >= 0 && ev < BACKEND_COPY_EVENTS);
-	be->ops->copy_wait(be->ctx, ev);
+	be->ops->core->copy_wait(be->ctx, ev);
 }
 
 static inline void be_copy_stats(const struct backend *be,
 				 struct backend_copy_stats *out)
 {
 	assert(out != NULL);
-	be->ops->copy_stats(be->ctx, out);
+	be->ops->core->copy_stats(be->ctx, out);
 }
 
 static inline void be_fill(const struct backend *be, void *dst, double value,
 			   size_t n)
 {
 	DQ_NEED(n, dst);
-	be->ops->fill(be->ctx, dst, value, n);
+	be->ops->core->fill(be->ctx, dst, value, n);
 }
 
 static inline void be_zero_rows(const struct backend *be, void *dst,
@@ -177,7 +178,7 @@ static inline void be_zero_rows(const struct backend *be, void *dst,
 {
 	assert(ld >= cols);
 	DQ_NEED(rows * cols, dst);
-	be->ops->zero_rows(be->ctx, dst, rows, cols, ld);
+	be->ops->core->zero_rows(be->ctx, dst, rows, cols, ld);
 }
 
 static inline void be_transpose(const struct backend *be, void *dst,
@@ -185,7 +186,7 @@ static inline void be_transpose(const struct backend *be, void *dst,
 {
 	assert(R >= 0 && C >= 0 && (add == 0 || add == 1));
 	DQ_NEED(R && C, dst), DQ_NEED(R && C, src);
-	be->ops->transpose(be->ctx, dst, src, R, C, add);
+	be->ops->core->transpose(be->ctx, dst, src, R, C, add);
 }
 
 /* The shape checks of gemm and gemm_batched: op(A) (M,K), op(B) (K,N),
@@ -206,8 +207,8 @@ static inline void be_gemm(const struct backend *be, int ta, int tb, int M,
 			   int ldc)
 {
 	dq_gemm_shape(ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
-	be->ops->gemm(be->ctx, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C,
-		      ldc);
+	be->ops->math->gemm(be->ctx, ta, tb, M, N, K, alpha, A, lda, B, ldb,
+			    beta, C, ldc);
 }
 
 static inline void be_gemm_batched(const struct backend *be, int ta, int tb,
@@ -219,8 +220,8 @@ static inline void be_gemm_batched(const struct backend *be, int ta, int tb,
 {
 	assert(batch >= 0);
 	dq_gemm_shape(ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
-	be->ops->gemm_batched(be->ctx, ta, tb, M, N, K, alpha, A, lda, sA, B,
-			      ldb, sB, beta, C, ldc, sC, batch);
+	be->ops->math->gemm_batched(be->ctx, ta, tb, M, N, K, alpha, A, lda, sA,
+				    B, ldb, sB, beta, C, ldc, sC, batch);
 }
 
 static inline void be_bias_forward(const struct backend *be, void *y,
@@ -228,7 +229,7 @@ static inline void be_bias_forward(const struct backend *be, void *y,
 {
 	assert(N >= 0 && C >= 0);
 	DQ_NEED(N && C, y), DQ_NEED(N && C, b);
-	be->ops->bias_forward(be->ctx, y, b, N, C);
+	be->ops->math->bias_forward(be->ctx, y, b, N, C);
 }
 
 static inline void be_bias_backward(const struct backend *be, void *db,
@@ -236,7 +237,7 @@ static inline void be_bias_backward(const struct backend *be, void *db,
 {
 	assert(N >= 0 && C >= 0);
 	DQ_NEED(C, db), DQ_NEED(N && C, dy);
-	be->ops->bias_backward(be->ctx, db, dy, N, C);
+	be->ops->math->bias_backward(be->ctx, db, dy, N, C);
 }
 
 static inline void be_act_forward(const struct backend *be, enum act_kind act,
@@ -244,7 +245,7 @@ static inline void be_act_forward(const struct backend *be, enum act_kind act,
 {
 	assert(act >= ACT_RELU && act <= ACT_SIGMOID);
 	DQ_NEED(n, y), DQ_NEED(n, x);
-	be->ops->act_forward(be->ctx, act, y, x, n);
+	be->ops->math->act_forward(be->ctx, act, y, x, n);
 }
 
 static inline void be_act_backward(const struct backend *be, enum act_kind act,
@@ -253,7 +254,7 @@ static inline void be_act_backward(const struct backend *be, enum act_kind act,
 {
 	assert(act >= ACT_RELU && act <= ACT_SIGMOID);
 	DQ_NEED(n, dx), DQ_NEED(n, dy), DQ_NEED(n, act == ACT_GELU ? x : y);
-	be->ops->act_backward(be->ctx, act, dx, dy, x, y, n);
+	be->ops->math->act_backward(be->ctx, act, dx, dy, x, y, n);
 }
 
 /* bias_act_forward / act_bias_backward: the acts whose backward reads y. */
@@ -268,7 +269,7 @@ static inline void be_bias_act_forward(const struct backend *be,
 {
 	assert(dq_act_from_y(act) && N >= 0 && C >= 0);
 	DQ_NEED(N && C, y), DQ_NEED(N && C, b);
-	be->ops->bias_act_forward(be->ctx, act, y, b, N, C);
+	be->ops->math->bias_act_forward(be->ctx, act, y, b, N, C);
 }
 
 /* db may be NULL (no bias gradient wanted). */
@@ -279,34 +280,34 @@ static inline void be_act_bias_backward(const struct backend *be,
 {
 	assert(dq_act_from_y(act) && N >= 0 && C >= 0);
 	DQ_NEED(N && C, dx), DQ_NEED(N && C, dy), DQ_NEED(N && C, y);
-	be->ops->act_bias_backward(be->ctx, act, dx, dy, y, db, N, C);
+	be->ops->math->act_bias_backward(be->ctx, act, dx, dy, y, db, N, C);
 }
 
 static inline void be_mul(const struct backend *be, void *dst, const void *a,
 			  const void *b, size_t n)
 {
 	DQ_NEED(n, dst), DQ_NEED(n, a), DQ_NEED(n, b);
-	be->ops->mul(be->ctx, dst, a, b, n);
+	be->ops->math->mul(be->ctx, dst, a, b, n);
 }
 
 static inline void be_to_bf16(const struct backend *be, uint16_t *dst,
 			      const void *src, size_t n)
 {
 	DQ_NEED(n, dst), DQ_NEED(n, src);
-	be->ops->to_bf16(be->ctx, dst, src, n);
+	be->ops->math->to_bf16(be->ctx, dst, src, n);
 }
 
 static inline void be_from_bf16(const struct backend *be, void *dst,
 				const uint16_t *src, size_t n)
 {
 	DQ_NEED(n, dst), DQ_NEED(n, src);
-	be->ops->from_bf16(be->ctx, dst, src, n);
+	be->ops->math->from_bf16(be->ctx, dst, src, n);
 }
 
 static inline void be_round_bf16(const struct backend *be, void *x, size_t n)
 {
 	DQ_NEED(n, x);
-	be->ops->round_bf16(be->ctx, x, n);
+	be->ops->math->round_bf16(be->ctx, x, n);
 }
 
 /* Elements from the start of gemm_bf16's scratch to its copy of op(B):
@@ -331,8 +332,8 @@ static inline void be_gemm_bf16_arrays(const struct backend *be, int ta, int tb,
 				       void *C, int ldc, void *scratch)
 {
 	dq_gemm_shape(ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
-	be->ops->gemm_bf16_arrays(be->ctx, ta, tb, M, N, K, alpha, A, lda, B,
-				  ldb, beta, C, ldc, scratch);
+	be->ops->math->gemm_bf16_arrays(be->ctx, ta, tb, M, N, K, alpha, A, lda,
+					B, ldb, beta, C, ldc, scratch);
 }
 
 static inline void be_gemm_bf16(const struct backend *be, int ta, int tb, int M,
@@ -343,8 +344,8 @@ static inline void be_gemm_bf16(const struct backend *be, int ta, int tb, int M,
 	dq_gemm_shape(ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
 	assert(be->bf16_operand_elem > 0);
 	DQ_NEED((size_t)M * K + (size_t)K * N, scratch);
-	be->ops->gemm_bf16(be->ctx, ta, tb, M, N, K, alpha, A, lda, B, ldb,
-			   beta, C, ldc, scratch);
+	be->ops->math->gemm_bf16(be->ctx, ta, tb, M, N, K, alpha, A, lda, B,
+				 ldb, beta, C, ldc, scratch);
 }
 
 static inline void be_layernorm_forward(const struct backend *be, void *y,
@@ -355,8 +356,8 @@ static inline void be_layernorm_forward(const struct backend *be, void *y,
 	assert(N >= 0 && C >= 0);
 	DQ_NEED(N && C, y), DQ_NEED(N && C, x), DQ_NEED(N, mean);
 	DQ_NEED(N, rstd), DQ_NEED(C, w), DQ_NEED(C, b);
-	be->ops->layernorm_forward(be->ctx, y, mean, rstd, (void *)x, NULL,
-				   NULL, w, b, N, C);
+	be->ops->math->layernorm_forward(be->ctx, y, mean, rstd, (void *)x,
+					 NULL, NULL, w, b, N, C);
 }
 
 /* x(N,C) = (x + res) + bias, then y = LayerNorm(x): backend.h's
@@ -371,8 +372,8 @@ be_residual_layernorm_forward(const struct backend *be, void *y, void *mean,
 	DQ_NEED(N && C, y), DQ_NEED(N && C, x), DQ_NEED(N && C, res);
 	DQ_NEED(C, bias), DQ_NEED(N, mean), DQ_NEED(N, rstd), DQ_NEED(C, w);
 	DQ_NEED(C, b);
-	be->ops->layernorm_forward(be->ctx, y, mean, rstd, x, res, bias, w, b,
-				   N, C);
+	be->ops->math->layernorm_forward(be->ctx, y, mean, rstd, x, res, bias,
+					 w, b, N, C);
 }
 
 static inline void be_layernorm_backward(const struct backend *be, void *dx,
@@ -385,8 +386,8 @@ static inline void be_layernorm_backward(const struct backend *be, void *dx,
 	DQ_NEED(N && C, dx), DQ_NEED(N && C, dy), DQ_NEED(N && C, x);
 	DQ_NEED(N, mean), DQ_NEED(N, rstd), DQ_NEED(C, w), DQ_NEED(C, dw);
 	DQ_NEED(C, db);
-	be->ops->layernorm_backward(be->ctx, dx, NULL, NULL, dw, db, dy, x,
-				    mean, rstd, w, N, C);
+	be->ops->math->layernorm_backward(be->ctx, dx, NULL, NULL, dw, db, dy,
+					  x, mean, rstd, w, N, C);
 }
 
 /* layernorm_backward with its residual outputs: dres (N,C) = dx, and
@@ -401,8 +402,8 @@ be_residual_layernorm_backward(const struct backend *be, void *dx, void *dres,
 	DQ_NEED(N && C, dx), DQ_NEED(N && C, dres), DQ_NEED(N && C, dy);
 	DQ_NEED(N && C, x), DQ_NEED(N, mean), DQ_NEED(N, rstd);
 	DQ_NEED(C, w), DQ_NEED(C, dw), DQ_NEED(C, db);
-	be->ops->layernorm_backward(be->ctx, dx, dres, dbias, dw, db, dy, x,
-				    mean, rstd, w, N, C);
+	be->ops->math->layernorm_backward(be->ctx, dx, dres, dbias, dw, db, dy,
+					  x, mean, rstd, w, N, C);
 }
 
 /* B, T, C, H of the attention ops: H heads of C / H columns. */
@@ -418,7 +419,7 @@ static inline void be_attention_forward(const struct backend *be, void *out,
 	dq_attention_shape(B, T, C, H);
 	DQ_NEED(B && T && C, out), DQ_NEED(B && T, att);
 	DQ_NEED(B && T && C, qkv);
-	be->ops->attention_forward(be->ctx, out, att, qkv, B, T, C, H);
+	be->ops->math->attention_forward(be->ctx, out, att, qkv, B, T, C, H);
 }
 
 static inline void be_attention_backward(const struct backend *be, void *dqkv,
@@ -430,8 +431,8 @@ static inline void be_attention_backward(const struct backend *be, void *dqkv,
 	DQ_NEED(B && T && C, dqkv), DQ_NEED(B && T, scratch);
 	DQ_NEED(B && T && C, dout), DQ_NEED(B && T && C, qkv);
 	DQ_NEED(B && T, att);
-	be->ops->attention_backward(be->ctx, dqkv, scratch, dout, qkv, att, B,
-				    T, C, H);
+	be->ops->math->attention_backward(be->ctx, dqkv, scratch, dout, qkv,
+					  att, B, T, C, H);
 }
 
 static inline void be_embed_forward(const struct backend *be, void *out,
@@ -441,7 +442,7 @@ static inline void be_embed_forward(const struct backend *be, void *out,
 	assert(B >= 0 && T >= 0 && C >= 0);
 	DQ_NEED(B && T && C, out), DQ_NEED(B && T, tok);
 	DQ_NEED(B && T && C, wte), DQ_NEED(B && T && C, wpe);
-	be->ops->embed_forward(be->ctx, out, tok, wte, wpe, B, T, C);
+	be->ops->math->embed_forward(be->ctx, out, tok, wte, wpe, B, T, C);
 }
 
 static inline void be_embed_backward(const struct backend *be, void *dwte,
@@ -452,7 +453,8 @@ static inline void be_embed_backward(const struct backend *be, void *dwte,
 	assert(B >= 0 && T >= 0 && C >= 0 && V > 0);
 	DQ_NEED(C, dwte), DQ_NEED(T && C, dwpe);
 	DQ_NEED(B && T && C, dout), DQ_NEED(B && T, tok);
-	be->ops->embed_backward(be->ctx, dwte, dwpe, dout, tok, B, T, C, V);
+	be->ops->math->embed_backward(be->ctx, dwte, dwpe, dout, tok, B, T, C,
+				      V);
 }
 
 static inline double be_xent_forward(const struct backend *be, void *probs,
@@ -461,7 +463,8 @@ static inline double be_xent_forward(const struct backend *be, void *probs,
 {
 	assert(N >= 0 && V > 0);
 	DQ_NEED(N, probs), DQ_NEED(N, logits), DQ_NEED(N, targets);
-	return be->ops->xent_forward(be->ctx, probs, logits, targets, N, V);
+	return be->ops->math->xent_forward(be->ctx, probs, logits, targets, N,
+					   V);
 }
 
 static inline void be_xent_backward(const struct backend *be, void *dlogits,
@@ -470,104 +473,115 @@ static inline void be_xent_backward(const struct backend *be, void *dlogits,
 {
 	assert(N >= 0 && V > 0);
 	DQ_NEED(N, dlogits), DQ_NEED(N, probs), DQ_NEED(N, targets);
-	be->ops->xent_backward(be->ctx, dlogits, probs, targets, N, V, scale);
+	be->ops->math->xent_backward(be->ctx, dlogits, probs, targets, N, V,
+				     scale);
 }
 
-static inline double be_xent_train(const struct backend *be, void *dlogits,
-				   const void *logits, const int32_t *targets,
-				   int N, int V, double scale)
-{
-	assert(N >= 0 && V > 0);
-	DQ_NEED(N, dlogits), DQ_NEED(N, logits), DQ_NEED(N, targets);
-	return be->ops->xent_train(be->ctx, dlogits, logits, targets, N, V,
-				   scale);
-}
-
-static inline void be_adam(const struct backend *be, void *p, const void *g,
-			   void *m, void *v, size_t n, double lr, double beta1,
-			   double beta2, double eps, double wd, int t)
-{
-	assert(t >= 1);
-	DQ_NEED(n, p), DQ_NEED(n, g), DQ_NEED(n, m), DQ_NEED(n, v);
-	be->ops->adam(be->ctx, p, g, m, v, n, lr, beta1, beta2, eps, wd, t);
-}
-
-static inline void be_xent_train_dev(const struct backend *be, void *dlogits,
-				     const void *logits, const int32_t *targets,
-				     int N, int V, double scale, double *loss)
+/* The loss goes to *loss, a device double (be_xent_train_host returns
+ * it). */
+static inline void be_xent_train(const struct backend *be, void *dlogits,
+				 const void *logits, const int32_t *targets,
+				 int N, int V, double scale, double *loss)
 {
 	assert(N >= 0 && V > 0 && loss != NULL);
 	DQ_NEED(N, dlogits), DQ_NEED(N, logits), DQ_NEED(N, targets);
-	be->ops->xent_train_dev(be->ctx, dlogits, logits, targets, N, V, scale,
-				loss);
+	be->ops->math->xent_train(be->ctx, dlogits, logits, targets, N, V,
+				  scale, loss);
 }
 
-static inline void be_sumsq_dev(const struct backend *be, double *sumsq,
-				const void *x, size_t n)
+static inline void be_sumsq(const struct backend *be, double *sumsq,
+			    const void *x, size_t n)
 {
 	assert(sumsq != NULL);
 	DQ_NEED(n, x);
-	be->ops->sumsq_dev(be->ctx, sumsq, x, n);
+	be->ops->math->sumsq(be->ctx, sumsq, x, n);
 }
 
-static inline void be_clip_dev(const struct backend *be, void *x, size_t n,
-			       const double *sumsq, double clip)
+static inline void be_clip(const struct backend *be, void *x, size_t n,
+			   const double *sumsq, double clip)
 {
 	assert(sumsq != NULL);
 	DQ_NEED(n, x);
-	be->ops->clip_dev(be->ctx, x, n, sumsq, clip);
+	be->ops->math->clip(be->ctx, x, n, sumsq, clip);
 }
 
-static inline void be_adam_dev(const struct backend *be, void *p, const void *g,
-			       void *m, void *v, size_t n, const double *hyper,
-			       double beta1, double beta2, double eps,
-			       double wd)
+static inline void be_adam(const struct backend *be, void *p, const void *g,
+			   void *m, void *v, size_t n, const double *hyper,
+			   double beta1, double beta2, double eps, double wd)
 {
 	assert(hyper != NULL);
 	DQ_NEED(n, p), DQ_NEED(n, g), DQ_NEED(n, m), DQ_NEED(n, v);
-	be->ops->adam_dev(be->ctx, p, g, m, v, n, hyper, beta1, beta2, eps, wd);
+	be->ops->math->adam(be->ctx, p, g, m, v, n, hyper, beta1, beta2, eps,
+			    wd);
 }
 
-static inline double be_dot(const struct backend *be, const void *x,
-			    const void *y, size_t n)
+/* ---- the host-returning forms: the device op into be->scal, then one
+ * read (a synchronisation); the same bits as the device forms ---- */
+
+/* be_xent_train's mean loss, returned. */
+static inline double be_xent_train_host(const struct backend *be, void *dlogits,
+					const void *logits,
+					const int32_t *targets, int N, int V,
+					double scale)
 {
-	DQ_NEED(n, x), DQ_NEED(n, y);
-	return be->ops->dot(be->ctx, x, y, n);
+	double loss;
+	be_xent_train(be, dlogits, logits, targets, N, V, scale, be->scal);
+	be_download_bytes(be, &loss, be->scal, sizeof(loss));
+	return loss;
 }
 
+/* ||x||₂: the square root of be_sumsq's sum. nan/inf propagate. */
 static inline double be_norm(const struct backend *be, const void *x, size_t n)
 {
-	DQ_NEED(n, x);
-	return be->ops->norm(be->ctx, x, n);
+	double s;
+	be_sumsq(be, be->scal, x, n);
+	be_download_bytes(be, &s, be->scal, sizeof(s));
+	return sqrt(s);
+}
+
+/* hyper = {lr, 1 − β1^t, 1 − β2^t} in double: what be_adam reads at the
+ * 1-based step t. */
+static inline void dq_adam_hyper(double hyper[3], double lr, double beta1,
+				 double beta2, int t)
+{
+	hyper[0] = lr;
+	hyper[1] = 1.0 - pow(beta1, t);
+	hyper[2] = 1.0 - pow(beta2, t);
+}
+
+/* Adam step t (1-based) at lr: the hyper values {lr, 1 − β1^t, 1 − β2^t}
+ * computed here in double and written to be->scal for be_adam. */
+static inline void be_adam_host(const struct backend *be, void *p,
+				const void *g, void *m, void *v, size_t n,
+				double lr, double beta1, double beta2,
+				double eps, double wd, int t)
+{
+	double hyper[3];
+	assert(t >= 1);
+	dq_adam_hyper(hyper, lr, beta1, beta2, t);
+	be_upload_bytes(be, be->scal, hyper, sizeof(hyper));
+	be_adam(be, p, g, m, v, n, be->scal, beta1, beta2, eps, wd);
 }
 
 static inline void be_axpy(const struct backend *be, void *y, double a,
 			   const void *x, size_t n)
 {
 	DQ_NEED(n, y), DQ_NEED(n, x);
-	be->ops->axpy(be->ctx, y, a, x, n);
+	be->ops->math->axpy(be->ctx, y, a, x, n);
 }
 
 static inline void be_scale(const struct backend *be, void *x, double a,
 			    size_t n)
 {
 	DQ_NEED(n, x);
-	be->ops->scale(be->ctx, x, a, n);
+	be->ops->math->scale(be->ctx, x, a, n);
 }
 
 static inline void be_sub(const struct backend *be, void *dst, const void *a,
 			  const void *b, size_t n)
 {
 	DQ_NEED(n, dst), DQ_NEED(n, b);
-	be->ops->sub(be->ctx, dst, a, b, n);
-}
-
-static inline void be_dot_segments(const struct backend *be, double *out,
-				   const void *x, const void *y, size_t nseg,
-				   size_t len)
-{
-	DQ_NEED(nseg, out), DQ_NEED(nseg * len, x), DQ_NEED(nseg * len, y);
-	be->ops->dot_segments(be->ctx, out, x, y, nseg, len);
+	be->ops->math->sub(be->ctx, dst, a, b, n);
 }
 
 /* the solver control and optional ops' wrappers */

@@ -10,12 +10,12 @@
  * (segment p of sample k at (p S + k) len), flag and seg in device
  * doubles. */
 
-static inline void be_dot_segments_dev(const struct backend *be, double *out,
-				       const void *x, const void *y,
-				       size_t nseg, size_t len)
+static inline void be_dot_segments(const struct backend *be, double *out,
+				   const void *x, const void *y, size_t nseg,
+				   size_t len)
 {
 	DQ_NEED(nseg, out), DQ_NEED(nseg * len, x), DQ_NEED(nseg * len, y);
-	be->ops->dot_segments_dev(be->ctx, out, x, y, nseg, len);
+	be->ops->math->dot_segments(be->ctx, out, x, y, nseg, len);
 }
 
 static inline void be_residual_dots(const struct backend *be, void *g,
@@ -26,7 +26,8 @@ static inline void be_residual_dots(const struct backend *be, void *g,
 	DQ_NEED(nseg * len, g), DQ_NEED(nseg * len, fx), DQ_NEED(nseg, seg_f);
 	DQ_NEED(nseg * len, x), DQ_NEED(nseg, seg_g);
 	assert(x != g && x != fx && seg_f != seg_g);
-	be->ops->residual_dots(be->ctx, g, fx, x, seg_f, seg_g, nseg, len);
+	be->ops->math->residual_dots(be->ctx, g, fx, x, seg_f, seg_g, nseg,
+				     len);
 }
 
 /* The block's shape: st set, S and P at least 1. */
@@ -39,7 +40,7 @@ static inline void be_solve_check(const struct backend *be,
 				  const struct dq_solve_ctl *c)
 {
 	dq_ctl_shape(c);
-	be->ops->solve_check(be->ctx, c);
+	be->ops->math->solve_check(be->ctx, c);
 }
 
 /* src may be NULL (the flagged samples of dst are zeroed). */
@@ -49,7 +50,7 @@ static inline void be_copy_masked(const struct backend *be, void *dst,
 {
 	assert(S >= 0 && P >= 0);
 	DQ_NEED((size_t)S * (size_t)P * len, dst), DQ_NEED(S, flag);
-	be->ops->copy_masked(be->ctx, dst, src, flag, S, P, len);
+	be->ops->math->copy_masked(be->ctx, dst, src, flag, S, P, len);
 }
 
 static inline void be_scale_recip(const struct backend *be, void *dst,
@@ -60,7 +61,7 @@ static inline void be_scale_recip(const struct backend *be, void *dst,
 	DQ_NEED((size_t)S * (size_t)P * len, dst);
 	DQ_NEED((size_t)S * (size_t)P * len, src);
 	DQ_NEED((size_t)S * (size_t)P, seg);
-	be->ops->scale_recip(be->ctx, dst, src, seg, S, P, len);
+	be->ops->math->scale_recip(be->ctx, dst, src, seg, S, P, len);
 }
 
 /* row and alpha (c->S, nact); the new G's slot is one of the nact in use,
@@ -74,74 +75,70 @@ static inline void be_anderson_weights(const struct backend *be,
 	assert(nact >= 1 && nact <= c->m && slot >= 0 && slot < nact);
 	assert(lambda >= 0);
 	assert(row != NULL && alpha != NULL);
-	be->ops->anderson_weights(be->ctx, c, row, alpha, slot, nact, lambda);
+	be->ops->math->anderson_weights(be->ctx, c, row, alpha, slot, nact,
+					lambda);
 }
 
 /* Allocator-only: MEM_MANAGED bytes; NULL without managed memory. */
 static inline int be_has_managed(const struct backend *be)
 {
-	assert((be->ops->managed_alloc == NULL) ==
-	       (be->ops->managed_free == NULL));
-	assert((be->ops->managed_alloc == NULL) == (be->ops->prefetch == NULL));
-	return be->ops->managed_alloc != NULL;
+	return be->ops->managed != NULL;
 }
 
 static inline void *be_managed_alloc(const struct backend *be, size_t bytes)
 {
-	return be_has_managed(be) ? be->ops->managed_alloc(be->ctx, bytes)
-				  : NULL;
+	return be_has_managed(be)
+		   ? be->ops->managed->managed_alloc(be->ctx, bytes)
+		   : NULL;
 }
 
 static inline void be_managed_free(const struct backend *be, void *p)
 {
 	if (be_has_managed(be))
-		be->ops->managed_free(be->ctx, p);
+		be->ops->managed->managed_free(be->ctx, p);
 }
 
 /* ---- optional ops (the list above): be_has_<op>, then the wrapper, which
  * returns 0 when the op ran and -1 when the backend has none */
 
-static inline int be_has_pool_stats(const struct backend *be)
+/* Whether the backend has pool statistics (the pool table). */
+static inline int be_has_pool(const struct backend *be)
 {
-	return be->ops->pool_stats != NULL;
+	return be->ops->pool != NULL;
 }
 
-static inline int be_has_pool_reset_peak(const struct backend *be)
+/* Whether the backend has the device switches (TF32, the memory cap). */
+static inline int be_has_device(const struct backend *be)
 {
-	return be->ops->pool_reset_peak != NULL;
+	return be->ops->device != NULL;
 }
 
-static inline int be_has_set_tf32(const struct backend *be)
-{
-	return be->ops->set_tf32 != NULL;
-}
-
-/* Without pool_stats, *out is zeroed. */
+/* Without the pool table, *out is zeroed. */
 static inline int be_pool_stats(const struct backend *be,
 				struct backend_pool_stats *out)
 {
 	assert(out != NULL);
-	if (!be_has_pool_stats(be)) {
+	if (!be_has_pool(be)) {
 		memset(out, 0, sizeof(*out));
 		return -1;
 	}
-	be->ops->pool_stats(be->ctx, out);
+	be->ops->pool->pool_stats(be->ctx, out);
 	return 0;
 }
 
 static inline int be_pool_reset_peak(const struct backend *be)
 {
-	if (!be_has_pool_reset_peak(be))
+	if (!be_has_pool(be))
 		return -1;
-	be->ops->pool_reset_peak(be->ctx);
+	be->ops->pool->pool_reset_peak(be->ctx);
 	return 0;
 }
 
 static inline int be_set_tf32(const struct backend *be, int allow)
 {
-	if (!be_has_set_tf32(be))
+	if (!be_has_device(be))
 		return -1;
-	be->ops->set_tf32(be->ctx, allow);
+	be->ops->device->set_tf32(be->ctx, allow);
 	return 0;
 }
 
@@ -152,80 +149,70 @@ static inline int be_prefetch(const struct backend *be, const void *p,
 	assert(p != NULL || bytes == 0);
 	if (!be_has_managed(be))
 		return -1;
-	be->ops->prefetch(be->ctx, p, bytes, to_device != 0, ev);
+	be->ops->managed->prefetch(be->ctx, p, bytes, to_device != 0, ev);
 	return 0;
 }
 
 static inline int be_has_graphs(const struct backend *be)
 {
-	const struct backend_ops *o = be->ops;
-	int n = !!o->graph_begin + !!o->graph_end + !!o->graph_loop_begin +
-		!!o->graph_loop_next + !!o->graph_loop_end + !!o->graph_launch +
-		!!o->graph_free;
-	assert(n == 0 || n == 7);
-	return n == 7;
+	return be->ops->graph != NULL;
 }
 
 static inline void be_graph_begin(const struct backend *be)
 {
 	assert(be_has_graphs(be));
-	be->ops->graph_begin(be->ctx);
+	be->ops->graph->graph_begin(be->ctx);
 }
 
 static inline void *be_graph_end(const struct backend *be)
 {
 	assert(be_has_graphs(be));
-	return be->ops->graph_end(be->ctx);
+	return be->ops->graph->graph_end(be->ctx);
 }
 
 static inline void be_graph_loop_begin(const struct backend *be)
 {
 	assert(be_has_graphs(be));
-	be->ops->graph_loop_begin(be->ctx);
+	be->ops->graph->graph_loop_begin(be->ctx);
 }
 
 static inline void be_graph_loop_next(const struct backend *be,
 				      const double *go)
 {
 	assert(be_has_graphs(be) && go != NULL);
-	be->ops->graph_loop_next(be->ctx, go);
+	be->ops->graph->graph_loop_next(be->ctx, go);
 }
 
 static inline void *be_graph_loop_end(const struct backend *be)
 {
 	assert(be_has_graphs(be));
-	return be->ops->graph_loop_end(be->ctx);
+	return be->ops->graph->graph_loop_end(be->ctx);
 }
 
 static inline void be_graph_launch(const struct backend *be, void *g)
 {
 	assert(be_has_graphs(be) && g != NULL);
-	be->ops->graph_launch(be->ctx, g);
+	be->ops->graph->graph_launch(be->ctx, g);
 }
 
 /* g may be NULL. */
 static inline void be_graph_free(const struct backend *be, void *g)
 {
 	if (g)
-		be->ops->graph_free(be->ctx, g);
-}
-
-static inline int be_has_cap_device(const struct backend *be)
-{
-	return be->ops->cap_device != NULL;
+		be->ops->graph->graph_free(be->ctx, g);
 }
 
 /* -1 with a line in err where the backend cannot cap its memory. */
 static inline int be_cap_device(const struct backend *be, size_t bytes,
 				char *err, size_t errlen)
 {
-	if (!be_has_cap_device(be)) {
+	if (!be_has_device(be)) {
 		snprintf(err, errlen,
 			 "this backend cannot cap its device memory "
 			 "(device_mem_cap_mib needs device=cuda)");
 		return -1;
 	}
-	return be->ops->cap_device(be->ctx, bytes, err, errlen);
+	return be->ops->device->cap_device(be->ctx, bytes, err, errlen);
 }
 
 #endif

@@ -218,8 +218,8 @@ static double *ctl_at(struct solver *s, long o)
 /* Per-segment dots x·y into the control block at offset o: no host read. */
 static void seg_dots(struct solver *s, long o, const void *x, const void *y)
 {
-	be_dot_segments_dev(s->be, ctl_at(s, o), x, y,
-			    (size_t)s->S * (size_t)s->P, s->len);
+	be_dot_segments(s->be, ctl_at(s, o), x, y, (size_t)s->S * (size_t)s->P,
+			s->len);
 }
 
 /* dst_k = src_k (0 when src is NULL) for every sample k whose flag at

@@ -49,7 +49,7 @@
  *                then x ← Σ αᵢ xᵢ + β Σ αᵢ Gᵢ.
  *
  * Where it runs (kernels/solve_ctl.h): every number the decisions need
- * stays on the device. After each evaluation the backend's dot_segments_dev
+ * stays on the device. After each evaluation the backend's dot_segments
  * puts the per-segment ‖g‖² and ‖F‖² into a control block in device
  * memory, solve_check makes the stop test, the per-sample bests, the trace
  * and the breaks there, and copy_masked moves the improved samples into the

@@ -300,10 +300,10 @@ double model_head_forward(struct model *m, const void *z);
  * bitwise equal between chunkings of the same rows). The grads must have
  * been zeroed first (they are accumulated). */
 double model_head_forward_train(struct model *m, const void *z);
-/* model_head_forward_train of the unchunked head (model_head_rows(m) =
- * B*T) with the loss left in *loss, a device double (be_xent_train_dev),
- * the same bits: nothing comes back to the host, so a graph can record it
- * (cuda_graphs, bench/run/step_graphs.c). */
+/* The training head of an unchunked head (model_head_rows(m) = B*T),
+ * the loss left in *loss, a device double (be_xent_train): nothing comes
+ * back to the host, so a graph can record it (bench/run/step_graphs.c).
+ * model_head_forward_train of such a head is this and one read. */
 void model_head_forward_train_dev(struct model *m, const void *z, double *loss);
 /* m->gz = dL/dz (n_state, overwritten; 0 past the first B*T*E elements);
  * head grads +=. Needs model_head_forward

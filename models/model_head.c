@@ -107,8 +107,9 @@ static double head_chunk_forward(struct model *m, const void *z, int r0, int n,
 	model_linear_forward(m, m->logits, 0.0, zc, m->n_params - 2, n, m->E,
 			     V);
 	if (train)
-		return be_xent_train(m->be, m->logits, m->logits,
-				     m->targets + r0, n, V, 1.0 / (double)N);
+		return be_xent_train_host(m->be, m->logits, m->logits,
+					  m->targets + r0, n, V,
+					  1.0 / (double)N);
 	return be_xent_forward(m->be, m->logits, m->logits, m->targets + r0, n,
 			       V);
 }
@@ -131,14 +132,16 @@ static double head_forward(struct model *m, const void *z, int train)
 	int N = m->B * m->T, K = (int)model_head_rows(m);
 	struct model_priv *pv = m->priv;
 	double total = 0;
-	pv->head_z = z;
-	pv->head_grads_done = train;
-	if (K == N) {
-		total = head_chunk_forward(m, z, 0, N, train);
-		if (train)
-			head_chunk_grads(m, z, 0, N);
+	if (K == N && train) {
+		/* the one training head: its device loss, read back */
+		model_head_forward_train_dev(m, z, m->be->scal);
+		be_download_bytes(m->be, &total, m->be->scal, sizeof(total));
 		return total;
 	}
+	pv->head_z = z;
+	pv->head_grads_done = train;
+	if (K == N)
+		return head_chunk_forward(m, z, 0, N, 0);
 	/* chunked: Σ over chunks of rows · chunk mean, in double */
 	for (int r0 = 0; r0 < N; r0 += K) {
 		int n = N - r0 < K ? N - r0 : K;
@@ -167,8 +170,8 @@ void model_head_forward_train_dev(struct model *m, const void *z, double *loss)
 	pv->head_z = z;
 	pv->head_grads_done = 1;
 	model_linear_forward(m, m->logits, 0.0, z, m->n_params - 2, N, m->E, V);
-	be_xent_train_dev(m->be, m->logits, m->logits, m->targets, N, V,
-			  1.0 / (double)N, loss);
+	be_xent_train(m->be, m->logits, m->logits, m->targets, N, V,
+		      1.0 / (double)N, loss);
 	head_chunk_grads(m, z, 0, N);
 }
 

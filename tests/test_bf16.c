@@ -446,8 +446,8 @@ static double train(struct model *m, struct method_config c, int steps)
 	be_fill(be, mo, 0.0, np), be_fill(be, vo, 0.0, np);
 	for (int t = 1; t <= steps; t++) {
 		loss = step(m, me, z, NULL);
-		be_adam(be, m->param_buf, m->grad_buf, mo, vo, np, 3e-3, 0.9,
-			0.999, 1e-8, 0.0, t);
+		be_adam_host(be, m->param_buf, m->grad_buf, mo, vo, np, 3e-3,
+			     0.9, 0.999, 1e-8, 0.0, t);
 	}
 	method_destroy(me);
 	backend_free(be, z), backend_free(be, mo), backend_free(be, vo);

@@ -46,14 +46,12 @@
 Test(cuda_backend, accounting_and_pool)
 {
 	struct backend *be = cuda_or_skip();
-	const struct backend_ops *op = be->ops;
 	cr_assert_eq(be->elem, 4);
-	cr_assert_str_eq(op->name, "cuda");
-	cr_assert_not_null(op->pool_stats);
-	cr_assert_not_null(op->pool_reset_peak);
+	cr_assert_str_eq(be_name(be), "cuda");
+	cr_assert(be_has_pool(be));
 	struct backend_pool_stats s0, s1, s2, s3;
-	op->pool_reset_peak(be->ctx);
-	op->pool_stats(be->ctx, &s0);
+	be_pool_reset_peak(be);
+	be_pool_stats(be, &s0);
 	cr_assert_eq(s0.used_high_bytes, s0.used_bytes,
 		     "reset: high %zu, used %zu", s0.used_high_bytes,
 		     s0.used_bytes);
@@ -62,12 +60,12 @@ Test(cuda_backend, accounting_and_pool)
 	void *q = backend_alloc_bytes(be, 0, MEM_SOLVER);
 	void *r = backend_alloc_bytes(be, 0, MEM_SOLVER);
 	cr_assert(p && q && r && q != r && p != q);
-	op->fill(be->ctx, p, 1.0, big / 4); /* touch it */
+	be_fill(be, p, 1.0, big / 4); /* touch it */
 	cr_assert_eq(be->mem.live[MEM_DEPTH], big);
 	cr_assert_eq(be->mem.live[MEM_SOLVER], 0);
 	cr_assert_eq(be->mem.peak_depth_solver, big);
 	cr_assert_eq(be->mem.n_allocs, 3);
-	op->pool_stats(be->ctx, &s1);
+	be_pool_stats(be, &s1);
 	cr_assert_geq(s1.used_bytes, s0.used_bytes + big);
 	cr_assert_geq(s1.used_high_bytes, s1.used_bytes);
 	cr_assert_geq(s1.reserved_bytes, s1.used_bytes);
@@ -79,13 +77,13 @@ Test(cuda_backend, accounting_and_pool)
 	backend_free(be, r);
 	cr_assert_eq(be->mem.live_total, 0);
 	cr_assert_eq(be->mem.peak_total, big);
-	op->pool_stats(be->ctx, &s2);
+	be_pool_stats(be, &s2);
 	cr_assert_leq(s2.used_bytes + big, s1.used_bytes);
 	cr_assert_geq(s2.used_high_bytes, s1.used_bytes);
 	/* release threshold UINT64_MAX: freed memory stays reserved */
 	cr_assert_geq(s2.reserved_bytes, s1.used_bytes);
-	op->pool_reset_peak(be->ctx);
-	op->pool_stats(be->ctx, &s3);
+	be_pool_reset_peak(be);
+	be_pool_stats(be, &s3);
 	cr_assert_eq(s3.used_high_bytes, s3.used_bytes);
 	cr_assert_lt(s3.used_high_bytes, s2.used_high_bytes);
 	/* out of memory: NULL, nothing counted, and the backend still works */
@@ -95,8 +93,8 @@ Test(cuda_backend, accounting_and_pool)
 	struct pool pl = {be, {0}, 0};
 	double one[3] = {1, 2, 3}, back[3];
 	void *x = pool_up(&pl, one, 3);
-	cr_assert_eq(op->dot(be->ctx, x, x, 3), 14.0);
-	op->download(be->ctx, back, x, 3);
+	cr_assert_eq(dot_host(be, x, x, 3), 14.0);
+	be_download(be, back, x, 3);
 	cr_assert(back[2] == 3);
 	pool_free(&pl);
 	backend_destroy(be);
@@ -107,25 +105,24 @@ Test(cuda_backend, accounting_and_pool)
 Test(cuda_backend, timer_and_info)
 {
 	struct backend *be = cuda_or_skip();
-	const struct backend_ops *op = be->ops;
-	cr_assert(isnan(op->timer_elapsed_ms(be->ctx, 3, 4)), "unmarked");
-	cr_assert(isnan(op->timer_elapsed_ms(be->ctx, -1, 0)));
-	cr_assert(isnan(op->timer_elapsed_ms(be->ctx, 0, BACKEND_TIMER_SLOTS)));
+	cr_assert(isnan(be_timer_elapsed_ms(be, 3, 4)), "unmarked");
+	cr_assert(isnan(be_timer_elapsed_ms(be, -1, 0)));
+	cr_assert(isnan(be_timer_elapsed_ms(be, 0, BACKEND_TIMER_SLOTS)));
 	struct pool pl = {be, {0}, 0};
 	void *a = pool_new(&pl, 512 * 512, 0.5),
 	     *c = pool_new(&pl, 512 * 512, 0);
-	op->timer_mark(be->ctx, 0);
-	op->gemm(be->ctx, 0, 0, 512, 512, 512, 1, a, 512, a, 512, 0, c, 512);
-	op->timer_mark(be->ctx, 1);
-	double ms = op->timer_elapsed_ms(be->ctx, 0, 1);
+	be_timer_mark(be, 0);
+	be_gemm(be, 0, 0, 512, 512, 512, 1, a, 512, a, 512, 0, c, 512);
+	be_timer_mark(be, 1);
+	double ms = be_timer_elapsed_ms(be, 0, 1);
 	cr_assert(isfinite(ms) && ms >= 0, "elapsed %g ms", ms);
 	double v;
-	op->download(be->ctx, &v, dq_at(be, c, 1234), 1);
+	be_download(be, &v, dq_at(be, c, 1234), 1);
 	cr_assert_eq(v, 0.25 * 512); /* exact in float */
-	op->sync(be->ctx);
+	be_sync(be);
 	pool_free(&pl);
 	struct backend_info info;
-	op->info(be->ctx, &info);
+	be_info(be, &info);
 	cr_assert_gt(strlen(info.name), 0);
 	cr_assert_gt(info.total_mem_bytes, 0);
 	cr_assert_gt(info.compute_major, 0);
@@ -213,7 +210,7 @@ static void check_method(const struct mcase *mc)
 		tok[i] = (int32_t)((urand() + 1) * 0.5 * V) % V;
 	/* the same parameters on both devices: the cpu model's */
 	double *params = zeros(np), *gc = zeros(np), *gg = zeros(np);
-	rcpu.be->ops->download(rcpu.be->ctx, params, mcpu->param_buf, np);
+	be_download(rcpu.be, params, mcpu->param_buf, np);
 	if (mc->kind == MODEL_TRANSFORMER && mc->method == deq_kind()) {
 		/* The transformer block at init is not a contraction (post-LN
 		 * is nearly scale-free in z): Broyden stalls at a residual of
@@ -230,16 +227,16 @@ static void check_method(const struct mcase *mc)
 			for (size_t j = 0; j < p->numel; j++)
 				params[p->offset + j] *= mul[q];
 		}
-		rcpu.be->ops->upload(rcpu.be->ctx, mcpu->param_buf, params, np);
+		be_upload(rcpu.be, mcpu->param_buf, params, np);
 	}
-	rg.be->ops->upload(rg.be->ctx, mg->param_buf, params, np);
+	be_upload(rg.be, mg->param_buf, params, np);
 	double lc, lg;
 	cr_assert_eq(train_step_grad_step(&rcpu, tok, &lc, err, sizeof(err)), 0,
 		     "%s", err);
 	cr_assert_eq(train_step_grad_step(&rg, tok, &lg, err, sizeof(err)), 0,
 		     "%s", err);
-	rcpu.be->ops->download(rcpu.be->ctx, gc, mcpu->grad_buf, np);
-	rg.be->ops->download(rg.be->ctx, gg, mg->grad_buf, np);
+	be_download(rcpu.be, gc, mcpu->grad_buf, np);
+	be_download(rg.be, gg, mg->grad_buf, np);
 	double tol = mc->method == deq_kind() ? DEQ_TOL : METHOD_TOL;
 	cr_assert(isfinite(lg) && isfinite(lc), "%s: loss %g / %g", mc->name,
 		  lg, lc);
@@ -346,8 +343,7 @@ Test(cuda_methods, peak_memory_order, .timeout = 300)
 		deq_config(&cfg.method)->f_max_iter = 12;
 		deq_config(&cfg.method)->b_max_iter = 12;
 		ctx_or_skip(&rc, &cfg);
-		if (rc.be->ops->pool_reset_peak)
-			rc.be->ops->pool_reset_peak(rc.be->ctx);
+		be_pool_reset_peak(rc.be);
 		int n = cfg.model.batch_size * (cfg.model.seq_len + 1);
 		int32_t *tok = calloc((size_t)n, sizeof(int32_t));
 		cr_assert_not_null(tok);
@@ -360,7 +356,7 @@ Test(cuda_methods, peak_memory_order, .timeout = 300)
 		cr_assert(isfinite(loss));
 		peak[i] = rc.be->mem.peak_depth_solver;
 		struct backend_pool_stats ps;
-		rc.be->ops->pool_stats(rc.be->ctx, &ps);
+		be_pool_stats(rc.be, &ps);
 		cr_assert_geq(ps.used_high_bytes, rc.be->mem.live_total,
 			      "%s: pool high %zu < tracked live %zu",
 			      cs[i].name, ps.used_high_bytes,

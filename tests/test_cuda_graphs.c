@@ -158,7 +158,7 @@ static void opt_steps(int graphs, double *loss, double *gn, double **p,
 	be_fill(rc.be, am, 0, *n), be_fill(rc.be, av, 0, *n);
 	struct step_graphs sg;
 	cr_assert(step_graphs_wanted(m, 1));
-	cr_assert_eq(step_graphs_init(&sg, m), 0);
+	cr_assert_eq(step_graphs_init(&sg, m, 1, 1), 0);
 	int32_t *tok = cuda_test_tokens(&c);
 	for (int s = 0; s < STEPS; s++) {
 		struct step_opt o = {.lr = 1e-2,
@@ -176,8 +176,9 @@ static void opt_steps(int graphs, double *loss, double *gn, double **p,
 			if (gn[s] > o.clip)
 				be_scale(rc.be, m->grad_buf, o.clip / gn[s],
 					 *n);
-			be_adam(rc.be, m->param_buf, m->grad_buf, am, av, *n,
-				o.lr, o.beta1, o.beta2, o.eps, o.wd, o.t);
+			be_adam_host(rc.be, m->param_buf, m->grad_buf, am, av,
+				     *n, o.lr, o.beta1, o.beta2, o.eps, o.wd,
+				     o.t);
 			continue;
 		}
 		model_zero_grads(m);
@@ -186,10 +187,10 @@ static void opt_steps(int graphs, double *loss, double *gn, double **p,
 		method_forward(rc.me, m->u, rc.z, 1);
 		step_graphs_head(&sg, m, rc.z);
 		method_backward(rc.me, m->gz, m->gu);
-		step_graphs_opt(&sg, m, am, av, &o, &loss[s], &gn[s]);
+		step_graphs_opt(&sg, m, am, av, &o, 1, &loss[s], &gn[s]);
 	}
 	*p = zeros(*n);
-	rc.be->ops->download(rc.be->ctx, *p, m->param_buf, *n);
+	be_download(rc.be, *p, m->param_buf, *n);
 	step_graphs_free(&sg, m);
 	backend_free(rc.be, am), backend_free(rc.be, av);
 	run_ctx_destroy(&rc);

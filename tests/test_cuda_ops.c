@@ -79,7 +79,7 @@ static void outs_add(struct outs *o, struct pool *pl, const char *name,
 {
 	cr_assert_lt(o->n, MAXO);
 	double *h = zeros(n);
-	pl->be->ops->download(pl->be->ctx, h, dev, n);
+	be_download(pl->be, h, dev, n);
 	o->name[o->n] = name;
 	o->v[o->n] = h;
 	o->len[o->n] = n;
@@ -142,7 +142,6 @@ static void run_gemm(struct pool *pl, const struct shape *s, struct outs *o)
 	static const char *names[8] = {"nn a1b0",    "tn a1b0",	   "nt a1b0",
 				       "tt a1b0",    "nn a.7b-.4", "tn a.7b-.4",
 				       "nt a.7b-.4", "tt a.7b-.4"};
-	const struct backend_ops *op = pl->be->ops;
 	int M = s->B * s->T, N = s->F, K = s->C;
 	size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
 	double *A = rnd(na, 1), *B = rnd(nb, 1), *C = rnd(nc, 1);
@@ -152,8 +151,8 @@ static void run_gemm(struct pool *pl, const struct shape *s, struct outs *o)
 		double al = v < 4 ? 1.0 : 0.7, be = v < 4 ? 0.0 : -0.4;
 		/* beta = 0: C starts as NaN garbage that must not be read */
 		void *dC = v < 4 ? pool_new(pl, nc, NAN) : pool_up(pl, C, nc);
-		op->gemm(pl->be->ctx, ta, tb, M, N, K, al, dA, ta ? M : K, dB,
-			 tb ? K : N, be, dC, N);
+		be_gemm(pl->be, ta, tb, M, N, K, al, dA, ta ? M : K, dB,
+			tb ? K : N, be, dC, N);
 		outs_add(o, pl, names[v], dC, nc);
 	}
 	pool_free(pl);
@@ -170,14 +169,13 @@ Test(cuda_ops, gemm, .timeout = 300)
  * large N the multi-slab reduction. */
 static void run_bias(struct pool *pl, const struct shape *s, struct outs *o)
 {
-	const struct backend_ops *op = pl->be->ops;
 	int N = s->B * s->T, C = s->V;
 	size_t n = (size_t)N * C;
 	double *x = rnd(n, 1), *b = rnd((size_t)C, 1), *dy = rnd(n, 1);
 	void *dx = pool_up(pl, x, n), *db = pool_up(pl, b, (size_t)C);
 	void *ddy = pool_up(pl, dy, n), *dgb = pool_new(pl, (size_t)C, 0.25);
-	op->bias_forward(pl->be->ctx, dx, db, N, C);
-	op->bias_backward(pl->be->ctx, dgb, ddy, N, C);
+	be_bias_forward(pl->be, dx, db, N, C);
+	be_bias_backward(pl->be, dgb, ddy, N, C);
 	outs_add(o, pl, "y", dx, n);
 	outs_add(o, pl, "db", dgb, (size_t)C);
 	pool_free(pl);
@@ -195,22 +193,21 @@ static void run_act(struct pool *pl, const struct shape *s, struct outs *o)
 {
 	static const char *fn[4] = {"relu", "gelu", "tanh", "sigmoid"};
 	static const char *bn[4] = {"relu'", "gelu'", "tanh'", "sigmoid'"};
-	const struct backend_ops *op = pl->be->ops;
 	size_t n = (size_t)s->B * s->T * s->F;
 	double *x = rnd(n, 3), *g = rnd(n, 1), *w = rnd(n, 1);
 	for (int a = ACT_RELU; a <= ACT_SIGMOID; a++) {
 		void *dx = pool_up(pl, x, n), *y = pool_up(pl, x, n);
 		void *dg = pool_up(pl, g, n);
-		op->act_forward(pl->be->ctx, (enum act_kind)a, y, y, n);
+		be_act_forward(pl->be, (enum act_kind)a, y, y, n);
 		outs_add(o, pl, fn[a], y, n);
 		int uses_x = a == ACT_GELU;
-		op->act_backward(pl->be->ctx, (enum act_kind)a, dg, dg,
-				 uses_x ? dx : NULL, uses_x ? NULL : y, n);
+		be_act_backward(pl->be, (enum act_kind)a, dg, dg,
+				uses_x ? dx : NULL, uses_x ? NULL : y, n);
 		outs_add(o, pl, bn[a], dg, n);
 	}
 	void *da = pool_up(pl, x, n), *dw = pool_up(pl, w, n);
 	void *dm = pool_new(pl, n, NAN);
-	op->mul(pl->be->ctx, dm, da, dw, n);
+	be_mul(pl->be, dm, da, dw, n);
 	outs_add(o, pl, "mul", dm, n);
 	pool_free(pl);
 	free(x), free(g), free(w);
@@ -227,8 +224,6 @@ Test(cuda_ops, activations_mul, .timeout = 300)
 static void run_layernorm(struct pool *pl, const struct shape *s,
 			  struct outs *o)
 {
-	const struct backend_ops *op = pl->be->ops;
-	void *c = pl->be->ctx;
 	int N = s->B * s->T, C = s->C;
 	size_t n = (size_t)N * C;
 	double *x = rnd(n, 2), *w = rnd((size_t)C, 1), *b = rnd((size_t)C, 1);
@@ -239,19 +234,19 @@ static void run_layernorm(struct pool *pl, const struct shape *s,
 	void *db_ = pool_up(pl, b, (size_t)C), *y = pool_new(pl, n, NAN);
 	void *mr = pool_new(pl, 2 * (size_t)N, NAN);
 	void *rs = dq_at(pl->be, mr, (size_t)N);
-	op->layernorm_forward(c, y, mr, rs, dx_in, NULL, NULL, dw_, db_, N, C);
+	be_layernorm_forward(pl->be, y, mr, rs, dx_in, dw_, db_, N, C);
 	outs_add(o, pl, "y", y, n);
 	outs_add(o, pl, "mean|rstd", mr, 2 * (size_t)N);
 	void *ddy = pool_up(pl, dy, n), *gx = pool_new(pl, n, 123.0);
 	void *gw = pool_new(pl, (size_t)C, 0.5),
 	     *gb = pool_new(pl, (size_t)C, 0.5);
-	op->layernorm_backward(c, gx, NULL, NULL, gw, gb, ddy, dx_in, mr, rs,
-			       dw_, N, C);
+	be_layernorm_backward(pl->be, gx, gw, gb, ddy, dx_in, mr, rs, dw_, N,
+			      C);
 	outs_add(o, pl, "dx", gx, n);
 	outs_add(o, pl, "dw", gw, (size_t)C);
 	outs_add(o, pl, "db", gb, (size_t)C);
-	op->layernorm_backward(c, ddy, NULL, NULL, gw, gb, ddy, dx_in, mr, rs,
-			       dw_, N, C);
+	be_layernorm_backward(pl->be, ddy, gw, gb, ddy, dx_in, mr, rs, dw_, N,
+			      C);
 	outs_add(o, pl, "dx (in place)", ddy, n);
 	outs_add(o, pl, "dw twice", gw, (size_t)C);
 	pool_free(pl);
@@ -269,8 +264,6 @@ Test(cuda_ops, layernorm, .timeout = 300)
  * backward with dres and dbias. */
 static void run_fused(struct pool *pl, const struct shape *s, struct outs *o)
 {
-	const struct backend_ops *op = pl->be->ops;
-	void *c = pl->be->ctx;
 	int N = s->B * s->T, F = s->F, C = s->C;
 	size_t nf = (size_t)N * F, n = (size_t)N * C;
 	size_t nx = nf > n ? nf : n;
@@ -280,10 +273,11 @@ static void run_fused(struct pool *pl, const struct shape *s, struct outs *o)
 	for (int a = ACT_RELU; a <= ACT_TANH; a += ACT_TANH - ACT_RELU) {
 		void *y = pool_up(pl, x, nf), *dg = pool_up(pl, g, nf);
 		void *db = pool_new(pl, (size_t)F, 0.25);
-		op->bias_act_forward(c, (enum act_kind)a, y, dp, N, F);
+		be_bias_act_forward(pl->be, (enum act_kind)a, y, dp, N, F);
 		outs_add(o, pl, a == ACT_RELU ? "relu(y+b)" : "tanh(y+b)", y,
 			 nf);
-		op->act_bias_backward(c, (enum act_kind)a, dg, dg, y, db, N, F);
+		be_act_bias_backward(pl->be, (enum act_kind)a, dg, dg, y, db, N,
+				     F);
 		outs_add(o, pl, "dx", dg, nf);
 		outs_add(o, pl, "db", db, (size_t)F);
 	}
@@ -293,15 +287,16 @@ static void run_fused(struct pool *pl, const struct shape *s, struct outs *o)
 	void *rs = dq_at(pl->be, mr, (size_t)N);
 	void *w = dq_at(pl->be, dp, (size_t)C),
 	     *b = dq_at(pl->be, dp, 2 * (size_t)C);
-	op->layernorm_forward(c, y, mr, rs, dx_in, res, dp, w, b, N, C);
+	be_residual_layernorm_forward(pl->be, y, mr, rs, dx_in, res, dp, w, b,
+				      N, C);
 	outs_add(o, pl, "x+res+bias", dx_in, n);
 	outs_add(o, pl, "LN(x+res+bias)", y, n);
 	void *ddy = pool_up(pl, x, n), *gx = pool_new(pl, n, 77.0);
 	void *dres = pool_new(pl, n, 77.0);
 	void *gp = pool_new(pl, 3 * (size_t)C, 0.5); /* dbias | dw | db */
-	op->layernorm_backward(c, gx, dres, gp, dq_at(pl->be, gp, (size_t)C),
-			       dq_at(pl->be, gp, 2 * (size_t)C), ddy, dx_in, mr,
-			       rs, w, N, C);
+	be_residual_layernorm_backward(
+	    pl->be, gx, dres, gp, dq_at(pl->be, gp, (size_t)C),
+	    dq_at(pl->be, gp, 2 * (size_t)C), ddy, dx_in, mr, rs, w, N, C);
 	outs_add(o, pl, "dx", gx, n);
 	outs_add(o, pl, "dres", dres, n);
 	outs_add(o, pl, "dbias | dw | db", gp, 3 * (size_t)C);
@@ -330,19 +325,18 @@ Test(cuda_ops, fused_vs_unfused, .timeout = 120)
 static void run_attention(struct pool *pl, const struct shape *s,
 			  struct outs *o)
 {
-	const struct backend_ops *op = pl->be->ops;
 	int B = s->B, T = s->T, C = s->C, H = s->H;
 	size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C,
 	       natt = (size_t)B * H * T * T;
 	double *qkv = rnd(nqkv, 2.0), *dout = rnd(nout, 1.0);
 	void *dq = pool_up(pl, qkv, nqkv), *out = pool_new(pl, nout, NAN);
 	void *att = pool_new(pl, natt, -1.0);
-	op->attention_forward(pl->be->ctx, out, att, dq, B, T, C, H);
+	be_attention_forward(pl->be, out, att, dq, B, T, C, H);
 	outs_add(o, pl, "out", out, nout);
 	outs_add(o, pl, "att", att, natt);
 	void *dd = pool_up(pl, dout, nout), *dqkv = pool_new(pl, nqkv, 77.0);
 	void *scr = pool_new(pl, natt, 55.0);
-	op->attention_backward(pl->be->ctx, dqkv, scr, dd, dq, att, B, T, C, H);
+	be_attention_backward(pl->be, dqkv, scr, dd, dq, att, B, T, C, H);
 	outs_add(o, pl, "dqkv", dqkv, nqkv);
 	pool_free(pl);
 	free(qkv), free(dout);
@@ -364,8 +358,8 @@ static void check_attention_mask(struct backend *be, int B, int T, int C, int H)
 	void *dq = pool_up(&pl, qkv, nqkv);
 	void *out = pool_new(&pl, (size_t)B * T * C, 0);
 	void *da = pool_new(&pl, natt, -1.0);
-	be->ops->attention_forward(be->ctx, out, da, dq, B, T, C, H);
-	be->ops->download(be->ctx, att, da, natt);
+	be_attention_forward(be, out, da, dq, B, T, C, H);
+	be_download(be, att, da, natt);
 	for (int bh = 0; bh < B * H; bh++)
 		for (int t = 0; t < T; t++) {
 			const double *row = att + ((size_t)bh * T + t) * T;
@@ -398,7 +392,6 @@ Test(cuda_ops, attention_mask)
  * wpe with T + 2 rows; dwte and dwpe start at 0.5 (+=). */
 static void run_embed(struct pool *pl, const struct shape *s, struct outs *o)
 {
-	const struct backend_ops *op = pl->be->ops;
 	int B = s->B, T = s->T, C = s->C, V = s->V, BT = B * T;
 	size_t nte = (size_t)V * C, npe = (size_t)(T + 2) * C,
 	       nout = (size_t)BT * C;
@@ -411,11 +404,11 @@ static void run_embed(struct pool *pl, const struct shape *s, struct outs *o)
 	void *dte = pool_up(pl, wte, nte), *dpe = pool_up(pl, wpe, npe);
 	int32_t *dt = pool_ints(pl, tok, (size_t)BT);
 	void *out = pool_new(pl, nout, NAN);
-	op->embed_forward(pl->be->ctx, out, dt, dte, dpe, B, T, C);
+	be_embed_forward(pl->be, out, dt, dte, dpe, B, T, C);
 	outs_add(o, pl, "out", out, nout);
 	void *dg = pool_up(pl, g, nout);
 	void *gte = pool_new(pl, nte, 0.5), *gpe = pool_new(pl, npe, 0.5);
-	op->embed_backward(pl->be->ctx, gte, gpe, dg, dt, B, T, C, V);
+	be_embed_backward(pl->be, gte, gpe, dg, dt, B, T, C, V);
 	outs_add(o, pl, "dwte", gte, nte);
 	outs_add(o, pl, "dwpe", gpe, npe);
 	pool_free(pl);
@@ -431,7 +424,6 @@ Test(cuda_ops, embedding, .timeout = 300)
  * logits, dlogits in place of the probs with scale 0.37 / N. */
 static void run_xent(struct pool *pl, const struct shape *s, struct outs *o)
 {
-	const struct backend_ops *op = pl->be->ops;
 	int N = s->B * s->T, V = s->V;
 	size_t n = (size_t)N * V;
 	int32_t *tg = malloc((size_t)N * sizeof(int32_t));
@@ -442,12 +434,12 @@ static void run_xent(struct pool *pl, const struct shape *s, struct outs *o)
 	l[5] += 40; /* needs the max subtraction */
 	void *dl = pool_up(pl, l, n);
 	int32_t *dt = pool_ints(pl, tg, (size_t)N);
-	double loss = op->xent_forward(pl->be->ctx, dl, dl, dt, N, V);
+	double loss = be_xent_forward(pl->be, dl, dl, dt, N, V);
 	void *dloss = pool_new(pl, 1, 0);
-	op->upload(pl->be->ctx, dloss, &loss, 1);
+	be_upload(pl->be, dloss, &loss, 1);
 	outs_add(o, pl, "loss", dloss, 1);
 	outs_add(o, pl, "probs", dl, n);
-	op->xent_backward(pl->be->ctx, dl, dl, dt, N, V, 0.37 / N);
+	be_xent_backward(pl->be, dl, dl, dt, N, V, 0.37 / N);
 	outs_add(o, pl, "dlogits", dl, n);
 	pool_free(pl);
 	free(tg), free(l);
@@ -475,15 +467,15 @@ Test(cuda_ops, gemm_strided)
 		void *dA = pool_up(&pl, A, na), *dB = pool_up(&pl, B, nb),
 		     *dC = pool_up(&pl, C, nc);
 		/* the float values the device holds */
-		be->ops->download(be->ctx, A, dA, na);
-		be->ops->download(be->ctx, B, dB, nb);
-		be->ops->download(be->ctx, C, dC, nc);
+		be_download(be, A, dA, na);
+		be_download(be, B, dB, nb);
+		be_download(be, C, dC, nc);
 		double *ref = zeros(nc), *got = zeros(nc);
 		memcpy(ref, C, nc * sizeof(double));
 		naive_gemm(ref, ldc, ta, tb, M, N, K, 1.3, A, lda, B, ldb, 0.5);
-		be->ops->gemm(be->ctx, ta, tb, M, N, K, 1.3, dA, lda, dB, ldb,
-			      0.5, dC, ldc);
-		be->ops->download(be->ctx, got, dC, nc);
+		be_gemm(be, ta, tb, M, N, K, 1.3, dA, lda, dB, ldb, 0.5, dC,
+			ldc);
+		be_download(be, got, dC, nc);
 		for (int m = 0; m < M; m++)
 			for (int n = 0; n < ldc; n++) {
 				size_t i = (size_t)m * ldc + n;
@@ -512,8 +504,8 @@ Test(cuda_ops, tf32_switch)
 {
 	struct backend *be = cuda_or_skip();
 	struct backend *c64 = make("cpu64", 0);
-	cr_assert_not_null(be->ops->set_tf32);
-	cr_assert_null(c64->ops->set_tf32);
+	cr_assert(be_has_device(be));
+	cr_assert(!be_has_device(c64));
 	int M = 256, N = 192, K = 512;
 	size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
 	rng_state = 31;
@@ -522,15 +514,14 @@ Test(cuda_ops, tf32_switch)
 	struct pool p64 = {c64, {0}, 0}, pc = {be, {0}, 0};
 	void *a64 = pool_up(&p64, A, na), *b64 = pool_up(&p64, B, nb),
 	     *r64 = pool_new(&p64, nc, 0);
-	c64->ops->gemm(c64->ctx, 0, 0, M, N, K, 1, a64, K, b64, N, 0, r64, N);
-	c64->ops->download(c64->ctx, ref, r64, nc);
+	be_gemm(c64, 0, 0, M, N, K, 1, a64, K, b64, N, 0, r64, N);
+	be_download(c64, ref, r64, nc);
 	void *da = pool_up(&pc, A, na), *db = pool_up(&pc, B, nb),
 	     *dc = pool_new(&pc, nc, 0);
 	for (int mode = 1; mode >= 0; mode--) {
-		be->ops->set_tf32(be->ctx, mode);
-		be->ops->gemm(be->ctx, 0, 0, M, N, K, 1, da, K, db, N, 0, dc,
-			      N);
-		be->ops->download(be->ctx, got, dc, nc);
+		be_set_tf32(be, mode);
+		be_gemm(be, 0, 0, M, N, K, 1, da, K, db, N, 0, dc, N);
+		be_download(be, got, dc, nc);
 		double e = nmse(got, ref, nc);
 		cr_assert_lt(e, mode ? 1e-5 : NMSE_TOL, "tf32=%d: NMSE %g",
 			     mode, e);

@@ -45,8 +45,7 @@ static inline int32_t *cuda_test_tokens(const struct bench_config *c)
 static inline double *cuda_test_grads(const struct run_ctx *rc)
 {
 	double *g = zeros(rc->m->n_param_elems);
-	rc->be->ops->download(rc->be->ctx, g, rc->m->grad_buf,
-			      rc->m->n_param_elems);
+	be_download(rc->be, g, rc->m->grad_buf, rc->m->n_param_elems);
 	return g;
 }
 

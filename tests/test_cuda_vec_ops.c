@@ -6,7 +6,7 @@
  * propagation; the batched solver ops and the solve-control decisions;
  * transfers larger than the staging buffer; fill/copy; zero_rows and
  * transpose bit for bit; bitwise determinism of every op but the embedding
- * scatter; the step's scalars on the device bit for bit their host twins
+ * scatter; the step's scalars on the device against references
  * (test_step_scalars.h). Tolerances are justified where they are used.
  */
 #include "test_cuda_util.h"
@@ -39,13 +39,13 @@ Test(cuda_ops, adam)
 		struct pool pl = {be, {0}, 0};
 		void *dp = pool_up(&pl, p, n), *dg = pool_up(&pl, g, n),
 		     *dm = pool_up(&pl, m, n), *dv = pool_up(&pl, v, n);
-		be->ops->download(be->ctx, p, dp, n);
-		be->ops->download(be->ctx, g, dg, n);
-		be->ops->download(be->ctx, m, dm, n);
-		be->ops->download(be->ctx, v, dv, n);
+		be_download(be, p, dp, n);
+		be_download(be, g, dg, n);
+		be_download(be, m, dm, n);
+		be_download(be, v, dv, n);
 		for (int t = 1; t <= 2; t++) {
-			be->ops->adam(be->ctx, dp, dg, dm, dv, n, lr, b1, b2,
-				      eps, wd, t);
+			be_adam_host(be, dp, dg, dm, dv, n, lr, b1, b2, eps, wd,
+				     t);
 			for (size_t i = 0; i < n; i++) {
 				m[i] = b1 * m[i] + (1 - b1) * g[i];
 				v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
@@ -56,9 +56,9 @@ Test(cuda_ops, adam)
 			}
 		}
 		double *gp = zeros(n), *gm = zeros(n), *gv = zeros(n);
-		be->ops->download(be->ctx, gp, dp, n);
-		be->ops->download(be->ctx, gm, dm, n);
-		be->ops->download(be->ctx, gv, dv, n);
+		be_download(be, gp, dp, n);
+		be_download(be, gm, dm, n);
+		be_download(be, gv, dv, n);
 		for (size_t i = 0; i < n; i++)
 			cr_assert(fabs(gp[i] - p[i]) <= 1e-6 &&
 				      fabs(gm[i] - m[i]) <= 1e-6 &&
@@ -96,11 +96,11 @@ Test(cuda_ops, vector_ops, .timeout = 120)
 		double *x = rnd(n, 1), *y = rnd(n, 1);
 		struct pool pl = {be, {0}, 0};
 		void *dx = pool_up(&pl, x, n), *dy = pool_up(&pl, y, n);
-		be->ops->download(be->ctx, x, dx, n);
-		be->ops->download(be->ctx, y, dy, n);
-		double d = be->ops->dot(be->ctx, dx, dy, n);
-		double nr = be->ops->norm(be->ctx, dx, n);
-		double d2 = be->ops->dot(be->ctx, dx, dy, n);
+		be_download(be, x, dx, n);
+		be_download(be, y, dy, n);
+		double d = dot_host(be, dx, dy, n);
+		double nr = be_norm(be, dx, n);
+		double d2 = dot_host(be, dx, dy, n);
 		cr_assert(d == d2 || (isnan(d) && isnan(d2)),
 			  "dot not deterministic: %.17g vs %.17g", d, d2);
 		double rd, ad, rn;
@@ -109,11 +109,11 @@ Test(cuda_ops, vector_ops, .timeout = 120)
 			  "n=%zu dot %.17g vs %.17g", n, d, rd);
 		cr_assert(fabs(nr - rn) <= 1e-11 * rn || nr == rn,
 			  "n=%zu norm %.17g vs %.17g", n, nr, rn);
-		be->ops->axpy(be->ctx, dy, -0.75, dx, n);
-		be->ops->scale(be->ctx, dx, 1.5, n);
+		be_axpy(be, dy, -0.75, dx, n);
+		be_scale(be, dx, 1.5, n);
 		double *gx = zeros(n), *gy = zeros(n);
-		be->ops->download(be->ctx, gx, dx, n);
-		be->ops->download(be->ctx, gy, dy, n);
+		be_download(be, gx, dx, n);
+		be_download(be, gy, dy, n);
 		for (size_t i = 0; i < n; i++) {
 			double ry = y[i] - 0.75 * x[i];
 			cr_assert(fabs(gy[i] - ry) <=
@@ -125,13 +125,11 @@ Test(cuda_ops, vector_ops, .timeout = 120)
 		}
 		if (n > 5) {
 			double bad[2] = {NAN, INFINITY};
-			be->ops->upload(be->ctx, dq_at(be, dx, n - 3), &bad[0],
-					1);
-			cr_assert(isnan(be->ops->norm(be->ctx, dx, n)));
-			cr_assert(isnan(be->ops->dot(be->ctx, dx, dy, n)));
-			be->ops->upload(be->ctx, dq_at(be, dx, n - 3), &bad[1],
-					1);
-			cr_assert(isinf(be->ops->norm(be->ctx, dx, n)));
+			be_upload(be, dq_at(be, dx, n - 3), &bad[0], 1);
+			cr_assert(isnan(be_norm(be, dx, n)));
+			cr_assert(isnan(dot_host(be, dx, dy, n)));
+			be_upload(be, dq_at(be, dx, n - 3), &bad[1], 1);
+			cr_assert(isinf(be_norm(be, dx, n)));
 		}
 		pool_free(&pl);
 		free(x), free(y), free(gx), free(gy);
@@ -181,15 +179,15 @@ Test(cuda_ops, transfers)
 		h[i] = (double)(i % 1000003) * 0.25 - 7; /* exact in float */
 	struct pool pl = {be, {0}, 0};
 	void *a = pool_up(&pl, h, n), *b = pool_new(&pl, n, 3.0);
-	be->ops->download(be->ctx, g, a, n);
+	be_download(be, g, a, n);
 	cr_assert(memcmp(g, h, n * sizeof(double)) == 0, "round trip");
-	be->ops->copy(be->ctx, b, a, n);
-	be->ops->fill(be->ctx, a, 0.0, 5);
-	be->ops->fill(be->ctx, dq_at(be, a, 5), -0.0, 3);
-	be->ops->fill(be->ctx, dq_at(be, a, 8), 4.5, 2);
-	be->ops->download(be->ctx, g, b, n);
+	be_copy(be, b, a, n);
+	be_fill(be, a, 0.0, 5);
+	be_fill(be, dq_at(be, a, 5), -0.0, 3);
+	be_fill(be, dq_at(be, a, 8), 4.5, 2);
+	be_download(be, g, b, n);
 	cr_assert(memcmp(g, h, n * sizeof(double)) == 0, "copy");
-	be->ops->download(be->ctx, g, a, 11);
+	be_download(be, g, a, 11);
 	for (int i = 0; i < 5; i++)
 		cr_assert(g[i] == 0 && !signbit(g[i]));
 	for (int i = 5; i < 8; i++)
@@ -197,7 +195,7 @@ Test(cuda_ops, transfers)
 	cr_assert(g[8] == 4.5 && g[9] == 4.5 && g[10] == h[10]);
 	int32_t ids[3] = {5, -1, 1 << 30}, back[3];
 	int32_t *di = pool_ints(&pl, ids, 3);
-	be->ops->download_bytes(be->ctx, back, di, sizeof(ids));
+	be_download_bytes(be, back, di, sizeof(ids));
 	cr_assert(memcmp(ids, back, sizeof(ids)) == 0);
 	pool_free(&pl);
 	backend_destroy(be);
@@ -212,7 +210,6 @@ static void det_run(struct backend *be, double *res, size_t nres)
 	size_t nqkv = (size_t)N * 3 * C, nbt = (size_t)N * C,
 	       natt = (size_t)B * H * T * T;
 	struct pool pl = {be, {0}, 0};
-	const struct backend_ops *op = be->ops;
 	rng_state = 4242;
 	double *h = rnd(nqkv, 1.5);
 	void *qkv = pool_up(&pl, h, nqkv);
@@ -225,35 +222,33 @@ static void det_run(struct backend *be, double *res, size_t nres)
 	for (int i = 0; i < N; i++)
 		tok[i] = (int32_t)((i * 7) % 13);
 	int32_t *dtok = pool_ints(&pl, tok, (size_t)N);
-	op->attention_forward(be->ctx, o, att, qkv, B, T, C, H);
-	op->attention_backward(be->ctx, dq, scr, o, qkv, att, B, T, C, H);
-	op->layernorm_forward(be->ctx, o, mr, dq_at(be, mr, (size_t)N), qkv,
-			      NULL, NULL, lnw, lnw, N, C);
-	op->layernorm_backward(be->ctx, qkv, NULL, NULL, dw,
-			       dq_at(be, dw, (size_t)C), o, dq, mr,
-			       dq_at(be, mr, (size_t)N), lnw, N, C);
-	op->bias_backward(be->ctx, dq_at(be, dw, 2 * (size_t)C), dq, 3 * N, C);
-	op->embed_backward(be->ctx, scr, dq_at(be, scr, (size_t)V * C), qkv,
-			   dtok, B, T, C, V);
-	double L = op->xent_forward(be->ctx, dq, dq, dtok, N, V);
-	double d = op->dot(be->ctx, qkv, dq, nqkv);
+	be_attention_forward(be, o, att, qkv, B, T, C, H);
+	be_attention_backward(be, dq, scr, o, qkv, att, B, T, C, H);
+	be_layernorm_forward(be, o, mr, dq_at(be, mr, (size_t)N), qkv, lnw, lnw,
+			     N, C);
+	be_layernorm_backward(be, qkv, dw, dq_at(be, dw, (size_t)C), o, dq, mr,
+			      dq_at(be, mr, (size_t)N), lnw, N, C);
+	be_bias_backward(be, dq_at(be, dw, 2 * (size_t)C), dq, 3 * N, C);
+	be_embed_backward(be, scr, dq_at(be, scr, (size_t)V * C), qkv, dtok, B,
+			  T, C, V);
+	double L = be_xent_forward(be, dq, dq, dtok, N, V);
+	double d = dot_host(be, qkv, dq, nqkv);
 	double *tmp = zeros(nqkv);
 	size_t k = 0;
-	op->download(be->ctx, tmp, qkv, nbt);
+	be_download(be, tmp, qkv, nbt);
 	for (size_t i = 0; i < nbt && k < nres; i++)
 		res[k++] = tmp[i];
-	op->download(be->ctx, tmp, dw, 3 * (size_t)C);
+	be_download(be, tmp, dw, 3 * (size_t)C);
 	for (size_t i = 0; i < 3 * (size_t)C && k < nres; i++)
 		res[k++] = tmp[i];
 	/* dwpe (deterministic) after the dwte rows */
-	op->download(be->ctx, tmp, dq_at(be, scr, (size_t)V * C),
-		     (size_t)T * C);
+	be_download(be, tmp, dq_at(be, scr, (size_t)V * C), (size_t)T * C);
 	for (size_t i = 0; i < (size_t)T * C && k < nres; i++)
 		res[k++] = tmp[i];
-	op->download(be->ctx, tmp, dq, nqkv);
+	be_download(be, tmp, dq, nqkv);
 	for (size_t i = 0; i < nqkv && k < nres; i++)
 		res[k++] = tmp[i];
-	op->download(be->ctx, tmp, att, natt); /* natt <= nqkv */
+	be_download(be, tmp, att, natt); /* natt <= nqkv */
 	for (size_t i = 0; i < natt && k + 2 < nres; i++)
 		res[k++] = tmp[i];
 	cr_assert_eq(k + 2, nres);

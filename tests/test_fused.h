@@ -36,8 +36,8 @@ static inline void fused_same(const struct fused_cmp *k, const void *a,
 			      const void *b, size_t n, const char *part)
 {
 	double *ha = zeros(n), *hb = zeros(n);
-	k->be->ops->download(k->be->ctx, ha, a, n);
-	k->be->ops->download(k->be->ctx, hb, b, n);
+	be_download(k->be, ha, a, n);
+	be_download(k->be, hb, b, n);
 	for (size_t i = 0; i < n; i++) {
 		int ok = k->exact ? ha[i] == hb[i]
 				  : fabs(ha[i] - hb[i]) <=
@@ -53,29 +53,28 @@ static inline void check_fused_act(const struct fused_cmp *k, enum act_kind act,
 				   int N, int C)
 {
 	struct backend *be = k->be;
-	const struct backend_ops *o = be->ops;
 	size_t n = (size_t)N * C;
 	double *h_y = rnd(n, 2.0), *h_b = rnd((size_t)C, 1.0);
 	double *h_dy = rnd(n, 1.0);
 	struct pool pl = {be, {0}, 0};
 	void *y = pool_up(&pl, h_y, n), *y2 = pool_up(&pl, h_y, n);
 	void *b = pool_up(&pl, h_b, (size_t)C);
-	o->bias_act_forward(be->ctx, act, y, b, N, C);
-	o->bias_forward(be->ctx, y2, b, N, C);
-	o->act_forward(be->ctx, act, y2, y2, n);
+	be_bias_act_forward(be, act, y, b, N, C);
+	be_bias_forward(be, y2, b, N, C);
+	be_act_forward(be, act, y2, y2, n);
 	fused_same(k, y, y2, n, "y");
 
 	void *dy = pool_up(&pl, h_dy, n), *dx = pool_new(&pl, n, 7.0);
 	void *dx2 = pool_new(&pl, n, 7.0), *dx3 = pool_up(&pl, h_dy, n);
 	void *db = pool_new(&pl, (size_t)C, 0.5);
 	void *db2 = pool_new(&pl, (size_t)C, 0.5);
-	o->act_bias_backward(be->ctx, act, dx, dy, y, db, N, C);
-	o->act_backward(be->ctx, act, dx2, dy, NULL, y, n);
-	o->bias_backward(be->ctx, db2, dx2, N, C);
+	be_act_bias_backward(be, act, dx, dy, y, db, N, C);
+	be_act_backward(be, act, dx2, dy, NULL, y, n);
+	be_bias_backward(be, db2, dx2, N, C);
 	fused_same(k, dx, dx2, n, "dx");
 	fused_same(k, db, db2, (size_t)C, "db");
 	/* in place (dx = dy), no bias gradient */
-	o->act_bias_backward(be->ctx, act, dx3, dx3, y, NULL, N, C);
+	be_act_bias_backward(be, act, dx3, dx3, y, NULL, N, C);
 	fused_same(k, dx3, dx2, n, "dx in place, db NULL");
 	pool_free(&pl);
 	free(h_y), free(h_b), free(h_dy);
@@ -86,7 +85,6 @@ static inline void check_fused_ln(const struct fused_cmp *k, int N, int C,
 				  int use_res, int use_bias)
 {
 	struct backend *be = k->be;
-	const struct backend_ops *o = be->ops;
 	size_t n = (size_t)N * C;
 	double *h_x = rnd(n, 2.0), *h_r = rnd(n, 1.0), *h_dy = rnd(n, 1.0);
 	double *h_p = rnd(3 * (size_t)C, 1.0); /* bias | w | b */
@@ -100,13 +98,14 @@ static inline void check_fused_ln(const struct fused_cmp *k, int N, int C,
 	void *m1 = ms, *r1 = dq_at(be, ms, (size_t)N);
 	void *m2 = dq_at(be, ms, 2 * (size_t)N);
 	void *r2 = dq_at(be, ms, 3 * (size_t)N);
-	o->layernorm_forward(be->ctx, y, m1, r1, x, use_res ? res : NULL,
-			     use_bias ? bias : NULL, w, b, N, C);
+	be->ops->math->layernorm_forward(be->ctx, y, m1, r1, x,
+					 use_res ? res : NULL,
+					 use_bias ? bias : NULL, w, b, N, C);
 	if (use_res)
-		o->axpy(be->ctx, x2, 1.0, res, n);
+		be_axpy(be, x2, 1.0, res, n);
 	if (use_bias)
-		o->bias_forward(be->ctx, x2, bias, N, C);
-	o->layernorm_forward(be->ctx, y2, m2, r2, x2, NULL, NULL, w, b, N, C);
+		be_bias_forward(be, x2, bias, N, C);
+	be_layernorm_forward(be, y2, m2, r2, x2, w, b, N, C);
 	fused_same(k, x, x2, n, "x (the sum)");
 	fused_same(k, y, y2, n, "y");
 	fused_same(k, m1, m2, 2 * (size_t)N, "mean | rstd");
@@ -115,13 +114,13 @@ static inline void check_fused_ln(const struct fused_cmp *k, int N, int C,
 	void *dx2 = pool_new(&pl, n, 7.0), *dres = pool_new(&pl, n, 7.0);
 	void *g = pool_new(&pl, 6 * (size_t)C, 0.5); /* dbias dw db, twice */
 	void *g2 = dq_at(be, g, 3 * (size_t)C);
-	o->layernorm_backward(be->ctx, dx, dres, g, dq_at(be, g, (size_t)C),
-			      dq_at(be, g, 2 * (size_t)C), dy, x, m1, r1, w, N,
+	be->ops->math->layernorm_backward(
+	    be->ctx, dx, dres, g, dq_at(be, g, (size_t)C),
+	    dq_at(be, g, 2 * (size_t)C), dy, x, m1, r1, w, N, C);
+	be_layernorm_backward(be, dx2, dq_at(be, g2, (size_t)C),
+			      dq_at(be, g2, 2 * (size_t)C), dy, x, m1, r1, w, N,
 			      C);
-	o->layernorm_backward(
-	    be->ctx, dx2, NULL, NULL, dq_at(be, g2, (size_t)C),
-	    dq_at(be, g2, 2 * (size_t)C), dy, x, m1, r1, w, N, C);
-	o->bias_backward(be->ctx, g2, dx2, N, C);
+	be_bias_backward(be, g2, dx2, N, C);
 	fused_same(k, dx, dx2, n, "dx");
 	fused_same(k, dres, dx2, n, "dres");
 	fused_same(k, g, g2, 3 * (size_t)C, "dbias | dw | db");

@@ -43,6 +43,7 @@
 
 static struct {
 	struct backend_ops ops;
+	struct backend_graph_ops graph;
 	int recordings, loops, segments, after_stop, launches, live;
 	int in_loop;
 } fake;
@@ -101,13 +102,14 @@ static void give_graphs(struct model *m)
 {
 	memset(&fake, 0, sizeof(fake));
 	fake.ops = *m->be->ops;
-	fake.ops.graph_begin = fake_begin;
-	fake.ops.graph_end = fake_end;
-	fake.ops.graph_loop_begin = fake_loop_begin;
-	fake.ops.graph_loop_next = fake_loop_next;
-	fake.ops.graph_loop_end = fake_loop_end;
-	fake.ops.graph_launch = fake_launch;
-	fake.ops.graph_free = fake_free;
+	fake.graph.graph_begin = fake_begin;
+	fake.graph.graph_end = fake_end;
+	fake.graph.graph_loop_begin = fake_loop_begin;
+	fake.graph.graph_loop_next = fake_loop_next;
+	fake.graph.graph_loop_end = fake_loop_end;
+	fake.graph.graph_launch = fake_launch;
+	fake.graph.graph_free = fake_free;
+	fake.ops.graph = &fake.graph;
 	m->be->ops = &fake.ops;
 }
 
@@ -288,6 +290,20 @@ static struct opt_out opt_out_of(struct model *m, double loss, double gn,
 	return o;
 }
 
+/* a and b (n parameters) the same bits. */
+static void same_opt_out(const struct opt_out *a, const struct opt_out *b,
+			 size_t n, const char *be_name)
+{
+	cr_assert_eq(memcmp(&a->loss, &b->loss, sizeof(double)), 0, "%s",
+		     be_name);
+	cr_assert_eq(memcmp(&a->gn, &b->gn, sizeof(double)), 0, "%s", be_name);
+	cr_assert_eq(memcmp(a->p, b->p, n * sizeof(double)), 0, "%s", be_name);
+	cr_assert_eq(memcmp(a->am, b->am, n * sizeof(double)), 0, "%s",
+		     be_name);
+	cr_assert_eq(memcmp(a->av, b->av, n * sizeof(double)), 0, "%s",
+		     be_name);
+}
+
 static void check_head_opt(const char *be_name, double clip)
 {
 	struct model *m = open_model(be_name, MODEL_TRANSFORMER, odd, 3);
@@ -311,46 +327,50 @@ static void check_head_opt(const char *be_name, double clip)
 	double gn = be_norm(m->be, m->grad_buf, n);
 	if (clip > 0 && gn > clip)
 		be_scale(m->be, m->grad_buf, clip / gn, n);
-	be_adam(m->be, m->param_buf, m->grad_buf, am, av, n, o.lr, o.beta1,
-		o.beta2, o.eps, o.wd, o.t);
+	be_adam_host(m->be, m->param_buf, m->grad_buf, am, av, n, o.lr, o.beta1,
+		     o.beta2, o.eps, o.wd, o.t);
 	struct opt_out eager = opt_out_of(m, loss, gn, am, av);
 	cr_assert(clip == 0 || gn > clip, "%s: clipping engaged", be_name);
+	/* the run's step without graphs (its scalars on the device, nothing
+	 * recorded): the same bits */
+	be_upload(m->be, m->param_buf, p0, n);
+	be_fill(m->be, am, 0, n), be_fill(m->be, av, 0, n);
+	struct step_graphs sg0;
+	cr_assert_eq(step_graphs_init(&sg0, m, 1, 1), 0);
+	cr_assert(sg0.one_pass && !sg0.record, "%s: no graphs here", be_name);
+	head_and_method(m, me, z, &sg0);
+	step_graphs_opt(&sg0, m, am, av, &o, 1, &loss, &gn);
+	struct opt_out u = opt_out_of(m, loss, gn, am, av);
+	same_opt_out(&u, &eager, n, be_name);
+	step_graphs_free(&sg0, m);
 	/* recorded: the same bits */
 	be_upload(m->be, m->param_buf, p0, n);
 	be_fill(m->be, am, 0, n), be_fill(m->be, av, 0, n);
 	give_graphs(m);
 	struct step_graphs sg;
 	cr_assert(step_graphs_wanted(m, 1) && !step_graphs_wanted(m, 0));
-	cr_assert_eq(step_graphs_init(&sg, m), 0);
+	cr_assert_eq(step_graphs_init(&sg, m, 1, 1), 0);
+	cr_assert(sg.record, "%s: recorded", be_name);
 	head_and_method(m, me, z, &sg);
-	step_graphs_opt(&sg, m, am, av, &o, &loss, &gn);
+	step_graphs_opt(&sg, m, am, av, &o, 1, &loss, &gn);
 	struct opt_out g = opt_out_of(m, loss, gn, am, av);
-	cr_assert_eq(memcmp(&g.loss, &eager.loss, sizeof(double)), 0, "%s",
-		     be_name);
-	cr_assert_eq(memcmp(&g.gn, &eager.gn, sizeof(double)), 0, "%s",
-		     be_name);
-	cr_assert_eq(memcmp(g.p, eager.p, n * sizeof(double)), 0, "%s",
-		     be_name);
-	cr_assert_eq(memcmp(g.am, eager.am, n * sizeof(double)), 0, "%s",
-		     be_name);
-	cr_assert_eq(memcmp(g.av, eager.av, n * sizeof(double)), 0, "%s",
-		     be_name);
+	same_opt_out(&g, &eager, n, be_name);
 	cr_assert_eq(fake.recordings, 2, "%s: the head and the optimizer",
 		     be_name);
 	cr_assert_eq(fake.launches, 2, "%s", be_name);
 	/* the next step replays both; other moments record the optimizer anew */
 	o.t = 2;
 	head_and_method(m, me, z, &sg);
-	step_graphs_opt(&sg, m, am, av, &o, &loss, &gn);
+	step_graphs_opt(&sg, m, am, av, &o, 1, &loss, &gn);
 	cr_assert_eq(fake.recordings, 2, "%s", be_name);
 	cr_assert_eq(fake.launches, 4, "%s", be_name);
-	step_graphs_opt(&sg, m, av, am, &o, &loss, &gn);
+	step_graphs_opt(&sg, m, av, am, &o, 1, &loss, &gn);
 	cr_assert_eq(fake.recordings, 3, "%s", be_name);
 	step_graphs_free(&sg, m);
 	cr_assert_eq(fake.live, 0, "%s: step_graphs_free frees both", be_name);
 	method_destroy(me);
-	struct opt_out *outs[] = {&eager, &g};
-	for (int i = 0; i < 2; i++)
+	struct opt_out *outs[] = {&eager, &u, &g};
+	for (int i = 0; i < 3; i++)
 		free(outs[i]->p), free(outs[i]->am), free(outs[i]->av);
 	free(p0);
 	backend_free(m->be, z), backend_free(m->be, am),

@@ -45,6 +45,7 @@ enum { MAX_PF = 64 };
 static struct {
 	const struct backend_ops *orig;
 	struct backend_ops ops;
+	struct backend_managed_ops managed;
 	const char *block; /* the last managed allocation */
 	const void *p[MAX_PF];
 	size_t bytes[MAX_PF];
@@ -54,14 +55,14 @@ static struct {
 
 static void *fake_alloc(void *ctx, size_t bytes)
 {
-	void *p = fake.orig->raw_alloc(ctx, bytes);
+	void *p = fake.orig->core->raw_alloc(ctx, bytes);
 	fake.block = p;
 	return p;
 }
 
 static void fake_free(void *ctx, void *p)
 {
-	fake.orig->raw_free(ctx, p);
+	fake.orig->core->raw_free(ctx, p);
 }
 
 static void fake_prefetch(void *ctx, const void *p, size_t bytes, int to_device,
@@ -81,9 +82,10 @@ static void give_managed(struct model *m)
 {
 	fake.orig = m->be->ops;
 	fake.ops = *m->be->ops;
-	fake.ops.managed_alloc = fake_alloc;
-	fake.ops.managed_free = fake_free;
-	fake.ops.prefetch = fake_prefetch;
+	fake.managed.managed_alloc = fake_alloc;
+	fake.managed.managed_free = fake_free;
+	fake.managed.prefetch = fake_prefetch;
+	fake.ops.managed = &fake.managed;
 	m->be->ops = &fake.ops;
 	fake.n = 0;
 }

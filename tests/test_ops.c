@@ -210,7 +210,7 @@ static void op_gemm(struct backend *be, const struct op_case *c,
 		    double *const *grad)
 {
 	struct pool pl = {be, {0}, 0};
-	const struct backend_ops *o = be->ops;
+	const struct backend_math_ops *o = be->ops->math;
 	int M = c->M, N = c->N, K = c->K, ta = c->ta, tb = c->tb;
 	double al = c->alpha;
 	void *A = pool_up(&pl, in[0], c->inn[0]);
@@ -321,8 +321,8 @@ Test(ops, gemm_strided)
 			void *dA = pool_up(&pl, A, na),
 			     *dB = pool_up(&pl, B, nb),
 			     *dC = pool_up(&pl, C, nc);
-			be->ops->gemm(be->ctx, ta, tb, M, N, K, 1.3, dA, lda,
-				      dB, ldb, 0.5, dC, ldc);
+			be_gemm(be, ta, tb, M, N, K, 1.3, dA, lda, dB, ldb, 0.5,
+				dC, ldc);
 			pool_down(&pl, got, dC, nc);
 			pool_free(&pl);
 			backend_destroy(be);
@@ -351,12 +351,12 @@ static void op_bias(struct backend *be, const struct op_case *c,
 	int N = c->N, C = c->C;
 	void *y = pool_up(&pl, in[0], c->inn[0]);
 	void *b = pool_up(&pl, in[1], c->inn[1]);
-	be->ops->bias_forward(be->ctx, y, b, N, C);
+	be_bias_forward(be, y, b, N, C);
 	pool_down(&pl, out[0], y, c->outn[0]);
 	if (R) {
 		void *dy = pool_up(&pl, R, c->nloss);
 		void *db = pool_new(&pl, (size_t)C, 0.25);
-		be->ops->bias_backward(be->ctx, db, dy, N, C);
+		be_bias_backward(be, db, dy, N, C);
 		memcpy(grad[0], R, c->nloss * sizeof(double));
 		pool_down(&pl, grad[1], db, (size_t)C);
 		for (int j = 0; j < C; j++)
@@ -400,13 +400,13 @@ static void op_act(struct backend *be, const struct op_case *c,
 	size_t n = c->inn[0];
 	void *x = pool_up(&pl, in[0], n);
 	void *y = pool_up(&pl, in[0], n);
-	be->ops->act_forward(be->ctx, c->act, y, y, n);
+	be_act_forward(be, c->act, y, y, n);
 	pool_down(&pl, out[0], y, n);
 	if (R) {
 		void *g = pool_up(&pl, R, n);
 		int uses_x = c->act == ACT_GELU;
-		be->ops->act_backward(be->ctx, c->act, g, g, uses_x ? x : NULL,
-				      uses_x ? NULL : y, n);
+		be_act_backward(be, c->act, g, g, uses_x ? x : NULL,
+				uses_x ? NULL : y, n);
 		pool_down(&pl, grad[0], g, n);
 	}
 	pool_free(&pl);
@@ -465,13 +465,13 @@ static void op_mul(struct backend *be, const struct op_case *c,
 	size_t n = c->inn[0];
 	void *a = pool_up(&pl, in[0], n), *b = pool_up(&pl, in[1], n);
 	void *y = pool_new(&pl, n, 0);
-	be->ops->mul(be->ctx, y, a, b, n);
+	be_mul(be, y, a, b, n);
 	pool_down(&pl, out[0], y, n);
 	if (R) {
 		void *g = pool_up(&pl, R, n);
-		be->ops->mul(be->ctx, y, g, b, n);
+		be_mul(be, y, g, b, n);
 		pool_down(&pl, grad[0], y, n);
-		be->ops->mul(be->ctx, y, g, a, n);
+		be_mul(be, y, g, a, n);
 		pool_down(&pl, grad[1], y, n);
 	}
 	pool_free(&pl);
@@ -513,8 +513,7 @@ static void op_layernorm(struct backend *be, const struct op_case *c,
 	void *y = pool_new(&pl, (size_t)N * C, 0);
 	void *mr = pool_new(&pl, 2 * (size_t)N, 0);
 	void *rs = dq_at(be, mr, (size_t)N);
-	be->ops->layernorm_forward(be->ctx, y, mr, rs, x, NULL, NULL, w, b, N,
-				   C);
+	be_layernorm_forward(be, y, mr, rs, x, w, b, N, C);
 	pool_down(&pl, out[0], y, (size_t)N * C);
 	pool_down(&pl, out[1], mr, 2 * (size_t)N);
 	if (R) {
@@ -522,8 +521,7 @@ static void op_layernorm(struct backend *be, const struct op_case *c,
 		void *dx = pool_new(&pl, (size_t)N * C, 123.0);
 		void *dw = pool_new(&pl, (size_t)C, 0.5);
 		void *db = pool_new(&pl, (size_t)C, 0.5);
-		be->ops->layernorm_backward(be->ctx, dx, NULL, NULL, dw, db, dy,
-					    x, mr, rs, w, N, C);
+		be_layernorm_backward(be, dx, dw, db, dy, x, mr, rs, w, N, C);
 		pool_down(&pl, grad[0], dx, (size_t)N * C);
 		pool_down(&pl, grad[1], dw, (size_t)C);
 		pool_down(&pl, grad[2], db, (size_t)C);
@@ -585,15 +583,15 @@ static void op_attention(struct backend *be, const struct op_case *c,
 	void *qkv = pool_up(&pl, in[0], c->inn[0]);
 	void *o = pool_new(&pl, c->outn[0], 0);
 	void *att = pool_new(&pl, c->outn[1], -1);
-	be->ops->attention_forward(be->ctx, o, att, qkv, B, T, C, H);
+	be_attention_forward(be, o, att, qkv, B, T, C, H);
 	pool_down(&pl, out[0], o, c->outn[0]);
 	pool_down(&pl, out[1], att, c->outn[1]);
 	if (R) {
 		void *dout = pool_up(&pl, R, c->nloss);
 		void *dqkv = pool_new(&pl, c->inn[0], 77.0);
 		void *scr = pool_new(&pl, c->outn[1], 55.0);
-		be->ops->attention_backward(be->ctx, dqkv, scr, dout, qkv, att,
-					    B, T, C, H);
+		be_attention_backward(be, dqkv, scr, dout, qkv, att, B, T, C,
+				      H);
 		pool_down(&pl, grad[0], dqkv, c->inn[0]);
 	}
 	pool_free(&pl);
@@ -679,14 +677,13 @@ static void op_embed(struct backend *be, const struct op_case *c,
 	void *wpe = pool_up(&pl, in[1], c->inn[1]);
 	int32_t *tok = pool_ints(&pl, c->ids, (size_t)B * T);
 	void *o = pool_new(&pl, c->outn[0], 0);
-	be->ops->embed_forward(be->ctx, o, tok, wte, wpe, B, T, C);
+	be_embed_forward(be, o, tok, wte, wpe, B, T, C);
 	pool_down(&pl, out[0], o, c->outn[0]);
 	if (R) {
 		void *dout = pool_up(&pl, R, c->nloss);
 		void *dwte = pool_new(&pl, c->inn[0], 0.5);
 		void *dwpe = pool_new(&pl, c->inn[1], 0.5);
-		be->ops->embed_backward(be->ctx, dwte, dwpe, dout, tok, B, T, C,
-					c->V);
+		be_embed_backward(be, dwte, dwpe, dout, tok, B, T, C, c->V);
 		pool_down(&pl, grad[0], dwte, c->inn[0]);
 		pool_down(&pl, grad[1], dwpe, c->inn[1]);
 		for (int k = 0; k < 2; k++)
@@ -742,10 +739,10 @@ static void op_xent(struct backend *be, const struct op_case *c,
 	int N = c->N, V = c->V;
 	void *l = pool_up(&pl, in[0], c->inn[0]);
 	int32_t *tg = pool_ints(&pl, c->ids, (size_t)N);
-	out[0][0] = be->ops->xent_forward(be->ctx, l, l, tg, N, V);
+	out[0][0] = be_xent_forward(be, l, l, tg, N, V);
 	pool_down(&pl, out[1], l, c->outn[1]);
 	if (R) {
-		be->ops->xent_backward(be->ctx, l, l, tg, N, V, R[0] / N);
+		be_xent_backward(be, l, l, tg, N, V, R[0] / N);
 		pool_down(&pl, grad[0], l, c->inn[0]);
 	}
 	pool_free(&pl);

@@ -100,6 +100,17 @@ static inline void pool_free(struct pool *pl)
 }
 
 /* Σ a b over n elements (test_util.h's hdot). */
+/* x · y on the backend in double, read back: be_dot_segments of one
+ * segment into the backend's own scalars. */
+static inline double dot_host(const struct backend *be, const void *x,
+			      const void *y, size_t n)
+{
+	double r;
+	be_dot_segments(be, be->scal, x, y, 1, n);
+	be_download_bytes(be, &r, be->scal, sizeof(r));
+	return r;
+}
+
 static inline double vdot(const double *a, const double *b, size_t n)
 {
 	return hdot(a, b, n);
@@ -162,7 +173,7 @@ static inline void naive_gemm(double *Cm, int ldc, int ta, int tb, int M, int N,
  *     product and sum for the float backends). */
 static inline void check_batched_ops(struct backend *be, double gtol)
 {
-	const struct backend_ops *o = be->ops;
+	const struct backend_math_ops *o = be->ops->math;
 	const size_t segs[][2] = {
 	    {1, 5}, {3, 4099}, {16, 8192}, {1000, 7}, {70000, 3}};
 	for (int i = 0; i < 5; i++) {
@@ -171,10 +182,15 @@ static inline void check_batched_ops(struct backend *be, double gtol)
 		double *x = rnd(n, 1), *y = rnd(n, 1);
 		double *got = zeros(ns), *again = zeros(ns);
 		void *dx = pool_up(&pl, x, n), *dy = pool_up(&pl, y, n);
+		double *dd =
+		    backend_alloc_bytes(be, ns * sizeof(double), MEM_WORKSPACE);
 		pool_down(&pl, x, dx, n);
 		pool_down(&pl, y, dy, n);
-		o->dot_segments(be->ctx, got, dx, dy, ns, len);
-		o->dot_segments(be->ctx, again, dx, dy, ns, len);
+		o->dot_segments(be->ctx, dd, dx, dy, ns, len);
+		be_download_bytes(be, got, dd, ns * sizeof(double));
+		o->dot_segments(be->ctx, dd, dx, dy, ns, len);
+		be_download_bytes(be, again, dd, ns * sizeof(double));
+		backend_free(be, dd);
 		for (size_t s = 0; s < ns; s++) {
 			double r = 0, a = 0;
 			for (size_t j = s * len; j < (s + 1) * len; j++) {
@@ -248,7 +264,7 @@ static inline double *ctl_block(struct backend *be, const double *h, size_t n)
 	double *d = backend_alloc_bytes(be, n * sizeof(double), MEM_SOLVER);
 	cr_assert_not_null(d);
 	if (h)
-		be->ops->upload_bytes(be->ctx, d, h, n * sizeof(double));
+		be_upload_bytes(be, d, h, n * sizeof(double));
 	return d;
 }
 
@@ -258,7 +274,7 @@ static inline void ctl_same(struct backend *be, const double *h,
 			    const double *d, size_t n, const char *what)
 {
 	double *g = zeros(n);
-	be->ops->download_bytes(be->ctx, g, d, n * sizeof(double));
+	be_download_bytes(be, g, d, n * sizeof(double));
 	for (size_t i = 0; i < n; i++)
 		cr_assert(g[i] == h[i] ||
 			      fabs(g[i] - h[i]) <= 1e-14 * fabs(h[i]) ||
@@ -268,7 +284,7 @@ static inline void ctl_same(struct backend *be, const double *h,
 }
 
 /* residual_dots against the ops it stands for (copy, axpy -1, then
- * dot_segments_dev of fx and of g) over ns segments of len: bit for bit,
+ * dot_segments of fx and of g) over ns segments of len: bit for bit,
  * into a separate g and in place (g = fx, done last: it overwrites fx). */
 static inline void check_residual_dots(struct backend *be, size_t ns,
 				       size_t len)
@@ -283,8 +299,8 @@ static inline void check_residual_dots(struct backend *be, size_t ns,
 	double *ds = ctl_block(be, NULL, 4 * ns);
 	be_copy(be, dw, df, n);
 	be_axpy(be, dw, -1.0, dx, n);
-	be_dot_segments_dev(be, ds, df, df, ns, len);
-	be_dot_segments_dev(be, ds + ns, dw, dw, ns, len);
+	be_dot_segments(be, ds, df, df, ns, len);
+	be_dot_segments(be, ds + ns, dw, dw, ns, len);
 	pool_down(&pl, want, dw, n);
 	for (int alias = 0; alias < 2; alias++) {
 		void *g = alias ? df : dg;
@@ -296,8 +312,7 @@ static inline void check_residual_dots(struct backend *be, size_t ns,
 				  "residual_dots (alias %d) g[%zu]: %.9g vs "
 				  "%.9g",
 				  alias, i, got[i], want[i]);
-		be->ops->download_bytes(be->ctx, sums, ds,
-					4 * ns * sizeof(double));
+		be_download_bytes(be, sums, ds, 4 * ns * sizeof(double));
 		for (size_t k = 0; k < 2 * ns; k++)
 			cr_assert(sums[2 * ns + k] == sums[k],
 				  "residual_dots (alias %d) %s[%zu]: %.17g vs "
@@ -356,20 +371,10 @@ static inline void check_sub(struct backend *be, size_t n)
  *     matrix, and α within 4 roundings of the type. */
 static inline void check_solve_ctl_vector_ops(struct backend *be)
 {
-	const struct backend_ops *o = be->ops;
+	const struct backend_math_ops *o = be->ops->math;
 	const size_t segs[][2] = {{1, 5}, {3, 4099}, {1000, 7}, {70000, 3}};
 	for (int i = 0; i < 4; i++) {
 		size_t ns = segs[i][0], len = segs[i][1], n = ns * len;
-		struct pool pl = {be, {0}, 0};
-		double *x = rnd(n, 1), *y = rnd(n, 1), *want = zeros(ns);
-		void *dx = pool_up(&pl, x, n), *dy = pool_up(&pl, y, n);
-		double *dd = ctl_block(be, NULL, ns);
-		o->dot_segments(be->ctx, want, dx, dy, ns, len);
-		o->dot_segments_dev(be->ctx, dd, dx, dy, ns, len);
-		ctl_same(be, want, dd, ns, "dot_segments_dev");
-		backend_free(be, dd);
-		pool_free(&pl);
-		free(x), free(y), free(want);
 		check_residual_dots(be, ns, len);
 		check_sub(be, n);
 	}
@@ -395,7 +400,7 @@ static inline void check_solve_ctl_vector_ops(struct backend *be)
 			cr_assert(got[i] == w, "copy_masked %s [%zu]: %g vs %g",
 				  z ? "zero" : "copy", i, got[i], w);
 		}
-		be->ops->upload(be->ctx, dd, dst0, n);
+		be_upload(be, dd, dst0, n);
 	}
 	o->scale_recip(be->ctx, dd, ds, dseg, S, P, len);
 	pool_down(&pl, got, dd, n);
@@ -419,7 +424,7 @@ static inline void check_solve_ctl_vector_ops(struct backend *be)
 /* solve_check and anderson_weights of check_solve_ctl_ops. */
 static inline void check_solve_ctl_decisions(struct backend *be)
 {
-	const struct backend_ops *o = be->ops;
+	const struct backend_math_ops *o = be->ops->math;
 	const double ulp = be->elem == sizeof(float) ? 0x1p-23 : 0x1p-52;
 	for (int cfg = 0; cfg < 2; cfg++) {
 		struct dq_solve_ctl c = {.S = 4,
@@ -451,7 +456,7 @@ static inline void check_solve_ctl_decisions(struct backend *be)
 			}
 			if (cfg && round == 5)
 				h[c.o_seg_g + 3] = NAN;
-			be->ops->upload_bytes(
+			be->ops->core->upload_bytes(
 			    be->ctx, d + c.o_seg_g, h + c.o_seg_g,
 			    2 * (size_t)(c.S * c.P) * sizeof(double));
 			dq_ctl_check(&c);
@@ -466,9 +471,8 @@ static inline void check_solve_ctl_decisions(struct backend *be)
 		for (int k = 0; k < c.S; k++)
 			for (int i = 0; i < c.m; i++)
 				h[c.o_gram + (long)k * 9 + i * 4] += 4;
-		be->ops->upload_bytes(be->ctx, d + c.o_gram, h + c.o_gram,
-				      (size_t)(c.S * c.m * c.m) *
-					  sizeof(double));
+		be_upload_bytes(be, d + c.o_gram, h + c.o_gram,
+				(size_t)(c.S * c.m * c.m) * sizeof(double));
 		struct pool ap = {be, {0}, 0};
 		double *row = rnd((size_t)c.S * 3, 1), *al = zeros(12);
 		void *drow = pool_up(&ap, row, 12);
@@ -489,7 +493,7 @@ static inline void check_solve_ctl_decisions(struct backend *be)
 				  "anderson_weights [%d]: %.17g vs %.17g", i,
 				  al[i], want[i]);
 		double *g = zeros(tot);
-		be->ops->download_bytes(be->ctx, g, d, tot * sizeof(double));
+		be_download_bytes(be, g, d, tot * sizeof(double));
 		for (long i = 0; i < (long)c.S * c.m * c.m; i++)
 			cr_assert(g[c.o_gram + i] == h[c.o_gram + i],
 				  "Gram entry %ld", i);

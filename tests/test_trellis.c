@@ -470,8 +470,8 @@ static void train_from_init(struct model *m, int steps, double *l0, double *l1)
 		if (t == 1)
 			*l0 = l;
 		*l1 = l;
-		be_adam(be, m->param_buf, m->grad_buf, mo, vo, np, 1e-2, 0.9,
-			0.999, 1e-8, 0.0, t);
+		be_adam_host(be, m->param_buf, m->grad_buf, mo, vo, np, 1e-2,
+			     0.9, 0.999, 1e-8, 0.0, t);
 	}
 	method_destroy(me);
 	backend_free(be, mo);

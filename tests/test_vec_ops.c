@@ -1,11 +1,10 @@
 /*
  * test_vec_ops.c — the ops of the CPU backends ("cpu64", "cpu") that are not
  * layers (test_ops.c has those): Adam against its formula, the solver
- * vector ops (dot, norm, axpy, scale; dot_segments and gemm_batched; the
+ * vector ops (norm, axpy, scale; dot_segments and gemm_batched; the
  * solve-control decisions of solve_ctl.h), the step's scalars on the
- * device against their host-returning twins (test_step_scalars.h), the
- * ops that move values
- * (zero_rows, transpose: exact), copy, fill and transfers, and bitwise
+ * device against references (test_step_scalars.h), the ops that move
+ * values (zero_rows, transpose: exact), copy, fill and transfers, and bitwise
  * determinism of the threaded kernels (two runs, and 1 vs 2 threads).
  * Tolerances are justified where they are used.
  */
@@ -45,8 +44,8 @@ Test(ops, adam)
 			struct pool pl = {be, {0}, 0};
 			void *dp = pool_up(&pl, p, n), *dg = pool_up(&pl, g, n),
 			     *dm = pool_up(&pl, m, n), *dv = pool_up(&pl, v, n);
-			be->ops->adam(be->ctx, dp, dg, dm, dv, n, lr, b1, b2,
-				      eps, wd, t);
+			be_adam_host(be, dp, dg, dm, dv, n, lr, b1, b2, eps, wd,
+				     t);
 			double *gp = zeros(n), *gm = zeros(n), *gv = zeros(n);
 			pool_down(&pl, gp, dp, n);
 			pool_down(&pl, gm, dm, n);
@@ -106,8 +105,8 @@ Test(ops, vector_ops)
 			pool_down(&pl, x, dx,
 				  n); /* the values the device holds */
 			pool_down(&pl, y, dy, n);
-			double d = be->ops->dot(be->ctx, dx, dy, n);
-			double nr = be->ops->norm(be->ctx, dx, n);
+			double d = dot_host(be, dx, dy, n);
+			double nr = be_norm(be, dx, n);
 			double rd, ad, rn;
 			ref_dot_norm(x, y, n, &rd, &ad, &rn);
 			cr_assert(fabs(d - rd) <= 1e-12 * (ad + 1e-300) ||
@@ -115,8 +114,8 @@ Test(ops, vector_ops)
 				  "dot %.17g vs %.17g", d, rd);
 			cr_assert(fabs(nr - rn) <= 1e-12 * rn || nr == rn,
 				  "norm %.17g vs %.17g", nr, rn);
-			be->ops->axpy(be->ctx, dy, -0.75, dx, n);
-			be->ops->scale(be->ctx, dx, 1.5, n);
+			be_axpy(be, dy, -0.75, dx, n);
+			be_scale(be, dx, 1.5, n);
 			double *gx = zeros(n), *gy = zeros(n);
 			pool_down(&pl, gx, dx, n);
 			pool_down(&pl, gy, dy, n);
@@ -135,12 +134,10 @@ Test(ops, vector_ops)
 			if (n > 5) {
 				/* nan and inf propagate through norm */
 				double bad[2] = {NAN, INFINITY};
-				be->ops->upload(be->ctx, dq_at(be, dx, 77),
-						&bad[0], 1);
-				cr_assert(isnan(be->ops->norm(be->ctx, dx, n)));
-				be->ops->upload(be->ctx, dq_at(be, dx, 77),
-						&bad[1], 1);
-				cr_assert(isinf(be->ops->norm(be->ctx, dx, n)));
+				be_upload(be, dq_at(be, dx, 77), &bad[0], 1);
+				cr_assert(isnan(be_norm(be, dx, n)));
+				be_upload(be, dq_at(be, dx, 77), &bad[1], 1);
+				cr_assert(isinf(be_norm(be, dx, n)));
 			}
 			pool_free(&pl);
 			backend_destroy(be);
@@ -196,8 +193,8 @@ Test(ops, transfers)
 		struct pool pl = {be, {0}, 0};
 		double h[7] = {1, -2.5, 3.25, 0, 1e-3, 7, -8}, g[7];
 		void *a = pool_up(&pl, h, 7), *b = pool_new(&pl, 7, 0);
-		be->ops->copy(be->ctx, b, a, 7);
-		be->ops->fill(be->ctx, a, 4.5, 3);
+		be_copy(be, b, a, 7);
+		be_fill(be, a, 4.5, 3);
 		pool_down(&pl, g, b, 7);
 		for (int i = 0; i < 7; i++)
 			cr_assert_eq(g[i], bi ? (double)(float)h[i] : h[i]);
@@ -205,7 +202,7 @@ Test(ops, transfers)
 		cr_assert(g[0] == 4.5 && g[2] == 4.5 && g[3] == 0);
 		int32_t ids[3] = {5, -1, 1 << 30}, back[3];
 		int32_t *di = pool_ints(&pl, ids, 3);
-		be->ops->download_bytes(be->ctx, back, di, sizeof(ids));
+		be_download_bytes(be, back, di, sizeof(ids));
 		cr_assert(memcmp(ids, back, sizeof(ids)) == 0);
 		pool_free(&pl);
 		backend_destroy(be);
@@ -238,7 +235,7 @@ static void det_run(int threads, double *res, size_t nres)
 	for (int i = 0; i < B * T; i++)
 		tok[i] = (int32_t)((i * 7) % 13); /* many repeats */
 	int32_t *dtok = pool_ints(&pl, tok, (size_t)B * T);
-	const struct backend_ops *op = be->ops;
+	const struct backend_math_ops *op = be->ops->math;
 	op->attention_forward(be->ctx, o, att, qkv, B, T, C, H);
 	op->attention_backward(be->ctx, dq, scr, o, qkv, att, B, T, C, H);
 	op->layernorm_forward(be->ctx, o, mr, dq_at(be, mr, (size_t)B * T), qkv,
@@ -248,7 +245,7 @@ static void det_run(int threads, double *res, size_t nres)
 			       dq_at(be, mr, (size_t)B * T), lnw, B * T, C);
 	op->embed_backward(be->ctx, wte, scr, qkv, dtok, B, T, C, V);
 	double L = op->xent_forward(be->ctx, dq, dq, dtok, B * T, C);
-	double d = op->dot(be->ctx, qkv, dq, nqkv);
+	double d = dot_host(be, qkv, dq, nqkv);
 	size_t k = 0;
 	double *tmp = zeros(nqkv);
 	pool_down(&pl, tmp, qkv, nqkv);

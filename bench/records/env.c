@@ -303,8 +303,8 @@ json_t *env_device_json(struct backend *be, const char *device, int tf32)
 	json_object_set_new(o, "runtime_version",
 			    json_integer(info.runtime_version));
 	json_object_set_new(o, "tf32",
-			    be_has_set_tf32(be) ? json_boolean(tf32 != 0)
-						: json_null());
+			    be_has_device(be) ? json_boolean(tf32 != 0)
+					      : json_null());
 	if (backend_caps(device) && backend_caps(device)->gpu) {
 		cuda_locality(o);
 	} else {

@@ -223,8 +223,8 @@ static double sample(void *ctx, int i)
 		break;
 	case U_OPT:
 		be_norm(be, m->grad_buf, m->n_param_elems);
-		be_adam(be, m->param_buf, m->grad_buf, p->am, p->av,
-			m->n_param_elems, 0.0, 0.9, 0.999, 1e-8, 0.0, 1);
+		be_adam_host(be, m->param_buf, m->grad_buf, p->am, p->av,
+			     m->n_param_elems, 0.0, 0.9, 0.999, 1e-8, 0.0, 1);
 		break;
 	case U_ATTN:
 		model_sel_recompute(m, p->sel_scratch, p->sel_tape);

@@ -141,7 +141,7 @@ void price_solver_update(struct price_solver *ps, int h)
 	be_axpy(be, ps->dx, 1.0, ps->dg, n);
 	coef_of(ps, ps->dg, ps->V, h);
 	apply_to(ps, ps->dx, -1.0, ps->U, h);
-	be_dot_segments_dev(be, c->st + c->o_seg_d, Vs, ps->dg, nseg, ps->len);
+	be_dot_segments(be, c->st + c->o_seg_d, Vs, ps->dg, nseg, ps->len);
 	be_scale_recip(be, Us, ps->dx, c->st + c->o_seg_d, ps->S, ps->P,
 		       ps->len);
 }

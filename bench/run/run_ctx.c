@@ -127,7 +127,7 @@ int run_ctx_create_for_run(struct run_ctx *rc, const struct bench_config *cfg,
 	 * process the kernel kills halfway through its setup */
 	if (memfit_check(cfg, V, rc->be, train, err, errlen) != 0)
 		goto fail;
-	if (be_has_set_tf32(rc->be))
+	if (be_has_device(rc->be))
 		be_set_tf32(rc->be, cfg->model.precision == DQ_PREC_TF32);
 	else if (cfg->model.precision == DQ_PREC_TF32) {
 		/* config_validate catches this for cpu/cpu64; kept for a

@@ -39,10 +39,9 @@ struct run {
 	struct run_ctx rc;
 	struct pretrain pt;
 	void *adam_m, *adam_v; /* (n_param_elems) Adam moments, MEM_OPTIMIZER */
-	/* cuda_graphs: the head and the optimizer recorded (step_graphs.h);
-	 * sg_on when step_graphs_wanted at setup */
+	/* the step's scalars, and with cuda_graphs its head and optimizer
+	 * recorded (step_graphs.h) */
 	struct step_graphs sg;
-	int sg_on;
 	int32_t *tok; /* (B, T+1) host batch */
 	struct step_log log;
 	/* the evaluation (evaluate.h): per valid batch, and the allocator's

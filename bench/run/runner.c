@@ -94,8 +94,8 @@ static int setup_training(struct run *r)
 	}
 	be_fill(be, r->adam_m, 0, n);
 	be_fill(be, r->adam_v, 0, n);
-	r->sg_on = step_graphs_wanted(r->rc.m, r->cfg->cuda_graphs);
-	if (r->sg_on && step_graphs_init(&r->sg, r->rc.m) != 0) {
+	if (step_graphs_init(&r->sg, r->rc.m, r->cfg->cuda_graphs,
+			     r->rc.micro) != 0) {
 		snprintf(r->err, sizeof(r->err),
 			 "out of device memory for the step's scalars");
 		return -1;
@@ -114,7 +114,7 @@ static int setup_training(struct run *r)
 	be_sync(be);
 	r->setup_mem = be->mem;
 	backend_mem_reset_peak(be);
-	r->pool.on = be_has_pool_stats(be) && be_has_pool_reset_peak(be);
+	r->pool.on = be_has_pool(be);
 	return 0;
 }
 
@@ -138,8 +138,7 @@ static void run_teardown(struct run *r)
 	if (r->rc.be) {
 		backend_free(r->rc.be, r->adam_m);
 		backend_free(r->rc.be, r->adam_v);
-		if (r->sg_on)
-			step_graphs_free(&r->sg, r->rc.m);
+		step_graphs_free(&r->sg, r->rc.m);
 	}
 	pretrain_free(&r->pt, &r->rc);
 	run_ctx_destroy(&r->rc);

@@ -93,41 +93,36 @@ static struct step_opt step_opt_of(const struct run *r, int s, double lr)
 	return o;
 }
 
-/* Clips the gradient to global l2 norm `clip` (when > 0) and takes Adam
- * step s (no weight decay) at learning rate lr. Returns the norm before
- * clipping. */
-static double optimizer_step(struct run *r, int s, double lr)
-{
-	struct backend *be = r->rc.be;
-	struct model *m = r->rc.m;
-	size_t n = m->n_param_elems;
-	struct step_opt o = step_opt_of(r, s, lr);
-	double gn = be_norm(be, m->grad_buf, n);
-	if (o.clip > 0 && gn > o.clip)
-		be_scale(be, m->grad_buf, o.clip / gn, n);
-	be_adam(be, m->param_buf, m->grad_buf, r->adam_m, r->adam_v, n, o.lr,
-		o.beta1, o.beta2, o.eps, o.wd, o.t);
-	r->rc.cnt.optimizer_step++;
-	return gn;
-}
-
-/* The forward, backward and optimizer of step s with the head and the
- * optimizer recorded (r->sg_on): *loss and *gn come back after the
- * update. 0, or -1 with r->err (bad token ids). */
-static int graphed_step(struct run *r, int s, double lr, double *loss,
-			double *gn)
+/* The forward, backward and optimizer of step s at learning rate lr
+ * (step_graphs.h: one path with and without graphs): *loss and *gn (the
+ * gradient's norm before clipping) come back after the update. A
+ * one-pass step keeps its loss on the device until then; micro-batches or
+ * a chunked head compute it on the host (step_pass.h). Timer mark 1 falls
+ * after the head. 0, or -1 with r->err (bad token ids). */
+static int step_all(struct run *r, int s, double lr, double *loss, double *gn)
 {
 	struct run_ctx *rc = &r->rc;
 	struct model *m = rc->m;
 	struct step_opt o = step_opt_of(r, s, lr);
-	if (step_forward_to_z(rc, r->tok, 1, 1, r->err, sizeof(r->err)) != 0)
+	int one = r->sg.one_pass;
+	if (one) {
+		if (step_forward_to_z(rc, r->tok, 1, 1, r->err,
+				      sizeof(r->err)) != 0)
+			return -1;
+		step_graphs_head(&r->sg, m, rc->z);
+		rc->cnt.head_fwd++;
+		rc->cnt.head_bwd++;
+	} else if (step_grad_forward(rc, r->tok, loss, r->err,
+				     sizeof(r->err))) {
 		return -1;
-	step_graphs_head(&r->sg, m, rc->z);
-	rc->cnt.head_fwd++;
-	rc->cnt.head_bwd++;
+	}
 	be_timer_mark(rc->be, 1);
-	method_backward(rc->me, m->gz, m->gu);
-	step_graphs_opt(&r->sg, m, r->adam_m, r->adam_v, &o, loss, gn);
+	if (one)
+		method_backward(rc->me, m->gz, m->gu);
+	else
+		step_grad_backward(rc);
+	step_graphs_opt(&r->sg, m, r->adam_m, r->adam_v, &o, one,
+			one ? loss : NULL, gn);
 	rc->cnt.optimizer_step++;
 	return 0;
 }
@@ -158,25 +153,13 @@ static enum run_status train_step(struct run *r, int s, int measured)
 	int i = s - 1;
 
 	be_timer_mark(be, 0);
-	if (r->sg_on) {
-		if (graphed_step(r, s, lr, &loss, &gn) != 0)
-			return RUN_ERROR;
-	} else {
-		/* microbatches > 1: every micro-batch's forward and all but
-		 * the last one's backward */
-		if (step_grad_forward(&r->rc, r->tok, &loss, r->err,
-				      sizeof(r->err)))
-			return RUN_ERROR;
-		be_timer_mark(be, 1);
-	}
+	if (step_all(r, s, lr, &loss, &gn) != 0)
+		return RUN_ERROR;
 	log->loss[i] = loss;
 	r->steps_done = s;
+	/* a diverged step's norm and times stay out of the log */
 	if (loss_diverged(r, loss, s))
 		return RUN_DIVERGED;
-	if (!r->sg_on) {
-		step_grad_backward(&r->rc);
-		gn = optimizer_step(r, s, lr);
-	}
 	be_timer_mark(be, 2);
 	log->fwd_ms[i] = be_timer_elapsed_ms(be, 0, 1);
 	log->bwd_ms[i] = be_timer_elapsed_ms(be, 1, 2);

@@ -383,23 +383,6 @@ static void cpu_xent_backward(void *ctx, void *dlogits_, const void *probs_,
 
 /* ------------------------------------------------------------------- adam */
 
-static void cpu_adam(void *ctx, void *p_, const void *g_, void *m_, void *v_,
-		     size_t n, double lr, double beta1, double beta2,
-		     double eps, double wd, int t)
-{
-	(void)ctx;
-	real *p = p_, *m = m_, *v = v_;
-	const real *g = g_;
-	real bc1 = (real)(1.0 - pow(beta1, t)),
-	     bc2 = (real)(1.0 - pow(beta2, t));
-	PAR_EACH(n, adam_step(&p[i], g[i], &m[i], &v[i], (real)lr, (real)beta1,
-			      (real)beta2, (real)eps, (real)wd, bc1, bc2));
-}
-
-/* ------------------------------------------------------ solver vector ops */
-
-/* Σ x[i] y[i] in double over fixed blocks of RED_BLOCK, block sums added in
- * order: the same bits for any thread count. */
 static double block_dot(const real *x, const real *y, size_t n)
 {
 	size_t nb = (n + RED_BLOCK - 1) / RED_BLOCK;
@@ -438,7 +421,7 @@ static double serial_block_dot(const real *x, const real *y, size_t n)
 }
 
 /* Segments in parallel when there are several, each summed serially:
- * O(nseg·len), the bits of cpu_dot on each segment. */
+ * O(nseg·len), the bits of block_dot on each segment. */
 static void cpu_dot_segments(void *ctx, double *out, const void *x_,
 			     const void *y_, size_t nseg, size_t len)
 {
@@ -453,19 +436,6 @@ static void cpu_dot_segments(void *ctx, double *out, const void *x_,
 	for (long long i = 0; i < ns; i++)
 		out[i] = serial_block_dot(x + (size_t)i * len,
 					  y + (size_t)i * len, len);
-}
-
-static double cpu_dot(void *ctx, const void *x, const void *y, size_t n)
-{
-	(void)ctx;
-	return block_dot(x, y, n);
-}
-
-/* nan/inf propagate through the sum of squares. */
-static double cpu_norm(void *ctx, const void *x, size_t n)
-{
-	(void)ctx;
-	return sqrt(block_dot(x, x, n));
 }
 
 static void cpu_axpy(void *ctx, void *y_, double a, const void *x_, size_t n)
@@ -500,31 +470,31 @@ static void cpu_sub(void *ctx, void *dst_, const void *a_, const void *b_,
 
 /* Each is its host-returning op with the number stored, not returned, so
  * the bits are the same (kernels/backend.h). */
-static void cpu_xent_train_dev(void *ctx, void *dlogits, const void *logits,
-			       const int32_t *targets, int N, int V,
-			       double scale, double *loss)
+static void cpu_xent_train(void *ctx, void *dlogits, const void *logits,
+			   const int32_t *targets, int N, int V, double scale,
+			   double *loss)
 {
 	*loss = DQ_FN(dq_cpu_xent_train_)(ctx, dlogits, logits, targets, N, V,
 					  scale);
 }
 
-static void cpu_sumsq_dev(void *ctx, double *sumsq, const void *x, size_t n)
+static void cpu_sumsq(void *ctx, double *sumsq, const void *x, size_t n)
 {
 	(void)ctx;
 	*sumsq = block_dot(x, x, n);
 }
 
-static void cpu_clip_dev(void *ctx, void *x, size_t n, const double *sumsq,
-			 double clip)
+static void cpu_clip(void *ctx, void *x, size_t n, const double *sumsq,
+		     double clip)
 {
 	double gn = sqrt(*sumsq);
 	if (clip > 0 && gn > clip)
 		cpu_scale(ctx, x, clip / gn, n);
 }
 
-static void cpu_adam_dev(void *ctx, void *p_, const void *g_, void *m_,
-			 void *v_, size_t n, const double *hyper, double beta1,
-			 double beta2, double eps, double wd)
+static void cpu_adam(void *ctx, void *p_, const void *g_, void *m_, void *v_,
+		     size_t n, const double *hyper, double beta1, double beta2,
+		     double eps, double wd)
 {
 	(void)ctx;
 	real *p = p_, *m = m_, *v = v_;
@@ -537,14 +507,6 @@ static void cpu_adam_dev(void *ctx, void *p_, const void *g_, void *m_,
 
 /* ------------------------------------------- solver control (solve_ctl.h) */
 
-/* Device memory is host memory here: the plain dots, into c->st. The
- * other solver-control ops are in cpu_solve.c. */
-static void cpu_dot_segments_dev(void *ctx, double *out, const void *x,
-				 const void *y, size_t nseg, size_t len)
-{
-	cpu_dot_segments(ctx, out, x, y, nseg, len);
-}
-
 /* The three ops it stands for, in their order: the same bits. */
 static void cpu_residual_dots(void *ctx, void *g, const void *fx, const void *x,
 			      double *seg_f, double *seg_g, size_t nseg,
@@ -555,8 +517,7 @@ static void cpu_residual_dots(void *ctx, void *g, const void *fx, const void *x,
 	cpu_dot_segments(ctx, seg_g, g, g, nseg, len);
 }
 
-const struct backend_ops DQ_FN(dq_cpu_ops_) = {
-    .name = DQ_BACKNAME,
+static const struct backend_core_ops cpu_core = {
     .raw_alloc = cpu_raw_alloc,
     .raw_free = cpu_raw_free,
     .destroy = cpu_destroy,
@@ -572,6 +533,12 @@ const struct backend_ops DQ_FN(dq_cpu_ops_) = {
     .fill = cpu_fill,
     .zero_rows = cpu_zero_rows,
     .transpose = cpu_transpose,
+    .copy_async = dq_cpu_copy_async,
+    .copy_wait = dq_cpu_copy_wait,
+    .copy_stats = dq_cpu_copy_stats,
+};
+
+static const struct backend_math_ops cpu_math = {
     .gemm = cpu_gemm,
     .bias_forward = DQ_FN(dq_cpu_bias_forward_),
     .bias_backward = DQ_FN(dq_cpu_bias_backward_),
@@ -580,6 +547,11 @@ const struct backend_ops DQ_FN(dq_cpu_ops_) = {
     .bias_act_forward = DQ_FN(dq_cpu_bias_act_forward_),
     .act_bias_backward = DQ_FN(dq_cpu_act_bias_backward_),
     .mul = DQ_FN(dq_cpu_mul_),
+    .to_bf16 = DQ_FN(dq_cpu_to_bf16_),
+    .from_bf16 = DQ_FN(dq_cpu_from_bf16_),
+    .round_bf16 = DQ_FN(dq_cpu_round_bf16_),
+    .gemm_bf16 = DQ_FN(dq_cpu_gemm_bf16_),
+    .gemm_bf16_arrays = DQ_FN(dq_cpu_gemm_bf16_arrays_),
     .layernorm_forward = DQ_FN(dq_cpu_layernorm_forward_),
     .layernorm_backward = DQ_FN(dq_cpu_layernorm_backward_),
     .attention_forward = cpu_attention_forward,
@@ -588,31 +560,26 @@ const struct backend_ops DQ_FN(dq_cpu_ops_) = {
     .embed_backward = cpu_embed_backward,
     .xent_forward = DQ_FN(dq_cpu_xent_forward_),
     .xent_backward = cpu_xent_backward,
-    .xent_train = DQ_FN(dq_cpu_xent_train_),
+    .xent_train = cpu_xent_train,
+    .sumsq = cpu_sumsq,
+    .clip = cpu_clip,
     .adam = cpu_adam,
-    .xent_train_dev = cpu_xent_train_dev,
-    .sumsq_dev = cpu_sumsq_dev,
-    .clip_dev = cpu_clip_dev,
-    .adam_dev = cpu_adam_dev,
-    .dot = cpu_dot,
+    .axpy = cpu_axpy,
+    .scale = cpu_scale,
+    .sub = cpu_sub,
+    .gemm_batched = cpu_gemm_batched,
     .dot_segments = cpu_dot_segments,
-    .dot_segments_dev = cpu_dot_segments_dev,
     .residual_dots = cpu_residual_dots,
     .solve_check = DQ_FN(dq_cpu_solve_check_),
     .copy_masked = DQ_FN(dq_cpu_copy_masked_),
     .scale_recip = DQ_FN(dq_cpu_scale_recip_),
     .anderson_weights = DQ_FN(dq_cpu_anderson_weights_),
-    .gemm_batched = cpu_gemm_batched,
-    .norm = cpu_norm,
-    .axpy = cpu_axpy,
-    .sub = cpu_sub,
-    .scale = cpu_scale,
-    .copy_async = dq_cpu_copy_async,
-    .copy_wait = dq_cpu_copy_wait,
-    .copy_stats = dq_cpu_copy_stats,
-    .to_bf16 = DQ_FN(dq_cpu_to_bf16_),
-    .from_bf16 = DQ_FN(dq_cpu_from_bf16_),
-    .round_bf16 = DQ_FN(dq_cpu_round_bf16_),
-    .gemm_bf16 = DQ_FN(dq_cpu_gemm_bf16_),
-    .gemm_bf16_arrays = DQ_FN(dq_cpu_gemm_bf16_arrays_),
+};
+
+/* No optional table: no pinned memory (MEM_HOST is malloc'd), no pool, no
+ * unified memory, no TF32 or memory cap, no graphs. */
+const struct backend_ops DQ_FN(dq_cpu_ops_) = {
+    .name = DQ_BACKNAME,
+    .core = &cpu_core,
+    .math = &cpu_math,
 };

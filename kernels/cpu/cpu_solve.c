@@ -3,7 +3,7 @@
  * contracts, kernels/solve_ctl.h the decisions), compiled with
  * cpu_backend.c in both instantiations (float: DQ_SFX f, double: d).
  * Device memory is host memory here, so the control block's decisions are
- * solve_ctl.h's functions called directly; dot_segments_dev stays in
+ * solve_ctl.h's functions called directly; dot_segments stays in
  * cpu_backend.c beside the reduction it reuses.
  */
 #ifndef DQ_REAL

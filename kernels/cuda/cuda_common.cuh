@@ -262,28 +262,18 @@ double cu_xent_forward(void *ctx, void *probs, const void *logits,
 		       const int32_t *targets, int N, int V);
 void cu_xent_backward(void *ctx, void *dlogits, const void *probs,
 		      const int32_t *targets, int N, int V, double scale);
-double cu_xent_train(void *ctx, void *dlogits, const void *logits,
-		     const int32_t *targets, int N, int V, double scale);
+void cu_xent_train(void *ctx, void *dlogits, const void *logits,
+		   const int32_t *targets, int N, int V, double scale,
+		   double *loss);
 void cu_adam(void *ctx, void *p, const void *g, void *m, void *v, size_t n,
-	     double lr, double beta1, double beta2, double eps, double wd,
-	     int t);
-double cu_dot(void *ctx, const void *x, const void *y, size_t n);
+	     const double *hyper, double beta1, double beta2, double eps,
+	     double wd);
+void cu_sumsq(void *ctx, double *sumsq, const void *x, size_t n);
+void cu_clip(void *ctx, void *x, size_t n, const double *sumsq, double clip);
 void cu_dot_segments(void *ctx, double *out, const void *x, const void *y,
 		     size_t nseg, size_t len);
-void cu_dot_segments_dev(void *ctx, double *out, const void *x, const void *y,
-			 size_t nseg, size_t len);
 void cu_residual_dots(void *ctx, void *g, const void *fx, const void *x,
 		      double *seg_f, double *seg_g, size_t nseg, size_t len);
-double cu_norm(void *ctx, const void *x, size_t n);
-void cu_xent_train_dev(void *ctx, void *dlogits, const void *logits,
-		       const int32_t *targets, int N, int V, double scale,
-		       double *loss);
-void cu_sumsq_dev(void *ctx, double *sumsq, const void *x, size_t n);
-void cu_clip_dev(void *ctx, void *x, size_t n, const double *sumsq,
-		 double clip);
-void cu_adam_dev(void *ctx, void *p, const void *g, void *m, void *v, size_t n,
-		 const double *hyper, double beta1, double beta2, double eps,
-		 double wd);
 void cu_axpy(void *ctx, void *y, double a, const void *x, size_t n);
 void cu_scale(void *ctx, void *x, double a, size_t n);
 void cu_sub(void *ctx, void *dst, const void *a, const void *b, size_t n);

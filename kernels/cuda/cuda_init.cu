@@ -278,11 +278,10 @@ static void cu_copy(void *ctx, void *dst, const void *src, size_t n)
 
 /* ------------------------------------------------------------ ops table */
 
-static struct backend_ops cu_ops_make(void)
+static struct backend_core_ops cu_core_make(void)
 {
-	struct backend_ops o;
+	struct backend_core_ops o;
 	memset(&o, 0, sizeof(o));
-	o.name = "cuda";
 	o.raw_alloc = cu_raw_alloc;
 	o.raw_free = cu_raw_free;
 	o.destroy = cu_destroy;
@@ -298,14 +297,29 @@ static struct backend_ops cu_ops_make(void)
 	o.fill = cu_fill;
 	o.zero_rows = cu_zero_rows;
 	o.transpose = cu_transpose;
+	o.copy_async = cu_copy_async;
+	o.copy_wait = cu_copy_wait;
+	o.copy_stats = cu_copy_stats;
+	return o;
+}
+
+static struct backend_math_ops cu_math_make(void)
+{
+	struct backend_math_ops o;
+	memset(&o, 0, sizeof(o));
 	o.gemm = cu_gemm;
 	o.bias_forward = cu_bias_forward;
 	o.bias_backward = cu_bias_backward;
-	o.act_forward = cu_act_forward;
-	o.act_backward = cu_act_backward;
 	o.bias_act_forward = cu_bias_act_forward;
 	o.act_bias_backward = cu_act_bias_backward;
+	o.act_forward = cu_act_forward;
+	o.act_backward = cu_act_backward;
 	o.mul = cu_mul;
+	o.to_bf16 = cu_to_bf16;
+	o.from_bf16 = cu_from_bf16;
+	o.round_bf16 = cu_round_bf16;
+	o.gemm_bf16 = cu_gemm_bf16;
+	o.gemm_bf16_arrays = cu_gemm_bf16_arrays;
 	o.layernorm_forward = cu_layernorm_forward;
 	o.layernorm_backward = cu_layernorm_backward;
 	o.attention_forward = cu_attention_forward;
@@ -315,36 +329,63 @@ static struct backend_ops cu_ops_make(void)
 	o.xent_forward = cu_xent_forward;
 	o.xent_backward = cu_xent_backward;
 	o.xent_train = cu_xent_train;
+	o.sumsq = cu_sumsq;
+	o.clip = cu_clip;
 	o.adam = cu_adam;
-	o.xent_train_dev = cu_xent_train_dev;
-	o.sumsq_dev = cu_sumsq_dev;
-	o.clip_dev = cu_clip_dev;
-	o.adam_dev = cu_adam_dev;
-	o.dot = cu_dot;
+	o.axpy = cu_axpy;
+	o.scale = cu_scale;
+	o.sub = cu_sub;
+	o.gemm_batched = cu_gemm_batched;
 	o.dot_segments = cu_dot_segments;
-	o.dot_segments_dev = cu_dot_segments_dev;
 	o.residual_dots = cu_residual_dots;
 	o.solve_check = cu_solve_check;
 	o.copy_masked = cu_copy_masked;
 	o.scale_recip = cu_scale_recip;
 	o.anderson_weights = cu_anderson_weights;
-	o.gemm_batched = cu_gemm_batched;
-	o.norm = cu_norm;
-	o.axpy = cu_axpy;
-	o.sub = cu_sub;
-	o.scale = cu_scale;
+	return o;
+}
+
+static struct backend_host_ops cu_host_make(void)
+{
+	struct backend_host_ops o;
+	memset(&o, 0, sizeof(o));
 	o.host_alloc = cu_host_alloc;
 	o.host_free = cu_host_free;
-	o.copy_async = cu_copy_async;
-	o.copy_wait = cu_copy_wait;
-	o.copy_stats = cu_copy_stats;
+	return o;
+}
+
+static struct backend_pool_ops cu_pool_make(void)
+{
+	struct backend_pool_ops o;
+	memset(&o, 0, sizeof(o));
 	o.pool_stats = cu_pool_stats;
 	o.pool_reset_peak = cu_pool_reset_peak;
-	o.set_tf32 = cu_set_tf32;
+	return o;
+}
+
+static struct backend_managed_ops cu_managed_make(void)
+{
+	struct backend_managed_ops o;
+	memset(&o, 0, sizeof(o));
 	o.managed_alloc = cu_managed_alloc;
 	o.managed_free = cu_managed_free;
 	o.prefetch = cu_prefetch;
+	return o;
+}
+
+static struct backend_device_ops cu_device_make(void)
+{
+	struct backend_device_ops o;
+	memset(&o, 0, sizeof(o));
+	o.set_tf32 = cu_set_tf32;
 	o.cap_device = cu_cap_device;
+	return o;
+}
+
+static struct backend_graph_ops cu_graph_make(void)
+{
+	struct backend_graph_ops o;
+	memset(&o, 0, sizeof(o));
 	o.graph_begin = cu_graph_begin;
 	o.graph_end = cu_graph_end;
 	o.graph_loop_begin = cu_graph_loop_begin;
@@ -352,11 +393,29 @@ static struct backend_ops cu_ops_make(void)
 	o.graph_loop_end = cu_graph_loop_end;
 	o.graph_launch = cu_graph_launch;
 	o.graph_free = cu_graph_free;
-	o.to_bf16 = cu_to_bf16;
-	o.from_bf16 = cu_from_bf16;
-	o.round_bf16 = cu_round_bf16;
-	o.gemm_bf16 = cu_gemm_bf16;
-	o.gemm_bf16_arrays = cu_gemm_bf16_arrays;
+	return o;
+}
+
+static const struct backend_core_ops cu_core = cu_core_make();
+static const struct backend_math_ops cu_math = cu_math_make();
+static const struct backend_host_ops cu_host = cu_host_make();
+static const struct backend_pool_ops cu_pool = cu_pool_make();
+static const struct backend_managed_ops cu_managed = cu_managed_make();
+static const struct backend_device_ops cu_device = cu_device_make();
+static const struct backend_graph_ops cu_graph = cu_graph_make();
+
+/* Every table: the cuda backend has all the optional ones. */
+static struct backend_ops cu_ops_make(void)
+{
+	struct backend_ops o;
+	o.name = "cuda";
+	o.core = &cu_core;
+	o.math = &cu_math;
+	o.host = &cu_host;
+	o.pool = &cu_pool;
+	o.managed = &cu_managed;
+	o.device = &cu_device;
+	o.graph = &cu_graph;
 	return o;
 }
 

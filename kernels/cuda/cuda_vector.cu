@@ -131,18 +131,11 @@ double cu_xent_forward(void *ctx, void *probs, const void *logits,
 	return xent_rows(ctx, probs, logits, targets, N, V, 1.0f, 0, NULL);
 }
 
-/* xent_forward and xent_backward in one kernel per row. */
-double cu_xent_train(void *ctx, void *dlogits, const void *logits,
-		     const int32_t *targets, int N, int V, double scale)
-{
-	return xent_rows(ctx, dlogits, logits, targets, N, V, (float)scale, 1,
-			 NULL);
-}
-
-/* cu_xent_train with the mean loss left in *loss (device); no sync. */
-void cu_xent_train_dev(void *ctx, void *dlogits, const void *logits,
-		       const int32_t *targets, int N, int V, double scale,
-		       double *loss)
+/* xent_forward and xent_backward in one kernel per row, the mean loss
+ * left in *loss (device); no sync. */
+void cu_xent_train(void *ctx, void *dlogits, const void *logits,
+		   const int32_t *targets, int N, int V, double scale,
+		   double *loss)
 {
 	(void)xent_rows(ctx, dlogits, logits, targets, N, V, (float)scale, 1,
 			loss);
@@ -180,37 +173,12 @@ void cu_xent_backward(void *ctx, void *dlogits, const void *probs,
 
 /* ------------------------------------------------------------------ adam */
 
+/* Adam with lr and the bias corrections read from hyper (device doubles
+ * {lr, 1 - b1^t, 1 - b2^t}, computed on the host in double), rounded to
+ * float, as the CPU backend. */
 __global__ void adam_kernel(float *p, const float *g, float *m, float *v,
-			    size_t n, float lr, float b1, float b2, float eps,
-			    float wd, float bc1, float bc2)
-{
-	DQ_GRID_STRIDE(i, n)
-	dq_adam_f(&p[i], g[i], &m[i], &v[i], lr, b1, b2, eps, wd, bc1, bc2);
-}
-
-/* Bias corrections computed once on the host in double, rounded to float,
- * as the CPU backend. */
-void cu_adam(void *ctx, void *p, const void *g, void *m, void *v, size_t n,
-	     double lr, double beta1, double beta2, double eps, double wd,
-	     int t)
-{
-	struct dq_cuda_ctx *c = dq_cu(ctx);
-	if (!n)
-		return;
-	float bc1 = (float)(1.0 - pow(beta1, t)),
-	      bc2 = (float)(1.0 - pow(beta2, t));
-	adam_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
-		      c->stream>>>(
-	    (float *)p, (const float *)g, (float *)m, (float *)v, n, (float)lr,
-	    (float)beta1, (float)beta2, (float)eps, (float)wd, bc1, bc2);
-	cuda_check_launch();
-}
-
-/* adam_kernel with lr and the bias corrections read from hyper (device
- * doubles {lr, 1 - b1^t, 1 - b2^t}), rounded to float as cu_adam does. */
-__global__ void adam_dev_kernel(float *p, const float *g, float *m, float *v,
-				size_t n, const double *hyper, float b1,
-				float b2, float eps, float wd)
+			    size_t n, const double *hyper, float b1, float b2,
+			    float eps, float wd)
 {
 	const float lr = (float)hyper[0], bc1 = (float)hyper[1],
 		    bc2 = (float)hyper[2];
@@ -218,17 +186,17 @@ __global__ void adam_dev_kernel(float *p, const float *g, float *m, float *v,
 	dq_adam_f(&p[i], g[i], &m[i], &v[i], lr, b1, b2, eps, wd, bc1, bc2);
 }
 
-void cu_adam_dev(void *ctx, void *p, const void *g, void *m, void *v, size_t n,
-		 const double *hyper, double beta1, double beta2, double eps,
-		 double wd)
+void cu_adam(void *ctx, void *p, const void *g, void *m, void *v, size_t n,
+	     const double *hyper, double beta1, double beta2, double eps,
+	     double wd)
 {
 	struct dq_cuda_ctx *c = dq_cu(ctx);
 	if (!n)
 		return;
-	adam_dev_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
-			  c->stream>>>((float *)p, (const float *)g, (float *)m,
-				       (float *)v, n, hyper, (float)beta1,
-				       (float)beta2, (float)eps, (float)wd);
+	adam_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
+		      c->stream>>>((float *)p, (const float *)g, (float *)m,
+				   (float *)v, n, hyper, (float)beta1,
+				   (float)beta2, (float)eps, (float)wd);
 	cuda_check_launch();
 }
 
@@ -270,38 +238,9 @@ __global__ void __launch_bounds__(256)
 	}
 }
 
-/* Synchronises: the sum comes back to the host. */
-static double dot_launch(struct dq_cuda_ctx *c, const float *x, const float *y,
-			 size_t n)
-{
-	if (!n)
-		return 0.0;
-	unsigned int g = dq_grid_1d(c, n, 256);
-	if (g > 4u * (unsigned int)c->sm_count)
-		g = 4u * (unsigned int)c->sm_count;
-	dot_kernel<<<g, 256, 0, c->stream>>>(x, y, n, c->red, c->tickets,
-					     c->dres);
-	cuda_check_launch();
-	cuda_check(cudaMemcpyAsync(c->hres, c->dres, sizeof(double),
-				   cudaMemcpyDeviceToHost, c->stream));
-	cuda_check(cudaStreamSynchronize(c->stream));
-	return *c->hres;
-}
-
-double cu_dot(void *ctx, const void *x, const void *y, size_t n)
-{
-	return dot_launch(dq_cu(ctx), (const float *)x, (const float *)y, n);
-}
-
-/* nan and inf propagate through the sum of squares. */
-double cu_norm(void *ctx, const void *x, size_t n)
-{
-	const float *f = (const float *)x;
-	return sqrt(dot_launch(dq_cu(ctx), f, f, n));
-}
-
-/* cu_norm's sum of squares (dot_kernel, the same grid) left in *sumsq. */
-void cu_sumsq_dev(void *ctx, double *sumsq, const void *x, size_t n)
+/* Σ x² in double (dot_kernel on x, x) left in *sumsq; no sync. nan and
+ * inf propagate. */
+void cu_sumsq(void *ctx, double *sumsq, const void *x, size_t n)
 {
 	struct dq_cuda_ctx *c = dq_cu(ctx);
 	const float *f = (const float *)x;
@@ -331,7 +270,7 @@ __global__ void clip_kernel(float *x, size_t n, const double *sumsq,
 	x[i] *= a;
 }
 
-void cu_clip_dev(void *ctx, void *x, size_t n, const double *sumsq, double clip)
+void cu_clip(void *ctx, void *x, size_t n, const double *sumsq, double clip)
 {
 	struct dq_cuda_ctx *c = dq_cu(ctx);
 	if (!n)
@@ -387,12 +326,11 @@ static size_t dot_segments_grid(const struct dq_cuda_ctx *c, size_t nseg,
 }
 
 /* Segments go in chunks that fit the reduction scratch and gridDim.y.
- * Each chunk is two launches, its results at dev + s0 when dev is not NULL
- * (stream order keeps the next chunk's partials after this one's finish),
- * else copied back into host + s0, with one synchronisation for all. */
-static void dot_segments_run(struct dq_cuda_ctx *c, double *host, double *dev,
-			     const void *x, const void *y, size_t nseg,
-			     size_t len)
+ * Each chunk is two launches, its results at out + s0 (stream order keeps
+ * the next chunk's partials after this one's finish); nothing
+ * synchronises. */
+static void dot_segments_run(struct dq_cuda_ctx *c, double *out, const void *x,
+			     const void *y, size_t nseg, size_t len)
 {
 	size_t G = dot_segments_grid(c, nseg, len);
 	size_t chunk = DQ_CU_RED_CAP / (G + 1);
@@ -402,40 +340,18 @@ static void dot_segments_run(struct dq_cuda_ctx *c, double *host, double *dev,
 		size_t ns = nseg - s0 < chunk ? nseg - s0 : chunk;
 		const float *xs = (const float *)x + s0 * len;
 		const float *ys = (const float *)y + s0 * len;
-		double *res = dev ? dev + s0 : c->red + ns * G;
 		dot_segments_kernel<<<dim3((unsigned)G, (unsigned)ns), 256, 0,
 				      c->stream>>>(xs, ys, len, c->red);
 		cuda_check_launch();
 		dot_segments_finish_kernel<<<dq_grid_1d(c, ns, DQ_CU_THREADS),
 					     DQ_CU_THREADS, 0, c->stream>>>(
-		    c->red, (int)G, ns, res);
+		    c->red, (int)G, ns, out + s0);
 		cuda_check_launch();
-		if (dev)
-			continue;
-		cuda_check(cudaMemcpyAsync(host + s0, res, ns * sizeof(double),
-					   cudaMemcpyDeviceToHost, c->stream));
-		if (s0 + ns < nseg) /* the next chunk reuses the scratch */
-			cuda_check(cudaStreamSynchronize(c->stream));
 	}
-	if (!dev)
-		cuda_check(cudaStreamSynchronize(c->stream));
 }
 
 void cu_dot_segments(void *ctx, double *out, const void *x, const void *y,
 		     size_t nseg, size_t len)
-{
-	if (!nseg)
-		return;
-	if (!len) {
-		for (size_t i = 0; i < nseg; i++)
-			out[i] = 0.0;
-		return;
-	}
-	dot_segments_run(dq_cu(ctx), out, NULL, x, y, nseg, len);
-}
-
-void cu_dot_segments_dev(void *ctx, double *out, const void *x, const void *y,
-			 size_t nseg, size_t len)
 {
 	struct dq_cuda_ctx *c = dq_cu(ctx);
 	if (!nseg)
@@ -445,7 +361,7 @@ void cu_dot_segments_dev(void *ctx, double *out, const void *x, const void *y,
 		    cudaMemsetAsync(out, 0, nseg * sizeof(double), c->stream));
 		return;
 	}
-	dot_segments_run(c, NULL, out, x, y, nseg, len);
+	dot_segments_run(c, out, x, y, nseg, len);
 }
 
 /* a − b as axpy_kernel computes a + (−1) b: its bits (residual_dots,
