@@ -240,6 +240,15 @@ struct backend_math_ops {
 				 const uint16_t *B, int ldb, double beta,
 				 void *C, int ldc, void *scratch);
 
+	/* gemm_bf16 with B a bf16 array already (a weight's cast, rounded
+	 * once per step: models/model.c's cast cache) and A rounded here:
+	 * bit for bit gemm_bf16 of A and the widened B (the same products).
+	 * scratch as gemm_bf16's (op(B)'s part unused on cuda). */
+	void (*gemm_bf16_mixed)(void *ctx, int ta, int tb, int M, int N, int K,
+				double alpha, const void *A, int lda,
+				const uint16_t *B, int ldb, double beta,
+				void *C, int ldc, void *scratch);
+
 	/* ---- LayerNorm over the last dim, eps 1e-5, biased variance ----
 	 * y(N,C) = (x - mean) * rstd * w + b; mean(N), rstd(N) saved.
 	 * Residual fused in: when res(N,C) or bias(C) is not NULL, x is first

@@ -5,6 +5,21 @@
 #ifndef DQ_BACKEND_CALL_EXT_H
 #define DQ_BACKEND_CALL_EXT_H
 
+/* ---- bf16 (the rest of backend_call.h's group) */
+
+static inline void be_gemm_bf16_mixed(const struct backend *be, int ta, int tb,
+				      int M, int N, int K, double alpha,
+				      const void *A, int lda, const uint16_t *B,
+				      int ldb, double beta, void *C, int ldc,
+				      void *scratch)
+{
+	dq_gemm_shape(ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
+	assert(be->bf16_operand_elem > 0);
+	DQ_NEED((size_t)M * K + (size_t)K * N, scratch);
+	be->ops->math->gemm_bf16_mixed(be->ctx, ta, tb, M, N, K, alpha, A, lda,
+				       B, ldb, beta, C, ldc, scratch);
+}
+
 /* ---- solver control (kernels/solve_ctl.h): nothing returns to the host.
  * The per-sample ops take S samples of P segments of len elements
  * (segment p of sample k at (p S + k) len), flag and seg in device

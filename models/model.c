@@ -459,6 +459,7 @@ int model_create(struct model **out, struct backend *be,
 	}
 	init_values(m, specs, host);
 	be_upload(be, m->param_buf, host, np);
+	model_bf16_cast(m);
 	free(host);
 	/* Tokens 0 until the first batch, so a forward before
 	 * model_set_batch reads valid ids. */
@@ -495,6 +496,7 @@ void model_destroy(struct model *m)
 			backend_free(be, pv->ws);
 			backend_free(be, pv->tape32);
 			backend_free(be, pv->gemm_scratch);
+			backend_free(be, pv->wcast);
 		}
 	}
 	if (pv)
@@ -649,8 +651,14 @@ const struct model_param *model_param_find(const struct model *m,
  *                     cross-entropy and their statistics, the state z,
  *                     checkpoints, and every solver's state
  *
- * Memory: tape32 (one fp32 tape) and gemm_scratch are workspace, so a
- * method with n tapes keeps n/2 + 1 fp32 tapes' worth of bytes. */
+ * The weights' cast: the parameters rounded to bf16 once at each
+ * model_inject_forward (wcast), so the L applications of a tied block
+ * read the rounded weights instead of rounding them at every GEMM
+ * (be_gemm_bf16_mixed: the same bits).
+ *
+ * Memory: tape32 (one fp32 tape), gemm_scratch and wcast (2 bytes a
+ * parameter) are workspace, so a method with n tapes keeps n/2 + 1 fp32
+ * tapes' worth of bytes. */
 
 /* Elements of the widest activation row a kind has, times N. */
 static size_t act_elems(const struct model *m)
@@ -686,7 +694,8 @@ size_t model_bf16_workspace_bytes(const struct model *m)
 	if (m->cfg.precision != DQ_PREC_BF16)
 		return 0;
 	return m->be->elem * m->def->tape_elems(m) +
-	       m->be->bf16_operand_elem * gemm_operand_elems(m);
+	       m->be->bf16_operand_elem * gemm_operand_elems(m) +
+	       sizeof(uint16_t) * m->n_param_elems;
 }
 
 int model_bf16_alloc(struct model *m)
@@ -699,7 +708,27 @@ int model_bf16_alloc(struct model *m)
 	pv->tape32 = backend_alloc(be, m->def->tape_elems(m), MEM_WORKSPACE);
 	pv->gemm_scratch =
 	    backend_alloc_bytes(be, pv->gemm_scratch_bytes, MEM_WORKSPACE);
-	return pv->tape32 && pv->gemm_scratch ? 0 : -1;
+	pv->wcast = backend_alloc_bytes(be, sizeof(uint16_t) * m->n_param_elems,
+					MEM_WORKSPACE);
+	return pv->tape32 && pv->gemm_scratch && pv->wcast ? 0 : -1;
+}
+
+void model_bf16_cast(struct model *m)
+{
+	struct model_priv *pv = m->priv;
+	if (pv->wcast)
+		be_to_bf16(m->be, pv->wcast, m->param_buf, m->n_param_elems);
+}
+
+/* The cast of B when B is a parameter (a weight operand: inside
+ * param_buf), else NULL. */
+static const uint16_t *weight_cast(const struct model *m, const void *B)
+{
+	const struct model_priv *pv = m->priv;
+	const char *b = B, *p0 = m->param_buf;
+	if (!pv->wcast || b < p0 || b >= p0 + m->n_param_elems * m->be->elem)
+		return NULL;
+	return pv->wcast + (size_t)(b - p0) / m->be->elem;
 }
 
 size_t model_tape_bytes(const struct model *m)
@@ -766,6 +795,11 @@ void model_gemm(struct model *m, int ta, int tb, int M, int N, int K,
 	}
 	assert(be_gemm_bf16_scratch_bytes(m->be, M, N, K) <=
 	       pv->gemm_scratch_bytes);
-	be_gemm_bf16(m->be, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C,
-		     ldc, pv->gemm_scratch);
+	const uint16_t *Bc = weight_cast(m, B);
+	if (Bc)
+		be_gemm_bf16_mixed(m->be, ta, tb, M, N, K, alpha, A, lda, Bc,
+				   ldb, beta, C, ldc, pv->gemm_scratch);
+	else
+		be_gemm_bf16(m->be, ta, tb, M, N, K, alpha, A, lda, B, ldb,
+			     beta, C, ldc, pv->gemm_scratch);
 }

@@ -82,6 +82,7 @@ void model_linear_backward(struct model *m, void *dx, double beta,
 
 void model_inject_forward(struct model *m)
 {
+	model_bf16_cast(m); /* a step's first read of the parameters */
 	if (m->def->inject_forward) {
 		m->def->inject_forward(m);
 		return;

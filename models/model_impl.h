@@ -132,6 +132,9 @@ struct model_priv {
 	void *tape32;	    /* MEM_WORKSPACE, one fp32 tape: the block's own */
 	void *gemm_scratch; /* MEM_WORKSPACE, model_gemm's rounded operands */
 	size_t gemm_scratch_bytes;
+	/* MEM_WORKSPACE, the parameters rounded to bf16 (n_param_elems):
+	 * the weight operands of model_gemm, refreshed by model_bf16_cast */
+	uint16_t *wcast;
 	/* model_gemm's shape log between model_gemm_log_start and _stop;
 	 * NULL (the rule) when off */
 	struct model_gemm_log *gemm_log;
@@ -141,6 +144,11 @@ struct model_priv {
  * and their allocation (-1 when out of device memory;
  * model_destroy frees what was allocated). */
 size_t model_bf16_workspace_bytes(const struct model *m);
+/* model.c: rounds the parameters into wcast (precision=bf16; else
+ * nothing): at every model_inject_forward, so after any writer of the
+ * parameters (Adam, init, a params file, a test) the next forward pass
+ * reads them. */
+void model_bf16_cast(struct model *m);
 int model_bf16_alloc(struct model *m);
 
 /* model_head_rows (model.h), for the files below model.c. */

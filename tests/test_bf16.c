@@ -5,12 +5,14 @@
  *      cpu and cpu64, and from_bf16 / round_bf16 agree with it;
  *   2. gemm_bf16 is the product of the rounded operands in fp32 sums, for
  *      every transpose pair and row strides wider than the rows, and
- *      gemm_bf16_arrays on the bf16 arrays gives its bits;
+ *      gemm_bf16_arrays on the bf16 arrays and gemm_bf16_mixed on A and
+ *      B's bf16 array give its bits;
  *   3. one training step of every model kind under every method: the loss
  *      and every gradient tensor within the bf16 tolerance of the fp32
  *      step (and not equal to it: the rounding happened);
  *   4. the tapes take 2 bytes an element (method_memory and the allocator
- *      agree), the workspace is what model_memory says;
+ *      agree), the workspace is what model_memory says; the weights'
+ *      cast follows parameters written outside Adam;
  *   5. the DEQ's forward solve under bf16 converges like fp32's, and 40
  *      Adam steps end within a stated margin of fp32's loss.
  */
@@ -25,6 +27,7 @@
 #include <string.h>
 
 #include "../kernels/bf16.h"
+#include "../models/model_impl.h"
 #include "test_deq_util.h"
 
 /* ---------------------------------------------------- 1. rounding rule */
@@ -185,6 +188,15 @@ static void check_gemm(int ta, int tb, double beta)
 	down(be, want, C, nc);
 	cr_assert_eq(memcmp(want, c, nc * sizeof(double)), 0,
 		     "ta=%d tb=%d: gemm_bf16_arrays differs from gemm_bf16", ta,
+		     tb);
+	/* gemm_bf16_mixed of A and B's bf16 array (the weight cast): the
+	 * same bits too */
+	up(be, C, c0, nc);
+	be_gemm_bf16_mixed(be, ta, tb, M, N, K, 0.5, A, lda, B16, ldb, beta, C,
+			   ldc, S);
+	down(be, want, C, nc);
+	cr_assert_eq(memcmp(want, c, nc * sizeof(double)), 0,
+		     "ta=%d tb=%d: gemm_bf16_mixed differs from gemm_bf16", ta,
 		     tb);
 	free(a), free(b), free(c0), free(c), free(want), free(exact), free(mag);
 	backend_free(be, A), backend_free(be, B), backend_free(be, C);
@@ -406,6 +418,55 @@ Test(bf16, tapes_take_two_bytes_an_element)
  * fp32's: bf16 rounds f's matrix products, so f is a slightly different
  * map with its own fixed point, and the fp32 solver state finds it. The
  * margin: converged in every sample, within 1.5× fp32's iterations + 2. */
+/* n elements of the device buffer d, on the host. */
+static double *down_all(struct backend *be, const void *d, size_t n)
+{
+	double *h = host(n);
+	down(be, h, d, n);
+	return h;
+}
+
+/* A forward pass on m's batch: inject, then one block application from
+ * z_in into z_out (no tape); z_out on the host. */
+static double *block_out(struct model *m, const void *z_in, void *z_out)
+{
+	model_inject_forward(m);
+	model_block_forward(m, z_out, z_in, m->u, NULL);
+	return down_all(m->be, z_out, m->n_state);
+}
+
+/* The weights' cast (model.c) is refreshed by the next forward pass after
+ * any writer: parameters uploaded between two passes (not by Adam) give
+ * the bits of a model whose cast was made from them explicitly, and not
+ * the old output. */
+Test(bf16, weight_cast_follows_written_parameters)
+{
+	struct model *m = model_at(MODEL_TRANSFORMER, tiny, DQ_PREC_BF16);
+	struct model *m2 = model_at(MODEL_TRANSFORMER, tiny, DQ_PREC_BF16);
+	size_t np = m->n_param_elems, nz = m->n_state;
+	double *p = down_all(m->be, m->param_buf, np);
+	for (size_t i = 0; i < np; i++)
+		p[i] *= 1.0 + 0.25 * ((i % 7) == 3);
+	void *z0 = dev(m->be, nz), *z1 = dev(m->be, nz), *z2 = dev(m2->be, nz);
+	be_fill(m->be, z0, 0.0, nz);
+	double *before = block_out(m, z0, z1), *after, *fresh;
+	up(m->be, m->param_buf, p, np); /* outside Adam */
+	after = block_out(m, z0, z1);
+	up(m2->be, m2->param_buf, p, np);
+	model_bf16_cast(m2); /* the reference: cast explicitly */
+	be_fill(m2->be, z2, 0.0, nz);
+	void *z3 = dev(m2->be, nz);
+	fresh = block_out(m2, z2, z3);
+	cr_assert_eq(memcmp(after, fresh, nz * sizeof(double)), 0,
+		     "the pass after the write reads the new parameters");
+	cr_assert_neq(memcmp(after, before, nz * sizeof(double)), 0,
+		      "the write changed the output");
+	free(p), free(before), free(after), free(fresh);
+	backend_free(m->be, z0), backend_free(m->be, z1);
+	backend_free(m2->be, z2), backend_free(m2->be, z3);
+	close_model(m), close_model(m2);
+}
+
 Test(bf16, deq_forward_solve_converges)
 {
 	for (int kind = 0; kind < model_kind_count(); kind++) {

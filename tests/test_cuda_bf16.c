@@ -233,6 +233,18 @@ static void check_gemm_bf16(struct backend *cu, struct backend *c32, int M,
 	be_gemm_bf16_arrays(cu, ta, tb, M, N, K, alpha, a16, lda, b16, ldb,
 			    beta, dC2, ldc, NULL);
 	be_download(cu, arr, dC2, nc);
+	/* gemm_bf16_mixed on A and B's bf16 copy (the weight cast): the same
+	 * bf16 operands as gemm_bf16, so its bits */
+	double *mix = zeros(nc);
+	void *dC3 = pool_up(&pc, C, nc);
+	be_gemm_bf16_mixed(cu, ta, tb, M, N, K, alpha, dA, lda, b16, ldb, beta,
+			   dC3, ldc, ds);
+	be_download(cu, mix, dC3, nc);
+	cr_assert_eq(memcmp(mix, got, nc * sizeof(double)), 0,
+		     "gemm_bf16_mixed (%d,%d,%d) ta=%d tb=%d differs from "
+		     "gemm_bf16",
+		     M, N, K, ta, tb);
+	free(mix);
 	for (int m = 0; m < M; m++)
 		for (int n = 0; n < ldc; n++) {
 			size_t i = (size_t)m * ldc + n;

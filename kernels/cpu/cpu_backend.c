@@ -552,6 +552,7 @@ static const struct backend_math_ops cpu_math = {
     .round_bf16 = DQ_FN(dq_cpu_round_bf16_),
     .gemm_bf16 = DQ_FN(dq_cpu_gemm_bf16_),
     .gemm_bf16_arrays = DQ_FN(dq_cpu_gemm_bf16_arrays_),
+    .gemm_bf16_mixed = DQ_FN(dq_cpu_gemm_bf16_mixed_),
     .layernorm_forward = DQ_FN(dq_cpu_layernorm_forward_),
     .layernorm_backward = DQ_FN(dq_cpu_layernorm_backward_),
     .attention_forward = cpu_attention_forward,

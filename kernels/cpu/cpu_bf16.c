@@ -85,20 +85,20 @@ static void pack(real *dst, const void *src, int bf16_in, int rows, int cols,
 }
 
 /* C = alpha op(A) op(B) + beta C on A and B packed into scratch in bf16
- * (pack: bf16_in says whether they are bf16 arrays already), then the
+ * (pack: a16 and b16 say whether each is a bf16 array already), then the
  * backend's GEMM of the packed values. */
 static void gemm_packed(int ta, int tb, int M, int N, int K, double alpha,
 			const void *A, int lda, const void *B, int ldb,
-			double beta, void *C, int ldc, void *scratch,
-			int bf16_in)
+			double beta, void *C, int ldc, void *scratch, int a16,
+			int b16)
 {
 	if (M <= 0 || N <= 0)
 		return;
 	/* stored shapes: A (M,K) or, transposed, (K,M); B (K,N) or (N,K) */
 	int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
 	real *a = scratch, *b = a + dq_bf16_b_offset(M, K);
-	pack(a, A, bf16_in, ar, ac, lda);
-	pack(b, B, bf16_in, br, bc, ldb);
+	pack(a, A, a16, ar, ac, lda);
+	pack(b, B, b16, br, bc, ldb);
 	DQ_GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
 		tb ? CblasTrans : CblasNoTrans, M, N, K, (real)alpha, a,
 		ac > 1 ? ac : 1, b, bc > 1 ? bc : 1, (real)beta, (real *)C,
@@ -112,7 +112,7 @@ void DQ_FN(dq_cpu_gemm_bf16_)(void *ctx, int ta, int tb, int M, int N, int K,
 {
 	(void)ctx;
 	gemm_packed(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
-		    scratch, 0);
+		    scratch, 0, 0);
 }
 
 void DQ_FN(dq_cpu_gemm_bf16_arrays_)(void *ctx, int ta, int tb, int M, int N,
@@ -123,5 +123,15 @@ void DQ_FN(dq_cpu_gemm_bf16_arrays_)(void *ctx, int ta, int tb, int M, int N,
 {
 	(void)ctx;
 	gemm_packed(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
-		    scratch, 1);
+		    scratch, 1, 1);
+}
+
+void DQ_FN(dq_cpu_gemm_bf16_mixed_)(void *ctx, int ta, int tb, int M, int N,
+				    int K, double alpha, const void *A, int lda,
+				    const uint16_t *B, int ldb, double beta,
+				    void *C, int ldc, void *scratch)
+{
+	(void)ctx;
+	gemm_packed(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+		    scratch, 0, 1);
 }

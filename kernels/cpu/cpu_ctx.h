@@ -109,7 +109,11 @@ DQ_CPU_SOLVE_DECL(d)
 	void dq_cpu_gemm_bf16_arrays_##S(                                      \
 	    void *ctx, int ta, int tb, int M, int N, int K, double alpha,      \
 	    const uint16_t *A, int lda, const uint16_t *B, int ldb,            \
-	    double beta, void *C, int ldc, void *scratch);
+	    double beta, void *C, int ldc, void *scratch);                     \
+	void dq_cpu_gemm_bf16_mixed_##S(                                       \
+	    void *ctx, int ta, int tb, int M, int N, int K, double alpha,      \
+	    const void *A, int lda, const uint16_t *B, int ldb, double beta,   \
+	    void *C, int ldc, void *scratch);
 DQ_CPU_BF16_DECL(f)
 DQ_CPU_BF16_DECL(d)
 #undef DQ_CPU_BF16_DECL

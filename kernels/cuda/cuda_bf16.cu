@@ -189,3 +189,28 @@ void cu_gemm_bf16_arrays(void *ctx, int ta, int tb, int M, int N, int K,
 				  C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
 				  CUBLAS_GEMM_DEFAULT));
 }
+
+/* C = alpha op(bf16(A)) op(B) + beta C with B a bf16 array already (the
+ * weight cast cache): A packed into scratch in bf16 (pack2_bf16 with an
+ * empty second matrix), then cu_gemm_bf16_arrays: the same bf16 operands,
+ * so the same bits as cu_gemm_bf16 of A and the widened B. */
+void cu_gemm_bf16_mixed(void *ctx, int ta, int tb, int M, int N, int K,
+			double alpha, const void *A, int lda, const uint16_t *B,
+			int ldb, double beta, void *C, int ldc, void *scratch)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (M <= 0 || N <= 0 || K <= 0) {
+		cu_gemm_bf16_arrays(ctx, ta, tb, M, N, K, alpha,
+				    (const uint16_t *)A, lda, B, ldb, beta, C,
+				    ldc, NULL);
+		return;
+	}
+	const int wa = ta ? M : K, ra = ta ? K : M;
+	uint16_t *a16 = (uint16_t *)scratch;
+	const struct bf16_pack pa = {a16, (const float *)A,
+				     (size_t)ra * (size_t)wa, wa, lda};
+	const struct bf16_pack none = {NULL, NULL, 0, 1, 1};
+	pack2_bf16(c, pa, none);
+	cu_gemm_bf16_arrays(ctx, ta, tb, M, N, K, alpha, a16, wa, B, ldb, beta,
+			    C, ldc, NULL);
+}

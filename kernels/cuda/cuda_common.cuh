@@ -303,6 +303,9 @@ void cu_gemm_bf16_arrays(void *ctx, int ta, int tb, int M, int N, int K,
 			 double alpha, const uint16_t *A, int lda,
 			 const uint16_t *B, int ldb, double beta, void *C,
 			 int ldc, void *scratch);
+void cu_gemm_bf16_mixed(void *ctx, int ta, int tb, int M, int N, int K,
+			double alpha, const void *A, int lda, const uint16_t *B,
+			int ldb, double beta, void *C, int ldc, void *scratch);
 void cu_gemm_bf16(void *ctx, int ta, int tb, int M, int N, int K, double alpha,
 		  const void *A, int lda, const void *B, int ldb, double beta,
 		  void *C, int ldc, void *scratch);

@@ -320,6 +320,7 @@ static struct backend_math_ops cu_math_make(void)
 	o.round_bf16 = cu_round_bf16;
 	o.gemm_bf16 = cu_gemm_bf16;
 	o.gemm_bf16_arrays = cu_gemm_bf16_arrays;
+	o.gemm_bf16_mixed = cu_gemm_bf16_mixed;
 	o.layernorm_forward = cu_layernorm_forward;
 	o.layernorm_backward = cu_layernorm_backward;
 	o.attention_forward = cu_attention_forward;
