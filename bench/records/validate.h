@@ -5,7 +5,7 @@
  * (validate.c). `deqbench validate` (cmd_validate.c) runs it on JSONL
  * files; SCHEMA.md's field tables are printed from the table's rows
  * (`deqbench validate --schema-markdown`, validate_schema_md.c), and
- * tests/test_validate.c checks the table against them, both ways, so the
+ * tests/test_schema.c checks the table against them, both ways, so the
  * document, the table and the records written by the code cannot drift
  * apart.
  */

@@ -6,7 +6,7 @@
  * to `evals`; validate_schema_run.c and validate_schema_price.c the rest.
  * A field that the code starts to write is added here and in SCHEMA.md in
  * the same commit: `deqbench validate` calls an unlisted field a problem,
- * and tests/test_validate.c compares this table with the document's
+ * and tests/test_schema.c compares this table with the document's
  * tables.
  */
 #include "validate_schema_rows.h"
