@@ -44,7 +44,7 @@ except ImportError:
 DEQBENCH, ROOT = sys.argv[1], sys.argv[2]
 DEQTORCH = os.path.join(ROOT, "bench", "pytorch", "deqtorch.py")
 sys.path.insert(0, os.path.join(ROOT, "bench", "pytorch"))
-from deqtorch import common, grad, methods, models, safetensors  # noqa
+from deqtorch import common, grad, methods, models  # noqa
 
 torch.set_num_threads(1)
 SHAPE = dict(d_model=8, n_heads=2, d_ff=12, seq_len=5, vocab_size=11)
