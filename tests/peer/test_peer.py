@@ -22,19 +22,11 @@ import unittest
 
 import numpy as np
 
-try:
-    import torch
-except ImportError:
-    print("peer: python3-torch is not installed (apt-get install "
-          "python3-torch); skipping", file=sys.stderr)
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_setup import setup  # noqa: E402
 
-DEQBENCH, ROOT = sys.argv[1], sys.argv[2]
-DEQTORCH = os.path.join(ROOT, "bench", "pytorch", "deqtorch.py")
-sys.path.insert(0, os.path.join(ROOT, "bench", "pytorch"))
+torch, DEQBENCH, ROOT, DEQTORCH = setup("peer")
 from deqtorch import common, data, grad, safetensors  # noqa: E402
-
-torch.set_num_threads(1)
 SHAPE = dict(d_model=8, n_heads=2, d_ff=12, seq_len=5, vocab_size=11)
 # the registered models: the `model` key's values (deqbench's registry)
 MODELS = tuple(next(k for k in json.loads(subprocess.run(

@@ -23,19 +23,11 @@ import unittest
 
 import numpy as np
 
-try:
-    import torch
-except ImportError:
-    print("peer-runs: python3-torch is not installed (apt-get install "
-          "python3-torch); skipping", file=sys.stderr)
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_setup import setup  # noqa: E402
 
-DEQBENCH, ROOT = sys.argv[1], sys.argv[2]
-DEQTORCH = os.path.join(ROOT, "bench", "pytorch", "deqtorch.py")
-sys.path.insert(0, os.path.join(ROOT, "bench", "pytorch"))
+torch, DEQBENCH, ROOT, DEQTORCH = setup("peer-runs")
 from deqtorch import common, config, data  # noqa: E402
-
-torch.set_num_threads(1)
 
 
 def check(cfgs):

@@ -34,19 +34,11 @@ import unittest
 
 import numpy as np
 
-try:
-    import torch
-except ImportError:
-    print("peer-selective: python3-torch is not installed; skipping",
-          file=sys.stderr)
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_setup import setup  # noqa: E402
 
-DEQBENCH, ROOT = sys.argv[1], sys.argv[2]
-DEQTORCH = os.path.join(ROOT, "bench", "pytorch", "deqtorch.py")
-sys.path.insert(0, os.path.join(ROOT, "bench", "pytorch"))
-from deqtorch import common, grad, methods, models  # noqa
-
-torch.set_num_threads(1)
+torch, DEQBENCH, ROOT, DEQTORCH = setup("peer-selective")
+from deqtorch import common, grad, methods, models  # noqa: E402
 SHAPE = dict(d_model=8, n_heads=2, d_ff=12, seq_len=5, vocab_size=11)
 B, L = 3, 4
 
