@@ -132,8 +132,10 @@ class Replayer:
         else:
             c.update(trace=True)
             if n < rec["config"]["steps"]:
-                # warmup_steps only leaves steps out of the timing
-                c.update(steps=n, eval_tokens=0, warmup_steps=0)
+                # warmup_steps only leaves steps out of the timing; the
+                # valid curve (eval_every) reads the model, never changes it
+                c.update(steps=n, eval_tokens=0, warmup_steps=0,
+                         eval_every=0)
         if c.get("corpus") != "synthetic":
             c["data_dir"] = os.path.join(self.root, "data")
         if c.get("params"):
