@@ -484,15 +484,18 @@ def infer_core(dq, un, t):
             r["config"]["f_max_iter"] == cap and r not in at]
     same = next((r for r in at if r["config"]["f_tol"] == eps), None)
     seeds = min(r["runs"] for r in at)
+    evald = [r["config"]["f_tol"] for r in dq if r["config"]["f_tol"] >= eps and
+             r["config"]["f_max_iter"] == cap]
+    span = (f"ε = {min(evald):g}" if min(evald) == max(evald) else
+            f"ε from {min(evald):g} to {max(evald):g}")
     head = (f"{times(lo['inference_body_x_unroll'])} without the head both pay "
             f"({num(lo['inference_head_ms']['gmean'])} ms of the DEQ's "
             f"{num(lo['inference_ms']['gmean'])})"
             if lo["inference_head_ms"]["gmean"] else
             "the head's time is not in these records (made before inference.head_ms)")
     out = (f"the DEQ trained at ε = {eps:g} (cap {cap}; {seeds} trained "
-           f"seed{'s' if seeds != 1 else ''} per setting) and evaluated at ε from "
-           f"{min(r['config']['f_tol'] for r in at):g} to "
-           f"{max(r['config']['f_tol'] for r in at):g} takes at best "
+           f"seed{'s' if seeds != 1 else ''} per setting) and evaluated at {span} "
+           f"takes at best "
            f"(ε = {lo['config']['f_tol']:g}) {times(lo['inference_x_unroll'])} the time per "
            f"valid batch of the unrolled net at the depth that matches its perplexity "
            f"({vs(lo)}; {num(evals_x(lo, un))}× its block evaluations; {head})")

@@ -35,6 +35,9 @@
 #   the same command with --resume goes on where it stopped.
 # --finish: no runs; only the checks, the figures and the findings (where
 #   the runs were made on a machine without matplotlib).
+# Before the checks (both ways): an interrupted record whose configuration
+#   has an ok record in the same file (the suite's --resume ran it again)
+#   moves to results/KIND/superseded/, so that rows count finished runs.
 # Ctrl-C (SIGINT) or SIGTERM: passed on, once, to what runs (each suite,
 #   cpu-rate.sh or plan runs in a process group of its own, so the
 #   terminal's signal reaches only this script); they stop after their
@@ -453,6 +456,35 @@ draw_figures() {
 	done
 	return "$rc"
 }
+
+# A run the budget or a signal stopped (status interrupted) and the suite's
+# --resume ran again to the end: its partial record moves to
+# $out/superseded/ (kept, not counted), so that rows aggregate finished
+# runs only.
+python3 - "$out" <<'EOF' 2>&1 | tee -a "$log" >&2 || status=1
+import glob, json, os, sys
+out = sys.argv[1]
+def key(r):
+    c = dict(r.get("config") or {})
+    c.pop("out", None)
+    return json.dumps(c, sort_keys=True)
+for p in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
+    lines = [l for l in open(p) if l.strip()]
+    recs = [json.loads(l) for l in lines]
+    done = {key(r) for r in recs if r.get("status") == "ok"}
+    gone = [i for i, r in enumerate(recs)
+            if r.get("status") == "interrupted" and key(r) in done]
+    if not gone:
+        continue
+    os.makedirs(os.path.join(out, "superseded"), exist_ok=True)
+    with open(os.path.join(out, "superseded", os.path.basename(p)), "a") as f:
+        f.writelines(lines[i] for i in gone)
+    with open(p + ".tmp", "w") as f:
+        f.writelines(l for i, l in enumerate(lines) if i not in gone)
+    os.replace(p + ".tmp", p)
+    print(f"reproduce: {os.path.basename(p)}: {len(gone)} interrupted "
+          f"record(s) rerun to the end moved to superseded/")
+EOF
 
 # one host per folder, one commit; every record valid
 files=("$out"/*.jsonl)
