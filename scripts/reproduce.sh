@@ -459,8 +459,8 @@ draw_figures() {
 
 # A run the budget or a signal stopped (status interrupted) and the suite's
 # --resume ran again to the end: its partial record moves to
-# $out/superseded/ (kept, not counted), so that rows aggregate finished
-# runs only.
+# $out/superseded/ (kept, not counted), so that the files hold finished
+# runs only (report leaves such a record out of its row by itself).
 python3 - "$out" <<'EOF' 2>&1 | tee -a "$log" >&2 || status=1
 import glob, json, os, sys
 out = sys.argv[1]

@@ -433,6 +433,55 @@ Test(resume, report_row_counts_every_record, .init = cli_setup,
 	json_decref(r);
 }
 
+/* A run that a signal or the budget stopped (status interrupted) and that
+ * `suite --resume` ran again to the end (same config and seed, status ok)
+ * is left out of its row and named, in the file's order either way; an
+ * interrupted run that was not rerun stays a run of its row. Seeds 1..3:
+ * 1 interrupted then ok, 2 interrupted only, 3 ok; and seed 4 ok before
+ * its interrupted record (a file appended out of order). */
+Test(resume, report_leaves_out_superseded_runs, .init = cli_setup,
+     .fini = cli_teardown, .timeout = 120)
+{
+	static const struct {
+		int seed;
+		const char *status;
+	} file[] = {{1, "interrupted"}, {2, "interrupted"}, {1, "ok"},
+		    {3, "ok"},		{4, "ok"},	    {4, "interrupted"}};
+	char path[512], err[4096], *o;
+	json_t *r = one_ok_record(), *out, *row;
+	cli_path(path, sizeof(path), "resumed.jsonl");
+	for (size_t k = 0; k < sizeof(file) / sizeof(file[0]); k++) {
+		json_t *c = json_deep_copy(r);
+		json_object_set_new(json_object_get(c, "config"), "seed",
+				    json_integer(file[k].seed));
+		json_object_set_new(c, "status", json_string(file[k].status));
+		if (!strcmp(file[k].status, "interrupted"))
+			json_object_set_new(
+			    c, "message",
+			    json_string("interrupted by SIGTERM at step 3"));
+		append_record(path, c);
+		json_decref(c);
+	}
+	{
+		const char *a[] = {"report", "--format", "json", path, NULL};
+		run_ok(a, 0, err, sizeof(err));
+	}
+	o = last_stdout();
+	out = json_loads(o, 0, NULL);
+	cr_assert(json_is_array(out) && json_array_size(out) == 1, "%s", o);
+	row = json_array_get(out, 0);
+	cr_assert_eq(json_integer_value(json_object_get(row, "runs")), 4, "%s",
+		     o);
+	cr_assert_eq(json_integer_value(json_object_get(row, "superseded")), 2,
+		     "%s", o);
+	cr_assert_eq(json_integer_value(at(row, "health.interrupted")), 1, "%s",
+		     o);
+	cr_assert(strstr(o, "interrupted and rerun: left out 2"), "%s", o);
+	json_decref(out);
+	free(o);
+	json_decref(r);
+}
+
 /* ---- schema version and validity ----------------------------------------- */
 
 /* The two unusable variants of ok record r: schema 99, and timing

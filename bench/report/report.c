@@ -527,6 +527,52 @@ int report_table_add(struct table *t, const json_t *rec)
 	return agg_add(r, rec);
 }
 
+char *report_run_key(const json_t *rec)
+{
+	const json_t *cfg = json_object_get(rec, "config");
+	char *k, *seed, *out = NULL;
+	if (!json_is_object(cfg) || !(k = row_key(rec, cfg, 0)))
+		return NULL;
+	seed = json_dumps(json_object_get(cfg, "seed"),
+			  JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS |
+			      JSON_REAL_PRECISION(17));
+	/* no seed: "null" is its identity, as json_dumps gives none */
+	if ((out = malloc(strlen(k) + (seed ? strlen(seed) : 4) + 2)))
+		sprintf(out, "%s\x1d%s", k, seed ? seed : "null");
+	free(seed);
+	free(k);
+	return out;
+}
+
+int report_table_open(struct table *t, const json_t *rec)
+{
+	const json_t *cfg = json_object_get(rec, "config");
+	char *key;
+	if (!json_is_object(cfg))
+		return 0;
+	if (row_of(t, rec, cfg, &key)) {
+		free(key);
+		return 0;
+	}
+	return key && agg_new(t, rec, cfg, key) ? 0 : -1;
+}
+
+int report_table_superseded(struct table *t, const json_t *rec)
+{
+	const json_t *cfg = json_object_get(rec, "config");
+	struct agg *r;
+	char *key;
+	if (!json_is_object(cfg))
+		return 0;
+	r = row_of(t, rec, cfg, &key);
+	if (!key)
+		return -1;
+	free(key);
+	if (r)
+		r->superseded++;
+	return 0;
+}
+
 int report_table_dup(struct table *t, const json_t *rec)
 {
 	const json_t *cfg = json_object_get(rec, "config");

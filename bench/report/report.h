@@ -82,9 +82,13 @@ json_t *report_price_records(const char *path, const char *what, char *err,
  * report_rows gives of the same records in the same order, duplicates
  * left out and counted by report_unique's rule, while the accumulator
  * holds per row the first record's config, method and kind and a few
- * numbers per run, and 32 to 64 bytes per run for the duplicate check,
- * never a record: the caller may free each after report_acc_add. Memory
- * grows with the rows and runs, not with the records' size. */
+ * numbers per run, and 32 to 64 bytes per run for the duplicate check.
+ * It keeps no record but the interrupted ones (a reference each): a run
+ * interrupted and then rerun to the end by `suite --resume` (same config
+ * and seed, status ok) is left out of its row and counted as superseded,
+ * which is known only at the end. The caller may free each record after
+ * report_acc_add (a held one lives on by its reference). Memory grows
+ * with the rows and runs, not with the records' size. */
 struct report_acc;
 /* A new accumulator; NULL when out of memory. */
 struct report_acc *report_acc_new(void);
@@ -100,8 +104,11 @@ void report_acc_target(struct report_acc *a, double ppl);
 /* Prices the rows of the records added after it (report_rows_priced);
  * prices is borrowed and must outlive a. */
 void report_acc_set_prices(struct report_acc *a, const json_t *prices);
-/* The rows so far (report_rows). New reference; NULL when out of memory. */
-json_t *report_acc_rows(const struct report_acc *a);
+/* The rows of the records added (report_rows): the held interrupted runs
+ * not rerun join their rows last. Ask once, after the last
+ * report_acc_add. New reference;
+ * NULL when out of memory. */
+json_t *report_acc_rows(struct report_acc *a);
 /* Frees a and what it holds; a may be NULL. */
 void report_acc_free(struct report_acc *a);
 

@@ -163,28 +163,81 @@ json_t *report_unique(const json_t *records, json_t *dropped)
 
 /* ---- report_acc ---- */
 
+/* held: the interrupted records, kept until the rows are asked for;
+ * finished: the report_run_key of every ok record, as keys. */
 struct report_acc {
 	struct table t;
 	struct run_set seen;
+	json_t *held, *finished;
 };
 
 struct report_acc *report_acc_new(void)
 {
 	struct report_acc *a = calloc(1, sizeof(*a));
-	if (a && report_table_init(&a->t) != 0) {
+	if (a && (report_table_init(&a->t) != 0 || !(a->held = json_array()) ||
+		  !(a->finished = json_object()))) {
 		report_acc_free(a);
 		return NULL;
 	}
 	return a;
 }
 
+/* Notes rec's run as finished (status ok) or holds it back (status
+ * interrupted: a rerun to the end may follow, as `suite --resume` makes);
+ * 1 when held, 0 when rec goes on to its row, -1 when out of memory. */
+static int hold_or_note(struct report_acc *a, const json_t *rec)
+{
+	const char *st = json_string_value(json_object_get(rec, "status"));
+	int interrupted = st && !strcmp(st, "interrupted");
+	char *key;
+	if (!json_is_object(json_object_get(rec, "config")) || !st ||
+	    (!interrupted && strcmp(st, "ok")))
+		return 0;
+	if (interrupted)
+		return json_array_append(a->held, (json_t *)rec) ||
+			       report_table_open(&a->t, rec)
+			   ? -1
+			   : 1;
+	if (!(key = report_run_key(rec)))
+		return -1;
+	int rc = json_object_set_new(a->finished, key, json_true());
+	free(key);
+	return rc ? -1 : 0;
+}
+
 int report_acc_add(struct report_acc *a, const json_t *rec)
 {
-	int dup = run_seen(&a->seen, rec);
+	int dup = run_seen(&a->seen, rec), held;
 	if (dup < 0)
 		return -1;
-	return dup ? report_table_dup(&a->t, rec)
-		   : report_table_add(&a->t, rec);
+	if (dup)
+		return report_table_dup(&a->t, rec);
+	if ((held = hold_or_note(a, rec)) != 0)
+		return held < 0 ? -1 : 0;
+	return report_table_add(&a->t, rec);
+}
+
+/* The held interrupted records into their rows: each whose run finished
+ * later is counted as superseded, the rest as runs. 0, or -1 when out of
+ * memory. */
+static int flush_held(struct report_acc *a)
+{
+	json_t *rec;
+	size_t i;
+	int rc = 0;
+	json_array_foreach(a->held, i, rec)
+	{
+		char *key = rc == 0 ? report_run_key(rec) : NULL;
+		if (rc == 0 && !key)
+			rc = -1;
+		else if (rc == 0)
+			rc = json_object_get(a->finished, key)
+				 ? report_table_superseded(&a->t, rec)
+				 : report_table_add(&a->t, rec);
+		free(key);
+	}
+	json_array_clear(a->held);
+	return rc;
 }
 
 void report_acc_target(struct report_acc *a, double ppl)
@@ -192,9 +245,9 @@ void report_acc_target(struct report_acc *a, double ppl)
 	a->t.target_ppl = ppl;
 }
 
-json_t *report_acc_rows(const struct report_acc *a)
+json_t *report_acc_rows(struct report_acc *a)
 {
-	return report_table_rows(&a->t);
+	return flush_held(a) == 0 ? report_table_rows(&a->t) : NULL;
 }
 
 void report_acc_free(struct report_acc *a)
@@ -202,6 +255,8 @@ void report_acc_free(struct report_acc *a)
 	if (!a)
 		return;
 	report_table_free(&a->t);
+	json_decref(a->held);
+	json_decref(a->finished);
 	free(a->seen.slot);
 	free(a);
 }

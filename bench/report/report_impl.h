@@ -68,6 +68,7 @@ struct agg {
 	int beside;		/* ok runs that ran beside others (report.h) */
 	int error, interrupted; /* runs of those statuses */
 	int duplicates;		/* records left out as second readings */
+	int superseded; /* interrupted runs left out: rerun to the end */
 	/* per run, its quality.valid_curve as [[step, ppl, train_s], ...],
 	 * null for a run without one (report_target_add) */
 	json_t *curves;
@@ -105,6 +106,17 @@ int report_table_add(struct table *t, const json_t *rec);
 /* Counts record rec, a second reading of a run already added, as a
  * duplicate of its row. 0, or -1 when out of memory. */
 int report_table_dup(struct table *t, const json_t *rec);
+/* Makes record rec's row if there is none yet, adding nothing to it, so
+ * that a record held back (report_acc's interrupted ones) keeps its row's
+ * place. 0, or -1 when out of memory. */
+int report_table_open(struct table *t, const json_t *rec);
+/* Counts record rec, an interrupted run whose rerun finished (status ok,
+ * same report_run_key), as left out of its row. 0, or -1 when out of
+ * memory. */
+int report_table_superseded(struct table *t, const json_t *rec);
+/* The identity of record rec's run: its row's key and its config's seed.
+ * malloc'd; NULL without a config object or when out of memory. */
+char *report_run_key(const json_t *rec);
 /* The rows of t as report_rows gives them (report.h). New reference, NULL
  * when out of memory. */
 json_t *report_table_rows(const struct table *t);

@@ -577,6 +577,21 @@ static void set_duplicates(json_t *o, const struct agg *r)
 	    json_string(buf));
 }
 
+/* The row's interrupted runs rerun to the end (report_acc) as
+ * "superseded" and, when there are any, a label of its health. */
+static void set_superseded(json_t *o, const struct agg *r)
+{
+	char buf[64];
+	json_object_set_new(o, "superseded", json_integer(r->superseded));
+	if (!r->superseded)
+		return;
+	snprintf(buf, sizeof(buf), "interrupted and rerun: left out %d",
+		 r->superseded);
+	json_array_append_new(
+	    json_object_get(json_object_get(o, "health"), "labels"),
+	    json_string(buf));
+}
+
 /* The best (lowest) mean valid loss of the training rows of group g in
  * rows; INFINITY when none has one. */
 static double group_best(const json_t *rows, const char *g)
@@ -629,6 +644,7 @@ json_t *report_table_rows(const struct table *t)
 		json_object_set_new(o, "pytorch_row",
 				    p < 0 ? json_null() : json_integer(p));
 		set_duplicates(o, &t->rows[j]);
+		set_superseded(o, &t->rows[j]);
 		if (json_array_append_new(rows, o) != 0) {
 			json_decref(rows);
 			rows = NULL;
