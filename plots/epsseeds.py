@@ -45,8 +45,9 @@ class R:
 
 # A DEQ seed whose forward solves reached their tolerance in less than
 # this share of its steps, overall or in the last tenth, lost convergence:
-# health's bar for `unconverged` (results/SCHEMA.md §health; eps-train's
-# ε = 1e-3 seed 2 of 05a290f: 59% overall, 14% in the last tenth).
+# health's bar for `unconverged` (results/SCHEMA.md §health). The seeds
+# below it are named in results/README.md's findings; in the records of
+# dbc76c1, eps-train's ε = 1e-3 seed 2: 58% overall, 12% in the last tenth.
 CONVERGED_BAR = 0.9
 TAIL = 0.1  # the last tenth of the training steps, as health's *_last
 

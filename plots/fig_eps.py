@@ -230,17 +230,19 @@ def fig_eps(runs, recs, prefix, written):
                        "and its 95% interval)", recs, prefix, "eps-sweep", written)
 
 
-def report_rows(recs):
-    """deqbench report --format json on these records (a temporary file):
-    its eval rows carry matched_unroll and inference_x_unroll. [] when the
-    binary cannot give them (the panel then says so)."""
+def report_rows(recs, args=()):
+    """deqbench report --format json on these records (a temporary file),
+    with report's further arguments args (--price PRICES: the time-ratio
+    figure of plot.py): its eval rows carry matched_unroll and
+    inference_x_unroll, its train rows the priced figures. [] when the
+    binary cannot give them (the figure then says so)."""
     exe = os.environ.get("DEQBENCH") or os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "build", "bench", "deqbench")
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
         for r in recs:
             f.write(json.dumps(r) + "\n")
     try:
-        out = subprocess.run([exe, "report", "--format", "json", f.name], check=True,
+        out = subprocess.run([exe, "report", "--format", "json", *args, f.name], check=True,
                              capture_output=True, text=True).stdout
         return json.loads(out)
     except (OSError, subprocess.CalledProcessError, ValueError):
@@ -296,6 +298,8 @@ def matched(rows, cap, eps):
 
 INF = "inference.step_ms.median"
 PPL = "quality.valid_ppl"
+# behind a label that arrows, whiskers or other labels cross
+LABEL_BOX = dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.75)
 
 
 def infer_eps_panels(axes, sets, caps, col, rows, unr_at):
@@ -335,7 +339,7 @@ def zoom(ax, ppls, depths):
         ax.set_ylim(lo * 0.995, lo * 1.04)
         ax.text(0.01, 0.99, "above the chart: " + ", ".join(
             f"unroll L={L} (ppl {p:.1f})" for L, p in off), transform=ax.transAxes,
-            va="top", fontsize=6)
+            va="top", fontsize=6, bbox=LABEL_BOX)
 
 
 def answer_panel(ax, sets, caps, col, rows):
@@ -357,34 +361,50 @@ def answer_panel(ax, sets, caps, col, rows):
     ue = {L: est(sets[("unroll", L)]) for L in depths}
     ax.plot([ue[L][0][0] for L in depths], [ue[L][1][0] for L in depths], color="0.3",
             lw=0.8, label="unroll at depth L")
-    for L in depths:
+    for i, L in enumerate(depths):
         draw(ue[L], marker="*", ms=8, color="0.3")
+        # neighbouring depths lie close in time: their labels alternate in height
         ax.annotate(f"L={L}", (ue[L][0][0], ue[L][1][0]), textcoords="offset points",
-                    xytext=(4, -9), fontsize=6, color="0.3")
+                    xytext=(4, -9 if i % 2 == 0 else -16), fontsize=6, color="0.3",
+                    bbox=LABEL_BOX)
+    mid = sorted(ue[L][1][0] for L in depths)[len(depths) // 2] if depths else None
     for ci, cap in enumerate(caps):
         name = f"deq f_max_iter={cap}"
         tols = sorted(k[2] for k in sets if k[0] == "deq" and k[1] == cap)
-        for t in tols:
+        lines = []
+        for i, t in enumerate(tols):
             e = est(sets[("deq", cap, t)])
             draw(e, marker=MARKS[ci % len(MARKS)], ms=5, color=col[name], mfc="white",
                  label=name if t == tols[-1] else None)
             L, x = matched(rows, cap, t)
             if ci != len(caps) - 1:
                 continue  # one cap's arrows and labels: more overlap
-            txt = f"ε={R.fmt_g(t)}"
             if L in ue:
                 ax.annotate("", xy=(ue[L][0][0], ue[L][1][0]), xytext=(e[0][0], e[1][0]),
                             arrowprops=dict(arrowstyle="->", color=col[name], lw=0.7,
                                             alpha=0.7))
-                txt += f": {x['ratio']:.2f}× L={L}" if x and x.get("ratio") else ""
-            ax.annotate(txt, (e[0][0], e[1][0]), textcoords="offset points",
-                        xytext=(4, 3), fontsize=6, color=col[name], rotation=20)
+            lines.append(f"{R.fmt_g(t):<8}" + ("none" if L is None else f"{f'L={L}':<9}" + (
+                f"{x['ratio']:.2f}×" if x and x.get("ratio") else "—")))
+            # the ε alone beside its point, away from the unroll line, heights
+            # alternating (neighbouring ε lie close in time); the numbers: the table
+            up = mid is not None and e[1][0] > mid
+            dy = (7 if i % 2 == 0 else 15) * (1 if up else -1) - (0 if up else 4)
+            ax.annotate(f"ε={R.fmt_g(t)}", (e[0][0], e[1][0]), textcoords="offset points",
+                        xytext=(0, dy), ha="center", fontsize=6, color=col[name],
+                        bbox=LABEL_BOX)
+        if lines and rows:
+            ax.text(0.99, 0.02, (f"{name}\n" if len(caps) > 1 else "") +
+                    f"{'ε':<8}{'as good':<9}time × it\n" + "\n".join(lines),
+                    transform=ax.transAxes, ha="right", va="bottom", fontsize=6,
+                    multialignment="left", family="monospace", color=col[name], zorder=5,
+                    bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="0.7", alpha=0.9))
     zoom(ax, [ue[L][1][0] for L in depths], depths)
 
     ax.set_xlabel("inference time per valid batch (ms, median; geometric mean over seeds)")
     ax.set_ylabel("valid perplexity (exp of the mean loss over seeds)")
     ax.set_title("the answer: each DEQ ε → the shallowest unrolled depth as good "
-                 "(arrow; report's matched_unroll), its time × that depth's", fontsize=7)
+                 "(arrow; report's matched_unroll);\ntable: that depth and the DEQ's "
+                 "inference time × its (report's inference_x_unroll)", fontsize=7)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=6)
 

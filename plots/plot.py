@@ -20,7 +20,14 @@ support, as PNG and SVG beside the file (or in --out-dir), named
                    report groups): each run's mean step time as a dot, the
                    ratio of geometric means over runs as the bar and its 95%
                    Welch t interval on logs as whiskers (report's
-                   step_mean_x_unroll); needs an unroll row and another method
+                   step_mean_x_unroll); where the findings quote the priced
+                   figure instead (plots/steptime.py: runs beside another
+                   lane, prices.jsonl beside the file), report's priced one,
+                   marked "(priced)": each run's priced step time, the
+                   priced ratio and its interval (priced.step_ms,
+                   priced.x_unroll of deqbench report --price; $DEQBENCH or
+                   build/bench/deqbench, the figure saying so without it);
+                   needs an unroll row and another method
   step-trace       step time and block applications (forwards + VJPs; a
                    DEQ's follow its solver iterations) against training
                    step, a trailing median: each configuration's seeds
@@ -50,8 +57,9 @@ support, as PNG and SVG beside the file (or in --out-dir), named
                    inference time against perplexity for unroll at every
                    depth and each DEQ ε, joined by an arrow to the
                    shallowest depth as good (deqbench report's
-                   matched_unroll, with its inference × unroll); needs two
-                   f_tol values or two unroll depths
+                   matched_unroll), each ε's depth and inference × unroll
+                   in a table in the panel; needs two f_tol values or two
+                   unroll depths
   budget           step time (median) against total device peak for every
                    method and parameter, circles without and triangles with
                    head_chunk, and the Pareto front; needs three methods
@@ -73,10 +81,11 @@ import os
 import sys
 
 import records as R
+import steptime
 from figbase import (colours, finish, gmean, group_labels, label_series,
                      legend_right, mark_flagged, panel, plt, ratio_interval,
                      runs_of, series_order)
-from fig_eps import fig_eps, fig_eps_infer
+from fig_eps import fig_eps, fig_eps_infer, report_rows
 from fig_traces import fig_convergence, fig_residuals, fig_step_trace
 
 
@@ -122,14 +131,30 @@ def ratio_table(runs):
     return groups, labels, cell, base
 
 
+def fit_labels(ax, texts):
+    """Raises the top of a linear y axis until every text (a bar's label
+    above it, in offset points) lies inside the axes, so no label reaches
+    the panel's title."""
+    fig = ax.figure
+    for _ in range(4):  # each raise shrinks the labels' share: settles fast
+        fig.canvas.draw()  # the layout, then the texts' extents
+        box = ax.get_window_extent()
+        over = max((t.get_window_extent().y1 for t in texts), default=0) - box.y1
+        if over <= -6:
+            return
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo, hi + (over + 10) * (hi - lo) / max(1.0, box.height - over - 10))
+
+
 def bars(ax, groups, labels, cell, series, value, err=None, text=None, points=None):
     """Grouped bars: x = groups, one colour per series; value(g, run) is the
     bar height, err(g, run) its (low, high) ends, text(g, run, height) the
     annotation above it, points(g, run) values drawn as dots on the bar
-    (each seed's)."""
+    (each seed's); the y axis leaves room for the annotations."""
     col = colours(series)
     present = [s for s in series if any((g, s) in cell for g in groups)]
     w = 0.8 / max(1, len(present))
+    texts = []
     for i, s in enumerate(present):
         xs, ys, lo, hi, notes, flagged, tops = [], [], [], [], [], [], []
         for j, g in enumerate(groups):
@@ -163,49 +188,108 @@ def bars(ax, groups, labels, cell, series, value, err=None, text=None, points=No
                 patch.set_hatch("///")
                 patch.set_edgecolor("red")
         for x, y, t in zip(xs, tops, notes):
-            ax.annotate(t, (x, y), textcoords="offset points",
-                        xytext=(0, 2), ha="center", fontsize=6)
+            texts.append(ax.annotate(t, (x, y), textcoords="offset points",
+                                     xytext=(0, 2), ha="center", fontsize=6))
     ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels([labels[g] for g in groups], rotation=20 if len(groups) > 4 else 0)
     ax.grid(True, axis="y", alpha=0.3)
+    fit_labels(ax, texts)
 
 
-def fig_time_ratio(runs, recs, prefix, written):
+def priced_rows(recs, prices):
+    """({run key: report row} of the rows whose priced figures the
+    findings quote (steptime.priced: their runs ran beside another lane
+    and prices measured alone priced all their work), a note for the
+    figure or None). deqbench report --price PRICES gives the rows (as
+    fig_eps_infer's, $DEQBENCH or build/bench/deqbench); without price
+    records there is nothing to price, without the report the note says
+    that measured times are drawn."""
+    if not prices:
+        return {}, None
+    rows = report_rows(recs, ["--price", prices])
+    if not rows:
+        return {}, ("no deqbench report: each run's measured step time drawn, where "
+                    "the findings may quote priced ones")
+    return {R.run_key({"config": r["config"], "kind": r.get("kind")}): r
+            for r in rows if steptime.priced(r)}, None
+
+
+class TimeCell:
+    """One bar of the time-ratio figure: the ratio to the group's unroll
+    (est, lo, hi), each run's value as a ratio (dots), the step time in ms
+    and the runs; priced where report's row is (steptime.priced), else
+    from each run's measured mean step time."""
+
+    def __init__(self, r, base, row=None):
+        self.priced = row is not None
+        if self.priced:  # report's priced step time and its x_unroll interval
+            st, x = row["priced"]["step_ms"], row["priced"]["x_unroll"]
+            runs = [v for v in st.get("per_run") or [] if v and v > 0]
+            self.est, self.lo, self.hi = x["ratio"], x.get("lo"), x.get("hi")
+            self.ms, self.n = st["gmean"], len(runs) or st.get("n") or 0
+            # each run over the unroll's priced geometric mean (ratio = gm / that)
+            u = gmean(runs) / self.est if runs and self.est else None
+        else:
+            runs, u = r.step_means, gmean(base.step_means)
+            self.est, self.lo, self.hi = (1.0, None, None) if r is base else \
+                ratio_interval(r.step_means, base.step_means)
+            self.ms, self.n = gmean(r.step_means), len(r.step_means)
+        self.points = [m / u for m in runs] if u and len(runs) > 1 else []
+
+
+def time_cells(runs, rows):
+    """(groups, labels, cell, {(group, series): TimeCell}) of the time-ratio
+    figure; rows: priced_rows' {run key: report row}."""
     groups, labels, cell, base = ratio_table(runs)
-    if not groups:
+    tc = {}
+    for (g, s), r in cell.items():
+        tc[(g, s)] = TimeCell(r, base[g], rows.get(R.run_key(r.rec)))
+        if tc[(g, s)].est is None:  # report gave no ratio: the measured one
+            tc[(g, s)] = TimeCell(r, base[g])
+    return groups, labels, cell, tc
+
+
+def fig_time_ratio(runs, recs, prefix, written, prices=None):
+    """Each run's mean step time over unroll's; priced (steptime.py) where
+    the findings quote the priced figure: prices, the price records beside
+    the records file (steptime.prices_of)."""
+    if not ratio_table(runs)[0]:
         return False
+    rows, note = priced_rows(recs, prices)
+    groups, labels, cell, tc = time_cells(runs, rows)
     series = series_order(runs)
     fig, ax = plt.subplots(layout="constrained",
                            figsize=(min(14, max(6, 0.6 * len(groups) * len(series))), 4))
-
-    def est(g, r):
-        if r is base[g]:  # unroll against itself: 1, no interval
-            return 1.0, None, None
-        return ratio_interval(r.step_means, base[g].step_means)
-
-    def points(g, r):
-        u = gmean(base[g].step_means)
-        return [m / u for m in r.step_means] if u and len(r.step_means) > 1 else []
-
     crowded = len(groups) * len(series) > 8
+    priced = any(c.priced for c in tc.values())
+    every = all(c.priced for c in tc.values())  # then the subtitle says it once
 
     def text(g, r, v):
-        n = len(r.step_means)
+        c = tc[(g, r.series)]
         if crowded:  # the ratio alone, or the labels overlap
-            return f"{v:.2f}"
-        return f"{v:.2f}×\n{gmean(r.step_means):.3g} ms\n{n} run{'s' if n != 1 else ''}"
+            return f"{v:.2f}" + ("*" if c.priced and not every else "")
+        return (f"{v:.2f}×\n" + ("(priced)\n" if c.priced else "") +
+                f"{c.ms:.3g} ms\n{c.n} run{'s' if c.n != 1 else ''}")
 
-    bars(ax, groups, labels, cell, series, lambda g, r: est(g, r)[0],
-         lambda g, r: est(g, r)[1:], text, points)
-    ax.set_ylabel("mean step time / unroll's (×)")
-    ax.set_title("bar: geometric mean over runs; whiskers: its 95% t interval "
-                 "(none below 2 runs); dots: each run", fontsize=7)
+    bars(ax, groups, labels, cell, series, lambda g, r: tc[(g, r.series)].est,
+         lambda g, r: (tc[(g, r.series)].lo, tc[(g, r.series)].hi), text,
+         lambda g, r: tc[(g, r.series)].points)
+    ax.set_ylabel("mean step time / unroll's (×)" + (", priced where marked" if priced else ""))
+    sub = ("bar: ratio of geometric means over runs; whiskers: its 95% Welch t interval "
+           "(none below 2 runs); dots: each run")
+    if priced:
+        sub += ("\n" + ("every bar priced" if every else "(priced)" + (", *" if crowded else ""))
+                + ": runs beside another lane, "
+                "drawn as report's priced figure (their work × prices measured alone), "
+                "as the findings quote it")
+    ax.set_title(sub + (f"\n{note}" if note else ""), fontsize=7)
     ax.set_xlabel("group (config apart from the method keys)")
     legend_right(ax, 7)
-    return finish(fig, "Training step time relative to unrolled backprop "
-                       "(each run's mean step time; the run is the unit)",
-                  recs, prefix, "time-ratio", written)
+    what = ("each run's mean step time, priced where it ran beside another lane"
+            if priced else "each run's mean step time")
+    return finish(fig, f"Training step time relative to unrolled backprop ({what}; "
+                       "the run is the unit)", recs, prefix, "time-ratio", written)
 
 
 def fig_memory_ratio(runs, recs, prefix, written):
@@ -328,9 +412,12 @@ def plot_file(path, out_dir, only=None):
     label_series(runs)
     # training figures see training records only; eps-infer its eval ones
     train = [r for r in runs if R.kind(r.rec) == "train"]
+    # time-ratio draws the priced figures where the findings quote them
+    extra = {fig_time_ratio: {"prices": steptime.prices_of(path)}}
     drawn = [f.__name__[4:] for f in FIGURES
              if (only is None or figure_name(f) in only)
-             and f(runs if f is fig_eps_infer else train, recs, prefix, written)]
+             and f(runs if f is fig_eps_infer else train, recs, prefix, written,
+                   **extra.get(f, {}))]
     if not drawn:
         print(f"note: {path}: {len(recs)} records support none of the figures "
               "(see plot.py's header for what each needs)", file=sys.stderr)

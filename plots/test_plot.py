@@ -11,7 +11,9 @@ copy of a record marked status "error" (what a failed run leaves), then
 checks that plot.py draws all seven figures as PNG and SVG, notes the skipped
 record, rewrites byte-identical files on a second run, and fails with exit
 status 2 on a missing file; that the time-ratio estimate and interval are
-report's step_mean_x_unroll; that the convergence figure's per-step flags
+report's step_mean_x_unroll, and that where a report row is priced (stub
+rows for report --price, prices.jsonl beside the records) the figure draws
+its priced ratio, interval and per-run values, marked "(priced)"; that the convergence figure's per-step flags
 are the records' (their mean is solver.*.converged_fraction) and that the
 fallback for traces without flags (residual <= tolerance) gives the same
 flags; that table.py prints one row per non-unroll run with the converged
@@ -185,6 +187,91 @@ def check_time_estimator(deqbench, root, tmp, lines):
             fail(f"ratio_interval {got} vs report's step_mean_x_unroll {want}")
 
 
+def check_priced_time(root, tmp, lines):
+    """The time-ratio figure draws report's priced figure where the
+    findings quote it (steptime.priced) and each run's measured mean step
+    time elsewhere, matched by run identity (config), not by label: stub
+    report rows stand in for deqbench report --price (no timing involved),
+    one priced (checkpoint L=2: made-up ratio, interval and per-run
+    values), one beside but not fully priced (a deq run: measured). With
+    prices.jsonl beside the records plot_file asks report for them; with no
+    report rows the figure draws measured times and says so."""
+    sys.path.insert(0, os.path.join(root, "plots"))
+    import figbase  # noqa: E402  (needs the path above)
+    import plot as P  # noqa: E402
+    import records as R  # noqa: E402
+    import steptime  # noqa: E402
+    ck = next(r for r in lines if r["config"]["method"] == "checkpoint"
+              and r["config"]["layers"] == 2)
+    dq = next(r for r in lines if r["config"]["method"] == "deq"
+              and r["config"]["layers"] == 2)
+    runs_ = [0.25, 0.3, 0.36]  # priced per-run step times (ms), made up
+    priced = {"config": ck["config"], "kind": "train", "method": "not a label",
+              "health": {"labels": ["beside 3/3"]},
+              "priced": {"matched": True, "note": None,
+                         "step_ms": {"gmean": figbase.gmean(runs_), "per_run": runs_},
+                         "x_unroll": {"ratio": 0.5, "lo": 0.4, "hi": 0.625}}}
+    unpriced = {"config": dq["config"], "kind": "train", "method": "deq",
+                "health": {"labels": ["beside 1/1"]},
+                "priced": dict(priced["priced"], note="a unit without a price")}
+    if not steptime.priced(priced) or steptime.priced(unpriced):
+        fail("the stub rows do not test what they should (steptime.priced)")
+    recs_path = os.path.join(tmp, "priced", "tiny.jsonl")
+    os.makedirs(os.path.dirname(recs_path))
+    with open(recs_path, "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in lines))
+    prices = os.path.join(tmp, "priced", "prices.jsonl")
+    with open(prices, "w") as f:
+        f.write("{}\n")  # only its presence matters: report is stubbed
+    asked, drawn = [], []
+    saved = P.report_rows, P.finish
+    try:
+        for stub in ([priced, unpriced], []):
+            P.report_rows = lambda recs, args=(), stub=stub: asked.append(list(args)) or stub
+            P.finish = lambda fig, what, *a: drawn.append((fig, what)) or True
+            P.plot_file(recs_path, None, {"time-ratio"})
+    finally:
+        P.report_rows, P.finish = saved
+    if asked != [["--price", prices]] * 2 or len(drawn) != 2:
+        fail(f"time-ratio asked report {asked}, drew {len(drawn)} figures")
+    runs = [r for r in figbase.runs_of(lines) if R.kind(r.rec) == "train"]
+    figbase.label_series(runs)
+    measured = {}  # each run's bar from its measured mean step times
+    for r in runs:
+        base = next(u for u in runs if u.group == r.group and R.method(u.rec) == "unroll")
+        measured[R.run_key(r.rec)] = 1.0 if r is base else figbase.ratio_interval(
+            r.step_means, base.step_means)[0]
+    for (fig, what), with_report in zip(drawn, (True, False)):
+        ax = fig.axes[0]
+        heights = sorted(round(p.get_height(), 9) for p in ax.patches)
+        want = sorted(round(0.5 if with_report and k == R.run_key(ck) else v, 9)
+                      for k, v in measured.items())
+        notes = {round(t.xy[0], 9): t.get_text() for t in ax.texts if hasattr(t, "xy")}
+        marked = [round(p.get_height(), 9) for p in ax.patches
+                  if "(priced)" in notes.get(round(p.get_x() + p.get_width() / 2, 9), "")
+                  or notes.get(round(p.get_x() + p.get_width() / 2, 9), "").endswith("*")]
+        sub = ax.get_title()
+        if with_report:
+            if marked != [0.5] or heights != want or "(priced)" not in sub \
+                    or "priced" not in what:
+                fail(f"priced time-ratio: bars {heights} (want {want}), marked {marked}, "
+                     f"title {sub!r}")
+        elif marked or heights != want or "no deqbench report" not in sub:
+            fail(f"time-ratio without report: bars {heights}, marked {marked}, {sub!r}")
+        plt_close(fig)
+    key = {R.run_key(priced): priced}
+    cell = next(c for (g, s), c in P.time_cells(runs, key)[3].items() if c.priced)
+    pts = [v / (figbase.gmean(runs_) / 0.5) for v in runs_]
+    if (cell.est, cell.lo, cell.hi) != (0.5, 0.4, 0.625) or \
+            any(abs(a - b) > 1e-12 for a, b in zip(cell.points, pts)) or len(cell.points) != 3:
+        fail(f"priced cell {cell.est, cell.lo, cell.hi} dots {cell.points}, want {pts}")
+
+
+def plt_close(fig):
+    import matplotlib.pyplot as plt  # noqa: E402  (matplotlib: checked at the top)
+    plt.close(fig)
+
+
 def check_eps_seeds(deqbench, root, tmp, lines, env):
     """The ε figures' seeds: three seeded copies of the tiny suite's deq
     runs at cap 2 (both tolerances) and of unroll L=2, step times scaled
@@ -356,6 +443,7 @@ def main():
 
         check_convergence_flags(root, lines)
         check_time_estimator(deqbench, root, tmp, lines)
+        check_priced_time(root, tmp, lines)
         check_eval_figure(deqbench, tmp, env)
         check_eps_seeds(deqbench, root, tmp, lines, env)
 
