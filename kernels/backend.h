@@ -280,6 +280,28 @@ struct backend_math_ops {
 	void (*attention_backward)(void *ctx, void *dqkv, void *scratch,
 				   const void *dout, const void *qkv,
 				   const void *att, int B, int T, int C, int H);
+	/* The attention of precision=bf16 (docs/precision.md): its six
+	 * products on bf16 operands with fp32 accumulation, as
+	 * FlashAttention-2 and PyTorch's bf16 SDPA compute them. qkv must
+	 * hold bf16 values (the caller rounds it); out, att, dqkv and the
+	 * sums stay fp32. Forward: S = scale q kᵀ, att = P = bf16(causal
+	 * softmax of S), out = P v: att receives the rounded P. Backward,
+	 * with att holding bf16 values (a forward's, or its bf16 tape):
+	 * dO = bf16(dout); datt = dO vᵀ; G = bf16(scale att (datt − Σ att
+	 * datt)); dq = G k; dk = Gᵀ q; dv = attᵀ dO. ws: the operand copies,
+	 * be_attention_bf16_ws_bytes (backend_call.h) bytes. cuda: bf16
+	 * copies and batched cublasGemmBatchedEx (CUDA_R_16BF in,
+	 * CUBLAS_COMPUTE_32F: tensor cores) where T >= 128, the tiled
+	 * kernels on the rounded values below; cpu: the rounded values in
+	 * float32, SGEMM (exact products of bf16 numbers: the same sums up
+	 * to their order). */
+	void (*attention_forward_bf16)(void *ctx, void *out, void *att,
+				       const void *qkv, void *ws, int B, int T,
+				       int C, int H);
+	void (*attention_backward_bf16)(void *ctx, void *dqkv, void *scratch,
+					const void *dout, const void *qkv,
+					const void *att, void *ws, int B, int T,
+					int C, int H);
 
 	/* ---- embeddings ----
 	 * out(B,T,C) = wte[tok[b,t]] + wpe[t]; tok int32 (B,T); wte (V,C);

@@ -20,6 +20,44 @@ static inline void be_gemm_bf16_mixed(const struct backend *be, int ta, int tb,
 				       B, ldb, beta, C, ldc, scratch);
 }
 
+/* Bytes of the ws of attention_forward_bf16 and attention_backward_bf16:
+ * room for bf16 (or, on a backend whose operands are the rounded values
+ * in its own type, bf16_operand_elem-byte) copies of qkv (3 B T C), dout
+ * (B T C), P and G (B H T T each), each of the last three starting at
+ * a multiple of 8 elements. */
+static inline size_t be_attention_bf16_ws_bytes(const struct backend *be, int B,
+						int T, int C, int H)
+{
+	size_t bt = (size_t)B * T, att = bt * (size_t)H * T;
+	return be->bf16_operand_elem * (4 * bt * (size_t)C + 2 * att + 24);
+}
+
+static inline void be_attention_forward_bf16(const struct backend *be,
+					     void *out, void *att,
+					     const void *qkv, void *ws, int B,
+					     int T, int C, int H)
+{
+	dq_attention_shape(B, T, C, H);
+	DQ_NEED(B && T && C, out), DQ_NEED(B && T, att);
+	DQ_NEED(B && T && C, qkv), DQ_NEED(B && T, ws);
+	be->ops->math->attention_forward_bf16(be->ctx, out, att, qkv, ws, B, T,
+					      C, H);
+}
+
+static inline void be_attention_backward_bf16(const struct backend *be,
+					      void *dqkv, void *scratch,
+					      const void *dout, const void *qkv,
+					      const void *att, void *ws, int B,
+					      int T, int C, int H)
+{
+	dq_attention_shape(B, T, C, H);
+	DQ_NEED(B && T && C, dqkv), DQ_NEED(B && T, scratch);
+	DQ_NEED(B && T && C, dout), DQ_NEED(B && T && C, qkv);
+	DQ_NEED(B && T, att), DQ_NEED(B && T, ws);
+	be->ops->math->attention_backward_bf16(be->ctx, dqkv, scratch, dout,
+					       qkv, att, ws, B, T, C, H);
+}
+
 /* ---- solver control (kernels/solve_ctl.h): nothing returns to the host.
  * The per-sample ops take S samples of P segments of len elements
  * (segment p of sample k at (p S + k) len), flag and seg in device

@@ -17,8 +17,9 @@
  *   matrix products   every model_gemm on bf16 operands (be_gemm_bf16),
  *                     forward and backward, block and head, with fp32
  *                     accumulation and an fp32 result; the transformer
- *                     rounds qkv to bf16 before the attention, so q kᵀ
- *                     and att v read bf16 q, k, v
+ *                     rounds qkv to bf16 before the attention, whose six
+ *                     products read bf16 operands too (q, k, v, P, dO,
+ *                     G: model_attention_forward, _backward)
  *   tapes             stored in bf16 (model_tape_bytes = 2 bytes an
  *                     element): the block writes its fp32 tape into
  *                     tape32 and stores it rounded; the vjp widens it
@@ -66,12 +67,23 @@ static size_t gemm_operand_elems(const struct model *m)
 	return (block > head ? block : head) + 7;
 }
 
+/* Bytes of gemm_scratch: the largest model_gemm's operands, or, for a
+ * kind whose block has attention, its bf16 operand copies when larger
+ * (model_attention_forward: the two never run at once). */
+static size_t bf16_scratch_bytes(const struct model *m)
+{
+	size_t g = m->be->bf16_operand_elem * gemm_operand_elems(m), a = 0;
+	if (m->def->attention)
+		a = be_attention_bf16_ws_bytes(m->be, m->B, m->T, m->d,
+					       m->cfg.n_heads);
+	return g > a ? g : a;
+}
+
 size_t model_bf16_workspace_bytes(const struct model *m)
 {
 	if (m->cfg.precision != DQ_PREC_BF16)
 		return 0;
-	return m->be->elem * m->def->tape_elems(m) +
-	       m->be->bf16_operand_elem * gemm_operand_elems(m) +
+	return m->be->elem * m->def->tape_elems(m) + bf16_scratch_bytes(m) +
 	       sizeof(uint16_t) * m->n_param_elems;
 }
 
@@ -81,7 +93,7 @@ int model_bf16_alloc(struct model *m)
 	struct backend *be = m->be;
 	if (m->cfg.precision != DQ_PREC_BF16)
 		return 0;
-	pv->gemm_scratch_bytes = be->bf16_operand_elem * gemm_operand_elems(m);
+	pv->gemm_scratch_bytes = bf16_scratch_bytes(m);
 	pv->tape32 = backend_alloc(be, m->def->tape_elems(m), MEM_WORKSPACE);
 	pv->gemm_scratch =
 	    backend_alloc_bytes(be, pv->gemm_scratch_bytes, MEM_WORKSPACE);
@@ -179,4 +191,38 @@ void model_gemm(struct model *m, int ta, int tb, int M, int N, int K,
 	else
 		be_gemm_bf16(m->be, ta, tb, M, N, K, alpha, A, lda, B, ldb,
 			     beta, C, ldc, pv->gemm_scratch);
+}
+
+/* ------------------------------------------------------ the attention */
+
+void model_attention_forward(struct model *m, void *out, void *att,
+			     const void *qkv)
+{
+	struct model_priv *pv = m->priv;
+	int B = m->B, T = m->T, d = m->d, H = m->cfg.n_heads;
+	if (m->cfg.precision != DQ_PREC_BF16) {
+		be_attention_forward(m->be, out, att, qkv, B, T, d, H);
+		return;
+	}
+	assert(be_attention_bf16_ws_bytes(m->be, B, T, d, H) <=
+	       pv->gemm_scratch_bytes);
+	be_attention_forward_bf16(m->be, out, att, qkv, pv->gemm_scratch, B, T,
+				  d, H);
+}
+
+void model_attention_backward(struct model *m, void *dqkv, void *scratch,
+			      const void *dout, const void *qkv,
+			      const void *att)
+{
+	struct model_priv *pv = m->priv;
+	int B = m->B, T = m->T, d = m->d, H = m->cfg.n_heads;
+	if (m->cfg.precision != DQ_PREC_BF16) {
+		be_attention_backward(m->be, dqkv, scratch, dout, qkv, att, B,
+				      T, d, H);
+		return;
+	}
+	assert(be_attention_bf16_ws_bytes(m->be, B, T, d, H) <=
+	       pv->gemm_scratch_bytes);
+	be_attention_backward_bf16(m->be, dqkv, scratch, dout, qkv, att,
+				   pv->gemm_scratch, B, T, d, H);
 }

@@ -71,6 +71,8 @@ struct model_def {
 	int state_parts;   /* struct model's state_parts */
 	int inject_kernel; /* 0: inject.weight [U,E], u = x Wᵀ + b; k > 0: a
 			    * Conv1d weight [U,E,k] (fan-in k E) */
+	int attention; /* 1: the block calls model_attention_forward/_backward
+			* (precision=bf16 sizes their operand copies) */
 	/* Kind-specific checks of c (n_heads, d_ff, limits of its own ops);
 	 * -1 with one line in err. Optional. */
 	int (*check)(const struct model_config *c, char *err, size_t errlen);
@@ -184,6 +186,17 @@ void model_linear_forward(struct model *m, void *y, double beta, const void *x,
 void model_linear_backward(struct model *m, void *dx, double beta,
 			   const void *dy, const void *x, int w, int N, int in,
 			   int out, int param_grads);
+
+/* The causal self-attention of the block (kernels/backend.h's
+ * attention_forward and _backward, shapes B, T, d, n_heads of m): under
+ * precision=bf16 the bf16 ops (attention_forward_bf16, _backward_bf16),
+ * their operand copies in gemm_scratch; a kind that calls these sets
+ * model_def.attention. */
+void model_attention_forward(struct model *m, void *out, void *att,
+			     const void *qkv);
+void model_attention_backward(struct model *m, void *dqkv, void *scratch,
+			      const void *dout, const void *qkv,
+			      const void *att);
 
 /* The same layer without its bias, for a caller that fuses the bias into
  * the next op (bias_act_forward, the residual LayerNorm; their backwards

@@ -37,8 +37,9 @@
  * sum exactly, so its att is bitwise the forward's (the statistics would
  * save an O(B H T²) pass beside the O(B H T² dh) GEMMs). Everything else
  * costs a GEMM to recompute (qkv, r1, h, p, r2) or is per-row (mu, rs).
- * Under precision=bf16 the recomputed att and a are rounded to bf16 as
- * the full tape stores them, so the vjp reads the same values.
+ * Under precision=bf16 the recomputed att comes out rounded to bf16 (the
+ * bf16 attention's P) and a is rounded as the full tape stores it, so the
+ * vjp reads the same values.
  *
  * Workspace: max(tape, vjp scratch). A forward without tape writes a tape
  * into the workspace (z is read in place, not copied); the vjp's scratch is
@@ -190,7 +191,7 @@ static void forward_tape(struct model *m, void *z_out, const void *z_in,
 {
 	struct backend *be = m->be;
 	void *P = m->param_buf;
-	int B = m->B, T = m->T, N = B * T, d = m->d, H = m->cfg.n_heads;
+	int N = m->B * m->T, d = m->d;
 	int F = m->cfg.d_ff;
 	struct tape t;
 	tape_layout(m, tape ? tape : model_ws(m), &t, tape ? sel : 0);
@@ -210,7 +211,7 @@ static void forward_tape(struct model *m, void *z_out, const void *z_in,
 	 * linear layer's output feeds them (models/model.c, precision=bf16) */
 	if (m->cfg.precision == DQ_PREC_BF16)
 		be_round_bf16(be, t.qkv, m->n_u);
-	be_attention_forward(be, t.a, t.att, t.qkv, B, T, d, H);
+	model_attention_forward(m, t.a, t.att, t.qkv);
 	/* r1 = a Woᵀ, then in one pass r1 = (r1 + z) + bo and h = LN1(r1) */
 	model_matmul_forward(m, t.r1, 0.0, t.a, TP_OUT_W, N, d, d);
 	be_residual_layernorm_forward(
@@ -263,7 +264,7 @@ static void vjp_of(struct model *m, void *gz_in, void *gu, const void *gz_out,
 		   struct tape t, int pg)
 {
 	struct backend *be = m->be;
-	int B = m->B, T = m->T, N = B * T, d = m->d, H = m->cfg.n_heads;
+	int N = m->B * m->T, d = m->d;
 	int F = m->cfg.d_ff;
 	size_t w = (size_t)(F > 3 * d ? F : 3 * d), nd = m->n_state;
 
@@ -288,7 +289,7 @@ static void vjp_of(struct model *m, void *gz_in, void *gu, const void *gz_out,
 		    pg, dum);
 	model_matmul_backward(m, g2, 0.0, g1, t.a, TP_OUT_W, N, d, d, pg);
 	/* gw = dqkv (N,3d) */
-	be_attention_backward(be, gw, gs, g2, t.qkv, t.att, B, T, d, H);
+	model_attention_backward(m, gw, gs, g2, t.qkv, t.att);
 	model_linear_backward(m, gz_in, 1.0, gw, t.z, TP_QKV_W, N, d, 3 * d,
 			      pg);
 	/* u enters qkv additively: du = dqkv */
@@ -315,12 +316,10 @@ static void sel_recompute(struct model *m, void *scratch, const void *tape,
 	tape_layout(m, (void *)tape, t, 1);
 	t->att = scratch;
 	t->a = dq_at(be, scratch, att_elems(m));
-	be_attention_forward(be, t->a, t->att, t->qkv, m->B, m->T, m->d,
-			     m->cfg.n_heads);
-	if (m->cfg.precision == DQ_PREC_BF16) {
-		be_round_bf16(be, t->att, att_elems(m));
+	model_attention_forward(m, t->a, t->att, t->qkv);
+	/* bf16: att comes out rounded (the op's P); a as the tape stores it */
+	if (m->cfg.precision == DQ_PREC_BF16)
 		be_round_bf16(be, t->a, m->n_state);
-	}
 }
 
 static void tf_sel_recompute(struct model *m, void *scratch, const void *tape)
@@ -362,6 +361,7 @@ const struct model_def model_transformer = {
     .d_mult = 1,
     .u_mult = 3,
     .state_parts = 1,
+    .attention = 1,
     .check = tf_check,
     .extent = tf_extent,
     .block_specs = tf_block_specs,

@@ -298,3 +298,76 @@ Test(cuda_bf16, gemm_bf16)
 	backend_destroy(cu);
 	backend_destroy(c32);
 }
+
+/* ---- the bf16 attention: attention_forward_bf16 and _backward_bf16 of
+ * the CUDA backend against the cpu backend's (tests/test_bf16.c checks
+ * that one against a double reference), on the same bf16 q, k, v and
+ * dout, both paths: the tiled kernels (T 37, a partial tile) and the
+ * batched cublasGemmBatchedEx on bf16 copies (T 131 >= 128). The same
+ * products of bf16 numbers summed in fp32 in another order, and float
+ * expf against double exp: a few bf16 roundings of P and G may flip, each
+ * moving one element by 2^-8 of itself, hence relative L2 within 2e-4;
+ * one rounding left out on either side costs more (test_bf16.c). ---- */
+
+static double rel_l2(const double *a, const double *b, size_t n)
+{
+	double d = 0, s = 0;
+	for (size_t i = 0; i < n; i++)
+		d += (a[i] - b[i]) * (a[i] - b[i]), s += b[i] * b[i];
+	return sqrt(d / (s + 1e-300));
+}
+
+/* out, att and dqkv of backend pl->be's bf16 attention on qkv, dout. */
+static void att_bf16_on(struct pool *pl, const double *qkv, const double *dout,
+			int B, int T, int C, int H, double *out, double *att,
+			double *dqkv)
+{
+	size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
+	size_t na = (size_t)B * H * T * T;
+	struct backend *be = pl->be;
+	void *Q = pool_up(pl, qkv, nq), *dO = pool_up(pl, dout, no);
+	void *O = pool_new(pl, no, 0), *A = pool_new(pl, na, 0);
+	void *G = pool_new(pl, na, 0), *D = pool_new(pl, nq, 0);
+	void *ws =
+	    pool_bytes(pl, NULL, be_attention_bf16_ws_bytes(be, B, T, C, H));
+	be_attention_forward_bf16(be, O, A, Q, ws, B, T, C, H);
+	be_attention_backward_bf16(be, D, G, dO, Q, A, ws, B, T, C, H);
+	be_download(be, out, O, no);
+	be_download(be, att, A, na);
+	be_download(be, dqkv, D, nq);
+}
+
+Test(cuda_bf16, attention_bf16, .timeout = 300)
+{
+	struct backend *cu = cuda_or_skip();
+	struct backend *c32 = make("cpu", 0);
+	static const int shapes[][4] = {{2, 37, 24, 3}, {2, 131, 64, 2}};
+	for (int k = 0; k < 2; k++) {
+		int B = shapes[k][0], T = shapes[k][1], C = shapes[k][2],
+		    H = shapes[k][3];
+		size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
+		size_t na = (size_t)B * H * T * T;
+		double *qkv = rnd(nq, 1), *dout = rnd(no, 1);
+		double *o[2] = {zeros(no), zeros(no)};
+		double *a[2] = {zeros(na), zeros(na)};
+		double *d[2] = {zeros(nq), zeros(nq)};
+		struct pool pc = {cu, {0}, 0}, p32 = {c32, {0}, 0};
+		for (size_t i = 0; i < nq; i++)
+			qkv[i] = bf16_of(qkv[i]);
+		att_bf16_on(&pc, qkv, dout, B, T, C, H, o[0], a[0], d[0]);
+		att_bf16_on(&p32, qkv, dout, B, T, C, H, o[1], a[1], d[1]);
+		for (size_t i = 0; i < na; i++)
+			cr_assert_eq(a[0][i], bf16_of(a[0][i]),
+				     "T=%d: P[%zu] is not bf16", T, i);
+		cr_assert_leq(rel_l2(a[0], a[1], na), 2e-4, "T=%d: P", T);
+		cr_assert_leq(rel_l2(o[0], o[1], no), 2e-4, "T=%d: out", T);
+		cr_assert_leq(rel_l2(d[0], d[1], nq), 2e-4, "T=%d: dqkv", T);
+		pool_free(&pc);
+		pool_free(&p32);
+		free(qkv), free(dout);
+		for (int j = 0; j < 2; j++)
+			free(o[j]), free(a[j]), free(d[j]);
+	}
+	backend_destroy(cu);
+	backend_destroy(c32);
+}

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "../backend.h"
+#include "../bf16.h"
 #include "../elementwise.h"
 #include "cpu_ctx.h"
 
@@ -237,12 +238,50 @@ static void cpu_gemm_batched(void *ctx, int ta, int tb, int M, int N, int K,
  * out / dqkv, and each GEMM runs on one thread inside it (OpenBLAS's
  * OpenMP build does not nest), so results do not depend on the thread
  * count. */
-static void cpu_attention_forward(void *ctx, void *out_, void *att_,
-				  const void *qkv_, int B, int T, int C, int H)
+/* Row t of A (T columns) in place: the causal softmax of its scores s <=
+ * t (max-subtracted, sums in double), zeros above the diagonal; bf16:
+ * each probability rounded to bf16 (attention_forward_bf16's P). */
+static void softmax_row(real *row, int t, int T, int bf16)
 {
-	(void)ctx;
-	real *out = out_, *att = att_;
-	const real *qkv = qkv_;
+	double mx = -INFINITY, sum = 0;
+	for (int s = 0; s <= t; s++)
+		mx = row[s] > mx ? row[s] : mx;
+	for (int s = 0; s <= t; s++) {
+		double e = exp((double)row[s] - mx);
+		row[s] = (real)e;
+		sum += e;
+	}
+	double inv = 1.0 / sum;
+	for (int s = 0; s <= t; s++) {
+		row[s] = (real)(row[s] * inv);
+		if (bf16)
+			row[s] = (real)dq_bf16_round((float)row[s]);
+	}
+	for (int s = t + 1; s < T; s++)
+		row[s] = 0;
+}
+
+/* Row t of D (holding datt) in place: att (datt − Σ att datt), the sum in
+ * double, 0 above the diagonal; bf16: times scale, rounded to bf16
+ * (attention_backward_bf16's G, which carries the scale). */
+static void softmax_backward_row(real *drow, const real *arow, int t, int T,
+				 int bf16, double scale)
+{
+	double dsum = 0;
+	for (int s = 0; s <= t; s++)
+		dsum += (double)arow[s] * drow[s];
+	for (int s = 0; s <= t; s++) {
+		double g = (double)arow[s] * ((double)drow[s] - dsum);
+		drow[s] =
+		    bf16 ? (real)dq_bf16_round((float)(g * scale)) : (real)g;
+	}
+	for (int s = t + 1; s < T; s++)
+		drow[s] = 0;
+}
+
+static void attention_forward(real *out, real *att, const real *qkv, int B,
+			      int T, int C, int H, int bf16)
+{
 	int dh = C / H, ld = 3 * C;
 	double scale = 1.0 / sqrt((double)dh);
 #pragma omp parallel for if (B * H > 1)
@@ -254,36 +293,22 @@ static void cpu_attention_forward(void *ctx, void *out_, void *att_,
 		real *O = out + (size_t)b * T * C + (size_t)h * dh;
 		DQ_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh,
 			(real)scale, Q, ld, K, ld, (real)0, A, T);
-		for (int t = 0; t < T; t++) {
-			real *row = A + (size_t)t * T;
-			double mx = -INFINITY, sum = 0;
-			for (int s = 0; s <= t; s++)
-				mx = row[s] > mx ? row[s] : mx;
-			for (int s = 0; s <= t; s++) {
-				double e = exp((double)row[s] - mx);
-				row[s] = (real)e;
-				sum += e;
-			}
-			double inv = 1.0 / sum;
-			for (int s = 0; s <= t; s++)
-				row[s] = (real)(row[s] * inv);
-			for (int s = t + 1; s < T; s++)
-				row[s] = 0;
-		}
+		for (int t = 0; t < T; t++)
+			softmax_row(A + (size_t)t * T, t, T, bf16);
 		DQ_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T,
 			(real)1, A, T, V, ld, (real)0, O, C);
 	}
 }
 
-static void cpu_attention_backward(void *ctx, void *dqkv_, void *scratch_,
-				   const void *dout_, const void *qkv_,
-				   const void *att_, int B, int T, int C, int H)
+/* dout is read through dO (bf16: its rounded copy). The scale is the dQ
+ * and dK GEMMs' alpha in fp32, inside G under bf16. */
+static void attention_backward(real *dqkv, real *scratch, const real *dout,
+			       const real *qkv, const real *att, int B, int T,
+			       int C, int H, int bf16)
 {
-	(void)ctx;
-	real *dqkv = dqkv_, *scratch = scratch_;
-	const real *dout = dout_, *qkv = qkv_, *att = att_;
 	int dh = C / H, ld = 3 * C;
 	double scale = 1.0 / sqrt((double)dh);
+	real alpha = bf16 ? (real)1 : (real)scale;
 #pragma omp parallel for if (B * H > 1)
 	for (int bh = 0; bh < B * H; bh++) {
 		int b = bh / H, h = bh % H;
@@ -297,23 +322,54 @@ static void cpu_attention_backward(void *ctx, void *dqkv_, void *scratch_,
 			(real)1, dO, C, V, ld, (real)0, D, T);
 		DQ_GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T,
 			(real)1, A, T, dO, C, (real)0, dV, ld);
-		for (int t = 0; t < T; t++) {
-			const real *arow = A + (size_t)t * T;
-			real *drow = D + (size_t)t * T;
-			double dsum = 0;
-			for (int s = 0; s <= t; s++)
-				dsum += (double)arow[s] * drow[s];
-			for (int s = 0; s <= t; s++)
-				drow[s] = (real)((double)arow[s] *
-						 ((double)drow[s] - dsum));
-			for (int s = t + 1; s < T; s++)
-				drow[s] = 0;
-		}
+		for (int t = 0; t < T; t++)
+			softmax_backward_row(D + (size_t)t * T,
+					     A + (size_t)t * T, t, T, bf16,
+					     scale);
 		DQ_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T,
-			(real)scale, D, T, K, ld, (real)0, dQ, ld);
+			alpha, D, T, K, ld, (real)0, dQ, ld);
 		DQ_GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T,
-			(real)scale, D, T, Q, ld, (real)0, dK, ld);
+			alpha, D, T, Q, ld, (real)0, dK, ld);
 	}
+}
+
+static void cpu_attention_forward(void *ctx, void *out, void *att,
+				  const void *qkv, int B, int T, int C, int H)
+{
+	(void)ctx;
+	attention_forward(out, att, qkv, B, T, C, H, 0);
+}
+
+static void cpu_attention_backward(void *ctx, void *dqkv, void *scratch,
+				   const void *dout, const void *qkv,
+				   const void *att, int B, int T, int C, int H)
+{
+	(void)ctx;
+	attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, H, 0);
+}
+
+/* bf16 (backend.h): q, k, v arrive rounded; P is rounded in the softmax;
+ * ws is unused in the forward. */
+static void cpu_attention_forward_bf16(void *ctx, void *out, void *att,
+				       const void *qkv, void *ws, int B, int T,
+				       int C, int H)
+{
+	(void)ctx, (void)ws;
+	attention_forward(out, att, qkv, B, T, C, H, 1);
+}
+
+/* bf16 (backend.h): dO = bf16(dout) into ws's first B T C elements. */
+static void cpu_attention_backward_bf16(void *ctx, void *dqkv, void *scratch,
+					const void *dout_, const void *qkv,
+					const void *att, void *ws, int B, int T,
+					int C, int H)
+{
+	real *dO = ws;
+	const real *dout = dout_;
+	size_t n = (size_t)B * T * C;
+	(void)ctx;
+	PAR_EACH(n, dO[i] = (real)dq_bf16_round((float)dout[i]));
+	attention_backward(dqkv, scratch, dO, qkv, att, B, T, C, H, 1);
 }
 
 /* ------------------------------------------------------------- embeddings */
@@ -557,6 +613,8 @@ static const struct backend_math_ops cpu_math = {
     .layernorm_backward = DQ_FN(dq_cpu_layernorm_backward_),
     .attention_forward = cpu_attention_forward,
     .attention_backward = cpu_attention_backward,
+    .attention_forward_bf16 = cpu_attention_forward_bf16,
+    .attention_backward_bf16 = cpu_attention_backward_bf16,
     .embed_forward = cpu_embed_forward,
     .embed_backward = cpu_embed_backward,
     .xent_forward = DQ_FN(dq_cpu_xent_forward_),

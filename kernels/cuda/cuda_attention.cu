@@ -44,6 +44,8 @@
  */
 #include "cuda_common.cuh"
 
+#include "../bf16.h"
+
 #define AT_TILE	   32
 #define AT_THREADS 256 /* 8 warps; rows ty + 8 j, j < 4, per thread */
 
@@ -169,8 +171,9 @@ causal_xyt(float *M, float (*sa)[33], float (*sb)[33], const float *x,
 
 /* Row t of A (T columns) in place, by one warp (lane tx): the causal
  * softmax of its entries s <= t (max subtracted, sums in float), zeros
- * above the diagonal. */
-__device__ __forceinline__ void softmax_row(float *row, int t, int T, int tx)
+ * above the diagonal; bf16: each probability rounded to bf16. */
+__device__ __forceinline__ void softmax_row(float *row, int t, int T, int tx,
+					    int bf16)
 {
 	float mx = -INFINITY, sum = 0.0f;
 	for (int s = tx; s <= t; s += 32)
@@ -180,38 +183,43 @@ __device__ __forceinline__ void softmax_row(float *row, int t, int T, int tx)
 		sum += expf(row[s] - mx);
 	sum = dq_warp_sum_f(sum);
 	float inv = 1.0f / sum;
-	for (int s = tx; s < T; s += 32)
-		row[s] = s <= t ? expf(row[s] - mx) * inv : 0.0f;
+	for (int s = tx; s < T; s += 32) {
+		float p = s <= t ? expf(row[s] - mx) * inv : 0.0f;
+		row[s] = bf16 ? dq_bf16_round(p) : p;
+	}
 }
 
 /* Row t of G (holding datt) in place, by one warp: G = att (datt − Σ att
  * datt) scale (the sum in double), 0 above the diagonal; arow is att's
- * row t. */
+ * row t; bf16: G rounded to bf16. */
 __device__ __forceinline__ void softmax_backward_row(float *grow,
 						     const float *arow, int t,
-						     int T, int tx, float scale)
+						     int T, int tx, float scale,
+						     int bf16)
 {
 	double ds = 0.0;
 	for (int s = tx; s <= t; s += 32)
 		ds += (double)arow[s] * grow[s];
 	ds = dq_warp_sum_d(ds);
-	for (int s = tx; s < T; s += 32)
-		grow[s] = s <= t ? (float)((double)arow[s] *
+	for (int s = tx; s < T; s += 32) {
+		float g = s <= t ? (float)((double)arow[s] *
 					   ((double)grow[s] - ds) * scale)
 				 : 0.0f;
+		grow[s] = bf16 ? dq_bf16_round(g) : g;
+	}
 }
 
 /* The block's rows of A (T,T) in place (softmax_row), a warp per row: the
  * row index is the same for the whole warp. */
 __device__ __forceinline__ void softmax_rows(float *A, int T,
-					     const struct at_block &a)
+					     const struct at_block &a, int bf16)
 {
 	const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
 	for (int j = 0; j < 4; j++) {
 		int t = a.t0 + ty + 8 * j;
 		if (t >= T)
 			break;
-		softmax_row(A + (size_t)t * T, t, T, tx);
+		softmax_row(A + (size_t)t * T, t, T, tx, bf16);
 	}
 }
 
@@ -220,7 +228,7 @@ __device__ __forceinline__ void softmax_rows(float *A, int T,
 __device__ __forceinline__ void softmax_backward_rows(float *G, const float *A,
 						      int T,
 						      const struct at_block &a,
-						      float scale)
+						      float scale, int bf16)
 {
 	const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
 	for (int j = 0; j < 4; j++) {
@@ -228,13 +236,13 @@ __device__ __forceinline__ void softmax_backward_rows(float *G, const float *A,
 		if (t >= T)
 			break;
 		softmax_backward_row(G + (size_t)t * T, A + (size_t)t * T, t, T,
-				     tx, scale);
+				     tx, scale, bf16);
 	}
 }
 
 __global__ void __launch_bounds__(AT_THREADS)
     attention_forward_kernel(float *out, float *att, const float *qkv, int T,
-			     int C, int H, float scale)
+			     int C, int H, float scale, int bf16)
 {
 	__shared__ float sa[AT_TILE][33], sb[AT_TILE][33];
 	const struct at_block a = at_block_of(T, C, H);
@@ -245,7 +253,7 @@ __global__ void __launch_bounds__(AT_THREADS)
 	causal_xyt(A, sa, sb, q, a.C3, q + C, a.C3, T, a, scale);
 	__syncthreads();
 	/* (2) probabilities */
-	softmax_rows(A, T, a);
+	softmax_rows(A, T, a, bf16);
 	/* (3) out = att v (tile_pm starts with a barrier) */
 	tile_pm(sa, sb, A, T, a.t0, q + 2 * (size_t)C, a.C3, out + a.ooff,
 		(size_t)C, a.dh);
@@ -254,7 +262,7 @@ __global__ void __launch_bounds__(AT_THREADS)
 __global__ void __launch_bounds__(AT_THREADS)
     attention_backward_q_kernel(float *dqkv, float *G, const float *dout,
 				const float *qkv, const float *att, int T,
-				int C, int H, float scale)
+				int C, int H, float scale, int bf16)
 {
 	__shared__ float sa[AT_TILE][33], sb[AT_TILE][33];
 	const struct at_block a = at_block_of(T, C, H);
@@ -265,7 +273,7 @@ __global__ void __launch_bounds__(AT_THREADS)
 	causal_xyt(Gm, sa, sb, dout + a.ooff, (size_t)C, v, a.C3, T, a, 1.0f);
 	__syncthreads();
 	/* (2) the softmax gradient, scaled */
-	softmax_backward_rows(Gm, att + a.aoff, T, a, scale);
+	softmax_backward_rows(Gm, att + a.aoff, T, a, scale, bf16);
 	/* (3) dq = G k */
 	tile_pm(sa, sb, Gm, T, a.t0, k, a.C3, dqkv + a.qoff, a.C3, a.dh);
 }
@@ -398,25 +406,25 @@ static void att_gemm(struct dq_cuda_ctx *c, int ta, int tb, int M, int N, int K,
 /* Rows r < rows of A (T columns each, row r is row r % T of its (b, h)):
  * softmax_row, a warp per row. */
 __global__ void __launch_bounds__(AT_THREADS)
-    att_softmax_kernel(float *A, size_t rows, int T)
+    att_softmax_kernel(float *A, size_t rows, int T, int bf16)
 {
 	const size_t r =
 	    (size_t)blockIdx.x * (AT_THREADS / 32) + (threadIdx.x >> 5);
 	if (r < rows)
 		softmax_row(A + r * T, (int)(r % (size_t)T), T,
-			    threadIdx.x & 31);
+			    threadIdx.x & 31, bf16);
 }
 
 /* att_softmax_kernel's rows of G: softmax_backward_row against att. */
 __global__ void __launch_bounds__(AT_THREADS)
     att_softmax_backward_kernel(float *G, const float *A, size_t rows, int T,
-				float scale)
+				float scale, int bf16)
 {
 	const size_t r =
 	    (size_t)blockIdx.x * (AT_THREADS / 32) + (threadIdx.x >> 5);
 	if (r < rows)
 		softmax_backward_row(G + r * T, A + r * T, (int)(r % (size_t)T),
-				     T, threadIdx.x & 31, scale);
+				     T, threadIdx.x & 31, scale, bf16);
 }
 
 /* Whether shape (B, T, H) takes the batched-GEMM path. */
@@ -444,7 +452,7 @@ static void att_gemm_forward(struct dq_cuda_ctx *c, float *out, float *att,
 	cuda_check_launch();
 	att_gemm(c, 0, 1, T, T, dh, scale, AP_Q, C3, AP_K, C3, AP_S, T, BH);
 	att_softmax_kernel<<<att_row_blocks(B, T, H), AT_THREADS, 0,
-			     c->stream>>>(att, (size_t)BH * T, T);
+			     c->stream>>>(att, (size_t)BH * T, T, 0);
 	cuda_check_launch();
 	att_gemm(c, 0, 0, T, dh, T, 1.0f, AP_S, T, AP_V, C3, AP_O, C, BH);
 }
@@ -461,7 +469,7 @@ static void att_gemm_backward(struct dq_cuda_ctx *c, float *dqkv, float *G,
 	att_gemm(c, 0, 1, T, T, dh, 1.0f, AP_O, C, AP_V, C3, AP_G, T, BH);
 	att_softmax_backward_kernel<<<att_row_blocks(B, T, H), AT_THREADS, 0,
 				      c->stream>>>(G, att, (size_t)BH * T, T,
-						   scale);
+						   scale, 0);
 	cuda_check_launch();
 	att_gemm(c, 0, 0, T, dh, T, 1.0f, AP_G, T, AP_K, C3, AP_DQ, C3, BH);
 	att_gemm(c, 1, 0, T, dh, T, 1.0f, AP_G, T, AP_Q, C3, AP_DK, C3, BH);
@@ -489,7 +497,7 @@ void cu_attention_forward(void *ctx, void *out, void *att, const void *qkv,
 	}
 	attention_forward_kernel<<<attention_grid(B, T, H), AT_THREADS, 0,
 				   c->stream>>>(
-	    (float *)out, (float *)att, (const float *)qkv, T, C, H, scale);
+	    (float *)out, (float *)att, (const float *)qkv, T, C, H, scale, 0);
 	cuda_check_launch();
 }
 
@@ -510,10 +518,205 @@ void cu_attention_backward(void *ctx, void *dqkv, void *scratch,
 	dim3 grid = attention_grid(B, T, H);
 	attention_backward_q_kernel<<<grid, AT_THREADS, 0, c->stream>>>(
 	    (float *)dqkv, (float *)scratch, (const float *)dout,
-	    (const float *)qkv, (const float *)att, T, C, H, scale);
+	    (const float *)qkv, (const float *)att, T, C, H, scale, 0);
 	cuda_check_launch();
 	attention_backward_kv_kernel<<<grid, AT_THREADS, 0, c->stream>>>(
 	    (float *)dqkv, (const float *)scratch, (const float *)dout,
 	    (const float *)qkv, (const float *)att, T, C, H);
+	cuda_check_launch();
+}
+
+/* ------------------------------------------------ precision=bf16
+ *
+ * attention_forward_bf16 / attention_backward_bf16 (kernels/backend.h):
+ * the same two paths, with P, dO and G rounded to bf16 where FlashAttention
+ * and PyTorch's bf16 SDPA hold them in bf16 (qkv arrives rounded).
+ *   batched-GEMM path: bf16 copies in ws (att_ws) and the six products as
+ *     cublasGemmBatchedEx on CUDA_R_16BF operands, CUDA_R_32F results,
+ *     CUBLAS_COMPUTE_32F (tensor cores); the softmax kernels round P and
+ *     G in place (so att holds the rounded P the tape stores), and their
+ *     bf16 copies are exact.
+ *   tiled path: the fp32 kernels on rounded values: the softmax rounds P
+ *     and G, and dout is read through its rounded copy in ws. Products of
+ *     bf16 numbers are exact in fp32, so both paths, and the CPU backend's
+ *     twin, compute the same sums up to their order. */
+
+/* ws's bf16 arrays: qkv (B,T,3C), dout (B,T,C), P and G (B,H,T,T), each
+ * starting 16-byte aligned (be_attention_bf16_ws_bytes has room). */
+struct att_ws {
+	uint16_t *qkv, *o, *p, *g;
+};
+
+static uint16_t *att_ws_next(uint16_t *at, size_t n)
+{
+	return at + ((n + 7) & ~(size_t)7);
+}
+
+static struct att_ws att_ws_of(void *ws, int B, int T, int C, int H)
+{
+	struct att_ws w;
+	size_t bt = (size_t)B * T, att = bt * (size_t)H * T;
+	w.qkv = (uint16_t *)ws;
+	w.o = att_ws_next(w.qkv, 3 * bt * C);
+	w.p = att_ws_next(w.o, bt * C);
+	w.g = att_ws_next(w.p, att);
+	return w;
+}
+
+/* The bf16 arrays' blocks of pair i, at AP_QB.. of ctx->att_ptrs (void
+ * pointers in its float * slots). */
+enum { AP_QB = 9, AP_KB, AP_VB, AP_OB, AP_PB, AP_GB };
+
+__global__ void att_ptrs_bf16_kernel(float **ptr, uint16_t *qkv, uint16_t *o,
+				     uint16_t *p, uint16_t *g, int BH, int T,
+				     int C, int H)
+{
+	const size_t M = DQ_CU_ATT_MAXBH;
+	DQ_GRID_STRIDE(i, (size_t)BH)
+	{
+		const int b = (int)i / H, h = (int)i % H, dh = C / H;
+		const size_t q = (size_t)b * T * 3 * C + (size_t)h * dh;
+		const size_t a = i * (size_t)T * T;
+		ptr[AP_QB * M + i] = (float *)(void *)(qkv + q);
+		ptr[AP_KB * M + i] = (float *)(void *)(qkv + q + C);
+		ptr[AP_VB * M + i] = (float *)(void *)(qkv + q + 2 * (size_t)C);
+		ptr[AP_OB * M + i] =
+		    (float *)(void *)(o + (size_t)b * T * C + (size_t)h * dh);
+		ptr[AP_PB * M + i] = (float *)(void *)(p + a);
+		ptr[AP_GB * M + i] = (float *)(void *)(g + a);
+	}
+}
+
+/* att_gemm on the bf16 arrays ka, kb (AP_QB..), fp32 results in kc. */
+static void att_gemm_bf16(struct dq_cuda_ctx *c, int ta, int tb, int M, int N,
+			  int K, float alpha, int ka, int lda, int kb, int ldb,
+			  int kc, int ldc, int BH)
+{
+	float **p = c->att_ptrs;
+	const float beta = 0.0f;
+	const size_t S = DQ_CU_ATT_MAXBH;
+	cublas_check(cublasGemmBatchedEx(
+	    c->cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+	    ta ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha,
+	    (const void *const *)(p + kb * S), CUDA_R_16BF, ldb,
+	    (const void *const *)(p + ka * S), CUDA_R_16BF, lda, &beta,
+	    (void *const *)(p + kc * S), CUDA_R_32F, ldc, BH,
+	    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+/* Both pointer sets of the pairs: the fp32 arrays (scr NULL in the
+ * forward) and the bf16 copies. */
+static void att_ptrs_both(struct dq_cuda_ctx *c, float *qkv, float *o,
+			  float *att, float *scr, float *dqkv,
+			  const struct att_ws &w, int BH, int T, int C, int H)
+{
+	unsigned int g = dq_grid_1d(c, (size_t)BH, DQ_CU_THREADS);
+	att_ptrs_kernel<<<g, DQ_CU_THREADS, 0, c->stream>>>(
+	    c->att_ptrs, qkv, o, att, scr, dqkv, BH, T, C, H);
+	cuda_check_launch();
+	att_ptrs_bf16_kernel<<<g, DQ_CU_THREADS, 0, c->stream>>>(
+	    c->att_ptrs, w.qkv, w.o, w.p, w.g, BH, T, C, H);
+	cuda_check_launch();
+}
+
+static void att_gemm_forward_bf16(struct dq_cuda_ctx *c, float *out, float *att,
+				  float *qkv, void *ws, int B, int T, int C,
+				  int H, float scale)
+{
+	const int BH = B * H, dh = C / H, C3 = 3 * C;
+	const struct att_ws w = att_ws_of(ws, B, T, C, H);
+	const size_t nbt = (size_t)B * T, natt = (size_t)BH * T * T;
+	att_ptrs_both(c, qkv, out, att, NULL, NULL, w, BH, T, C, H);
+	cu_to_bf16(c, w.qkv, qkv, 3 * nbt * C);
+	att_gemm_bf16(c, 0, 1, T, T, dh, scale, AP_QB, C3, AP_KB, C3, AP_S, T,
+		      BH);
+	att_softmax_kernel<<<att_row_blocks(B, T, H), AT_THREADS, 0,
+			     c->stream>>>(att, (size_t)BH * T, T, 1);
+	cuda_check_launch();
+	cu_to_bf16(c, w.p, att, natt);
+	att_gemm_bf16(c, 0, 0, T, dh, T, 1.0f, AP_PB, T, AP_VB, C3, AP_O, C,
+		      BH);
+}
+
+static void att_gemm_backward_bf16(struct dq_cuda_ctx *c, float *dqkv, float *G,
+				   float *dout, float *qkv, float *att,
+				   void *ws, int B, int T, int C, int H,
+				   float scale)
+{
+	const int BH = B * H, dh = C / H, C3 = 3 * C;
+	const struct att_ws w = att_ws_of(ws, B, T, C, H);
+	const size_t nbt = (size_t)B * T, natt = (size_t)BH * T * T;
+	att_ptrs_both(c, qkv, dout, att, G, dqkv, w, BH, T, C, H);
+	cu_to_bf16(c, w.qkv, qkv, 3 * nbt * C);
+	cu_to_bf16(c, w.o, dout, nbt * C);
+	cu_to_bf16(c, w.p, att, natt);
+	att_gemm_bf16(c, 0, 1, T, T, dh, 1.0f, AP_OB, C, AP_VB, C3, AP_G, T,
+		      BH);
+	att_softmax_backward_kernel<<<att_row_blocks(B, T, H), AT_THREADS, 0,
+				      c->stream>>>(G, att, (size_t)BH * T, T,
+						   scale, 1);
+	cuda_check_launch();
+	cu_to_bf16(c, w.g, G, natt);
+	att_gemm_bf16(c, 0, 0, T, dh, T, 1.0f, AP_GB, T, AP_KB, C3, AP_DQ, C3,
+		      BH);
+	att_gemm_bf16(c, 1, 0, T, dh, T, 1.0f, AP_GB, T, AP_QB, C3, AP_DK, C3,
+		      BH);
+	att_gemm_bf16(c, 1, 0, T, dh, T, 1.0f, AP_PB, T, AP_OB, C, AP_DV, C3,
+		      BH);
+}
+
+/* dst(n) = bf16(src(n)) widened: the tiled path's rounded dout. */
+__global__ void round_copy_kernel(float *dst, const float *src, size_t n)
+{
+	DQ_GRID_STRIDE(i, n)
+	dst[i] = dq_bf16_round(src[i]);
+}
+
+void cu_attention_forward_bf16(void *ctx, void *out, void *att, const void *qkv,
+			       void *ws, int B, int T, int C, int H)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (B <= 0 || T <= 0 || C <= 0 || H <= 0)
+		return;
+	float scale = (float)(1.0 / sqrt((double)(C / H)));
+	if (att_gemm_path(B, T, H)) {
+		att_gemm_forward_bf16(c, (float *)out, (float *)att,
+				      (float *)qkv, ws, B, T, C, H, scale);
+		return;
+	}
+	attention_forward_kernel<<<attention_grid(B, T, H), AT_THREADS, 0,
+				   c->stream>>>(
+	    (float *)out, (float *)att, (const float *)qkv, T, C, H, scale, 1);
+	cuda_check_launch();
+}
+
+void cu_attention_backward_bf16(void *ctx, void *dqkv, void *scratch,
+				const void *dout, const void *qkv,
+				const void *att, void *ws, int B, int T, int C,
+				int H)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	if (B <= 0 || T <= 0 || C <= 0 || H <= 0)
+		return;
+	float scale = (float)(1.0 / sqrt((double)(C / H)));
+	if (att_gemm_path(B, T, H)) {
+		att_gemm_backward_bf16(c, (float *)dqkv, (float *)scratch,
+				       (float *)dout, (float *)qkv,
+				       (float *)att, ws, B, T, C, H, scale);
+		return;
+	}
+	size_t n = (size_t)B * T * C;
+	float *dO = (float *)ws;
+	round_copy_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
+			    c->stream>>>(dO, (const float *)dout, n);
+	cuda_check_launch();
+	dim3 grid = attention_grid(B, T, H);
+	attention_backward_q_kernel<<<grid, AT_THREADS, 0, c->stream>>>(
+	    (float *)dqkv, (float *)scratch, dO, (const float *)qkv,
+	    (const float *)att, T, C, H, scale, 1);
+	cuda_check_launch();
+	attention_backward_kv_kernel<<<grid, AT_THREADS, 0, c->stream>>>(
+	    (float *)dqkv, (const float *)scratch, dO, (const float *)qkv,
+	    (const float *)att, T, C, H);
 	cuda_check_launch();
 }

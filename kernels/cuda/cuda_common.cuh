@@ -54,11 +54,11 @@ extern "C" {
 #define DQ_CU_CUBLAS_WS ((size_t)32 << 20)
 /* The attention's batched-GEMM path (cuda_attention.cu): sequences of at
  * least this length take it, up to DQ_CU_ATT_MAXBH (batch, head) pairs;
- * its pointer arrays (ctx->att_ptrs, DQ_CU_ATT_ARRAYS of them) take
- * DQ_CU_ATT_MAXBH * 9 * 8 bytes = 1.125 MiB. */
+ * its pointer arrays (ctx->att_ptrs, DQ_CU_ATT_ARRAYS of them: 9 fp32,
+ * 6 bf16) take DQ_CU_ATT_MAXBH * 15 * 8 bytes = 1.875 MiB. */
 #define DQ_CU_ATT_GEMM_MIN_T 128
 #define DQ_CU_ATT_MAXBH	     16384
-#define DQ_CU_ATT_ARRAYS     9
+#define DQ_CU_ATT_ARRAYS     15
 
 /* A device-side loop being recorded (cuda_graph.cu): its root graph and
  * the root's last node (NULL while empty). */
@@ -294,6 +294,12 @@ void cu_attention_forward(void *ctx, void *out, void *att, const void *qkv,
 void cu_attention_backward(void *ctx, void *dqkv, void *scratch,
 			   const void *dout, const void *qkv, const void *att,
 			   int B, int T, int C, int H);
+void cu_attention_forward_bf16(void *ctx, void *out, void *att, const void *qkv,
+			       void *ws, int B, int T, int C, int H);
+void cu_attention_backward_bf16(void *ctx, void *dqkv, void *scratch,
+				const void *dout, const void *qkv,
+				const void *att, void *ws, int B, int T, int C,
+				int H);
 
 /* cuda_bf16.cu */
 void cu_to_bf16(void *ctx, uint16_t *dst, const void *src, size_t n);
