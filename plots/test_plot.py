@@ -48,7 +48,7 @@ FIGURES = ["memory-vs-depth", "time-ratio", "memory-ratio", "eps-sweep", "residu
 # The reviewer-question suites, and the PyTorch comparisons (selective
 # in both impls; not with compile=true), and the runs each expands to.
 SUITES = {"gc-vs-deq.json": 21, "gc-vs-deq-gpu.json": 30,
-          "gc-vs-deq-trellisnet.json": 4, "depth.json": 114, "default.json": 9,
+          "gc-vs-deq-trellisnet.json": 12, "depth.json": 114, "default.json": 9,
           "eps-train.json": 18, "eps-infer.json": 39,
           "vs-pytorch.json": 14, "vs-pytorch-gpu.json": 22}
 
