@@ -302,6 +302,28 @@ struct backend_math_ops {
 					const void *dout, const void *qkv,
 					const void *att, void *ws, int B, int T,
 					int C, int H);
+	/* The fused attention of attention=flash (FlashAttention-2, Dao
+	 * 2023, Algorithms 1 and 2): the same out as attention_forward
+	 * (bf16: as attention_forward_bf16, P rounded for the P v product)
+	 * from an online softmax over key blocks, without the B H T²
+	 * probabilities. lse (B,H,T,2): per row its log-sum-exp of the
+	 * scaled scores as (hi, lo), hi = bf16(lse), lo = lse − hi, so that
+	 * a bf16 tape keeps it to ~16 bits. The backward recomputes P =
+	 * exp(scale q kᵀ − lse) per block: dO = bf16?(dout), D = rowsum(dO
+	 * ∘ out) into scratch (B,H,T), G = bf16?(scale P (dO vᵀ − D)), dq =
+	 * G k, dk = Gᵀ q, dv = bf16?(P)ᵀ dO; dqkv overwritten. ws: bf16's
+	 * rounded dO, be_attention_bf16_ws_bytes (unused, may be NULL, when
+	 * bf16 is 0). Head width C/H at most DQ_FLASH_MAX_DH. cuda: one
+	 * forward kernel and three backward kernels (D, dq, then dk and
+	 * dv), no atomics; cpu: the same blocking (kernels/cpu/cpu_flash.c). */
+	void (*attention_flash_forward)(void *ctx, void *out, void *lse,
+					const void *qkv, int B, int T, int C,
+					int H, int bf16);
+	void (*attention_flash_backward)(void *ctx, void *dqkv, void *scratch,
+					 const void *dout, const void *qkv,
+					 const void *out, const void *lse,
+					 void *ws, int B, int T, int C, int H,
+					 int bf16);
 
 	/* ---- embeddings ----
 	 * out(B,T,C) = wte[tok[b,t]] + wpe[t]; tok int32 (B,T); wte (V,C);
@@ -549,6 +571,11 @@ enum dq_precision { DQ_PREC_FP32, DQ_PREC_TF32, DQ_PREC_BF16 };
 const char *dq_precision_name(enum dq_precision p);
 /* The precision named s; -1 when s names none. */
 int dq_precision_parse(const char *s);
+
+/* The widest head (C / H) attention_flash_forward and _backward take:
+ * their CUDA kernels keep a query row's output in registers, 32 columns a
+ * chunk. */
+#define DQ_FLASH_MAX_DH 128
 /* The machine epsilon (the spacing of the numbers just above 1) of the
  * arithmetic a block runs in under precision p on a backend of elem-byte
  * elements: bf16's 2^-7 (its GEMM operands, and so each block's output,

@@ -58,6 +58,36 @@ static inline void be_attention_backward_bf16(const struct backend *be,
 					       qkv, att, ws, B, T, C, H);
 }
 
+static inline void be_attention_flash_forward(const struct backend *be,
+					      void *out, void *lse,
+					      const void *qkv, int B, int T,
+					      int C, int H, int bf16)
+{
+	dq_attention_shape(B, T, C, H);
+	assert(C / H <= DQ_FLASH_MAX_DH);
+	DQ_NEED(B && T && C, out), DQ_NEED(B && T, lse);
+	DQ_NEED(B && T && C, qkv);
+	be->ops->math->attention_flash_forward(be->ctx, out, lse, qkv, B, T, C,
+					       H, bf16);
+}
+
+static inline void be_attention_flash_backward(const struct backend *be,
+					       void *dqkv, void *scratch,
+					       const void *dout,
+					       const void *qkv, const void *out,
+					       const void *lse, void *ws, int B,
+					       int T, int C, int H, int bf16)
+{
+	dq_attention_shape(B, T, C, H);
+	assert(C / H <= DQ_FLASH_MAX_DH);
+	DQ_NEED(B && T && C, dqkv), DQ_NEED(B && T, scratch);
+	DQ_NEED(B && T && C, dout), DQ_NEED(B && T && C, qkv);
+	DQ_NEED(B && T && C, out), DQ_NEED(B && T, lse);
+	DQ_NEED(bf16 && B && T, ws);
+	be->ops->math->attention_flash_backward(
+	    be->ctx, dqkv, scratch, dout, qkv, out, lse, ws, B, T, C, H, bf16);
+}
+
 /* ---- solver control (kernels/solve_ctl.h): nothing returns to the host.
  * The per-sample ops take S samples of P segments of len elements
  * (segment p of sample k at (p S + k) len), flag and seg in device

@@ -91,6 +91,21 @@ void model_kind_list(char *buf, size_t n)
 	}
 }
 
+static const char *const attention_names[] = {"unfused", "flash"};
+
+int model_attention_parse(const char *s)
+{
+	for (int i = 0; i < 2; i++)
+		if (s && !strcmp(s, attention_names[i]))
+			return i;
+	return -1;
+}
+
+const char *model_attention_name(enum model_attention a)
+{
+	return ((int)a >= 0 && (int)a < 2) ? attention_names[a] : "?";
+}
+
 int model_init_parse(const char *s)
 {
 	return find_name(s, init_name_at, 3);
@@ -278,6 +293,11 @@ static int check_dims(const struct model_def *def, const struct model_config *c,
 		return model_err(err, errlen,
 				 "head_chunk=%d must be >= 0 (0 = off)",
 				 c->head_chunk);
+	if (c->attention == MODEL_ATT_FLASH && !def->attention)
+		return model_err(err, errlen,
+				 "attention=flash: model=%s has no attention; "
+				 "use model=transformer or drop attention",
+				 def->name);
 	if (def->check && def->check(c, err, errlen) != 0)
 		return -1;
 	/* The ops take int row/column counts: N*max(V, the kind's widest

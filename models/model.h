@@ -66,6 +66,17 @@ enum model_init { MODEL_INIT_GPT2, MODEL_INIT_PYTORCH, MODEL_INIT_DEQ };
 int model_init_parse(const char *s);
 const char *model_init_name(enum model_init k);
 
+/* The transformer's attention (the `attention` key, docs/configuration.md):
+ * MODEL_ATT_UNFUSED keeps the B H T² probabilities on the tape
+ * (attention_forward); MODEL_ATT_FLASH is the fused kernel
+ * (attention_flash_forward, FlashAttention-2), whose tape keeps 2 floats a
+ * row (its log-sum-exp) instead. */
+enum model_attention { MODEL_ATT_UNFUSED, MODEL_ATT_FLASH };
+
+/* Parses "unfused", "flash"; -1 when unknown. */
+int model_attention_parse(const char *s);
+const char *model_attention_name(enum model_attention a);
+
 struct model_config {
 	enum model_kind kind;
 	int d_model;	      /* d */
@@ -87,6 +98,7 @@ struct model_config {
 	 * tf32 compute as the backend does (tf32 is the backend's
 	 * set_tf32, not the model's business) */
 	enum dq_precision precision;
+	enum model_attention attention; /* transformer only */
 };
 
 /* One named parameter tensor inside the single parameter allocation.

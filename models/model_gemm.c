@@ -73,7 +73,9 @@ static size_t gemm_operand_elems(const struct model *m)
 static size_t bf16_scratch_bytes(const struct model *m)
 {
 	size_t g = m->be->bf16_operand_elem * gemm_operand_elems(m), a = 0;
-	if (m->def->attention)
+	if (m->def->attention && m->cfg.attention == MODEL_ATT_FLASH)
+		a = m->be->elem * (size_t)m->B * m->T * m->d; /* dO rounded */
+	else if (m->def->attention)
 		a = be_attention_bf16_ws_bytes(m->be, m->B, m->T, m->d,
 					       m->cfg.n_heads);
 	return g > a ? g : a;
@@ -200,6 +202,11 @@ void model_attention_forward(struct model *m, void *out, void *att,
 {
 	struct model_priv *pv = m->priv;
 	int B = m->B, T = m->T, d = m->d, H = m->cfg.n_heads;
+	if (m->cfg.attention == MODEL_ATT_FLASH) {
+		be_attention_flash_forward(m->be, out, att, qkv, B, T, d, H,
+					   m->cfg.precision == DQ_PREC_BF16);
+		return;
+	}
 	if (m->cfg.precision != DQ_PREC_BF16) {
 		be_attention_forward(m->be, out, att, qkv, B, T, d, H);
 		return;
@@ -212,11 +219,18 @@ void model_attention_forward(struct model *m, void *out, void *att,
 
 void model_attention_backward(struct model *m, void *dqkv, void *scratch,
 			      const void *dout, const void *qkv,
-			      const void *att)
+			      const void *att, const void *out)
 {
 	struct model_priv *pv = m->priv;
 	int B = m->B, T = m->T, d = m->d, H = m->cfg.n_heads;
-	if (m->cfg.precision != DQ_PREC_BF16) {
+	int bf16 = m->cfg.precision == DQ_PREC_BF16;
+	if (m->cfg.attention == MODEL_ATT_FLASH) {
+		be_attention_flash_backward(
+		    m->be, dqkv, scratch, dout, qkv, out, att,
+		    bf16 ? pv->gemm_scratch : NULL, B, T, d, H, bf16);
+		return;
+	}
+	if (!bf16) {
 		be_attention_backward(m->be, dqkv, scratch, dout, qkv, att, B,
 				      T, d, H);
 		return;

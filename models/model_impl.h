@@ -190,13 +190,15 @@ void model_linear_backward(struct model *m, void *dx, double beta,
 /* The causal self-attention of the block (kernels/backend.h's
  * attention_forward and _backward, shapes B, T, d, n_heads of m): under
  * precision=bf16 the bf16 ops (attention_forward_bf16, _backward_bf16),
- * their operand copies in gemm_scratch; a kind that calls these sets
+ * their operand copies in gemm_scratch; under attention=flash the fused
+ * ops (attention_flash_forward, _backward: att is then each row's lse,
+ * and the backward reads the forward's out). A kind that calls these sets
  * model_def.attention. */
 void model_attention_forward(struct model *m, void *out, void *att,
 			     const void *qkv);
 void model_attention_backward(struct model *m, void *dqkv, void *scratch,
 			      const void *dout, const void *qkv,
-			      const void *att);
+			      const void *att, const void *out);
 
 /* The same layer without its bias, for a caller that fuses the bias into
  * the next op (bias_act_forward, the residual LayerNorm; their backwards

@@ -13,13 +13,15 @@
  * Tape layout (elements of the backend type, in this order):
  *   z    (N,d)      z_in, for dWqkv
  *   qkv  (N,3d)     attention input, for the attention backward
- *   att  (B,H,T,T)  softmax probabilities
+ *   att  (B,H,T,T)  softmax probabilities; attention=flash: (B,H,T,2)
+ *                   each row's log-sum-exp as (hi, lo), the fused
+ *                   kernel's backward recomputes the probabilities
  *   a    (N,d)      attention output, for dWo
  *   r1   (N,d)      LN1 input;   mu1, rs1 (N) its mean and 1/std
  *   h    (N,d)      LN1 output, for dW1
  *   p    (N,F)      relu output (relu' is read from it), for dW2
  *   r2   (N,d)      LN2 input;   mu2, rs2 (N)
- * size = N (8d + F + 4) + B H T².
+ * size = N (8d + F + 4) + B H T² (flash: + 2 B H T).
  * The pre-relu activations and f itself are not kept: relu' comes from p,
  * and nothing in the vjp reads f.
  *
@@ -103,6 +105,13 @@ static int tf_check(const struct model_config *c, char *err, size_t errlen)
 		return model_err(err, errlen,
 				 "d_model=%d is not divisible by n_heads=%d",
 				 c->d_model, c->n_heads);
+	if (c->attention == MODEL_ATT_FLASH &&
+	    c->d_model / c->n_heads > DQ_FLASH_MAX_DH)
+		return model_err(err, errlen,
+				 "attention=flash takes heads of at most %d "
+				 "columns, d_model/n_heads = %d; raise n_heads "
+				 "or use attention=unfused",
+				 DQ_FLASH_MAX_DH, c->d_model / c->n_heads);
 	return 0;
 }
 
@@ -118,9 +127,13 @@ struct tape {
 	void *z, *qkv, *att, *a, *r1, *mu1, *rs1, *h, *p, *r2, *mu2, *rs2;
 };
 
+/* The tape's att: the probabilities (B,H,T,T), or under attention=flash
+ * each row's log-sum-exp as (hi, lo) (B,H,T,2). The attention backward's
+ * scratch takes as many (flash: D, B H T). */
 static size_t att_elems(const struct model *m)
 {
-	return (size_t)m->B * m->cfg.n_heads * m->T * m->T;
+	size_t rows = (size_t)m->B * m->cfg.n_heads * m->T;
+	return m->cfg.attention == MODEL_ATT_FLASH ? 2 * rows : rows * m->T;
 }
 
 /* Carves the tape layout documented above out of base; returns its size.
@@ -289,7 +302,7 @@ static void vjp_of(struct model *m, void *gz_in, void *gu, const void *gz_out,
 		    pg, dum);
 	model_matmul_backward(m, g2, 0.0, g1, t.a, TP_OUT_W, N, d, d, pg);
 	/* gw = dqkv (N,3d) */
-	model_attention_backward(m, gw, gs, g2, t.qkv, t.att);
+	model_attention_backward(m, gw, gs, g2, t.qkv, t.att, t.a);
 	model_linear_backward(m, gz_in, 1.0, gw, t.z, TP_QKV_W, N, d, 3 * d,
 			      pg);
 	/* u enters qkv additively: du = dqkv */
@@ -317,9 +330,12 @@ static void sel_recompute(struct model *m, void *scratch, const void *tape,
 	t->att = scratch;
 	t->a = dq_at(be, scratch, att_elems(m));
 	model_attention_forward(m, t->a, t->att, t->qkv);
-	/* bf16: att comes out rounded (the op's P); a as the tape stores it */
-	if (m->cfg.precision == DQ_PREC_BF16)
+	/* bf16: att and a rounded as the full tape stores them (the op's P
+	 * is rounded already; flash's lse lo is not) */
+	if (m->cfg.precision == DQ_PREC_BF16) {
+		be_round_bf16(be, t->att, att_elems(m));
 		be_round_bf16(be, t->a, m->n_state);
+	}
 }
 
 static void tf_sel_recompute(struct model *m, void *scratch, const void *tape)

@@ -4,7 +4,9 @@
  * backend, run by `meson test --suite cuda` (skipped without a GPU, as
  * test_cuda_ops.c's tests are): to_bf16, from_bf16, round_bf16 bit for
  * bit; gemm_bf16 against the cpu backend's and a double loop over the
- * rounded operands (tolerance at its test).
+ * rounded operands (tolerance at its test); the bf16 attention and the
+ * fused attention of attention=flash (kernels/cuda/cuda_attention.cu,
+ * cuda_flash.cu) against the cpu backend's.
  */
 #include "../kernels/bf16.h"
 #include "test_cuda_util.h"
@@ -367,6 +369,72 @@ Test(cuda_bf16, attention_bf16, .timeout = 300)
 		free(qkv), free(dout);
 		for (int j = 0; j < 2; j++)
 			free(o[j]), free(a[j]), free(d[j]);
+	}
+	backend_destroy(cu);
+	backend_destroy(c32);
+}
+
+/* ---- attention=flash: attention_flash_forward and _backward of the CUDA
+ * backend (kernels/cuda/cuda_flash.cu) against the cpu backend's twin
+ * (tests/test_flash.c checks that one against the unfused attention and
+ * finite differences), fp32 and bf16, T 37 and 131, dh 8 and 32 (one and
+ * several row blocks, a partial one). The same sums in another order,
+ * expf against exp: fp32 within 1e-5 relative L2; bf16 within 2e-4 (a
+ * few roundings of P and G may flip). lse's hi + lo within 1e-5. ---- */
+
+static void flash_on(struct pool *pl, const double *qkv, const double *dout,
+		     int B, int T, int C, int H, int bf16, double *out,
+		     double *lse, double *dqkv)
+{
+	size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
+	size_t rows = (size_t)B * H * T;
+	struct backend *be = pl->be;
+	void *Q = pool_up(pl, qkv, nq), *dO = pool_up(pl, dout, no);
+	void *O = pool_new(pl, no, 0), *L = pool_new(pl, 2 * rows, 0);
+	void *S = pool_new(pl, rows, 0), *D = pool_new(pl, nq, 0);
+	void *ws =
+	    pool_bytes(pl, NULL, be_attention_bf16_ws_bytes(be, B, T, C, H));
+	be_attention_flash_forward(be, O, L, Q, B, T, C, H, bf16);
+	be_attention_flash_backward(be, D, S, dO, Q, O, L, ws, B, T, C, H,
+				    bf16);
+	be_download(be, out, O, no);
+	be_download(be, lse, L, 2 * rows);
+	be_download(be, dqkv, D, nq);
+}
+
+Test(cuda_bf16, attention_flash, .timeout = 300)
+{
+	struct backend *cu = cuda_or_skip();
+	struct backend *c32 = make("cpu", 0);
+	static const int shapes[][4] = {{2, 37, 24, 3}, {2, 131, 64, 2}};
+	for (int k = 0; k < 4; k++) {
+		int B = shapes[k / 2][0], T = shapes[k / 2][1],
+		    C = shapes[k / 2][2], H = shapes[k / 2][3], bf16 = k % 2;
+		size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
+		size_t rows = (size_t)B * H * T;
+		double *qkv = rnd(nq, 1), *dout = rnd(no, 1);
+		double *o[2] = {zeros(no), zeros(no)};
+		double *l[2] = {zeros(2 * rows), zeros(2 * rows)};
+		double *d[2] = {zeros(nq), zeros(nq)};
+		double tol = bf16 ? 2e-4 : 1e-5;
+		struct pool pc = {cu, {0}, 0}, p32 = {c32, {0}, 0};
+		for (size_t i = 0; bf16 && i < nq; i++)
+			qkv[i] = bf16_of(qkv[i]);
+		flash_on(&pc, qkv, dout, B, T, C, H, bf16, o[0], l[0], d[0]);
+		flash_on(&p32, qkv, dout, B, T, C, H, bf16, o[1], l[1], d[1]);
+		for (size_t r = 0; r < rows; r++)
+			cr_assert(fabs(l[0][2 * r] + l[0][2 * r + 1] -
+				       l[1][2 * r] - l[1][2 * r + 1]) < 1e-5,
+				  "T=%d bf16=%d: lse of row %zu", T, bf16, r);
+		cr_assert_leq(rel_l2(o[0], o[1], no), tol, "T=%d bf16=%d: out",
+			      T, bf16);
+		cr_assert_leq(rel_l2(d[0], d[1], nq), tol, "T=%d bf16=%d: dqkv",
+			      T, bf16);
+		pool_free(&pc);
+		pool_free(&p32);
+		free(qkv), free(dout);
+		for (int j = 0; j < 2; j++)
+			free(o[j]), free(l[j]), free(d[j]);
 	}
 	backend_destroy(cu);
 	backend_destroy(c32);

@@ -26,6 +26,11 @@ static const char *init_name_i(int k)
 	return model_init_name((enum model_init)k);
 }
 
+static const char *attention_name_i(int k)
+{
+	return model_attention_name((enum model_attention)k);
+}
+
 static const char *precision_name_i(int k)
 {
 	return dq_precision_name((enum dq_precision)k);
@@ -72,6 +77,12 @@ static const struct key_desc head_keys[] = {
     DBL("embed_std", "model", model.embed_std, 0, 1e3,
 	"std of token and position embeddings, N(0, embed_std^2); 0 = the "
 	"preset's"),
+    ENUM("attention", "model", model.attention, model_attention_parse,
+	 attention_name_i,
+	 "transformer attention: unfused (the B H T^2 probabilities on the "
+	 "tape) or flash (fused, FlashAttention-2: per row its log-sum-exp "
+	 "instead; head width d_model/n_heads <= 128)",
+	 0),
     INT("head_chunk", "model", model.head_chunk, 0, 1 << 30,
 	"positions per chunk of the LM head's softmax-cross-entropy: "
 	"head_chunk*V logits live instead of batch_size*seq_len*V, one host "

@@ -118,6 +118,20 @@ DQ_CPU_BF16_DECL(f)
 DQ_CPU_BF16_DECL(d)
 #undef DQ_CPU_BF16_DECL
 
+/* The fused attention of attention=flash (cpu_flash.c), per
+ * instantiation: the ops table's members of the same names. */
+#define DQ_CPU_FLASH_DECL(S)                                                   \
+	void dq_cpu_attention_flash_forward_##S(                               \
+	    void *ctx, void *out, void *lse, const void *qkv, int B, int T,    \
+	    int C, int H, int bf16);                                           \
+	void dq_cpu_attention_flash_backward_##S(                              \
+	    void *ctx, void *dqkv, void *scratch, const void *dout,            \
+	    const void *qkv, const void *out, const void *lse, void *ws,       \
+	    int B, int T, int C, int H, int bf16);
+DQ_CPU_FLASH_DECL(f)
+DQ_CPU_FLASH_DECL(d)
+#undef DQ_CPU_FLASH_DECL
+
 /* Softmax cross-entropy (cpu_xent.c), per instantiation: the ops
  * xent_forward and xent_train of backend.h. */
 double dq_cpu_xent_forward_f(void *ctx, void *probs, const void *logits,

@@ -301,6 +301,15 @@ void cu_attention_backward_bf16(void *ctx, void *dqkv, void *scratch,
 				const void *att, void *ws, int B, int T, int C,
 				int H);
 
+/* cuda_flash.cu */
+void cu_attention_flash_forward(void *ctx, void *out, void *lse,
+				const void *qkv, int B, int T, int C, int H,
+				int bf16);
+void cu_attention_flash_backward(void *ctx, void *dqkv, void *scratch,
+				 const void *dout, const void *qkv,
+				 const void *out, const void *lse, void *ws,
+				 int B, int T, int C, int H, int bf16);
+
 /* cuda_bf16.cu */
 void cu_to_bf16(void *ctx, uint16_t *dst, const void *src, size_t n);
 void cu_from_bf16(void *ctx, void *dst, const uint16_t *src, size_t n);

@@ -327,6 +327,8 @@ static struct backend_math_ops cu_math_make(void)
 	o.attention_backward = cu_attention_backward;
 	o.attention_forward_bf16 = cu_attention_forward_bf16;
 	o.attention_backward_bf16 = cu_attention_backward_bf16;
+	o.attention_flash_forward = cu_attention_flash_forward;
+	o.attention_flash_backward = cu_attention_flash_backward;
 	o.embed_forward = cu_embed_forward;
 	o.embed_backward = cu_embed_backward;
 	o.xent_forward = cu_xent_forward;

@@ -12,7 +12,7 @@ import re
 # against `deqbench run --help-json` and a deqbench record.
 KNOWN_KEYS = (
     "model d_model n_heads d_ff seq_len batch_size vocab_size seed init "
-    "init_std embed_std head_chunk method layers k selective f_solver f_tol "
+    "init_std embed_std attention head_chunk method layers k selective f_solver f_tol "
     "f_max_iter f_stop_mode f_history b_mode b_solver b_tol b_max_iter "
     "b_stop_mode b_history anderson_m anderson_lambda anderson_beta "
     "solver_batching f_stop_scope b_stop_scope protect_thres stall_window "
@@ -140,6 +140,10 @@ _RULES = (
     ("selective", lambda v: v is not False,
      "checkpoint segments with selective tapes are deqbench's; use "
      "selective=false or impl=deqbench"),
+    # the fused attention kernel is the C core's (SDPA picks its own)
+    ("attention", lambda v: v != "unfused",
+     "attention=flash is deqbench's fused kernel; use attention=unfused or "
+     "impl=deqbench"),
     # gradient accumulation is the C core's so far (bench/pytorch/README.md)
     ("microbatches", lambda v: v != 1,
      "gradient accumulation over micro-batches is deqbench's; use "
