@@ -36,6 +36,12 @@
 #   smoke   (only when PARTS names it) method=selective, 20 steps, in
 #           PyTorch (torch >= 2.4's selective checkpoint policy) and in
 #           deqbench (smoke.jsonl)
+#   attention (only when PARTS names it) the attention's kernels at the
+#           answer's width: bench-block at seq_len 256 in bf16 and fp32
+#           with attention=unfused and flash (bench-block-att-*.log), and
+#           the PyTorch rows' unroll run in bf16 with each (attention.jsonl): the
+#           bf16 products on tensor cores and the fused kernel, timed and
+#           their tapes' bytes
 #   autotune (only when PARTS names it) the compiled PyTorch row with
 #           mode=max-autotune, which autotunes every GEMM shape: it needs
 #           more than a window, so Inductor's cache is carried from one
@@ -48,9 +54,9 @@
 # each window's logs to results/gpu/<gpu model>/windows/<UTC stamp>/
 # (window.log says when each part started and ended). Commit them after
 # unpack; the next window carries them in the tree and resumes.
-# PARTS="tests seed1 prices torch rest recompute smoke autotune" (any of
-# them) runs those only; recompute, smoke and autotune run only when
-# named (PARTS=autotune LIMIT=560: a window of its own).
+# PARTS="tests seed1 prices torch rest recompute smoke attention autotune"
+# (any of them) runs those only; recompute, smoke, attention and autotune
+# run only when named (PARTS=autotune LIMIT=560: a window of its own).
 #
 # DQ_STANDIN=1 (the test, tests/scripts/test_window.py): a CPU stand-in of
 # the same flow. pack uses DQ_BUILDDIR as it is (no build, no git check, no
@@ -196,6 +202,23 @@ smoke() {
 	timed 40 0 smoke-selective-deqbench "$D" run "${s[@]}"
 }
 
+# attention (only when PARTS names it): the unfused and fused attention,
+# block and step, at the answer's width
+attention() {
+	local a p s=("${SHAPE[@]/seq_len=128/seq_len=256}")
+	for p in bf16 fp32; do
+		for a in unfused flash; do
+			timed 40 0 "bench-block-att-$a-$p" "$D" bench-block \
+				"${s[@]}" "${BB[@]}" precision=$p attention=$a
+		done
+	done
+	for a in unfused flash; do
+		timed 60 0 "attention-$a" "$D" run "${SHAPE[@]}" "${ROWS[@]}" \
+			method=unroll precision=bf16 lr=0.00025 init=pytorch seed=1 \
+			cuda_graphs="$GRAPHS" attention=$a out="$R/attention.jsonl"
+	done
+}
+
 run_parts() {
 	local sargs=("$SUITE" --resume out="$R/answer.jsonl" "${EXTRA[@]}")
 	if part tests; then
@@ -216,6 +239,7 @@ run_parts() {
 		timed 100000 10 recompute "$D" suite bench/suites/recompute-gpu.json \
 			--resume out="$R/recompute.jsonl" "${EXTRA[@]}"
 	[[ " ${PARTS:-} " == *" smoke "* ]] && smoke
+	[[ " ${PARTS:-} " == *" attention "* ]] && attention
 	[[ " ${PARTS:-} " == *" autotune "* ]] && autotune
 	"$D" validate --strict "$R"/*.jsonl >"$W/validate.log" 2>&1 ||
 		FAILED="$FAILED validate"
