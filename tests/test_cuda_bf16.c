@@ -304,8 +304,9 @@ Test(cuda_bf16, gemm_bf16)
 /* ---- the bf16 attention: attention_forward_bf16 and _backward_bf16 of
  * the CUDA backend against the cpu backend's (tests/test_bf16.c checks
  * that one against a double reference), on the same bf16 q, k, v and
- * dout, both paths: the tiled kernels (T 37, a partial tile) and the
- * batched cublasGemmBatchedEx on bf16 copies (T 131 >= 128). The same
+ * dout, both paths: the tiled kernels (T 37, a partial tile; and T 128
+ * with heads of 12 columns, which the batched path leaves to them) and
+ * the batched cublasGemmBatchedEx on bf16 copies (T 131 >= 128). The same
  * products of bf16 numbers summed in fp32 in another order, and float
  * expf against double exp: a few bf16 roundings of P and G may flip, each
  * moving one element by 2^-8 of itself, hence relative L2 within 2e-4;
@@ -343,8 +344,9 @@ Test(cuda_bf16, attention_bf16, .timeout = 300)
 {
 	struct backend *cu = cuda_or_skip();
 	struct backend *c32 = make("cpu", 0);
-	static const int shapes[][4] = {{2, 37, 24, 3}, {2, 131, 64, 2}};
-	for (int k = 0; k < 2; k++) {
+	static const int shapes[][4] = {
+	    {2, 37, 24, 3}, {2, 131, 64, 2}, {2, 128, 24, 2}};
+	for (int k = 0; k < 3; k++) {
 		int B = shapes[k][0], T = shapes[k][1], C = shapes[k][2],
 		    H = shapes[k][3];
 		size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
@@ -377,8 +379,9 @@ Test(cuda_bf16, attention_bf16, .timeout = 300)
 /* ---- attention=flash: attention_flash_forward and _backward of the CUDA
  * backend (kernels/cuda/cuda_flash.cu) against the cpu backend's twin
  * (tests/test_flash.c checks that one against the unfused attention and
- * finite differences), fp32 and bf16, T 37 and 131, dh 8 and 32 (one and
- * several row blocks, a partial one). The same sums in another order,
+ * finite differences), fp32 and bf16, T 37, 131, 70 and 40, dh 8, 32, 72
+ * and 128 (one and several row blocks, a partial one; one to four
+ * 32-column chunks of a row, a partial one). The same sums in another order,
  * expf against exp: fp32 within 1e-5 relative L2; bf16 within 2e-4 (a
  * few roundings of P and G may flip). lse's hi + lo within 1e-5. ---- */
 
@@ -406,8 +409,9 @@ Test(cuda_bf16, attention_flash, .timeout = 300)
 {
 	struct backend *cu = cuda_or_skip();
 	struct backend *c32 = make("cpu", 0);
-	static const int shapes[][4] = {{2, 37, 24, 3}, {2, 131, 64, 2}};
-	for (int k = 0; k < 4; k++) {
+	static const int shapes[][4] = {
+	    {2, 37, 24, 3}, {2, 131, 64, 2}, {1, 70, 144, 2}, {1, 40, 128, 1}};
+	for (int k = 0; k < 8; k++) {
 		int B = shapes[k / 2][0], T = shapes[k / 2][1],
 		    C = shapes[k / 2][2], H = shapes[k / 2][3], bf16 = k % 2;
 		size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;

@@ -665,6 +665,16 @@ static void att_gemm_backward_bf16(struct dq_cuda_ctx *c, float *dqkv, float *G,
 		      BH);
 }
 
+/* Whether (B, T, C, H) takes the bf16 batched-GEMM path: att_gemm_path's
+ * shapes with heads of a multiple of 8 columns. cuBLAS's batched bf16
+ * GEMMs need each matrix's pointer aligned to 16 bytes when k % 8 == 0
+ * (cuBLAS documentation, cublasGemmBatchedEx), and a head's blocks start
+ * at h dh elements; other heads take the tiled kernels. */
+static int att_gemm_bf16_path(int B, int T, int C, int H)
+{
+	return att_gemm_path(B, T, H) && (C / H) % 8 == 0;
+}
+
 /* dst(n) = bf16(src(n)) widened: the tiled path's rounded dout. */
 __global__ void round_copy_kernel(float *dst, const float *src, size_t n)
 {
@@ -679,7 +689,7 @@ void cu_attention_forward_bf16(void *ctx, void *out, void *att, const void *qkv,
 	if (B <= 0 || T <= 0 || C <= 0 || H <= 0)
 		return;
 	float scale = (float)(1.0 / sqrt((double)(C / H)));
-	if (att_gemm_path(B, T, H)) {
+	if (att_gemm_bf16_path(B, T, C, H)) {
 		att_gemm_forward_bf16(c, (float *)out, (float *)att,
 				      (float *)qkv, ws, B, T, C, H, scale);
 		return;
@@ -699,7 +709,7 @@ void cu_attention_backward_bf16(void *ctx, void *dqkv, void *scratch,
 	if (B <= 0 || T <= 0 || C <= 0 || H <= 0)
 		return;
 	float scale = (float)(1.0 / sqrt((double)(C / H)));
-	if (att_gemm_path(B, T, H)) {
+	if (att_gemm_bf16_path(B, T, C, H)) {
 		att_gemm_backward_bf16(c, (float *)dqkv, (float *)scratch,
 				       (float *)dout, (float *)qkv,
 				       (float *)att, ws, B, T, C, H, scale);

@@ -25,7 +25,9 @@
  * No atomics: each output element is written by one thread, so results are
  * deterministic; dq and dk/dv recompute the scores once each (FA2 adds dq
  * atomically instead). Under bf16 dout is read through its rounded copy in
- * ws. Shared memory: 16.9 KiB (forward, dq), 25.3 KiB (dk/dv). */
+ * ws. Shared memory: 12.4 KiB (forward, dq), 16.5 KiB (dk/dv). The chunk
+ * loops are unrolled to FA_CHUNKS with a block-uniform guard, so the
+ * accumulators stay in registers. */
 #include "cuda_common.cuh"
 
 #include "../bf16.h"
@@ -120,10 +122,12 @@ __global__ void __launch_bounds__(FA_THREADS)
 			l[j] = al * l[j] + dq_warp_sum_f(p);
 			m[j] = mx;
 			sp[ty + 8 * j][tx] = fa_rnd(p, bf16);
-			for (int c = 0; c < FA_CHUNKS; c++)
+#pragma unroll
+			for (int c = 0; c < FA_CHUNKS && c < FA_CHUNKS; c++)
 				o[c][j] *= al;
 		}
-		for (int c = 0; c * FA_TILE < a.dh; c++) {
+#pragma unroll
+		for (int c = 0; c < FA_CHUNKS && c * FA_TILE < a.dh; c++) {
 			__syncthreads();
 			fa_load(sk, v, a.C3, s0, T, c * FA_TILE, a.dh);
 			__syncthreads();
@@ -138,7 +142,8 @@ __global__ void __launch_bounds__(FA_THREADS)
 		int t = a.r0 + ty + 8 * j;
 		if (t >= T)
 			break;
-		for (int c = 0; c * FA_TILE + tx < a.dh; c++)
+#pragma unroll
+		for (int c = 0; c < FA_CHUNKS && c * FA_TILE + tx < a.dh; c++)
 			out[a.ooff + (size_t)t * C + c * FA_TILE + tx] =
 			    o[c][j] / l[j];
 		if (tx == 0) {
@@ -210,7 +215,8 @@ __global__ void __launch_bounds__(FA_THREADS)
 		      scale, bf16);
 		for (int j = 0; j < 4; j++)
 			sg[ty + 8 * j][tx] = G[j];
-		for (int c = 0; c * FA_TILE < a.dh; c++) {
+#pragma unroll
+		for (int c = 0; c < FA_CHUNKS && c * FA_TILE < a.dh; c++) {
 			__syncthreads();
 			fa_load(sb, k, a.C3, s0, T, c * FA_TILE, a.dh);
 			__syncthreads();
@@ -223,7 +229,9 @@ __global__ void __launch_bounds__(FA_THREADS)
 	}
 	for (int j = 0; j < 4; j++) {
 		int t = a.r0 + ty + 8 * j;
-		for (int c = 0; t < T && c * FA_TILE + tx < a.dh; c++)
+#pragma unroll
+		for (int c = 0;
+		     c < FA_CHUNKS && t < T && c * FA_TILE + tx < a.dh; c++)
 			dqkv[a.qoff + (size_t)t * a.C3 + c * FA_TILE + tx] =
 			    dq[c][j];
 	}
@@ -249,7 +257,8 @@ __global__ void __launch_bounds__(FA_THREADS)
 		      scale, bf16);
 		for (int j = 0; j < 4; j++)
 			sg[ty + 8 * j][tx] = G[j], sp[ty + 8 * j][tx] = P[j];
-		for (int c = 0; c * FA_TILE < a.dh; c++) {
+#pragma unroll
+		for (int c = 0; c < FA_CHUNKS && c * FA_TILE < a.dh; c++) {
 			__syncthreads();
 			fa_load(sa, q, a.C3, u0, T, c * FA_TILE, a.dh);
 			fa_load(sb, go, (size_t)C, u0, T, c * FA_TILE, a.dh);
@@ -266,7 +275,9 @@ __global__ void __launch_bounds__(FA_THREADS)
 	}
 	for (int j = 0; j < 4; j++) {
 		int s = s0 + ty + 8 * j;
-		for (int c = 0; s < T && c * FA_TILE + tx < a.dh; c++) {
+#pragma unroll
+		for (int c = 0;
+		     c < FA_CHUNKS && s < T && c * FA_TILE + tx < a.dh; c++) {
 			size_t at =
 			    a.qoff + (size_t)s * a.C3 + c * FA_TILE + tx;
 			dqkv[at + C] = dk[c][j];
@@ -282,6 +293,18 @@ __global__ void flash_round_kernel(float *dst, const float *src, size_t n)
 	dst[i] = dq_bf16_round(src[i]);
 }
 
+/* The kernels keep FA_CHUNKS chunks of a row in registers: a wider head
+ * would index past them (backend_call_ext.h asserts it first). */
+static void flash_check_dh(int C, int H)
+{
+	if (C / H > DQ_FLASH_MAX_DH) {
+		fprintf(stderr,
+			"deqbench: attention_flash: head width %d > %d\n",
+			C / H, DQ_FLASH_MAX_DH);
+		abort();
+	}
+}
+
 static dim3 flash_grid(int B, int T, int H)
 {
 	return dim3((unsigned int)(B * H),
@@ -295,6 +318,7 @@ void cu_attention_flash_forward(void *ctx, void *out, void *lse,
 	struct dq_cuda_ctx *c = dq_cu(ctx);
 	if (B <= 0 || T <= 0 || C <= 0 || H <= 0)
 		return;
+	flash_check_dh(C, H);
 	float scale = (float)(1.0 / sqrt((double)(C / H)));
 	flash_forward_kernel<<<flash_grid(B, T, H), FA_THREADS, 0, c->stream>>>(
 	    (float *)out, (float *)lse, (const float *)qkv, T, C, H, scale,
@@ -310,6 +334,7 @@ void cu_attention_flash_backward(void *ctx, void *dqkv, void *scratch,
 	struct dq_cuda_ctx *c = dq_cu(ctx);
 	if (B <= 0 || T <= 0 || C <= 0 || H <= 0)
 		return;
+	flash_check_dh(C, H);
 	float scale = (float)(1.0 / sqrt((double)(C / H)));
 	const float *dO = (const float *)dout;
 	size_t n = (size_t)B * T * C, rows = (size_t)B * H * T;
