@@ -39,9 +39,10 @@
  * sum exactly, so its att is bitwise the forward's (the statistics would
  * save an O(B H T²) pass beside the O(B H T² dh) GEMMs). Everything else
  * costs a GEMM to recompute (qkv, r1, h, p, r2) or is per-row (mu, rs).
- * Under precision=bf16 the recomputed att comes out rounded to bf16 (the
- * bf16 attention's P) and a is rounded as the full tape stores it, so the
- * vjp reads the same values.
+ * Under precision=bf16 the recomputed att and a are rounded to bf16 as
+ * the full tape stores them (the bf16 attention's P is rounded already,
+ * flash's log-sum-exp remainder is not), so the vjp reads the same
+ * values.
  *
  * Workspace: max(tape, vjp scratch). A forward without tape writes a tape
  * into the workspace (z is read in place, not copied); the vjp's scratch is

@@ -557,17 +557,27 @@ int report_table_open(struct table *t, const json_t *rec)
 	return key && agg_new(t, rec, cfg, key) ? 0 : -1;
 }
 
-int report_table_superseded(struct table *t, const json_t *rec)
+/* The row of record rec into *r (NULL: none yet, or no config object).
+ * 0, or -1 when out of memory. */
+static int row_found(struct table *t, const json_t *rec, struct agg **r)
 {
 	const json_t *cfg = json_object_get(rec, "config");
-	struct agg *r;
 	char *key;
+	*r = NULL;
 	if (!json_is_object(cfg))
 		return 0;
-	r = row_of(t, rec, cfg, &key);
+	*r = row_of(t, rec, cfg, &key);
 	if (!key)
 		return -1;
 	free(key);
+	return 0;
+}
+
+int report_table_superseded(struct table *t, const json_t *rec)
+{
+	struct agg *r;
+	if (row_found(t, rec, &r) != 0)
+		return -1;
 	if (r)
 		r->superseded++;
 	return 0;
@@ -575,15 +585,9 @@ int report_table_superseded(struct table *t, const json_t *rec)
 
 int report_table_dup(struct table *t, const json_t *rec)
 {
-	const json_t *cfg = json_object_get(rec, "config");
 	struct agg *r;
-	char *key;
-	if (!json_is_object(cfg))
-		return 0;
-	r = row_of(t, rec, cfg, &key);
-	if (!key)
+	if (row_found(t, rec, &r) != 0)
 		return -1;
-	free(key);
 	/* an earlier equal record made the row */
 	if (r)
 		r->duplicates++;
