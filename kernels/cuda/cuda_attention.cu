@@ -11,10 +11,12 @@
  *   datt = dout vᵀ;  G[t,s] = att[t,s] (datt[t,s] - Σ_u att[t,u] datt[t,u])
  *   / sqrt(dh) for s <= t, else 0;  dq = G k;  dk = Gᵀ q;  dv = attᵀ dout.
  *
- * Two paths, chosen by shape. T >= DQ_CU_ATT_GEMM_MIN_T (128): cuBLAS
+ * Two paths, chosen by shape. T >= DQ_CU_ATT_GEMM_MIN_T (128) with heads
+ * of a multiple of 4 columns (8 under bf16: pointer alignment): cuBLAS
  * batched SGEMMs for the products and warp-per-row softmax kernels (the
  * batched-GEMM path, below). Shorter sequences, where the launches count
- * more than the multiply-adds: the tiled kernels that follow.
+ * more than the multiply-adds, and other heads: the tiled kernels that
+ * follow.
  *
  * Kernels: every block is 256 threads = 8 warps and works on 32×32 tiles in
  * shared memory (rows padded to 33 floats: the column reads are free of
@@ -427,11 +429,16 @@ __global__ void __launch_bounds__(AT_THREADS)
 				     T, threadIdx.x & 31, scale, bf16);
 }
 
-/* Whether shape (B, T, H) takes the batched-GEMM path. */
-static int att_gemm_path(int B, int T, int H)
+/* Whether shape (B, T, C, H) takes the batched-GEMM path: heads of a
+ * multiple of 4 columns, as a head's blocks start at h dh elements and
+ * cuBLAS's batched GEMMs under TF32 (set_tf32) want 16-byte aligned
+ * pointers when k % 4 == 0 (cuBLAS documentation, cublasGemmBatchedEx);
+ * other heads take the tiled kernels. */
+static int att_gemm_path(int B, int T, int C, int H)
 {
 	return T >= DQ_CU_ATT_GEMM_MIN_T &&
-	       (long long)B * H <= (long long)DQ_CU_ATT_MAXBH;
+	       (long long)B * H <= (long long)DQ_CU_ATT_MAXBH &&
+	       (C / H) % 4 == 0;
 }
 
 /* Launches for the B H T rows of the two softmax kernels. */
@@ -490,7 +497,7 @@ void cu_attention_forward(void *ctx, void *out, void *att, const void *qkv,
 	if (B <= 0 || T <= 0 || C <= 0 || H <= 0)
 		return;
 	float scale = (float)(1.0 / sqrt((double)(C / H)));
-	if (att_gemm_path(B, T, H)) {
+	if (att_gemm_path(B, T, C, H)) {
 		att_gemm_forward(c, (float *)out, (float *)att, (float *)qkv, B,
 				 T, C, H, scale);
 		return;
@@ -509,7 +516,7 @@ void cu_attention_backward(void *ctx, void *dqkv, void *scratch,
 	if (B <= 0 || T <= 0 || C <= 0 || H <= 0)
 		return;
 	float scale = (float)(1.0 / sqrt((double)(C / H)));
-	if (att_gemm_path(B, T, H)) {
+	if (att_gemm_path(B, T, C, H)) {
 		att_gemm_backward(c, (float *)dqkv, (float *)scratch,
 				  (float *)dout, (float *)qkv, (float *)att, B,
 				  T, C, H, scale);
@@ -672,7 +679,7 @@ static void att_gemm_backward_bf16(struct dq_cuda_ctx *c, float *dqkv, float *G,
  * at h dh elements; other heads take the tiled kernels. */
 static int att_gemm_bf16_path(int B, int T, int C, int H)
 {
-	return att_gemm_path(B, T, H) && (C / H) % 8 == 0;
+	return att_gemm_path(B, T, C, H) && (C / H) % 8 == 0;
 }
 
 /* dst(n) = bf16(src(n)) widened: the tiled path's rounded dout. */
