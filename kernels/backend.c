@@ -76,21 +76,31 @@ const char *const backend_names[] = {
     NULL,
 };
 
-static const struct backend_caps caps[] = {
-    {"cpu", 0, 0, 0, 0, 0},
-    {"cpu64", 0, 0, 0, 0, 0},
 #ifdef DQ_HAVE_CUDA
-    /* bf16 tensor cores from Ampere (8.0) on */
-    {"cuda", 1, 1, 8, 1, 1},
+#define CUDA_COMPILED 1
+#else
+#define CUDA_COMPILED 0
 #endif
+
+static const struct backend_caps caps[] = {
+    {"cpu", 1, 0, 0, 0, 0, 0, 0},
+    {"cpu64", 1, 0, 0, 0, 0, 0, 0},
+    /* bf16 tensor cores from Ampere (8.0) on; bf16 operand copies */
+    {"cuda", CUDA_COMPILED, 1, 1, 8, 1, 1, 2},
 };
 
-const struct backend_caps *backend_caps(const char *name)
+const struct backend_caps *backend_caps_known(const char *name)
 {
 	for (size_t i = 0; name && i < sizeof(caps) / sizeof(caps[0]); i++)
 		if (!strcmp(caps[i].name, name))
 			return &caps[i];
 	return NULL;
+}
+
+const struct backend_caps *backend_caps(const char *name)
+{
+	const struct backend_caps *k = backend_caps_known(name);
+	return k && k->compiled ? k : NULL;
 }
 
 int backend_create(struct backend **out, const char *name, int threads,

@@ -590,19 +590,29 @@ double dq_precision_eps(enum dq_precision p, size_t elem);
 extern const char *const backend_names[];
 
 /* What a backend can do, known before one exists (a config's checks, the
- * records): a static record per backend name. */
+ * records, plan's memory estimates): a static record per backend name,
+ * compiled into this binary or not. */
 struct backend_caps {
 	const char *name;
+	int compiled;	     /* in this binary (backend_names) */
 	int gpu;	     /* runs on a GPU (device facts, no BLAS core) */
 	int tf32;	     /* has the TF32 GEMM switch (set_tf32) */
 	int bf16_min_major;  /* bf16 needs compute capability >= this.0
 				(0: emulated, any machine) */
 	int graphs, managed; /* CUDA graphs; unified memory */
+	/* bytes of a rounded bf16 GEMM operand (struct backend's
+	 * bf16_operand_elem): 2 for bf16 copies, 0 for the rounded values
+	 * in the backend's own type */
+	int bf16_operand_bytes;
 };
 
 /* The capabilities of backend `name` compiled into this binary, or NULL
  * (an unknown name, or one this build lacks: "cuda" without -Dcuda). */
 const struct backend_caps *backend_caps(const char *name);
+/* The capabilities of any backend deqbench knows, compiled in or not (its
+ * `compiled` says which), or NULL for an unknown name: what plan needs to
+ * size a GPU run on a CPU-only build. */
+const struct backend_caps *backend_caps_known(const char *name);
 
 /* Create backend `name` ("cpu", "cpu64", "cuda"). threads <= 0 keeps the
  * library default (OpenMP / OpenBLAS). Returns 0, or -1 with a one-line

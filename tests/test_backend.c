@@ -64,7 +64,8 @@ Test(backend, names_and_elem)
 	cr_assert_str_eq(mem_category_name(MEM_NCAT), "?");
 }
 
-/* backend_caps: one record per compiled backend, known before any exists;
+/* backend_caps: one record per compiled backend, known before any exists
+ * (backend_caps_known: per known backend, compiled or not);
  * the CPU ones emulate everything (no GPU, no TF32 switch, bf16 on any
  * machine), an unknown name has none, and each matches what a created
  * backend offers (be_has_device, be_has_managed, be_has_graphs). */
@@ -88,6 +89,17 @@ Test(backend, static_caps)
 	}
 	cr_assert_null(backend_caps("tpu"));
 	cr_assert_null(backend_caps(NULL));
+	/* every known backend has a record, compiled in or not: plan sizes
+	 * a device=cuda run on a CPU-only build from it */
+	const struct backend_caps *cu = backend_caps_known("cuda");
+	int have_cuda = 0;
+	for (const char *const *n = backend_names; *n; n++)
+		have_cuda |= !strcmp(*n, "cuda");
+	cr_assert_not_null(cu);
+	cr_assert(cu->gpu && cu->bf16_operand_bytes == 2);
+	cr_assert_eq(cu->compiled, have_cuda);
+	cr_assert_eq(backend_caps_known("cpu")->bf16_operand_bytes, 0);
+	cr_assert_null(backend_caps_known("tpu"));
 }
 
 /* A scripted sequence with every number written out. */

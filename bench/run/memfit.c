@@ -46,6 +46,15 @@ static size_t vocab_param_bytes(const struct model_config *mc,
 		   : 0;
 }
 
+/* Whether cfg's device is a GPU, whose memory is not the host's
+ * (backend_caps_known: also on a build without that backend). */
+static int on_gpu(const struct bench_config *cfg)
+{
+	const struct backend_caps *k =
+	    backend_caps_known(config_device_name(cfg->device));
+	return k && k->gpu;
+}
+
 int memfit_estimate(const struct bench_config *cfg, int V, size_t elem,
 		    int train, struct run_memory *out, char *err, size_t errlen)
 {
@@ -57,9 +66,13 @@ int memfit_estimate(const struct bench_config *cfg, int V, size_t elem,
 	memset(out, 0, sizeof(*out));
 	memset(&stub, 0, sizeof(stub));
 	stub.elem = elem;
-	/* gemm_bf16's operands (precision=bf16): bf16 on the GPU, the
-	 * rounded values in the backend type on the CPU (backend.h) */
-	stub.bf16_operand_elem = cfg->device == DEVICE_CUDA ? 2 : elem;
+	/* gemm_bf16's operands (precision=bf16): bf16 copies or the rounded
+	 * values in the backend type (backend.h), known whether or not this
+	 * build has the backend */
+	const struct backend_caps *k =
+	    backend_caps_known(config_device_name(cfg->device));
+	stub.bf16_operand_elem =
+	    k && k->bf16_operand_bytes ? (size_t)k->bf16_operand_bytes : elem;
 	mc.vocab_size = V;
 	mc.batch_size = config_micro_batch(cfg); /* the model's B */
 	if (model_shape(&m, &stub, &mc, err, errlen) != 0)
@@ -108,7 +121,7 @@ int memfit_estimate(const struct bench_config *cfg, int V, size_t elem,
 	out->host_total = sat_add(out->host_extra, out->device[MEM_HOST]);
 	/* managed pages may all be evicted to the host */
 	out->host_total = sat_add(out->host_total, out->device[MEM_MANAGED]);
-	if (cfg->device != DEVICE_CUDA)
+	if (!on_gpu(cfg))
 		out->host_total = sat_add(out->host_total, out->device_total);
 	return 0;
 }
@@ -224,7 +237,7 @@ static int refuse(const struct run_memory *e, int host, size_t limit, char *err,
 int memfit_check(const struct bench_config *cfg, int V,
 		 const struct backend *be, int train, char *err, size_t errlen)
 {
-	int cuda = cfg->device == DEVICE_CUDA;
+	int cuda = on_gpu(cfg);
 	/* cpu64 computes in float64, cpu and cuda in float32 (backend.h) */
 	size_t elem = be ? be->elem : cfg->device == DEVICE_CPU64 ? 8 : 4;
 	size_t host = memfit_host_limit(), dev = 0;
