@@ -289,10 +289,11 @@ struct backend_math_ops {
 	 * with att holding bf16 values (a forward's, or its bf16 tape):
 	 * dO = bf16(dout); datt = dO vᵀ; G = bf16(scale att (datt − Σ att
 	 * datt)); dq = G k; dk = Gᵀ q; dv = attᵀ dO. ws: the operand copies,
-	 * be_attention_bf16_ws_bytes (backend_call.h) bytes. cuda: bf16
+	 * be_attention_bf16_ws_bytes (backend_call_ext.h) bytes. cuda: bf16
 	 * copies and batched cublasGemmBatchedEx (CUDA_R_16BF in,
-	 * CUBLAS_COMPUTE_32F: tensor cores) where T >= 128, the tiled
-	 * kernels on the rounded values below; cpu: the rounded values in
+	 * CUBLAS_COMPUTE_32F: tensor cores) where T >= 128 and heads have a
+	 * multiple of 8 columns, the tiled kernels on the rounded values
+	 * elsewhere; cpu: the rounded values in
 	 * float32, SGEMM (exact products of bf16 numbers: the same sums up
 	 * to their order). */
 	void (*attention_forward_bf16)(void *ctx, void *out, void *att,
@@ -576,6 +577,7 @@ int dq_precision_parse(const char *s);
  * their CUDA kernels keep a query row's output in registers, 32 columns a
  * chunk. */
 #define DQ_FLASH_MAX_DH 128
+
 /* The machine epsilon (the spacing of the numbers just above 1) of the
  * arithmetic a block runs in under precision p on a backend of elem-byte
  * elements: bf16's 2^-7 (its GEMM operands, and so each block's output,
