@@ -490,6 +490,32 @@ static dim3 attention_grid(int B, int T, int H)
 		    (unsigned int)((T + AT_TILE - 1) / AT_TILE), 1);
 }
 
+/* The tiled path's launches (bf16: P and G rounded, dout read as given,
+ * rounded by the caller). */
+static void tiled_forward(struct dq_cuda_ctx *c, float *out, float *att,
+			  const float *qkv, int B, int T, int C, int H,
+			  float scale, int bf16)
+{
+	attention_forward_kernel<<<attention_grid(B, T, H), AT_THREADS, 0,
+				   c->stream>>>(out, att, qkv, T, C, H, scale,
+						bf16);
+	cuda_check_launch();
+}
+
+static void tiled_backward(struct dq_cuda_ctx *c, float *dqkv, float *scratch,
+			   const float *dout, const float *qkv,
+			   const float *att, int B, int T, int C, int H,
+			   float scale, int bf16)
+{
+	dim3 grid = attention_grid(B, T, H);
+	attention_backward_q_kernel<<<grid, AT_THREADS, 0, c->stream>>>(
+	    dqkv, scratch, dout, qkv, att, T, C, H, scale, bf16);
+	cuda_check_launch();
+	attention_backward_kv_kernel<<<grid, AT_THREADS, 0, c->stream>>>(
+	    dqkv, scratch, dout, qkv, att, T, C, H);
+	cuda_check_launch();
+}
+
 void cu_attention_forward(void *ctx, void *out, void *att, const void *qkv,
 			  int B, int T, int C, int H)
 {
@@ -502,10 +528,8 @@ void cu_attention_forward(void *ctx, void *out, void *att, const void *qkv,
 				 T, C, H, scale);
 		return;
 	}
-	attention_forward_kernel<<<attention_grid(B, T, H), AT_THREADS, 0,
-				   c->stream>>>(
-	    (float *)out, (float *)att, (const float *)qkv, T, C, H, scale, 0);
-	cuda_check_launch();
+	tiled_forward(c, (float *)out, (float *)att, (const float *)qkv, B, T,
+		      C, H, scale, 0);
 }
 
 void cu_attention_backward(void *ctx, void *dqkv, void *scratch,
@@ -522,15 +546,9 @@ void cu_attention_backward(void *ctx, void *dqkv, void *scratch,
 				  T, C, H, scale);
 		return;
 	}
-	dim3 grid = attention_grid(B, T, H);
-	attention_backward_q_kernel<<<grid, AT_THREADS, 0, c->stream>>>(
-	    (float *)dqkv, (float *)scratch, (const float *)dout,
-	    (const float *)qkv, (const float *)att, T, C, H, scale, 0);
-	cuda_check_launch();
-	attention_backward_kv_kernel<<<grid, AT_THREADS, 0, c->stream>>>(
-	    (float *)dqkv, (const float *)scratch, (const float *)dout,
-	    (const float *)qkv, (const float *)att, T, C, H);
-	cuda_check_launch();
+	tiled_backward(c, (float *)dqkv, (float *)scratch, (const float *)dout,
+		       (const float *)qkv, (const float *)att, B, T, C, H,
+		       scale, 0);
 }
 
 /* ------------------------------------------------ precision=bf16
@@ -682,13 +700,6 @@ static int att_gemm_bf16_path(int B, int T, int C, int H)
 	return att_gemm_path(B, T, C, H) && (C / H) % 8 == 0;
 }
 
-/* dst(n) = bf16(src(n)) widened: the tiled path's rounded dout. */
-__global__ void round_copy_kernel(float *dst, const float *src, size_t n)
-{
-	DQ_GRID_STRIDE(i, n)
-	dst[i] = dq_bf16_round(src[i]);
-}
-
 void cu_attention_forward_bf16(void *ctx, void *out, void *att, const void *qkv,
 			       void *ws, int B, int T, int C, int H)
 {
@@ -701,10 +712,8 @@ void cu_attention_forward_bf16(void *ctx, void *out, void *att, const void *qkv,
 				      (float *)qkv, ws, B, T, C, H, scale);
 		return;
 	}
-	attention_forward_kernel<<<attention_grid(B, T, H), AT_THREADS, 0,
-				   c->stream>>>(
-	    (float *)out, (float *)att, (const float *)qkv, T, C, H, scale, 1);
-	cuda_check_launch();
+	tiled_forward(c, (float *)out, (float *)att, (const float *)qkv, B, T,
+		      C, H, scale, 1);
 }
 
 void cu_attention_backward_bf16(void *ctx, void *dqkv, void *scratch,
@@ -722,18 +731,9 @@ void cu_attention_backward_bf16(void *ctx, void *dqkv, void *scratch,
 				       (float *)att, ws, B, T, C, H, scale);
 		return;
 	}
-	size_t n = (size_t)B * T * C;
-	float *dO = (float *)ws;
-	round_copy_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
-			    c->stream>>>(dO, (const float *)dout, n);
-	cuda_check_launch();
-	dim3 grid = attention_grid(B, T, H);
-	attention_backward_q_kernel<<<grid, AT_THREADS, 0, c->stream>>>(
-	    (float *)dqkv, (float *)scratch, dO, (const float *)qkv,
-	    (const float *)att, T, C, H, scale, 1);
-	cuda_check_launch();
-	attention_backward_kv_kernel<<<grid, AT_THREADS, 0, c->stream>>>(
-	    (float *)dqkv, (const float *)scratch, dO, (const float *)qkv,
-	    (const float *)att, T, C, H);
-	cuda_check_launch();
+	float *dO = (float *)ws; /* the rounded dout */
+	cu_round_bf16_to(c, dO, (const float *)dout, (size_t)B * T * C);
+	tiled_backward(c, (float *)dqkv, (float *)scratch, dO,
+		       (const float *)qkv, (const float *)att, B, T, C, H,
+		       scale, 1);
 }

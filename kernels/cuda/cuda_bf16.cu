@@ -51,10 +51,11 @@ __global__ void from_bf16_kernel(float *dst, const uint16_t *src, size_t n)
 	dst[i] = dq_bf16_float(src[i]);
 }
 
-__global__ void round_bf16_kernel(float *x, size_t n)
+/* dst(n) = bf16(src(n)) widened; dst may be src (round_bf16). */
+__global__ void round_bf16_kernel(float *dst, const float *src, size_t n)
 {
 	DQ_GRID_STRIDE(i, n)
-	x[i] = dq_bf16_round(x[i]);
+	dst[i] = dq_bf16_round(src[i]);
 }
 
 /* One matrix of pack2_bf16_kernel: dst(rows, cols) packed = bf16(src
@@ -111,14 +112,19 @@ void cu_from_bf16(void *ctx, void *dst, const uint16_t *src, size_t n)
 	cuda_check_launch();
 }
 
-void cu_round_bf16(void *ctx, void *x, size_t n)
+void cu_round_bf16_to(void *ctx, float *dst, const float *src, size_t n)
 {
 	struct dq_cuda_ctx *c = dq_cu(ctx);
 	if (!n)
 		return;
 	round_bf16_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS), DQ_CU_THREADS, 0,
-			    c->stream>>>((float *)x, n);
+			    c->stream>>>(dst, src, n);
 	cuda_check_launch();
+}
+
+void cu_round_bf16(void *ctx, void *x, size_t n)
+{
+	cu_round_bf16_to(ctx, (float *)x, (const float *)x, n);
 }
 
 /* a and b (each the stored (rows, cols) matrix src with row stride ld)

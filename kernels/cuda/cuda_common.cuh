@@ -314,6 +314,8 @@ void cu_attention_flash_backward(void *ctx, void *dqkv, void *scratch,
 void cu_to_bf16(void *ctx, uint16_t *dst, const void *src, size_t n);
 void cu_from_bf16(void *ctx, void *dst, const uint16_t *src, size_t n);
 void cu_round_bf16(void *ctx, void *x, size_t n);
+/* dst(n) = bf16(src(n)) widened, float32 (the attention's rounded dout). */
+void cu_round_bf16_to(void *ctx, float *dst, const float *src, size_t n);
 void cu_gemm_bf16_arrays(void *ctx, int ta, int tb, int M, int N, int K,
 			 double alpha, const uint16_t *A, int lda,
 			 const uint16_t *B, int ldb, double beta, void *C,

@@ -286,13 +286,6 @@ __global__ void __launch_bounds__(FA_THREADS)
 	}
 }
 
-/* dst(n) = bf16(src(n)) widened: bf16's rounded dout. */
-__global__ void flash_round_kernel(float *dst, const float *src, size_t n)
-{
-	DQ_GRID_STRIDE(i, n)
-	dst[i] = dq_bf16_round(src[i]);
-}
-
 /* The kernels keep FA_CHUNKS chunks of a row in registers: a wider head
  * would index past them (backend_call_ext.h asserts it first). */
 static void flash_check_dh(int C, int H)
@@ -339,10 +332,7 @@ void cu_attention_flash_backward(void *ctx, void *dqkv, void *scratch,
 	const float *dO = (const float *)dout;
 	size_t n = (size_t)B * T * C, rows = (size_t)B * H * T;
 	if (bf16) {
-		flash_round_kernel<<<dq_grid_1d(c, n, DQ_CU_THREADS),
-				     DQ_CU_THREADS, 0, c->stream>>>(
-		    (float *)ws, (const float *)dout, n);
-		cuda_check_launch();
+		cu_round_bf16_to(c, (float *)ws, (const float *)dout, n);
 		dO = (const float *)ws;
 	}
 	flash_d_kernel<<<(unsigned int)((rows + 7) / 8), FA_THREADS, 0,
