@@ -432,6 +432,23 @@ struct backend_math_ops {
 	void (*anderson_weights)(void *ctx, const struct dq_solve_ctl *c,
 				 const void *row, void *alpha, int slot,
 				 int nact, double lambda);
+	/* The fused Broyden iteration's two passes (kernels/solve_fused.h,
+	 * which gives the arithmetic; c->hb > 0; every vector S P len
+	 * elements, U and V rings of c->hb such vectors). fused_measure:
+	 * g ← fx − x and dg ← g_new − g_old (g holds g_old on entry), the
+	 * chunk partials and their sums, then dq_ctl_check and dq_fu_decide
+	 * on c->st (a GPU: one launch whose last block decides).
+	 * fused_apply: best_k ← x_k for the improved samples; then, while
+	 * the solve goes on, the new pair into its slot and the step:
+	 * dx ← Δx' (0 for a frozen sample), x ← x + dx. Neither reads
+	 * anything back to the host. */
+	void (*fused_measure)(void *ctx, const struct dq_solve_ctl *c,
+			      const void *fx, const void *x, void *g,
+			      const void *dx, void *dg, const void *U,
+			      const void *V, size_t len);
+	void (*fused_apply)(void *ctx, const struct dq_solve_ctl *c, void *x,
+			    void *dx, const void *g, const void *dg, void *U,
+			    void *V, void *best, size_t len);
 };
 
 /* Optional: pinned host memory for offload (cuda). */
@@ -506,6 +523,14 @@ struct backend_graph_ops {
 	void (*graph_loop_begin)(void *ctx);
 	void (*graph_loop_next)(void *ctx, const double *go);
 	void *(*graph_loop_end)(void *ctx);
+	/* A device-side loop of one body (a conditional WHILE node, CUDA
+	 * 12.4+): graph_while_begin starts recording the body;
+	 * graph_while_end(go) ends it and returns the graph, which runs the
+	 * body once and again while the device double *go is non-zero after
+	 * it (a kernel at the body's end sets the node's handle). The body
+	 * must issue the same ops at every pass: its arguments are fixed. */
+	void (*graph_while_begin)(void *ctx);
+	void *(*graph_while_end)(void *ctx, const double *go);
 	/* Runs graph g on the compute stream (asynchronous, as an op). */
 	void (*graph_launch)(void *ctx, void *g);
 	void (*graph_free)(void *ctx, void *g);

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "backend.h"
-#include "solve_ctl.h" /* struct dq_solve_ctl, for the solver-control checks */
+#include "solve_fused.h" /* dq_solve_ctl, the fused ring: solver checks */
 
 /* ---- call wrappers: be_<op>(be, args) runs be->ops-><op>(be->ctx, args).
  * Code above the kernels calls the ops through these only; the ops table

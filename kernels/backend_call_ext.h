@@ -162,6 +162,29 @@ static inline void be_anderson_weights(const struct backend *be,
 					lambda);
 }
 
+/* c->hb > 0: the fused ring; no vector aliases another. */
+static inline void be_fused_measure(const struct backend *be,
+				    const struct dq_solve_ctl *c,
+				    const void *fx, const void *x, void *g,
+				    const void *dx, void *dg, const void *U,
+				    const void *V, size_t len)
+{
+	dq_ctl_shape(c);
+	assert(c->hb > 0 && c->hb <= DQ_FUSED_MAX_H && c->nchunk >= 1);
+	assert(fx != x && fx != g && x != g && g != dg && dx != dg);
+	be->ops->math->fused_measure(be->ctx, c, fx, x, g, dx, dg, U, V, len);
+}
+
+static inline void be_fused_apply(const struct backend *be,
+				  const struct dq_solve_ctl *c, void *x,
+				  void *dx, const void *g, const void *dg,
+				  void *U, void *V, void *best, size_t len)
+{
+	dq_ctl_shape(c);
+	assert(c->hb > 0 && x != dx && x != best && dx != g);
+	be->ops->math->fused_apply(be->ctx, c, x, dx, g, dg, U, V, best, len);
+}
+
 /* Allocator-only: MEM_MANAGED bytes; NULL without managed memory. */
 static inline int be_has_managed(const struct backend *be)
 {
@@ -270,6 +293,19 @@ static inline void *be_graph_loop_end(const struct backend *be)
 {
 	assert(be_has_graphs(be));
 	return be->ops->graph->graph_loop_end(be->ctx);
+}
+
+static inline void be_graph_while_begin(const struct backend *be)
+{
+	assert(be_has_graphs(be));
+	be->ops->graph->graph_while_begin(be->ctx);
+}
+
+static inline void *be_graph_while_end(const struct backend *be,
+				       const double *go)
+{
+	assert(be_has_graphs(be) && go != NULL);
+	return be->ops->graph->graph_while_end(be->ctx, go);
 }
 
 static inline void be_graph_launch(const struct backend *be, void *g)

@@ -54,6 +54,8 @@ struct dq_solve_ctl {
 	int ring;	/* residual ring entries, >= the stall window, >= 1 */
 	int trace_cap;	/* trace entries kept */
 	int m;		/* Anderson history the Gram arrays fit (0: none) */
+	int hb;		/* fused Broyden ring (solve_fused.h; 0: none) */
+	long nchunk;	/* its chunks per segment */
 	int stop_rel;	/* 1: r = ‖g‖/‖F‖; 0: r = ‖g‖ */
 	int per_sample; /* scope sample: stop when every sample is done */
 	int stall;	/* no-progress window, 0 = off */
@@ -64,16 +66,20 @@ struct dq_solve_ctl {
 	 * first S entries of seg_g and seg_f become the per-sample sums),
 	 * each sample's best residual, ‖g‖², ‖F‖² (S each), the frozen and
 	 * improved flags (S each), the Gram matrices (S m m) and the bordered
-	 * systems' scratch (S ((m+1)² + m+1)) */
+	 * systems' scratch (S ((m+1)² + m+1)); for hb > 0, the fused
+	 * Broyden's header and per-sample numbers (8 + S (4 + 3 hb) + 2 S)
+	 * and its chunk partials (S P nchunk (4 + 3 hb)) */
 	long o_hist, o_seg_g, o_seg_f, o_seg_d, o_best_r, o_best_g, o_best_f,
-	    o_done, o_imp, o_gram, o_sys;
+	    o_done, o_imp, o_gram, o_sys, o_fused, o_part;
 	long total;
 };
 
-/* Fills c's offsets and total from S, P, ring, trace_cap and m. */
+/* Fills c's offsets and total from S, P, ring, trace_cap, m, hb and
+ * nchunk. */
 DQ_CTL_FN void dq_ctl_layout(struct dq_solve_ctl *c)
 {
 	long S = c->S, SP = (long)c->S * c->P, m = c->m, q = m + 1;
+	long nq = c->hb ? 4 + 3L * c->hb : 0;
 	long o = DQ_CTL_HEAD + c->trace_cap;
 	c->o_hist = o;
 	o += 1 + c->ring;
@@ -87,7 +93,9 @@ DQ_CTL_FN void dq_ctl_layout(struct dq_solve_ctl *c)
 	c->o_imp = o += S;
 	c->o_gram = o += S;
 	c->o_sys = o += S * m * m;
-	c->total = o + (m ? S * (q * q + q) : 0);
+	c->o_fused = o += m ? S * (q * q + q) : 0;
+	c->o_part = o += c->hb ? 8 + S * nq + 2 * S : 0;
+	c->total = o + (c->hb ? SP * c->nchunk * nq : 0);
 }
 
 DQ_CTL_FN double dq_ctl_resid(int rel, double gn, double fn)

@@ -10,6 +10,7 @@
  * (test_step_scalars.h). Tolerances are justified where they are used.
  */
 #include "test_cuda_util.h"
+#include "test_fused_ops.h"
 #include "test_ops_util.h"
 #include "test_move_ops.h"
 #include "test_step_scalars.h"
@@ -154,6 +155,17 @@ Test(cuda_ops, solve_ctl_ops, .timeout = 120)
 	struct backend *be = cuda_or_skip();
 	rng_state = 99;
 	check_solve_ctl_ops(be);
+	backend_destroy(be);
+}
+
+/* The fused Broyden iteration's two kernels (cuda_fused_solve.cu) against
+ * its formulas in double (test_fused_ops.h): two chunks a segment, the
+ * last block's sums and decisions, the pair and the step. */
+Test(cuda_ops, fused_solver_ops, .timeout = 120)
+{
+	struct backend *be = cuda_or_skip();
+	rng_state = 5;
+	check_fused_ops(be);
 	backend_destroy(be);
 }
 

@@ -8,6 +8,7 @@
  * determinism of the threaded kernels (two runs, and 1 vs 2 threads).
  * Tolerances are justified where they are used.
  */
+#include "test_fused_ops.h"
 #include "test_ops_util.h"
 #include "test_move_ops.h"
 #include "test_step_scalars.h"
@@ -168,6 +169,19 @@ Test(ops, solve_ctl_ops)
 		struct backend *be = make(names[bi], 0);
 		rng_state = 99;
 		check_solve_ctl_ops(be);
+		backend_destroy(be);
+	}
+}
+
+/* The fused Broyden iteration's two ops against its formulas in double
+ * (test_fused_ops.h), on both types. */
+Test(ops, fused_solver_ops)
+{
+	const char *names[] = {"cpu64", "cpu"};
+	for (int bi = 0; bi < 2; bi++) {
+		struct backend *be = make(names[bi], 0);
+		rng_state = 5;
+		check_fused_ops(be);
 		backend_destroy(be);
 	}
 }

@@ -635,6 +635,8 @@ static const struct backend_math_ops cpu_math = {
     .copy_masked = DQ_FN(dq_cpu_copy_masked_),
     .scale_recip = DQ_FN(dq_cpu_scale_recip_),
     .anderson_weights = DQ_FN(dq_cpu_anderson_weights_),
+    .fused_measure = DQ_FN(dq_cpu_fused_measure_),
+    .fused_apply = DQ_FN(dq_cpu_fused_apply_),
 };
 
 /* No optional table: no pinned memory (MEM_HOST is malloc'd), no pool, no

@@ -89,7 +89,15 @@ struct dq_solve_ctl;
 				    size_t len);                               \
 	void dq_cpu_anderson_weights_##S(                                      \
 	    void *ctx, const struct dq_solve_ctl *c, const void *row,          \
-	    void *alpha, int slot, int nact, double lambda);
+	    void *alpha, int slot, int nact, double lambda);                   \
+	void dq_cpu_fused_measure_##S(void *ctx, const struct dq_solve_ctl *c, \
+				      const void *fx, const void *x, void *g,  \
+				      const void *dx, void *dg, const void *U, \
+				      const void *V, size_t len);              \
+	void dq_cpu_fused_apply_##S(void *ctx, const struct dq_solve_ctl *c,   \
+				    void *x, void *dx, const void *g,          \
+				    const void *dg, void *U, void *V,          \
+				    void *best, size_t len);
 DQ_CPU_SOLVE_DECL(f)
 DQ_CPU_SOLVE_DECL(d)
 #undef DQ_CPU_SOLVE_DECL

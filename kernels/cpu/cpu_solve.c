@@ -1,6 +1,7 @@
 /* cpu_solve.c — the CPU backend's solver-control ops (solve_check,
- * copy_masked, scale_recip, anderson_weights; kernels/backend.h has the
- * contracts, kernels/solve_ctl.h the decisions), compiled with
+ * copy_masked, scale_recip, anderson_weights, fused_measure, fused_apply;
+ * kernels/backend.h has the contracts, kernels/solve_ctl.h and
+ * kernels/solve_fused.h the decisions), compiled with
  * cpu_backend.c in both instantiations (float: DQ_SFX f, double: d).
  * Device memory is host memory here, so the control block's decisions are
  * solve_ctl.h's functions called directly; dot_segments stays in
@@ -16,6 +17,7 @@
 #include "../backend.h"
 #include "../elementwise.h"
 #include "../solve_ctl.h"
+#include "../solve_fused.h"
 #include "cpu_ctx.h"
 
 typedef DQ_REAL real;
@@ -77,4 +79,117 @@ void DQ_FN(dq_cpu_anderson_weights_)(void *ctx, const struct dq_solve_ctl *c,
 		for (int j = 0; j < nact; j++)
 			alpha[(size_t)k * (size_t)nact + j] = (real)a[j];
 	}
+}
+
+/* One chunk's partials (solve_fused.h): g_new and Δg written over g and
+ * dg, then the act pairs' dots, each a sum in double in element order. */
+static void fused_chunk(const struct dq_solve_ctl *c, double *pt,
+			const real *fx, const real *x, real *g, const real *dx,
+			real *dg, const real *U, const real *V, size_t n,
+			size_t i0, size_t i1)
+{
+	const double *fh = c->st + c->o_fused;
+	const int hb = c->hb;
+	for (int q = 0; q < dq_fu_nq(c); q++)
+		pt[q] = 0;
+	for (size_t i = i0; i < i1; i++) {
+		real gn = fx[i] - x[i], d = gn - g[i];
+		g[i] = gn;
+		dg[i] = d;
+		pt[DQ_FQ_GG] += (double)gn * gn;
+		pt[DQ_FQ_FF] += (double)fx[i] * fx[i];
+		pt[DQ_FQ_DD] += (double)dx[i] * d;
+		pt[DQ_FQ_DGN] += (double)dx[i] * gn;
+	}
+	for (int j = 0; j < hb; j++) {
+		if (!dq_fu_act_now(fh, hb, j))
+			continue;
+		const real *Uj = U + (size_t)j * n, *Vj = V + (size_t)j * n;
+		double a = 0, b = 0, cc = 0;
+		for (size_t i = i0; i < i1; i++) {
+			a += (double)Uj[i] * dx[i];
+			b += (double)Vj[i] * dg[i];
+			cc += (double)Vj[i] * g[i];
+		}
+		pt[DQ_FQ_A + j] = a;
+		pt[DQ_FQ_A + hb + j] = b;
+		pt[DQ_FQ_A + 2 * hb + j] = cc;
+	}
+}
+
+void DQ_FN(dq_cpu_fused_measure_)(void *ctx, const struct dq_solve_ctl *c,
+				  const void *fx, const void *x, void *g,
+				  const void *dx, void *dg, const void *U,
+				  const void *V, size_t len)
+{
+	(void)ctx;
+	const long nseg = (long)c->S * c->P, nb = nseg * c->nchunk;
+	const size_t n = (size_t)nseg * len;
+#pragma omp parallel for if ((long long)n * (1 + c->hb) >= PAR_MIN_N)
+	for (long b = 0; b < nb; b++) {
+		long seg = b / c->nchunk, ch = b % c->nchunk;
+		size_t i0 = (size_t)seg * len + (size_t)ch * DQ_FUSED_CHUNK;
+		size_t i1 = (size_t)(seg + 1) * len;
+		i1 = i0 + DQ_FUSED_CHUNK < i1 ? i0 + DQ_FUSED_CHUNK : i1;
+		fused_chunk(c, dq_fu_part(c, seg, ch), fx, x, g, dx, dg, U, V,
+			    n, i0, i1);
+	}
+	for (int k = 0; k < c->S; k++)
+		for (int q = 0; q < dq_fu_nq(c); q++)
+			dq_fu_sum(c, k, q);
+	dq_fu_decide(c);
+}
+
+/* Elements [i0, i1) of sample k (solve_fused.h's apply). */
+static void fused_elems(const struct dq_solve_ctl *c, int k, real *x, real *dx,
+			const real *g, const real *dg, real *U, real *V,
+			size_t n, size_t i0, size_t i1)
+{
+	const double *fh = c->st + c->o_fused, *q = dq_fu_q(c, k);
+	const double *rc = dq_fu_rc(c, k);
+	const int hb = c->hb, pair = fh[DQ_FU_PAIR] != 0;
+	const int frozen = c->per_sample && c->st[c->o_done + k] != 0;
+	real *Us = U + (size_t)fh[DQ_FU_SLOT] * n;
+	real *Vs = V + (size_t)fh[DQ_FU_SLOT] * n;
+	for (size_t i = i0; i < i1; i++) {
+		double sa = 0, sb = 0, sc = 0;
+		for (int j = 0; j < hb; j++) {
+			if (!dq_fu_act(fh, j))
+				continue;
+			double u = U[(size_t)j * n + i],
+			       v = V[(size_t)j * n + i];
+			sa += q[DQ_FQ_A + j] * v;
+			sb += q[DQ_FQ_A + hb + j] * u;
+			sc += q[DQ_FQ_A + 2 * hb + j] * u;
+		}
+		double step = (double)g[i] - sc;
+		if (pair) {
+			double u = rc[0] * ((double)dx[i] + dg[i] - sb);
+			Vs[i] = (real)(-(double)dx[i] + sa);
+			Us[i] = (real)u;
+			step -= rc[1] * u;
+		}
+		dx[i] = frozen ? 0 : (real)step;
+		x[i] += dx[i];
+	}
+}
+
+void DQ_FN(dq_cpu_fused_apply_)(void *ctx, const struct dq_solve_ctl *c,
+				void *x_, void *dx_, const void *g_,
+				const void *dg_, void *U_, void *V_, void *best,
+				size_t len)
+{
+	real *x = x_, *dx = dx_, *U = U_, *V = V_;
+	const real *g = g_, *dg = dg_;
+	const int S = c->S;
+	const size_t n = (size_t)S * (size_t)c->P * len;
+	DQ_FN(dq_cpu_copy_masked_)
+	(ctx, best, x, c->st + c->o_imp, S, c->P, len);
+	if (c->st[DQ_CTL_GO] == 0)
+		return;
+	const long nseg = (long)S * c->P;
+#pragma omp parallel for if ((long long)n * (1 + c->hb) >= PAR_MIN_N)
+	for (long e = 0; e < nseg; e++)
+		fused_elems(c, (int)(e % S), x, dx, g, dg, U, V, n,
+			    (size_t)e * len, (size_t)(e + 1) * len);
 }

@@ -65,6 +65,7 @@ extern "C" {
 struct dq_cu_loop {
 	cudaGraph_t root;
 	cudaGraphNode_t last;
+	cudaGraphConditionalHandle handle; /* a WHILE loop's */
 };
 
 struct dq_cuda_ctx {
@@ -288,6 +289,14 @@ void cu_anderson_weights(void *ctx, const struct dq_solve_ctl *c,
 			 const void *row, void *alpha, int slot, int nact,
 			 double lambda);
 
+/* cuda_fused_solve.cu */
+void cu_fused_measure(void *ctx, const struct dq_solve_ctl *c, const void *fx,
+		      const void *x, void *g, const void *dx, void *dg,
+		      const void *U, const void *V, size_t len);
+void cu_fused_apply(void *ctx, const struct dq_solve_ctl *c, void *x, void *dx,
+		    const void *g, const void *dg, void *U, void *V, void *best,
+		    size_t len);
+
 /* cuda_attention.cu */
 void cu_attention_forward(void *ctx, void *out, void *att, const void *qkv,
 			  int B, int T, int C, int H);
@@ -346,6 +355,8 @@ void *cu_graph_end(void *ctx);
 void cu_graph_loop_begin(void *ctx);
 void cu_graph_loop_next(void *ctx, const double *go);
 void *cu_graph_loop_end(void *ctx);
+void cu_graph_while_begin(void *ctx);
+void *cu_graph_while_end(void *ctx, const double *go);
 void cu_graph_launch(void *ctx, void *g);
 void cu_graph_free(void *ctx, void *g);
 void cu_copy_destroy(struct dq_cuda_ctx *c);

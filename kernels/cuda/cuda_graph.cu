@@ -24,6 +24,10 @@
  * kernels, memsets and copies (the conditional bodies' rule), which is
  * what the solver's iterations issue.
  *
+ * While loops. graph_while_begin/end record one body under a conditional
+ * WHILE node (the fused Broyden iteration, methods/solvers.c): the
+ * recording is as long as one pass, whatever max_iter.
+ *
  * Errors abort with the call and line (cuda_common.cuh): a capture that
  * meets an operation it cannot record is a programming error.
  */
@@ -129,6 +133,43 @@ void *cu_graph_loop_end(void *ctx)
 {
 	struct dq_cuda_ctx *c = dq_cu(ctx);
 	cudaGraph_t body = NULL;
+	cuda_check(cudaStreamEndCapture(c->stream, &body));
+	void *h = instantiate(c->loop.root);
+	memset(&c->loop, 0, sizeof(c->loop));
+	return h;
+}
+
+/* The WHILE loop: a root graph holding one conditional WHILE node whose
+ * handle starts at 1 (the body runs at least once); the body is captured
+ * from the stream, and graph_while_end appends loop_set_kernel, which sets
+ * the handle from *go for the next pass. */
+void cu_graph_while_begin(void *ctx)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	struct dq_cu_loop *L = &c->loop;
+	cudaGraphNodeParams np = {};
+	cudaGraphNode_t node;
+	memset(L, 0, sizeof(*L));
+	cuda_check(cudaGraphCreate(&L->root, 0));
+	cuda_check(cudaGraphConditionalHandleCreate(
+	    &L->handle, L->root, 1, cudaGraphCondAssignDefault));
+	np.type = cudaGraphNodeTypeConditional;
+	np.conditional.handle = L->handle;
+	np.conditional.type = cudaGraphCondTypeWhile;
+	np.conditional.size = 1;
+	cuda_check(cudaGraphAddNode(&node, L->root, NULL, NULL, 0, &np));
+	L->last = node;
+	cuda_check(cudaStreamBeginCaptureToGraph(c->stream,
+						 np.conditional.phGraph_out[0],
+						 NULL, NULL, 0, capture_mode));
+}
+
+void *cu_graph_while_end(void *ctx, const double *go)
+{
+	struct dq_cuda_ctx *c = dq_cu(ctx);
+	cudaGraph_t body = NULL;
+	loop_set_kernel<<<1, 1, 0, c->stream>>>(c->loop.handle, go);
+	cuda_check_launch();
 	cuda_check(cudaStreamEndCapture(c->stream, &body));
 	void *h = instantiate(c->loop.root);
 	memset(&c->loop, 0, sizeof(c->loop));

@@ -347,6 +347,8 @@ static struct backend_math_ops cu_math_make(void)
 	o.copy_masked = cu_copy_masked;
 	o.scale_recip = cu_scale_recip;
 	o.anderson_weights = cu_anderson_weights;
+	o.fused_measure = cu_fused_measure;
+	o.fused_apply = cu_fused_apply;
 	return o;
 }
 
@@ -396,6 +398,8 @@ static struct backend_graph_ops cu_graph_make(void)
 	o.graph_loop_begin = cu_graph_loop_begin;
 	o.graph_loop_next = cu_graph_loop_next;
 	o.graph_loop_end = cu_graph_loop_end;
+	o.graph_while_begin = cu_graph_while_begin;
+	o.graph_while_end = cu_graph_while_end;
 	o.graph_launch = cu_graph_launch;
 	o.graph_free = cu_graph_free;
 	return o;
