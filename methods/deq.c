@@ -120,6 +120,7 @@ static struct solver_params params_of(const struct model *m,
 	    .protect = c->protect_thres,
 	    .stall = c->stall_window,
 	    .sync_every = c->sync_every,
+	    .fused = c->solver_kernels == SOLVER_KERNELS_FUSED,
 	};
 	return p;
 }

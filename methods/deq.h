@@ -14,6 +14,10 @@ enum b_mode { BMODE_IFT, BMODE_JFB, BMODE_PHANTOM };
 /* One quasi-Newton estimate per sample of the batch (the locuslab DEQ code
  * and torchdeq), or one for the whole batch. */
 enum solver_batching { BATCHING_PER_SAMPLE, BATCHING_GLOBAL };
+/* How a Broyden solve runs: backend ops (GEMMs and vector ops, ~18
+ * launches an iteration) or the fused iteration of kernels/solve_fused.h
+ * (two passes an evaluation; with cuda_graphs one WHILE loop). */
+enum solver_kernels { SOLVER_KERNELS_OPS, SOLVER_KERNELS_FUSED };
 
 struct deq_config {
 	enum solver_kind f_solver;
@@ -43,6 +47,7 @@ struct deq_config {
 	/* Evaluations between the host's reads of a solve's stop decision,
 	 * which is made on the device (solvers.h); default 1. */
 	int sync_every;
+	enum solver_kernels solver_kernels; /* default ops */
 	/* Jacobian regularisation (Bai, Koltun, Kolter, ICML 2021): weight γ
 	 * of R = ‖εᵀ J_f(z*)‖² / n (>= 0, 0 = off) and the probability p in
 	 * [0, 1] that a training step applies it (default 1: every step). */
@@ -70,5 +75,7 @@ int b_mode_parse(const char *s);
 int solver_batching_parse(const char *s);
 const char *b_mode_name(int b);
 const char *solver_batching_name(int b);
+int solver_kernels_parse(const char *s);
+const char *solver_kernels_name(int k);
 
 #endif

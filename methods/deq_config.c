@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/solve_fused.h"
 #include "deq.h"
 #include "solvers.h"
 #include "method_impl.h"
@@ -18,9 +19,11 @@ extern const struct method_desc method_deq;
 
 static const char *const bmode_names[] = {"ift", "jfb", "phantom"};
 static const char *const batching_names[] = {"per_sample", "global"};
+static const char *const kernels_names[] = {"ops", "fused"};
 
 KEY_NAME_FUNCS(b_mode_parse, b_mode_name, bmode_names)
 KEY_NAME_FUNCS(solver_batching_parse, solver_batching_name, batching_names)
+KEY_NAME_FUNCS(solver_kernels_parse, solver_kernels_name, kernels_names)
 
 /* -------------------------------------------------------------- keys */
 
@@ -80,6 +83,11 @@ static const struct key_desc deq_keys[] = {
 	    "solver evaluations between host reads of the stop decision "
 	    "(made on the device); up to N-1 evaluations may run after it",
 	    M),
+    KEY_ENUM(D, "solver_kernels", "deq", solver_kernels, solver_kernels_parse,
+	     solver_kernels_name,
+	     "Broyden as backend ops, or fused: two passes an evaluation "
+	     "(with cuda_graphs one WHILE loop a solve; histories <= 256)",
+	     M),
     KEY_DBL(D, "jac_loss_weight", "deq", jac_loss_weight, 0, 1e30,
 	    "Jacobian regularisation weight γ of ‖εᵀJ_f(z*)‖²/n; 0 = off", M),
     KEY_DBL(D, "jac_loss_freq", "deq", jac_loss_freq, 0, 1,
@@ -149,6 +157,29 @@ static int deq_check(const struct method_config *mc, const void *opts,
 			 ">= 1",
 			 c->protect_thres);
 		return -1;
+	}
+	if (c->solver_kernels == SOLVER_KERNELS_FUSED) {
+		int bwd = c->b_mode == BMODE_IFT;
+		int fh = c->f_history ? c->f_history : c->f_max_iter;
+		int bh = c->b_history ? c->b_history : c->b_max_iter;
+		if (c->f_solver != SOLVER_BROYDEN ||
+		    (bwd && c->b_solver != SOLVER_BROYDEN)) {
+			snprintf(err, errlen,
+				 "solver_kernels=fused is the Broyden "
+				 "iteration: set f_solver=broyden%s or "
+				 "solver_kernels=ops",
+				 bwd ? " and b_solver=broyden" : "");
+			return -1;
+		}
+		if (fh > DQ_FUSED_MAX_H || (bwd && bh > DQ_FUSED_MAX_H)) {
+			snprintf(
+			    err, errlen,
+			    "solver_kernels=fused keeps at most %d Broyden "
+			    "pairs: set f_history and b_history (or the "
+			    "max_iter they default to) <= %d",
+			    DQ_FUSED_MAX_H, DQ_FUSED_MAX_H);
+			return -1;
+		}
 	}
 	if (c->stall_window == 1) {
 		snprintf(err, errlen, "stall_window=%d must be 0 (off) or >= 2",

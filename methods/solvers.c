@@ -10,6 +10,7 @@
 #include "solvers.h"
 
 #include "../kernels/solve_ctl.h"
+#include "../kernels/solve_fused.h"
 #include "keys.h"
 
 #include <math.h>
@@ -41,7 +42,8 @@ struct solver {
 	int max_iter;		 /* the largest max_iter it was created for */
 	struct dq_solve_ctl ctl; /* st: the control block, in buf */
 	double *head;  /* host: the block's head and trace, read per solve */
-	double *zeros; /* host: S zeros, the frozen flags' start */
+	double *zeros; /* host: max(S, 8) zeros: the frozen flags' start, the
+			* fused header's */
 	int graphs; /* solves as recorded device-side loops (solver_graphs) */
 	struct solve_graph {
 		void *g; /* NULL: free */
@@ -50,6 +52,12 @@ struct solver {
 	} cache[SOLVER_GRAPHS];
 	int next; /* the cache entry the next new recording replaces */
 };
+
+/* Whether p's solve is the fused Broyden (kernels/solve_fused.h). */
+static int fused_broyden(const struct solver_params *p)
+{
+	return p->kind == SOLVER_BROYDEN && p->fused;
+}
 
 /* Samples and segments per sample of p; 0 (unset) means 1. */
 static int samples_of(const struct solver_params *p)
@@ -86,8 +94,10 @@ size_t solver_elems(const struct solver_params *p, size_t n)
 	return 0;
 }
 
-/* The control block's layout for the sets p[0..np) (st left NULL). */
-static struct dq_solve_ctl ctl_for(const struct solver_params *p, int np)
+/* The control block's layout for the sets p[0..np) on vectors of n
+ * elements (st left NULL). */
+static struct dq_solve_ctl ctl_for(const struct solver_params *p, int np,
+				   size_t n)
 {
 	struct dq_solve_ctl c = {.S = samples_of(&p[0]),
 				 .P = parts_of(&p[0]),
@@ -100,7 +110,11 @@ static struct dq_solve_ctl ctl_for(const struct solver_params *p, int np)
 			c.max_iter = p[i].max_iter;
 		if (p[i].stall > c.ring)
 			c.ring = p[i].stall;
+		if (fused_broyden(&p[i]) && p[i].history > c.hb)
+			c.hb = p[i].history;
 	}
+	size_t len = n / ((size_t)c.S * (size_t)c.P);
+	c.nchunk = c.hb ? dq_fu_chunks((long)(len ? len : 1)) : 0;
 	dq_ctl_layout(&c);
 	return c;
 }
@@ -124,7 +138,7 @@ size_t solver_mem_bytes(const struct solver_params *p, int np, size_t n,
 		return SIZE_MAX;
 	if (np == 0)
 		return 0;
-	struct dq_solve_ctl c = ctl_for(p, np);
+	struct dq_solve_ctl c = ctl_for(p, np, n);
 	return vec_bytes(e, elem) + (size_t)c.total * sizeof(double);
 }
 
@@ -139,7 +153,7 @@ int solver_create(struct solver **out, struct backend *be, size_t n,
 		goto oom_host;
 	s->be = be;
 	s->n = n;
-	s->ctl = ctl_for(p, np);
+	s->ctl = ctl_for(p, np, n);
 	s->S = s->ctl.S;
 	s->P = s->ctl.P;
 	s->max_iter = s->ctl.max_iter;
@@ -161,7 +175,8 @@ int solver_create(struct solver **out, struct backend *be, size_t n,
 	s->len = n / ((size_t)s->S * (size_t)s->P);
 	s->head =
 	    calloc((size_t)(DQ_CTL_HEAD + s->ctl.trace_cap), sizeof(double));
-	s->zeros = calloc((size_t)s->S, sizeof(double));
+	s->zeros = calloc((size_t)(s->S > DQ_FU_HEAD ? s->S : DQ_FU_HEAD),
+			  sizeof(double));
 	if (!s->head || !s->zeros)
 		goto oom_host;
 	size_t bytes = solver_mem_bytes(p, np, n, be->elem);
@@ -285,11 +300,21 @@ static void run_eval(struct run *r, void *out, const void *in)
  * max_iter evaluations were issued. Between reads the host goes on; the
  * device ignores what follows its stop (dq_ctl_check leaves GO at 0 and
  * the improved flags clear), so only time is lost, never the result. */
+static int run_poll(struct run *r);
+
 static int run_check(struct run *r, const void *x)
 {
 	struct solver *s = r->s;
 	be_solve_check(s->be, &s->ctl);
 	copy_if(s, r->best, x, s->ctl.o_imp);
+	return run_poll(r);
+}
+
+/* Whether the host stops issuing after an evaluation the device has
+ * checked (run_check's rule). */
+static int run_poll(struct run *r)
+{
+	struct solver *s = r->s;
 	if (r->launched >= r->p->max_iter)
 		return 1;
 	if (r->graph) { /* the next evaluation runs while the device goes */
@@ -448,6 +473,66 @@ static void solve_broyden(struct run *r)
 	}
 }
 
+static struct solve_graph *graph_find(struct solver *s,
+				      const struct solver_params *p,
+				      const struct fp_map *F);
+static struct solve_graph *graph_slot(struct solver *s,
+				      const struct solver_params *p,
+				      const struct fp_map *F);
+
+/* --------------------------------------------------------- fused broyden */
+
+/* The fused Broyden's vectors: solve_broyden's buffers, in fixed roles
+ * (an iteration is the same ops at every index). */
+struct fused {
+	void *x, *g, *fx, *dx, *dg, *best, *U, *V;
+};
+
+static struct fused fused_of(struct solver *s, int h)
+{
+	return (struct fused){
+	    vec(s, 0), vec(s, 1), vec(s, 2), vec(s, 3),
+	    vec(s, 4), vec(s, 5), vec(s, 6), vec(s, 6 + (size_t)h)};
+}
+
+/* One iteration (kernels/solve_fused.h): F, measure, apply. */
+static void fused_iter(struct run *r, const struct fused *v)
+{
+	struct solver *s = r->s;
+	run_eval(r, v->fx, v->x);
+	be_fused_measure(s->be, &s->ctl, v->fx, v->x, v->g, v->dx, v->dg, v->U,
+			 v->V, s->len);
+	be_fused_apply(s->be, &s->ctl, v->x, v->dx, v->g, v->dg, v->U, v->V,
+		       v->best, s->len);
+}
+
+/* Broyden as solve_fused.h's two passes an evaluation, from x₀ = 0 with
+ * Δx = g = 0 (the first measure forms no pair): a host loop that reads the
+ * decision as run_check does, or with graphs one WHILE loop whose body is
+ * the iteration, recorded once. */
+static void solve_broyden_fused(struct run *r)
+{
+	struct solver *s = r->s;
+	const struct fused v = fused_of(s, r->p->history);
+	be_fill(s->be, v.x, 0.0, s->n);
+	be_fill(s->be, v.g, 0.0, s->n);
+	be_fill(s->be, v.dx, 0.0, s->n);
+	if (!s->graphs) {
+		do
+			fused_iter(r, &v);
+		while (!run_poll(r));
+		return;
+	}
+	struct solve_graph *g = graph_find(s, r->p, r->F);
+	if (!g) {
+		g = graph_slot(s, r->p, r->F);
+		be_graph_while_begin(s->be);
+		fused_iter(r, &v);
+		g->g = be_graph_while_end(s->be, ctl_at(s, DQ_CTL_GO));
+	}
+	be_graph_launch(s->be, g->g);
+}
+
 /* -------------------------------------------------------------- anderson */
 
 /* Buffers: xn (next iterate), fx, best, X (m, n), G (m, n), coef (S, m).
@@ -538,6 +623,9 @@ static void ctl_start(struct solver *s, const struct solver_params *p)
 	be_upload_bytes(be, c->st, s->head, DQ_CTL_HEAD * sizeof(double));
 	be_upload_bytes(be, ctl_at(s, c->o_done), s->zeros,
 			(size_t)s->S * sizeof(double));
+	if (c->hb)
+		be_upload_bytes(be, ctl_at(s, c->o_fused), s->zeros,
+				DQ_FU_HEAD * sizeof(double));
 }
 
 /* The decision's numbers into st and the trace: one host read. */
@@ -615,20 +703,31 @@ static struct solve_graph *graph_find(struct solver *s,
 /* The solve as a device-side loop: recorded at its first use (the host
  * issues every evaluation up to max_iter, a segment each, without a
  * read), replayed after; the device skips the segments after its stop. */
+/* The cache entry a new recording of p and F goes into (the oldest's
+ * graph freed), labelled; its graph is for the caller to set. */
+static struct solve_graph *graph_slot(struct solver *s,
+				      const struct solver_params *p,
+				      const struct fp_map *F)
+{
+	struct solve_graph *g = &s->cache[s->next];
+	s->next = (s->next + 1) % SOLVER_GRAPHS;
+	be_graph_free(s->be, g->g);
+	g->g = NULL;
+	memcpy(&g->p, p, sizeof(*p));
+	g->F = *F;
+	return g;
+}
+
 static void solve_graph(struct run *r)
 {
 	struct solver *s = r->s;
 	struct solve_graph *g = graph_find(s, r->p, r->F);
 	if (!g) {
-		g = &s->cache[s->next];
-		s->next = (s->next + 1) % SOLVER_GRAPHS;
-		be_graph_free(s->be, g->g);
+		g = graph_slot(s, r->p, r->F);
 		r->graph = 1;
 		be_graph_loop_begin(s->be);
 		solve_run(r);
 		g->g = be_graph_loop_end(s->be);
-		memcpy(&g->p, r->p, sizeof(*r->p));
-		g->F = *r->F;
 	}
 	be_graph_launch(s->be, g->g);
 }
@@ -657,13 +756,16 @@ const void *solver_solve(struct solver *s, const struct solver_params *p,
 	be_fill(s->be, r.best, 0.0, s->n);
 	if (solver_elems(p, s->n) > s->elems || p->max_iter > s->max_iter ||
 	    (p->kind == SOLVER_ANDERSON && p->anderson_m > s->ctl.m) ||
+	    (fused_broyden(p) && p->history > s->ctl.hb) ||
 	    p->stall > s->ctl.ring || samples_of(p) != s->S ||
 	    parts_of(p) != s->P) {
 		st->nonfinite = 1; /* not created for p: a programming error */
 		return r.best;
 	}
 	ctl_start(s, p);
-	if (s->graphs)
+	if (fused_broyden(p))
+		solve_broyden_fused(&r);
+	else if (s->graphs)
 		solve_graph(&r);
 	else
 		solve_run(&r);
@@ -672,7 +774,7 @@ const void *solver_solve(struct solver *s, const struct solver_params *p,
 	st->evals = s->graphs ? st->iters : r.launched;
 	st->updates = r.updates;
 	st->history_sum = r.history_sum;
-	if (s->graphs)
+	if (s->graphs || fused_broyden(p))
 		updates_of(p, st->evals, &st->updates, &st->history_sum);
 	return r.best;
 }

@@ -42,10 +42,9 @@ const char *const validate_config_added[] = {
 };
 
 const char *const validate_config_defaulted[] = {
-    "precision",	"compile",	"device_mem_cap_mib",
-    "managed_prefetch", "cuda_graphs",	"eval_every",
-    "microbatches",	"curve_tokens", "selective",
-    "attention",	NULL,
+    "precision",   "compile",	 "device_mem_cap_mib", "managed_prefetch",
+    "cuda_graphs", "eval_every", "microbatches",       "curve_tokens",
+    "selective",   "attention",	 "solver_kernels",     NULL,
 };
 
 /* {median, mean, p10, p90, min, max, p25, p75}: SCHEMA.md's `stats` */
@@ -169,6 +168,13 @@ static const struct vfield method_f[] = {
 	     "decision, made on the device; it changes the time, "
 	     "`host_reads_per_step` and the evaluation counts, never the "
 	     "solve's result. Added 2026-11-23"),
+    F("solver_kernels", VT_STR, .key = "solver_kernels",
+      .added = ADDED_FUSED_SOLVER, .flags = VF_OPTIONAL,
+      .doc = "how the Broyden solves ran: `ops` (backend ops) or `fused` "
+	     "(kernels/solve_fused.h: two passes an evaluation; with "
+	     "`cuda_graphs` one WHILE loop a solve); the same iterations, "
+	     "results within rounding. Added 2026-11-28: earlier records "
+	     "lack it (optional even under `--strict`; absent means `ops`)"),
     F("jac_loss_weight", VT_NUM, .key = "jac_loss_weight", .added = ADDED,
       .doc =
 	  "Jacobian regularisation weight γ, the probability a step applies "

@@ -19,7 +19,7 @@ DEFAULTS = {
     "anderson_m": 5, "anderson_lambda": 1e-4, "anderson_beta": 1.0,
     "solver_batching": "per_sample", "f_stop_scope": "batch",
     "b_stop_scope": "batch", "protect_thres": 0.0, "stall_window": 0,
-    "sync_every": 1,
+    "sync_every": 1, "solver_kernels": "ops",
     "jac_loss_weight": 0.0, "jac_loss_freq": 1.0, "jac_fd_eta": 0.0,
     "phantom_steps": 5, "phantom_tau": 0.5, "spectral_radius_iters": 0,
     "slots": 0, "corpus": "brown", "data_dir": "data", "steps": 200,

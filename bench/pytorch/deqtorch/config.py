@@ -16,8 +16,8 @@ KNOWN_KEYS = (
     "f_max_iter f_stop_mode f_history b_mode b_solver b_tol b_max_iter "
     "b_stop_mode b_history anderson_m anderson_lambda anderson_beta "
     "solver_batching f_stop_scope b_stop_scope protect_thres stall_window "
-    "sync_every jac_loss_weight jac_loss_freq jac_fd_eta phantom_steps "
-    "phantom_tau spectral_radius_iters slots corpus data_dir steps "
+    "sync_every solver_kernels jac_loss_weight jac_loss_freq jac_fd_eta "
+    "phantom_steps phantom_tau spectral_radius_iters slots corpus data_dir steps "
     "microbatches pretrain_steps pretrain_layers warmup_steps lr lr_warmup clip "
     "eval_tokens eval_warmup eval_every curve_tokens params device threads tf32 "
     "precision compile cuda_graphs device_mem_cap_mib managed_prefetch out trace "
@@ -30,8 +30,8 @@ METHOD_KEYS = (
     "method layers k selective f_solver f_tol f_max_iter f_stop_mode f_history b_mode "
     "b_solver b_tol b_max_iter b_stop_mode b_history anderson_m "
     "anderson_lambda anderson_beta solver_batching f_stop_scope "
-    "b_stop_scope protect_thres stall_window sync_every jac_loss_weight "
-    "jac_loss_freq jac_fd_eta phantom_steps phantom_tau "
+    "b_stop_scope protect_thres stall_window sync_every solver_kernels "
+    "jac_loss_weight jac_loss_freq jac_fd_eta phantom_steps phantom_tau "
     "spectral_radius_iters slots managed_prefetch"
 ).split()
 
@@ -144,6 +144,10 @@ _RULES = (
     ("attention", lambda v: v != "unfused",
      "attention=flash is deqbench's fused kernel; use attention=unfused or "
      "impl=deqbench"),
+    # the fused Broyden iteration is the C core's kernels
+    ("solver_kernels", lambda v: v != "ops",
+     "solver_kernels=fused is deqbench's fused Broyden iteration; use "
+     "solver_kernels=ops or impl=deqbench"),
     # gradient accumulation is the C core's so far (bench/pytorch/README.md)
     ("microbatches", lambda v: v != 1,
      "gradient accumulation over micro-batches is deqbench's; use "
