@@ -42,6 +42,12 @@
 #           the PyTorch rows' unroll run in bf16 with each (attention.jsonl): the
 #           bf16 products on tensor cores and the fused kernel, timed and
 #           their tapes' bytes
+#   fused   (only when PARTS names it) Broyden's fused iteration
+#           (solver_kernels=fused) against the ops: deqbench price at
+#           d_model 128 and 512 in bf16 with each (fused-prices.jsonl:
+#           solver_update against block_fwd, the solver iteration's
+#           marginal cost), then the answer's DEQ run with cuda_graphs
+#           with each (fused.jsonl: the step, one WHILE node a solve)
 #   autotune (only when PARTS names it) the compiled PyTorch row with
 #           mode=max-autotune, which autotunes every GEMM shape: it needs
 #           more than a window, so Inductor's cache is carried from one
@@ -54,9 +60,9 @@
 # each window's logs to results/gpu/<gpu model>/windows/<UTC stamp>/
 # (window.log says when each part started and ended). Commit them after
 # unpack; the next window carries them in the tree and resumes.
-# PARTS="tests seed1 prices torch rest recompute smoke attention autotune"
-# (any of them) runs those only; recompute, smoke, attention and autotune
-# run only when named (PARTS=autotune LIMIT=560: a window of its own).
+# PARTS="tests seed1 prices torch rest recompute smoke attention fused
+# autotune" (any of them) runs those only; recompute, smoke, attention,
+# fused and autotune run only when named (PARTS=autotune LIMIT=560: a window of its own).
 #
 # DQ_STANDIN=1 (the test, tests/scripts/test_window.py): a CPU stand-in of
 # the same flow. pack uses DQ_BUILDDIR as it is (no build, no git check, no
@@ -219,6 +225,27 @@ attention() {
 	done
 }
 
+# fused (only when PARTS names it): the fused Broyden iteration against
+# the ops, priced at two widths and in the answer's DEQ run
+fused() {
+	local d k s pa=(vocab_size=10002 price_cap_s=15)
+	[ "$tag" = standin ] && pa=(price_cap_s=1 "${STANDIN_RUN[@]}")
+	for d in 128 512; do
+		s=("${SHAPE[@]/d_model=512/d_model=$d}")
+		s=("${s[@]/d_ff=2048/d_ff=$((4 * d))}")
+		for k in ops fused; do
+			timed 60 0 "price-$k-d$d" "$D" price "${s[@]}" "${pa[@]}" \
+				method=deq precision=bf16 solver_kernels=$k \
+				out="$R/fused-prices.jsonl"
+		done
+	done
+	for k in ops fused; do
+		timed 90 0 "fused-deq-$k" "$D" run "${SHAPE[@]}" "${ROWS[@]}" \
+			method=deq precision=bf16 lr=0.00025 seed=1 \
+			cuda_graphs="$GRAPHS" solver_kernels=$k out="$R/fused.jsonl"
+	done
+}
+
 run_parts() {
 	local sargs=("$SUITE" --resume out="$R/answer.jsonl" "${EXTRA[@]}")
 	if part tests; then
@@ -240,6 +267,7 @@ run_parts() {
 			--resume out="$R/recompute.jsonl" "${EXTRA[@]}"
 	[[ " ${PARTS:-} " == *" smoke "* ]] && smoke
 	[[ " ${PARTS:-} " == *" attention "* ]] && attention
+	[[ " ${PARTS:-} " == *" fused "* ]] && fused
 	[[ " ${PARTS:-} " == *" autotune "* ]] && autotune
 	"$D" validate --strict "$R"/*.jsonl >"$W/validate.log" 2>&1 ||
 		FAILED="$FAILED validate"

@@ -63,19 +63,21 @@ json_t *report_price_records(const char *path, const char *what, char *err,
 
 /* The run shape of rec, in the keys of a price record's shape and
  * device: "model d_model n_heads d_ff seq_len batch_size vocab precision
- * device" into buf; batch_size / microbatches, the rows each unit of a
- * micro-batched run ran on (docs/methods.md §Micro-batches). */
+ * solver_kernels device" into buf; batch_size / microbatches, the rows
+ * each unit of a micro-batched run ran on (docs/methods.md
+ * §Micro-batches); solver_kernels absent: ops. */
 static void run_shape(char *buf, size_t n, const json_t *rec)
 {
 	const json_t *c = json_object_get(rec, "config");
 	const char *prec = json_string_value(json_object_get(c, "precision"));
 	double M = record_num(c, "microbatches");
 	double B = record_num(c, "batch_size") / (isfinite(M) && M > 1 ? M : 1);
-	snprintf(buf, n, "%s %.0f %.0f %.0f %.0f %.0f %.0f %s %s",
+	snprintf(buf, n, "%s %.0f %.0f %.0f %.0f %.0f %.0f %s %s %s",
 		 report_str(c, "model", "?"), record_num(c, "d_model"),
 		 record_num(c, "n_heads"), record_num(c, "d_ff"),
 		 record_num(c, "seq_len"), B,
 		 record_num(rec, "model.vocab_size"), prec ? prec : "fp32",
+		 report_str(c, "solver_kernels", "ops"),
 		 report_str(c, "device", "cpu"));
 }
 
@@ -83,11 +85,12 @@ static void price_shape(char *buf, size_t n, const json_t *p)
 {
 	const json_t *s = json_object_get(p, "shape");
 	const json_t *c = json_object_get(p, "config");
-	snprintf(buf, n, "%s %.0f %.0f %.0f %.0f %.0f %.0f %s %s",
+	snprintf(buf, n, "%s %.0f %.0f %.0f %.0f %.0f %.0f %s %s %s",
 		 report_str(s, "model", "-"), record_num(s, "d_model"),
 		 record_num(s, "n_heads"), record_num(s, "d_ff"),
 		 record_num(s, "seq_len"), record_num(s, "batch_size"),
 		 record_num(s, "vocab_size"), report_str(s, "precision", "-"),
+		 report_str(s, "solver_kernels", "ops"),
 		 report_str(c, "device", "cpu"));
 }
 

@@ -193,7 +193,7 @@ static double sample(void *ctx, int i)
 	struct backend *be = p->rc.be;
 	struct model *m = p->rc.m;
 	if (u->kind == U_SOLVER || u->kind == U_ANDERSON)
-		price_solver_reset(&p->ps);
+		price_solver_reset(&p->ps, u->arg);
 	if (u->kind == U_HEAD_BWD)
 		model_head_forward(m, p->rc.z);
 	be_sync(be);
@@ -314,7 +314,9 @@ static int run_setup(struct price_run *p, const struct bench_config *cfg, int V,
 	p->av = backend_alloc(p->rc.be, m->n_param_elems, MEM_OPTIMIZER);
 	if (block_bufs_alloc(p->rc.be, m, &p->bb) != 0 || !p->am || !p->av ||
 	    price_solver_alloc(&p->ps, p->rc.be, m->n_state, S, P,
-			       broyden_hmax(cfg), anderson_m(cfg)) != 0)
+			       broyden_hmax(cfg), anderson_m(cfg),
+			       cfg->method.opts.deq.solver_kernels ==
+				   SOLVER_KERNELS_FUSED) != 0)
 		goto oom;
 	p->lambda = cfg->method.opts.deq.anderson_lambda;
 	p->beta = cfg->method.opts.deq.anderson_beta;
@@ -345,13 +347,15 @@ static json_t *shape_json(const struct bench_config *cfg,
 {
 	const struct model *m = p->rc.m;
 	return json_pack(
-	    "{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:i, s:i, s:s}",
+	    "{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:i, s:i, s:s, s:s}",
 	    "model", model_kind_name(cfg->model.kind), "d_model",
 	    cfg->model.d_model, "n_heads", cfg->model.n_heads, "d_ff",
 	    cfg->model.d_ff, "seq_len", m->T, "batch_size", m->B, "vocab_size",
 	    m->cfg.vocab_size, "n_params", (json_int_t)m->n_param_elems,
 	    "state_elems", (json_int_t)m->n_state, "samples", p->ps.S, "parts",
-	    p->ps.P, "precision", dq_precision_name(cfg->model.precision));
+	    p->ps.P, "precision", dq_precision_name(cfg->model.precision),
+	    "solver_kernels",
+	    solver_kernels_name(cfg->method.opts.deq.solver_kernels));
 }
 
 /* How the prices were measured (`measure`). */

@@ -6,10 +6,25 @@
 #include <string.h>
 
 #include "../../methods/solver_types.h"
+#include "../../kernels/solve_fused.h"
 #include "block_units.h"
 
+/* The fused unit's control block (price_solver_alloc): hb = hmax. */
+static int fused_alloc(struct price_solver *ps)
+{
+	ps->fctl = ps->ctl;
+	ps->fctl.m = 0;
+	ps->fctl.hb = ps->hmax;
+	ps->fctl.nchunk = dq_fu_chunks((long)ps->len);
+	dq_ctl_layout(&ps->fctl);
+	ps->fctl_mem = backend_alloc_bytes(
+	    ps->be, (size_t)ps->fctl.total * sizeof(double), MEM_SOLVER);
+	ps->fctl.st = ps->fctl_mem;
+	return ps->fctl_mem ? 0 : -1;
+}
+
 int price_solver_alloc(struct price_solver *ps, struct backend *be, size_t n,
-		       int S, int P, int hmax, int m)
+		       int S, int P, int hmax, int m, int fused)
 {
 	void **v[] = {&ps->x,  &ps->g,	  &ps->fx, &ps->dx,
 		      &ps->dg, &ps->best, &ps->x0, &ps->g0};
@@ -43,6 +58,11 @@ int price_solver_alloc(struct price_solver *ps, struct backend *be, size_t n,
 		return -1;
 	}
 	ps->ctl.st = ps->ctl_mem;
+	ps->fused = fused;
+	if (fused && fused_alloc(ps) != 0) {
+		free(host);
+		return -1;
+	}
 	block_fill_host(host, n + 1);
 	be_upload(be, ps->x0, host, n);
 	be_upload(be, ps->g0, host + 1, n);
@@ -51,21 +71,22 @@ int price_solver_alloc(struct price_solver *ps, struct backend *be, size_t n,
 	be_upload(be, ps->V, host + 1, n);
 	be_fill(be, dq_at(be, ps->V, n), 0.0, (size_t)(hmax - 1) * n);
 	free(host);
-	price_solver_reset(ps);
+	price_solver_reset(ps, 1);
 	return 0;
 }
 
 void price_solver_free(struct price_solver *ps)
 {
-	void *v[] = {ps->x,  ps->g,  ps->fx, ps->dx, ps->dg,   ps->best,
-		     ps->x0, ps->g0, ps->U,  ps->V,  ps->coef, ps->ctl_mem};
+	void *v[] = {ps->x,    ps->g,	    ps->fx,	 ps->dx, ps->dg,
+		     ps->best, ps->x0,	    ps->g0,	 ps->U,	 ps->V,
+		     ps->coef, ps->ctl_mem, ps->fctl_mem};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		backend_free(ps->be, v[i]);
 	free(ps->head);
 	memset(ps, 0, sizeof(*ps));
 }
 
-void price_solver_reset(struct price_solver *ps)
+void price_solver_reset(struct price_solver *ps, int h)
 {
 	struct backend *be = ps->be;
 	be_copy(be, ps->x, ps->x0, ps->n);
@@ -79,6 +100,17 @@ void price_solver_reset(struct price_solver *ps)
 	    INFINITY;
 	be_upload_bytes(be, ps->ctl.st, ps->head,
 			sizeof(double) * (size_t)ps->ctl.total);
+	if (!ps->fused)
+		return;
+	/* the fused block: its head as the other's, after one evaluation
+	 * (so that the measure forms a pair), h pairs in use */
+	const struct dq_solve_ctl *f = &ps->fctl;
+	double fh[DQ_FU_HEAD] = {0};
+	ps->head[DQ_CTL_ITERS] = 1;
+	be_upload_bytes(be, f->st, ps->head, sizeof(double) * DQ_CTL_HEAD);
+	be_fill(be, ps->dx, 0.0, ps->n);
+	fh[DQ_FU_NU] = h < f->hb ? h : f->hb;
+	be_upload_bytes(be, f->st + f->o_fused, fh, sizeof(fh));
 }
 
 /* Segment p of sample k of x (solvers.c seg_of). */
@@ -117,8 +149,21 @@ static void apply_to(struct price_solver *ps, void *y, double a, const void *R,
 	apply_beta(ps, y, a, R, h, 1.0);
 }
 
+/* The fused unit: after F, measure and apply (solvers.c fused_iter). */
+static void fused_update(struct price_solver *ps)
+{
+	be_fused_measure(ps->be, &ps->fctl, ps->fx, ps->x, ps->g, ps->dx,
+			 ps->dg, ps->U, ps->V, ps->len);
+	be_fused_apply(ps->be, &ps->fctl, ps->x, ps->dx, ps->g, ps->dg, ps->U,
+		       ps->V, ps->best, ps->len);
+}
+
 void price_solver_update(struct price_solver *ps, int h)
 {
+	if (ps->fused) {
+		fused_update(ps);
+		return;
+	}
 	struct backend *be = ps->be;
 	const size_t n = ps->n, nseg = (size_t)ps->S * (size_t)ps->P;
 	struct dq_solve_ctl *c = &ps->ctl;

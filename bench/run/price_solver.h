@@ -19,6 +19,12 @@
  * model's state_parts; global S = P = 1). Its cost is a + b h: the GEMMs
  * are linear in h, the rest is not. The host read of the stop decision
  * (every sync_every evaluations) is not in it.
+ *
+ * With solver_kernels=fused (price_solver_alloc's fused) the Broyden unit
+ * is instead the fused iteration's two passes, fused_measure and
+ * fused_apply (kernels/solve_fused.h), with h pairs in use (the ring of
+ * hmax full at h = hmax, whose step then reads h − 1 of them and the new
+ * pair, as the ops unit wraps to slot 0 there).
  */
 #ifndef DQ_BENCH_PRICE_SOLVER_H
 #define DQ_BENCH_PRICE_SOLVER_H
@@ -39,18 +45,23 @@ struct price_solver {
 	void *ctl_mem;	    /* the control block's doubles */
 	double *head;	    /* host: its head, uploaded per call */
 	struct dq_solve_ctl ctl;
+	int fused;		  /* Broyden as the fused iteration */
+	struct dq_solve_ctl fctl; /* its control block (hb = hmax) */
+	void *fctl_mem;
 };
 
 /* Buffers for Broyden histories up to hmax and Anderson rings of m (>= 1)
- * on n = S P len elements. 0, or -1 when out of memory (free with
+ * on n = S P len elements; fused: the Broyden unit is the fused iteration
+ * (hmax <= DQ_FUSED_MAX_H). 0, or -1 when out of memory (free with
  * price_solver_free all the same). */
 int price_solver_alloc(struct price_solver *ps, struct backend *be, size_t n,
-		       int S, int P, int hmax, int m);
+		       int S, int P, int hmax, int m, int fused);
 void price_solver_free(struct price_solver *ps);
 
 /* Puts the iterate, g and the control block back to their start (untimed:
- * so that thousands of calls never run into non-finite values). */
-void price_solver_reset(struct price_solver *ps);
+ * so that thousands of calls never run into non-finite values); for the
+ * fused unit at h, its ring's counters at h pairs in use. */
+void price_solver_reset(struct price_solver *ps, int h);
 
 /* One Broyden iteration's work besides F at h (1 <= h <= hmax) pairs in
  * use. */

@@ -151,6 +151,18 @@ def main():
         check(sum(1 for x in rc if x["config"].get("selective")) == 3,
               "three of them checkpoint with selective segments")
 
+        # fused (named only): prices of both paths, then a DEQ run each
+        p = sh(t, ["run"], out, 300, parts="fused")
+        fp = os.path.join(r, "fused-prices.jsonl")
+        fr = os.path.join(r, "fused.jsonl")
+        pr = records(fp) if os.path.exists(fp) else []
+        fu = records(fr) if os.path.exists(fr) else []
+        kinds = sorted({x["shape"].get("solver_kernels") for x in pr})
+        check(p.returncode == 0 and kinds == ["fused", "ops"] and
+              len(fu) == 2 and all(x["status"] == "ok" for x in fu),
+              f"PARTS=fused prices both paths ({kinds}) and runs the DEQ "
+              f"with each ({len(fu)}, {p.returncode}: {p.stderr[-300:]})")
+
         # autotune: Inductor's cache goes back in window.tgz, and unpack
         # takes it (into results/tmp, carried into the next window)
         p = sh(t, ["run"], out, 300, parts="autotune")
