@@ -449,6 +449,19 @@ struct backend_math_ops {
 	void (*fused_apply)(void *ctx, const struct dq_solve_ctl *c, void *x,
 			    void *dx, const void *g, const void *dg, void *U,
 			    void *V, void *best, size_t len);
+	/* The fused Anderson iteration's two passes (solve_fused.h; c->ma >
+	 * 0; xn and every row of the rings X and G S P len elements).
+	 * fused_anderson_measure: X_slot ← xn, G_slot ← fx − xn, the chunk
+	 * partials and their sums, then dq_ctl_check and dq_fa_decide (the
+	 * Gram row, the weights α). fused_anderson_apply: best_k ← xn_k for
+	 * the improved samples; then, while the solve goes on, xn ← Σ α_j
+	 * (X_j + β G_j) (a frozen sample's unchanged). */
+	void (*fused_anderson_measure)(void *ctx, const struct dq_solve_ctl *c,
+				       const void *fx, const void *xn, void *X,
+				       void *G, size_t len);
+	void (*fused_anderson_apply)(void *ctx, const struct dq_solve_ctl *c,
+				     void *xn, const void *X, const void *G,
+				     void *best, size_t len);
 };
 
 /* Optional: pinned host memory for offload (cuda). */

@@ -185,6 +185,29 @@ static inline void be_fused_apply(const struct backend *be,
 	be->ops->math->fused_apply(be->ctx, c, x, dx, g, dg, U, V, best, len);
 }
 
+/* c->ma > 0 (at most c->m, the Gram matrices' size). */
+static inline void be_fused_anderson_measure(const struct backend *be,
+					     const struct dq_solve_ctl *c,
+					     const void *fx, const void *xn,
+					     void *X, void *G, size_t len)
+{
+	dq_ctl_shape(c);
+	assert(c->ma > 0 && c->ma <= c->m && c->ma <= DQ_FUSED_MAX_H);
+	assert(c->nchunk >= 1 && fx != xn);
+	be->ops->math->fused_anderson_measure(be->ctx, c, fx, xn, X, G, len);
+}
+
+static inline void be_fused_anderson_apply(const struct backend *be,
+					   const struct dq_solve_ctl *c,
+					   void *xn, const void *X,
+					   const void *G, void *best,
+					   size_t len)
+{
+	dq_ctl_shape(c);
+	assert(c->ma > 0 && xn != best);
+	be->ops->math->fused_anderson_apply(be->ctx, c, xn, X, G, best, len);
+}
+
 /* Allocator-only: MEM_MANAGED bytes; NULL without managed memory. */
 static inline int be_has_managed(const struct backend *be)
 {

@@ -48,17 +48,19 @@ enum {
 /* What a backend op needs to work on the block; passed by value to
  * kernels, so pointers are device pointers and the rest plain numbers. */
 struct dq_solve_ctl {
-	double *st;	/* device: the block, total doubles */
-	int S, P;	/* samples, segments per sample */
-	int max_iter;	/* evaluations allowed */
-	int ring;	/* residual ring entries, >= the stall window, >= 1 */
-	int trace_cap;	/* trace entries kept */
-	int m;		/* Anderson history the Gram arrays fit (0: none) */
-	int hb;		/* fused Broyden ring (solve_fused.h; 0: none) */
-	long nchunk;	/* its chunks per segment */
-	int stop_rel;	/* 1: r = ‖g‖/‖F‖; 0: r = ‖g‖ */
-	int per_sample; /* scope sample: stop when every sample is done */
-	int stall;	/* no-progress window, 0 = off */
+	double *st;    /* device: the block, total doubles */
+	int S, P;      /* samples, segments per sample */
+	int max_iter;  /* evaluations allowed */
+	int ring;      /* residual ring entries, >= the stall window, >= 1 */
+	int trace_cap; /* trace entries kept */
+	int m;	       /* Anderson history the Gram arrays fit (0: none) */
+	int hb;	       /* fused Broyden ring (solve_fused.h; 0: none) */
+	int ma;	       /* fused Anderson ring (0: none; m >= ma) */
+	long nchunk;   /* chunks per segment of the fused passes */
+	double lambda, beta; /* fused Anderson: regularisation, mixing */
+	int stop_rel;	     /* 1: r = ‖g‖/‖F‖; 0: r = ‖g‖ */
+	int per_sample;	     /* scope sample: stop when every sample is done */
+	int stall;	     /* no-progress window, 0 = off */
 	double tol, protect, stall_ratio; /* protect 0 = off */
 	/* offsets (doubles) of: the batch residuals (the first, then a ring
 	 * of the last `ring`: 1 + ring), the
@@ -66,20 +68,28 @@ struct dq_solve_ctl {
 	 * first S entries of seg_g and seg_f become the per-sample sums),
 	 * each sample's best residual, ‖g‖², ‖F‖² (S each), the frozen and
 	 * improved flags (S each), the Gram matrices (S m m) and the bordered
-	 * systems' scratch (S ((m+1)² + m+1)); for hb > 0, the fused
-	 * Broyden's header and per-sample numbers (8 + S (4 + 3 hb) + 2 S)
-	 * and its chunk partials (S P nchunk (4 + 3 hb)) */
+	 * systems' scratch (S ((m+1)² + m+1)); for a fused ring (hb or ma
+	 * > 0, nq = dq_ctl_fused_nq), the fused header and per-sample
+	 * numbers (8 + S nq + 2 S) and the chunk partials (S P nchunk nq) */
 	long o_hist, o_seg_g, o_seg_f, o_seg_d, o_best_r, o_best_g, o_best_f,
 	    o_done, o_imp, o_gram, o_sys, o_fused, o_part;
 	long total;
 };
 
-/* Fills c's offsets and total from S, P, ring, trace_cap, m, hb and
+/* Doubles per sample (and per chunk) of the fused iterations
+ * (solve_fused.h): Broyden's 4 + 3 hb, Anderson's 2 + ma, the larger. */
+DQ_CTL_FN int dq_ctl_fused_nq(const struct dq_solve_ctl *c)
+{
+	int b = c->hb ? 4 + 3 * c->hb : 0, a = c->ma ? 2 + c->ma : 0;
+	return b > a ? b : a;
+}
+
+/* Fills c's offsets and total from S, P, ring, trace_cap, m, hb, ma and
  * nchunk. */
 DQ_CTL_FN void dq_ctl_layout(struct dq_solve_ctl *c)
 {
 	long S = c->S, SP = (long)c->S * c->P, m = c->m, q = m + 1;
-	long nq = c->hb ? 4 + 3L * c->hb : 0;
+	long nq = dq_ctl_fused_nq(c);
 	long o = DQ_CTL_HEAD + c->trace_cap;
 	c->o_hist = o;
 	o += 1 + c->ring;
@@ -94,8 +104,8 @@ DQ_CTL_FN void dq_ctl_layout(struct dq_solve_ctl *c)
 	c->o_gram = o += S;
 	c->o_sys = o += S * m * m;
 	c->o_fused = o += m ? S * (q * q + q) : 0;
-	c->o_part = o += c->hb ? 8 + S * nq + 2 * S : 0;
-	c->total = o + (c->hb ? SP * c->nchunk * nq : 0);
+	c->o_part = o += nq ? 8 + S * nq + 2 * S : 0;
+	c->total = o + (nq ? SP * c->nchunk * nq : 0);
 }
 
 DQ_CTL_FN double dq_ctl_resid(int rel, double gn, double fn)

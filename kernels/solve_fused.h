@@ -1,4 +1,5 @@
-/* solve_fused.h — the fused Broyden iteration (solver_kernels=fused;
+/* solve_fused.h — the fused Broyden and Anderson iterations
+ * (solver_kernels=fused;
  * methods/solvers.h): the good-Broyden step and rank-1 update of Bai,
  * Kolter, Koltun 2019 §3.1.3 as two passes over the vectors per
  * evaluation of F, on a fixed ring of hb pairs, with every count and
@@ -50,15 +51,20 @@ enum {
 	DQ_FU_ACTN,   /* pairs in use when measure ran */
 	DQ_FU_DROP,   /* the one of them act leaves out, −1 for none */
 	DQ_FU_ARRIVE, /* GPU: blocks of measure done (64-bit counter) */
+	DQ_FU_MSLOT,  /* Anderson: the slot this measure wrote */
 	DQ_FU_HEAD = 8
 };
 
-/* Per-sample quantities (nq = 4 + 3 hb each): */
+/* Per-sample quantities (nq each, dq_ctl_fused_nq): Broyden's
+ * ‖g_new‖², ‖fx‖², Δx·Δg, Δx·g_new, then a (hb), b (hb), c (hb);
+ * Anderson's ‖g_new‖², ‖fx‖², then the Gram row (ma), which its decide
+ * replaces by the weights α. */
 enum { DQ_FQ_GG, DQ_FQ_FF, DQ_FQ_DD, DQ_FQ_DGN, DQ_FQ_A };
+enum { DQ_FA_ROW = 2 };
 
 DQ_CTL_FN int dq_fu_nq(const struct dq_solve_ctl *c)
 {
-	return 4 + 3 * c->hb;
+	return dq_ctl_fused_nq(c);
 }
 
 DQ_CTL_FN long dq_fu_chunks(long len)
@@ -147,6 +153,58 @@ DQ_CTL_FN void dq_fu_decide(const struct dq_solve_ctl *c)
 		fh[DQ_FU_NU] = nu + 1;
 	else
 		fh[DQ_FU_OLD] = ((int)fh[DQ_FU_OLD] + 1) % c->hb;
+}
+
+/* ---- Anderson (Walker & Ni 2011; solvers.h's anderson, type II) ----
+ *
+ * Per evaluation fx = F(xn), slot = the ring's next (k mod ma), the act
+ * iterates j those in use less the slot:
+ *   measure (one reduction pass): G_slot = fx − xn and X_slot = xn
+ *     written; per sample ‖G_slot‖², ‖fx‖² and the Gram row G_slot·G_j;
+ *     then dq_ctl_check and, while the solve goes on, the row into the
+ *     sample's Gram matrix and its weights α (dq_ctl_anderson) over the
+ *     nact = min(in use + 1, ma) iterates;
+ *   apply (one element-wise pass): best ← xn for the improved samples;
+ *     xn ← Σ α_j (X_j + β G_j) (unchanged for a frozen sample).
+ * The ops path's algorithm; its Gram row is rounded to the backend type
+ * before the bordered solve, this one stays in double. */
+
+/* Whether iterate j is in measure's act set (the header before decide). */
+DQ_CTL_FN int dq_fa_act_now(const double *fh, int j)
+{
+	return j < (int)fh[DQ_FU_NU] && j != (int)fh[DQ_FU_SLOT];
+}
+
+/* After the sums: the check, then each sample's Gram row and weights
+ * (into its quantities from DQ_FA_ROW), the ring moved on. */
+DQ_CTL_FN void dq_fa_decide(const struct dq_solve_ctl *c)
+{
+	double *st = c->st, *fh = st + c->o_fused;
+	const int S = c->S, go = st[DQ_CTL_GO] != 0;
+	const int slot = (int)fh[DQ_FU_SLOT], nu = (int)fh[DQ_FU_NU];
+	const int nact = nu + 1 < c->ma ? nu + 1 : c->ma;
+	for (int k = 0; k < S; k++)
+		for (int p = 0; p < c->P; p++) {
+			long e = (long)p * S + k;
+			st[c->o_seg_g + e] = p ? 0 : dq_fu_q(c, k)[DQ_FQ_GG];
+			st[c->o_seg_f + e] = p ? 0 : dq_fu_q(c, k)[DQ_FQ_FF];
+		}
+	dq_ctl_check(c);
+	fh[DQ_FU_MSLOT] = slot;
+	if (!go || st[DQ_CTL_GO] == 0)
+		return;
+	for (int k = 0; k < S; k++) {
+		double *q = dq_fu_q(c, k);
+		for (int j = 0; j < nact; j++)
+			dq_ctl_gram_put(c, k, slot, j,
+					j == slot ? q[DQ_FQ_GG]
+						  : q[DQ_FA_ROW + j]);
+		const double *a = dq_ctl_anderson(c, k, nact, c->lambda);
+		for (int j = 0; j < nact; j++)
+			q[DQ_FA_ROW + j] = a[j];
+	}
+	fh[DQ_FU_NU] = nact;
+	fh[DQ_FU_SLOT] = (slot + 1) % c->ma;
 }
 
 #endif

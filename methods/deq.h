@@ -14,9 +14,10 @@ enum b_mode { BMODE_IFT, BMODE_JFB, BMODE_PHANTOM };
 /* One quasi-Newton estimate per sample of the batch (the locuslab DEQ code
  * and torchdeq), or one for the whole batch. */
 enum solver_batching { BATCHING_PER_SAMPLE, BATCHING_GLOBAL };
-/* How a Broyden solve runs: backend ops (GEMMs and vector ops, ~18
- * launches an iteration) or the fused iteration of kernels/solve_fused.h
- * (two passes an evaluation; with cuda_graphs one WHILE loop). */
+/* How a Broyden or Anderson solve runs: backend ops (GEMMs and vector
+ * ops, ~18 launches a Broyden iteration) or the fused iteration of
+ * kernels/solve_fused.h (two passes an evaluation; with cuda_graphs one
+ * WHILE loop a solve). */
 enum solver_kernels { SOLVER_KERNELS_OPS, SOLVER_KERNELS_FUSED };
 
 struct deq_config {

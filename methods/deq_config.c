@@ -85,8 +85,9 @@ static const struct key_desc deq_keys[] = {
 	    M),
     KEY_ENUM(D, "solver_kernels", "deq", solver_kernels, solver_kernels_parse,
 	     solver_kernels_name,
-	     "Broyden as backend ops, or fused: two passes an evaluation "
-	     "(with cuda_graphs one WHILE loop a solve; histories <= 256)",
+	     "Broyden/Anderson as backend ops, or fused: two passes an "
+	     "evaluation (with cuda_graphs one WHILE loop a solve; histories "
+	     "and anderson_m <= 256)",
 	     M),
     KEY_DBL(D, "jac_loss_weight", "deq", jac_loss_weight, 0, 1e30,
 	    "Jacobian regularisation weight γ of ‖εᵀJ_f(z*)‖²/n; 0 = off", M),
@@ -144,6 +145,43 @@ static void deq_defaults(void *opts)
 	c->sync_every = 1;
 }
 
+/* solver_kernels=fused: the fused iterations are Broyden's and
+ * Anderson's (kernels/solve_fused.h), whose rings keep at most
+ * DQ_FUSED_MAX_H pairs or iterates. */
+static int fused_check(const struct deq_config *c, char *err, size_t errlen)
+{
+	int bwd = c->b_mode == BMODE_IFT;
+	int fh = c->f_history ? c->f_history : c->f_max_iter;
+	int bh = c->b_history ? c->b_history : c->b_max_iter;
+	if (c->f_solver == SOLVER_FIXED_POINT ||
+	    (bwd && c->b_solver == SOLVER_FIXED_POINT)) {
+		snprintf(err, errlen,
+			 "solver_kernels=fused is Broyden's or Anderson's "
+			 "iteration: set %s to broyden or anderson, or "
+			 "solver_kernels=ops",
+			 c->f_solver == SOLVER_FIXED_POINT ? "f_solver"
+							   : "b_solver");
+		return -1;
+	}
+	int big_f = c->f_solver == SOLVER_BROYDEN && fh > DQ_FUSED_MAX_H;
+	int big_b = bwd && c->b_solver == SOLVER_BROYDEN && bh > DQ_FUSED_MAX_H;
+	int uses_a = c->f_solver == SOLVER_ANDERSON ||
+		     (bwd && c->b_solver == SOLVER_ANDERSON);
+	if (big_f || big_b || (uses_a && c->anderson_m > DQ_FUSED_MAX_H)) {
+		snprintf(err, errlen,
+			 "solver_kernels=fused keeps at most %d pairs or "
+			 "iterates: set %s <= %d (or solver_kernels=ops)",
+			 DQ_FUSED_MAX_H,
+			 big_f ? "f_history (or the f_max_iter it defaults to)"
+			 : big_b
+			     ? "b_history (or the b_max_iter it defaults to)"
+			     : "anderson_m",
+			 DQ_FUSED_MAX_H);
+		return -1;
+	}
+	return 0;
+}
+
 /* The breaks are off at 0; on, protect_thres below 1 would stop every
  * solve at once and a window of 1 compares a residual with itself. */
 static int deq_check(const struct method_config *mc, const void *opts,
@@ -158,29 +196,9 @@ static int deq_check(const struct method_config *mc, const void *opts,
 			 c->protect_thres);
 		return -1;
 	}
-	if (c->solver_kernels == SOLVER_KERNELS_FUSED) {
-		int bwd = c->b_mode == BMODE_IFT;
-		int fh = c->f_history ? c->f_history : c->f_max_iter;
-		int bh = c->b_history ? c->b_history : c->b_max_iter;
-		if (c->f_solver != SOLVER_BROYDEN ||
-		    (bwd && c->b_solver != SOLVER_BROYDEN)) {
-			snprintf(err, errlen,
-				 "solver_kernels=fused is the Broyden "
-				 "iteration: set f_solver=broyden%s or "
-				 "solver_kernels=ops",
-				 bwd ? " and b_solver=broyden" : "");
-			return -1;
-		}
-		if (fh > DQ_FUSED_MAX_H || (bwd && bh > DQ_FUSED_MAX_H)) {
-			snprintf(
-			    err, errlen,
-			    "solver_kernels=fused keeps at most %d Broyden "
-			    "pairs: set f_history and b_history (or the "
-			    "max_iter they default to) <= %d",
-			    DQ_FUSED_MAX_H, DQ_FUSED_MAX_H);
-			return -1;
-		}
-	}
+	if (c->solver_kernels == SOLVER_KERNELS_FUSED &&
+	    fused_check(c, err, errlen) != 0)
+		return -1;
 	if (c->stall_window == 1) {
 		snprintf(err, errlen, "stall_window=%d must be 0 (off) or >= 2",
 			 c->stall_window);

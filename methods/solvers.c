@@ -8,6 +8,7 @@
  * three batches of numbers (two sets of norms, one of dots) whatever its
  * history and however many samples. */
 #include "solvers.h"
+#include "solver_impl.h"
 
 #include "../kernels/solve_ctl.h"
 #include "../kernels/solve_fused.h"
@@ -31,33 +32,6 @@ KEY_NAME_FUNCS(stop_scope_parse, stop_scope_name, scope_names)
 /* The DEQ code's no-progress rule: the last `stall` residuals lie within
  * this factor of each other. */
 #define STALL_RATIO 1.3
-
-struct solver {
-	struct backend *be;
-	size_t n;
-	int S, P;   /* samples, segments per sample */
-	size_t len; /* n / (S P): elements of one segment */
-	void *buf;  /* MEM_SOLVER: the vectors, then the control block */
-	size_t elems;
-	int max_iter;		 /* the largest max_iter it was created for */
-	struct dq_solve_ctl ctl; /* st: the control block, in buf */
-	double *head;  /* host: the block's head and trace, read per solve */
-	double *zeros; /* host: max(S, 8) zeros: the frozen flags' start, the
-			* fused header's */
-	int graphs; /* solves as recorded device-side loops (solver_graphs) */
-	struct solve_graph {
-		void *g; /* NULL: free */
-		struct solver_params p;
-		struct fp_map F;
-	} cache[SOLVER_GRAPHS];
-	int next; /* the cache entry the next new recording replaces */
-};
-
-/* Whether p's solve is the fused Broyden (kernels/solve_fused.h). */
-static int fused_broyden(const struct solver_params *p)
-{
-	return p->kind == SOLVER_BROYDEN && p->fused;
-}
 
 /* Samples and segments per sample of p; 0 (unset) means 1. */
 static int samples_of(const struct solver_params *p)
@@ -110,11 +84,15 @@ static struct dq_solve_ctl ctl_for(const struct solver_params *p, int np,
 			c.max_iter = p[i].max_iter;
 		if (p[i].stall > c.ring)
 			c.ring = p[i].stall;
-		if (fused_broyden(&p[i]) && p[i].history > c.hb)
+		if (solver_fused(&p[i]) && p[i].kind == SOLVER_BROYDEN &&
+		    p[i].history > c.hb)
 			c.hb = p[i].history;
+		if (solver_fused(&p[i]) && p[i].kind == SOLVER_ANDERSON &&
+		    p[i].anderson_m > c.ma)
+			c.ma = p[i].anderson_m;
 	}
 	size_t len = n / ((size_t)c.S * (size_t)c.P);
-	c.nchunk = c.hb ? dq_fu_chunks((long)(len ? len : 1)) : 0;
+	c.nchunk = c.hb || c.ma ? dq_fu_chunks((long)(len ? len : 1)) : 0;
 	dq_ctl_layout(&c);
 	return c;
 }
@@ -154,6 +132,8 @@ int solver_create(struct solver **out, struct backend *be, size_t n,
 	s->be = be;
 	s->n = n;
 	s->ctl = ctl_for(p, np, n);
+	s->hb_cap = s->ctl.hb;
+	s->ma_cap = s->ctl.ma;
 	s->S = s->ctl.S;
 	s->P = s->ctl.P;
 	s->max_iter = s->ctl.max_iter;
@@ -213,7 +193,7 @@ void solver_destroy(struct solver *s)
 
 /* ---------------------------------------------------------- per sample */
 
-static void *vec(struct solver *s, size_t i)
+void *solver_vec(struct solver *s, size_t i)
 {
 	return dq_at(s->be, s->buf, i * s->n);
 }
@@ -225,7 +205,7 @@ static void *seg_of(const struct solver *s, const void *x, int k, int p)
 }
 
 /* The control block's array at offset o (doubles). */
-static double *ctl_at(struct solver *s, long o)
+double *solver_ctl_at(struct solver *s, long o)
 {
 	return s->ctl.st + o;
 }
@@ -233,15 +213,16 @@ static double *ctl_at(struct solver *s, long o)
 /* Per-segment dots x·y into the control block at offset o: no host read. */
 static void seg_dots(struct solver *s, long o, const void *x, const void *y)
 {
-	be_dot_segments(s->be, ctl_at(s, o), x, y, (size_t)s->S * (size_t)s->P,
-			s->len);
+	be_dot_segments(s->be, solver_ctl_at(s, o), x, y,
+			(size_t)s->S * (size_t)s->P, s->len);
 }
 
 /* dst_k = src_k (0 when src is NULL) for every sample k whose flag at
  * offset o of the control block is set. */
 static void copy_if(struct solver *s, void *dst, const void *src, long o)
 {
-	be_copy_masked(s->be, dst, src, ctl_at(s, o), s->S, s->P, s->len);
+	be_copy_masked(s->be, dst, src, solver_ctl_at(s, o), s->S, s->P,
+		       s->len);
 }
 
 /* coef (S, ldc) row k = x_k R_kᵀ over the first `rows` rows of the ring R
@@ -271,23 +252,7 @@ static void sample_apply(struct solver *s, void *y, double a, const void *coef,
 
 /* ---------------------------------------------------------------- common */
 
-/* The host side of a solve: it issues evaluations and the device decides
- * (dq_ctl_check); the host reads the decision every `sync` evaluations. */
-struct run {
-	struct solver *s;
-	const struct solver_params *p;
-	const struct fp_map *F;
-	long *reads;
-	void *best;   /* n elements */
-	int launched; /* evaluations issued */
-	int since;    /* of them since the last read of the decision */
-	int sync;     /* evaluations between reads, >= 1 */
-	int graph;    /* recording a device-side loop: no reads, a segment
-		       * per evaluation */
-	long updates, history_sum; /* solve_stats' (the solver's work) */
-};
-
-static void run_eval(struct run *r, void *out, const void *in)
+void solver_run_eval(struct run *r, void *out, const void *in)
 {
 	r->F->apply(r->F->ctx, out, in);
 	r->launched++;
@@ -300,32 +265,30 @@ static void run_eval(struct run *r, void *out, const void *in)
  * max_iter evaluations were issued. Between reads the host goes on; the
  * device ignores what follows its stop (dq_ctl_check leaves GO at 0 and
  * the improved flags clear), so only time is lost, never the result. */
-static int run_poll(struct run *r);
-
 static int run_check(struct run *r, const void *x)
 {
 	struct solver *s = r->s;
 	be_solve_check(s->be, &s->ctl);
 	copy_if(s, r->best, x, s->ctl.o_imp);
-	return run_poll(r);
+	return solver_run_poll(r);
 }
 
 /* Whether the host stops issuing after an evaluation the device has
  * checked (run_check's rule). */
-static int run_poll(struct run *r)
+int solver_run_poll(struct run *r)
 {
 	struct solver *s = r->s;
 	if (r->launched >= r->p->max_iter)
 		return 1;
 	if (r->graph) { /* the next evaluation runs while the device goes */
-		be_graph_loop_next(s->be, ctl_at(s, DQ_CTL_GO));
+		be_graph_loop_next(s->be, solver_ctl_at(s, DQ_CTL_GO));
 		return 0;
 	}
 	if (++r->since < r->sync)
 		return 0;
 	r->since = 0;
 	double go;
-	be_download_bytes(s->be, &go, ctl_at(s, DQ_CTL_GO), sizeof(go));
+	be_download_bytes(s->be, &go, solver_ctl_at(s, DQ_CTL_GO), sizeof(go));
 	(*r->reads)++;
 	return go == 0;
 }
@@ -336,9 +299,9 @@ static int run_poll(struct run *r)
 static int run_measure(struct run *r, const void *x, void *g, const void *fx)
 {
 	struct solver *s = r->s;
-	be_residual_dots(s->be, g, fx, x, ctl_at(s, s->ctl.o_seg_f),
-			 ctl_at(s, s->ctl.o_seg_g), (size_t)s->S * (size_t)s->P,
-			 s->len);
+	be_residual_dots(s->be, g, fx, x, solver_ctl_at(s, s->ctl.o_seg_f),
+			 solver_ctl_at(s, s->ctl.o_seg_g),
+			 (size_t)s->S * (size_t)s->P, s->len);
 	return run_check(r, x);
 }
 
@@ -356,11 +319,12 @@ static void solve_fixed_point(struct run *r)
 {
 	struct solver *s = r->s;
 	const struct backend *be = s->be;
-	void *x = vec(s, 0), *fx = vec(s, 1), *g = vec(s, 2);
+	void *x = solver_vec(s, 0), *fx = solver_vec(s, 1),
+	     *g = solver_vec(s, 2);
 
 	be_fill(be, x, 0.0, s->n);
 	for (;;) {
-		run_eval(r, fx, x);
+		solver_run_eval(r, fx, x);
 		if (run_measure(r, x, g, fx))
 			return;
 		run_freeze(r, fx, x); /* frozen samples stay */
@@ -429,7 +393,7 @@ static void broyden_update(struct run *r, struct broyden *b, void *dx,
 	seg_dots(s, s->ctl.o_seg_d, v, dg); /* vᵀ Δg per segment */
 	if (b->nu == b->h)
 		b->head = (b->head + 1) % b->h;
-	be_scale_recip(be, Us, dx, ctl_at(s, s->ctl.o_seg_d), s->S, s->P,
+	be_scale_recip(be, Us, dx, solver_ctl_at(s, s->ctl.o_seg_d), s->S, s->P,
 		       s->len);
 	if (v != Vs)
 		be_copy(be, Vs, v, n);
@@ -447,22 +411,23 @@ static void solve_broyden(struct run *r)
 	const struct backend *be = s->be;
 	const size_t n = s->n;
 	const int h = r->p->history;
-	void *x = vec(s, 0), *g = vec(s, 1), *fx = vec(s, 2);
-	void *dx = vec(s, 3), *dg = vec(s, 4);
-	struct broyden b = {.U = vec(s, 6),
-			    .V = vec(s, 6 + (size_t)h),
-			    .coef = vec(s, 6 + 2 * (size_t)h),
+	void *x = solver_vec(s, 0), *g = solver_vec(s, 1),
+	     *fx = solver_vec(s, 2);
+	void *dx = solver_vec(s, 3), *dg = solver_vec(s, 4);
+	struct broyden b = {.U = solver_vec(s, 6),
+			    .V = solver_vec(s, 6 + (size_t)h),
+			    .coef = solver_vec(s, 6 + 2 * (size_t)h),
 			    .h = h};
 
 	be_fill(be, x, 0.0, n);
-	run_eval(r, fx, x);
+	solver_run_eval(r, fx, x);
 	if (run_measure(r, x, g, fx))
 		return;
 	for (;;) {
 		broyden_step(r, &b, dx, g);
 		run_freeze(r, dx, NULL); /* frozen: Δx = 0 */
 		be_axpy(be, x, 1.0, dx, n);
-		run_eval(r, fx, x);
+		solver_run_eval(r, fx, x);
 		if (run_measure(r, x, fx, fx)) /* fx = g_new */
 			return;
 		be_sub(be, dg, fx, g, n);
@@ -471,66 +436,6 @@ static void solve_broyden(struct run *r)
 		fx = t;
 		broyden_update(r, &b, dx, dg, fx);
 	}
-}
-
-static struct solve_graph *graph_find(struct solver *s,
-				      const struct solver_params *p,
-				      const struct fp_map *F);
-static struct solve_graph *graph_slot(struct solver *s,
-				      const struct solver_params *p,
-				      const struct fp_map *F);
-
-/* --------------------------------------------------------- fused broyden */
-
-/* The fused Broyden's vectors: solve_broyden's buffers, in fixed roles
- * (an iteration is the same ops at every index). */
-struct fused {
-	void *x, *g, *fx, *dx, *dg, *best, *U, *V;
-};
-
-static struct fused fused_of(struct solver *s, int h)
-{
-	return (struct fused){
-	    vec(s, 0), vec(s, 1), vec(s, 2), vec(s, 3),
-	    vec(s, 4), vec(s, 5), vec(s, 6), vec(s, 6 + (size_t)h)};
-}
-
-/* One iteration (kernels/solve_fused.h): F, measure, apply. */
-static void fused_iter(struct run *r, const struct fused *v)
-{
-	struct solver *s = r->s;
-	run_eval(r, v->fx, v->x);
-	be_fused_measure(s->be, &s->ctl, v->fx, v->x, v->g, v->dx, v->dg, v->U,
-			 v->V, s->len);
-	be_fused_apply(s->be, &s->ctl, v->x, v->dx, v->g, v->dg, v->U, v->V,
-		       v->best, s->len);
-}
-
-/* Broyden as solve_fused.h's two passes an evaluation, from x₀ = 0 with
- * Δx = g = 0 (the first measure forms no pair): a host loop that reads the
- * decision as run_check does, or with graphs one WHILE loop whose body is
- * the iteration, recorded once. */
-static void solve_broyden_fused(struct run *r)
-{
-	struct solver *s = r->s;
-	const struct fused v = fused_of(s, r->p->history);
-	be_fill(s->be, v.x, 0.0, s->n);
-	be_fill(s->be, v.g, 0.0, s->n);
-	be_fill(s->be, v.dx, 0.0, s->n);
-	if (!s->graphs) {
-		do
-			fused_iter(r, &v);
-		while (!run_poll(r));
-		return;
-	}
-	struct solve_graph *g = graph_find(s, r->p, r->F);
-	if (!g) {
-		g = graph_slot(s, r->p, r->F);
-		be_graph_while_begin(s->be);
-		fused_iter(r, &v);
-		g->g = be_graph_while_end(s->be, ctl_at(s, DQ_CTL_GO));
-	}
-	be_graph_launch(s->be, g->g);
 }
 
 /* -------------------------------------------------------------- anderson */
@@ -545,9 +450,9 @@ static void solve_anderson(struct run *r)
 	const struct backend *be = s->be;
 	const size_t n = s->n;
 	const int m = r->p->anderson_m;
-	void *xn = vec(s, 0), *fx = vec(s, 1);
-	void *X = vec(s, 3), *G = vec(s, 3 + (size_t)m);
-	void *coef = vec(s, 3 + 2 * (size_t)m);
+	void *xn = solver_vec(s, 0), *fx = solver_vec(s, 1);
+	void *X = solver_vec(s, 3), *G = solver_vec(s, 3 + (size_t)m);
+	void *coef = solver_vec(s, 3 + 2 * (size_t)m);
 	int k = 0;
 
 	be_fill(be, xn, 0.0, n);
@@ -555,7 +460,7 @@ static void solve_anderson(struct run *r)
 		int slot = k % m;
 		void *Xs = dq_at(s->be, X, (size_t)slot * n);
 		void *Gs = dq_at(s->be, G, (size_t)slot * n);
-		run_eval(r, fx, xn);
+		solver_run_eval(r, fx, xn);
 		be_copy(be, Xs, xn, n);
 		if (run_measure(r, xn, Gs, fx))
 			return;
@@ -615,16 +520,23 @@ static void ctl_start(struct solver *s, const struct solver_params *p)
 	c->protect = p->protect;
 	c->stall_ratio = STALL_RATIO;
 	c->max_iter = p->max_iter;
+	/* the fused rings at this solve's own history (the layout fits the
+	 * largest; the vectors' places come from p) */
+	c->hb = solver_fused(p) && p->kind == SOLVER_BROYDEN ? p->history : 0;
+	c->ma =
+	    solver_fused(p) && p->kind == SOLVER_ANDERSON ? p->anderson_m : 0;
+	c->lambda = p->lambda;
+	c->beta = p->beta;
 	memset(s->head, 0, DQ_CTL_HEAD * sizeof(double));
 	s->head[DQ_CTL_GO] = 1;
 	s->head[DQ_CTL_RES] = s->head[DQ_CTL_ABS] = s->head[DQ_CTL_REL] =
 	    INFINITY;
 	const struct backend *be = s->be;
 	be_upload_bytes(be, c->st, s->head, DQ_CTL_HEAD * sizeof(double));
-	be_upload_bytes(be, ctl_at(s, c->o_done), s->zeros,
+	be_upload_bytes(be, solver_ctl_at(s, c->o_done), s->zeros,
 			(size_t)s->S * sizeof(double));
-	if (c->hb)
-		be_upload_bytes(be, ctl_at(s, c->o_fused), s->zeros,
+	if (c->hb || c->ma)
+		be_upload_bytes(be, solver_ctl_at(s, c->o_fused), s->zeros,
 				DQ_FU_HEAD * sizeof(double));
 }
 
@@ -686,7 +598,7 @@ static void solve_run(struct run *r)
 
 /* A recording of solves with p and F (same parameters, map and keys), or
  * NULL. */
-static struct solve_graph *graph_find(struct solver *s,
+struct solve_graph *solver_graph_find(struct solver *s,
 				      const struct solver_params *p,
 				      const struct fp_map *F)
 {
@@ -705,7 +617,7 @@ static struct solve_graph *graph_find(struct solver *s,
  * read), replayed after; the device skips the segments after its stop. */
 /* The cache entry a new recording of p and F goes into (the oldest's
  * graph freed), labelled; its graph is for the caller to set. */
-static struct solve_graph *graph_slot(struct solver *s,
+struct solve_graph *solver_graph_slot(struct solver *s,
 				      const struct solver_params *p,
 				      const struct fp_map *F)
 {
@@ -721,9 +633,9 @@ static struct solve_graph *graph_slot(struct solver *s,
 static void solve_graph(struct run *r)
 {
 	struct solver *s = r->s;
-	struct solve_graph *g = graph_find(s, r->p, r->F);
+	struct solve_graph *g = solver_graph_find(s, r->p, r->F);
 	if (!g) {
-		g = graph_slot(s, r->p, r->F);
+		g = solver_graph_slot(s, r->p, r->F);
 		r->graph = 1;
 		be_graph_loop_begin(s->be);
 		solve_run(r);
@@ -741,7 +653,7 @@ const void *solver_solve(struct solver *s, const struct solver_params *p,
 	    .p = p,
 	    .F = F,
 	    .reads = host_reads,
-	    .best = vec(s, best_slot(p->kind)),
+	    .best = solver_vec(s, best_slot(p->kind)),
 	    .sync = p->sync_every > 0 ? p->sync_every : 1,
 	};
 	memset(st, 0, sizeof(*st));
@@ -756,15 +668,20 @@ const void *solver_solve(struct solver *s, const struct solver_params *p,
 	be_fill(s->be, r.best, 0.0, s->n);
 	if (solver_elems(p, s->n) > s->elems || p->max_iter > s->max_iter ||
 	    (p->kind == SOLVER_ANDERSON && p->anderson_m > s->ctl.m) ||
-	    (fused_broyden(p) && p->history > s->ctl.hb) ||
+	    (solver_fused(p) && p->kind == SOLVER_BROYDEN &&
+	     p->history > s->hb_cap) ||
+	    (solver_fused(p) && p->kind == SOLVER_ANDERSON &&
+	     p->anderson_m > s->ma_cap) ||
 	    p->stall > s->ctl.ring || samples_of(p) != s->S ||
 	    parts_of(p) != s->P) {
 		st->nonfinite = 1; /* not created for p: a programming error */
 		return r.best;
 	}
 	ctl_start(s, p);
-	if (fused_broyden(p))
+	if (solver_fused(p) && p->kind == SOLVER_BROYDEN)
 		solve_broyden_fused(&r);
+	else if (solver_fused(p))
+		solve_anderson_fused(&r);
 	else if (s->graphs)
 		solve_graph(&r);
 	else
@@ -774,7 +691,7 @@ const void *solver_solve(struct solver *s, const struct solver_params *p,
 	st->evals = s->graphs ? st->iters : r.launched;
 	st->updates = r.updates;
 	st->history_sum = r.history_sum;
-	if (s->graphs || fused_broyden(p))
+	if (s->graphs || solver_fused(p))
 		updates_of(p, st->evals, &st->updates, &st->history_sum);
 	return r.best;
 }

@@ -81,17 +81,19 @@
  *   16 + 256 + 1 + W + 3 S P + 5 S [+ S m² + S ((m+1)² + m+1)]
  * (head, trace, first residual and a ring of the last W = max(1, stall);
  * per-segment dots; per-sample bests and flags; for Anderson only, the
- * Gram matrices and bordered systems): flat in max_iter. A fused Broyden
- * (fused = 1, history h) adds 8 + S (4 + 3h) + 2 S doubles (the ring's
- * counters, each sample's dots and coefficients) and S P ⌈len / 4096⌉
- * (4 + 3h) (the chunk partials).
+ * Gram matrices and bordered systems): flat in max_iter. Fused solves
+ * (fused = 1) add 8 + S q + 2 S doubles (the ring's counters, each
+ * sample's dots and coefficients) and S P ⌈len / 4096⌉ q (the chunk
+ * partials), q = 4 + 3h for a fused Broyden of history h, 2 + m for a
+ * fused Anderson, the larger of the two when the sets have both.
  *
- * Fused Broyden (fused = 1, kernels/solve_fused.h): the same algorithm as
- * two passes per evaluation (a reduction forming every dot product, then
- * one element-wise pass for the pair and the step), the ring's counters
- * on the device, so that every iteration is the same ops: a host loop
- * that polls as above, or with graphs one WHILE loop recorded once.
- * Iterates agree with the ops path's to rounding (the sums' order).
+ * Fused Broyden and Anderson (fused = 1, kernels/solve_fused.h,
+ * solvers_fused.c): the same algorithms as two passes per evaluation (a
+ * reduction forming every dot product, then one element-wise pass for the
+ * pair and the step, or the mix), the ring's counters on the device, so
+ * that every iteration is the same ops: a host loop that polls as above,
+ * or with graphs one WHILE loop recorded once. Iterates agree with the
+ * ops path's to rounding (the sums' order).
  */
 #ifndef DQ_SOLVERS_H
 #define DQ_SOLVERS_H
@@ -131,8 +133,9 @@ struct solver_params {
 	int stall;	/* 0 = off, else >= 2 */
 	int sync_every; /* evaluations between host reads of the stop
 			 * decision; 0 means 1 */
-	int fused;	/* broyden: 1 = kernels/solve_fused.h's two passes an
-		    * evaluation (history <= DQ_FUSED_MAX_H), 0 = the ops */
+	int fused;	/* broyden, anderson: 1 = kernels/solve_fused.h's two
+		    * passes an evaluation (history, anderson_m <=
+		    * DQ_FUSED_MAX_H), 0 = the ops */
 };
 
 struct solver;

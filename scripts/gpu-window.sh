@@ -42,8 +42,8 @@
 #           the PyTorch rows' unroll run in bf16 with each (attention.jsonl): the
 #           bf16 products on tensor cores and the fused kernel, timed and
 #           their tapes' bytes
-#   fused   (only when PARTS names it) Broyden's fused iteration
-#           (solver_kernels=fused) against the ops: deqbench price at
+#   fused   (only when PARTS names it) the fused Broyden and Anderson
+#           iterations (solver_kernels=fused) against the ops: deqbench price at
 #           d_model 128 and 512 in bf16 with each (fused-prices.jsonl:
 #           solver_update against block_fwd, the solver iteration's
 #           marginal cost), then the answer's DEQ run with cuda_graphs
@@ -225,7 +225,8 @@ attention() {
 	done
 }
 
-# fused (only when PARTS names it): the fused Broyden iteration against
+# fused (only when PARTS names it): the fused Broyden/Anderson iterations
+# against
 # the ops, priced at two widths and in the answer's DEQ run
 fused() {
 	local d k s pa=(vocab_size=10002 price_cap_s=15)

@@ -160,8 +160,9 @@ Test(cuda_graphs, device_side_loops, .timeout = 300)
 	check("deq", SOLVER_ANDERSON, 1e-8);
 }
 
-/* solver_kernels=fused: each solve one WHILE node (cuda_graph.cu) whose
- * body is F and the two fused kernels; against the same kernels launched
+/* solver_kernels=fused (a Broyden or Anderson forward, a Broyden
+ * backward): each solve one WHILE node (cuda_graph.cu) whose body is F
+ * and the two fused kernels; against the same kernels launched
  * eagerly, and against the ops path (the same iterations; the sums'
  * order differs, so the losses within 1e-9 and the gradients within NMSE
  * 1e-8 as for the ops' graphs). */
@@ -169,6 +170,8 @@ Test(cuda_graphs, fused_while_loop, .timeout = 300)
 {
 	check_k("deq", SOLVER_BROYDEN, 1e-8, 1, 1);
 	check_k("deq", SOLVER_BROYDEN, 1e-8, 1, 0);
+	check_k("deq", SOLVER_ANDERSON, 1e-8, 1, 1);
+	check_k("deq", SOLVER_ANDERSON, 1e-8, 1, 0);
 }
 
 /* ------------------------------------- the head and the optimizer */

@@ -158,14 +158,15 @@ Test(cuda_ops, solve_ctl_ops, .timeout = 120)
 	backend_destroy(be);
 }
 
-/* The fused Broyden iteration's two kernels (cuda_fused_solve.cu) against
- * its formulas in double (test_fused_ops.h): two chunks a segment, the
+/* The fused Broyden and Anderson iterations' kernels (cuda_fused_solve.cu)
+ * against their formulas in double (test_fused_ops.h): two chunks a segment, the
  * last block's sums and decisions, the pair and the step. */
 Test(cuda_ops, fused_solver_ops, .timeout = 120)
 {
 	struct backend *be = cuda_or_skip();
 	rng_state = 5;
 	check_fused_ops(be);
+	check_fused_anderson_ops(be);
 	backend_destroy(be);
 }
 

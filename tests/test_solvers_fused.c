@@ -1,19 +1,22 @@
-/* test_solvers_fused.c — the fused Broyden iteration (solver_kernels=fused,
+/* test_solvers_fused.c — the fused Broyden and Anderson iterations
+ * (solver_kernels=fused,
  * kernels/solve_fused.h) against the ops path of methods/solvers.c, which
  * is the same algorithm with its sums in another order:
  *
  *   1. On the block-diagonal contraction (S samples, P segments), both
  *      scopes, a history that never fills and one that wraps (pairs
  *      dropped): the same iterations, the iterate and every residual of
- *      the trace within 1e-9 relative in double, 1e-4 in float.
+ *      the trace within 1e-9 relative in double, 1e-4 in float; the same
+ *      for Anderson's fused iteration; a solver made for two histories
+ *      runs each solve at its own.
  *   2. On a linear map with full history: finite termination in at most
  *      2n + 1 evaluations (Gay 1979), as the ops path.
  *   3. sync_every: the result bit for bit that of sync_every = 1.
  *   4. A non-finite F stops the solve with the best finite iterate, as
  *      the ops path.
  *   5. Through the deq method: forward and backward solves and the
- *      parameter gradients of the ops path's, on tanh_cell and on the
- *      contraction-scaled transformer.
+ *      parameter gradients of the ops path's, on tanh_cell (Broyden and
+ *      Anderson) and on the contraction-scaled transformer.
  *   6. Memory exactly as solvers.h says; keys refused with a message
  *      naming them.
  */
@@ -36,8 +39,9 @@ static double rel_diff(const double *a, const double *b, size_t n)
 /* Ops and fused solves of p on the diag map: the same iterations; the
  * iterates and traces within tol relative (a trace entry against the
  * first residual). */
-static void check_fused_matches(const char *bk, int S, int P, int history,
-				enum stop_scope scope, double tol)
+static void check_fused_matches_k(enum solver_kind kind, const char *bk, int S,
+				  int P, int history, enum stop_scope scope,
+				  double tol)
 {
 	struct backend *be = make_be(bk);
 	struct diag_map m;
@@ -45,8 +49,9 @@ static void check_fused_matches(const char *bk, int S, int P, int history,
 	struct fp_map F = {.apply = diag_apply, .ctx = &m};
 	size_t n = (size_t)S * m.d;
 	double *xo = host(n), *xf = host(n);
-	struct solver_params p = params(SOLVER_BROYDEN, S, P, scope);
+	struct solver_params p = params(kind, S, P, scope);
 	p.history = history;
+	p.anderson_m = history < 80 ? history : 5;
 	if (be->elem == 4)
 		p.tol = 1e-5;
 	struct solve_rec a, b;
@@ -78,6 +83,13 @@ static void check_fused_matches(const char *bk, int S, int P, int history,
 	backend_destroy(be);
 }
 
+/* Broyden's: history pairs (80: never full). */
+static void check_fused_matches(const char *bk, int S, int P, int history,
+				enum stop_scope scope, double tol)
+{
+	check_fused_matches_k(SOLVER_BROYDEN, bk, S, P, history, scope, tol);
+}
+
 Test(solvers_fused, matches_ops_double)
 {
 	for (int P = 1; P <= 2; P++)
@@ -93,6 +105,60 @@ Test(solvers_fused, matches_ops_float)
 {
 	check_fused_matches("cpu", 3, 2, 80, SCOPE_BATCH, 1e-4);
 	check_fused_matches("cpu", 3, 2, 2, SCOPE_SAMPLE, 1e-4);
+}
+
+/* Anderson's: m iterates (2 and 3: the ring wraps; 80 means m = 5). */
+Test(solvers_fused, anderson_matches_ops)
+{
+	for (int P = 1; P <= 2; P++)
+		for (int sc = 0; sc < 2; sc++) {
+			enum stop_scope scope = sc ? SCOPE_SAMPLE : SCOPE_BATCH;
+			check_fused_matches_k(SOLVER_ANDERSON, "cpu64", 4, P,
+					      80, scope, 1e-9);
+			check_fused_matches_k(SOLVER_ANDERSON, "cpu64", 4, P, 3,
+					      scope, 1e-9);
+		}
+	check_fused_matches_k(SOLVER_ANDERSON, "cpu", 3, 2, 2, SCOPE_BATCH,
+			      1e-4);
+}
+
+/* One solver made for fused histories 3 and 6 (the layout fits 6): a
+ * solve with history 3 keeps a ring of 3, as the ops path's, and its
+ * pairs never overlap (V starts at U's 3rd row). */
+Test(solvers_fused, each_solve_keeps_its_own_history)
+{
+	struct backend *be = make_be("cpu64");
+	struct diag_map m;
+	diag_init(&m, be, 2, 1, 6, 41);
+	struct fp_map F = {.apply = diag_apply, .ctx = &m};
+	size_t n = (size_t)2 * m.d;
+	struct solver_params p[2] = {params(SOLVER_BROYDEN, 2, 1, SCOPE_BATCH),
+				     params(SOLVER_BROYDEN, 2, 1, SCOPE_BATCH)};
+	p[0].history = 3, p[1].history = 6;
+	p[0].fused = p[1].fused = 1;
+	double *xo = host(n), *xf = host(n);
+	struct solve_rec a;
+	struct solver *s;
+	char err[256];
+	cr_assert_eq(solver_create(&s, be, n, p, 2, err, sizeof(err)), 0, "%s",
+		     err);
+	struct solve_stats st;
+	long reads = 0;
+	const void *x = solver_solve(s, &p[0], &F, &st, NULL, NULL, &reads);
+	down(be, xf, x, n);
+	struct solver_params o = p[0];
+	o.fused = 0;
+	solve_rec(be, n, o, &F, xo, &a);
+	cr_assert(st.converged && a.st.converged);
+	cr_assert_gt(st.iters, 8, "%d evaluations: the ring never wrapped",
+		     st.iters);
+	cr_assert_eq(st.iters, a.st.iters);
+	cr_assert_leq(rel_diff(xf, xo, n), 1e-9, "%g", rel_diff(xf, xo, n));
+	solver_destroy(s);
+	free(xo);
+	free(xf);
+	diag_free(&m);
+	backend_destroy(be);
 }
 
 /* F(x)_i = 0.45 tanh(x_i) + 0.3 tanh(x_{i+1}) + b_i within each sample's
@@ -285,12 +351,12 @@ static const struct shape odd = {3, 5, 12, 3, 20, 17};
  * to 1e-12 on a contraction: the same forward and backward iterations,
  * the loss, z, dL/du and every gradient within assert_step_near's bounds
  * (the solves differ only in the order of their sums). */
-static void check_method(enum model_kind kind, int per_sample)
+static void check_method_k(enum model_kind kind, int per_sample,
+			   enum solver_kind fs, enum solver_kind bs)
 {
 	struct model *m = open_contractive("cpu64", kind, odd, 7);
 	void *z = backend_alloc(m->be, m->n_state, MEM_HEAD);
-	struct method_config c =
-	    deq_solvers(SOLVER_BROYDEN, SOLVER_BROYDEN, 1e-12, 60);
+	struct method_config c = deq_solvers(fs, bs, 1e-12, 60);
 	deq_config(&c)->solver_batching =
 	    per_sample ? BATCHING_PER_SAMPLE : BATCHING_GLOBAL;
 	struct step_out a = step_of(m, c, z);
@@ -309,10 +375,17 @@ static void check_method(enum model_kind kind, int per_sample)
 	close_model(m);
 }
 
+static void check_method(enum model_kind kind, int per_sample)
+{
+	check_method_k(kind, per_sample, SOLVER_BROYDEN, SOLVER_BROYDEN);
+}
+
 Test(solvers_fused, method_tanh_cell)
 {
 	check_method(MODEL_TANH_CELL, 1);
 	check_method(MODEL_TANH_CELL, 0);
+	check_method_k(MODEL_TANH_CELL, 1, SOLVER_ANDERSON, SOLVER_BROYDEN);
+	check_method_k(MODEL_TANH_CELL, 0, SOLVER_BROYDEN, SOLVER_ANDERSON);
 }
 
 Test(solvers_fused, method_transformer, .timeout = 120)
@@ -355,7 +428,8 @@ static void expect_refused(struct method_config c, const char *what)
 		  what);
 }
 
-/* fused is Broyden's iteration with at most DQ_FUSED_MAX_H pairs. */
+/* fused is Broyden's or Anderson's iteration with at most DQ_FUSED_MAX_H
+ * pairs or iterates. */
 Test(solvers_fused, keys_refused_with_their_names)
 {
 	struct method_config c = deq_cfg(BMODE_IFT), b;
@@ -364,11 +438,16 @@ Test(solvers_fused, keys_refused_with_their_names)
 	cr_assert_eq(method_config_validate(&c, err, sizeof(err)), 0, "%s",
 		     err);
 	b = c, deq_config(&b)->f_solver = SOLVER_ANDERSON;
+	cr_assert_eq(method_config_validate(&b, err, sizeof(err)), 0, "%s",
+		     err);
+	deq_config(&b)->anderson_m = DQ_FUSED_MAX_H + 1;
+	expect_refused(b, "anderson_m");
+	b = c, deq_config(&b)->f_solver = SOLVER_FIXED_POINT;
 	expect_refused(b, "f_solver");
 	b = c, deq_config(&b)->b_solver = SOLVER_FIXED_POINT;
 	expect_refused(b, "b_solver");
 	b = c, deq_config(&b)->b_mode = BMODE_JFB;
-	deq_config(&b)->b_solver = SOLVER_ANDERSON; /* no backward solve */
+	deq_config(&b)->b_solver = SOLVER_FIXED_POINT; /* no backward solve */
 	cr_assert_eq(method_config_validate(&b, err, sizeof(err)), 0, "%s",
 		     err);
 	b = c, deq_config(&b)->f_max_iter = DQ_FUSED_MAX_H + 1;

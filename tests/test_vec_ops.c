@@ -173,7 +173,7 @@ Test(ops, solve_ctl_ops)
 	}
 }
 
-/* The fused Broyden iteration's two ops against its formulas in double
+/* The fused Broyden and Anderson ops against their formulas in double
  * (test_fused_ops.h), on both types. */
 Test(ops, fused_solver_ops)
 {
@@ -182,6 +182,7 @@ Test(ops, fused_solver_ops)
 		struct backend *be = make(names[bi], 0);
 		rng_state = 5;
 		check_fused_ops(be);
+		check_fused_anderson_ops(be);
 		backend_destroy(be);
 	}
 }

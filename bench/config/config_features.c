@@ -55,7 +55,8 @@ static const struct feature rows[] = {
      "is deqbench's fused attention kernel (FlashAttention-2 in C and CUDA)",
      "use attention=unfused or impl=deqbench"},
     {"solver_kernels", "fused", 0, IMPL(IMPL_DEQBENCH), 0, NULL,
-     "is deqbench's fused Broyden iteration (kernels/solve_fused.h)",
+     "is deqbench's fused Broyden/Anderson iterations "
+     "(kernels/solve_fused.h)",
      "use solver_kernels=ops or impl=deqbench"},
     {"selective", NULL, 0, IMPL(IMPL_DEQBENCH), 0, NULL,
      "keeps selective tapes in checkpoint segments, which is deqbench's",

@@ -170,7 +170,8 @@ static const struct vfield method_f[] = {
 	     "solve's result. Added 2026-11-23"),
     F("solver_kernels", VT_STR, .key = "solver_kernels",
       .added = ADDED_FUSED_SOLVER, .flags = VF_OPTIONAL,
-      .doc = "how the Broyden solves ran: `ops` (backend ops) or `fused` "
+      .doc = "how the Broyden and Anderson solves ran: `ops` (backend ops) or "
+	     "`fused` "
 	     "(kernels/solve_fused.h: two passes an evaluation; with "
 	     "`cuda_graphs` one WHILE loop a solve); the same iterations, "
 	     "results within rounding. Added 2026-11-28: earlier records "

@@ -195,7 +195,7 @@ static const struct vfield price_shape_f[] = {
     F("precision", VT_STR, .key = "precision",
       .doc = "the precision (`precision`)"),
     F("solver_kernels", VT_STR, .key = "solver_kernels", .flags = VF_OPTIONAL,
-      .doc = "how Broyden's `solver_update` ran (`solver_kernels`: `ops` or "
+      .doc = "how `solver_update` ran (`solver_kernels`: `ops` or "
 	     "`fused`); absent in records made before 2026-11-28, which are "
 	     "`ops`"),
     {.name = NULL},

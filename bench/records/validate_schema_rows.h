@@ -36,7 +36,8 @@
 /* checkpoint's selective (segments with selective tapes); optional:
  * absent means false */
 #define ADDED_CKPT_SELECTIVE "2026-11-28"
-/* deq's solver_kernels (the fused Broyden iteration); optional: absent
+/* deq's solver_kernels (the fused Broyden/Anderson iterations); optional:
+ * absent
  * means ops */
 #define ADDED_FUSED_SOLVER "2026-11-28"
 /* the suite's order and shard, and `beside`: what ran beside the run;

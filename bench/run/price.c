@@ -193,7 +193,7 @@ static double sample(void *ctx, int i)
 	struct backend *be = p->rc.be;
 	struct model *m = p->rc.m;
 	if (u->kind == U_SOLVER || u->kind == U_ANDERSON)
-		price_solver_reset(&p->ps, u->arg);
+		price_solver_reset(&p->ps, u->arg, u->kind == U_ANDERSON);
 	if (u->kind == U_HEAD_BWD)
 		model_head_forward(m, p->rc.z);
 	be_sync(be);

@@ -12,9 +12,9 @@
 /* The fused unit's control block (price_solver_alloc): hb = hmax. */
 static int fused_alloc(struct price_solver *ps)
 {
-	ps->fctl = ps->ctl;
-	ps->fctl.m = 0;
+	ps->fctl = ps->ctl; /* m: the Gram matrices of Anderson's unit */
 	ps->fctl.hb = ps->hmax;
+	ps->fctl.ma = ps->m;
 	ps->fctl.nchunk = dq_fu_chunks((long)ps->len);
 	dq_ctl_layout(&ps->fctl);
 	ps->fctl_mem = backend_alloc_bytes(
@@ -71,7 +71,7 @@ int price_solver_alloc(struct price_solver *ps, struct backend *be, size_t n,
 	be_upload(be, ps->V, host + 1, n);
 	be_fill(be, dq_at(be, ps->V, n), 0.0, (size_t)(hmax - 1) * n);
 	free(host);
-	price_solver_reset(ps, 1);
+	price_solver_reset(ps, 1, 0);
 	return 0;
 }
 
@@ -86,7 +86,7 @@ void price_solver_free(struct price_solver *ps)
 	memset(ps, 0, sizeof(*ps));
 }
 
-void price_solver_reset(struct price_solver *ps, int h)
+void price_solver_reset(struct price_solver *ps, int h, int anderson)
 {
 	struct backend *be = ps->be;
 	be_copy(be, ps->x, ps->x0, ps->n);
@@ -109,7 +109,12 @@ void price_solver_reset(struct price_solver *ps, int h)
 	ps->head[DQ_CTL_ITERS] = 1;
 	be_upload_bytes(be, f->st, ps->head, sizeof(double) * DQ_CTL_HEAD);
 	be_fill(be, ps->dx, 0.0, ps->n);
-	fh[DQ_FU_NU] = h < f->hb ? h : f->hb;
+	if (anderson) { /* h − 1 iterates in use: the mix runs over h */
+		fh[DQ_FU_NU] = h - 1 < ps->m ? h - 1 : ps->m;
+		fh[DQ_FU_SLOT] = (h - 1) % ps->m;
+	} else {
+		fh[DQ_FU_NU] = h < f->hb ? h : f->hb;
+	}
 	be_upload_bytes(be, f->st + f->o_fused, fh, sizeof(fh));
 }
 
@@ -191,9 +196,25 @@ void price_solver_update(struct price_solver *ps, int h)
 		       ps->len);
 }
 
+/* Anderson's fused unit: after F, measure and apply (solvers_fused.c). */
+static void fused_anderson(struct price_solver *ps, double lambda, double beta)
+{
+	struct dq_solve_ctl c = ps->fctl;
+	c.lambda = lambda;
+	c.beta = beta;
+	be_fused_anderson_measure(ps->be, &c, ps->fx, ps->x, ps->U, ps->V,
+				  ps->len);
+	be_fused_anderson_apply(ps->be, &c, ps->x, ps->U, ps->V, ps->best,
+				ps->len);
+}
+
 void price_solver_anderson(struct price_solver *ps, int h, double lambda,
 			   double beta)
 {
+	if (ps->fused) {
+		fused_anderson(ps, lambda, beta);
+		return;
+	}
 	struct backend *be = ps->be;
 	const size_t n = ps->n, nseg = (size_t)ps->S * (size_t)ps->P;
 	struct dq_solve_ctl *c = &ps->ctl;

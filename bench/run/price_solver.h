@@ -24,7 +24,8 @@
  * is instead the fused iteration's two passes, fused_measure and
  * fused_apply (kernels/solve_fused.h), with h pairs in use (the ring of
  * hmax full at h = hmax, whose step then reads h − 1 of them and the new
- * pair, as the ops unit wraps to slot 0 there).
+ * pair, as the ops unit wraps to slot 0 there); Anderson's unit is
+ * fused_anderson_measure and fused_anderson_apply, mixing h iterates.
  */
 #ifndef DQ_BENCH_PRICE_SOLVER_H
 #define DQ_BENCH_PRICE_SOLVER_H
@@ -46,22 +47,23 @@ struct price_solver {
 	double *head;	    /* host: its head, uploaded per call */
 	struct dq_solve_ctl ctl;
 	int fused;		  /* Broyden as the fused iteration */
-	struct dq_solve_ctl fctl; /* its control block (hb = hmax) */
+	struct dq_solve_ctl fctl; /* its control block (hb hmax, ma m) */
 	void *fctl_mem;
 };
 
 /* Buffers for Broyden histories up to hmax and Anderson rings of m (>= 1)
  * on n = S P len elements; fused: the Broyden unit is the fused iteration
- * (hmax <= DQ_FUSED_MAX_H). 0, or -1 when out of memory (free with
+ * (hmax and m <= DQ_FUSED_MAX_H). 0, or -1 when out of memory (free with
  * price_solver_free all the same). */
 int price_solver_alloc(struct price_solver *ps, struct backend *be, size_t n,
 		       int S, int P, int hmax, int m, int fused);
 void price_solver_free(struct price_solver *ps);
 
 /* Puts the iterate, g and the control block back to their start (untimed:
- * so that thousands of calls never run into non-finite values); for the
- * fused unit at h, its ring's counters at h pairs in use. */
-void price_solver_reset(struct price_solver *ps, int h);
+ * so that thousands of calls never run into non-finite values); for a
+ * fused unit at h, its ring's counters: h Broyden pairs in use, or
+ * (anderson) h − 1 Anderson iterates, so that the mix runs over h. */
+void price_solver_reset(struct price_solver *ps, int h, int anderson);
 
 /* One Broyden iteration's work besides F at h (1 <= h <= hmax) pairs in
  * use. */

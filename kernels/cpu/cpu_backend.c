@@ -637,6 +637,8 @@ static const struct backend_math_ops cpu_math = {
     .anderson_weights = DQ_FN(dq_cpu_anderson_weights_),
     .fused_measure = DQ_FN(dq_cpu_fused_measure_),
     .fused_apply = DQ_FN(dq_cpu_fused_apply_),
+    .fused_anderson_measure = DQ_FN(dq_cpu_fused_anderson_measure_),
+    .fused_anderson_apply = DQ_FN(dq_cpu_fused_anderson_apply_),
 };
 
 /* No optional table: no pinned memory (MEM_HOST is malloc'd), no pool, no

@@ -97,7 +97,13 @@ struct dq_solve_ctl;
 	void dq_cpu_fused_apply_##S(void *ctx, const struct dq_solve_ctl *c,   \
 				    void *x, void *dx, const void *g,          \
 				    const void *dg, void *U, void *V,          \
-				    void *best, size_t len);
+				    void *best, size_t len);                   \
+	void dq_cpu_fused_anderson_measure_##S(                                \
+	    void *ctx, const struct dq_solve_ctl *c, const void *fx,           \
+	    const void *xn, void *X, void *G, size_t len);                     \
+	void dq_cpu_fused_anderson_apply_##S(                                  \
+	    void *ctx, const struct dq_solve_ctl *c, void *xn, const void *X,  \
+	    const void *G, void *best, size_t len);
 DQ_CPU_SOLVE_DECL(f)
 DQ_CPU_SOLVE_DECL(d)
 #undef DQ_CPU_SOLVE_DECL

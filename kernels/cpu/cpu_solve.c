@@ -81,6 +81,24 @@ void DQ_FN(dq_cpu_anderson_weights_)(void *ctx, const struct dq_solve_ctl *c,
 	}
 }
 
+/* Σ x_i y_i over m elements in double, in LANES interleaved partial sums
+ * added in order at the end: a fixed order (the same bits for any thread
+ * count) that the compiler vectorizes. */
+#define LANES 8
+static double lane_dot(const real *x, const real *y, size_t m)
+{
+	double acc[LANES] = {0}, s = 0;
+	size_t i = 0;
+	for (; i + LANES <= m; i += LANES)
+		for (int l = 0; l < LANES; l++)
+			acc[l] += (double)x[i + l] * y[i + l];
+	for (int l = 0; l < LANES; l++)
+		s += acc[l];
+	for (; i < m; i++)
+		s += (double)x[i] * y[i];
+	return s;
+}
+
 /* One chunk's partials (solve_fused.h): g_new and Δg written over g and
  * dg, then the act pairs' dots, each a sum in double in element order. */
 static void fused_chunk(const struct dq_solve_ctl *c, double *pt,
@@ -92,28 +110,24 @@ static void fused_chunk(const struct dq_solve_ctl *c, double *pt,
 	const int hb = c->hb;
 	for (int q = 0; q < dq_fu_nq(c); q++)
 		pt[q] = 0;
+	const size_t m = i1 - i0;
 	for (size_t i = i0; i < i1; i++) {
-		real gn = fx[i] - x[i], d = gn - g[i];
+		real gn = fx[i] - x[i];
+		dg[i] = gn - g[i];
 		g[i] = gn;
-		dg[i] = d;
-		pt[DQ_FQ_GG] += (double)gn * gn;
-		pt[DQ_FQ_FF] += (double)fx[i] * fx[i];
-		pt[DQ_FQ_DD] += (double)dx[i] * d;
-		pt[DQ_FQ_DGN] += (double)dx[i] * gn;
 	}
+	pt[DQ_FQ_GG] = lane_dot(g + i0, g + i0, m);
+	pt[DQ_FQ_FF] = lane_dot(fx + i0, fx + i0, m);
+	pt[DQ_FQ_DD] = lane_dot(dx + i0, dg + i0, m);
+	pt[DQ_FQ_DGN] = lane_dot(dx + i0, g + i0, m);
 	for (int j = 0; j < hb; j++) {
 		if (!dq_fu_act_now(fh, hb, j))
 			continue;
-		const real *Uj = U + (size_t)j * n, *Vj = V + (size_t)j * n;
-		double a = 0, b = 0, cc = 0;
-		for (size_t i = i0; i < i1; i++) {
-			a += (double)Uj[i] * dx[i];
-			b += (double)Vj[i] * dg[i];
-			cc += (double)Vj[i] * g[i];
-		}
-		pt[DQ_FQ_A + j] = a;
-		pt[DQ_FQ_A + hb + j] = b;
-		pt[DQ_FQ_A + 2 * hb + j] = cc;
+		const real *Uj = U + (size_t)j * n + i0;
+		const real *Vj = V + (size_t)j * n + i0;
+		pt[DQ_FQ_A + j] = lane_dot(Uj, dx + i0, m);
+		pt[DQ_FQ_A + hb + j] = lane_dot(Vj, dg + i0, m);
+		pt[DQ_FQ_A + 2 * hb + j] = lane_dot(Vj, g + i0, m);
 	}
 }
 
@@ -140,10 +154,15 @@ void DQ_FN(dq_cpu_fused_measure_)(void *ctx, const struct dq_solve_ctl *c,
 	dq_fu_decide(c);
 }
 
-/* Elements [i0, i1) of sample k (solve_fused.h's apply). */
-static void fused_elems(const struct dq_solve_ctl *c, int k, real *x, real *dx,
-			const real *g, const real *dg, real *U, real *V,
-			size_t n, size_t i0, size_t i1)
+/* Elements of one apply tile: the act pairs' sums are taken row by row
+ * over a tile (contiguous reads), each element's in ascending j. */
+#define FU_TILE 256
+
+/* Elements [i0, i1) of sample k (solve_fused.h's apply), i1 − i0 <=
+ * FU_TILE. */
+static void fused_tile(const struct dq_solve_ctl *c, int k, real *x, real *dx,
+		       const real *g, const real *dg, real *U, real *V,
+		       size_t n, size_t i0, size_t i1)
 {
 	const double *fh = c->st + c->o_fused, *q = dq_fu_q(c, k);
 	const double *rc = dq_fu_rc(c, k);
@@ -151,27 +170,43 @@ static void fused_elems(const struct dq_solve_ctl *c, int k, real *x, real *dx,
 	const int frozen = c->per_sample && c->st[c->o_done + k] != 0;
 	real *Us = U + (size_t)fh[DQ_FU_SLOT] * n;
 	real *Vs = V + (size_t)fh[DQ_FU_SLOT] * n;
-	for (size_t i = i0; i < i1; i++) {
-		double sa = 0, sb = 0, sc = 0;
-		for (int j = 0; j < hb; j++) {
-			if (!dq_fu_act(fh, j))
-				continue;
-			double u = U[(size_t)j * n + i],
-			       v = V[(size_t)j * n + i];
-			sa += q[DQ_FQ_A + j] * v;
-			sb += q[DQ_FQ_A + hb + j] * u;
-			sc += q[DQ_FQ_A + 2 * hb + j] * u;
+	double sa[FU_TILE] = {0}, sb[FU_TILE] = {0}, sc[FU_TILE] = {0};
+	const size_t m = i1 - i0;
+	for (int j = 0; j < hb; j++) {
+		if (!dq_fu_act(fh, j))
+			continue;
+		const real *Uj = U + (size_t)j * n + i0;
+		const real *Vj = V + (size_t)j * n + i0;
+		const double a = q[DQ_FQ_A + j], b = q[DQ_FQ_A + hb + j];
+		const double cc = q[DQ_FQ_A + 2 * hb + j];
+		for (size_t t = 0; t < m; t++) {
+			sa[t] += a * Vj[t];
+			sb[t] += b * Uj[t];
+			sc[t] += cc * Uj[t];
 		}
-		double step = (double)g[i] - sc;
+	}
+	for (size_t t = 0; t < m; t++) {
+		size_t i = i0 + t;
+		double step = (double)g[i] - sc[t];
 		if (pair) {
-			double u = rc[0] * ((double)dx[i] + dg[i] - sb);
-			Vs[i] = (real)(-(double)dx[i] + sa);
+			double u = rc[0] * ((double)dx[i] + dg[i] - sb[t]);
+			Vs[i] = (real)(-(double)dx[i] + sa[t]);
 			Us[i] = (real)u;
 			step -= rc[1] * u;
 		}
 		dx[i] = frozen ? 0 : (real)step;
 		x[i] += dx[i];
 	}
+}
+
+/* Elements [i0, i1) of sample k, tile by tile. */
+static void fused_elems(const struct dq_solve_ctl *c, int k, real *x, real *dx,
+			const real *g, const real *dg, real *U, real *V,
+			size_t n, size_t i0, size_t i1)
+{
+	for (size_t t = i0; t < i1; t += FU_TILE)
+		fused_tile(c, k, x, dx, g, dg, U, V, n, t,
+			   t + FU_TILE < i1 ? t + FU_TILE : i1);
 }
 
 void DQ_FN(dq_cpu_fused_apply_)(void *ctx, const struct dq_solve_ctl *c,
@@ -192,4 +227,99 @@ void DQ_FN(dq_cpu_fused_apply_)(void *ctx, const struct dq_solve_ctl *c,
 	for (long e = 0; e < nseg; e++)
 		fused_elems(c, (int)(e % S), x, dx, g, dg, U, V, n,
 			    (size_t)e * len, (size_t)(e + 1) * len);
+}
+
+/* One chunk of the fused Anderson measure (solve_fused.h): X_slot and
+ * G_slot written, the partials ‖G_slot‖², ‖fx‖², G_slot·G_j. */
+static void anderson_chunk(const struct dq_solve_ctl *c, double *pt,
+			   const real *fx, const real *xn, real *X, real *G,
+			   size_t n, size_t i0, size_t i1)
+{
+	const double *fh = c->st + c->o_fused;
+	real *Xs = X + (size_t)fh[DQ_FU_SLOT] * n;
+	real *Gs = G + (size_t)fh[DQ_FU_SLOT] * n;
+	for (int q = 0; q < dq_fu_nq(c); q++)
+		pt[q] = 0;
+	const size_t m = i1 - i0;
+	for (size_t i = i0; i < i1; i++) {
+		Xs[i] = xn[i];
+		Gs[i] = fx[i] - xn[i];
+	}
+	pt[DQ_FQ_GG] = lane_dot(Gs + i0, Gs + i0, m);
+	pt[DQ_FQ_FF] = lane_dot(fx + i0, fx + i0, m);
+	for (int j = 0; j < c->ma; j++) {
+		if (!dq_fa_act_now(fh, j))
+			continue;
+		pt[DQ_FA_ROW + j] =
+		    lane_dot(Gs + i0, G + (size_t)j * n + i0, m);
+	}
+}
+
+void DQ_FN(dq_cpu_fused_anderson_measure_)(void *ctx,
+					   const struct dq_solve_ctl *c,
+					   const void *fx, const void *xn,
+					   void *X, void *G, size_t len)
+{
+	(void)ctx;
+	const long nseg = (long)c->S * c->P, nb = nseg * c->nchunk;
+	const size_t n = (size_t)nseg * len;
+#pragma omp parallel for if ((long long)n * (1 + c->ma) >= PAR_MIN_N)
+	for (long b = 0; b < nb; b++) {
+		long seg = b / c->nchunk, ch = b % c->nchunk;
+		size_t i0 = (size_t)seg * len + (size_t)ch * DQ_FUSED_CHUNK;
+		size_t i1 = (size_t)(seg + 1) * len;
+		i1 = i0 + DQ_FUSED_CHUNK < i1 ? i0 + DQ_FUSED_CHUNK : i1;
+		anderson_chunk(c, dq_fu_part(c, seg, ch), fx, xn, X, G, n, i0,
+			       i1);
+	}
+	for (int k = 0; k < c->S; k++)
+		for (int q = 0; q < dq_fu_nq(c); q++)
+			dq_fu_sum(c, k, q);
+	dq_fa_decide(c);
+}
+
+/* xn over [i0, i1) (<= FU_TILE): Σ_j α_j (X_j + β G_j), row by row. */
+static void anderson_tile(const struct dq_solve_ctl *c, const double *a,
+			  int nact, real *xn, const real *X, const real *G,
+			  size_t n, size_t i0, size_t i1)
+{
+	double v[FU_TILE] = {0};
+	const size_t m = i1 - i0;
+	for (int j = 0; j < nact; j++) {
+		const real *Xj = X + (size_t)j * n + i0;
+		const real *Gj = G + (size_t)j * n + i0;
+		for (size_t t = 0; t < m; t++)
+			v[t] += a[j] * ((double)Xj[t] + c->beta * Gj[t]);
+	}
+	for (size_t t = 0; t < m; t++)
+		xn[i0 + t] = (real)v[t];
+}
+
+void DQ_FN(dq_cpu_fused_anderson_apply_)(void *ctx,
+					 const struct dq_solve_ctl *c,
+					 void *xn_, const void *X_,
+					 const void *G_, void *best, size_t len)
+{
+	real *xn = xn_;
+	const real *X = X_, *G = G_;
+	const int S = c->S, nact = (int)c->st[c->o_fused + DQ_FU_NU];
+	const size_t n = (size_t)S * (size_t)c->P * len;
+	DQ_FN(dq_cpu_copy_masked_)
+	(ctx, best, xn, c->st + c->o_imp, S, c->P, len);
+	if (c->st[DQ_CTL_GO] == 0)
+		return;
+	const long nseg = (long)S * c->P;
+#pragma omp parallel for if ((long long)n * (1 + nact) >= PAR_MIN_N)
+	for (long e = 0; e < nseg; e++) {
+		int k = (int)(e % S);
+		if (c->per_sample && c->st[c->o_done + k] != 0)
+			continue; /* frozen: xn stays X_slot */
+		const double *a = dq_fu_q(c, k) + DQ_FA_ROW;
+		for (size_t i0 = (size_t)e * len; i0 < (size_t)(e + 1) * len;
+		     i0 += FU_TILE)
+			anderson_tile(c, a, nact, xn, X, G, n, i0,
+				      i0 + FU_TILE < (size_t)(e + 1) * len
+					  ? i0 + FU_TILE
+					  : (size_t)(e + 1) * len);
+	}
 }

@@ -296,6 +296,12 @@ void cu_fused_measure(void *ctx, const struct dq_solve_ctl *c, const void *fx,
 void cu_fused_apply(void *ctx, const struct dq_solve_ctl *c, void *x, void *dx,
 		    const void *g, const void *dg, void *U, void *V, void *best,
 		    size_t len);
+void cu_fused_anderson_measure(void *ctx, const struct dq_solve_ctl *c,
+			       const void *fx, const void *xn, void *X, void *G,
+			       size_t len);
+void cu_fused_anderson_apply(void *ctx, const struct dq_solve_ctl *c, void *xn,
+			     const void *X, const void *G, void *best,
+			     size_t len);
 
 /* cuda_attention.cu */
 void cu_attention_forward(void *ctx, void *out, void *att, const void *qkv,

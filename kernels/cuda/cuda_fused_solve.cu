@@ -1,4 +1,5 @@
-/* cuda_fused_solve.cu — the CUDA backend's fused Broyden iteration
+/* cuda_fused_solve.cu — the CUDA backend's fused Broyden and Anderson
+ * iterations
  * (kernels/solve_fused.h gives the arithmetic, kernels/backend.h the
  * contracts): two launches an evaluation of F, with no host read, so that
  * the iteration can be the body of a WHILE loop in a graph.
@@ -13,12 +14,17 @@
  *   fused_apply    one block per chunk: the sample's act coefficients in
  *                  shared memory, each element's three sums over the act
  *                  pairs, the pair into its slot, the step.
+ *   fused_anderson_measure, fused_anderson_apply: Anderson's the same way
+ *                  (X's and G's slot written, the Gram row; the mix).
  *
  * Determinism: every sum has a fixed order; the same bits run to run.
  * Against the CPU twin (cpu_solve.c) only the order inside a chunk
  * differs.
  */
 #include "cuda_common.cuh"
+
+#include <assert.h>
+#include <limits.h>
 
 #include "../solve_fused.h"
 
@@ -68,13 +74,45 @@ __device__ fu_chunk chunk_of(const dq_solve_ctl &c, size_t len)
 	return r;
 }
 
+/* The ring's header as this launch found it, in registers: read before
+ * the block's first barrier, so before any block counts itself in and the
+ * last one decides (which changes it). */
+struct fu_head {
+	double h[DQ_FU_HEAD];
+};
+
+__device__ fu_head head_of(const dq_solve_ctl &c)
+{
+	fu_head r;
+#pragma unroll
+	for (int i = 0; i < DQ_FU_HEAD; i++)
+		r.h[i] = c.st[c.o_fused + i];
+	return r;
+}
+
+/* Whether quantity q of the per-sample numbers is one this measure
+ * formed (the others were not written this launch). */
+__device__ int q_formed(const dq_solve_ctl &c, const double *fh, int q,
+			int anderson)
+{
+	if (anderson)
+		return q < DQ_FA_ROW || (q - DQ_FA_ROW < c.ma &&
+					 dq_fa_act_now(fh, q - DQ_FA_ROW));
+	return q < DQ_FQ_A || (q - DQ_FQ_A < 3 * c.hb &&
+			       dq_fu_act_now(fh, c.hb, (q - DQ_FQ_A) % c.hb));
+}
+
 /* The last block: each sample's quantities from every block's partials
- * (read past L1: other blocks wrote them), then the decisions. */
-__device__ void measure_finish(const dq_solve_ctl &c)
+ * (read past L1: other blocks wrote them), then the decisions (Broyden's
+ * or, anderson, Anderson's). */
+__device__ void measure_finish(const dq_solve_ctl &c, const double *fh,
+			       int anderson)
 {
 	const int nq = dq_fu_nq(&c);
 	for (int idx = threadIdx.x; idx < c.S * nq; idx += FU_THREADS) {
 		int k = idx / nq, q = idx % nq;
+		if (!q_formed(c, fh, q, anderson))
+			continue;
 		double s = 0;
 		for (long p = 0; p < c.P; p++)
 			for (long ch = 0; ch < c.nchunk; ch++)
@@ -84,9 +122,31 @@ __device__ void measure_finish(const dq_solve_ctl &c)
 	}
 	__syncthreads();
 	if (threadIdx.x == 0) {
-		dq_fu_decide(&c);
+		if (anderson)
+			dq_fa_decide(&c);
+		else
+			dq_fu_decide(&c);
 		*(unsigned long long *)(c.st + c.o_fused + DQ_FU_ARRIVE) = 0;
 	}
+}
+
+/* Counts this block in; 1 in the last one (after a fence, so that the
+ * other blocks' partials are visible to it). */
+__device__ int arrive_last(const dq_solve_ctl &c, int *last)
+{
+	__syncthreads(); /* every warp of the block is done */
+	__threadfence();
+	if (threadIdx.x == 0) {
+		unsigned long long *arrive =
+		    (unsigned long long *)(c.st + c.o_fused + DQ_FU_ARRIVE);
+		*last = atomicAdd(arrive, 1ull) ==
+			(unsigned long long)gridDim.x - 1;
+	}
+	__syncthreads();
+	if (!*last)
+		return 0;
+	__threadfence();
+	return 1;
 }
 
 __global__ void __launch_bounds__(FU_THREADS)
@@ -99,6 +159,8 @@ __global__ void __launch_bounds__(FU_THREADS)
 	const fu_chunk r = chunk_of(c, len);
 	const size_t n = (size_t)c.S * (size_t)c.P * len;
 	const int hb = c.hb;
+	const fu_head hd = head_of(c);
+	const double *fh = hd.h;
 	float rdx[FU_PER], rdg[FU_PER], rgn[FU_PER];
 	double v[4] = {0, 0, 0, 0};
 #pragma unroll
@@ -123,7 +185,6 @@ __global__ void __launch_bounds__(FU_THREADS)
 	if (threadIdx.x == 0)
 		for (int q = 0; q < 4; q++)
 			pt[q] = v[q];
-	const double *fh = c.st + c.o_fused;
 	for (int j = 0; j < hb; j++) {
 		if (!dq_fu_act_now(fh, hb, j))
 			continue; /* the same for the whole grid */
@@ -146,18 +207,8 @@ __global__ void __launch_bounds__(FU_THREADS)
 			pt[DQ_FQ_A + 2 * hb + j] = w[2];
 		}
 	}
-	__threadfence();
-	if (threadIdx.x == 0) {
-		unsigned long long *arrive =
-		    (unsigned long long *)(c.st + c.o_fused + DQ_FU_ARRIVE);
-		last = atomicAdd(arrive, 1ull) ==
-		       (unsigned long long)gridDim.x - 1;
-	}
-	__syncthreads();
-	if (!last)
-		return;
-	__threadfence();
-	measure_finish(c);
+	if (arrive_last(c, &last))
+		measure_finish(c, hd.h, 0);
 }
 
 __global__ void __launch_bounds__(FU_THREADS)
@@ -219,12 +270,123 @@ __global__ void __launch_bounds__(FU_THREADS)
 	}
 }
 
+/* ---- Anderson (solve_fused.h) */
+
+__global__ void __launch_bounds__(FU_THREADS)
+    fused_anderson_measure_kernel(dq_solve_ctl c, const float *fx,
+				  const float *xn, float *X, float *G,
+				  size_t len)
+{
+	__shared__ double sh[2 * FU_WARPS];
+	__shared__ int last;
+	const fu_chunk r = chunk_of(c, len);
+	const size_t n = (size_t)c.S * (size_t)c.P * len;
+	const fu_head hd = head_of(c);
+	const double *fh = hd.h;
+	const size_t so = (size_t)fh[DQ_FU_SLOT] * n;
+	float rg[FU_PER];
+	double v[2] = {0, 0};
+#pragma unroll
+	for (int e = 0; e < FU_PER; e++) {
+		size_t i = r.i0 + threadIdx.x + (size_t)e * FU_THREADS;
+		rg[e] = 0.0f;
+		if (i >= r.i1)
+			continue;
+		float f = fx[i], x = xn[i], gn = f - x;
+		X[so + i] = x;
+		G[so + i] = gn;
+		rg[e] = gn;
+		v[DQ_FQ_GG] += (double)gn * gn;
+		v[DQ_FQ_FF] += (double)f * f;
+	}
+	block_sums<2>(v, sh);
+	double *pt = dq_fu_part(&c, r.seg, r.ch);
+	if (threadIdx.x == 0) {
+		pt[DQ_FQ_GG] = v[DQ_FQ_GG];
+		pt[DQ_FQ_FF] = v[DQ_FQ_FF];
+	}
+	for (int j = 0; j < c.ma; j++) {
+		if (!dq_fa_act_now(fh, j))
+			continue; /* the same for the whole grid */
+		const float *Gj = G + (size_t)j * n;
+		double w[1] = {0};
+#pragma unroll
+		for (int e = 0; e < FU_PER; e++) {
+			size_t i = r.i0 + threadIdx.x + (size_t)e * FU_THREADS;
+			if (i < r.i1)
+				w[0] += (double)rg[e] * Gj[i];
+		}
+		block_sums<1>(w, sh);
+		if (threadIdx.x == 0)
+			pt[DQ_FA_ROW + j] = w[0];
+	}
+	if (arrive_last(c, &last))
+		measure_finish(c, hd.h, 1);
+}
+
+__global__ void __launch_bounds__(FU_THREADS)
+    fused_anderson_apply_kernel(dq_solve_ctl c, float *xn, const float *X,
+				const float *G, float *best, size_t len)
+{
+	__shared__ double al[DQ_FUSED_MAX_H];
+	const fu_chunk r = chunk_of(c, len);
+	const int k = (int)(r.seg % c.S);
+	const size_t n = (size_t)c.S * (size_t)c.P * len;
+	const double *st = c.st;
+	if (st[c.o_imp + k] != 0)
+		for (size_t i = r.i0 + threadIdx.x; i < r.i1; i += FU_THREADS)
+			best[i] = xn[i];
+	if (st[DQ_CTL_GO] == 0 || (c.per_sample && st[c.o_done + k] != 0))
+		return; /* the whole block: stopped, or a frozen sample */
+	const int nact = (int)st[c.o_fused + DQ_FU_NU];
+	const double *q = dq_fu_q(&c, k) + DQ_FA_ROW;
+	for (int a = threadIdx.x; a < nact; a += FU_THREADS)
+		al[a] = q[a];
+	__syncthreads();
+	for (size_t i = r.i0 + threadIdx.x; i < r.i1; i += FU_THREADS) {
+		double v = 0;
+		for (int j = 0; j < nact; j++)
+			v += al[j] * ((double)X[(size_t)j * n + i] +
+				      c.beta * G[(size_t)j * n + i]);
+		xn[i] = (float)v;
+	}
+}
+
+void cu_fused_anderson_measure(void *ctx, const struct dq_solve_ctl *c,
+			       const void *fx, const void *xn, void *X, void *G,
+			       size_t len)
+{
+	struct dq_cuda_ctx *cc = dq_cu(ctx);
+	long nb = (long)c->S * c->P * c->nchunk;
+	assert(nb >= 1 && nb <= INT_MAX); /* one block a chunk */
+	fused_anderson_measure_kernel<<<(unsigned)nb, FU_THREADS, 0,
+					cc->stream>>>(
+	    *c, (const float *)fx, (const float *)xn, (float *)X, (float *)G,
+	    len);
+	cuda_check_launch();
+}
+
+void cu_fused_anderson_apply(void *ctx, const struct dq_solve_ctl *c, void *xn,
+			     const void *X, const void *G, void *best,
+			     size_t len)
+{
+	struct dq_cuda_ctx *cc = dq_cu(ctx);
+	long nb = (long)c->S * c->P * c->nchunk;
+	assert(nb >= 1 && nb <= INT_MAX); /* one block a chunk */
+	fused_anderson_apply_kernel<<<(unsigned)nb, FU_THREADS, 0,
+				      cc->stream>>>(
+	    *c, (float *)xn, (const float *)X, (const float *)G, (float *)best,
+	    len);
+	cuda_check_launch();
+}
+
 void cu_fused_measure(void *ctx, const struct dq_solve_ctl *c, const void *fx,
 		      const void *x, void *g, const void *dx, void *dg,
 		      const void *U, const void *V, size_t len)
 {
 	struct dq_cuda_ctx *cc = dq_cu(ctx);
 	long nb = (long)c->S * c->P * c->nchunk;
+	assert(nb >= 1 && nb <= INT_MAX); /* one block a chunk */
 	fused_measure_kernel<<<(unsigned)nb, FU_THREADS, 0, cc->stream>>>(
 	    *c, (const float *)fx, (const float *)x, (float *)g,
 	    (const float *)dx, (float *)dg, (const float *)U, (const float *)V,
@@ -238,6 +400,7 @@ void cu_fused_apply(void *ctx, const struct dq_solve_ctl *c, void *x, void *dx,
 {
 	struct dq_cuda_ctx *cc = dq_cu(ctx);
 	long nb = (long)c->S * c->P * c->nchunk;
+	assert(nb >= 1 && nb <= INT_MAX); /* one block a chunk */
 	fused_apply_kernel<<<(unsigned)nb, FU_THREADS, 0, cc->stream>>>(
 	    *c, (float *)x, (float *)dx, (const float *)g, (const float *)dg,
 	    (float *)U, (float *)V, (float *)best, len);

@@ -349,6 +349,8 @@ static struct backend_math_ops cu_math_make(void)
 	o.anderson_weights = cu_anderson_weights;
 	o.fused_measure = cu_fused_measure;
 	o.fused_apply = cu_fused_apply;
+	o.fused_anderson_measure = cu_fused_anderson_measure;
+	o.fused_anderson_apply = cu_fused_anderson_apply;
 	return o;
 }
 

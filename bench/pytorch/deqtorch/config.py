@@ -144,9 +144,9 @@ _RULES = (
     ("attention", lambda v: v != "unfused",
      "attention=flash is deqbench's fused kernel; use attention=unfused or "
      "impl=deqbench"),
-    # the fused Broyden iteration is the C core's kernels
+    # the fused Broyden/Anderson iterations are the C core's kernels
     ("solver_kernels", lambda v: v != "ops",
-     "solver_kernels=fused is deqbench's fused Broyden iteration; use "
+     "solver_kernels=fused is deqbench's fused solver iterations; use "
      "solver_kernels=ops or impl=deqbench"),
     # gradient accumulation is the C core's so far (bench/pytorch/README.md)
     ("microbatches", lambda v: v != 1,
