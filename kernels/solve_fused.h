@@ -115,8 +115,21 @@ DQ_CTL_FN void dq_fu_sum(const struct dq_solve_ctl *c, int k, int q)
 	dq_fu_q(c, k)[q] = s;
 }
 
-/* After the sums: the check (‖g‖², ‖F‖² as segment 0's, zeros for the
- * others), then, while the solve goes on, each sample's r and v·g_new and
+/* The check on the sums: each sample's ‖g‖² and ‖F‖² as its segment 0's,
+ * zeros for the others (dq_ctl_check adds the segments). */
+DQ_CTL_FN void dq_fu_check(const struct dq_solve_ctl *c)
+{
+	double *st = c->st;
+	for (int k = 0; k < c->S; k++)
+		for (int p = 0; p < c->P; p++) {
+			long e = (long)p * c->S + k;
+			st[c->o_seg_g + e] = p ? 0 : dq_fu_q(c, k)[DQ_FQ_GG];
+			st[c->o_seg_f + e] = p ? 0 : dq_fu_q(c, k)[DQ_FQ_FF];
+		}
+	dq_ctl_check(c);
+}
+
+/* After the sums: the check (dq_fu_check), then, while the solve goes on, each sample's r and v·g_new and
  * the ring's next slot. */
 DQ_CTL_FN void dq_fu_decide(const struct dq_solve_ctl *c)
 {
@@ -124,13 +137,7 @@ DQ_CTL_FN void dq_fu_decide(const struct dq_solve_ctl *c)
 	const int S = c->S, go = st[DQ_CTL_GO] != 0;
 	fh[DQ_FU_ACTN] = fh[DQ_FU_NU];
 	fh[DQ_FU_DROP] = fh[DQ_FU_NU] == c->hb ? fh[DQ_FU_OLD] : -1;
-	for (int k = 0; k < S; k++)
-		for (int p = 0; p < c->P; p++) {
-			long e = (long)p * S + k;
-			st[c->o_seg_g + e] = p ? 0 : dq_fu_q(c, k)[DQ_FQ_GG];
-			st[c->o_seg_f + e] = p ? 0 : dq_fu_q(c, k)[DQ_FQ_FF];
-		}
-	dq_ctl_check(c);
+	dq_fu_check(c);
 	fh[DQ_FU_PAIR] = 0;
 	if (!go || st[DQ_CTL_GO] == 0 || st[DQ_CTL_ITERS] < 2)
 		return;
@@ -183,13 +190,7 @@ DQ_CTL_FN void dq_fa_decide(const struct dq_solve_ctl *c)
 	const int S = c->S, go = st[DQ_CTL_GO] != 0;
 	const int slot = (int)fh[DQ_FU_SLOT], nu = (int)fh[DQ_FU_NU];
 	const int nact = nu + 1 < c->ma ? nu + 1 : c->ma;
-	for (int k = 0; k < S; k++)
-		for (int p = 0; p < c->P; p++) {
-			long e = (long)p * S + k;
-			st[c->o_seg_g + e] = p ? 0 : dq_fu_q(c, k)[DQ_FQ_GG];
-			st[c->o_seg_f + e] = p ? 0 : dq_fu_q(c, k)[DQ_FQ_FF];
-		}
-	dq_ctl_check(c);
+	dq_fu_check(c);
 	fh[DQ_FU_MSLOT] = slot;
 	if (!go || st[DQ_CTL_GO] == 0)
 		return;

@@ -131,26 +131,73 @@ static void fused_chunk(const struct dq_solve_ctl *c, double *pt,
 	}
 }
 
+/* One chunk of the fused Anderson measure (solve_fused.h): X_slot and
+ * G_slot written, the partials ‖G_slot‖², ‖fx‖², G_slot·G_j. */
+static void anderson_chunk(const struct dq_solve_ctl *c, double *pt,
+			   const real *fx, const real *xn, real *X, real *G,
+			   size_t n, size_t i0, size_t i1)
+{
+	const double *fh = c->st + c->o_fused;
+	real *Xs = X + (size_t)fh[DQ_FU_SLOT] * n;
+	real *Gs = G + (size_t)fh[DQ_FU_SLOT] * n;
+	for (int q = 0; q < dq_fu_nq(c); q++)
+		pt[q] = 0;
+	const size_t m = i1 - i0;
+	for (size_t i = i0; i < i1; i++) {
+		Xs[i] = xn[i];
+		Gs[i] = fx[i] - xn[i];
+	}
+	pt[DQ_FQ_GG] = lane_dot(Gs + i0, Gs + i0, m);
+	pt[DQ_FQ_FF] = lane_dot(fx + i0, fx + i0, m);
+	for (int j = 0; j < c->ma; j++) {
+		if (!dq_fa_act_now(fh, j))
+			continue;
+		pt[DQ_FA_ROW + j] =
+		    lane_dot(Gs + i0, G + (size_t)j * n + i0, m);
+	}
+}
+
+/* The vectors of a fused measure: Broyden's fx, x, g, dx, dg, U, V;
+ * Anderson's fx, x (xn), U (X), V (G). */
+struct fu_vecs {
+	const real *fx, *x, *dx;
+	real *g, *dg, *U, *V;
+};
+
+/* Every chunk's partials (in parallel: chunks are independent), then
+ * each sample's sums in solve_fused.h's order. */
+static void chunk_pass(const struct dq_solve_ctl *c, size_t len, int anderson,
+		       const struct fu_vecs *v)
+{
+	const long nseg = (long)c->S * c->P, nb = nseg * c->nchunk;
+	const size_t n = (size_t)nseg * len;
+#pragma omp parallel for if ((long long)n * dq_fu_nq(c) >= PAR_MIN_N)
+	for (long b = 0; b < nb; b++) {
+		long seg = b / c->nchunk, ch = b % c->nchunk;
+		size_t i0 = (size_t)seg * len + (size_t)ch * DQ_FUSED_CHUNK;
+		size_t i1 = (size_t)(seg + 1) * len;
+		double *pt = dq_fu_part(c, seg, ch);
+		i1 = i0 + DQ_FUSED_CHUNK < i1 ? i0 + DQ_FUSED_CHUNK : i1;
+		if (anderson)
+			anderson_chunk(c, pt, v->fx, v->x, v->U, v->V, n, i0,
+				       i1);
+		else
+			fused_chunk(c, pt, v->fx, v->x, v->g, v->dx, v->dg,
+				    v->U, v->V, n, i0, i1);
+	}
+	for (int k = 0; k < c->S; k++)
+		for (int q = 0; q < dq_fu_nq(c); q++)
+			dq_fu_sum(c, k, q);
+}
+
 void DQ_FN(dq_cpu_fused_measure_)(void *ctx, const struct dq_solve_ctl *c,
 				  const void *fx, const void *x, void *g,
 				  const void *dx, void *dg, const void *U,
 				  const void *V, size_t len)
 {
 	(void)ctx;
-	const long nseg = (long)c->S * c->P, nb = nseg * c->nchunk;
-	const size_t n = (size_t)nseg * len;
-#pragma omp parallel for if ((long long)n * (1 + c->hb) >= PAR_MIN_N)
-	for (long b = 0; b < nb; b++) {
-		long seg = b / c->nchunk, ch = b % c->nchunk;
-		size_t i0 = (size_t)seg * len + (size_t)ch * DQ_FUSED_CHUNK;
-		size_t i1 = (size_t)(seg + 1) * len;
-		i1 = i0 + DQ_FUSED_CHUNK < i1 ? i0 + DQ_FUSED_CHUNK : i1;
-		fused_chunk(c, dq_fu_part(c, seg, ch), fx, x, g, dx, dg, U, V,
-			    n, i0, i1);
-	}
-	for (int k = 0; k < c->S; k++)
-		for (int q = 0; q < dq_fu_nq(c); q++)
-			dq_fu_sum(c, k, q);
+	const struct fu_vecs v = {fx, x, dx, g, dg, (real *)U, (real *)V};
+	chunk_pass(c, len, 0, &v);
 	dq_fu_decide(c);
 }
 
@@ -229,52 +276,14 @@ void DQ_FN(dq_cpu_fused_apply_)(void *ctx, const struct dq_solve_ctl *c,
 			    (size_t)e * len, (size_t)(e + 1) * len);
 }
 
-/* One chunk of the fused Anderson measure (solve_fused.h): X_slot and
- * G_slot written, the partials ‖G_slot‖², ‖fx‖², G_slot·G_j. */
-static void anderson_chunk(const struct dq_solve_ctl *c, double *pt,
-			   const real *fx, const real *xn, real *X, real *G,
-			   size_t n, size_t i0, size_t i1)
-{
-	const double *fh = c->st + c->o_fused;
-	real *Xs = X + (size_t)fh[DQ_FU_SLOT] * n;
-	real *Gs = G + (size_t)fh[DQ_FU_SLOT] * n;
-	for (int q = 0; q < dq_fu_nq(c); q++)
-		pt[q] = 0;
-	const size_t m = i1 - i0;
-	for (size_t i = i0; i < i1; i++) {
-		Xs[i] = xn[i];
-		Gs[i] = fx[i] - xn[i];
-	}
-	pt[DQ_FQ_GG] = lane_dot(Gs + i0, Gs + i0, m);
-	pt[DQ_FQ_FF] = lane_dot(fx + i0, fx + i0, m);
-	for (int j = 0; j < c->ma; j++) {
-		if (!dq_fa_act_now(fh, j))
-			continue;
-		pt[DQ_FA_ROW + j] =
-		    lane_dot(Gs + i0, G + (size_t)j * n + i0, m);
-	}
-}
-
 void DQ_FN(dq_cpu_fused_anderson_measure_)(void *ctx,
 					   const struct dq_solve_ctl *c,
 					   const void *fx, const void *xn,
 					   void *X, void *G, size_t len)
 {
 	(void)ctx;
-	const long nseg = (long)c->S * c->P, nb = nseg * c->nchunk;
-	const size_t n = (size_t)nseg * len;
-#pragma omp parallel for if ((long long)n * (1 + c->ma) >= PAR_MIN_N)
-	for (long b = 0; b < nb; b++) {
-		long seg = b / c->nchunk, ch = b % c->nchunk;
-		size_t i0 = (size_t)seg * len + (size_t)ch * DQ_FUSED_CHUNK;
-		size_t i1 = (size_t)(seg + 1) * len;
-		i1 = i0 + DQ_FUSED_CHUNK < i1 ? i0 + DQ_FUSED_CHUNK : i1;
-		anderson_chunk(c, dq_fu_part(c, seg, ch), fx, xn, X, G, n, i0,
-			       i1);
-	}
-	for (int k = 0; k < c->S; k++)
-		for (int q = 0; q < dq_fu_nq(c); q++)
-			dq_fu_sum(c, k, q);
+	const struct fu_vecs v = {fx, xn, NULL, NULL, NULL, X, G};
+	chunk_pass(c, len, 1, &v);
 	dq_fa_decide(c);
 }
 
