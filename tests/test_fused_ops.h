@@ -215,96 +215,134 @@ static inline void check_fused_ops(struct backend *be)
 }
 
 /* Anderson's two ops (solve_fused.h) on S = 3 samples of P = 2 segments
- * of 5000 elements, a full ring of ma = 3 iterates whose slot 1 is
- * overwritten, one evaluation done, sample 0 improving, sample 2 frozen:
+ * of 5000 elements, a ring of ma = 3 iterates with nu in use (3: full,
+ * slot 1 overwritten; 1: not full), slot 1 written, one evaluation done,
+ * sample 0 improving, sample 2 frozen; nact = min(nu + 1, 3):
  *   measure: X_1 = xn and G_1 = fx − xn (one rounding); the Gram row
- *     G_1·G_j (j = 0, 2) and ‖G_1‖² in each sample's Gram matrix within
- *     1e-12 of the sum of |terms|; the ring moved on (slot 2); each
- *     sample's weights sum to 1 (the bordered system's constraint);
- *   apply: best = xn for sample 0 only; xn = Σ α_j (X_j + β G_j) with the
- *     device's α within 8 roundings; the frozen sample's xn unchanged. */
-static inline void check_fused_anderson_ops(struct backend *be)
+ *     G_1·G_j (j < nact) in each sample's Gram matrix, symmetric, within
+ *     1e-12 of the sum of |terms|; the ring moved on (slot 2, nact in
+ *     use); each sample's weights those of dq_ctl_anderson on that Gram
+ *     matrix (1e-9) and summing to 1;
+ *   apply: best = xn for sample 0 only; xn = Σ α_j (X_j + β G_j) within
+ *     8 roundings; the frozen sample's xn unchanged. */
+struct fa_case {
+	size_t n;
+	double *xn, *fx, *X, *G, *Xo, *Go, *got;
+	int nact;
+};
+
+/* The measure's checks of case a on the downloaded block a->got. */
+static inline void fa_check_measure(const struct dq_solve_ctl *cd,
+				    const struct fa_case *a, double lambda)
+{
+	const size_t n = a->n;
+	double row[FO_S][3] = {{0}}, mag[FO_S][3] = {{0}};
+	for (size_t i = 0; i < n; i++) {
+		int k = (int)((i / FO_LEN) % FO_S);
+		double g1 = a->Go[n + i];
+		cr_assert(a->Xo[n + i] == a->xn[i], "measure: X_1 [%zu]", i);
+		cr_assert(g1 == a->fx[i] - a->xn[i] ||
+			      g1 == (float)(a->fx[i] - a->xn[i]),
+			  "measure: G_1 [%zu]", i);
+		for (int j = 0; j < a->nact; j++) {
+			double t = g1 * (j == 1 ? g1 : a->G[j * n + i]);
+			row[k][j] += t, mag[k][j] += fabs(t);
+		}
+	}
+	const double *fh = a->got + cd->o_fused;
+	cr_assert(fh[DQ_FU_SLOT] == 2 && fh[DQ_FU_MSLOT] == 1 &&
+		  fh[DQ_FU_NU] == a->nact && a->got[DQ_CTL_GO] == 1);
+	double *cp = zeros((size_t)cd->total);
+	memcpy(cp, a->got, (size_t)cd->total * sizeof(double));
+	struct dq_solve_ctl hc = *cd;
+	hc.st = cp;
+	for (int k = 0; k < FO_S; k++) {
+		const double *H = a->got + cd->o_gram + (long)k * 9;
+		const double *al = dq_fu_q(&hc, k) + DQ_FA_ROW;
+		const double *ra = dq_ctl_anderson(&hc, k, a->nact, lambda);
+		double sum = 0;
+		for (int j = 0; j < a->nact; j++) {
+			cr_assert(fabs(H[3 + j] - row[k][j]) <=
+					  1e-12 * mag[k][j] &&
+				      H[3 + j] == H[j * 3 + 1],
+				  "Gram row sample %d entry %d: %.17g vs %.17g",
+				  k, j, H[3 + j], row[k][j]);
+			cr_assert(fabs(al[j] - ra[j]) <=
+				      1e-9 * (1 + fabs(ra[j])),
+				  "sample %d weight %d: %.17g vs %.17g", k, j,
+				  al[j], ra[j]);
+			sum += al[j];
+		}
+		cr_assert(fabs(sum - 1) <= 1e-9,
+			  "sample %d: weights sum to %.17g", k, sum);
+	}
+	free(cp);
+}
+
+static inline void check_fused_anderson_at(struct backend *be, int nu)
 {
 	const size_t n = (size_t)FO_S * FO_P * FO_LEN, hn = 3 * n;
 	const double eps = be->elem == sizeof(float) ? 0x1p-24 : 0x1p-53;
-	const double beta = 0.7;
+	const double beta = 0.7, lambda = 1e-4;
 	struct pool pl = {be, {0}, 0};
-	double *xn = rnd(n, 1), *fx = rnd(n, 1), *X = rnd(hn, 1);
-	double *G = rnd(hn, 1), *h;
-	void *dXN = pool_up(&pl, xn, n), *dF = pool_up(&pl, fx, n);
-	void *dX = pool_up(&pl, X, hn), *dG = pool_up(&pl, G, hn);
+	struct fa_case a = {.n = n,
+			    .xn = rnd(n, 1),
+			    .fx = rnd(n, 1),
+			    .X = rnd(hn, 1),
+			    .G = rnd(hn, 1)};
+	double *h;
+	void *dXN = pool_up(&pl, a.xn, n), *dF = pool_up(&pl, a.fx, n);
+	void *dX = pool_up(&pl, a.X, hn), *dG = pool_up(&pl, a.G, hn);
 	void *dB = pool_new(&pl, n, 0);
-	pool_down(&pl, xn, dXN, n), pool_down(&pl, fx, dF, n);
-	pool_down(&pl, X, dX, hn), pool_down(&pl, G, dG, hn);
+	pool_down(&pl, a.xn, dXN, n), pool_down(&pl, a.fx, dF, n);
+	pool_down(&pl, a.X, dX, hn), pool_down(&pl, a.G, dG, hn);
 	struct dq_solve_ctl cd = fo_ctl(&h);
 	free(h);
-	cd.hb = 0, cd.ma = cd.m = 3, cd.beta = beta, cd.lambda = 1e-4;
+	cd.hb = 0, cd.ma = cd.m = 3, cd.beta = beta, cd.lambda = lambda;
 	dq_ctl_layout(&cd);
 	h = zeros((size_t)cd.total);
 	h[DQ_CTL_GO] = 1, h[DQ_CTL_ITERS] = 1, h[DQ_CTL_HAVE_BEST] = 1;
 	for (int k = 0; k < FO_S; k++)
 		h[cd.o_best_r + k] = k == 0 ? INFINITY : 1e-200;
 	h[cd.o_done + 2] = 1, h[DQ_CTL_NDONE] = 1;
-	h[cd.o_fused + DQ_FU_NU] = 3, h[cd.o_fused + DQ_FU_SLOT] = 1;
+	h[cd.o_fused + DQ_FU_NU] = nu, h[cd.o_fused + DQ_FU_SLOT] = 1;
+	a.nact = nu + 1 < 3 ? nu + 1 : 3;
 	cd.st = ctl_block(be, h, (size_t)cd.total);
 	be_fused_anderson_measure(be, &cd, dF, dXN, dX, dG, FO_LEN);
-	double *Xo = fo_down(&pl, dX, hn), *Go = fo_down(&pl, dG, hn);
-	double row[FO_S][3] = {{0}}, mag[FO_S][3] = {{0}};
-	for (size_t i = 0; i < n; i++) {
-		int k = (int)((i / FO_LEN) % FO_S);
-		double g1 = fx[i] - xn[i];
-		if (be->elem == sizeof(float))
-			g1 = (float)g1;
-		cr_assert(Xo[n + i] == xn[i] && Go[n + i] == g1,
-			  "measure: X_1, G_1 [%zu]", i);
-		for (int j = 0; j < 3; j++) {
-			double t = g1 * (j == 1 ? g1 : G[j * n + i]);
-			row[k][j] += t, mag[k][j] += fabs(t);
-		}
-	}
-	double *got = zeros((size_t)cd.total);
-	be_download_bytes(be, got, cd.st, (size_t)cd.total * sizeof(double));
-	cr_assert(got[cd.o_fused + DQ_FU_SLOT] == 2 &&
-		  got[cd.o_fused + DQ_FU_MSLOT] == 1 &&
-		  got[cd.o_fused + DQ_FU_NU] == 3 && got[DQ_CTL_GO] == 1);
-	for (int k = 0; k < FO_S; k++) {
-		const double *H = got + cd.o_gram + (long)k * 9;
-		const double *a = got + cd.o_fused + DQ_FU_HEAD +
-				  (long)k * dq_ctl_fused_nq(&cd) + DQ_FA_ROW;
-		for (int j = 0; j < 3; j++)
-			cr_assert(fabs(H[3 + j] - row[k][j]) <=
-					  1e-12 * mag[k][j] &&
-				      H[3 + j] == H[j * 3 + 1],
-				  "Gram row sample %d entry %d: %.17g vs %.17g",
-				  k, j, H[3 + j], row[k][j]);
-		cr_assert(fabs(a[0] + a[1] + a[2] - 1) <= 1e-9,
-			  "sample %d: weights sum to %.17g", k,
-			  a[0] + a[1] + a[2]);
-	}
+	a.Xo = fo_down(&pl, dX, hn), a.Go = fo_down(&pl, dG, hn);
+	a.got = zeros((size_t)cd.total);
+	be_download_bytes(be, a.got, cd.st, (size_t)cd.total * sizeof(double));
+	fa_check_measure(&cd, &a, lambda);
 	be_fused_anderson_apply(be, &cd, dXN, dX, dG, dB, FO_LEN);
 	double *xo = fo_down(&pl, dXN, n), *bo = fo_down(&pl, dB, n);
+	struct dq_solve_ctl hc = cd;
+	hc.st = a.got;
 	for (size_t i = 0; i < n; i++) {
 		int k = (int)((i / FO_LEN) % FO_S);
-		const double *a = got + cd.o_fused + DQ_FU_HEAD +
-				  (long)k * dq_ctl_fused_nq(&cd) + DQ_FA_ROW;
+		const double *al = dq_fu_q(&hc, k) + DQ_FA_ROW;
 		double w = 0, m = 0;
-		for (int j = 0; j < 3; j++) {
-			double t =
-			    a[j] * (Xo[j * n + i] + beta * Go[j * n + i]);
-			w += t, m += fabs(a[j]) * (fabs(Xo[j * n + i]) +
-						   beta * fabs(Go[j * n + i]));
+		for (int j = 0; j < a.nact; j++) {
+			double x = a.Xo[j * n + i], g = a.Go[j * n + i];
+			w += al[j] * (x + beta * g);
+			m += fabs(al[j]) * (fabs(x) + beta * fabs(g));
 		}
 		if (k == 2)
-			w = xn[i];
-		cr_assert(bo[i] == (k == 0 ? xn[i] : 0), "best [%zu]", i);
+			w = a.xn[i];
+		cr_assert(bo[i] == (k == 0 ? a.xn[i] : 0), "best [%zu]", i);
 		cr_assert(fabs(xo[i] - w) <= 8 * eps * m + 4 * eps * fabs(w),
 			  "apply [%zu] sample %d: %.17g vs %.17g", i, k, xo[i],
 			  w);
 	}
 	backend_free(be, cd.st);
 	pool_free(&pl);
-	free(xn), free(fx), free(X), free(G), free(h), free(Xo), free(Go);
-	free(got), free(xo), free(bo);
+	free(a.xn), free(a.fx), free(a.X), free(a.G), free(h), free(a.Xo);
+	free(a.Go), free(a.got), free(xo), free(bo);
+}
+
+static inline void check_fused_anderson_ops(struct backend *be)
+{
+	check_fused_anderson_at(be, 3);
+	check_fused_anderson_at(be, 1);
 }
 
 #endif

@@ -18,10 +18,11 @@
  *      parameter gradients of the ops path's, on tanh_cell (Broyden and
  *      Anderson) and on the contraction-scaled transformer.
  *   6. Memory exactly as solvers.h says; keys refused with a message
- *      naming them.
+ *      naming them; deqbench price's fused units do a solve's work.
  */
 #include "../kernels/solve_fused.h"
 
+#include "price_solver.h"
 #include "test_deq_util.h"
 #include "test_solver_util.h"
 
@@ -456,4 +457,49 @@ Test(solvers_fused, keys_refused_with_their_names)
 	expect_refused(b, "b_history");
 	cr_assert_eq(solver_kernels_parse("fused"), SOLVER_KERNELS_FUSED);
 	cr_assert_eq(solver_kernels_parse("graph"), -1);
+}
+
+/* deqbench price's fused units (bench/run/price_solver.c) do a solve's
+ * work: after each, the solve goes on, a Broyden pair was formed (the
+ * ring one fuller) and Anderson's mix ran over h iterates (weights
+ * summing to 1), rather than a stopped check that skips the passes. */
+Test(solvers_fused, price_units_do_the_work)
+{
+	struct backend *be = make_be("cpu64");
+	struct price_solver ps;
+	const int S = 2, P = 3, len = 50, hmax = 8, m = 4;
+	cr_assert_eq(
+	    price_solver_alloc(&ps, be, (size_t)S * P * len, S, P, hmax, m, 1),
+	    0);
+	struct dq_solve_ctl c = ps.fctl;
+	double *h = host((size_t)c.total);
+	c.st = h;
+	for (int a = 0; a < 2; a++)
+		for (int k = 1; k <= (a ? m : hmax); k++) {
+			price_solver_reset(&ps, k, a);
+			if (a)
+				price_solver_anderson(&ps, k, 1e-4, 1.0);
+			else
+				price_solver_update(&ps, k);
+			be_download_bytes(be, h, ps.fctl.st,
+					  (size_t)c.total * sizeof(double));
+			const double *fh = h + c.o_fused;
+			cr_assert(h[DQ_CTL_GO] == 1, "%s h %d stopped",
+				  a ? "anderson" : "broyden", k);
+			cr_assert_eq(fh[DQ_FU_NU],
+				     a ? k : (k < hmax ? k + 1 : k));
+			if (!a)
+				cr_assert(fh[DQ_FU_PAIR] == 1);
+			for (int s = 0; a && s < S; s++) {
+				const double *al = dq_fu_q(&c, s) + DQ_FA_ROW;
+				double sum = 0;
+				for (int j = 0; j < k; j++)
+					sum += al[j];
+				cr_assert(fabs(sum - 1) < 1e-9, "h %d: %g", k,
+					  sum);
+			}
+		}
+	free(h);
+	price_solver_free(&ps);
+	backend_destroy(be);
 }

@@ -41,6 +41,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../kernels/solve_fused.h"
 #include "../../methods/method.h"
 #include "../../models/model.h"
 #include "../records/env.h"
@@ -113,19 +114,27 @@ int price_pin(int core, char *err, size_t errlen)
 	return 0;
 }
 
+/* The fused rings' cap on h (solver_kernels=fused: both kinds of unit
+ * are priced, and the checks bound only the solver in use). */
+static int fused_cap(const struct bench_config *cfg, int h)
+{
+	int fused = cfg->method.opts.deq.solver_kernels == SOLVER_KERNELS_FUSED;
+	return fused && h > DQ_FUSED_MAX_H ? DQ_FUSED_MAX_H : h;
+}
+
 /* Broyden's longest history of cfg (f_history, or f_max_iter when 0). */
 static int broyden_hmax(const struct bench_config *cfg)
 {
 	const struct deq_config *d = &cfg->method.opts.deq;
 	int h = d->f_history > 0 ? d->f_history : d->f_max_iter;
-	return h > 0 ? h : 1;
+	return fused_cap(cfg, h > 0 ? h : 1);
 }
 
 /* Anderson's ring of cfg (anderson_m, at least 1). */
 static int anderson_m(const struct bench_config *cfg)
 {
 	int m = cfg->method.opts.deq.anderson_m;
-	return m > 0 ? m : 1;
+	return fused_cap(cfg, m > 0 ? m : 1);
 }
 
 /* The history lengths a solver is timed at up to hmax, into h: 1, 2, 4, …

@@ -9,18 +9,22 @@
 #include "../../kernels/solve_fused.h"
 #include "block_units.h"
 
-/* The fused unit's control block (price_solver_alloc): hb = hmax. */
+/* The fused units' control block (price_solver_alloc): hb = hmax, ma =
+ * m; tol −1, so that the check never stops (the fused passes skip their
+ * work once it has); its host image of zeros, uploaded by every reset. */
 static int fused_alloc(struct price_solver *ps)
 {
 	ps->fctl = ps->ctl; /* m: the Gram matrices of Anderson's unit */
 	ps->fctl.hb = ps->hmax;
 	ps->fctl.ma = ps->m;
+	ps->fctl.tol = -1;
 	ps->fctl.nchunk = dq_fu_chunks((long)ps->len);
 	dq_ctl_layout(&ps->fctl);
 	ps->fctl_mem = backend_alloc_bytes(
 	    ps->be, (size_t)ps->fctl.total * sizeof(double), MEM_SOLVER);
+	ps->fhead = calloc((size_t)ps->fctl.total, sizeof(double));
 	ps->fctl.st = ps->fctl_mem;
-	return ps->fctl_mem ? 0 : -1;
+	return ps->fctl_mem && ps->fhead ? 0 : -1;
 }
 
 int price_solver_alloc(struct price_solver *ps, struct backend *be, size_t n,
@@ -83,6 +87,7 @@ void price_solver_free(struct price_solver *ps)
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		backend_free(ps->be, v[i]);
 	free(ps->head);
+	free(ps->fhead);
 	memset(ps, 0, sizeof(*ps));
 }
 
@@ -102,20 +107,26 @@ void price_solver_reset(struct price_solver *ps, int h, int anderson)
 			sizeof(double) * (size_t)ps->ctl.total);
 	if (!ps->fused)
 		return;
-	/* the fused block: its head as the other's, after one evaluation
-	 * (so that the measure forms a pair), h pairs in use */
+	/* the fused block: zeros, its head as the other's after one
+	 * evaluation (so that the measure forms a pair), h pairs or h − 1
+	 * iterates in use (the mix then runs over h); F(x) ≠ x and Δx ≠ 0,
+	 * so that the numbers are those of a solve under way */
 	const struct dq_solve_ctl *f = &ps->fctl;
-	double fh[DQ_FU_HEAD] = {0};
-	ps->head[DQ_CTL_ITERS] = 1;
-	be_upload_bytes(be, f->st, ps->head, sizeof(double) * DQ_CTL_HEAD);
-	be_fill(be, ps->dx, 0.0, ps->n);
-	if (anderson) { /* h − 1 iterates in use: the mix runs over h */
+	double *fh = ps->fhead + f->o_fused;
+	memcpy(ps->fhead, ps->head, sizeof(double) * DQ_CTL_HEAD);
+	ps->fhead[DQ_CTL_ITERS] = 1;
+	if (anderson) {
 		fh[DQ_FU_NU] = h - 1 < ps->m ? h - 1 : ps->m;
 		fh[DQ_FU_SLOT] = (h - 1) % ps->m;
 	} else {
 		fh[DQ_FU_NU] = h < f->hb ? h : f->hb;
+		fh[DQ_FU_SLOT] = 0;
 	}
-	be_upload_bytes(be, f->st + f->o_fused, fh, sizeof(fh));
+	be_upload_bytes(be, f->st, ps->fhead,
+			sizeof(double) * (size_t)f->total);
+	fh[DQ_FU_NU] = fh[DQ_FU_SLOT] = 0; /* the image stays zeros */
+	be_copy(be, ps->fx, ps->g0, ps->n);
+	be_copy(be, ps->dx, ps->g0, ps->n);
 }
 
 /* Segment p of sample k of x (solvers.c seg_of). */

@@ -49,6 +49,7 @@ struct price_solver {
 	int fused;		  /* Broyden as the fused iteration */
 	struct dq_solve_ctl fctl; /* its control block (hb hmax, ma m) */
 	void *fctl_mem;
+	double *fhead; /* host: its image, zeros but for what reset sets */
 };
 
 /* Buffers for Broyden histories up to hmax and Anderson rings of m (>= 1)
