@@ -92,10 +92,14 @@ DQ_CTL_FN double *dq_fu_part(const struct dq_solve_ctl *c, long seg, long ch)
 
 /* Whether pair j is in measure's act set: in use and not the one a full
  * ring drops next (from the header as measure finds it). */
+DQ_CTL_FN int dq_fu_act_in(int nu, int old, int hb, int j)
+{
+	return j < nu && !(nu == hb && j == old);
+}
+
 DQ_CTL_FN int dq_fu_act_now(const double *fh, int hb, int j)
 {
-	int nu = (int)fh[DQ_FU_NU];
-	return j < nu && !(nu == hb && j == (int)fh[DQ_FU_OLD]);
+	return dq_fu_act_in((int)fh[DQ_FU_NU], (int)fh[DQ_FU_OLD], hb, j);
 }
 
 /* The same set for apply, which runs after decide moved the ring on. */
@@ -177,9 +181,14 @@ DQ_CTL_FN void dq_fu_decide(const struct dq_solve_ctl *c)
  * before the bordered solve, this one stays in double. */
 
 /* Whether iterate j is in measure's act set (the header before decide). */
+DQ_CTL_FN int dq_fa_act_in(int nu, int slot, int j)
+{
+	return j < nu && j != slot;
+}
+
 DQ_CTL_FN int dq_fa_act_now(const double *fh, int j)
 {
-	return j < (int)fh[DQ_FU_NU] && j != (int)fh[DQ_FU_SLOT];
+	return dq_fa_act_in((int)fh[DQ_FU_NU], (int)fh[DQ_FU_SLOT], j);
 }
 
 /* After the sums: the check, then each sample's Gram row and weights

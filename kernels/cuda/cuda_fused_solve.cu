@@ -30,7 +30,6 @@
 
 #define FU_THREADS 256
 #define FU_WARPS   (FU_THREADS / 32)
-#define FU_PER	   (DQ_FUSED_CHUNK / FU_THREADS)
 
 /* v[0..K) summed over the block into thread 0's v (warp shuffles, then the
  * warps in order); sh holds K FU_WARPS doubles. */
@@ -78,40 +77,39 @@ __device__ fu_chunk chunk_of(const dq_solve_ctl &c, size_t len)
  * the block's first barrier, so before any block counts itself in and the
  * last one decides (which changes it). */
 struct fu_head {
-	double h[DQ_FU_HEAD];
+	int nu, old, slot; /* DQ_FU_NU, DQ_FU_OLD, DQ_FU_SLOT */
 };
 
 __device__ fu_head head_of(const dq_solve_ctl &c)
 {
-	fu_head r;
-#pragma unroll
-	for (int i = 0; i < DQ_FU_HEAD; i++)
-		r.h[i] = c.st[c.o_fused + i];
-	return r;
+	const double *fh = c.st + c.o_fused;
+	return fu_head{(int)fh[DQ_FU_NU], (int)fh[DQ_FU_OLD],
+		       (int)fh[DQ_FU_SLOT]};
 }
 
 /* Whether quantity q of the per-sample numbers is one this measure
  * formed (the others were not written this launch). */
-__device__ int q_formed(const dq_solve_ctl &c, const double *fh, int q,
-			int anderson)
+__device__ int q_formed(const dq_solve_ctl &c, fu_head hd, int q, int anderson)
 {
 	if (anderson)
-		return q < DQ_FA_ROW || (q - DQ_FA_ROW < c.ma &&
-					 dq_fa_act_now(fh, q - DQ_FA_ROW));
-	return q < DQ_FQ_A || (q - DQ_FQ_A < 3 * c.hb &&
-			       dq_fu_act_now(fh, c.hb, (q - DQ_FQ_A) % c.hb));
+		return q < DQ_FA_ROW ||
+		       (q - DQ_FA_ROW < c.ma &&
+			dq_fa_act_in(hd.nu, hd.slot, q - DQ_FA_ROW));
+	return q < DQ_FQ_A ||
+	       (q - DQ_FQ_A < 3 * c.hb &&
+		dq_fu_act_in(hd.nu, hd.old, c.hb, (q - DQ_FQ_A) % c.hb));
 }
 
 /* The last block: each sample's quantities from every block's partials
  * (read past L1: other blocks wrote them), then the decisions (Broyden's
  * or, anderson, Anderson's). */
-__device__ void measure_finish(const dq_solve_ctl &c, const double *fh,
-			       int anderson)
+__device__ __noinline__ void measure_finish(const dq_solve_ctl &c, fu_head hd,
+					    int anderson)
 {
 	const int nq = dq_fu_nq(&c);
 	for (int idx = threadIdx.x; idx < c.S * nq; idx += FU_THREADS) {
 		int k = idx / nq, q = idx % nq;
-		if (!q_formed(c, fh, q, anderson))
+		if (!q_formed(c, hd, q, anderson))
 			continue;
 		double s = 0;
 		for (long p = 0; p < c.P; p++)
@@ -160,25 +158,18 @@ __global__ void __launch_bounds__(FU_THREADS)
 	const size_t n = (size_t)c.S * (size_t)c.P * len;
 	const int hb = c.hb;
 	const fu_head hd = head_of(c);
-	const double *fh = hd.h;
-	float rdx[FU_PER], rdg[FU_PER], rgn[FU_PER];
 	double v[4] = {0, 0, 0, 0};
-#pragma unroll
-	for (int e = 0; e < FU_PER; e++) {
-		size_t i = r.i0 + threadIdx.x + (size_t)e * FU_THREADS;
-		rdx[e] = rdg[e] = rgn[e] = 0.0f;
-		if (i >= r.i1)
-			continue;
-		float f = fx[i], gn = f - x[i], d = gn - g[i];
+	/* each thread's elements: written here, read back by the same
+	 * thread in the pairs' loop (cache hits; registers would cap the
+	 * blocks an SM holds) */
+	for (size_t i = r.i0 + threadIdx.x; i < r.i1; i += FU_THREADS) {
+		float f = fx[i], gn = f - x[i], d = gn - g[i], t = dx[i];
 		g[i] = gn;
 		dg[i] = d;
-		rdx[e] = dx[i];
-		rdg[e] = d;
-		rgn[e] = gn;
 		v[DQ_FQ_GG] += (double)gn * gn;
 		v[DQ_FQ_FF] += (double)f * f;
-		v[DQ_FQ_DD] += (double)rdx[e] * d;
-		v[DQ_FQ_DGN] += (double)rdx[e] * gn;
+		v[DQ_FQ_DD] += (double)t * d;
+		v[DQ_FQ_DGN] += (double)t * gn;
 	}
 	block_sums<4>(v, sh);
 	double *pt = dq_fu_part(&c, r.seg, r.ch);
@@ -186,19 +177,15 @@ __global__ void __launch_bounds__(FU_THREADS)
 		for (int q = 0; q < 4; q++)
 			pt[q] = v[q];
 	for (int j = 0; j < hb; j++) {
-		if (!dq_fu_act_now(fh, hb, j))
+		if (!dq_fu_act_in(hd.nu, hd.old, hb, j))
 			continue; /* the same for the whole grid */
 		const float *Uj = U + (size_t)j * n, *Vj = V + (size_t)j * n;
 		double w[3] = {0, 0, 0};
-#pragma unroll
-		for (int e = 0; e < FU_PER; e++) {
-			size_t i = r.i0 + threadIdx.x + (size_t)e * FU_THREADS;
-			if (i >= r.i1)
-				continue;
+		for (size_t i = r.i0 + threadIdx.x; i < r.i1; i += FU_THREADS) {
 			double u = Uj[i], vv = Vj[i];
-			w[0] += u * rdx[e];
-			w[1] += vv * rdg[e];
-			w[2] += vv * rgn[e];
+			w[0] += u * dx[i];
+			w[1] += vv * dg[i];
+			w[2] += vv * g[i];
 		}
 		block_sums<3>(w, sh);
 		if (threadIdx.x == 0) {
@@ -208,7 +195,7 @@ __global__ void __launch_bounds__(FU_THREADS)
 		}
 	}
 	if (arrive_last(c, &last))
-		measure_finish(c, hd.h, 0);
+		measure_finish(c, hd, 0);
 }
 
 __global__ void __launch_bounds__(FU_THREADS)
@@ -282,20 +269,13 @@ __global__ void __launch_bounds__(FU_THREADS)
 	const fu_chunk r = chunk_of(c, len);
 	const size_t n = (size_t)c.S * (size_t)c.P * len;
 	const fu_head hd = head_of(c);
-	const double *fh = hd.h;
-	const size_t so = (size_t)fh[DQ_FU_SLOT] * n;
-	float rg[FU_PER];
+	const size_t so = (size_t)hd.slot * n;
+	const float *Gs = G + so;
 	double v[2] = {0, 0};
-#pragma unroll
-	for (int e = 0; e < FU_PER; e++) {
-		size_t i = r.i0 + threadIdx.x + (size_t)e * FU_THREADS;
-		rg[e] = 0.0f;
-		if (i >= r.i1)
-			continue;
+	for (size_t i = r.i0 + threadIdx.x; i < r.i1; i += FU_THREADS) {
 		float f = fx[i], x = xn[i], gn = f - x;
 		X[so + i] = x;
 		G[so + i] = gn;
-		rg[e] = gn;
 		v[DQ_FQ_GG] += (double)gn * gn;
 		v[DQ_FQ_FF] += (double)f * f;
 	}
@@ -306,22 +286,18 @@ __global__ void __launch_bounds__(FU_THREADS)
 		pt[DQ_FQ_FF] = v[DQ_FQ_FF];
 	}
 	for (int j = 0; j < c.ma; j++) {
-		if (!dq_fa_act_now(fh, j))
+		if (!dq_fa_act_in(hd.nu, hd.slot, j))
 			continue; /* the same for the whole grid */
 		const float *Gj = G + (size_t)j * n;
 		double w[1] = {0};
-#pragma unroll
-		for (int e = 0; e < FU_PER; e++) {
-			size_t i = r.i0 + threadIdx.x + (size_t)e * FU_THREADS;
-			if (i < r.i1)
-				w[0] += (double)rg[e] * Gj[i];
-		}
+		for (size_t i = r.i0 + threadIdx.x; i < r.i1; i += FU_THREADS)
+			w[0] += (double)Gs[i] * Gj[i];
 		block_sums<1>(w, sh);
 		if (threadIdx.x == 0)
 			pt[DQ_FA_ROW + j] = w[0];
 	}
 	if (arrive_last(c, &last))
-		measure_finish(c, hd.h, 1);
+		measure_finish(c, hd, 1);
 }
 
 __global__ void __launch_bounds__(FU_THREADS)
