@@ -20,6 +20,18 @@ static inline void be_gemm_bf16_mixed(const struct backend *be, int ta, int tb,
 				       B, ldb, beta, C, ldc, scratch);
 }
 
+/* W16 NULL, or W's bf16 cast with scratch as gemm_bf16_mixed's. */
+static inline void be_gemm_bias_act(const struct backend *be, int relu, int M,
+				    int N, int K, double beta, const void *A,
+				    const void *W, const uint16_t *W16,
+				    const void *b, void *C, void *scratch)
+{
+	assert(M >= 0 && N >= 0 && K >= 0 && A && W && b && C);
+	assert(!W16 || (be->bf16_operand_elem > 0 && scratch));
+	be->ops->math->gemm_bias_act(be->ctx, relu, M, N, K, beta, A, W, W16, b,
+				     C, scratch);
+}
+
 /* Bytes of the ws of attention_forward_bf16 and attention_backward_bf16:
  * room for bf16 (or, on a backend whose operands are the rounded values
  * in its own type, bf16_operand_elem-byte) copies of qkv (3 B T C), dout

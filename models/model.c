@@ -106,6 +106,21 @@ const char *model_attention_name(enum model_attention a)
 	return ((int)a >= 0 && (int)a < 2) ? attention_names[a] : "?";
 }
 
+static const char *const epilogue_names[] = {"separate", "fused"};
+
+int model_epilogue_parse(const char *s)
+{
+	for (int i = 0; i < 2; i++)
+		if (s && !strcmp(s, epilogue_names[i]))
+			return i;
+	return -1;
+}
+
+const char *model_epilogue_name(enum model_epilogue e)
+{
+	return ((int)e >= 0 && (int)e < 2) ? epilogue_names[e] : "?";
+}
+
 int model_init_parse(const char *s)
 {
 	return find_name(s, init_name_at, 3);

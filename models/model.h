@@ -77,6 +77,16 @@ enum model_attention { MODEL_ATT_UNFUSED, MODEL_ATT_FLASH };
 int model_attention_parse(const char *s);
 const char *model_attention_name(enum model_attention a);
 
+/* Where a linear layer's bias (and the transformer's ReLU) is added (the
+ * `epilogue` key): MODEL_EPI_SEPARATE, a pass after the GEMM;
+ * MODEL_EPI_FUSED, the GEMM's epilogue (gemm_bias_act: cuBLASLt on cuda;
+ * on the CPU the same two ops, so the same bits). */
+enum model_epilogue { MODEL_EPI_SEPARATE, MODEL_EPI_FUSED };
+
+/* Parses "separate", "fused"; -1 when unknown. */
+int model_epilogue_parse(const char *s);
+const char *model_epilogue_name(enum model_epilogue e);
+
 struct model_config {
 	enum model_kind kind;
 	int d_model;	      /* d */
@@ -99,6 +109,7 @@ struct model_config {
 	 * set_tf32, not the model's business) */
 	enum dq_precision precision;
 	enum model_attention attention; /* transformer only */
+	enum model_epilogue epilogue;
 };
 
 /* One named parameter tensor inside the single parameter allocation.

@@ -195,6 +195,31 @@ void model_gemm(struct model *m, int ta, int tb, int M, int N, int K,
 			     beta, C, ldc, pv->gemm_scratch);
 }
 
+void model_linear_act_forward(struct model *m, void *y, double beta,
+			      const void *x, int w, int N, int in, int out,
+			      int relu)
+{
+	struct model_priv *pv = m->priv;
+	const void *W = model_p(m, m->param_buf, w);
+	const void *b = model_p(m, m->param_buf, w + 1);
+	const int bf16 = m->cfg.precision == DQ_PREC_BF16;
+	const uint16_t *W16 = bf16 ? weight_cast(m, W) : NULL;
+	if (m->cfg.epilogue != MODEL_EPI_FUSED || (bf16 && !W16)) {
+		model_matmul_forward(m, y, beta, x, w, N, in, out);
+		if (relu)
+			be_bias_act_forward(m->be, ACT_RELU, y, b, N, out);
+		else
+			be_bias_forward(m->be, y, b, N, out);
+		return;
+	}
+	if (pv->gemm_log)
+		gemm_log_add(pv->gemm_log, 0, 1, N, out, in);
+	assert(!W16 || be_gemm_bf16_scratch_bytes(m->be, N, out, in) <=
+			   pv->gemm_scratch_bytes);
+	be_gemm_bias_act(m->be, relu, N, out, in, beta, x, W, W16, b, y,
+			 W16 ? pv->gemm_scratch : NULL);
+}
+
 /* ------------------------------------------------------ the attention */
 
 void model_attention_forward(struct model *m, void *out, void *att,

@@ -55,8 +55,7 @@ void model_matmul_forward(struct model *m, void *y, double beta, const void *x,
 void model_linear_forward(struct model *m, void *y, double beta, const void *x,
 			  int w, int N, int in, int out)
 {
-	model_matmul_forward(m, y, beta, x, w, N, in, out);
-	be_bias_forward(m->be, y, model_p(m, m->param_buf, w + 1), N, out);
+	model_linear_act_forward(m, y, beta, x, w, N, in, out, 0);
 }
 
 void model_matmul_backward(struct model *m, void *dx, double beta,

@@ -183,6 +183,13 @@ int model_err(char *err, size_t errlen, const char *fmt, ...)
  * Each is one GEMM (two, and a column sum, backward). */
 void model_linear_forward(struct model *m, void *y, double beta, const void *x,
 			  int w, int N, int in, int out);
+/* model_linear_forward with y = relu(...) when relu: under epilogue=fused
+ * one gemm_bias_act (the bias and ReLU in the GEMM's epilogue; on the
+ * CPU the same ops, so the same bits), else the GEMM, then bias_forward
+ * or bias_act_forward. */
+void model_linear_act_forward(struct model *m, void *y, double beta,
+			      const void *x, int w, int N, int in, int out,
+			      int relu);
 void model_linear_backward(struct model *m, void *dx, double beta,
 			   const void *dy, const void *x, int w, int N, int in,
 			   int out, int param_grads);

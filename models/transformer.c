@@ -231,9 +231,9 @@ static void forward_tape(struct model *m, void *z_out, const void *z_in,
 	be_residual_layernorm_forward(
 	    be, t.h, t.mu1, t.rs1, t.r1, z, model_p(m, P, TP_OUT_B),
 	    model_p(m, P, TP_LN1_W), model_p(m, P, TP_LN1_B), N, d);
-	/* p = relu(h W1ᵀ + b1): bias and relu in one pass */
-	model_matmul_forward(m, t.p, 0.0, t.h, TP_FF1_W, N, d, F);
-	be_bias_act_forward(be, ACT_RELU, t.p, model_p(m, P, TP_FF1_B), N, F);
+	/* p = relu(h W1ᵀ + b1): bias and relu in one pass (or, under
+	 * epilogue=fused, in the GEMM's epilogue) */
+	model_linear_act_forward(m, t.p, 0.0, t.h, TP_FF1_W, N, d, F, 1);
 	/* r2 = p W2ᵀ, then r2 = (r2 + h) + b2 and f = LN2(r2) */
 	model_matmul_forward(m, t.r2, 0.0, t.p, TP_FF2_W, N, F, d);
 	be_residual_layernorm_forward(

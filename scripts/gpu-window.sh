@@ -48,6 +48,12 @@
 #           solver_update against block_fwd, the solver iteration's
 #           marginal cost), then the answer's DEQ run with cuda_graphs
 #           with each (fused.jsonl: the step, one WHILE node a solve)
+#   epilogue (only when PARTS names it) the linear layers' bias and ReLU in
+#           cuBLASLt's epilogue (epilogue=fused) against the separate pass:
+#           bench-block at the answer's shapes in bf16 and fp32 with each
+#           (bench-block-epi-*.log), and the bf16 unroll run with each
+#           (epilogue.jsonl); epilogue=fused stays off by default until
+#           these say it is faster
 #   autotune (only when PARTS names it) the compiled PyTorch row with
 #           mode=max-autotune, which autotunes every GEMM shape: it needs
 #           more than a window, so Inductor's cache is carried from one
@@ -61,8 +67,8 @@
 # (window.log says when each part started and ended). Commit them after
 # unpack; the next window carries them in the tree and resumes.
 # PARTS="tests seed1 prices torch rest recompute smoke attention fused
-# autotune" (any of them) runs those only; recompute, smoke, attention,
-# fused and autotune run only when named (PARTS=autotune LIMIT=560: a window of its own).
+# epilogue autotune" (any of them) runs those only; recompute, smoke,
+# attention, fused, epilogue and autotune run only when named (PARTS=autotune LIMIT=560: a window of its own).
 #
 # DQ_STANDIN=1 (the test, tests/scripts/test_window.py): a CPU stand-in of
 # the same flow. pack uses DQ_BUILDDIR as it is (no build, no git check, no
@@ -247,6 +253,23 @@ fused() {
 	done
 }
 
+# epilogue (only when PARTS names it): bias and ReLU in the GEMM's
+# epilogue against the separate pass, block and step
+epilogue() {
+	local e p
+	for p in bf16 fp32; do
+		for e in separate fused; do
+			timed 40 0 "bench-block-epi-$e-$p" "$D" bench-block \
+				"${SHAPE[@]}" "${BB[@]}" precision=$p epilogue=$e
+		done
+	done
+	for e in separate fused; do
+		timed 60 0 "epilogue-$e" "$D" run "${SHAPE[@]}" "${ROWS[@]}" \
+			method=unroll precision=bf16 lr=0.00025 init=pytorch seed=1 \
+			cuda_graphs="$GRAPHS" epilogue=$e out="$R/epilogue.jsonl"
+	done
+}
+
 run_parts() {
 	local sargs=("$SUITE" --resume out="$R/answer.jsonl" "${EXTRA[@]}")
 	if part tests; then
@@ -269,6 +292,7 @@ run_parts() {
 	[[ " ${PARTS:-} " == *" smoke "* ]] && smoke
 	[[ " ${PARTS:-} " == *" attention "* ]] && attention
 	[[ " ${PARTS:-} " == *" fused "* ]] && fused
+	[[ " ${PARTS:-} " == *" epilogue "* ]] && epilogue
 	[[ " ${PARTS:-} " == *" autotune "* ]] && autotune
 	"$D" validate --strict "$R"/*.jsonl >"$W/validate.log" 2>&1 ||
 		FAILED="$FAILED validate"

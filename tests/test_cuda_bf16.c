@@ -6,7 +6,8 @@
  * bit; gemm_bf16 against the cpu backend's and a double loop over the
  * rounded operands (tolerance at its test); the bf16 attention and the
  * fused attention of attention=flash (kernels/cuda/cuda_attention.cu,
- * cuda_flash.cu) against the cpu backend's.
+ * cuda_flash.cu) and gemm_bias_act (cuda_epilogue.cu) against the cpu
+ * backend's.
  */
 #include "../kernels/bf16.h"
 #include "test_cuda_util.h"
@@ -440,6 +441,74 @@ Test(cuda_bf16, attention_flash, .timeout = 300)
 		for (int j = 0; j < 2; j++)
 			free(o[j]), free(l[j]), free(d[j]);
 	}
+	backend_destroy(cu);
+	backend_destroy(c32);
+}
+
+/* ---- epilogue=fused: gemm_bias_act (cuda_epilogue.cu, cuBLASLt's
+ * BIAS and RELU_BIAS epilogues) against the cpu backend's (its GEMM and
+ * bias pass, test_epilogue.c), on the same operands, fp32 (TF32 off) and
+ * bf16 (the weights' cast), beta 0 and 1, ReLU or not, at a shape with
+ * odd sizes and at the transformer's d_model 512 FF1 (N 2048 rows of
+ * 512 → 2048). Both sides round A and W by the same rule, so the
+ * operands are the same and each bf16 product is exact in fp32: only the
+ * order of the fp32 sums differs, within 1e-5 relative L2 in fp32 and
+ * 1e-4 in bf16 (tensor-core accumulation order); a missing bias or ReLU
+ * is O(1). ---- */
+
+static void bias_act_on(struct pool *pl, int bf16, int relu, double beta, int M,
+			int N, int K, const double *A, const double *W,
+			const double *b, const double *C0, double *out)
+{
+	struct backend *be = pl->be;
+	void *dA = pool_up(pl, A, (size_t)M * K);
+	void *dW = pool_up(pl, W, (size_t)N * K);
+	void *db = pool_up(pl, b, (size_t)N);
+	void *dC = pool_up(pl, C0, (size_t)M * N);
+	uint16_t *w16 = NULL;
+	void *scr = NULL;
+	if (bf16) {
+		w16 = pool_bytes(pl, NULL, sizeof(uint16_t) * N * K);
+		scr = pool_bytes(pl, NULL,
+				 be_gemm_bf16_scratch_bytes(be, M, N, K));
+		be_to_bf16(be, w16, dW, (size_t)N * K);
+	}
+	be_gemm_bias_act(be, relu, M, N, K, beta, dA, dW, w16, db, dC, scr);
+	be_download(be, out, dC, (size_t)M * N);
+}
+
+Test(cuda_bf16, gemm_bias_act, .timeout = 300)
+{
+	struct backend *cu = cuda_or_skip();
+	struct backend *c32 = make("cpu", 0);
+	static const int shapes[][3] = {{37, 29, 23}, {2048, 2048, 512}};
+	for (int s = 0; s < 2; s++)
+		for (int v = 0; v < 8; v++) {
+			int M = shapes[s][0], N = shapes[s][1],
+			    K = shapes[s][2];
+			int bf16 = v & 1, relu = (v >> 1) & 1;
+			double beta = v >> 2;
+			rng_state = 700 + 8 * (uint64_t)s + (uint64_t)v;
+			double *A = rnd((size_t)M * K, 1);
+			double *W = rnd((size_t)N * K, 0.1);
+			double *b = rnd((size_t)N, 1),
+			       *C0 = rnd((size_t)M * N, 1);
+			double *x = zeros((size_t)M * N),
+			       *y = zeros((size_t)M * N);
+			struct pool pc = {cu, {0}, 0}, pr = {c32, {0}, 0};
+			bias_act_on(&pc, bf16, relu, beta, M, N, K, A, W, b, C0,
+				    x);
+			bias_act_on(&pr, bf16, relu, beta, M, N, K, A, W, b, C0,
+				    y);
+			double e = rel_l2(x, y, (size_t)M * N);
+			cr_assert_leq(e, bf16 ? 1e-4 : 1e-5,
+				      "M %d N %d K %d bf16 %d relu %d beta %g: "
+				      "relative L2 %g",
+				      M, N, K, bf16, relu, beta, e);
+			pool_free(&pc);
+			pool_free(&pr);
+			free(A), free(W), free(b), free(C0), free(x), free(y);
+		}
 	backend_destroy(cu);
 	backend_destroy(c32);
 }

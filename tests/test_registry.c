@@ -431,7 +431,8 @@ Test(bench_block, parses_with_the_config_code, .init = cli_setup,
 					   "n_heads=4 d_ff=512 seq_len=64 "
 					   "batch_size=16 layers=1 device=cpu "
 					   "threads=0 seed=1 precision=fp32 "
-					   "attention=unfused iters=20 "
+					   "attention=unfused "
+					   "epilogue=separate iters=20 "
 					   "warmup=3 vocab=0\n"),
 			  "%s", so);
 		free(so);

@@ -71,9 +71,9 @@ struct bb_cfg {
  * (config_set), and their values where they differ from `run`'s defaults:
  * the bench-block preset (docs/commands.md). */
 static const char *const run_keys[] = {
-    "model",	  "d_model",   "n_heads", "d_ff",    "seq_len",
-    "batch_size", "layers",    "device",  "threads", "seed",
-    "precision",  "attention", NULL,
+    "model",	  "d_model",   "n_heads",  "d_ff",    "seq_len",
+    "batch_size", "layers",    "device",   "threads", "seed",
+    "precision",  "attention", "epilogue", NULL,
 };
 static const char *const preset[] = {
     "d_model=128",   "n_heads=4", "d_ff=512", "seq_len=64",

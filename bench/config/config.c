@@ -31,6 +31,11 @@ static const char *attention_name_i(int k)
 	return model_attention_name((enum model_attention)k);
 }
 
+static const char *epilogue_name_i(int k)
+{
+	return model_epilogue_name((enum model_epilogue)k);
+}
+
 static const char *precision_name_i(int k)
 {
 	return dq_precision_name((enum dq_precision)k);
@@ -82,6 +87,12 @@ static const struct key_desc head_keys[] = {
 	 "transformer attention: unfused (the B H T^2 probabilities on the "
 	 "tape) or flash (fused, FlashAttention-2: per row its log-sum-exp "
 	 "instead; head width d_model/n_heads <= 128)",
+	 0),
+    ENUM("epilogue", "model", model.epilogue, model_epilogue_parse,
+	 epilogue_name_i,
+	 "linear layers' bias (and the transformer's ReLU): separate (a pass "
+	 "after the GEMM) or fused (in the GEMM's epilogue: cuBLASLt on cuda; "
+	 "the same bits on the CPU)",
 	 0),
     INT("head_chunk", "model", model.head_chunk, 0, 1 << 30,
 	"positions per chunk of the LM head's softmax-cross-entropy: "

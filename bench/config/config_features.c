@@ -54,6 +54,9 @@ static const struct feature rows[] = {
     {"attention", "flash", 0, IMPL(IMPL_DEQBENCH), 0, NULL,
      "is deqbench's fused attention kernel (FlashAttention-2 in C and CUDA)",
      "use attention=unfused or impl=deqbench"},
+    {"epilogue", "fused", 0, IMPL(IMPL_DEQBENCH), 0, NULL,
+     "is deqbench's GEMM epilogue (cuBLASLt)",
+     "use epilogue=separate or impl=deqbench"},
     {"solver_kernels", "fused", 0, IMPL(IMPL_DEQBENCH), 0, NULL,
      "is deqbench's fused Broyden/Anderson iterations "
      "(kernels/solve_fused.h)",

@@ -44,7 +44,8 @@ const char *const validate_config_added[] = {
 const char *const validate_config_defaulted[] = {
     "precision",   "compile",	 "device_mem_cap_mib", "managed_prefetch",
     "cuda_graphs", "eval_every", "microbatches",       "curve_tokens",
-    "selective",   "attention",	 "solver_kernels",     NULL,
+    "selective",   "attention",	 "solver_kernels",     "epilogue",
+    NULL,
 };
 
 /* {median, mean, p10, p90, min, max, p25, p75}: SCHEMA.md's `stats` */

@@ -573,6 +573,21 @@ static void cpu_residual_dots(void *ctx, void *g, const void *fx, const void *x,
 	cpu_dot_segments(ctx, seg_g, g, g, nseg, len);
 }
 
+static void cpu_gemm_bias_act(void *ctx, int relu, int M, int N, int K,
+			      double beta, const void *A, const void *W,
+			      const uint16_t *W16, const void *b, void *C,
+			      void *scratch)
+{
+	if (W16)
+		DQ_FN(dq_cpu_gemm_bf16_mixed_)
+	(ctx, 0, 1, M, N, K, 1.0, A, K, W16, K, beta, C, N, scratch);
+	else cpu_gemm(ctx, 0, 1, M, N, K, 1.0, A, K, W, K, beta, C, N);
+	if (relu)
+		DQ_FN(dq_cpu_bias_act_forward_)(ctx, ACT_RELU, C, b, M, N);
+	else
+		DQ_FN(dq_cpu_bias_forward_)(ctx, C, b, M, N);
+}
+
 static const struct backend_core_ops cpu_core = {
     .raw_alloc = cpu_raw_alloc,
     .raw_free = cpu_raw_free,
@@ -609,6 +624,7 @@ static const struct backend_math_ops cpu_math = {
     .gemm_bf16 = DQ_FN(dq_cpu_gemm_bf16_),
     .gemm_bf16_arrays = DQ_FN(dq_cpu_gemm_bf16_arrays_),
     .gemm_bf16_mixed = DQ_FN(dq_cpu_gemm_bf16_mixed_),
+    .gemm_bias_act = cpu_gemm_bias_act,
     .layernorm_forward = DQ_FN(dq_cpu_layernorm_forward_),
     .layernorm_backward = DQ_FN(dq_cpu_layernorm_backward_),
     .attention_forward = cpu_attention_forward,

@@ -23,6 +23,7 @@
 #ifndef DQ_CUDA_COMMON_CUH
 #define DQ_CUDA_COMMON_CUH
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -73,7 +74,8 @@ struct dq_cuda_ctx {
 	int sm_count;
 	cudaStream_t stream; /* every op, copy and event goes here */
 	cublasHandle_t cublas;
-	cudaMemPool_t pool; /* the device's default pool, shared in-process */
+	cublasLtHandle_t lt; /* cuda_epilogue.cu's matmuls */
+	cudaMemPool_t pool;  /* the device's default pool, shared in-process */
 	cudaEvent_t ev[BACKEND_TIMER_SLOTS];
 	int n_ev;	  /* events created (for cleanup) */
 	void *cublas_ws;  /* DQ_CU_CUBLAS_WS bytes, cudaMalloc */
@@ -288,6 +290,11 @@ void cu_scale_recip(void *ctx, void *dst, const void *src, const double *seg,
 void cu_anderson_weights(void *ctx, const struct dq_solve_ctl *c,
 			 const void *row, void *alpha, int slot, int nact,
 			 double lambda);
+
+/* cuda_epilogue.cu */
+void cu_gemm_bias_act(void *ctx, int relu, int M, int N, int K, double beta,
+		      const void *A, const void *W, const uint16_t *W16,
+		      const void *b, void *C, void *scratch);
 
 /* cuda_fused_solve.cu */
 void cu_fused_measure(void *ctx, const struct dq_solve_ctl *c, const void *fx,

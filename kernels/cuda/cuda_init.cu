@@ -88,6 +88,8 @@ static void cu_destroy(void *ctx)
 	for (int i = 0; i < c->n_ev; i++)
 		cu_warn(cudaEventDestroy(c->ev[i]), "cudaEventDestroy");
 	cu_copy_destroy(c);
+	if (c->lt)
+		cublasLtDestroy(c->lt);
 	if (c->cublas)
 		cublasDestroy(c->cublas);
 	if (c->cublas_ws)
@@ -321,6 +323,7 @@ static struct backend_math_ops cu_math_make(void)
 	o.gemm_bf16 = cu_gemm_bf16;
 	o.gemm_bf16_arrays = cu_gemm_bf16_arrays;
 	o.gemm_bf16_mixed = cu_gemm_bf16_mixed;
+	o.gemm_bias_act = cu_gemm_bias_act;
 	o.layernorm_forward = cu_layernorm_forward;
 	o.layernorm_backward = cu_layernorm_backward;
 	o.attention_forward = cu_attention_forward;
@@ -549,6 +552,7 @@ static int init_cublas(struct dq_cuda_ctx *c, char *err, size_t errlen)
 	INIT_TRY_BLAS(
 	    cublasSetWorkspace(c->cublas, c->cublas_ws, DQ_CU_CUBLAS_WS));
 	INIT_TRY_BLAS(cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH));
+	INIT_TRY_BLAS(cublasLtCreate(&c->lt));
 	INIT_TRY(cudaDeviceSynchronize());
 	return 0;
 }

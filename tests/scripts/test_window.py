@@ -163,6 +163,18 @@ def main():
               f"PARTS=fused prices both paths ({kinds}) and runs the DEQ "
               f"with each ({len(fu)}, {p.returncode}: {p.stderr[-300:]})")
 
+        # epilogue (named only): bench-block with each, then a run each
+        p = sh(t, ["run"], out, 300, parts="epilogue")
+        er = os.path.join(r, "epilogue.jsonl")
+        ep = records(er) if os.path.exists(er) else []
+        _, log = window_log(t)
+        check(p.returncode == 0 and len(ep) == 2 and
+              sorted(x["config"].get("epilogue") for x in ep) ==
+              ["fused", "separate"] and
+              "start bench-block-epi-fused-bf16" in log,
+              f"PARTS=epilogue runs bench-block and a run with each "
+              f"({len(ep)}, {p.returncode}: {p.stderr[-300:]})")
+
         # autotune: Inductor's cache goes back in window.tgz, and unpack
         # takes it (into results/tmp, carried into the next window)
         p = sh(t, ["run"], out, 300, parts="autotune")

@@ -10,7 +10,7 @@ DEFAULTS = {
     "model": "transformer", "d_model": 64, "n_heads": 2, "d_ff": 256,
     "seq_len": 32, "batch_size": 16, "vocab_size": 0, "seed": 1,
     "init": "pytorch", "init_std": 0.0, "embed_std": 0.0,
-    "attention": "unfused", "head_chunk": 0,
+    "attention": "unfused", "epilogue": "separate", "head_chunk": 0,
     "method": "unroll", "layers": 12, "k": 0, "selective": False,
     "f_solver": "broyden",
     "f_tol": 1e-3, "f_max_iter": 30, "f_stop_mode": "rel", "f_history": 0,

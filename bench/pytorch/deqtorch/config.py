@@ -12,7 +12,7 @@ import re
 # against `deqbench run --help-json` and a deqbench record.
 KNOWN_KEYS = (
     "model d_model n_heads d_ff seq_len batch_size vocab_size seed init "
-    "init_std embed_std attention head_chunk method layers k selective f_solver f_tol "
+    "init_std embed_std attention epilogue head_chunk method layers k selective f_solver f_tol "
     "f_max_iter f_stop_mode f_history b_mode b_solver b_tol b_max_iter "
     "b_stop_mode b_history anderson_m anderson_lambda anderson_beta "
     "solver_batching f_stop_scope b_stop_scope protect_thres stall_window "
@@ -144,6 +144,10 @@ _RULES = (
     ("attention", lambda v: v != "unfused",
      "attention=flash is deqbench's fused kernel; use attention=unfused or "
      "impl=deqbench"),
+    # the GEMM epilogues are the C core's (cuBLASLt)
+    ("epilogue", lambda v: v != "separate",
+     "epilogue=fused is deqbench's cuBLASLt epilogue; use "
+     "epilogue=separate or impl=deqbench"),
     # the fused Broyden/Anderson iterations are the C core's kernels
     ("solver_kernels", lambda v: v != "ops",
      "solver_kernels=fused is deqbench's fused solver iterations; use "
