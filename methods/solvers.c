@@ -193,21 +193,10 @@ void solver_destroy(struct solver *s)
 
 /* ---------------------------------------------------------- per sample */
 
-void *solver_vec(struct solver *s, size_t i)
-{
-	return dq_at(s->be, s->buf, i * s->n);
-}
-
 /* Segment p of sample k of x. */
 static void *seg_of(const struct solver *s, const void *x, int k, int p)
 {
 	return dq_at(s->be, x, ((size_t)p * (size_t)s->S + (size_t)k) * s->len);
-}
-
-/* The control block's array at offset o (doubles). */
-double *solver_ctl_at(struct solver *s, long o)
-{
-	return s->ctl.st + o;
 }
 
 /* Per-segment dots x·y into the control block at offset o: no host read. */
@@ -252,12 +241,6 @@ static void sample_apply(struct solver *s, void *y, double a, const void *coef,
 
 /* ---------------------------------------------------------------- common */
 
-void solver_run_eval(struct run *r, void *out, const void *in)
-{
-	r->F->apply(r->F->ctx, out, in);
-	r->launched++;
-}
-
 /* After an evaluation's per-segment ‖g‖² and ‖F‖² reached seg_g and
  * seg_f: the device's check, then the improved samples of iterate x into
  * the best iterate. Returns 1 when the host must stop issuing work: the
@@ -271,26 +254,6 @@ static int run_check(struct run *r, const void *x)
 	be_solve_check(s->be, &s->ctl);
 	copy_if(s, r->best, x, s->ctl.o_imp);
 	return solver_run_poll(r);
-}
-
-/* Whether the host stops issuing after an evaluation the device has
- * checked (run_check's rule). */
-int solver_run_poll(struct run *r)
-{
-	struct solver *s = r->s;
-	if (r->launched >= r->p->max_iter)
-		return 1;
-	if (r->graph) { /* the next evaluation runs while the device goes */
-		be_graph_loop_next(s->be, solver_ctl_at(s, DQ_CTL_GO));
-		return 0;
-	}
-	if (++r->since < r->sync)
-		return 0;
-	r->since = 0;
-	double go;
-	be_download_bytes(s->be, &go, solver_ctl_at(s, DQ_CTL_GO), sizeof(go));
-	(*r->reads)++;
-	return go == 0;
 }
 
 /* g = F(x) − x from fx = F(x) (g may be fx: then fx is g afterwards),
@@ -594,40 +557,6 @@ static void solve_run(struct run *r)
 		solve_anderson(r);
 		break;
 	}
-}
-
-/* A recording of solves with p and F (same parameters, map and keys), or
- * NULL. */
-struct solve_graph *solver_graph_find(struct solver *s,
-				      const struct solver_params *p,
-				      const struct fp_map *F)
-{
-	for (int i = 0; i < SOLVER_GRAPHS; i++) {
-		struct solve_graph *g = &s->cache[i];
-		if (g->g && memcmp(&g->p, p, sizeof(*p)) == 0 &&
-		    g->F.apply == F->apply && g->F.ctx == F->ctx &&
-		    g->F.key[0] == F->key[0] && g->F.key[1] == F->key[1])
-			return g;
-	}
-	return NULL;
-}
-
-/* The solve as a device-side loop: recorded at its first use (the host
- * issues every evaluation up to max_iter, a segment each, without a
- * read), replayed after; the device skips the segments after its stop. */
-/* The cache entry a new recording of p and F goes into (the oldest's
- * graph freed), labelled; its graph is for the caller to set. */
-struct solve_graph *solver_graph_slot(struct solver *s,
-				      const struct solver_params *p,
-				      const struct fp_map *F)
-{
-	struct solve_graph *g = &s->cache[s->next];
-	s->next = (s->next + 1) % SOLVER_GRAPHS;
-	be_graph_free(s->be, g->g);
-	g->g = NULL;
-	memcpy(&g->p, p, sizeof(*p));
-	g->F = *F;
-	return g;
 }
 
 static void solve_graph(struct run *r)

@@ -205,7 +205,8 @@ void model_linear_act_forward(struct model *m, void *y, double beta,
 	const int bf16 = m->cfg.precision == DQ_PREC_BF16;
 	const uint16_t *W16 = bf16 ? weight_cast(m, W) : NULL;
 	if (m->cfg.epilogue != MODEL_EPI_FUSED || (bf16 && !W16)) {
-		model_matmul_forward(m, y, beta, x, w, N, in, out);
+		model_gemm(m, 0, 1, N, out, in, 1.0, x, in, W, in, beta, y,
+			   out);
 		if (relu)
 			be_bias_act_forward(m->be, ACT_RELU, y, b, N, out);
 		else
