@@ -244,6 +244,11 @@ struct backend_math_ops {
 	 * once per step: models/model.c's cast cache) and A rounded here:
 	 * bit for bit gemm_bf16 of A and the widened B (the same products).
 	 * scratch as gemm_bf16's (op(B)'s part unused on cuda). */
+	void (*gemm_bf16_mixed)(void *ctx, int ta, int tb, int M, int N, int K,
+				double alpha, const void *A, int lda,
+				const uint16_t *B, int ldb, double beta,
+				void *C, int ldc, void *scratch);
+
 	/* A linear layer with its bias (and ReLU) in the GEMM's epilogue:
 	 * C(M,N) = act(A(M,K) W(N,K)ᵀ + beta C + b(N)), act ReLU when relu
 	 * else the identity; A, W, C row-major and contiguous. W16: W's bf16
@@ -251,16 +256,13 @@ struct backend_math_ops {
 	 * does) or NULL (fp32, TF32 where allowed). cpu: gemm (or
 	 * gemm_bf16_mixed), then bias_forward or bias_act_forward: bit for
 	 * bit those ops; cuda: one cuBLASLt matmul with epilogue BIAS or
-	 * RELU_BIAS (the two ops where no algorithm is offered). */
+	 * RELU_BIAS (the two ops where cuBLASLt offers no algorithm for the
+	 * shape and the pointers' alignment, or the bias is not 16-byte
+	 * aligned). */
 	void (*gemm_bias_act)(void *ctx, int relu, int M, int N, int K,
 			      double beta, const void *A, const void *W,
 			      const uint16_t *W16, const void *b, void *C,
 			      void *scratch);
-
-	void (*gemm_bf16_mixed)(void *ctx, int ta, int tb, int M, int N, int K,
-				double alpha, const void *A, int lda,
-				const uint16_t *B, int ldb, double beta,
-				void *C, int ldc, void *scratch);
 
 	/* ---- LayerNorm over the last dim, eps 1e-5, biased variance ----
 	 * y(N,C) = (x - mean) * rstd * w + b; mean(N), rstd(N) saved.

@@ -450,31 +450,73 @@ Test(cuda_bf16, attention_flash, .timeout = 300)
  * bias pass, test_epilogue.c), on the same operands, fp32 (TF32 off) and
  * bf16 (the weights' cast), beta 0 and 1, ReLU or not, at a shape with
  * odd sizes and at the transformer's d_model 512 FF1 (N 2048 rows of
- * 512 → 2048). Both sides round A and W by the same rule, so the
+ * 512 → 2048), each with every operand at its buffer's start and one
+ * element past it. Both sides round A and W by the same rule, so the
  * operands are the same and each bf16 product is exact in fp32: only the
  * order of the fp32 sums differs, within 1e-5 relative L2 in fp32 and
  * 1e-4 in bf16 (tensor-core accumulation order); a missing bias or ReLU
  * is O(1). ---- */
 
-static void bias_act_on(struct pool *pl, int bf16, int relu, double beta, int M,
-			int N, int K, const double *A, const double *W,
-			const double *b, const double *C0, double *out)
+/* h (n doubles) on pl's backend, off elements into a fresh buffer. */
+static void *up_at(struct pool *pl, const double *h, size_t n, int off)
+{
+	void *p = pool_new(pl, n + (size_t)off, 0);
+	be_upload(pl->be, dq_at(pl->be, p, (size_t)off), h, n);
+	return dq_at(pl->be, p, (size_t)off);
+}
+
+/* One case: operands and bias, then gemm_bias_act on pl's backend into
+ * out. off: every operand one element past its buffer's start (4-byte
+ * aligned fp32, 2-byte bf16 weights: cuBLASLt must be told, or the op
+ * falls back to the two ops). */
+struct ba_case {
+	int M, N, K, bf16, relu, off;
+	double beta;
+	const double *A, *W, *b, *C0;
+};
+
+static void bias_act_on(struct pool *pl, const struct ba_case *t, double *out)
 {
 	struct backend *be = pl->be;
-	void *dA = pool_up(pl, A, (size_t)M * K);
-	void *dW = pool_up(pl, W, (size_t)N * K);
-	void *db = pool_up(pl, b, (size_t)N);
-	void *dC = pool_up(pl, C0, (size_t)M * N);
+	const int M = t->M, N = t->N, K = t->K;
+	void *dA = up_at(pl, t->A, (size_t)M * K, t->off);
+	void *dW = up_at(pl, t->W, (size_t)N * K, t->off);
+	void *db = up_at(pl, t->b, (size_t)N, t->off);
+	void *dC = up_at(pl, t->C0, (size_t)M * N, t->off);
 	uint16_t *w16 = NULL;
 	void *scr = NULL;
-	if (bf16) {
-		w16 = pool_bytes(pl, NULL, sizeof(uint16_t) * N * K);
+	if (t->bf16) {
+		w16 = pool_bytes(pl, NULL,
+				 sizeof(uint16_t) * ((size_t)N * K + 1));
+		w16 += t->off;
 		scr = pool_bytes(pl, NULL,
 				 be_gemm_bf16_scratch_bytes(be, M, N, K));
 		be_to_bf16(be, w16, dW, (size_t)N * K);
 	}
-	be_gemm_bias_act(be, relu, M, N, K, beta, dA, dW, w16, db, dC, scr);
+	be_gemm_bias_act(be, t->relu, M, N, K, t->beta, dA, dW, w16, db, dC,
+			 scr);
 	be_download(be, out, dC, (size_t)M * N);
+}
+
+static void check_bias_act(struct backend *cu, struct backend *c32,
+			   struct ba_case t)
+{
+	size_t mn = (size_t)t.M * t.N;
+	double *A = rnd((size_t)t.M * t.K, 1), *W = rnd((size_t)t.N * t.K, 0.1);
+	double *b = rnd((size_t)t.N, 1), *C0 = rnd(mn, 1);
+	double *x = zeros(mn), *y = zeros(mn);
+	struct pool pc = {cu, {0}, 0}, pr = {c32, {0}, 0};
+	t.A = A, t.W = W, t.b = b, t.C0 = C0;
+	bias_act_on(&pc, &t, x);
+	bias_act_on(&pr, &t, y);
+	double e = rel_l2(x, y, mn);
+	cr_assert_leq(e, t.bf16 ? 1e-4 : 1e-5,
+		      "M %d N %d K %d bf16 %d relu %d beta %g offset %d: "
+		      "relative L2 %g",
+		      t.M, t.N, t.K, t.bf16, t.relu, t.beta, t.off, e);
+	pool_free(&pc);
+	pool_free(&pr);
+	free(A), free(W), free(b), free(C0), free(x), free(y);
 }
 
 Test(cuda_bf16, gemm_bias_act, .timeout = 300)
@@ -483,31 +525,16 @@ Test(cuda_bf16, gemm_bias_act, .timeout = 300)
 	struct backend *c32 = make("cpu", 0);
 	static const int shapes[][3] = {{37, 29, 23}, {2048, 2048, 512}};
 	for (int s = 0; s < 2; s++)
-		for (int v = 0; v < 8; v++) {
-			int M = shapes[s][0], N = shapes[s][1],
-			    K = shapes[s][2];
-			int bf16 = v & 1, relu = (v >> 1) & 1;
-			double beta = v >> 2;
-			rng_state = 700 + 8 * (uint64_t)s + (uint64_t)v;
-			double *A = rnd((size_t)M * K, 1);
-			double *W = rnd((size_t)N * K, 0.1);
-			double *b = rnd((size_t)N, 1),
-			       *C0 = rnd((size_t)M * N, 1);
-			double *x = zeros((size_t)M * N),
-			       *y = zeros((size_t)M * N);
-			struct pool pc = {cu, {0}, 0}, pr = {c32, {0}, 0};
-			bias_act_on(&pc, bf16, relu, beta, M, N, K, A, W, b, C0,
-				    x);
-			bias_act_on(&pr, bf16, relu, beta, M, N, K, A, W, b, C0,
-				    y);
-			double e = rel_l2(x, y, (size_t)M * N);
-			cr_assert_leq(e, bf16 ? 1e-4 : 1e-5,
-				      "M %d N %d K %d bf16 %d relu %d beta %g: "
-				      "relative L2 %g",
-				      M, N, K, bf16, relu, beta, e);
-			pool_free(&pc);
-			pool_free(&pr);
-			free(A), free(W), free(b), free(C0), free(x), free(y);
+		for (int v = 0; v < 16; v++) {
+			rng_state = 700 + 16 * (uint64_t)s + (uint64_t)v;
+			struct ba_case t = {.M = shapes[s][0],
+					    .N = shapes[s][1],
+					    .K = shapes[s][2],
+					    .bf16 = v & 1,
+					    .relu = (v >> 1) & 1,
+					    .off = v >> 3,
+					    .beta = (double)((v >> 2) & 1)};
+			check_bias_act(cu, c32, t);
 		}
 	backend_destroy(cu);
 	backend_destroy(c32);

@@ -69,13 +69,20 @@ struct dq_cu_loop {
 	cudaGraphConditionalHandle handle; /* a WHILE loop's */
 };
 
+/* cuda_epilogue.cu's kept cuBLASLt plans (descriptors and algorithm per
+ * shape, mode and alignment). */
+#define DQ_LT_PLANS 16
+struct dq_lt_plan;
+
 struct dq_cuda_ctx {
 	int device;
 	int sm_count;
 	cudaStream_t stream; /* every op, copy and event goes here */
 	cublasHandle_t cublas;
-	cublasLtHandle_t lt; /* cuda_epilogue.cu's matmuls */
-	cudaMemPool_t pool;  /* the device's default pool, shared in-process */
+	cublasLtHandle_t lt;	     /* cuda_epilogue.cu's matmuls */
+	struct dq_lt_plan *lt_plans; /* DQ_LT_PLANS, calloc */
+	int lt_next;		     /* the plan the next new one replaces */
+	cudaMemPool_t pool; /* the device's default pool, shared in-process */
 	cudaEvent_t ev[BACKEND_TIMER_SLOTS];
 	int n_ev;	  /* events created (for cleanup) */
 	void *cublas_ws;  /* DQ_CU_CUBLAS_WS bytes, cudaMalloc */
@@ -295,6 +302,8 @@ void cu_anderson_weights(void *ctx, const struct dq_solve_ctl *c,
 void cu_gemm_bias_act(void *ctx, int relu, int M, int N, int K, double beta,
 		      const void *A, const void *W, const uint16_t *W16,
 		      const void *b, void *C, void *scratch);
+size_t cu_epilogue_plan_bytes(void);
+void cu_epilogue_destroy(struct dq_cuda_ctx *c);
 
 /* cuda_fused_solve.cu */
 void cu_fused_measure(void *ctx, const struct dq_solve_ctl *c, const void *fx,
