@@ -6,7 +6,8 @@ scripts/gpu-check.sh), generated, never typed: the TARGETS.md beside them.
     gpu_targets.py [--write | --check] [--deqbench BIN] [DIR]
                                    (default results/gpu/check)
 
-Reads DIR/*.jsonl (run records, results/SCHEMA.md) and DIR/bench-block-*.log
+Reads DIR/*.jsonl (run records and `deqbench price` records,
+results/SCHEMA.md) and DIR/bench-block-*.log
 (`deqbench bench-block` prints no record; its lines are parsed here: the
 header's shape and precision, "ratio block/gemm", and under precision=bf16
 "gemm bf16 floor, one training step's shapes ... ms"). Prints, per target
@@ -21,6 +22,7 @@ build/bench/deqbench). Standard library only.
 """
 import argparse
 import glob
+import json
 import os
 import re
 import statistics
@@ -37,6 +39,7 @@ READS_MAX = 2.0        # host reads per solve
 FLOOR_MAX = 2.5        # bf16 unroll step ≤ 2.5 × the bf16 GEMM-only floor
 COMPILE_MIN = 3.0      # ≥ 3 × faster than PyTorch bf16 + torch.compile
 EAGER_MIN = 10.0       # d_model 128: ≥ 10 × faster than PyTorch eager bf16
+ITER_MAX = 1.2         # a solver iteration ≤ 1.2 × a tape-less block forward
 
 HEAD = re.compile(r"^bench-block: .*device=(\S+) \((.*)\) precision=(\S+) "
                   r"B=(\d+) T=(\d+) d_model=(\d+)")
@@ -88,7 +91,23 @@ def bench_block(d):
 def load(d):
     paths = sorted(glob.glob(os.path.join(d, "*.jsonl")))
     ok, _ = R.load(paths, note=lambda *a: None)
-    return [(os.path.basename(p), rec) for p, _, rec in ok]
+    return [(os.path.basename(p), rec) for p, _, rec in ok
+            if rec.get("kind") != "price"]
+
+
+def load_prices(d):
+    """The price records (`deqbench price`, kind price) in d's *.jsonl."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(d, "*.jsonl"))):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict) and rec.get("kind") == "price":
+                    out.append(rec)
+    return out
 
 
 def c(rec, key):
@@ -403,6 +422,83 @@ def section_graphs(recs):
     return out + [""]
 
 
+def mean_history(recs, d_model, kernels, solver):
+    """The pairs (iterates) in use per solver iteration, averaged over the
+    DEQ runs at d_model with solver_kernels `kernels` and f_solver
+    `solver` (work: solver_history_sum over solver_update), or None."""
+    hs = []
+    for _, r in recs:
+        if (c(r, "method") == "deq" and c(r, "d_model") == d_model and
+                (c(r, "solver_kernels") or "ops") == kernels and
+                c(r, "f_solver") == solver):
+            u = R.num(r, "work.solver_update.per_step_timed")
+            h = R.num(r, "work.solver_history_sum.per_step_timed")
+            if u and h is not None:
+                hs.append(h / u)
+    return statistics.median(hs) if hs else None
+
+
+def section_solver_iter(recs, prices):
+    """Section 7 (nothing where no price was measured)."""
+    rows = solver_iter_rows(recs, prices)
+    if not rows:
+        return []
+    return ["## 7. A solver iteration against a tape-less block forward (issue 45)", "",
+           f"Target: ≤ {ITER_MAX:g}× at d_model 128 and 512: (block_fwd + "
+           "solver_update(h̄)) / block_fwd, the prices of `deqbench price` "
+           "(scripts/gpu-window.sh part `fused`: solver_kernels ops and fused) "
+           "and h̄ the pairs or iterates in use per iteration of the DEQ runs at "
+           "that width and solver_kernels (their `work`; h = 8 where none ran).", "",
+           "| d_model | precision | solver_kernels | solver | block_fwd ms | "
+           "solver_update a + b·h ms | h̄ | ratio | verdict |",
+           "|---:|---|---|---|---:|---|---:|---:|---|"] + rows + [""]
+
+
+def solver_iter_rows(recs, prices):
+    """Section 7's table rows: per price configuration and solver."""
+    out = []
+    groups = {}
+    for p in prices:
+        sh = p.get("shape", {})
+        key = (sh.get("d_model"), sh.get("precision"),
+               sh.get("solver_kernels", "ops"))
+        groups.setdefault(key, []).append(p)
+    for (dm, prec, k), ps in sorted(groups.items(), key=lambda x: str(x[0])):
+        fwd = [p["median_ms"] for p in ps if p.get("unit") == "block_fwd"]
+        for solver in ("broyden", "anderson"):
+            fit = next((p.get("fit") for p in ps if p.get("unit") ==
+                        "solver_update" and p.get("solver") == solver and
+                        p.get("fit")), None)
+            if not fwd or not fit:
+                continue
+            h = mean_history(recs, dm, k, solver)
+            hv = h if h is not None else 8.0
+            ratio = (fwd[0] + fit["a_ms"] + fit["b_ms"] * hv) / fwd[0]
+            v = verdict(ratio <= ITER_MAX) if dm in (128, 512) else "-"
+            out.append(f"| {dm} | {prec} | {k} | {solver} | {fwd[0]:.4f} | "
+                       f"{fit['a_ms']:.4f} + {fit['b_ms']:.5f}·h | "
+                       f"{hv:.1f}{'' if h is not None else ' (no run)'} | "
+                       f"{ratio:.2f} | {v} |")
+    return out
+
+
+def section_epilogue(rows):
+    """Section 8 (nothing where no such log was made)."""
+    epi = [r for r in rows
+           if r["log"].startswith("bench-block-epi-") and "ratio" in r]
+    if not epi:
+        return []
+    out = ["## 8. The bias and ReLU in cuBLASLt's epilogue (issue 45, item 4)", "",
+           "`epilogue=fused` against `separate`: bench-block's `ratio block/gemm` "
+           "with each (scripts/gpu-window.sh part `epilogue`, logs "
+           "bench-block-epi-*); kept on by default only if faster.", "",
+           "| log | precision | d_model | block/gemm |", "|---|---|---:|---:|"]
+    for r in epi:
+        out.append(f"| {r['log']} | {r['precision']} | {r['d_model']} | "
+                   f"{r['ratio']:.3f} |")
+    return out + [""]
+
+
 def provenance(recs, rows):
     commits = sorted({str(R.get(r, "build.git_commit")) for _, r in recs
                       if not is_torch(r)})
@@ -441,6 +537,8 @@ def generate(d):
                          "## 6. bf16 unroll at d_model 128 against PyTorch eager bf16")
     out += section_graphs(recs)
     out += section_managed(recs)
+    out += section_solver_iter(recs, load_prices(d))
+    out += section_epilogue(rows)
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -97,6 +97,35 @@ def main():
     check(G.baseline_problem(whole) is None, "a whole-step compile is a baseline")
     eager = {"config": {"compile": False}, "compile": None}
     check(G.baseline_problem(eager) is None, "a new eager row is a baseline")
+    # section 7: a price configuration's iteration against its block_fwd
+    # at the DEQ runs' mean history (their work), or at h = 8
+    def price(unit, ms, k, solver=None, fit=None):
+        return {"kind": "price", "unit": unit, "median_ms": ms,
+                "solver": solver, "fit": fit,
+                "shape": {"d_model": 128, "precision": "bf16",
+                          "solver_kernels": k}}
+    prices = [price("block_fwd", 0.10, "fused"),
+              price("solver_update", 0.02, "fused", "broyden",
+                    {"a_ms": 0.004, "b_ms": 0.001}),
+              price("block_fwd", 0.10, "ops"),
+              price("solver_update", 0.09, "ops", "broyden",
+                    {"a_ms": 0.05, "b_ms": 0.005})]
+    run = {"config": {"method": "deq", "d_model": 128,
+                      "solver_kernels": "fused", "f_solver": "broyden"},
+           "work": {"solver_update": {"per_step_timed": 40.0},
+                    "solver_history_sum": {"per_step_timed": 240.0}}}
+    G.R.num = staticmethod(lambda rec, path: G.R.get(rec, path))
+    rows = G.solver_iter_rows([("fused.jsonl", run)], prices)
+    fused = [r for r in rows if "| fused |" in r]
+    ops = [r for r in rows if "| ops |" in r]
+    # fused: (0.10 + 0.004 + 0.001 · 6) / 0.10 = 1.10, met at h̄ = 6
+    check(len(fused) == 1 and "| 6.0 | 1.10 | **met** |" in fused[0],
+          f"fused row at the runs' mean history ({fused})")
+    # ops: no run, h = 8: (0.10 + 0.05 + 0.04) / 0.10 = 1.90, missed
+    check(len(ops) == 1 and "8.0 (no run) | 1.90 | **missed** |" in ops[0],
+          f"ops row at h = 8 without a run ({ops})")
+    check(G.section_solver_iter([], []) == [] and G.section_epilogue([]) == [],
+          "no prices, no epilogue logs: no sections")
     if FAILS:
         sys.exit(1)
     print("gpu_targets: all checks passed")
