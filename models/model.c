@@ -92,13 +92,21 @@ void model_kind_list(char *buf, size_t n)
 }
 
 static const char *const attention_names[] = {"unfused", "flash"};
+static const char *const epilogue_names[] = {"separate", "fused"};
+
+static const char *attention_at(int i)
+{
+	return attention_names[i];
+}
+
+static const char *epilogue_at(int i)
+{
+	return epilogue_names[i];
+}
 
 int model_attention_parse(const char *s)
 {
-	for (int i = 0; i < 2; i++)
-		if (s && !strcmp(s, attention_names[i]))
-			return i;
-	return -1;
+	return find_name(s, attention_at, 2);
 }
 
 const char *model_attention_name(enum model_attention a)
@@ -106,14 +114,9 @@ const char *model_attention_name(enum model_attention a)
 	return ((int)a >= 0 && (int)a < 2) ? attention_names[a] : "?";
 }
 
-static const char *const epilogue_names[] = {"separate", "fused"};
-
 int model_epilogue_parse(const char *s)
 {
-	for (int i = 0; i < 2; i++)
-		if (s && !strcmp(s, epilogue_names[i]))
-			return i;
-	return -1;
+	return find_name(s, epilogue_at, 2);
 }
 
 const char *model_epilogue_name(enum model_epilogue e)

@@ -214,26 +214,34 @@ smoke() {
 	timed 40 0 smoke-selective-deqbench "$D" run "${s[@]}"
 }
 
-# attention (only when PARTS names it): the unfused and fused attention,
-# block and step, at the answer's width
-attention() {
-	local a p s=("${SHAPE[@]/seq_len=128/seq_len=256}")
+# bench-block in bf16 and fp32 at the shape given, then the bf16 unroll run
+# at the answer's shapes, with KEY=A and with KEY=B: logs
+# bench-block-TAG-VALUE-PRECISION, runs NAME-VALUE into NAME.jsonl
+key_ab() {
+	local tag=$1 name=$2 key=$3 a=$4 b=$5 v p
+	shift 5
 	for p in bf16 fp32; do
-		for a in unfused flash; do
-			timed 40 0 "bench-block-att-$a-$p" "$D" bench-block \
-				"${s[@]}" "${BB[@]}" precision=$p attention=$a
+		for v in "$a" "$b"; do
+			timed 40 0 "bench-block-$tag-$v-$p" "$D" bench-block \
+				"$@" "${BB[@]}" precision=$p "$key=$v"
 		done
 	done
-	for a in unfused flash; do
-		timed 60 0 "attention-$a" "$D" run "${SHAPE[@]}" "${ROWS[@]}" \
+	for v in "$a" "$b"; do
+		timed 60 0 "$name-$v" "$D" run "${SHAPE[@]}" "${ROWS[@]}" \
 			method=unroll precision=bf16 lr=0.00025 init=pytorch seed=1 \
-			cuda_graphs="$GRAPHS" attention=$a out="$R/attention.jsonl"
+			cuda_graphs="$GRAPHS" "$key=$v" out="$R/$name.jsonl"
 	done
 }
 
+# attention (only when PARTS names it): the unfused and fused attention,
+# block (at seq_len 256) and step
+attention() {
+	key_ab att attention attention unfused flash \
+		"${SHAPE[@]/seq_len=128/seq_len=256}"
+}
+
 # fused (only when PARTS names it): the fused Broyden/Anderson iterations
-# against
-# the ops, priced at two widths and in the answer's DEQ run
+# against the ops, priced at two widths and in the answer's DEQ run
 fused() {
 	local d k s pa=(vocab_size=10002 price_cap_s=15)
 	[ "$tag" = standin ] && pa=(price_cap_s=1 "${STANDIN_RUN[@]}")
@@ -256,18 +264,7 @@ fused() {
 # epilogue (only when PARTS names it): bias and ReLU in the GEMM's
 # epilogue against the separate pass, block and step
 epilogue() {
-	local e p
-	for p in bf16 fp32; do
-		for e in separate fused; do
-			timed 40 0 "bench-block-epi-$e-$p" "$D" bench-block \
-				"${SHAPE[@]}" "${BB[@]}" precision=$p epilogue=$e
-		done
-	done
-	for e in separate fused; do
-		timed 60 0 "epilogue-$e" "$D" run "${SHAPE[@]}" "${ROWS[@]}" \
-			method=unroll precision=bf16 lr=0.00025 init=pytorch seed=1 \
-			cuda_graphs="$GRAPHS" epilogue=$e out="$R/epilogue.jsonl"
-	done
+	key_ab epi epilogue epilogue separate fused "${SHAPE[@]}"
 }
 
 run_parts() {
