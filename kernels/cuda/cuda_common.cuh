@@ -302,7 +302,9 @@ void cu_anderson_weights(void *ctx, const struct dq_solve_ctl *c,
 void cu_gemm_bias_act(void *ctx, int relu, int M, int N, int K, double beta,
 		      const void *A, const void *W, const uint16_t *W16,
 		      const void *b, void *C, void *scratch);
-size_t cu_epilogue_plan_bytes(void);
+/* The plans' table (0, or -1 out of host memory) and its release (with
+ * every plan's descriptors; none made is fine). */
+int cu_epilogue_init(struct dq_cuda_ctx *c);
 void cu_epilogue_destroy(struct dq_cuda_ctx *c);
 
 /* cuda_fused_solve.cu */

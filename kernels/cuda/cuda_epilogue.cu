@@ -26,6 +26,7 @@
  */
 #include "cuda_common.cuh"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* The key of a plan. */
@@ -56,15 +57,21 @@ static void plan_free(struct dq_lt_plan *p)
 	memset(p, 0, sizeof(*p));
 }
 
-size_t cu_epilogue_plan_bytes(void)
+int cu_epilogue_init(struct dq_cuda_ctx *c)
 {
-	return sizeof(struct dq_lt_plan);
+	c->lt_plans =
+	    (struct dq_lt_plan *)calloc(DQ_LT_PLANS, sizeof(struct dq_lt_plan));
+	return c->lt_plans ? 0 : -1;
 }
 
 void cu_epilogue_destroy(struct dq_cuda_ctx *c)
 {
+	if (!c->lt_plans)
+		return;
 	for (int i = 0; i < DQ_LT_PLANS; i++)
 		plan_free(&c->lt_plans[i]);
+	free(c->lt_plans);
+	c->lt_plans = NULL;
 }
 
 /* The largest power of two up to 256 that p's address is a multiple of. */

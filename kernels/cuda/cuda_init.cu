@@ -88,10 +88,7 @@ static void cu_destroy(void *ctx)
 	for (int i = 0; i < c->n_ev; i++)
 		cu_warn(cudaEventDestroy(c->ev[i]), "cudaEventDestroy");
 	cu_copy_destroy(c);
-	if (c->lt_plans) {
-		cu_epilogue_destroy(c);
-		free(c->lt_plans);
-	}
+	cu_epilogue_destroy(c);
 	if (c->lt)
 		cublasLtDestroy(c->lt);
 	if (c->cublas)
@@ -557,9 +554,7 @@ static int init_cublas(struct dq_cuda_ctx *c, char *err, size_t errlen)
 	    cublasSetWorkspace(c->cublas, c->cublas_ws, DQ_CU_CUBLAS_WS));
 	INIT_TRY_BLAS(cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH));
 	INIT_TRY_BLAS(cublasLtCreate(&c->lt));
-	c->lt_plans =
-	    (struct dq_lt_plan *)calloc(DQ_LT_PLANS, cu_epilogue_plan_bytes());
-	if (!c->lt_plans) {
+	if (cu_epilogue_init(c) != 0) {
 		snprintf(err, errlen, "out of host memory");
 		return -1;
 	}
